@@ -1,0 +1,135 @@
+// downscale2x: 2x2 mean, y = (a + b + c + d + 2) >> 2 (cv2.resize INTER_AREA on even sizes).
+// Output is floor(W/2) x floor(H/2); an odd last column or row is consumed and dropped.
+// Registers: 0 ID (RO), 1 WIDTH, 2 HEIGHT (input size), 3 STATUS (RO; bit0 framing error),
+// 4 FRAMES (RO).
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+module downscale2x #(
+    parameter int DATA_W = 8,
+    parameter int MAX_W = 1920,
+    parameter logic [15:0] MODULE_ID = 16'd4
+) (
+    input  wire               clk,
+    input  wire               rst,
+    input  wire [DATA_W-1:0]  s_axis_tdata,
+    input  wire               s_axis_tvalid,
+    output wire               s_axis_tready,
+    input  wire               s_axis_tlast,
+    input  wire               s_axis_tuser,
+    output wire [DATA_W-1:0]  m_axis_tdata,
+    output wire               m_axis_tvalid,
+    input  wire               m_axis_tready,
+    output wire               m_axis_tlast,
+    output wire               m_axis_tuser,
+    input  wire [7:0]         s_axil_awaddr,
+    input  wire               s_axil_awvalid,
+    output wire               s_axil_awready,
+    input  wire [31:0]        s_axil_wdata,
+    input  wire [3:0]         s_axil_wstrb,
+    input  wire               s_axil_wvalid,
+    output wire               s_axil_wready,
+    output wire [1:0]         s_axil_bresp,
+    output wire               s_axil_bvalid,
+    input  wire               s_axil_bready,
+    input  wire [7:0]         s_axil_araddr,
+    input  wire               s_axil_arvalid,
+    output wire               s_axil_arready,
+    output wire [31:0]        s_axil_rdata,
+    output wire [1:0]         s_axil_rresp,
+    output wire               s_axil_rvalid,
+    input  wire               s_axil_rready
+);
+    localparam int NREGS = 5;
+    localparam logic [NREGS*32-1:0] RESET_VALS = {32'd0, 32'd0, 32'd480, 32'd640, 32'd0};
+    localparam logic [NREGS-1:0] RO_MASK = 5'b11001;
+
+    wire [NREGS*32-1:0] regs;
+    wire [NREGS-1:0] wr_stb_unused;  // no register here acts on a write strobe
+    logic [NREGS*32-1:0] ro;
+    logic [31:0] frames_q;
+    logic framing_err;
+    always_comb begin
+        ro = '0;
+        ro[0*32 +: 32] = {MODULE_ID, 16'h0001};
+        ro[3*32 +: 32] = {31'd0, framing_err};
+        ro[4*32 +: 32] = frames_q;
+    end
+
+    axil_regfile #(.NREGS(NREGS), .ADDR_W(8), .RESET_VALS(RESET_VALS), .RO_MASK(RO_MASK)) u_regs (
+        .clk, .rst,
+        .s_axil_awaddr, .s_axil_awvalid, .s_axil_awready, .s_axil_wdata, .s_axil_wstrb,
+        .s_axil_wvalid, .s_axil_wready, .s_axil_bresp, .s_axil_bvalid, .s_axil_bready,
+        .s_axil_araddr, .s_axil_arvalid, .s_axil_arready, .s_axil_rdata, .s_axil_rresp,
+        .s_axil_rvalid, .s_axil_rready,
+        .regs, .ro_values(ro), .wr_stb(wr_stb_unused)
+    );
+
+    logic [8:0] lb [MAX_W/2];      // horizontal pair sums of the even row
+    logic [11:0] r_q, c_q, w_q, h_q;
+    logic [7:0] left_q;
+    wire at_start = (r_q == 0) && (c_q == 0);
+    wire [11:0] w_eff = at_start ? regs[1*32 +: 12] : w_q;
+    wire [11:0] h_eff = at_start ? regs[2*32 +: 12] : h_q;
+    wire [11:0] ow = w_eff >> 1;
+    wire [11:0] oh = h_eff >> 1;
+    localparam int KW = $clog2(MAX_W / 2);
+    wire [10:0] k = c_q[11:1];
+    wire [KW-1:0] kk = k[KW-1:0];
+    wire in_col = ({1'b0, k} < ow);
+    wire in_row = ({1'b0, r_q[11:1]} < oh);
+    wire [8:0] pair = 9'(left_q) + 9'(s_axis_tdata[7:0]);
+    wire emit = c_q[0] && r_q[0] && in_col && in_row;
+
+    logic [7:0] y_q;
+    logic valid_q, last_q, user_q;
+    assign s_axis_tready = !valid_q || m_axis_tready;
+    assign m_axis_tdata  = DATA_W'(y_q);
+    assign m_axis_tvalid = valid_q;
+    assign m_axis_tlast  = last_q;
+    assign m_axis_tuser  = user_q;
+
+    always_ff @(posedge clk) begin
+        if (valid_q && m_axis_tready) valid_q <= 1'b0;
+        if (at_start) begin
+            w_q <= regs[1*32 +: 12];
+            h_q <= regs[2*32 +: 12];
+        end
+        if (s_axis_tvalid && s_axis_tready) begin
+            if (s_axis_tlast != (c_q == w_eff - 1)) framing_err <= 1'b1;
+            left_q <= s_axis_tdata[7:0];
+            if (c_q[0] && !r_q[0] && in_col) lb[kk] <= pair;
+            if (emit) begin
+                y_q <= 8'((10'(lb[kk]) + 10'(pair) + 10'd2) >> 2);
+                valid_q <= 1'b1;
+                last_q <= ({1'b0, k} == ow - 1);
+                user_q <= (r_q == 1) && (k == 0);
+                if (({1'b0, k} == ow - 1) && ({1'b0, r_q[11:1]} == oh - 1)) frames_q <= frames_q + 1;
+            end
+            if (c_q == w_eff - 1) begin
+                c_q <= '0;
+                r_q <= (r_q == h_eff - 1) ? '0 : r_q + 1;
+            end else begin
+                c_q <= c_q + 1;
+            end
+        end
+        if (rst) begin
+            valid_q <= 1'b0;
+            last_q <= 1'b0;
+            user_q <= 1'b0;
+            y_q <= '0;
+            r_q <= '0;
+            c_q <= '0;
+            w_q <= '0;
+            h_q <= '0;
+            left_q <= '0;
+            frames_q <= '0;
+            framing_err <= 1'b0;
+        end
+    end
+
+    wire unused = &{1'b0, wr_stb_unused, s_axis_tuser, s_axis_tdata, regs};
+endmodule
+
+`resetall

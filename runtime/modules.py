@@ -1,0 +1,126 @@
+"""The catalogue of reconfigurable modules (RMs): ids, register maps and named presets.
+
+A module id is what a partial bitstream's frame data names and what the configuration port
+activates in a slot. A preset is a module plus register values, so ``gauss3x3`` and ``sobel_x``
+both load the ``conv3x3`` bitstream and differ only in registers (no reconfiguration between them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from runtime.errors import ModuleError
+
+#: Registers every vision module has, by word index.
+COMMON_REGS = {"ID": 0, "WIDTH": 1, "HEIGHT": 2, "STATUS": 3, "FRAMES": 4}
+
+
+@dataclass(frozen=True)
+class ModuleKind:
+    """One reconfigurable module design."""
+
+    name: str
+    module_id: int
+    regs: Mapping[str, int]
+    read_only: frozenset[str]
+    channels_in: int = 1      #: 1 = 8-bit gray, 3 = 24-bit RGB
+    halves: bool = False      #: output is floor(H/2) x floor(W/2)
+    defaults: Mapping[str, int] = field(default_factory=dict)
+
+    def reg_index(self, reg: str) -> int:
+        """Word index of register ``reg``; ModuleError if this module has no such register."""
+        try:
+            return self.regs[reg.upper()]
+        except KeyError:
+            known = ", ".join(sorted(self.regs))
+            raise ModuleError(f"module {self.name} has no register {reg!r} (registers: {known})") from None
+
+    def output_shape(self, rows: int, cols: int) -> tuple[int, int]:
+        """Output frame shape for an input of rows x cols."""
+        return (rows // 2, cols // 2) if self.halves else (rows, cols)
+
+
+def _regs(**extra: int) -> dict[str, int]:
+    return {**COMMON_REGS, **extra}
+
+
+_CONV_REGS = _regs(**{f"K{n}": 5 + n for n in range(9)}, MUL=14, SHIFT=15, FLAGS=16)
+_RO = frozenset({"ID", "STATUS", "FRAMES"})
+
+KINDS: dict[str, ModuleKind] = {
+    k.name: k
+    for k in (
+        ModuleKind("conv3x3", 1, _CONV_REGS, _RO, defaults={"K4": 1, "MUL": 1}),
+        ModuleKind("sobel_mag", 2, _regs(), _RO),
+        ModuleKind("threshold", 3, _regs(THRESH=5, MAXVAL=6, TYPE=7), _RO,
+                   defaults={"THRESH": 127, "MAXVAL": 255, "TYPE": 0}),
+        ModuleKind("downscale2x", 4, _regs(), _RO, halves=True),
+        ModuleKind("rgb2gray", 5, _regs(CR=5, CG=6, CB=7, SHIFT=8), _RO, channels_in=3,
+                   defaults={"CR": 9798, "CG": 19235, "CB": 3735, "SHIFT": 15}),
+    )
+}
+KINDS_BY_ID = {k.module_id: k for k in KINDS.values()}
+
+#: cv2.threshold type names -> TYPE register values.
+THRESHOLD_TYPES = {"binary": 0, "binary_inv": 1, "trunc": 2, "tozero": 3, "tozero_inv": 4}
+
+
+def _kernel(k: list[int], mul: int = 1, shift: int = 0, absolute: bool = False) -> dict[str, int]:
+    regs = {f"K{n}": v for n, v in enumerate(k)}
+    regs.update(MUL=mul, SHIFT=shift, FLAGS=int(absolute))
+    return regs
+
+
+#: Named presets: name -> (module, register values). Each equals one OpenCV call (vision_ref.py).
+PRESETS: dict[str, tuple[str, dict[str, int]]] = {
+    "gauss3x3": ("conv3x3", _kernel([1, 2, 1, 2, 4, 2, 1, 2, 1], shift=4)),
+    # floor(S/9 + 0.5) == (S*3641 + 2^14) >> 15 for every S in 0..2295 (checked exhaustively).
+    "box3x3": ("conv3x3", _kernel([1] * 9, mul=3641, shift=15)),
+    "sharpen3x3": ("conv3x3", _kernel([0, -1, 0, -1, 5, -1, 0, -1, 0])),
+    "laplacian3x3": ("conv3x3", _kernel([0, 1, 0, 1, -4, 1, 0, 1, 0], absolute=True)),
+    "sobel_x": ("conv3x3", _kernel([-1, 0, 1, -2, 0, 2, -1, 0, 1], absolute=True)),
+    "sobel_y": ("conv3x3", _kernel([-1, -2, -1, 0, 0, 0, 1, 2, 1], absolute=True)),
+}
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A pipeline stage: a module and the full set of register values to program."""
+
+    name: str              #: the name the user gave (preset or module)
+    kind: ModuleKind
+    regs: Mapping[str, int]
+
+
+def resolve_stage(name: str, overrides: Mapping[str, int] | None = None) -> Stage:
+    """Turn a module or preset name (plus register overrides) into a Stage.
+
+    Raises ModuleError naming the unknown module or register, or a value out of range.
+    """
+    if name in PRESETS:
+        kind_name, preset = PRESETS[name]
+        regs = {**KINDS[kind_name].defaults, **preset}
+    elif name in KINDS:
+        kind_name, regs = name, dict(KINDS[name].defaults)
+    else:
+        known = ", ".join(sorted([*KINDS, *PRESETS]))
+        raise ModuleError(f"unknown module or preset {name!r} (known: {known})")
+    kind = KINDS[kind_name]
+    for reg, value in (overrides or {}).items():
+        key = reg.upper()
+        kind.reg_index(key)
+        if key in kind.read_only or key in ("WIDTH", "HEIGHT"):
+            raise ModuleError(f"register {name}.{key} is set by the runtime and cannot be overridden")
+        if not isinstance(value, int) or not -(2**31) <= value < 2**32:
+            raise ModuleError(f"register {name}.{key} = {value!r} is not a 32-bit integer")
+        regs[key] = value
+    return Stage(name=name, kind=kind, regs=regs)
+
+
+def register_words(stage: Stage, rows: int, cols: int) -> list[tuple[int, int]]:
+    """(word index, 32-bit value) writes that program ``stage`` for a rows x cols input frame."""
+    writes = [(stage.kind.reg_index("WIDTH"), cols), (stage.kind.reg_index("HEIGHT"), rows)]
+    for reg, value in sorted(stage.regs.items(), key=lambda kv: stage.kind.reg_index(kv[0])):
+        writes.append((stage.kind.reg_index(reg), value & 0xFFFFFFFF))
+    return writes

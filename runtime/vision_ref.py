@@ -1,0 +1,107 @@
+"""OpenCV goldens for every vision module and preset: what the RTL must equal bit for bit.
+
+These are also the CPU fallback the apps use when the runtime refuses a stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from runtime.modules import PRESETS, THRESHOLD_TYPES, Stage, resolve_stage
+
+_CV_THRESH_NAMES = {v: k for k, v in THRESHOLD_TYPES.items()}
+
+
+def _cv2():
+    import cv2  # deferred: the board image may run without OpenCV until a fallback is needed
+
+    return cv2
+
+
+def _signed16(value: int) -> int:
+    value &= 0xFFFF
+    return value - 0x10000 if value & 0x8000 else value
+
+
+def conv3x3_reference(frame: np.ndarray, regs: Mapping[str, int]) -> np.ndarray:
+    """The conv3x3 register semantics in numpy (any kernel, not only the presets)."""
+    k = np.array([_signed16(regs.get(f"K{n}", 0)) for n in range(9)], dtype=np.int64).reshape(3, 3)
+    p = np.pad(frame.astype(np.int64), 1, mode="edge")
+    rows, cols = frame.shape
+    s = np.zeros((rows, cols), dtype=np.int64)
+    for dy in range(3):
+        for dx in range(3):
+            s += k[dy, dx] * p[dy : dy + rows, dx : dx + cols]
+    shift = regs.get("SHIFT", 0) & 31
+    s = s * (regs.get("MUL", 1) & 0xFFFF)
+    if shift:
+        s = (s + (1 << (shift - 1))) >> shift
+    if regs.get("FLAGS", 0) & 1:
+        s = np.abs(s)
+    return np.clip(s, 0, 255).astype(np.uint8)
+
+
+def preset_reference(name: str, frame: np.ndarray) -> np.ndarray:
+    """The OpenCV call each preset stands for."""
+    cv2 = _cv2()
+    border = cv2.BORDER_REPLICATE
+    if name == "gauss3x3":
+        return cv2.GaussianBlur(frame, (3, 3), 0, borderType=border)
+    if name == "box3x3":
+        return cv2.blur(frame, (3, 3), borderType=border)
+    if name == "sharpen3x3":
+        kernel = np.array([[0, -1, 0], [-1, 5, -1], [0, -1, 0]], dtype=np.float32)
+        return cv2.filter2D(frame, -1, kernel, borderType=border)
+    if name == "laplacian3x3":
+        return cv2.convertScaleAbs(cv2.Laplacian(frame, cv2.CV_16S, ksize=1, borderType=border))
+    if name == "sobel_x":
+        return cv2.convertScaleAbs(cv2.Sobel(frame, cv2.CV_16S, 1, 0, ksize=3, borderType=border))
+    if name == "sobel_y":
+        return cv2.convertScaleAbs(cv2.Sobel(frame, cv2.CV_16S, 0, 1, ksize=3, borderType=border))
+    raise KeyError(name)
+
+
+def stage_reference(stage: Stage, frame: np.ndarray) -> np.ndarray:
+    """OpenCV (or, for non-preset kernels, numpy) result of one stage on one frame."""
+    cv2 = _cv2()
+    kind = stage.kind.name
+    if kind == "conv3x3":
+        if stage.name in PRESETS and dict(stage.regs) == dict(resolve_stage(stage.name).regs):
+            return preset_reference(stage.name, frame)
+        return conv3x3_reference(frame, stage.regs)
+    if kind == "sobel_mag":
+        border = cv2.BORDER_REPLICATE
+        gx = cv2.Sobel(frame, cv2.CV_16S, 1, 0, ksize=3, borderType=border).astype(np.int32)
+        gy = cv2.Sobel(frame, cv2.CV_16S, 0, 1, ksize=3, borderType=border).astype(np.int32)
+        return np.clip(np.abs(gx) + np.abs(gy), 0, 255).astype(np.uint8)
+    if kind == "threshold":
+        typ = stage.regs.get("TYPE", 0)
+        if typ not in _CV_THRESH_NAMES:
+            return frame.copy()
+        flag = getattr(cv2, f"THRESH_{_CV_THRESH_NAMES[typ].upper()}")
+        thresh = stage.regs.get("THRESH", 127) & 0xFF
+        maxval = stage.regs.get("MAXVAL", 255) & 0xFF
+        return cv2.threshold(frame, thresh, maxval, flag)[1]
+    if kind == "downscale2x":
+        rows, cols = frame.shape[0] // 2 * 2, frame.shape[1] // 2 * 2
+        crop = np.ascontiguousarray(frame[:rows, :cols])
+        return cv2.resize(crop, (cols // 2, rows // 2), interpolation=cv2.INTER_AREA)
+    if kind == "rgb2gray":
+        coeffs = (stage.regs.get("CR"), stage.regs.get("CG"), stage.regs.get("CB"), stage.regs.get("SHIFT"))
+        if coeffs == (9798, 19235, 3735, 15):
+            return cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
+        cr, cg, cb, shift = (int(c) for c in coeffs)
+        rgb = frame.astype(np.int64)
+        acc = cr * rgb[..., 0] + cg * rgb[..., 1] + cb * rgb[..., 2] + ((1 << (shift - 1)) if shift else 0)
+        return np.clip(acc >> shift, 0, 255).astype(np.uint8)
+    raise KeyError(kind)
+
+
+def chain_reference(stages: list[Stage], frame: np.ndarray) -> np.ndarray:
+    """Apply stages in order."""
+    out = frame
+    for stage in stages:
+        out = stage_reference(stage, out)
+    return out

@@ -1,0 +1,161 @@
+"""The simulated board: a platform's shell in RTL, loaded and driven like the real one.
+
+Bitstreams go through the configuration port word by word; frames go through the stream switch
+and the slots' modules pixel by pixel. Times come from RTL cycles at the platform's clocks.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from hdl_sim.harness import HarnessError, RunStats, ShellHarness
+from runtime.bitstream.packets import PortError
+from runtime.errors import FrameError, LoadError
+from runtime.modules import Stage, register_words
+from runtime.platform import Platform
+
+log = logging.getLogger(__name__)
+
+# Shell register word indices (shell.sv).
+REG_SHELL_ID, REG_INFO, REG_CYCLES_LO, REG_CYCLES_HI = 0, 1, 2, 3
+REG_CFG_CTRL, REG_CFG_STATUS, REG_CFG_WORDS, REG_CFG_CYCLES, REG_CFG_LOADS = 4, 5, 6, 7, 8
+REG_DEBUG, REG_ROUTE_OUT, REG_IDCODE, REG_LINK_ERR = 9, 10, 11, 12
+ROUTE_ENABLE = 1 << 31
+SLOT_STATES = ("blank", "loading", "ready", "failed")
+
+#: Cycles from the DESYNC word's acceptance to the slot being re-coupled (config_port.sv).
+ACTIVATION_CYCLES = 2
+
+
+def slot_reg(slot: int, offset: int) -> int:
+    return 16 + 4 * slot + offset
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """Outcome of one partial load through the configuration port."""
+
+    slot: int
+    error: PortError
+    words: int        #: words the port consumed up to activation or error
+    cycles: int       #: port cycles from the first word to activation or error
+    module_id: int
+
+    @property
+    def ok(self) -> bool:
+        return self.error == PortError.OK
+
+
+@dataclass(frozen=True)
+class SlotStatus:
+    state: str
+    module_id: int
+    error: PortError
+    decoupled: bool
+
+
+def pack_pixels(frame: np.ndarray) -> np.ndarray:
+    """Frame -> one 32-bit beat per pixel: gray in [7:0]; RGB as R [7:0], G [15:8], B [23:16]."""
+    if frame.ndim == 2:
+        return frame.astype(np.uint32).reshape(-1)
+    rgb = frame.astype(np.uint32).reshape(-1, 3)
+    return rgb[:, 0] | (rgb[:, 1] << 8) | (rgb[:, 2] << 16)
+
+
+class SimBoard:
+    """A platform's shell in Verilator, with the operations a runtime backend needs."""
+
+    def __init__(self, platform: Platform) -> None:
+        self.platform = platform
+        self.rtl = ShellHarness(platform.rtl_parameters())
+
+    # -- registers
+    def shell_read(self, index: int) -> int:
+        return self.rtl.read(index * 4)[1]
+
+    def shell_write(self, index: int, value: int) -> None:
+        self.rtl.write(index * 4, value)
+
+    def module_write(self, slot: int, index: int, value: int) -> int:
+        return self.rtl.write(0x1000 * (slot + 1) + index * 4, value)
+
+    def module_read(self, slot: int, index: int) -> tuple[int, int]:
+        return self.rtl.read(0x1000 * (slot + 1) + index * 4)
+
+    def slot_status(self, slot: int) -> SlotStatus:
+        value = self.shell_read(slot_reg(slot, 0))
+        return SlotStatus(SLOT_STATES[value & 3], (value >> 4) & 0xF, PortError((value >> 8) & 0xFF),
+                          bool(value >> 16 & 1))
+
+    @property
+    def cycles(self) -> int:
+        return self.rtl.cycles
+
+    def set_decoupler_bypass(self, bypass: bool) -> None:
+        """Fault injection for tests: when set, no slot is ever decoupled."""
+        self.shell_write(REG_DEBUG, int(bypass))
+
+    # -- configuration
+    def load(self, slot: int, words: np.ndarray, *, concurrent: tuple | None = None) -> LoadResult:
+        """Stream partial-bitstream words into the port for ``slot``; return the port's verdict.
+
+        Does not raise on a rejected bitstream: the result carries the port's error code.
+        """
+        self.shell_write(REG_CFG_CTRL, slot)
+        _, stats = self.rtl.run(cfg=words)
+        self.rtl.idle(ACTIVATION_CYCLES + 2)
+        return self._load_result(slot, stats)
+
+    def _load_result(self, slot: int, stats: RunStats) -> LoadResult:
+        if not stats.finished:
+            raise HarnessError("configuration port stopped accepting words")
+        status = self.shell_read(REG_CFG_STATUS)
+        if status & 3 == 1:
+            raise HarnessError("configuration port still busy after the last word")
+        error = PortError((status >> 8) & 0xFF)
+        return LoadResult(slot, error, self.shell_read(REG_CFG_WORDS), self.shell_read(REG_CFG_CYCLES),
+                          self.slot_status(slot).module_id)
+
+    def load_or_raise(self, slot: int, words: np.ndarray) -> LoadResult:
+        result = self.load(slot, words)
+        if not result.ok:
+            raise LoadError(f"slot {slot}: configuration port rejected the bitstream: "
+                            f"{result.error.name} ({result.error.description})", int(result.error))
+        return result
+
+    # -- streaming
+    def route(self, chain: list[int]) -> None:
+        """Route input -> chain[0] -> chain[1] ... -> output; every other slot input is cut."""
+        if len(set(chain)) != len(chain):
+            raise ValueError(f"a slot appears twice in the chain {chain}")
+        for k in range(len(self.platform.slots)):
+            self.shell_write(slot_reg(k, 1), 0)
+        source = 0
+        for slot in chain:
+            self.shell_write(slot_reg(slot, 1), ROUTE_ENABLE | source)
+            source = slot + 1
+        self.shell_write(REG_ROUTE_OUT, ROUTE_ENABLE | source)
+
+    def program(self, slot: int, stage: Stage, rows: int, cols: int) -> None:
+        for index, value in register_words(stage, rows, cols):
+            resp = self.module_write(slot, index, value)
+            if resp != 0:
+                raise LoadError(f"slot {slot}: register write refused (BRESP {resp}); is the slot loaded?", 0)
+
+    def stream(self, frame: np.ndarray, out_shape: tuple[int, int], *, seed: int = 1, gap_pct: int = 0,
+               stall_pct: int = 0, cfg: np.ndarray | None = None, cfg_delay: int = 0,
+               settle: int = 64) -> tuple[np.ndarray, RunStats]:
+        """Send one frame through the routed chain; return the output frame and what was seen."""
+        rows, cols = frame.shape[:2]
+        out_rows, out_cols = out_shape
+        timeout = 20 * (rows + 2) * (cols + 2) + 4096 + (0 if cfg is None else 4 * len(cfg))
+        out, stats = self.rtl.run(pack_pixels(frame), cols, out_rows * out_cols, out_cols, cfg=cfg,
+                                  cfg_delay=cfg_delay, seed=seed, gap_pct=gap_pct, stall_pct=stall_pct,
+                                  settle=settle, max_cycles=timeout)
+        if not stats.finished:
+            raise FrameError(f"frame did not complete: {stats.sent}/{rows * cols} pixels in, "
+                             f"{stats.received}/{out_rows * out_cols} out after {timeout} cycles")
+        return (out & 0xFF).astype(np.uint8).reshape(out_rows, out_cols), stats

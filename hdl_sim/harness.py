@@ -1,0 +1,159 @@
+"""The compiled bulk harness: the Verilated shell as a shared library driven through ctypes.
+
+Built at first use per platform (its RTL parameters), cached by content hash like every build.
+Data moves as numpy arrays passed by pointer; no Python runs per cycle.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hdl_sim.build import HARNESS_DIR, build_lock, cache_root, content_key, format_parameter, rtl_sources
+from hdl_sim.toolchain import setup_environment, verilator_root
+
+log = logging.getLogger(__name__)
+
+VERILATOR_FLAGS = ["-O3", "--x-assign", "fast", "--x-initial", "fast", "-Wno-fatal", "--noassert"]
+CXXFLAGS = ["-O2", "-fPIC", "-std=c++17"]
+
+
+class HarnessError(RuntimeError):
+    """The harness could not be built or the RTL did not respond in time."""
+
+
+def build_harness(parameters: Mapping[str, int]) -> Path:
+    """Build (or reuse) libshell.so for one parameter set; return its path."""
+    setup_environment()
+    sources = rtl_sources()
+    cpp = HARNESS_DIR / "shell_harness.cpp"
+    key = content_key("harness", [*sources, cpp], {"params": dict(parameters), "flags": VERILATOR_FLAGS,
+                                                  "cxx": CXXFLAGS})
+    build_dir = cache_root() / "harness" / key
+    lib = build_dir / "libshell.so"
+    with build_lock(build_dir):
+        if lib.exists():
+            return lib
+        log.info("building the RTL harness in %s (first use, about a minute)", build_dir)
+        obj = build_dir / "obj"
+        gparams = [f"-G{k}={format_parameter(v)}" for k, v in parameters.items()]
+        cmd = ["verilator", "--cc", "--top-module", "shell", "-Mdir", str(obj), *VERILATOR_FLAGS,
+               "-CFLAGS", " ".join(CXXFLAGS), *gparams, *map(str, sources)]
+        _run(cmd, build_dir)
+        # The PyPI wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which breaks split builds.
+        _run(["make", "-s", "-C", str(obj), "-f", "Vshell.mk", "-j2", "OPT_FAST=-O2",
+              "CFG_CXXFLAGS_PCH_I=-include"], build_dir)
+        inc = verilator_root() / "include"
+        tmp = build_dir / "libshell.so.tmp"
+        _run(["g++", "-shared", *CXXFLAGS, "-o", str(tmp), str(cpp), f"-I{obj}", f"-I{inc}",
+              f"-I{inc / 'vltstd'}", str(obj / "Vshell__ALL.a"), str(obj / "libverilated.a"), "-pthread"],
+             build_dir)
+        tmp.rename(lib)
+    return lib
+
+
+def _run(cmd: list[str], cwd: Path) -> None:
+    result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise HarnessError(f"build step failed: {' '.join(cmd[:3])} ...\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """What one fs_run call saw."""
+
+    cycles: int
+    sent: int
+    received: int
+    extra_out: int
+    tlast_errors: int
+    tuser_errors: int
+    cfg_sent: int
+    cfg_end_cycle: int
+    out_end_cycle: int
+
+    @property
+    def finished(self) -> bool:
+        return self.cycles >= 0
+
+
+_U32P = np.ctypeslib.ndpointer(dtype=np.uint32, flags="C_CONTIGUOUS")
+
+
+class ShellHarness:
+    """One instance of the Verilated shell."""
+
+    def __init__(self, parameters: Mapping[str, int]) -> None:
+        self.handle = None
+        self.lib = ctypes.CDLL(str(build_harness(parameters)))
+        L = self.lib  # noqa: N806 - short alias for the prototypes below
+        L.fs_create.restype = ctypes.c_void_p
+        L.fs_destroy.argtypes = [ctypes.c_void_p]
+        L.fs_reset.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        L.fs_cycles.argtypes = [ctypes.c_void_p]
+        L.fs_cycles.restype = ctypes.c_uint64
+        L.fs_idle.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
+        L.fs_axil_write.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int]
+        L.fs_axil_write.restype = ctypes.c_int
+        L.fs_axil_read.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int]
+        L.fs_axil_read.restype = ctypes.c_int64
+        u64 = ctypes.c_uint64
+        L.fs_run.argtypes = [ctypes.c_void_p, _U32P, u64, ctypes.c_uint32, _U32P, u64, ctypes.c_uint32,
+                             _U32P, u64, u64, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, u64, u64,
+                             np.ctypeslib.ndpointer(dtype=np.uint64, flags="C_CONTIGUOUS")]
+        L.fs_run.restype = ctypes.c_int64
+        self.handle = L.fs_create()
+        self.reset()
+
+    def close(self) -> None:
+        if self.handle:
+            self.lib.fs_destroy(self.handle)
+            self.handle = None
+
+    def __del__(self) -> None:
+        self.close()
+
+    def reset(self, cycles: int = 8) -> None:
+        self.lib.fs_reset(self.handle, cycles)
+
+    @property
+    def cycles(self) -> int:
+        return int(self.lib.fs_cycles(self.handle))
+
+    def idle(self, cycles: int) -> None:
+        self.lib.fs_idle(self.handle, cycles)
+
+    def write(self, addr: int, value: int, timeout: int = 1000) -> int:
+        """AXI-Lite write; returns BRESP."""
+        resp = self.lib.fs_axil_write(self.handle, addr, value & 0xFFFFFFFF, timeout)
+        if resp < 0:
+            raise HarnessError(f"AXI-Lite write to 0x{addr:04x} got no response in {timeout} cycles")
+        return resp
+
+    def read(self, addr: int, timeout: int = 1000) -> tuple[int, int]:
+        """AXI-Lite read; returns (RRESP, RDATA)."""
+        value = self.lib.fs_axil_read(self.handle, addr, timeout)
+        if value < 0:
+            raise HarnessError(f"AXI-Lite read of 0x{addr:04x} got no response in {timeout} cycles")
+        return value >> 32, value & 0xFFFFFFFF
+
+    def run(self, pixels: np.ndarray | None = None, in_cols: int = 0, n_out: int = 0, out_cols: int = 0,
+            cfg: np.ndarray | None = None, cfg_delay: int = 0, seed: int = 1, gap_pct: int = 0,
+            stall_pct: int = 0, settle: int = 0, max_cycles: int = 1 << 40) -> tuple[np.ndarray, RunStats]:
+        """Stream pixels through the switch and/or words into the configuration port, concurrently."""
+        inp = np.ascontiguousarray(pixels if pixels is not None else np.zeros(1, np.uint32), dtype=np.uint32)
+        n_in = 0 if pixels is None else inp.size
+        words = np.ascontiguousarray(cfg if cfg is not None else np.zeros(1, np.uint32), dtype=np.uint32)
+        n_cfg = 0 if cfg is None else words.size
+        out = np.zeros(max(n_out, 1), dtype=np.uint32)
+        stats = np.zeros(8, dtype=np.uint64)
+        cycles = self.lib.fs_run(self.handle, inp.reshape(-1), n_in, in_cols, out, n_out, out_cols,
+                                 words.reshape(-1), n_cfg, cfg_delay, seed, gap_pct, stall_pct, settle,
+                                 max_cycles, stats)
+        return out[:n_out], RunStats(int(cycles), *(int(s) for s in stats))

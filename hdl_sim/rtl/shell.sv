@@ -1,0 +1,254 @@
+// shell: the static region of the simulated board. NUM_SLOTS reconfigurable partitions, each with an
+// output link into a register-routed stream switch, a configuration port, and a register file.
+//
+// Address map (AXI4-Lite, 16-bit): 0x0000 shell registers, 0x1000 * (k + 1) slot k's module.
+// Shell registers (word index): 0 SHELL_ID, 1 INFO {NUM_SLOTS[31:24], FRAME_WORDS[23:8], 8'h01},
+// 2/3 CYCLES lo/hi, 4 CFG_CTRL (write arms a load into slot [3:0]), 5 CFG_STATUS {target[19:16],
+// error[15:8], status[1:0]}, 6 CFG_WORDS, 7 CFG_CYCLES, 8 CFG_LOADS, 9 DEBUG (bit0 bypasses every
+// decoupler: a fault-injection hook for tests), 10 ROUTE_OUT, 11 IDCODE, 12 LINK_ERR,
+// 16 + 4k SLOT_STATUS {decoupled[16], error[15:8], module[7:4], state[1:0]}, 17 + 4k SLOT_ROUTE,
+// 18 + 4k SLOT_BEATS_IN, 19 + 4k SLOT_BEATS_OUT. A route is {enable[31], source[3:0]}, source 0 =
+// the shell's input stream, source k + 1 = slot k's output link.
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+module shell #(
+    parameter int NUM_SLOTS = 2,
+    parameter int DATA_W = 32,
+    parameter int MAX_W = 1920,
+    parameter logic [31:0] SHELL_ID = 32'hF5A5_0001,
+    parameter logic [31:0] IDCODE = 32'h03727093,
+    parameter int FRAME_WORDS = 101,
+    parameter logic [NUM_SLOTS*32-1:0] SLOT_FAR_BASE = '0,
+    parameter logic [NUM_SLOTS*32-1:0] SLOT_FRAMES = '0,
+    parameter logic [NUM_SLOTS*16-1:0] SLOT_MODULES = '0,
+    parameter int LINK_LANE_W = 32,
+    parameter int LINK_LATENCY = 1,
+    parameter int LINK_CREDITS = 4
+) (
+    input  wire               clk,
+    input  wire               rst,
+    input  wire [15:0]        s_axil_awaddr,
+    input  wire               s_axil_awvalid,
+    output wire               s_axil_awready,
+    input  wire [31:0]        s_axil_wdata,
+    input  wire [3:0]         s_axil_wstrb,
+    input  wire               s_axil_wvalid,
+    output wire               s_axil_wready,
+    output wire [1:0]         s_axil_bresp,
+    output wire               s_axil_bvalid,
+    input  wire               s_axil_bready,
+    input  wire [15:0]        s_axil_araddr,
+    input  wire               s_axil_arvalid,
+    output wire               s_axil_arready,
+    output wire [31:0]        s_axil_rdata,
+    output wire [1:0]         s_axil_rresp,
+    output wire               s_axil_rvalid,
+    input  wire               s_axil_rready,
+    input  wire [DATA_W-1:0]  s_axis_tdata,
+    input  wire               s_axis_tvalid,
+    output wire               s_axis_tready,
+    input  wire               s_axis_tlast,
+    input  wire               s_axis_tuser,
+    output wire [DATA_W-1:0]  m_axis_tdata,
+    output wire               m_axis_tvalid,
+    input  wire               m_axis_tready,
+    output wire               m_axis_tlast,
+    output wire               m_axis_tuser,
+    input  wire [31:0]        s_axis_cfg_tdata,
+    input  wire               s_axis_cfg_tvalid,
+    output wire               s_axis_cfg_tready,
+    input  wire               s_axis_cfg_tlast
+);
+    initial begin
+        if (NUM_SLOTS < 1 || NUM_SLOTS > 8) $error("shell: NUM_SLOTS must be 1..8");
+    end
+    localparam int NP = NUM_SLOTS + 1;
+    localparam int NREGS = 16 + 4 * NUM_SLOTS;
+    localparam int SEL_W = 4;
+
+    // ---- AXI-Lite fabric
+    wire [7:0] p_awaddr, p_araddr;
+    wire [31:0] p_wdata;
+    wire [3:0] p_wstrb;
+    wire [NP-1:0] p_awvalid, p_awready, p_wvalid, p_wready, p_bvalid, p_bready;
+    wire [NP-1:0] p_arvalid, p_arready, p_rvalid, p_rready;
+    wire [NP*2-1:0] p_bresp, p_rresp;
+    wire [NP*32-1:0] p_rdata;
+
+    axil_demux #(.NPORTS(NP)) u_demux (
+        .clk, .rst,
+        .s_axil_awaddr, .s_axil_awvalid, .s_axil_awready, .s_axil_wdata, .s_axil_wstrb,
+        .s_axil_wvalid, .s_axil_wready, .s_axil_bresp, .s_axil_bvalid, .s_axil_bready,
+        .s_axil_araddr, .s_axil_arvalid, .s_axil_arready, .s_axil_rdata, .s_axil_rresp,
+        .s_axil_rvalid, .s_axil_rready,
+        .m_axil_awaddr(p_awaddr), .m_axil_awvalid(p_awvalid), .m_axil_awready(p_awready),
+        .m_axil_wdata(p_wdata), .m_axil_wstrb(p_wstrb), .m_axil_wvalid(p_wvalid),
+        .m_axil_wready(p_wready), .m_axil_bresp(p_bresp), .m_axil_bvalid(p_bvalid),
+        .m_axil_bready(p_bready), .m_axil_araddr(p_araddr), .m_axil_arvalid(p_arvalid),
+        .m_axil_arready(p_arready), .m_axil_rdata(p_rdata), .m_axil_rresp(p_rresp),
+        .m_axil_rvalid(p_rvalid), .m_axil_rready(p_rready)
+    );
+
+    // ---- shell register file
+    function automatic logic [NREGS-1:0] ro_mask();
+        logic [NREGS-1:0] m;
+        m = '1;
+        m[4] = 1'b0;   // CFG_CTRL
+        m[9] = 1'b0;   // DEBUG
+        m[10] = 1'b0;  // ROUTE_OUT
+        for (int k = 0; k < NUM_SLOTS; k++) m[17 + 4*k] = 1'b0;  // SLOT_ROUTE
+        return m;
+    endfunction
+
+    wire [NREGS*32-1:0] regs;
+    logic [NREGS*32-1:0] ro;
+    wire [NREGS-1:0] wr_stb;
+    axil_regfile #(.NREGS(NREGS), .ADDR_W(8), .RESET_VALS('0), .RO_MASK(ro_mask())) u_regs (
+        .clk, .rst,
+        .s_axil_awaddr(p_awaddr), .s_axil_awvalid(p_awvalid[0]), .s_axil_awready(p_awready[0]),
+        .s_axil_wdata(p_wdata), .s_axil_wstrb(p_wstrb), .s_axil_wvalid(p_wvalid[0]),
+        .s_axil_wready(p_wready[0]), .s_axil_bresp(p_bresp[1:0]), .s_axil_bvalid(p_bvalid[0]),
+        .s_axil_bready(p_bready[0]), .s_axil_araddr(p_araddr), .s_axil_arvalid(p_arvalid[0]),
+        .s_axil_arready(p_arready[0]), .s_axil_rdata(p_rdata[31:0]), .s_axil_rresp(p_rresp[1:0]),
+        .s_axil_rvalid(p_rvalid[0]), .s_axil_rready(p_rready[0]),
+        .regs, .ro_values(ro), .wr_stb
+    );
+    wire bypass_decouplers = regs[9*32];
+
+    // ---- configuration port
+    wire [NUM_SLOTS*4-1:0] slot_module;
+    wire [NUM_SLOTS-1:0] slot_loading, slot_failed, slot_rst;
+    wire [NUM_SLOTS*8-1:0] slot_error;
+    wire [1:0] cfg_status;
+    wire [7:0] cfg_error;
+    wire [3:0] cfg_target;
+    wire [31:0] cfg_words, cfg_cycles, cfg_loads;
+    config_port #(
+        .NUM_SLOTS(NUM_SLOTS), .IDCODE(IDCODE), .FRAME_WORDS(FRAME_WORDS),
+        .SLOT_FAR_BASE(SLOT_FAR_BASE), .SLOT_FRAMES(SLOT_FRAMES), .SLOT_MODULES(SLOT_MODULES)
+    ) u_cfg (
+        .clk, .rst,
+        .s_axis_tdata(s_axis_cfg_tdata), .s_axis_tvalid(s_axis_cfg_tvalid),
+        .s_axis_tready(s_axis_cfg_tready), .s_axis_tlast(s_axis_cfg_tlast),
+        .arm(wr_stb[4]), .arm_slot(p_wdata[3:0]),
+        .slot_module, .slot_loading, .slot_failed, .slot_rst, .slot_error,
+        .status(cfg_status), .error(cfg_error), .target(cfg_target),
+        .words(cfg_words), .cycles(cfg_cycles), .loads(cfg_loads)
+    );
+
+    // ---- slots, links and switch
+    localparam int NSRC = NUM_SLOTS + 1;
+    localparam int NSNK = NUM_SLOTS + 1;
+    // split_var: these vectors join every slot to every other through the switch; as whole vectors
+    // the tool sees a false combinational loop (UNOPTFLAT) and re-evaluates the design to settle it.
+    wire [NSRC*DATA_W-1:0] src_tdata /*verilator split_var*/;
+    wire [NSRC-1:0] src_tvalid /*verilator split_var*/, src_tready /*verilator split_var*/;
+    wire [NSRC-1:0] src_tlast /*verilator split_var*/, src_tuser /*verilator split_var*/;
+    wire [NSNK*DATA_W-1:0] snk_tdata /*verilator split_var*/;
+    wire [NSNK-1:0] snk_tvalid /*verilator split_var*/, snk_tready /*verilator split_var*/;
+    wire [NSNK-1:0] snk_tlast /*verilator split_var*/, snk_tuser /*verilator split_var*/;
+    logic [NSNK*(SEL_W+1)-1:0] route;
+    wire [NUM_SLOTS-1:0] link_err, decoupled;
+    logic [31:0] beats_in [NUM_SLOTS];
+    logic [31:0] beats_out [NUM_SLOTS];
+
+    assign src_tdata[0 +: DATA_W] = s_axis_tdata;
+    assign src_tvalid[0] = s_axis_tvalid;
+    assign s_axis_tready = src_tready[0];
+    assign src_tlast[0] = s_axis_tlast;
+    assign src_tuser[0] = s_axis_tuser;
+    assign m_axis_tdata = snk_tdata[NUM_SLOTS*DATA_W +: DATA_W];
+    assign m_axis_tvalid = snk_tvalid[NUM_SLOTS];
+    assign snk_tready[NUM_SLOTS] = m_axis_tready;
+    assign m_axis_tlast = snk_tlast[NUM_SLOTS];
+    assign m_axis_tuser = snk_tuser[NUM_SLOTS];
+
+    for (genvar k = 0; k < NUM_SLOTS; k++) begin : g_slot
+        wire [DATA_W-1:0] o_tdata;
+        wire o_tvalid, o_tready, o_tlast, o_tuser;
+        wire [31:0] flits_unused;
+        wire dec = (slot_module[k*4 +: 4] == 0 || slot_loading[k] || slot_failed[k]) && !bypass_decouplers;
+
+        rp_slot #(
+            .DATA_W(DATA_W), .MAX_W(MAX_W), .MODULE_MASK(SLOT_MODULES[k*16 +: 16]),
+            .SEED(32'h9E37_79B9 * (k + 1))
+        ) u_slot (
+            .clk, .rst,
+            .active_module(slot_module[k*4 +: 4]), .rm_rst(slot_rst[k]),
+            .decouple(dec), .decouple_status(decoupled[k]),
+            .s_axis_tdata(snk_tdata[k*DATA_W +: DATA_W]), .s_axis_tvalid(snk_tvalid[k]),
+            .s_axis_tready(snk_tready[k]), .s_axis_tlast(snk_tlast[k]), .s_axis_tuser(snk_tuser[k]),
+            .m_axis_tdata(o_tdata), .m_axis_tvalid(o_tvalid), .m_axis_tready(o_tready),
+            .m_axis_tlast(o_tlast), .m_axis_tuser(o_tuser),
+            .s_axil_awaddr(p_awaddr), .s_axil_awvalid(p_awvalid[k+1]), .s_axil_awready(p_awready[k+1]),
+            .s_axil_wdata(p_wdata), .s_axil_wstrb(p_wstrb), .s_axil_wvalid(p_wvalid[k+1]),
+            .s_axil_wready(p_wready[k+1]), .s_axil_bresp(p_bresp[(k+1)*2 +: 2]),
+            .s_axil_bvalid(p_bvalid[k+1]), .s_axil_bready(p_bready[k+1]),
+            .s_axil_araddr(p_araddr), .s_axil_arvalid(p_arvalid[k+1]), .s_axil_arready(p_arready[k+1]),
+            .s_axil_rdata(p_rdata[(k+1)*32 +: 32]), .s_axil_rresp(p_rresp[(k+1)*2 +: 2]),
+            .s_axil_rvalid(p_rvalid[k+1]), .s_axil_rready(p_rready[k+1])
+        );
+
+        stream_link #(
+            .DATA_W(DATA_W), .LANE_W(LINK_LANE_W), .LATENCY(LINK_LATENCY), .CREDITS(LINK_CREDITS)
+        ) u_link (
+            .clk, .rst,
+            .s_axis_tdata(o_tdata), .s_axis_tvalid(o_tvalid), .s_axis_tready(o_tready),
+            .s_axis_tlast(o_tlast), .s_axis_tuser(o_tuser),
+            .m_axis_tdata(src_tdata[(k+1)*DATA_W +: DATA_W]), .m_axis_tvalid(src_tvalid[k+1]),
+            .m_axis_tready(src_tready[k+1]), .m_axis_tlast(src_tlast[k+1]), .m_axis_tuser(src_tuser[k+1]),
+            .flits_sent(flits_unused), .credit_error(link_err[k])
+        );
+
+        always_ff @(posedge clk) begin
+            if (snk_tvalid[k] && snk_tready[k]) beats_in[k] <= beats_in[k] + 1;
+            if (o_tvalid && o_tready) beats_out[k] <= beats_out[k] + 1;
+            if (rst) begin
+                beats_in[k] <= '0;
+                beats_out[k] <= '0;
+            end
+        end
+        assign route[k*(SEL_W+1) +: SEL_W+1] = {regs[(17+4*k)*32 + 31], regs[(17+4*k)*32 +: SEL_W]};
+    end
+    assign route[NUM_SLOTS*(SEL_W+1) +: SEL_W+1] = {regs[10*32 + 31], regs[10*32 +: SEL_W]};
+
+    stream_switch #(.DATA_W(DATA_W), .NSRC(NSRC), .NSNK(NSNK), .SEL_W(SEL_W)) u_switch (
+        .s_tdata(src_tdata), .s_tvalid(src_tvalid), .s_tready(src_tready), .s_tlast(src_tlast),
+        .s_tuser(src_tuser), .m_tdata(snk_tdata), .m_tvalid(snk_tvalid), .m_tready(snk_tready),
+        .m_tlast(snk_tlast), .m_tuser(snk_tuser), .route
+    );
+
+    // ---- status registers
+    logic [63:0] cycles_q;
+    always_ff @(posedge clk) begin
+        cycles_q <= cycles_q + 1;
+        if (rst) cycles_q <= '0;
+    end
+
+    always_comb begin
+        ro = '0;
+        ro[0*32 +: 32] = SHELL_ID;
+        ro[1*32 +: 32] = {8'(NUM_SLOTS), 16'(FRAME_WORDS), 8'h01};
+        ro[2*32 +: 32] = cycles_q[31:0];
+        ro[3*32 +: 32] = cycles_q[63:32];
+        ro[5*32 +: 32] = {12'd0, cfg_target, cfg_error, 6'd0, cfg_status};
+        ro[6*32 +: 32] = cfg_words;
+        ro[7*32 +: 32] = cfg_cycles;
+        ro[8*32 +: 32] = cfg_loads;
+        ro[11*32 +: 32] = IDCODE;
+        ro[12*32 +: 32] = 32'(link_err);
+        for (int k = 0; k < NUM_SLOTS; k++) begin
+            logic [1:0] state;
+            state = slot_failed[k] ? 2'd3 : slot_loading[k] ? 2'd1 : (slot_module[k*4 +: 4] != 0) ? 2'd2 : 2'd0;
+            ro[(16+4*k)*32 +: 32] = {15'd0, decoupled[k], slot_error[k*8 +: 8], slot_module[k*4 +: 4], 2'd0, state};
+            ro[(18+4*k)*32 +: 32] = beats_in[k];
+            ro[(19+4*k)*32 +: 32] = beats_out[k];
+        end
+    end
+
+    wire unused_shell = &{1'b0, regs, wr_stb};
+endmodule
+
+`resetall

@@ -1,0 +1,1 @@
+"""Partial bitstreams: the .bit container, configuration packets, CRC, generation and checks."""

@@ -1,0 +1,273 @@
+"""Configuration packets: write a partial bitstream's words, and check words as the port does.
+
+The checker mirrors hdl_sim/rtl/config_port.sv rule for rule and returns the same error codes, so
+``fpgashare bitstream inspect`` predicts what the simulated port will say, and tests compare both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+
+from runtime.bitstream.crc import icap_crc, icap_crc_words
+
+SYNC = 0xAA995566
+NOP = 0x20000000
+DUMMY = 0xFFFFFFFF
+BUS_WIDTH = (0x000000BB, 0x11220044)
+RM_MAGIC = 0x52504D44  # "RPMD": word 0 of frame 0 of every reconfigurable-module image
+
+REG_CRC, REG_FAR, REG_FDRI, REG_CMD, REG_IDCODE = 0, 1, 2, 4, 12
+WRITABLE = frozenset({0, 1, 2, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 16, 17, 24})
+CMD_WCFG, CMD_RCRC, CMD_DESYNC = 1, 7, 13
+ALLOWED_CMDS = frozenset({0, 1, 3, 5, 7, 8, 10, 13})
+
+
+class PortError(IntEnum):
+    """Error codes of the configuration port (config_port.sv ERR_*)."""
+
+    OK = 0
+    NO_SYNC = 1
+    TRUNCATED = 2
+    BAD_PACKET = 3
+    BAD_REGISTER = 4
+    BAD_IDCODE = 5
+    FDRI_BEFORE_IDCODE = 6
+    FDRI_BEFORE_WCFG = 7
+    FAR_OUTSIDE_SLOT = 8
+    PARTIAL_FRAME = 9
+    REGION_MISMATCH = 10
+    UNKNOWN_MODULE = 11
+    CRC_MISMATCH = 12
+    MISSING_CRC = 13
+    BAD_COMMAND = 14
+    BAD_SLOT = 15
+    NO_FRAME_DATA = 16
+
+    @property
+    def description(self) -> str:
+        return _DESCRIPTIONS[self]
+
+
+_DESCRIPTIONS = {
+    PortError.OK: "accepted",
+    PortError.NO_SYNC: "no sync word 0xAA995566 before the end of the data",
+    PortError.TRUNCATED: "the data ended before DESYNC (truncated packet or bitstream)",
+    PortError.BAD_PACKET: "malformed packet header (reserved bits, read/reserved opcode, stray Type-2 or NOP data)",
+    PortError.BAD_REGISTER: "write to a register that is not writable",
+    PortError.BAD_IDCODE: "IDCODE does not match the device",
+    PortError.FDRI_BEFORE_IDCODE: "frame data (FDRI) before an IDCODE check",
+    PortError.FDRI_BEFORE_WCFG: "frame data (FDRI) before the WCFG command",
+    PortError.FAR_OUTSIDE_SLOT: "frame address range reaches outside the target slot",
+    PortError.PARTIAL_FRAME: "FDRI length is not a whole number of frames",
+    PortError.REGION_MISMATCH: "frame data does not cover exactly the slot's region",
+    PortError.UNKNOWN_MODULE: "frame data names no module this slot can hold",
+    PortError.CRC_MISMATCH: "CRC mismatch",
+    PortError.MISSING_CRC: "DESYNC without a CRC check after the frame data",
+    PortError.BAD_COMMAND: "command not allowed in a partial bitstream",
+    PortError.BAD_SLOT: "target slot does not exist",
+    PortError.NO_FRAME_DATA: "DESYNC before any frame data",
+}
+
+
+def type1(op: int, reg: int, count: int) -> int:
+    """A Type-1 packet header: op 0 NOP, 2 write."""
+    return (1 << 29) | (op << 27) | ((reg & 0x1F) << 13) | (count & 0x7FF)
+
+
+def type2_write(count: int) -> int:
+    return (2 << 29) | (2 << 27) | (count & 0x7FFFFFF)
+
+
+def frame_data(seed: str, module_id: int, slot_index: int, nwords: int) -> np.ndarray:
+    """Deterministic frame data: a module descriptor in frame 0, then SHAKE-256 noise."""
+    noise = hashlib.shake_256(seed.encode()).digest(nwords * 4)
+    data = np.frombuffer(noise, dtype=">u4").astype(np.uint32)
+    data[:4] = (RM_MAGIC, module_id, slot_index, 1)
+    return data
+
+
+def partial_words(idcode: int, far: int, frame_words: np.ndarray) -> np.ndarray:
+    """The configuration words of a partial bitstream that writes ``frame_words`` at ``far``."""
+    crc = icap_crc(REG_IDCODE, idcode, 0)
+    crc = icap_crc(REG_FAR, far, crc)
+    crc = icap_crc(REG_CMD, CMD_WCFG, crc)
+    crc = icap_crc_words(REG_FDRI, frame_words.tolist(), crc)
+    head = [DUMMY] * 8 + list(BUS_WIDTH) + [DUMMY, DUMMY, SYNC, NOP,
+            type1(2, REG_CMD, 1), CMD_RCRC, NOP, NOP,
+            type1(2, REG_IDCODE, 1), idcode,
+            type1(2, REG_FAR, 1), far,
+            type1(2, REG_CMD, 1), CMD_WCFG, NOP,
+            type1(2, REG_FDRI, 0), type2_write(len(frame_words))]
+    tail = [type1(2, REG_CRC, 1), crc, NOP, NOP, type1(2, REG_CMD, 1), CMD_DESYNC] + [NOP] * 16
+    return np.concatenate([np.array(head, np.uint32), frame_words.astype(np.uint32), np.array(tail, np.uint32)])
+
+
+@dataclass(frozen=True)
+class SlotRegion:
+    """What the port knows of a slot: frame range and the module ids it can hold."""
+
+    far_base: int
+    frames: int
+    module_mask: int
+
+
+@dataclass
+class PortVerdict:
+    """What the configuration port would do with a word stream."""
+
+    error: PortError = PortError.OK
+    word: int = -1             #: index of the word that failed (or of the DESYNC data word)
+    far: int | None = None
+    fdri_words: int = 0
+    module_id: int | None = None
+    idcode: int | None = None
+    crc_checked: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error == PortError.OK
+
+    @property
+    def words_to_desync(self) -> int:
+        """Words the port consumes up to and including the DESYNC command's data word."""
+        return self.word + 1 if self.ok else 0
+
+    def message(self) -> str:
+        where = f" at word {self.word}" if self.word >= 0 else ""
+        return f"{self.error.name}: {self.error.description}{where}"
+
+
+def check_words(words: np.ndarray, idcode: int, frame_len: int, region: SlotRegion) -> PortVerdict:
+    """Check configuration words against one target slot exactly as config_port.sv does."""
+    v = PortVerdict()
+    w = words.astype(np.uint32)
+    n = len(w)
+    i = 0
+
+    def fail(err: PortError, at: int) -> PortVerdict:
+        v.error, v.word = err, at
+        return v
+
+    while i < n and int(w[i]) != SYNC:
+        i += 1
+    if i >= n:
+        return fail(PortError.NO_SYNC, n - 1)
+    i += 1
+    crc = 0
+    idcode_ok = wcfg_ok = fdri_done = False
+    t1_open = False
+    last_t1_reg = 0
+    while i < n:
+        hdr = int(w[i])
+        kind = hdr >> 29
+        reg, count = 0, 0
+        opened = False
+        if kind == 1:
+            op = (hdr >> 27) & 3
+            if (hdr >> 18) & 0x1FF or (hdr >> 11) & 3:
+                return fail(PortError.BAD_PACKET, i)
+            if op == 0:
+                if hdr & 0x7FF:
+                    return fail(PortError.BAD_PACKET, i)
+            elif op != 2:
+                return fail(PortError.BAD_PACKET, i)
+            else:
+                reg, count = (hdr >> 13) & 0x1F, hdr & 0x7FF
+                if reg not in WRITABLE:
+                    return fail(PortError.BAD_REGISTER, i)
+                last_t1_reg = reg
+                opened = count == 0
+        elif kind == 2:
+            if not t1_open or ((hdr >> 27) & 3) != 2:
+                return fail(PortError.BAD_PACKET, i)
+            reg, count = last_t1_reg, hdr & 0x7FFFFFF
+        else:
+            return fail(PortError.BAD_PACKET, i)
+        t1_open = opened
+        if count and reg == REG_FDRI:
+            if fdri_done:
+                return fail(PortError.BAD_PACKET, i)
+            if not idcode_ok:
+                return fail(PortError.FDRI_BEFORE_IDCODE, i)
+            if not wcfg_ok:
+                return fail(PortError.FDRI_BEFORE_WCFG, i)
+            err = _fdri_check(count, v.far, frame_len, region)
+            if err:
+                return fail(err, i)
+        i += 1
+        if count == 0:
+            if i >= n:
+                return fail(PortError.TRUNCATED, n - 1)
+            continue
+        if reg == REG_FDRI:
+            data = w[i : i + count]
+            if len(data) >= 1 and int(data[0]) != RM_MAGIC:
+                return fail(PortError.UNKNOWN_MODULE, i)
+            if len(data) >= 2:
+                mod = int(data[1])
+                if mod >> 4 or mod == 0 or not (region.module_mask >> mod) & 1:
+                    return fail(PortError.UNKNOWN_MODULE, i + 1)
+                v.module_id = mod
+            if len(data) < count:
+                return fail(PortError.TRUNCATED, n - 1)
+            crc = icap_crc_words(REG_FDRI, data.tolist(), crc)
+            v.fdri_words = count
+            fdri_done = True
+            i += count
+            if i >= n:
+                return fail(PortError.TRUNCATED, n - 1)
+            continue
+        for _ in range(count):
+            if i >= n:
+                return fail(PortError.TRUNCATED, n - 1)
+            d = int(w[i])
+            if reg == REG_CRC:
+                if d != crc:
+                    return fail(PortError.CRC_MISMATCH, i)
+                crc = 0
+                if fdri_done:
+                    v.crc_checked = True
+            else:
+                crc = icap_crc(reg, d, crc)
+            if reg == REG_IDCODE:
+                if d != idcode:
+                    return fail(PortError.BAD_IDCODE, i)
+                idcode_ok, v.idcode = True, d
+            elif reg == REG_FAR:
+                v.far = d
+            elif reg == REG_CMD:
+                if d not in ALLOWED_CMDS:
+                    return fail(PortError.BAD_COMMAND, i)
+                if d == CMD_WCFG:
+                    wcfg_ok = True
+                elif d == CMD_RCRC:
+                    crc = 0
+                elif d == CMD_DESYNC:
+                    if not fdri_done:
+                        return fail(PortError.NO_FRAME_DATA, i)
+                    if not v.crc_checked:
+                        return fail(PortError.MISSING_CRC, i)
+                    v.word = i
+                    return v
+            i += 1
+            if i >= n:
+                return fail(PortError.TRUNCATED, n - 1)
+    return fail(PortError.TRUNCATED, n - 1)
+
+
+def _fdri_check(count: int, far: int | None, frame_len: int, region: SlotRegion) -> PortError:
+    if far is None:
+        return PortError.FAR_OUTSIDE_SLOT
+    if not region.far_base <= far < region.far_base + region.frames:
+        return PortError.FAR_OUTSIDE_SLOT
+    if count % frame_len:
+        return PortError.PARTIAL_FRAME
+    if count > (region.far_base + region.frames - far) * frame_len:
+        return PortError.FAR_OUTSIDE_SLOT
+    if far != region.far_base or count != region.frames * frame_len:
+        return PortError.REGION_MISMATCH
+    return PortError.OK

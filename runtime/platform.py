@@ -1,0 +1,291 @@
+"""Platform manifests (TOML): the board's part, configuration port, slots and modules.
+
+A manifest is validated when loaded; every error names the file, the key and the problem.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runtime.errors import ManifestError
+from runtime.modules import KINDS
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 on PYNQ images
+    import tomli as tomllib
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BITSTREAM_DIR = REPO_ROOT / "bitstreams"
+
+
+@dataclass(frozen=True)
+class ConfigPortSpec:
+    """The configuration port: one ``width_bits`` word per cycle of ``clock_hz``."""
+
+    kind: str
+    width_bits: int
+    clock_hz: float
+    source: str
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.width_bits / 8 * self.clock_hz
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """Inter-slot links: lane width, latency and credits (see stream_link.sv)."""
+
+    lane_bits: int
+    latency_cycles: int
+    credits: int
+
+
+@dataclass(frozen=True)
+class SlotSpec:
+    """A reconfigurable partition: its frame-address range and what fits in it."""
+
+    index: int
+    name: str
+    far_base: int
+    frames: int
+    resources: dict[str, int]
+
+
+@dataclass(frozen=True)
+class ModuleSpec:
+    """A reconfigurable module as the platform ships it."""
+
+    name: str
+    kernel: str
+    slots: tuple[str, ...]
+    resources: dict[str, int]
+    registers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Platform:
+    """A validated platform manifest."""
+
+    path: Path
+    name: str
+    board: str
+    part: str
+    family: str
+    idcode: int
+    fabric_clock_hz: float
+    frame_words: int
+    full_bitstream_bytes: int
+    bitstream_date: str
+    bitstream_time: str
+    config_port: ConfigPortSpec
+    link: LinkSpec
+    slots: tuple[SlotSpec, ...]
+    modules: dict[str, ModuleSpec]
+    max_width: int = 1920
+    max_height: int = 1080
+
+    def slot(self, name_or_index: str | int) -> SlotSpec:
+        """Find a slot by name or index; ManifestError when there is none."""
+        for slot in self.slots:
+            if slot.name == name_or_index or slot.index == name_or_index:
+                return slot
+        names = ", ".join(s.name for s in self.slots)
+        raise ManifestError(f"{self.path}: no slot {name_or_index!r} (slots: {names})")
+
+    def module(self, name: str) -> ModuleSpec:
+        try:
+            return self.modules[name]
+        except KeyError:
+            known = ", ".join(sorted(self.modules))
+            raise ManifestError(f"{self.path}: platform has no module {name!r} (modules: {known})") from None
+
+    def slots_for(self, module: str) -> list[SlotSpec]:
+        """Slots that can hold ``module``, in index order."""
+        allowed = set(self.module(module).slots)
+        return [s for s in self.slots if s.name in allowed]
+
+    def slot_module_mask(self, slot: SlotSpec) -> int:
+        """Bit m set = the slot can hold module id m (the RTL's SLOT_MODULES field)."""
+        mask = 0
+        for spec in self.modules.values():
+            if slot.name in spec.slots:
+                mask |= 1 << KINDS[spec.name].module_id
+        return mask
+
+    def rtl_parameters(self) -> dict[str, int | str]:
+        """Verilog parameters of the shell top level (packed vectors as sized literals)."""
+        base = far = mods = 0
+        for slot in self.slots:
+            base |= slot.far_base << (32 * slot.index)
+            far |= slot.frames << (32 * slot.index)
+            mods |= self.slot_module_mask(slot) << (16 * slot.index)
+        return {
+            "NUM_SLOTS": len(self.slots),
+            "IDCODE": self.idcode,
+            "FRAME_WORDS": self.frame_words,
+            "SLOT_FAR_BASE": f"{32 * len(self.slots)}'h{base:x}",
+            "SLOT_FRAMES": f"{32 * len(self.slots)}'h{far:x}",
+            "SLOT_MODULES": f"{16 * len(self.slots)}'h{mods:x}",
+            "LINK_LANE_W": self.link.lane_bits,
+            "LINK_LATENCY": self.link.latency_cycles,
+            "LINK_CREDITS": self.link.credits,
+        }
+
+    def load_seconds(self, nbytes: int) -> float:
+        """Time the configuration port needs for ``nbytes`` of configuration data."""
+        return nbytes / self.config_port.bytes_per_s
+
+
+class _Table:
+    """Typed access to one TOML table that reports file and key on every error."""
+
+    def __init__(self, path: Path, where: str, data: Any) -> None:
+        if not isinstance(data, dict):
+            raise ManifestError(f"{path}: [{where}] must be a table")
+        self.path, self.where, self.data, self.used = path, where, data, set()
+
+    def _key(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def get(self, key: str, typ: type | tuple[type, ...], default: Any = ...) -> Any:
+        self.used.add(key)
+        if key not in self.data:
+            if default is ...:
+                raise ManifestError(f"{self.path}: missing key {self._key(key)}")
+            return default
+        value = self.data[key]
+        if isinstance(value, bool) and typ in (int, float, (int, float)):
+            raise ManifestError(f"{self.path}: {self._key(key)} must be a number, not {value!r}")
+        if not isinstance(value, typ):
+            want = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
+            raise ManifestError(f"{self.path}: {self._key(key)} must be {want}, not {value!r}")
+        return value
+
+    def positive(self, key: str, typ: type | tuple[type, ...] = int, default: Any = ...) -> Any:
+        value = self.get(key, typ, default)
+        if value <= 0:
+            raise ManifestError(f"{self.path}: {self._key(key)} must be > 0, not {value!r}")
+        return value
+
+    def resources(self, key: str) -> dict[str, int]:
+        table = _Table(self.path, self._key(key), self.get(key, dict, {}))
+        out = {}
+        for name in list(table.data):
+            value = table.get(name, int)
+            if value < 0:
+                raise ManifestError(f"{self.path}: {self._key(key)}.{name} must be >= 0")
+            out[name] = value
+        return out
+
+    def done(self) -> None:
+        unknown = sorted(set(self.data) - self.used)
+        if unknown:
+            raise ManifestError(f"{self.path}: unknown key {self._key(unknown[0])}")
+
+
+def resolve_platform_path(path: str | Path) -> Path:
+    """A manifest path as given, or a bare platform name looked up under bitstreams/."""
+    candidate = Path(path)
+    if not candidate.exists() and not candidate.suffix:
+        candidate = BITSTREAM_DIR / f"{path}.toml"
+    if not candidate.exists() and not candidate.is_absolute():
+        candidate = REPO_ROOT / path
+    return candidate
+
+
+def load_platform(path: str | Path) -> Platform:
+    """Load and validate a platform manifest (a path, or a name such as ``zcu104``)."""
+    file = resolve_platform_path(path)
+    try:
+        raw = tomllib.loads(file.read_text())
+    except FileNotFoundError:
+        raise ManifestError(f"{path}: platform manifest not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(f"{file}: not valid TOML: {exc}") from None
+    top = _Table(file, "", raw)
+    p = _Table(file, "platform", top.get("platform", dict))
+    port = _Table(file, "config_port", top.get("config_port", dict))
+    link = _Table(file, "link", top.get("link", dict))
+
+    port_spec = ConfigPortSpec(
+        kind=port.get("kind", str), width_bits=port.positive("width_bits"),
+        clock_hz=float(port.positive("clock_hz", (int, float))), source=port.get("source", str),
+    )
+    if port_spec.kind not in ("pcap", "icap"):
+        raise ManifestError(f"{file}: config_port.kind must be 'pcap' or 'icap', not {port_spec.kind!r}")
+    if port_spec.width_bits != 32:
+        raise ManifestError(f"{file}: config_port.width_bits must be 32 (the port model takes 32-bit words)")
+    port.done()
+    link_spec = LinkSpec(link.positive("lane_bits"), link.positive("latency_cycles"), link.positive("credits"))
+    link.done()
+
+    frame_words = p.positive("frame_words")
+    slots_raw = top.get("slot", list)
+    if not 1 <= len(slots_raw) <= 8:
+        raise ManifestError(f"{file}: [[slot]] must appear 1 to 8 times, not {len(slots_raw)}")
+    slots = []
+    for i, entry in enumerate(slots_raw):
+        t = _Table(file, f"slot[{i}]", entry)
+        slots.append(SlotSpec(i, t.get("name", str), t.get("far_base", int), t.positive("frames"),
+                              t.resources("resources")))
+        if slots[-1].far_base < 0 or slots[-1].far_base + slots[-1].frames >= 2**32:
+            raise ManifestError(f"{file}: slot[{i}].far_base out of range")
+        t.done()
+    names = [s.name for s in slots]
+    if len(set(names)) != len(names):
+        raise ManifestError(f"{file}: slot names must be unique ({', '.join(names)})")
+    ordered = sorted(slots, key=lambda s: s.far_base)
+    for a, b in zip(ordered, ordered[1:]):
+        if a.far_base + a.frames > b.far_base:
+            raise ManifestError(f"{file}: slots {a.name} and {b.name} overlap in frame addresses")
+
+    modules: dict[str, ModuleSpec] = {}
+    for i, entry in enumerate(top.get("module", list)):
+        t = _Table(file, f"module[{i}]", entry)
+        name = t.get("name", str)
+        if name not in KINDS:
+            raise ManifestError(f"{file}: module[{i}].name {name!r} is not a known module "
+                                f"({', '.join(sorted(KINDS))})")
+        slot_names = tuple(t.get("slots", list))
+        for s in slot_names:
+            if s not in names:
+                raise ManifestError(f"{file}: module[{i}].slots names unknown slot {s!r}")
+        registers = tuple(t.get("registers", list))
+        missing = sorted(set(KINDS[name].regs) - set(registers))
+        extra = sorted(set(registers) - set(KINDS[name].regs))
+        if missing or extra:
+            raise ManifestError(f"{file}: module[{i}].registers does not match the RTL of {name} "
+                                f"(missing {missing}, unknown {extra})")
+        resources = t.resources("resources")
+        for s in slot_names:
+            budget = next(x for x in slots if x.name == s).resources
+            for res, need in resources.items():
+                if need > budget.get(res, 0):
+                    raise ManifestError(f"{file}: module[{i}] ({name}) needs {need} {res} but slot {s} "
+                                        f"has {budget.get(res, 0)}")
+        modules[name] = ModuleSpec(name, t.get("kernel", str), slot_names, resources, registers)
+        t.done()
+    if not modules:
+        raise ManifestError(f"{file}: no [[module]] entries")
+
+    platform = Platform(
+        path=file, name=p.get("name", str), board=p.get("board", str), part=p.get("part", str),
+        family=p.get("family", str), idcode=p.get("idcode", int),
+        fabric_clock_hz=float(p.positive("fabric_clock_hz", (int, float))), frame_words=frame_words,
+        full_bitstream_bytes=p.positive("full_bitstream_bytes"),
+        bitstream_date=p.get("bitstream_date", str), bitstream_time=p.get("bitstream_time", str),
+        config_port=port_spec, link=link_spec, slots=tuple(slots), modules=modules,
+    )
+    p.get("sources", dict, {})  # free-form provenance notes, kept in the file for readers
+    if platform.family not in ("zynq7000", "zynqmp"):
+        raise ManifestError(f"{file}: platform.family must be 'zynq7000' or 'zynqmp'")
+    if not 0 < platform.idcode < 2**32:
+        raise ManifestError(f"{file}: platform.idcode must be a 32-bit value")
+    p.done()
+    top.done()
+    return platform

@@ -26,8 +26,9 @@ REG_DEBUG, REG_ROUTE_OUT, REG_IDCODE, REG_LINK_ERR = 9, 10, 11, 12
 ROUTE_ENABLE = 1 << 31
 SLOT_STATES = ("blank", "loading", "ready", "failed")
 
-#: Cycles from the DESYNC word's acceptance to the slot being re-coupled (config_port.sv).
-ACTIVATION_CYCLES = 2
+#: A load takes (words through DESYNC) + ACTIVATION_CYCLES port cycles from its first word until the
+#: slot is re-coupled: the new module is selected one cycle after DESYNC and reset, then re-coupled.
+ACTIVATION_CYCLES = 1
 
 
 def slot_reg(slot: int, offset: int) -> int:
@@ -106,7 +107,7 @@ class SimBoard:
         """
         self.shell_write(REG_CFG_CTRL, slot)
         _, stats = self.rtl.run(cfg=words)
-        self.rtl.idle(ACTIVATION_CYCLES + 2)
+        self.rtl.idle(ACTIVATION_CYCLES + 3)
         return self._load_result(slot, stats)
 
     def _load_result(self, slot: int, stats: RunStats) -> LoadResult:

@@ -46,9 +46,7 @@ def build_harness(parameters: Mapping[str, int]) -> Path:
         cmd = ["verilator", "--cc", "--top-module", "shell", "-Mdir", str(obj), *VERILATOR_FLAGS,
                "-CFLAGS", " ".join(CXXFLAGS), *gparams, *map(str, sources)]
         _run(cmd, build_dir)
-        # The PyPI wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which breaks split builds.
-        _run(["make", "-s", "-C", str(obj), "-f", "Vshell.mk", "-j2", "OPT_FAST=-O2",
-              "CFG_CXXFLAGS_PCH_I=-include"], build_dir)
+        _run(["make", "-s", "-C", str(obj), "-f", "Vshell.mk", "-j2", "OPT_FAST=-O2"], build_dir)
         inc = verilator_root() / "include"
         tmp = build_dir / "libshell.so.tmp"
         _run(["g++", "-shared", *CXXFLAGS, "-o", str(tmp), str(cpp), f"-I{obj}", f"-I{inc}",
@@ -61,7 +59,8 @@ def build_harness(parameters: Mapping[str, int]) -> Path:
 def _run(cmd: list[str], cwd: Path) -> None:
     result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     if result.returncode != 0:
-        raise HarnessError(f"build step failed: {' '.join(cmd[:3])} ...\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
+        tail = (result.stdout + result.stderr)[-6000:]
+        raise HarnessError(f"build step failed: {' '.join(cmd[:3])} ...\n{tail}")
 
 
 @dataclass(frozen=True)

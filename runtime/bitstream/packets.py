@@ -166,12 +166,14 @@ def check_words(words: np.ndarray, idcode: int, frame_len: int, region: SlotRegi
         kind = hdr >> 29
         reg, count = 0, 0
         opened = False
+        if t1_open and kind != 2:  # a count-0 Type-1 write only announces a Type-2 packet
+            return fail(PortError.BAD_PACKET, i)
         if kind == 1:
             op = (hdr >> 27) & 3
             if (hdr >> 18) & 0x1FF or (hdr >> 11) & 3:
                 return fail(PortError.BAD_PACKET, i)
             if op == 0:
-                if hdr & 0x7FF:
+                if hdr != NOP:
                     return fail(PortError.BAD_PACKET, i)
             elif op != 2:
                 return fail(PortError.BAD_PACKET, i)
@@ -221,6 +223,7 @@ def check_words(words: np.ndarray, idcode: int, frame_len: int, region: SlotRegi
             if i >= n:
                 return fail(PortError.TRUNCATED, n - 1)
             continue
+        last_data = i + count - 1
         for _ in range(count):
             if i >= n:
                 return fail(PortError.TRUNCATED, n - 1)
@@ -247,6 +250,8 @@ def check_words(words: np.ndarray, idcode: int, frame_len: int, region: SlotRegi
                 elif d == CMD_RCRC:
                     crc = 0
                 elif d == CMD_DESYNC:
+                    if i != last_data:  # DESYNC must end its packet
+                        return fail(PortError.BAD_PACKET, i)
                     if not fdri_done:
                         return fail(PortError.NO_FRAME_DATA, i)
                     if not v.crc_checked:

@@ -1,0 +1,131 @@
+"""Run a chain of vision modules on the simulated board: load each into a slot through the
+configuration port, route the chain through the stream switch, stream one frame.
+
+Used by ``fpgashare sim run`` and, until the daemon exists, by ``fpgashare demo``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from runtime.bitstream.registry import build_config
+from runtime.errors import FrameError, ModuleError
+from runtime.modules import Stage, resolve_stage
+from runtime.platform import Platform, SlotSpec
+
+MIN_SIDE = 8
+
+
+@dataclass
+class ChainResult:
+    output: np.ndarray
+    slots: dict[str, str]
+    load_cycles: int
+    load_words: int
+    compute_cycles: int
+    wall_s: float
+    load_s: float
+    compute_s: float
+    pixels: int
+    extra: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {
+            "pixels": self.pixels, "load_cycles": self.load_cycles, "load_words": self.load_words,
+            "compute_cycles": self.compute_cycles, "load_s": self.load_s, "compute_s": self.compute_s,
+            "wall_s": round(self.wall_s, 4), "slots": self.slots,
+            "output_shape": list(self.output.shape),
+        }
+
+
+def parse_overrides(items: Sequence[str], chain: Sequence[str]) -> dict[str, dict[str, int]]:
+    """``MOD.REG=VALUE`` strings -> {stage name: {REG: value}}; ModuleError on a bad item."""
+    out: dict[str, dict[str, int]] = {}
+    for item in items:
+        target, eq, value = item.partition("=")
+        stage, dot, reg = target.partition(".")
+        if not eq or not dot or not reg:
+            raise ModuleError(f"--set {item!r}: expected MODULE.REGISTER=VALUE")
+        if stage not in chain:
+            raise ModuleError(f"--set {item!r}: {stage!r} is not a stage of the chain ({', '.join(chain)})")
+        try:
+            number = int(value, 0)
+        except ValueError:
+            raise ModuleError(f"--set {item!r}: {value!r} is not an integer") from None
+        out.setdefault(stage, {})[reg.upper()] = number
+    return out
+
+
+def resolve_chain(chain: Sequence[str], overrides: Mapping[str, Mapping[str, int]]) -> list[Stage]:
+    if not chain:
+        raise ModuleError("the chain is empty: give at least one module")
+    if len(set(chain)) != len(chain):
+        raise ModuleError(f"a stage appears twice in the chain {list(chain)}; each stage needs its own slot")
+    stages = [resolve_stage(name, overrides.get(name)) for name in chain]
+    for stage in stages[1:]:
+        if stage.kind.channels_in != 1:
+            raise ModuleError(f"{stage.name} takes RGB input and must be the first stage")
+    return stages
+
+
+def assign_slots(platform: Platform, stages: Sequence[Stage]) -> list[SlotSpec]:
+    """Give each stage the first free slot that can hold its module."""
+    taken: set[int] = set()
+    out = []
+    for stage in stages:
+        candidates = [s for s in platform.slots_for(stage.kind.name) if s.index not in taken]
+        if not candidates:
+            raise ModuleError(f"no free slot on {platform.name} can hold {stage.name} "
+                              f"({len(platform.slots)} slots for {len(stages)} stages)")
+        taken.add(candidates[0].index)
+        out.append(candidates[0])
+    return out
+
+
+def check_frame(platform: Platform, stages: Sequence[Stage], frame: np.ndarray) -> None:
+    if frame.dtype != np.uint8:
+        raise FrameError(f"frames must be uint8, not {frame.dtype}")
+    want_rgb = stages[0].kind.channels_in == 3
+    if want_rgb and (frame.ndim != 3 or frame.shape[2] != 3):
+        raise FrameError(f"{stages[0].name} needs an RGB frame (rows x cols x 3), got shape {frame.shape}")
+    if not want_rgb and frame.ndim != 2:
+        raise FrameError(f"{stages[0].name} needs a gray frame (rows x cols), got shape {frame.shape}")
+    rows, cols = frame.shape[:2]
+    if not (MIN_SIDE <= cols <= platform.max_width and MIN_SIDE <= rows <= platform.max_height):
+        raise FrameError(f"frame is {cols}x{rows}; the modules take {MIN_SIDE}..{platform.max_width} wide "
+                         f"and {MIN_SIDE}..{platform.max_height} high")
+    shape = (rows, cols)
+    for stage in stages:
+        shape = stage.kind.output_shape(*shape)
+        if min(shape) < 1:
+            raise FrameError(f"frame {cols}x{rows} becomes empty after {stage.name}")
+
+
+def run_chain(board, stages: Sequence[Stage], frame: np.ndarray) -> ChainResult:
+    """Load, route, program and stream one frame on a SimBoard."""
+    platform: Platform = board.platform
+    check_frame(platform, stages, frame)
+    slots = assign_slots(platform, stages)
+    start = time.perf_counter()
+    load_cycles = load_words = 0
+    for stage, slot in zip(stages, slots, strict=True):
+        result = board.load_or_raise(slot.index, build_config(platform, slot, stage.kind.name))
+        load_cycles += result.cycles
+        load_words += result.words
+    board.route([s.index for s in slots])
+    shape = frame.shape[:2]
+    for stage, slot in zip(stages, slots, strict=True):
+        board.program(slot.index, stage, *shape)
+        shape = stage.kind.output_shape(*shape)
+    out, stats = board.stream(frame, shape)
+    wall = time.perf_counter() - start
+    return ChainResult(
+        output=out, slots={st.name: sl.name for st, sl in zip(stages, slots, strict=True)},
+        load_cycles=load_cycles, load_words=load_words, compute_cycles=stats.cycles, wall_s=wall,
+        load_s=load_cycles / platform.config_port.clock_hz,
+        compute_s=stats.cycles / platform.fabric_clock_hz, pixels=int(frame.shape[0] * frame.shape[1]),
+    )

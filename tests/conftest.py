@@ -1,0 +1,34 @@
+"""Shared fixtures: one simulated board per platform per test session (the RTL build is cached)."""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime.platform import load_platform
+
+
+@pytest.fixture(scope="session")
+def pynq_z2():
+    return load_platform("pynq-z2")
+
+
+@pytest.fixture(scope="session")
+def zcu104():
+    return load_platform("zcu104")
+
+
+@pytest.fixture(scope="session")
+def _boards():
+    return {}
+
+
+@pytest.fixture
+def board(_boards, pynq_z2):
+    """A reset PYNQ-Z2 shell in RTL (built once per session)."""
+    from hdl_sim.board import SimBoard
+
+    if "pynq-z2" not in _boards:
+        _boards["pynq-z2"] = SimBoard(pynq_z2)
+    sim = _boards["pynq-z2"]
+    sim.rtl.reset()
+    return sim

@@ -17,6 +17,7 @@ module pipe_delay #(
     end
     if (LATENCY == 0) begin : g_wire
         assign q = d;
+        wire unused_clk = &{1'b0, clk, rst};
     end else begin : g_regs
         logic [W-1:0] stage [LATENCY];
         assign q = stage[LATENCY-1];

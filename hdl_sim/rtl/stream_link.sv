@@ -66,10 +66,10 @@ module stream_link #(
         end
     end
 
-    // ---- the wire: LATENCY cycles each way
+    // ---- the wire: LATENCY cycles each way (the receive FIFO's write is the last forward cycle)
     wire [FLIT_W:0] fwd_d = {send, s_axis_tlast, s_axis_tuser, last_flit, lane};
     wire [FLIT_W:0] fwd_q;
-    pipe_delay #(.W(FLIT_W + 1), .LATENCY(LATENCY)) u_fwd (.clk, .rst, .d(fwd_d), .q(fwd_q));
+    pipe_delay #(.W(FLIT_W + 1), .LATENCY(LATENCY - 1)) u_fwd (.clk, .rst, .d(fwd_d), .q(fwd_q));
 
     wire rx_pop;
     pipe_delay #(.W(1), .LATENCY(LATENCY)) u_back (.clk, .rst, .d(rx_pop), .q(credit_back));

@@ -3,7 +3,6 @@ configured (one flit of LANE_W bits per cycle with enough credits; LATENCY cycle
 
 from __future__ import annotations
 
-import os
 import random
 
 import cocotb

@@ -100,7 +100,7 @@ class SimBoard:
         self.shell_write(REG_DEBUG, int(bypass))
 
     # -- configuration
-    def load(self, slot: int, words: np.ndarray, *, concurrent: tuple | None = None) -> LoadResult:
+    def load(self, slot: int, words: np.ndarray) -> LoadResult:
         """Stream partial-bitstream words into the port for ``slot``; return the port's verdict.
 
         Does not raise on a rejected bitstream: the result carries the port's error code.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -31,7 +31,6 @@ class ChainResult:
     load_s: float
     compute_s: float
     pixels: int
-    extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {

@@ -99,27 +99,6 @@ def build_all(platform: Platform, out_dir: Path) -> list[BitstreamEntry]:
     return entries
 
 
-def default_dir(platform: Platform) -> Path:
-    """Where generated bitstreams live unless told otherwise: bitstreams/build/<platform>/."""
-    return platform.path.parent / "build" / platform.name
-
-
-def ensure_built(platform: Platform, out_dir: Path | None = None) -> dict[tuple[str, str], BitstreamEntry]:
-    """Build the platform's bitstreams if the index is missing or stale; return them by (slot, module)."""
-    out_dir = out_dir or default_dir(platform)
-    index_file = out_dir / INDEX_NAME
-    stamp = hashlib.sha256(platform.path.read_bytes() + TOOL_VERSION.encode()).hexdigest()
-    stamp_file = out_dir / ".manifest.sha256"
-    if not (index_file.exists() and stamp_file.exists() and stamp_file.read_text() == stamp):
-        build_all(platform, out_dir)
-        stamp_file.write_text(stamp)
-    index = json.loads(index_file.read_text())
-    return {
-        (e["slot"], e["module"]): BitstreamEntry(out_dir / e["file"], e["slot"], e["module"], e["sha256"], e["bytes"])
-        for e in index["bitstreams"]
-    }
-
-
 @dataclass
 class Inspection:
     """What ``fpgashare bitstream inspect`` reports."""

@@ -123,10 +123,15 @@ module config_port #(
 
     always_ff @(posedge clk) begin
         logic [7:0] err;
-        logic       desync;
+        logic       desync, open_data;
+        logic [4:0] open_reg;
+        logic [26:0] open_count;
         slot_rst <= '0;
         err = 8'd0;
         desync = 1'b0;
+        open_data = 1'b0;
+        open_reg = '0;
+        open_count = '0;
         if (counting) cycles <= cycles + 1;
         if (take && counting) words <= words + 1;
 
@@ -173,41 +178,38 @@ module config_port #(
                         end else if (w[28:27] != 2'b10) err = ERR_BAD_PACKET;  // reads, reserved
                         else if (!writable(w[17:13])) err = ERR_BAD_REGISTER;
                         else begin
-                            reg_q <= w[17:13];
                             last_t1_reg <= w[17:13];
                             if (w[10:0] == 0) t1_open <= 1'b1;
                             else begin
-                                remaining <= 27'(w[10:0]);
-                                phase <= P_DATA;
-                                in_fdri <= (w[17:13] == R_FDRI);
-                                fdri_idx <= '0;
-                                if (w[17:13] == R_FDRI) begin
-                                    if (fdri_done) err = ERR_BAD_PACKET;
-                                    else if (!idcode_ok) err = ERR_FDRI_BEFORE_IDCODE;
-                                    else if (!wcfg_ok) err = ERR_FDRI_BEFORE_WCFG;
-                                    else if (!far_set) err = ERR_FAR_OUTSIDE_SLOT;
-                                    else err = fdri_check(27'(w[10:0]), far_q, t_base, t_frames);
-                                end
+                                open_data = 1'b1;
+                                open_reg = w[17:13];
+                                open_count = 27'(w[10:0]);
                             end
                         end
                     end else if (w[31:29] == 3'b010) begin
                         if (!t1_open || w[28:27] != 2'b10) err = ERR_BAD_PACKET;
                         else if (w[26:0] != 0) begin
-                            reg_q <= last_t1_reg;
-                            remaining <= w[26:0];
-                            phase <= P_DATA;
-                            in_fdri <= (last_t1_reg == R_FDRI);
-                            fdri_idx <= '0;
-                            if (last_t1_reg == R_FDRI) begin
-                                if (fdri_done) err = ERR_BAD_PACKET;
-                                else if (!idcode_ok) err = ERR_FDRI_BEFORE_IDCODE;
-                                else if (!wcfg_ok) err = ERR_FDRI_BEFORE_WCFG;
-                                else if (!far_set) err = ERR_FAR_OUTSIDE_SLOT;
-                                else err = fdri_check(w[26:0], far_q, t_base, t_frames);
-                            end
+                            open_data = 1'b1;
+                            open_reg = last_t1_reg;
+                            open_count = w[26:0];
                         end
                     end else begin
                         err = ERR_BAD_PACKET;
+                    end
+                    // A packet with data follows: both packet types open it the same way.
+                    if (open_data) begin
+                        reg_q <= open_reg;
+                        remaining <= open_count;
+                        phase <= P_DATA;
+                        in_fdri <= (open_reg == R_FDRI);
+                        fdri_idx <= '0;
+                        if (open_reg == R_FDRI) begin
+                            if (fdri_done) err = ERR_BAD_PACKET;
+                            else if (!idcode_ok) err = ERR_FDRI_BEFORE_IDCODE;
+                            else if (!wcfg_ok) err = ERR_FDRI_BEFORE_WCFG;
+                            else if (!far_set) err = ERR_FAR_OUTSIDE_SLOT;
+                            else err = fdri_check(open_count, far_q, t_base, t_frames);
+                        end
                     end
                 end else begin  // P_DATA: one data word for reg_q
                     if (reg_q == R_CRC) begin

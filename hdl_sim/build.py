@@ -43,6 +43,11 @@ def rtl_sources() -> list[Path]:
     return files
 
 
+def rtl_headers() -> list[Path]:
+    """Files the RTL `include`s: not sources of their own, but part of every build's hash."""
+    return sorted(RTL_DIR.glob("*.svh"))
+
+
 def content_key(kind: str, files: list[Path], settings: Mapping[str, object]) -> str:
     """SHA-256 (first 16 hex digits) over file names, contents and build settings."""
     digest = hashlib.sha256(kind.encode())
@@ -79,7 +84,7 @@ def format_parameter(value: object) -> str:
 
 def cocotb_build_dir(toplevel: str, parameters: Mapping[str, object]) -> Path:
     """The cached build folder for one cocotb top level and parameter set."""
-    key = content_key("cocotb", rtl_sources(), {"top": toplevel, "params": dict(parameters)})
+    key = content_key("cocotb", [*rtl_sources(), *rtl_headers()], {"top": toplevel, "params": dict(parameters)})
     return cache_root() / "cocotb" / f"{toplevel}-{key}"
 
 
@@ -105,6 +110,7 @@ def run_cocotb(
     with build_lock(build_dir):
         runner.build(
             sources=rtl_sources(),
+            includes=[RTL_DIR],
             hdl_toplevel=toplevel,
             parameters=params,
             build_dir=build_dir,

@@ -15,7 +15,16 @@ from pathlib import Path
 
 import numpy as np
 
-from hdl_sim.build import HARNESS_DIR, build_lock, cache_root, content_key, format_parameter, rtl_sources
+from hdl_sim.build import (
+    HARNESS_DIR,
+    RTL_DIR,
+    build_lock,
+    cache_root,
+    content_key,
+    format_parameter,
+    rtl_headers,
+    rtl_sources,
+)
 from hdl_sim.toolchain import setup_environment, verilator_root
 
 log = logging.getLogger(__name__)
@@ -33,7 +42,7 @@ def build_harness(parameters: Mapping[str, int]) -> Path:
     setup_environment()
     sources = rtl_sources()
     cpp = HARNESS_DIR / "shell_harness.cpp"
-    key = content_key("harness", [*sources, cpp], {"params": dict(parameters), "flags": VERILATOR_FLAGS,
+    key = content_key("harness", [*sources, *rtl_headers(), cpp], {"params": dict(parameters), "flags": VERILATOR_FLAGS,
                                                   "cxx": CXXFLAGS})
     build_dir = cache_root() / "harness" / key
     lib = build_dir / "libshell.so"
@@ -43,7 +52,7 @@ def build_harness(parameters: Mapping[str, int]) -> Path:
         log.info("building the RTL harness in %s (first use, about a minute)", build_dir)
         obj = build_dir / "obj"
         gparams = [f"-G{k}={format_parameter(v)}" for k, v in parameters.items()]
-        cmd = ["verilator", "--cc", "--top-module", "shell", "-Mdir", str(obj), *VERILATOR_FLAGS,
+        cmd = ["verilator", "--cc", "--top-module", "shell", "-Mdir", str(obj), f"-I{RTL_DIR}", *VERILATOR_FLAGS,
                "-CFLAGS", " ".join(CXXFLAGS), *gparams, *map(str, sources)]
         _run(cmd, build_dir)
         _run(["make", "-s", "-C", str(obj), "-f", "Vshell.mk", "-j2", "OPT_FAST=-O2"], build_dir)

@@ -11,35 +11,7 @@ module rgb2gray #(
     parameter int DATA_W = 24,       // input and output width; input needs 24 bits
     parameter logic [15:0] MODULE_ID = 16'd5
 ) (
-    input  wire               clk,
-    input  wire               rst,
-    input  wire [DATA_W-1:0]  s_axis_tdata,
-    input  wire               s_axis_tvalid,
-    output wire               s_axis_tready,
-    input  wire               s_axis_tlast,
-    input  wire               s_axis_tuser,
-    output wire [DATA_W-1:0]  m_axis_tdata,
-    output wire               m_axis_tvalid,
-    input  wire               m_axis_tready,
-    output wire               m_axis_tlast,
-    output wire               m_axis_tuser,
-    input  wire [7:0]         s_axil_awaddr,
-    input  wire               s_axil_awvalid,
-    output wire               s_axil_awready,
-    input  wire [31:0]        s_axil_wdata,
-    input  wire [3:0]         s_axil_wstrb,
-    input  wire               s_axil_wvalid,
-    output wire               s_axil_wready,
-    output wire [1:0]         s_axil_bresp,
-    output wire               s_axil_bvalid,
-    input  wire               s_axil_bready,
-    input  wire [7:0]         s_axil_araddr,
-    input  wire               s_axil_arvalid,
-    output wire               s_axil_arready,
-    output wire [31:0]        s_axil_rdata,
-    output wire [1:0]         s_axil_rresp,
-    output wire               s_axil_rvalid,
-    input  wire               s_axil_rready
+    `include "rm_ports.svh"
 );
     initial begin
         if (DATA_W < 24) $error("rgb2gray: DATA_W must hold 24-bit RGB");
@@ -59,13 +31,9 @@ module rgb2gray #(
         ro[4*32 +: 32] = frames_q;
     end
 
+    // .* connects clk, rst, the s_axil_* port and regs by name.
     axil_regfile #(.NREGS(NREGS), .ADDR_W(8), .RESET_VALS(RESET_VALS), .RO_MASK(RO_MASK)) u_regs (
-        .clk, .rst,
-        .s_axil_awaddr, .s_axil_awvalid, .s_axil_awready, .s_axil_wdata, .s_axil_wstrb,
-        .s_axil_wvalid, .s_axil_wready, .s_axil_bresp, .s_axil_bvalid, .s_axil_bready,
-        .s_axil_araddr, .s_axil_arvalid, .s_axil_arready, .s_axil_rdata, .s_axil_rresp,
-        .s_axil_rvalid, .s_axil_rready,
-        .regs, .ro_values(ro), .wr_stb(wr_stb_unused)
+        .*, .ro_values(ro), .wr_stb(wr_stb_unused)
     );
 
     wire [4:0] shift = regs[8*32 +: 5];

@@ -9,35 +9,7 @@ module rm_blank #(
     parameter int DATA_W = 32,
     parameter logic [31:0] SEED = 32'h1234_5678
 ) (
-    input  wire               clk,
-    input  wire               rst,
-    input  wire [DATA_W-1:0]  s_axis_tdata,
-    input  wire               s_axis_tvalid,
-    output wire               s_axis_tready,
-    input  wire               s_axis_tlast,
-    input  wire               s_axis_tuser,
-    output wire [DATA_W-1:0]  m_axis_tdata,
-    output wire               m_axis_tvalid,
-    input  wire               m_axis_tready,
-    output wire               m_axis_tlast,
-    output wire               m_axis_tuser,
-    input  wire [7:0]         s_axil_awaddr,
-    input  wire               s_axil_awvalid,
-    output wire               s_axil_awready,
-    input  wire [31:0]        s_axil_wdata,
-    input  wire [3:0]         s_axil_wstrb,
-    input  wire               s_axil_wvalid,
-    output wire               s_axil_wready,
-    output wire [1:0]         s_axil_bresp,
-    output wire               s_axil_bvalid,
-    input  wire               s_axil_bready,
-    input  wire [7:0]         s_axil_araddr,
-    input  wire               s_axil_arvalid,
-    output wire               s_axil_arready,
-    output wire [31:0]        s_axil_rdata,
-    output wire [1:0]         s_axil_rresp,
-    output wire               s_axil_rvalid,
-    input  wire               s_axil_rready
+    `include "rm_ports.svh"
 );
     logic [31:0] x;  // xorshift32
     always_ff @(posedge clk) begin

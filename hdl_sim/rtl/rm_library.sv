@@ -1,0 +1,41 @@
+// rm_library: the reconfigurable modules a slot can hold, one per MODULE_ID (the id a partial
+// bitstream's frame data names; runtime/modules.py keeps the same numbering). The slot wrapper
+// instantiates one per compatible id; ports are the common RM port list.
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+module rm_library #(
+    parameter int MODULE_ID = 0,
+    parameter int DATA_W = 32,
+    parameter int MAX_W = 1920,
+    parameter logic [31:0] SEED = 32'h1234_5678
+) (
+    `include "rm_ports.svh"
+);
+    case (MODULE_ID)
+        0: begin : g_blank
+            rm_blank #(.DATA_W(DATA_W), .SEED(SEED)) u_rm (.*);
+        end
+        1: begin : g_conv3x3
+            conv3x3 #(.DATA_W(DATA_W), .MAX_W(MAX_W)) u_rm (.*);
+        end
+        2: begin : g_sobel_mag
+            sobel_mag #(.DATA_W(DATA_W), .MAX_W(MAX_W)) u_rm (.*);
+        end
+        3: begin : g_threshold
+            threshold #(.DATA_W(DATA_W)) u_rm (.*);
+        end
+        4: begin : g_downscale2x
+            downscale2x #(.DATA_W(DATA_W), .MAX_W(MAX_W)) u_rm (.*);
+        end
+        5: begin : g_rgb2gray
+            rgb2gray #(.DATA_W(DATA_W)) u_rm (.*);
+        end
+        default: begin : g_unknown
+            $error("rm_library: no module with id %0d", MODULE_ID);
+        end
+    endcase
+endmodule
+
+`resetall

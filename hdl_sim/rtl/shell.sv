@@ -117,6 +117,20 @@ module shell #(
     );
     wire bypass_decouplers = regs[9*32];
 
+    // ---- register slices on every stream crossing the shell boundary: the static region's
+    // ports start and end in flops, as timing closure on a real shell would want, so nothing
+    // inside depends combinationally on the processor side (and the model settles in one pass).
+    wire [2:0] slice_waits;   // valid while full: ordinary backpressure at a boundary, not an error
+    wire [31:0] cfg_tdata;
+    wire cfg_tvalid, cfg_tready, cfg_tlast;
+    sync_fifo #(.W(33), .DEPTH(2)) u_cfg_slice (
+        .clk, .rst,
+        .s_data({s_axis_cfg_tlast, s_axis_cfg_tdata}), .s_valid(s_axis_cfg_tvalid),
+        .s_ready(s_axis_cfg_tready),
+        .m_data({cfg_tlast, cfg_tdata}), .m_valid(cfg_tvalid), .m_ready(cfg_tready),
+        .overflow(slice_waits[0])
+    );
+
     // ---- configuration port
     wire [NUM_SLOTS*4-1:0] slot_module;
     wire [NUM_SLOTS-1:0] slot_loading, slot_failed, slot_rst;
@@ -130,8 +144,8 @@ module shell #(
         .SLOT_FAR_BASE(SLOT_FAR_BASE), .SLOT_FRAMES(SLOT_FRAMES), .SLOT_MODULES(SLOT_MODULES)
     ) u_cfg (
         .clk, .rst,
-        .s_axis_tdata(s_axis_cfg_tdata), .s_axis_tvalid(s_axis_cfg_tvalid),
-        .s_axis_tready(s_axis_cfg_tready), .s_axis_tlast(s_axis_cfg_tlast),
+        .s_axis_tdata(cfg_tdata), .s_axis_tvalid(cfg_tvalid),
+        .s_axis_tready(cfg_tready), .s_axis_tlast(cfg_tlast),
         .arm(wr_stb[4]), .arm_slot(p_wdata[3:0]),
         .slot_module, .slot_loading, .slot_failed, .slot_rst, .slot_error,
         .status(cfg_status), .error(cfg_error), .target(cfg_target),
@@ -141,12 +155,12 @@ module shell #(
     // ---- slots, links and switch
     localparam int NSRC = NUM_SLOTS + 1;
     localparam int NSNK = NUM_SLOTS + 1;
+    wire [DATA_W-1:0] src_tdata [NSRC];
+    wire [DATA_W-1:0] snk_tdata [NSNK];
     // split_var: these vectors join every slot to every other through the switch; as whole vectors
     // the tool sees a false combinational loop (UNOPTFLAT) and re-evaluates the design to settle it.
-    wire [NSRC*DATA_W-1:0] src_tdata /*verilator split_var*/;
     wire [NSRC-1:0] src_tvalid /*verilator split_var*/, src_tready /*verilator split_var*/;
     wire [NSRC-1:0] src_tlast /*verilator split_var*/, src_tuser /*verilator split_var*/;
-    wire [NSNK*DATA_W-1:0] snk_tdata /*verilator split_var*/;
     wire [NSNK-1:0] snk_tvalid /*verilator split_var*/, snk_tready /*verilator split_var*/;
     wire [NSNK-1:0] snk_tlast /*verilator split_var*/, snk_tuser /*verilator split_var*/;
     logic [NSNK*(SEL_W+1)-1:0] route;
@@ -154,16 +168,20 @@ module shell #(
     logic [31:0] beats_in [NUM_SLOTS];
     logic [31:0] beats_out [NUM_SLOTS];
 
-    assign src_tdata[0 +: DATA_W] = s_axis_tdata;
-    assign src_tvalid[0] = s_axis_tvalid;
-    assign s_axis_tready = src_tready[0];
-    assign src_tlast[0] = s_axis_tlast;
-    assign src_tuser[0] = s_axis_tuser;
-    assign m_axis_tdata = snk_tdata[NUM_SLOTS*DATA_W +: DATA_W];
-    assign m_axis_tvalid = snk_tvalid[NUM_SLOTS];
-    assign snk_tready[NUM_SLOTS] = m_axis_tready;
-    assign m_axis_tlast = snk_tlast[NUM_SLOTS];
-    assign m_axis_tuser = snk_tuser[NUM_SLOTS];
+    sync_fifo #(.W(DATA_W + 2), .DEPTH(2)) u_in_slice (
+        .clk, .rst,
+        .s_data({s_axis_tuser, s_axis_tlast, s_axis_tdata}), .s_valid(s_axis_tvalid),
+        .s_ready(s_axis_tready),
+        .m_data({src_tuser[0], src_tlast[0], src_tdata[0]}), .m_valid(src_tvalid[0]),
+        .m_ready(src_tready[0]), .overflow(slice_waits[1])
+    );
+    sync_fifo #(.W(DATA_W + 2), .DEPTH(2)) u_out_slice (
+        .clk, .rst,
+        .s_data({snk_tuser[NUM_SLOTS], snk_tlast[NUM_SLOTS], snk_tdata[NUM_SLOTS]}),
+        .s_valid(snk_tvalid[NUM_SLOTS]), .s_ready(snk_tready[NUM_SLOTS]),
+        .m_data({m_axis_tuser, m_axis_tlast, m_axis_tdata}), .m_valid(m_axis_tvalid),
+        .m_ready(m_axis_tready), .overflow(slice_waits[2])
+    );
 
     for (genvar k = 0; k < NUM_SLOTS; k++) begin : g_slot
         wire [DATA_W-1:0] o_tdata;
@@ -178,7 +196,7 @@ module shell #(
             .clk, .rst,
             .active_module(slot_module[k*4 +: 4]), .rm_rst(slot_rst[k]),
             .decouple(dec), .decouple_status(decoupled[k]),
-            .s_axis_tdata(snk_tdata[k*DATA_W +: DATA_W]), .s_axis_tvalid(snk_tvalid[k]),
+            .s_axis_tdata(snk_tdata[k]), .s_axis_tvalid(snk_tvalid[k]),
             .s_axis_tready(snk_tready[k]), .s_axis_tlast(snk_tlast[k]), .s_axis_tuser(snk_tuser[k]),
             .m_axis_tdata(o_tdata), .m_axis_tvalid(o_tvalid), .m_axis_tready(o_tready),
             .m_axis_tlast(o_tlast), .m_axis_tuser(o_tuser),
@@ -197,7 +215,7 @@ module shell #(
             .clk, .rst,
             .s_axis_tdata(o_tdata), .s_axis_tvalid(o_tvalid), .s_axis_tready(o_tready),
             .s_axis_tlast(o_tlast), .s_axis_tuser(o_tuser),
-            .m_axis_tdata(src_tdata[(k+1)*DATA_W +: DATA_W]), .m_axis_tvalid(src_tvalid[k+1]),
+            .m_axis_tdata(src_tdata[k+1]), .m_axis_tvalid(src_tvalid[k+1]),
             .m_axis_tready(src_tready[k+1]), .m_axis_tlast(src_tlast[k+1]), .m_axis_tuser(src_tuser[k+1]),
             .flits_sent(flits_unused), .credit_error(link_err[k])
         );
@@ -248,7 +266,7 @@ module shell #(
         end
     end
 
-    wire unused_shell = &{1'b0, regs, wr_stb};
+    wire unused_shell = &{1'b0, regs, wr_stb, slice_waits};
 endmodule
 
 `resetall

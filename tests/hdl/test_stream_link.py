@@ -7,24 +7,15 @@ import random
 
 import cocotb
 import pytest
-from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamSink, AxiStreamSource
 
-from tests.hdl.vision_tb import random_pauses
-
-
-async def reset(dut):
-    Clock(dut.clk, 10, unit="ns").start()
-    dut.rst.value = 1
-    await ClockCycles(dut.clk, 4)
-    dut.rst.value = 0
-    await ClockCycles(dut.clk, 2)
+from tests.hdl.vision_tb import clock_and_reset, random_pauses
 
 
 @cocotb.test(timeout_time=20, timeout_unit="ms")
 async def data_and_credits_under_backpressure(dut):
-    await reset(dut)
+    await clock_and_reset(dut)
     rng = random.Random(7)
     src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst, byte_lanes=1)
     snk = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst, byte_lanes=1)
@@ -41,7 +32,7 @@ async def data_and_credits_under_backpressure(dut):
 
 @cocotb.test(timeout_time=20, timeout_unit="ms")
 async def bandwidth_and_latency(dut):
-    await reset(dut)
+    await clock_and_reset(dut)
     lane, data_w = int(dut.LANE_W.value), int(dut.DATA_W.value)
     latency, credits = int(dut.LATENCY.value), int(dut.CREDITS.value)
     nflits = -(-data_w // lane)

@@ -20,6 +20,15 @@ from cocotbext.axi import (
 from runtime.modules import Stage, register_words
 
 
+async def clock_and_reset(dut, cycles: int = 4) -> None:
+    """Start a 100 MHz clock on ``dut.clk`` and hold ``dut.rst`` for ``cycles`` cycles."""
+    Clock(dut.clk, 10, unit="ns").start()
+    dut.rst.value = 1
+    await ClockCycles(dut.clk, cycles)
+    dut.rst.value = 0
+    await ClockCycles(dut.clk, 2)
+
+
 def random_pauses(rng: random.Random, duty: float):
     """An endless pause pattern: True (pause) with probability ``duty``."""
     while True:

@@ -27,3 +27,7 @@ class LoadError(FpgashareError):
     def __init__(self, message: str, code: int) -> None:
         super().__init__(message)
         self.code = code
+
+
+class NetworkError(FpgashareError):
+    """A network description or its weights are malformed, or the network does not fit the tiles."""

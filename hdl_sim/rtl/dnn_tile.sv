@@ -1,0 +1,369 @@
+// dnn_tile: an int8 dataflow tile (one chiplet of a multi-chip-module accelerator) that runs a
+// contiguous segment of a network's layers. Output-stationary P x P MAC array: each cycle one
+// kernel tap of P input channels for P output channels of one output pixel (P*P MACs).
+//
+// Per image: receive the segment's input tensor, run every layer buffer to buffer (ping-pong),
+// send the last layer's output. Arithmetic (runtime/dnn/reference.py is the bit-exact twin):
+// int32 wrapping sums of int8 x int8, + bias, y = (acc * M + 2^(S-1)) >>> S, saturate to int8
+// ([0, 127] with ReLU). Layers: k x k conv (stride, zero padding), fc (= conv whose kernel is the
+// whole input), 2x2 max-pool (stride 2).
+//
+// Tensors are HWC in "entries" of P int8 channels (channel groups padded with zeros); an entry
+// travels as P/4 stream words, byte 0 = lowest channel. A layer takes
+//   1 + OH * OW * OG * (KH * KW * CG + 2)  cycles   (max-pool: KH = KW = 2, CG = 1),
+// receive takes one cycle per word, send P/4 + 1 cycles per entry.
+//
+// Load stream (MODE = 1; runtime/dnn/tile_format.py writes it): sections of {id[31:28],
+// count[27:0]} then count words. 1 descriptors (8 words per layer), 2 weights (P*P/4 words per
+// entry, entry = (og, ky, kx, cg), byte o*P + i = weight[og*P + o][ky][kx][cg*P + i]), 3 bias,
+// 4 multiplier, 5 shift (one word per output channel, in output-group order).
+// Descriptor: d0 {relu[2], kind[1:0]: 0 conv/fc, 1 max-pool}, d1 {W, H}, d2 {OG, CG},
+// d3 {OW, OH}, d4 {pad, stride, KW, KH} (bytes), d5 weight base entry, d6 parameter base group.
+//
+// Registers: 0 ID, 1 WIDTH, 2 HEIGHT (unused), 3 STATUS (RO: bit0 bad load stream, bit1 descriptor
+// out of range), 4 FRAMES (RO), 5 MODE (1 = the next packets are load streams), 6 NLAYERS (RO),
+// 7 IMAGE_CYCLES (RO, last image, first word in to last word out), 8 INFO (RO {MAX_LAYERS, P}),
+// 9 ACT_ENTRIES, 10 W_ENTRIES, 11 PG_ENTRIES (RO), 16 + l LAYER_CYCLES[l] (RO, last image).
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+module dnn_tile #(
+    parameter int DATA_W = 32,
+    parameter int P = 8,                 // MAC array is P x P; a multiple of 4
+    parameter int ACT_ENTRIES = 4096,    // entries per activation buffer (two buffers)
+    parameter int W_ENTRIES = 1024,      // weight entries of P*P int8
+    parameter int PG_ENTRIES = 64,       // output-channel groups of bias/multiplier/shift
+    parameter int MAX_LAYERS = 16,
+    parameter logic [15:0] MODULE_ID = 16'd6
+) (
+    `include "rm_ports.svh"
+);
+    localparam int NREGS = 16 + MAX_LAYERS;
+    localparam int WPE = P / 4;          // stream words per activation entry
+    localparam int WPW = P * P / 4;      // load words per weight entry
+    localparam int AA = $clog2(ACT_ENTRIES);
+    localparam int WA = $clog2(W_ENTRIES);
+    localparam int GA = $clog2(PG_ENTRIES);
+    localparam int LA = $clog2(MAX_LAYERS);
+    initial begin
+        if (P % 4 != 0 || DATA_W != 32) $error("dnn_tile: P must be a multiple of 4 and DATA_W 32");
+    end
+
+    // ---- registers
+    localparam logic [NREGS-1:0] RO_MASK = {{MAX_LAYERS{1'b1}}, 16'b0000_1111_1101_1001};
+    function automatic logic [NREGS*32-1:0] reset_vals();
+        logic [NREGS*32-1:0] v;
+        v = '0;
+        v[1*32 +: 32] = 32'd1;
+        v[2*32 +: 32] = 32'd1;
+        return v;
+    endfunction
+    wire [NREGS*32-1:0] regs;
+    wire [NREGS-1:0] wr_stb_unused;
+    logic [NREGS*32-1:0] ro;
+    logic [31:0] frames_q, image_cycles_q;
+    logic [31:0] layer_cycles_q [MAX_LAYERS];
+    logic [LA:0] nlayers_q;
+    logic bad_load_q, bad_desc_q;
+    always_comb begin
+        ro = '0;
+        ro[0*32 +: 32] = {MODULE_ID, 16'h0001};
+        ro[3*32 +: 32] = {30'd0, bad_desc_q, bad_load_q};
+        ro[4*32 +: 32] = frames_q;
+        ro[6*32 +: 32] = 32'(nlayers_q);
+        ro[7*32 +: 32] = image_cycles_q;
+        ro[8*32 +: 32] = {8'(MAX_LAYERS), 8'(P), 16'd0};
+        ro[9*32 +: 32] = 32'(ACT_ENTRIES);
+        ro[10*32 +: 32] = 32'(W_ENTRIES);
+        ro[11*32 +: 32] = 32'(PG_ENTRIES);
+        for (int l = 0; l < MAX_LAYERS; l++) ro[(16 + l)*32 +: 32] = layer_cycles_q[l];
+    end
+    axil_regfile #(.NREGS(NREGS), .ADDR_W(8), .RESET_VALS(reset_vals()), .RO_MASK(RO_MASK)) u_regs (
+        .*, .ro_values(ro), .wr_stb(wr_stb_unused)
+    );
+    wire load_mode = regs[5*32];
+
+    // ---- memories
+    logic [P*8-1:0]   act [2][ACT_ENTRIES];
+    logic [P*P*8-1:0] wmem [W_ENTRIES];
+    logic [P*32-1:0]  bias_mem [PG_ENTRIES];
+    logic [P*32-1:0]  mult_mem [PG_ENTRIES];
+    logic [P*6-1:0]   shift_mem [PG_ENTRIES];
+    logic [31:0]      desc [MAX_LAYERS * 8];
+
+    // ---- control
+    typedef enum logic [2:0] {S_RECV, S_SETUP, S_ISSUE, S_DRAIN, S_WRITE, S_SEND_RD, S_SEND} state_t;
+    state_t state;
+    logic [LA:0] layer;
+    logic src;                           // buffer the current layer reads; it writes !src
+    logic [31:0] image_count;            // cycles since the image's first word
+    logic counting;
+
+    // Current layer's descriptor (latched in S_SETUP).
+    logic pool, relu;
+    logic [15:0] in_w, cg_n, og_n, out_h, out_w;
+    logic [15:0] in_h;
+    logic [7:0] kh, kw, stride, pad;
+    logic [31:0] wbase, pbase;
+    function automatic logic [31:0] dw(input logic [LA:0] l, input int k);
+        return desc[int'(l) * 8 + k];
+    endfunction
+    wire [31:0] d0 = dw(layer, 0), d1 = dw(layer, 1), d2 = dw(layer, 2), d3 = dw(layer, 3), d4 = dw(layer, 4);
+
+    // ---- receive and load
+    logic [3:0] sec_id;
+    logic [27:0] sec_left;
+    logic [31:0] sec_idx;
+    logic [31:0] recv_words;
+    logic [P*8-1:0] entry_q;             // activation entry being assembled
+    logic [P*P*8-1:0] went_q;            // weight entry being assembled
+    wire recv_fire = s_axis_tvalid && s_axis_tready;
+    assign s_axis_tready = (state == S_RECV);
+    wire [31:0] w_in = s_axis_tdata;
+    wire [31:0] wlane = sec_idx % 32'(WPW);
+    wire [31:0] went = sec_idx / 32'(WPW);
+    wire [31:0] plane = sec_idx % 32'(P);
+    wire [31:0] pgrp = sec_idx / 32'(P);
+
+    // First layer's input and last layer's output sizes, in words / entries.
+    wire [31:0] in_entries = 32'(dw('0, 1) & 32'hFFFF) * 32'(dw('0, 1) >> 16) * 32'(dw('0, 2) & 32'hFFFF);
+    wire [LA:0] last_l = nlayers_q - 1'b1;
+    wire [31:0] out_entries = 32'(dw(last_l, 3) & 32'hFFFF) * 32'(dw(last_l, 3) >> 16) * 32'(dw(last_l, 2) >> 16);
+
+    // ---- compute loop counters
+    logic [15:0] oy, ox, og, ky, kx, cg;
+    // Issue-stage address: input pixel (iy, ix) of tap (ky, kx) for output (oy, ox).
+    wire signed [25:0] iy = $signed({2'b0, oy}) * $signed({10'b0, stride}) - $signed(26'(pad)) + $signed(26'(ky));
+    wire signed [25:0] ix = $signed({2'b0, ox}) * $signed({10'b0, stride}) - $signed(26'(pad)) + $signed(26'(kx));
+    wire in_bounds = iy >= 0 && ix >= 0 && iy < $signed(26'(in_h)) && ix < $signed(26'(in_w));
+    wire [15:0] cg_eff = pool ? og : cg;
+    wire [31:0] a_addr = (32'(iy[15:0]) * 32'(in_w) + 32'(ix[15:0])) * 32'(cg_n) + 32'(cg_eff);
+    wire [31:0] w_addr = wbase + ((32'(og) * 32'(kh) + 32'(ky)) * 32'(kw) + 32'(kx)) * 32'(cg_n) + 32'(cg);
+    wire [31:0] d_addr = (32'(oy) * 32'(out_w) + 32'(ox)) * 32'(og_n) + 32'(og);
+    wire last_tap = (kx == 16'(kw) - 1) && (ky == 16'(kh) - 1) && (pool || cg == cg_n - 1);
+    wire last_out = (og == og_n - 1) && (ox == out_w - 1) && (oy == out_h - 1);
+
+    // MAC stage (one cycle after issue).
+    logic b_valid, b_first, b_oob;
+    logic [P*8-1:0] a_q;
+    logic [P*P*8-1:0] w_q;
+    logic [P*32-1:0] bias_q, mult_q;
+    logic [P*6-1:0] shift_q;
+    logic signed [31:0] acc [P];
+    logic signed [7:0] pmax [P];
+
+    logic [P*8-1:0] out_entry;           // requantized (or pooled) result of the output being written
+    always_comb begin
+        for (int o = 0; o < P; o++) begin
+            logic signed [31:0] sum;
+            logic signed [63:0] prod, y;
+            logic [5:0] s;
+            sum = acc[o] + $signed(bias_q[o*32 +: 32]);
+            s = shift_q[o*6 +: 6];
+            prod = 64'(sum) * $signed({32'd0, mult_q[o*32 +: 32]});
+            y = (prod + (64'sd1 <<< (s - 6'd1))) >>> s;
+            if (pool) out_entry[o*8 +: 8] = pmax[o];
+            else if (y > 127) out_entry[o*8 +: 8] = 8'sd127;
+            else if (y < (relu ? 0 : -128)) out_entry[o*8 +: 8] = relu ? 8'sd0 : -8'sd128;
+            else out_entry[o*8 +: 8] = y[7:0];
+        end
+    end
+
+    // ---- send
+    logic [31:0] send_entry;
+    logic [$clog2(WPE + 1)-1:0] send_word;
+    logic [P*8-1:0] send_q;
+    assign m_axis_tvalid = (state == S_SEND);
+    assign m_axis_tdata = send_q[32'(send_word) * 32 +: 32];
+    assign m_axis_tlast = (state == S_SEND) && (send_entry == out_entries - 1) && (32'(send_word) == WPE - 1);
+    assign m_axis_tuser = (state == S_SEND) && (send_entry == 0) && (send_word == 0);
+    wire send_fire = m_axis_tvalid && m_axis_tready;
+
+    always_ff @(posedge clk) begin
+        if (counting) image_count <= image_count + 1;
+        if (state != S_RECV && state != S_SEND && state != S_SEND_RD && layer <= last_l)
+            layer_cycles_q[layer[LA-1:0]] <= layer_cycles_q[layer[LA-1:0]] + 1;
+
+        // MAC / max stage
+        b_valid <= 1'b0;
+        if (b_valid) begin
+            for (int o = 0; o < P; o++) begin
+                logic signed [31:0] dot;
+                logic signed [7:0] m;
+                dot = '0;
+                m = b_first ? -8'sd128 : pmax[o];
+                for (int i = 0; i < P; i++) begin
+                    dot = dot + 32'($signed(a_q[i*8 +: 8]) * $signed(w_q[(o*P + i)*8 +: 8]));
+                end
+                if (b_oob) dot = '0;
+                acc[o] <= (b_first ? 32'sd0 : acc[o]) + dot;
+                if ($signed(a_q[o*8 +: 8]) > m) m = $signed(a_q[o*8 +: 8]);
+                pmax[o] <= m;
+            end
+        end
+
+        case (state)
+            S_RECV: if (recv_fire) begin
+                if (load_mode) begin
+                    if (sec_left == 0) begin
+                        sec_id <= w_in[31:28];
+                        sec_left <= w_in[27:0];
+                        sec_idx <= '0;
+                        if (w_in[31:28] == 4'd1) nlayers_q <= '0;
+                        if (w_in[31:28] == 0 || w_in[31:28] > 4'd5) bad_load_q <= 1'b1;
+                    end else begin
+                        sec_left <= sec_left - 1;
+                        sec_idx <= sec_idx + 1;
+                        case (sec_id)
+                            4'd1: if (sec_idx < 32'(MAX_LAYERS * 8)) begin
+                                desc[sec_idx[LA+2:0]] <= w_in;
+                                if (sec_idx[2:0] == 3'd7) nlayers_q <= (LA+1)'(sec_idx[31:3] + 1);
+                            end else bad_load_q <= 1'b1;
+                            4'd2: begin
+                                logic [P*P*8-1:0] e;
+                                e = went_q;
+                                e[wlane * 32 +: 32] = w_in;
+                                went_q <= e;
+                                if (wlane == WPW - 1) begin
+                                    if (went < 32'(W_ENTRIES)) wmem[went[WA-1:0]] <= e;
+                                    else bad_load_q <= 1'b1;
+                                end
+                            end
+                            4'd3, 4'd4, 4'd5: if (pgrp < 32'(PG_ENTRIES)) begin
+                                if (sec_id == 4'd3) bias_mem[pgrp[GA-1:0]][plane * 32 +: 32] <= w_in;
+                                if (sec_id == 4'd4) mult_mem[pgrp[GA-1:0]][plane * 32 +: 32] <= w_in;
+                                if (sec_id == 4'd5) shift_mem[pgrp[GA-1:0]][plane * 6 +: 6] <= w_in[5:0];
+                            end else bad_load_q <= 1'b1;
+                            default: ;
+                        endcase
+                    end
+                end else begin
+                    logic [P*8-1:0] e;
+                    if (recv_words == 0) begin
+                        counting <= 1'b1;
+                        image_count <= 32'd1;
+                        for (int l = 0; l < MAX_LAYERS; l++) layer_cycles_q[l] <= '0;
+                    end
+                    e = entry_q;
+                    e[(recv_words % 32'(WPE)) * 32 +: 32] = w_in;
+                    entry_q <= e;
+                    if (recv_words % 32'(WPE) == WPE - 1) begin
+                        if (recv_words / 32'(WPE) < 32'(ACT_ENTRIES))
+                            act[0][AA'(recv_words / 32'(WPE))] <= e;
+                    end
+                    recv_words <= recv_words + 1;
+                    if (nlayers_q == 0) begin
+                        bad_desc_q <= 1'b1;          // no network loaded: drop the word
+                        recv_words <= '0;
+                        counting <= 1'b0;
+                    end else if (recv_words + 1 == in_entries * 32'(WPE)) begin
+                        state <= S_SETUP;
+                        layer <= '0;
+                        src <= 1'b0;
+                    end
+                end
+            end
+            S_SETUP: begin
+                pool <= d0[0];
+                relu <= d0[2];
+                in_h <= d1[15:0];
+                in_w <= d1[31:16];
+                cg_n <= d2[15:0];
+                og_n <= d2[31:16];
+                out_h <= d3[15:0];
+                out_w <= d3[31:16];
+                kh <= d4[7:0];
+                kw <= d4[15:8];
+                stride <= d4[23:16];
+                pad <= d4[31:24];
+                wbase <= dw(layer, 5);
+                pbase <= dw(layer, 6);
+                {oy, ox, og, ky, kx, cg} <= '0;
+                state <= S_ISSUE;
+            end
+            S_ISSUE: begin
+                if ((in_bounds && a_addr >= 32'(ACT_ENTRIES)) ||
+                    (!pool && (w_addr >= 32'(W_ENTRIES) || pbase + 32'(og) >= 32'(PG_ENTRIES))))
+                    bad_desc_q <= 1'b1;
+                a_q <= act[src][AA'(a_addr)];
+                w_q <= wmem[WA'(w_addr)];
+                bias_q <= bias_mem[GA'(pbase + 32'(og))];
+                mult_q <= mult_mem[GA'(pbase + 32'(og))];
+                shift_q <= shift_mem[GA'(pbase + 32'(og))];
+                b_valid <= 1'b1;
+                b_first <= (ky == 0) && (kx == 0) && (pool || cg == 0);
+                b_oob <= !in_bounds;
+                if (last_tap) begin
+                    {ky, kx, cg} <= '0;
+                    state <= S_DRAIN;
+                end else if (!pool && cg != cg_n - 1) cg <= cg + 1;
+                else begin
+                    cg <= '0;
+                    if (kx != 16'(kw) - 1) kx <= kx + 1;
+                    else begin
+                        kx <= '0;
+                        ky <= ky + 1;
+                    end
+                end
+            end
+            S_DRAIN: state <= S_WRITE;
+            S_WRITE: begin
+                if (d_addr < 32'(ACT_ENTRIES)) act[!src][AA'(d_addr)] <= out_entry;
+                else bad_desc_q <= 1'b1;
+                if (last_out) begin
+                    {oy, ox, og} <= '0;
+                    layer <= layer + 1'b1;
+                    src <= !src;
+                    if (layer == last_l) begin
+                        state <= S_SEND_RD;
+                        send_entry <= '0;
+                    end else state <= S_SETUP;
+                end else begin
+                    state <= S_ISSUE;
+                    if (og != og_n - 1) og <= og + 1;
+                    else begin
+                        og <= '0;
+                        if (ox != out_w - 1) ox <= ox + 1;
+                        else begin
+                            ox <= '0;
+                            oy <= oy + 1;
+                        end
+                    end
+                end
+            end
+            S_SEND_RD: begin
+                send_q <= act[src][AA'(send_entry)];
+                send_word <= '0;
+                state <= S_SEND;
+            end
+            S_SEND: if (send_fire) begin
+                if (32'(send_word) != WPE - 1) send_word <= send_word + 1'b1;
+                else if (send_entry != out_entries - 1) begin
+                    send_entry <= send_entry + 1;
+                    state <= S_SEND_RD;
+                end else begin
+                    state <= S_RECV;
+                    recv_words <= '0;
+                    counting <= 1'b0;
+                    image_cycles_q <= image_count + 1;
+                    frames_q <= frames_q + 1;
+                end
+            end
+            default: state <= S_RECV;
+        endcase
+
+        if (rst) begin
+            state <= S_RECV;
+            {sec_id, sec_left, sec_idx} <= '0;
+            {recv_words, counting, image_count, image_cycles_q, frames_q} <= '0;
+            {bad_load_q, bad_desc_q, b_valid, layer, src} <= '0;
+            nlayers_q <= '0;
+            for (int l = 0; l < MAX_LAYERS; l++) layer_cycles_q[l] <= '0;
+        end
+    end
+
+    wire unused = &{1'b0, wr_stb_unused, regs, s_axis_tlast, s_axis_tuser, d0[31:3], d0[1]};
+endmodule
+
+`resetall

@@ -27,6 +27,7 @@ class ModuleKind:
     channels_in: int = 1      #: 1 = 8-bit gray, 3 = 24-bit RGB
     halves: bool = False      #: output is floor(H/2) x floor(W/2)
     defaults: Mapping[str, int] = field(default_factory=dict)
+    kernel_kind: str = "vision"  #: "vision" (a pixel stream, presets) or "dnn" (a dnn_tile)
 
     def reg_index(self, reg: str) -> int:
         """Word index of register ``reg``; ModuleError if this module has no such register."""
@@ -58,6 +59,10 @@ KINDS: dict[str, ModuleKind] = {
         ModuleKind("downscale2x", 4, _regs(), _RO, halves=True),
         ModuleKind("rgb2gray", 5, _regs(CR=5, CG=6, CB=7, SHIFT=8), _RO, channels_in=3,
                    defaults={"CR": 9798, "CG": 19235, "CB": 3735, "SHIFT": 15}),
+        ModuleKind("dnn_tile", 6, _regs(MODE=5, NLAYERS=6, IMAGE_CYCLES=7, INFO=8, ACT_ENTRIES=9,
+                                        W_ENTRIES=10, PG_ENTRIES=11),
+                   frozenset({"ID", "STATUS", "FRAMES", "NLAYERS", "IMAGE_CYCLES", "INFO", "ACT_ENTRIES",
+                              "W_ENTRIES", "PG_ENTRIES"}), kernel_kind="dnn"),
     )
 }
 KINDS_BY_ID = {k.module_id: k for k in KINDS.values()}
@@ -107,6 +112,8 @@ def resolve_stage(name: str, overrides: Mapping[str, int] | None = None) -> Stag
         known = ", ".join(sorted([*KINDS, *PRESETS]))
         raise ModuleError(f"unknown module or preset {name!r} (known: {known})")
     kind = KINDS[kind_name]
+    if kind.kernel_kind != "vision":
+        raise ModuleError(f"{name} is not a vision module; DNN tiles run through `fpgashare dnn`")
     for reg, value in (overrides or {}).items():
         key = reg.upper()
         kind.reg_index(key)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtime.dnn.tile_format import DEFAULT_TILE
 from runtime.errors import ManifestError
 from runtime.modules import KINDS
 
@@ -135,6 +136,7 @@ class Platform:
             "LINK_LANE_W": self.link.lane_bits,
             "LINK_LATENCY": self.link.latency_cycles,
             "LINK_CREDITS": self.link.credits,
+            **DEFAULT_TILE.rtl_parameters(),
         }
 
     def load_seconds(self, nbytes: int) -> float:

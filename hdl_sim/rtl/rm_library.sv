@@ -9,7 +9,12 @@ module rm_library #(
     parameter int MODULE_ID = 0,
     parameter int DATA_W = 32,
     parameter int MAX_W = 1920,
-    parameter logic [31:0] SEED = 32'h1234_5678
+    parameter logic [31:0] SEED = 32'h1234_5678,
+    parameter int DNN_P = 8,
+    parameter int DNN_ACT_ENTRIES = 4096,
+    parameter int DNN_W_ENTRIES = 1024,
+    parameter int DNN_PG_ENTRIES = 64,
+    parameter int DNN_MAX_LAYERS = 16
 ) (
     `include "rm_ports.svh"
 );
@@ -31,6 +36,12 @@ module rm_library #(
         end
         5: begin : g_rgb2gray
             rgb2gray #(.DATA_W(DATA_W)) u_rm (.*);
+        end
+        6: begin : g_dnn_tile
+            dnn_tile #(
+                .DATA_W(DATA_W), .P(DNN_P), .ACT_ENTRIES(DNN_ACT_ENTRIES), .W_ENTRIES(DNN_W_ENTRIES),
+                .PG_ENTRIES(DNN_PG_ENTRIES), .MAX_LAYERS(DNN_MAX_LAYERS)
+            ) u_rm (.*);
         end
         default: begin : g_unknown
             $error("rm_library: no module with id %0d", MODULE_ID);

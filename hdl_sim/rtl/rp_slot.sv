@@ -11,7 +11,12 @@ module rp_slot #(
     parameter int DATA_W = 32,
     parameter int MAX_W = 1920,
     parameter logic [15:0] MODULE_MASK = 16'b0000_0000_0011_1110,
-    parameter logic [31:0] SEED = 32'h1234_5678
+    parameter logic [31:0] SEED = 32'h1234_5678,
+    parameter int DNN_P = 8,
+    parameter int DNN_ACT_ENTRIES = 4096,
+    parameter int DNN_W_ENTRIES = 1024,
+    parameter int DNN_PG_ENTRIES = 64,
+    parameter int DNN_MAX_LAYERS = 16
 ) (
     input  wire [3:0]         active_module,
     input  wire               rm_rst,
@@ -83,7 +88,11 @@ module rp_slot #(
             wire rm_reset = rst || (m != 0 && rm_rst);
             wire gclk;
             clock_gate u_gate (.clk, .en(run), .gclk);
-            rm_library #(.MODULE_ID(m), .DATA_W(DATA_W), .MAX_W(MAX_W), .SEED(SEED)) u_rm (
+            rm_library #(
+                .MODULE_ID(m), .DATA_W(DATA_W), .MAX_W(MAX_W), .SEED(SEED), .DNN_P(DNN_P),
+                .DNN_ACT_ENTRIES(DNN_ACT_ENTRIES), .DNN_W_ENTRIES(DNN_W_ENTRIES),
+                .DNN_PG_ENTRIES(DNN_PG_ENTRIES), .DNN_MAX_LAYERS(DNN_MAX_LAYERS)
+            ) u_rm (
                 .clk(gclk), .rst(rm_reset),
                 .s_axis_tdata(rp_s_tdata), .s_axis_tvalid(rp_s_tvalid && on), .s_axis_tready(i_tready[m]),
                 .s_axis_tlast(rp_s_tlast), .s_axis_tuser(rp_s_tuser),

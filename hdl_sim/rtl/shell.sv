@@ -25,7 +25,12 @@ module shell #(
     parameter logic [NUM_SLOTS*16-1:0] SLOT_MODULES = '0,
     parameter int LINK_LANE_W = 32,
     parameter int LINK_LATENCY = 1,
-    parameter int LINK_CREDITS = 4
+    parameter int LINK_CREDITS = 4,
+    parameter int DNN_P = 8,
+    parameter int DNN_ACT_ENTRIES = 4096,
+    parameter int DNN_W_ENTRIES = 1024,
+    parameter int DNN_PG_ENTRIES = 64,
+    parameter int DNN_MAX_LAYERS = 16
 ) (
     input  wire               clk,
     input  wire               rst,
@@ -191,7 +196,8 @@ module shell #(
 
         rp_slot #(
             .DATA_W(DATA_W), .MAX_W(MAX_W), .MODULE_MASK(SLOT_MODULES[k*16 +: 16]),
-            .SEED(32'h9E37_79B9 * (k + 1))
+            .SEED(32'h9E37_79B9 * (k + 1)), .DNN_P(DNN_P), .DNN_ACT_ENTRIES(DNN_ACT_ENTRIES),
+            .DNN_W_ENTRIES(DNN_W_ENTRIES), .DNN_PG_ENTRIES(DNN_PG_ENTRIES), .DNN_MAX_LAYERS(DNN_MAX_LAYERS)
         ) u_slot (
             .clk, .rst,
             .active_module(slot_module[k*4 +: 4]), .rm_rst(slot_rst[k]),

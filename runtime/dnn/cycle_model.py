@@ -4,7 +4,8 @@ A tile handles one image at a time: it receives its input tensor, runs its layer
 other, and sends its output. Per layer: 1 setup cycle, then per output entry KH*KW*CG issue cycles
 (max-pool: 4), one drain and one write cycle. Receive: one cycle per stream word, or the link's
 flits per word if the lane is narrower than 32 bits. Send: P/4 + 1 cycles per entry (one read
-cycle between entries), unless the link is slower.
+cycle between entries), unless the link is slower; a tile downstream of another therefore
+receives at that send rate.
 """
 
 from __future__ import annotations
@@ -55,10 +56,16 @@ def send_cycles(shape: tuple[int, int, int], link: LinkModel, spec: TileSpec = D
     return max(spec.entries(shape) * (spec.p // 4 + 1), link.word_cycles(spec.words(shape)))
 
 
+def input_cycles(start: int, shape: tuple[int, int, int], link: LinkModel, spec: TileSpec = DEFAULT_TILE) -> float:
+    """Receive time of a stage starting at layer ``start``: the host feeds one word per cycle; a
+    tile downstream of another receives at the upstream tile's send rate."""
+    return recv_cycles(shape, link, spec) if start == 0 else send_cycles(shape, link, spec)
+
+
 def segment_cycles(net: Network, start: int, stop: int, link: LinkModel,
                    spec: TileSpec = DEFAULT_TILE) -> tuple[float, list[int]]:
     """(cycles per image of a tile running layers [start, stop), per-layer compute cycles)."""
     shapes = net.shapes()
     per_layer = [layer_cycles(net.layers[i], shapes[i], spec) for i in range(start, stop)]
-    total = recv_cycles(shapes[start], link, spec) + sum(per_layer) + send_cycles(shapes[stop], link, spec)
+    total = input_cycles(start, shapes[start], link, spec) + sum(per_layer) + send_cycles(shapes[stop], link, spec)
     return total, per_layer

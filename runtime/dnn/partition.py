@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from runtime.dnn.cycle_model import LinkModel, layer_cycles, recv_cycles, segment_cycles, send_cycles
+from runtime.dnn.cycle_model import LinkModel, input_cycles, layer_cycles, segment_cycles, send_cycles
 from runtime.dnn.network import Network
 from runtime.dnn.tile_format import DEFAULT_TILE, TileSpec, footprint
 from runtime.errors import NetworkError
@@ -67,7 +67,7 @@ def segment_costs(net: Network, link: LinkModel, spec: TileSpec = DEFAULT_TILE) 
     shapes = net.shapes()
     inf = float("inf")
     per_layer = [layer_cycles(net.layers[i], shapes[i], spec) for i in range(n)]
-    recv = [recv_cycles(s, link, spec) for s in shapes]
+    recv = [input_cycles(i, s, link, spec) for i, s in enumerate(shapes)]
     send = [send_cycles(s, link, spec) for s in shapes]
     entries = [spec.entries(s) for s in shapes]
     w_need, pg_need = [0] * n, [0] * n

@@ -1,0 +1,104 @@
+"""A network split over dnn_tile slots of the simulated board.
+
+Each stage's tile enters its slot through the configuration port with a real partial bitstream,
+then receives its segment's load stream (descriptors, weights, parameters) over AXI-Stream;
+the stream switch chains the slots, and images flow tile to tile through the inter-slot links.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from runtime.bitstream.registry import build_config
+from runtime.dnn.network import Network
+from runtime.dnn.partition import Plan
+from runtime.dnn.reference import quantize_input
+from runtime.dnn.tile_format import DEFAULT_TILE, TileSpec, load_stream, pack_activations, unpack_activations
+from runtime.errors import FrameError, NetworkError
+
+log = logging.getLogger(__name__)
+
+REG_STATUS, REG_MODE, REG_NLAYERS, REG_IMAGE_CYCLES = 3, 5, 6, 7
+REG_INFO, REG_ACT_ENTRIES, REG_W_ENTRIES, REG_PG_ENTRIES, REG_LAYER0 = 8, 9, 10, 11, 16
+
+
+@dataclass(frozen=True)
+class ChainRun:
+    """Outputs and measured cycles of a batch of images through the tile chain."""
+
+    outputs: np.ndarray          #: int8 [N, H, W, C]
+    cycles: int                  #: cycles from the first input word to the last output word
+    stage_image_cycles: list[int]  #: per tile: receive + layers + send of the last image
+    layer_cycles: list[list[int]]  #: per tile, per layer, for the last image
+    wall_s: float
+
+
+class TileChain:
+    """``plan``'s stages loaded into slots of ``board`` (a SimBoard), ready to run images."""
+
+    def __init__(self, board, net: Network, plan: Plan, slots: list[int] | None = None,
+                 spec: TileSpec = DEFAULT_TILE) -> None:
+        platform = board.platform
+        free = [s.index for s in platform.slots_for("dnn_tile")] if "dnn_tile" in platform.modules else []
+        slots = free[: len(plan.stages)] if slots is None else slots
+        if len(plan.stages) > len(free) or len(slots) != len(plan.stages):
+            raise NetworkError(f"{net.name}: the plan needs {len(plan.stages)} dnn_tile slot(s); platform "
+                               f"{platform.name} has {len(free)} that can hold one")
+        self.board, self.net, self.plan, self.slots, self.spec = board, net, plan, slots, spec
+        self.load_words = self.load_cycles = 0
+        for stage, slot in zip(plan.stages, slots, strict=True):
+            self._load_tile(slot, stage.start, stage.stop)
+        board.route(slots)
+
+    def _load_tile(self, slot: int, start: int, stop: int) -> None:
+        board, platform = self.board, self.board.platform
+        result = board.load_or_raise(slot, build_config(platform, platform.slots[slot], "dnn_tile"))
+        self.load_words += result.words
+        self.load_cycles += result.cycles
+        sizes = [board.module_read(slot, r)[1] for r in (REG_ACT_ENTRIES, REG_W_ENTRIES, REG_PG_ENTRIES)]
+        p = board.module_read(slot, REG_INFO)[1] >> 16 & 0xFF
+        want = [self.spec.act_entries, self.spec.w_entries, self.spec.pg_entries]
+        if sizes != want or p != self.spec.p:
+            raise NetworkError(f"slot {slot}: the tile in RTL has P={p}, sizes {sizes}; the runtime expects "
+                               f"P={self.spec.p}, sizes {want}")
+        board.route([slot])
+        board.module_write(slot, REG_MODE, 1)
+        words = load_stream(self.net, start, stop, self.spec)
+        _, stats = board.rtl.run(words, in_cols=words.size, max_cycles=4 * words.size + 1000)
+        board.module_write(slot, REG_MODE, 0)
+        status, layers = board.module_read(slot, REG_STATUS)[1], board.module_read(slot, REG_NLAYERS)[1]
+        if not stats.finished or status != 0 or layers != stop - start:
+            raise NetworkError(f"slot {slot}: tile refused layers {start}..{stop - 1} (status {status:#x}, "
+                               f"{layers} layers, {stats.sent}/{words.size} words taken)")
+        log.info("slot %d: layers %d..%d, %d load words", slot, start, stop - 1, words.size)
+
+    def run(self, images: np.ndarray) -> ChainRun:
+        """uint8 images [N, H, W] (or [N, H, W, C]) through the chain, back to back."""
+        x = quantize_input(images)
+        if x.shape[1:] != self.net.input_shape:
+            raise FrameError(f"{self.net.name} takes images of {self.net.input_shape[:2]} "
+                             f"(x{self.net.input_shape[2]} channels), got {images.shape[1:]}")
+        words = np.concatenate([pack_activations(img, self.spec) for img in x])
+        per_in = self.spec.words(self.net.input_shape)
+        per_out = self.spec.words(self.net.output_shape)
+        n = len(x)
+        budget = int(self.plan.latency_cycles + n * self.plan.bottleneck_cycles) * 2 + 10_000
+        start = time.perf_counter()
+        out, stats = self.board.rtl.run(words, in_cols=per_in, n_out=n * per_out, out_cols=per_out,
+                                        max_cycles=budget)
+        wall = time.perf_counter() - start
+        if not stats.finished or stats.tlast_errors:
+            raise FrameError(f"{self.net.name}: {stats.received}/{n * per_out} output words, "
+                             f"{stats.tlast_errors} TLAST errors after {stats.cycles} cycles")
+        outputs = np.stack([unpack_activations(out[i * per_out:(i + 1) * per_out], self.net.output_shape, self.spec)
+                            for i in range(n)])
+        image_cycles, layer_cycles = [], []
+        for stage, slot in zip(self.plan.stages, self.slots, strict=True):
+            image_cycles.append(self.board.module_read(slot, REG_IMAGE_CYCLES)[1])
+            layer_cycles.append([self.board.module_read(slot, REG_LAYER0 + i)[1]
+                                 for i in range(stage.stop - stage.start)])
+        return ChainRun(outputs, stats.out_end_cycle, image_cycles, layer_cycles, wall)

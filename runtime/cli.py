@@ -148,6 +148,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if exact else 1
 
 
+def cmd_dnn_eval(args: argparse.Namespace) -> int:
+    from runtime.dnn.evaluate import evaluate, report_lines
+    from runtime.platform import load_platform
+
+    result = evaluate(args.model, args.tiles, load_platform(args.platform), args.images, args.backend)
+    _emit(result, args.json, report_lines(result))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fpgashare", description="Time-share one FPGA by partial reconfiguration.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
@@ -175,6 +184,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", dest="output", required=True)
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_sim_run)
+
+    dnn = sub.add_parser("dnn", help="int8 networks on dnn_tile chains").add_subparsers(dest="action", required=True)
+    e = dnn.add_parser("eval", help="run a model on K tiles and compare with the numpy reference")
+    e.add_argument("--model", required=True, choices=["digits_cnn", "edge_cnn"])
+    e.add_argument("--tiles", type=int, required=True, help="tiles (slots) the network may use")
+    e.add_argument("--images", help=".npz with images (N x H x W uint8) and optional labels")
+    e.add_argument("--backend", choices=["rtl", "reference"], default="rtl")
+    e.add_argument("--platform", default="zcu104")
+    e.add_argument("--json", action="store_true")
+    e.set_defaults(func=cmd_dnn_eval)
 
     d = sub.add_parser("demo", help="the simulated-board demo")
     d.add_argument("--platform", default="zcu104")

@@ -33,8 +33,9 @@ class LinkModel:
 
     @property
     def flits_per_cycle(self) -> float:
-        """Sustained rate: one flit per cycle, unless credits run out over the round trip."""
-        return min(1.0, self.credits / (2 * self.latency_cycles + 2))
+        """Sustained rate: one flit per cycle, unless credits run out over the round trip (2 x latency
+        + 1 cycles, as tests/hdl/test_stream_link.py measures on the RTL)."""
+        return min(1.0, self.credits / (2 * self.latency_cycles + 1))
 
     def word_cycles(self, words: int) -> float:
         return words * self.flits_per_word / self.flits_per_cycle

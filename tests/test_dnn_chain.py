@@ -1,0 +1,78 @@
+"""digits_cnn and edge_cnn on 1-4 dnn_tiles in the simulated shell: every tile enters its slot
+through the configuration port; logits bit-exact with the numpy reference, predictions identical,
+per-layer cycles equal to the cycle model; the CLI reports it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from runtime.cli import main
+from runtime.dnn.models import digits_cnn, edge_cnn
+from runtime.dnn.partition import partition, plan_for
+from runtime.dnn.reference import logits
+from runtime.dnn.train_digits import digits_split
+
+pytestmark = pytest.mark.rtl
+
+SPLITS = {1: [(0, 6)], 2: [(0, 2), (2, 6)], 3: [(0, 2), (2, 4), (4, 6)], 4: [(0, 1), (1, 2), (2, 4), (4, 6)]}
+
+
+@pytest.fixture(scope="module")
+def zcu_board(zcu104):
+    from hdl_sim.board import SimBoard
+
+    return SimBoard(zcu104)
+
+
+def check_chain(board, net, plan, images):
+    from runtime.dnn.tile_chain import TileChain
+
+    board.rtl.reset()
+    run = TileChain(board, net, plan).run(images)
+    got = run.outputs.reshape(len(images), -1)
+    want = logits(net, images)
+    assert np.array_equal(got, want)
+    assert np.array_equal(got.argmax(1), want.argmax(1))
+    for stage, measured in zip(plan.stages, run.layer_cycles, strict=True):
+        for model, seen in zip(stage.layer_cycles, measured, strict=True):
+            assert abs(seen - model) <= 0.05 * model
+    for stage, seen in zip(plan.stages, run.stage_image_cycles, strict=True):
+        assert abs(seen - stage.cycles) <= 0.05 * stage.cycles
+    return run
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_digits_on_k_tiles(zcu_board, k):
+    net = digits_cnn()
+    images = digits_split()[2][:24]
+    check_chain(zcu_board, net, plan_for(net, SPLITS[k]), images)
+    check_chain(zcu_board, net, partition(net, k), images)   # the partitioner's own choice
+
+
+def test_edge_cnn_on_four_tiles(zcu_board):
+    net = edge_cnn()
+    images = np.random.default_rng(3).integers(0, 256, (2, 128, 128), dtype=np.uint8)
+    run = check_chain(zcu_board, net, partition(net, 4), images)
+    assert len(run.stage_image_cycles) == 4
+
+
+def test_cli_eval_reports_and_rejects(tmp_path, capsys):
+    path = tmp_path / "digits.npz"
+    _, _, images, labels = digits_split()
+    np.savez(path, images=images[:40], labels=labels[:40])
+    assert main(["dnn", "eval", "--model", "digits_cnn", "--tiles", "3", "--images", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["images"] == 40 and report["agree_with_reference"] == 1.0
+    assert report["accuracy"] >= 0.9
+    assert report["predicted_cycles_per_image"] == report["plan"]["bottleneck_cycles"]
+    assert report["cycles_per_image"] >= report["predicted_cycles_per_image"]
+    for key in ("wall_s", "plan", "cycles_per_image"):
+        assert key in report
+    np.savez(path, images=images[:4].astype(np.int16))
+    assert main(["dnn", "eval", "--model", "digits_cnn", "--tiles", "1", "--images", str(path)]) == 2
+    assert "images must be uint8" in capsys.readouterr().err
+    assert main(["dnn", "eval", "--model", "digits_cnn", "--tiles", "2", "--platform", "pynq-z2"]) == 2
+    assert "0 slot(s) that can hold a dnn_tile" in capsys.readouterr().err

@@ -112,7 +112,7 @@ def partition(net: Network, tiles: int, link: LinkModel | None = None, spec: Til
         pn, pt, cn, ct, cb = neck[k - 1], total[k - 1], neck[k], total[k], back[k]
         for j in range(k, n + 1):
             bn, bt, bi = inf, inf, -1
-            for i in range(k - 1, j):
+            for i in range(max(k - 1, j - spec.max_layers), j):
                 c = cost[i][j]
                 b = pn[i]
                 v = b if b > c else c

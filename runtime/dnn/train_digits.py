@@ -20,6 +20,7 @@ import numpy as np
 
 from runtime.dnn.network import Layer, Network, save_network
 from runtime.dnn.reference import logits, multiplier_shift, quantize_input
+from runtime.errors import NetworkError
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,11 @@ ARCH = (("conv", 16), ("maxpool", 0), ("conv", 32), ("maxpool", 0), ("fc", 32), 
 
 def digits_split() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(train images, train labels, held-out images, held-out labels): uint8 [N, 8, 8], 80/20 split."""
-    from sklearn.datasets import load_digits
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError:
+        raise NetworkError("the digits data set comes with scikit-learn: install 'fpgashare[dnn]' "
+                           "(or pass your own images with --images)") from None
 
     data = load_digits()
     images = (data.images * PIXEL_SCALE).astype(np.uint8)

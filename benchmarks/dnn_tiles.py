@@ -1,0 +1,100 @@
+"""DNN tiles: digits_cnn and edge_cnn on K = 1..4 dnn_tiles of the zcu104 shell through the bulk
+harness, in one run: predicted vs measured bottleneck (cycles per image in steady state), images/s
+at the fabric clock and of the simulation itself, and the partitioner's planning time.
+
+    python benchmarks/dnn_tiles.py [--digits-images N] [--edge-images N] [--json]
+
+The steady-state interval is (T_N - T_1) / (N - 1), T_n = cycles until the n-th image's last
+output word, so pipeline fill is not counted as throughput.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from hdl_sim.board import SimBoard
+from runtime.dnn.cycle_model import LinkModel
+from runtime.dnn.models import digits_cnn, edge_cnn, random_layer
+from runtime.dnn.network import Network
+from runtime.dnn.partition import partition
+from runtime.dnn.reference import logits
+from runtime.dnn.tile_chain import TileChain
+from runtime.platform import load_platform
+
+
+def planning_time(net: Network, tiles: int, repeats: int = 200) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        partition(net, tiles)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def deep_network(layers: int = 30) -> Network:
+    rng = np.random.default_rng(0)
+    shape, out = (32, 32, 8), []
+    for _ in range(layers):
+        out.append(random_layer(rng, "conv", 8, shape))
+        shape = out[-1].output_shape(shape)
+    return Network("deep30", (32, 32, 8), tuple(out)).validate()
+
+
+def measure(board: SimBoard, net: Network, tiles: int, images: np.ndarray, link: LinkModel, clock: float) -> dict:
+    plan = partition(net, tiles, link, clock_hz=clock)
+    board.rtl.reset()
+    chain = TileChain(board, net, plan)
+    first = chain.run(images[:1])
+    start = time.perf_counter()
+    run = chain.run(images)
+    wall = time.perf_counter() - start
+    agree = bool(np.array_equal(run.outputs.reshape(len(images), -1), logits(net, images)))
+    interval = (run.cycles - first.cycles) / (len(images) - 1)
+    return {"model": net.name, "tiles": tiles, "tiles_used": len(plan.stages), "segments": plan.segments,
+            "predicted_bottleneck": round(plan.bottleneck_cycles), "measured_bottleneck": round(interval, 1),
+            "ratio": round(interval / plan.bottleneck_cycles, 4), "latency_cycles": first.cycles,
+            "fabric_images_per_s": round(clock / interval, 1), "sim_images_per_s": round(len(images) / wall, 2),
+            "sim_cycles_per_s": round(run.cycles / wall), "bit_exact": agree}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--digits-images", type=int, default=64)
+    parser.add_argument("--edge-images", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    platform = load_platform("zcu104")
+    link = LinkModel(platform.link.lane_bits, platform.link.latency_cycles, platform.link.credits)
+    board = SimBoard(platform)
+    rng = np.random.default_rng(0)
+    rows = []
+    for net, n, shape in ((digits_cnn(), args.digits_images, (8, 8)), (edge_cnn(), args.edge_images, (128, 128))):
+        images = rng.integers(0, 256, (max(n, 2), *shape), dtype=np.uint8)
+        for tiles in range(1, 5):
+            rows.append(measure(board, net, tiles, images, link, platform.fabric_clock_hz))
+    plans = {name: round(planning_time(net, 4) * 1e3, 4)
+             for name, net in (("digits_cnn", digits_cnn()), ("edge_cnn", edge_cnn()), ("deep30", deep_network()))}
+    if args.json:
+        print(json.dumps({"runs": rows, "planning_ms_k4": plans}, indent=2))
+        return 0
+    print(f"dnn_tile chains on the {platform.name} shell ({platform.fabric_clock_hz / 1e6:.0f} MHz fabric clock)")
+    print(f"{'model':11s} {'K':>2s} {'used':>4s} {'predicted':>10s} {'measured':>10s} {'ratio':>6s} "
+          f"{'img/s@fabric':>12s} {'sim img/s':>9s} {'exact':>5s}  segments")
+    for r in rows:
+        print(f"{r['model']:11s} {r['tiles']:2d} {r['tiles_used']:4d} {r['predicted_bottleneck']:10d} "
+              f"{r['measured_bottleneck']:10.1f} {r['ratio']:6.3f} {r['fabric_images_per_s']:12.1f} "
+              f"{r['sim_images_per_s']:9.2f} {str(r['bit_exact']):>5s}  {r['segments']}")
+    print("partitioner, K = 4 (best of 200): " + ", ".join(f"{k} {v} ms" for k, v in plans.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""The backend interface: load a module into a slot, run a frame through a chain of slots.
+
+Times are reported in the hardware's own units (configuration-port cycles, fabric cycles) and in
+seconds at the platform's clocks; a backend never reports wall time as hardware time.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from runtime.bitstream.packets import PortError
+from runtime.errors import FpgashareError
+from runtime.modules import Stage
+from runtime.platform import Platform
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """One partial reconfiguration: the port's verdict and how long the port was busy."""
+
+    slot: int
+    module: str
+    error: PortError
+    port_cycles: int
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.error == PortError.OK
+
+
+@dataclass(frozen=True)
+class FrameReport:
+    """One frame through a chain of slots."""
+
+    output: np.ndarray
+    cycles: int           #: fabric cycles from the first input pixel to the last output pixel
+    seconds: float
+
+
+class Backend(ABC):
+    """What the slot manager and the schedulers may ask of the hardware."""
+
+    name: str
+
+    def __init__(self, platform: Platform) -> None:
+        self.platform = platform
+        self._resident: list[str | None] = [None] * len(platform.slots)
+
+    def resident(self, slot: int) -> str | None:
+        """Module the slot holds, or None (blank, failed, or never loaded)."""
+        return self._resident[self._check_slot(slot)]
+
+    def load(self, slot: int, module: str) -> LoadReport:
+        """Reconfigure ``slot`` with ``module`` through the configuration port."""
+        self._check_slot(slot)
+        spec = self.platform.slots[slot]
+        if spec.name not in self.platform.module(module).slots:
+            raise FpgashareError(f"module {module} cannot go into slot {spec.name}")
+        self._resident[slot] = None          # the slot is blank while it is written
+        report = self._load(slot, module)
+        if report.ok:
+            self._resident[slot] = module
+        return report
+
+    def run_frame(self, slots: Sequence[int], stages: Sequence[Stage], frame: np.ndarray) -> FrameReport:
+        """Route input -> slots[0] -> ... -> output, program each stage, stream one frame."""
+        if len(slots) != len(stages) or not slots:
+            raise FpgashareError(f"{len(stages)} stages need as many slots, got {list(slots)}")
+        for slot, stage in zip(slots, stages, strict=True):
+            if self.resident(slot) != stage.kind.name:
+                raise FpgashareError(f"slot {slot} holds {self.resident(slot) or 'nothing'}, "
+                                     f"not {stage.kind.name} (stage {stage.name})")
+        return self._run_frame(list(slots), list(stages), frame)
+
+    def _check_slot(self, slot: int) -> int:
+        if not 0 <= slot < len(self.platform.slots):
+            raise FpgashareError(f"slot {slot} does not exist on {self.platform.name} "
+                                 f"({len(self.platform.slots)} slots)")
+        return slot
+
+    @abstractmethod
+    def _load(self, slot: int, module: str) -> LoadReport: ...
+
+    @abstractmethod
+    def _run_frame(self, slots: list[int], stages: list[Stage], frame: np.ndarray) -> FrameReport: ...

@@ -1,0 +1,38 @@
+"""The ``sim`` backend: the shell in RTL. Every bitstream and every frame passes through it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from runtime.backends.base import Backend, FrameReport, LoadReport
+from runtime.bitstream.registry import build_config
+from runtime.errors import FrameError
+from runtime.modules import Stage
+from runtime.platform import Platform
+
+
+class SimBackend(Backend):
+    name = "sim"
+
+    def __init__(self, platform: Platform) -> None:
+        super().__init__(platform)
+        from hdl_sim.board import SimBoard
+
+        self.board = SimBoard(platform)
+
+    def _load(self, slot: int, module: str) -> LoadReport:
+        result = self.board.load(slot, build_config(self.platform, self.platform.slots[slot], module))
+        return LoadReport(slot, module, result.error, result.cycles,
+                          result.cycles / self.platform.config_port.clock_hz)
+
+    def _run_frame(self, slots: list[int], stages: list[Stage], frame: np.ndarray) -> FrameReport:
+        self.board.route(slots)
+        shape = frame.shape[:2]
+        for slot, stage in zip(slots, stages, strict=True):
+            self.board.program(slot, stage, *shape)
+            shape = stage.kind.output_shape(*shape)
+        out, stats = self.board.stream(frame, shape)
+        if stats.tlast_errors or stats.extra_out:
+            raise FrameError(f"frame framing broken in RTL: {stats.tlast_errors} TLAST errors, "
+                             f"{stats.extra_out} extra beats")
+        return FrameReport(out, stats.out_end_cycle, stats.out_end_cycle / self.platform.fabric_clock_hz)

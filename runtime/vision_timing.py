@@ -1,0 +1,41 @@
+"""Cycle model of a vision chain in the shell: when the last output pixel of a frame leaves.
+
+Each stage consumes its input at one step per cycle: a 3x3 module takes (H+1)*(W+1) steps (one
+replicated bottom pass and one replicated right-edge step per row), a pointwise module or
+downscale2x H*W. A stage starts once its upstream has produced its first pixel (a 3x3 module
+after W+2 steps, others after one) and cannot finish before its upstream has finished plus its own
+tail (a 3x3 module still owes its bottom pass, W+1 steps). The constants below are the fixed
+latencies of the shell's boundary slices and links, measured on the RTL (tests/test_backends.py
+holds the model to the RTL within 2% on frames of 64x64 and up). Not modelled: a downscale2x
+behind a 3x3 stage on an odd number of rows finishes up to a row earlier than predicted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from runtime.modules import Stage
+
+WINDOWED = frozenset({"conv3x3", "sobel_mag"})
+BASE_LATENCY = 4        #: input slice + first stage + output slice
+STAGE_LATENCY = 3       #: each further stage: its link and its output register
+WINDOW_TAIL_EXTRA = 4   #: a 3x3 stage's bottom pass ends this many cycles after its last input
+
+
+def chain_cycles(stages: Sequence[Stage], rows: int, cols: int) -> int:
+    """Fabric cycles from a frame's first input pixel to its last output pixel."""
+    start = end = 0
+    h, w = rows, cols
+    for k, stage in enumerate(stages):
+        windowed = stage.kind.name in WINDOWED
+        if windowed:
+            steps = (h + 1) * (w + 1)
+        elif stage.kind.halves:
+            steps = (h // 2 * 2) * w      # an odd last row is consumed after the last output
+        else:
+            steps = h * w
+        tail = (w + 1 + WINDOW_TAIL_EXTRA) if windowed else 0
+        end = max(start + steps, end + tail) + (BASE_LATENCY if k == 0 else STAGE_LATENCY)
+        start += (w + 2) if windowed else 1
+        h, w = stage.kind.output_shape(h, w)
+    return end

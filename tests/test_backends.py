@@ -1,0 +1,51 @@
+"""The model backend is a twin of the RTL: same outputs, same load cycles, frame cycles within 2%;
+both refuse to run a module a slot does not hold."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from runtime.backends import make_backend
+from runtime.errors import FpgashareError
+from runtime.simrun import assign_slots, resolve_chain
+
+CHAINS = [["gauss3x3", "sobel_mag", "threshold"], ["rgb2gray", "box3x3", "downscale2x"],
+          ["downscale2x", "sharpen3x3"], ["threshold"], ["laplacian3x3", "downscale2x", "sobel_x"]]
+
+
+@pytest.fixture(scope="module")
+def twins(zcu104):
+    return make_backend("model", zcu104), make_backend("sim", zcu104)
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("chain", CHAINS, ids=["+".join(c) for c in CHAINS])
+def test_twin_matches_rtl(twins, zcu104, chain):
+    model, sim = twins
+    stages = resolve_chain(chain, {})
+    slots = [s.index for s in assign_slots(zcu104, stages)]
+    for slot, stage in zip(slots, stages, strict=True):
+        a, b = model.load(slot, stage.kind.name), sim.load(slot, stage.kind.name)
+        assert a.ok and b.ok and a.port_cycles == b.port_cycles
+    rng = np.random.default_rng(len(chain))
+    for rows, cols in ((64, 64), (96, 200), (240, 320)):
+        shape = (rows, cols, 3) if stages[0].kind.channels_in == 3 else (rows, cols)
+        frame = rng.integers(0, 256, shape, dtype=np.uint8)
+        a, b = model.run_frame(slots, stages, frame), sim.run_frame(slots, stages, frame)
+        assert np.array_equal(a.output, b.output)
+        assert abs(a.cycles - b.cycles) <= 0.02 * b.cycles, (a.cycles, b.cycles)
+
+
+def test_backends_refuse_what_a_slot_does_not_hold(zcu104):
+    model = make_backend("model", zcu104)
+    stages = resolve_chain(["gauss3x3"], {})
+    with pytest.raises(FpgashareError, match="slot 0 holds nothing, not conv3x3"):
+        model.run_frame([0], stages, np.zeros((16, 16), np.uint8))
+    assert model.load(0, "threshold").ok and model.resident(0) == "threshold"
+    with pytest.raises(FpgashareError, match="slot 0 holds threshold"):
+        model.run_frame([0], stages, np.zeros((16, 16), np.uint8))
+    with pytest.raises(FpgashareError, match="slot 7 does not exist"):
+        model.load(7, "threshold")
+    with pytest.raises(FpgashareError, match="unknown backend"):
+        make_backend("fpga", zcu104)

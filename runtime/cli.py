@@ -157,6 +157,15 @@ def cmd_dnn_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from runtime.bench import bench, report_lines
+
+    schedulers = [s.strip() for s in args.scheduler.split(",") if s.strip()]
+    report = bench(args.workload, schedulers, args.backend, args.trace, args.sweep)
+    _emit(report, args.json, report_lines(report))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fpgashare", description="Time-share one FPGA by partial reconfiguration.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
@@ -194,6 +203,15 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--platform", default="zcu104")
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=cmd_dnn_eval)
+
+    bn = sub.add_parser("bench", help="run a workload under several schedulers side by side")
+    bn.add_argument("workload", help="workload file (TOML)")
+    bn.add_argument("--scheduler", default="edf,rr-bundle,fcfs,static", help="comma-separated schedulers")
+    bn.add_argument("--backend", choices=["model", "sim"], default="model")
+    bn.add_argument("--trace", help="write a Chrome/Perfetto trace (one file per scheduler)")
+    bn.add_argument("--sweep", metavar="PIPELINE", help="add copies of this real-time pipeline until a miss")
+    bn.add_argument("--json", action="store_true")
+    bn.set_defaults(func=cmd_bench)
 
     d = sub.add_parser("demo", help="the simulated-board demo")
     d.add_argument("--platform", default="zcu104")

@@ -31,3 +31,7 @@ class LoadError(FpgashareError):
 
 class NetworkError(FpgashareError):
     """A network description or its weights are malformed, or the network does not fit the tiles."""
+
+
+class WorkloadError(FpgashareError):
+    """A workload file is malformed: the message names the file, the pipeline and the key."""

@@ -9,11 +9,11 @@ import itertools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from runtime.dnn.tile_format import DEFAULT_TILE
 from runtime.errors import ManifestError
 from runtime.modules import KINDS
+from runtime.toml_table import TomlTable
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -144,53 +144,6 @@ class Platform:
         return nbytes / self.config_port.bytes_per_s
 
 
-class _Table:
-    """Typed access to one TOML table that reports file and key on every error."""
-
-    def __init__(self, path: Path, where: str, data: Any) -> None:
-        if not isinstance(data, dict):
-            raise ManifestError(f"{path}: [{where}] must be a table")
-        self.path, self.where, self.data, self.used = path, where, data, set()
-
-    def _key(self, key: str) -> str:
-        return f"{self.where}.{key}" if self.where else key
-
-    def get(self, key: str, typ: type | tuple[type, ...], default: Any = ...) -> Any:
-        self.used.add(key)
-        if key not in self.data:
-            if default is ...:
-                raise ManifestError(f"{self.path}: missing key {self._key(key)}")
-            return default
-        value = self.data[key]
-        if isinstance(value, bool) and typ in (int, float, (int, float)):
-            raise ManifestError(f"{self.path}: {self._key(key)} must be a number, not {value!r}")
-        if not isinstance(value, typ):
-            want = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
-            raise ManifestError(f"{self.path}: {self._key(key)} must be {want}, not {value!r}")
-        return value
-
-    def positive(self, key: str, typ: type | tuple[type, ...] = int, default: Any = ...) -> Any:
-        value = self.get(key, typ, default)
-        if value <= 0:
-            raise ManifestError(f"{self.path}: {self._key(key)} must be > 0, not {value!r}")
-        return value
-
-    def resources(self, key: str) -> dict[str, int]:
-        table = _Table(self.path, self._key(key), self.get(key, dict, {}))
-        out = {}
-        for name in list(table.data):
-            value = table.get(name, int)
-            if value < 0:
-                raise ManifestError(f"{self.path}: {self._key(key)}.{name} must be >= 0")
-            out[name] = value
-        return out
-
-    def done(self) -> None:
-        unknown = sorted(set(self.data) - self.used)
-        if unknown:
-            raise ManifestError(f"{self.path}: unknown key {self._key(unknown[0])}")
-
-
 def resolve_platform_path(path: str | Path) -> Path:
     """A manifest path as given, or a bare platform name looked up under bitstreams/."""
     candidate = Path(path)
@@ -210,10 +163,10 @@ def load_platform(path: str | Path) -> Platform:
         raise ManifestError(f"{path}: platform manifest not found") from None
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"{file}: not valid TOML: {exc}") from None
-    top = _Table(file, "", raw)
-    p = _Table(file, "platform", top.get("platform", dict))
-    port = _Table(file, "config_port", top.get("config_port", dict))
-    link = _Table(file, "link", top.get("link", dict))
+    top = TomlTable(file, "", raw)
+    p = TomlTable(file, "platform", top.get("platform", dict))
+    port = TomlTable(file, "config_port", top.get("config_port", dict))
+    link = TomlTable(file, "link", top.get("link", dict))
 
     port_spec = ConfigPortSpec(
         kind=port.get("kind", str), width_bits=port.positive("width_bits"),
@@ -233,7 +186,7 @@ def load_platform(path: str | Path) -> Platform:
         raise ManifestError(f"{file}: [[slot]] must appear 1 to 8 times, not {len(slots_raw)}")
     slots = []
     for i, entry in enumerate(slots_raw):
-        t = _Table(file, f"slot[{i}]", entry)
+        t = TomlTable(file, f"slot[{i}]", entry)
         slots.append(SlotSpec(i, t.get("name", str), t.get("far_base", int), t.positive("frames"),
                               t.resources("resources")))
         if slots[-1].far_base < 0 or slots[-1].far_base + slots[-1].frames >= 2**32:
@@ -249,7 +202,7 @@ def load_platform(path: str | Path) -> Platform:
 
     modules: dict[str, ModuleSpec] = {}
     for i, entry in enumerate(top.get("module", list)):
-        t = _Table(file, f"module[{i}]", entry)
+        t = TomlTable(file, f"module[{i}]", entry)
         name = t.get("name", str)
         if name not in KINDS:
             raise ManifestError(f"{file}: module[{i}].name {name!r} is not a known module "

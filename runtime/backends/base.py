@@ -37,7 +37,7 @@ class LoadReport:
 class FrameReport:
     """One frame through a chain of slots."""
 
-    output: np.ndarray
+    output: np.ndarray | None   #: None when the caller asked for timing only (model backend)
     cycles: int           #: fabric cycles from the first input pixel to the last output pixel
     seconds: float
 
@@ -67,15 +67,17 @@ class Backend(ABC):
             self._resident[slot] = module
         return report
 
-    def run_frame(self, slots: Sequence[int], stages: Sequence[Stage], frame: np.ndarray) -> FrameReport:
-        """Route input -> slots[0] -> ... -> output, program each stage, stream one frame."""
+    def run_frame(self, slots: Sequence[int], stages: Sequence[Stage], frame: np.ndarray,
+                  want_output: bool = True) -> FrameReport:
+        """Route input -> slots[0] -> ... -> output, program each stage, stream one frame.
+        With ``want_output`` False a backend may skip producing the pixels (timing only)."""
         if len(slots) != len(stages) or not slots:
             raise FpgashareError(f"{len(stages)} stages need as many slots, got {list(slots)}")
         for slot, stage in zip(slots, stages, strict=True):
             if self.resident(slot) != stage.kind.name:
                 raise FpgashareError(f"slot {slot} holds {self.resident(slot) or 'nothing'}, "
                                      f"not {stage.kind.name} (stage {stage.name})")
-        return self._run_frame(list(slots), list(stages), frame)
+        return self._run_frame(list(slots), list(stages), frame, want_output)
 
     def _check_slot(self, slot: int) -> int:
         if not 0 <= slot < len(self.platform.slots):
@@ -87,4 +89,5 @@ class Backend(ABC):
     def _load(self, slot: int, module: str) -> LoadReport: ...
 
     @abstractmethod
-    def _run_frame(self, slots: list[int], stages: list[Stage], frame: np.ndarray) -> FrameReport: ...
+    def _run_frame(self, slots: list[int], stages: list[Stage], frame: np.ndarray,
+                   want_output: bool) -> FrameReport: ...

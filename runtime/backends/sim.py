@@ -25,7 +25,8 @@ class SimBackend(Backend):
         return LoadReport(slot, module, result.error, result.cycles,
                           result.cycles / self.platform.config_port.clock_hz)
 
-    def _run_frame(self, slots: list[int], stages: list[Stage], frame: np.ndarray) -> FrameReport:
+    def _run_frame(self, slots: list[int], stages: list[Stage], frame: np.ndarray,
+                   want_output: bool) -> FrameReport:  # the RTL always produces the pixels
         self.board.route(slots)
         shape = frame.shape[:2]
         for slot, stage in zip(slots, stages, strict=True):

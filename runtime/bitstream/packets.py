@@ -96,14 +96,27 @@ def partial_words(idcode: int, far: int, frame_words: np.ndarray) -> np.ndarray:
     crc = icap_crc(REG_FAR, far, crc)
     crc = icap_crc(REG_CMD, CMD_WCFG, crc)
     crc = icap_crc_words(REG_FDRI, frame_words.tolist(), crc)
-    head = [DUMMY] * 8 + list(BUS_WIDTH) + [DUMMY, DUMMY, SYNC, NOP,
-            type1(2, REG_CMD, 1), CMD_RCRC, NOP, NOP,
-            type1(2, REG_IDCODE, 1), idcode,
-            type1(2, REG_FAR, 1), far,
-            type1(2, REG_CMD, 1), CMD_WCFG, NOP,
-            type1(2, REG_FDRI, 0), type2_write(len(frame_words))]
-    tail = [type1(2, REG_CRC, 1), crc, NOP, NOP, type1(2, REG_CMD, 1), CMD_DESYNC] + [NOP] * 16
+    head, tail = _head(idcode, far, len(frame_words)), _tail(crc)
     return np.concatenate([np.array(head, np.uint32), frame_words.astype(np.uint32), np.array(tail, np.uint32)])
+
+
+def _head(idcode: int, far: int, nwords: int) -> list[int]:
+    return [DUMMY] * 8 + list(BUS_WIDTH) + [DUMMY, DUMMY, SYNC, NOP,
+                                            type1(2, REG_CMD, 1), CMD_RCRC, NOP, NOP,
+                                            type1(2, REG_IDCODE, 1), idcode,
+                                            type1(2, REG_FAR, 1), far,
+                                            type1(2, REG_CMD, 1), CMD_WCFG, NOP,
+                                            type1(2, REG_FDRI, 0), type2_write(nwords)]
+
+
+def _tail(crc: int) -> list[int]:
+    return [type1(2, REG_CRC, 1), crc, NOP, NOP, type1(2, REG_CMD, 1), CMD_DESYNC] + [NOP] * 16
+
+
+def words_to_desync(nwords: int) -> int:
+    """Words the port takes, up to and including DESYNC's data word, for a partial bitstream
+    written by :func:`partial_words` with ``nwords`` frame-data words."""
+    return len(_head(0, 0, nwords)) + nwords + _tail(0).index(CMD_DESYNC) + 1
 
 
 @dataclass(frozen=True)

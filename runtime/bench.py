@@ -1,0 +1,78 @@
+"""``fpgashare bench``: run a workload under several schedulers side by side and report."""
+
+from __future__ import annotations
+
+import logging
+
+from runtime.backends import make_backend
+from runtime.errors import FpgashareError
+from runtime.sched import POLICIES, make_policy
+from runtime.sched.engine import run_workload
+from runtime.trace import write_trace
+from runtime.workload import Workload, load_workload
+
+log = logging.getLogger(__name__)
+
+MAX_SWEEP = 64
+
+
+def misses(summary: dict) -> int:
+    return sum(p["late"] + p["dropped"] + p["errors"] for p in summary["pipelines"].values())
+
+
+def run_one(workload: Workload, scheduler: str, backend: str) -> tuple[object, dict]:
+    engine, summary = run_workload(workload, make_backend(backend, workload.platform), make_policy(scheduler))
+    result = {"scheduler": scheduler, "admitted": [p.name for p in engine.pipelines], "rejected": [],
+              **summary}
+    return engine, result
+
+
+def sweep(workload: Workload, scheduler: str, backend: str, pipeline: str) -> int:
+    """Largest number of copies of ``pipeline`` the scheduler runs with zero misses."""
+    best = 0
+    for count in range(1, MAX_SWEEP + 1):
+        _, result = run_one(workload.with_copies(pipeline, count), scheduler, backend)
+        if misses(result):
+            break
+        best = count
+    return best
+
+
+def bench(path: str, schedulers: list[str], backend: str = "model", trace: str | None = None,
+          sweep_pipeline: str | None = None) -> dict:
+    for name in schedulers:
+        if name not in POLICIES:
+            raise FpgashareError(f"unknown scheduler {name!r}; known: {', '.join(POLICIES)}")
+    workload = load_workload(path)
+    results = []
+    for name in schedulers:
+        engine, result = run_one(workload, name, backend)
+        if trace:
+            out = trace if len(schedulers) == 1 else trace.replace(".json", f".{name}.json")
+            write_trace(engine.trace, out, f"{workload.path.stem} / {name}")
+            result["trace"] = out
+        if sweep_pipeline:
+            result["sweep"] = {"pipeline": sweep_pipeline,
+                               "max_pipelines": sweep(workload, name, backend, sweep_pipeline)}
+        results.append(result)
+    return {"workload": str(workload.path), "platform": workload.platform.name, "backend": backend,
+            "results": results}
+
+
+def report_lines(report: dict) -> list[str]:
+    lines = [f"{report['workload']} on {report['platform']} ({report['backend']} backend)"]
+    header = f"{'scheduler':10s} {'pipeline':14s} {'frames':>6s} {'on_time':>7s} {'late':>5s} {'drop':>5s} " \
+             f"{'p50 ms':>7s} {'p99 ms':>7s}"
+    lines.append(header)
+    for r in report["results"]:
+        for name, p in r["pipelines"].items():
+            p50 = "-" if p["latency_ms_p50"] is None else f"{p['latency_ms_p50']:.2f}"
+            p99 = "-" if p["latency_ms_p99"] is None else f"{p['latency_ms_p99']:.2f}"
+            lines.append(f"{r['scheduler']:10s} {name:14s} {p['submitted']:6d} {p['on_time']:7d} {p['late']:5d} "
+                         f"{p['dropped']:5d} {p50:>7s} {p99:>7s}")
+        t = r["totals"]
+        extra = f", sweep: {r['sweep']['max_pipelines']} x {r['sweep']['pipeline']}" if "sweep" in r else ""
+        lines.append(f"{'':10s} {t['reconfigurations']} loads, port {t['port_busy_s'] * 1e3:.1f} ms "
+                     f"(exposed {t['exposed_reconfig_s'] * 1e3:.1f} ms), slots {100 * t['slot_utilization']:.1f}% "
+                     f"busy, {t['wall_s']} s wall{extra}")
+    return lines

@@ -1,0 +1,47 @@
+"""Injectable clocks: the same scheduler code runs under virtual time (simulation, benchmarks,
+tests) and wall-clock time (the daemon on a board)."""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Seconds since the clock's epoch."""
+        ...
+
+    def wait_until(self, t: float) -> None:
+        """Return once now() >= t (virtual clocks jump, wall clocks sleep)."""
+        ...
+
+
+class VirtualClock:
+    """Time that moves only when the engine says so: deterministic, as fast as the host allows."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self._now = start
+
+    def now(self) -> float:
+        return self._now
+
+    def wait_until(self, t: float) -> None:
+        if t < self._now:
+            raise ValueError(f"virtual time cannot go back from {self._now} to {t}")
+        self._now = t
+
+
+class WallClock:
+    """Monotonic host time from the moment the clock is made."""
+
+    def __init__(self) -> None:
+        self._t0 = time.monotonic()
+
+    def now(self) -> float:
+        return time.monotonic() - self._t0
+
+    def wait_until(self, t: float) -> None:
+        delay = t - self.now()
+        if delay > 0:
+            time.sleep(delay)

@@ -1,0 +1,19 @@
+"""Scheduling: the event-driven engine and the policies it runs (edf and the baselines)."""
+
+from __future__ import annotations
+
+from runtime.errors import FpgashareError
+from runtime.sched.baselines import FcfsPolicy, RrBundlePolicy, StaticPolicy
+from runtime.sched.edf import EdfPolicy
+from runtime.sched.policy import Policy
+
+POLICIES: dict[str, type[Policy]] = {"edf": EdfPolicy, "rr-bundle": RrBundlePolicy, "fcfs": FcfsPolicy,
+                                     "static": StaticPolicy}
+
+
+def make_policy(name: str) -> Policy:
+    """A fresh policy object by its command-line name."""
+    try:
+        return POLICIES[name]()
+    except KeyError:
+        raise FpgashareError(f"unknown scheduler {name!r}; known: {', '.join(POLICIES)}") from None

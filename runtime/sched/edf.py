@@ -1,0 +1,68 @@
+"""``edf``: earliest deadline first over real-time frames, reconfiguration-aware.
+
+After every event, pending frames are taken in deadline order. A frame whose modules are resident
+in free slots starts at once (several frames run side by side when slots allow). The most urgent
+frame that is blocked gets its missing modules loaded (victims by lookahead over the known periodic
+demand); less urgent frames may only use what is resident, so they never put loads on the port
+ahead of it. A frame that cannot finish by its deadline even if it started now (counting the port
+backlog and its own loads) is dropped rather than run late. When the port is idle, the next
+release's modules are prefetched into idle slots, so reconfiguration overlaps computation.
+"""
+
+from __future__ import annotations
+
+from runtime.sched.engine import Engine
+from runtime.sched.policy import Policy
+
+
+class EdfPolicy(Policy):
+    name = "edf"
+
+    def dispatch(self, engine: Engine) -> None:
+        reserved: set[int] = set()
+        blocked_seen = False
+        for frame in sorted(engine.pending, key=lambda f: (f.deadline, f.seq)):
+            if engine.now + frame.pipeline.exec_s > frame.deadline:
+                engine.drop(frame, "cannot finish by its deadline")
+                continue
+            if self.start_if_resident(engine, frame, reserved):
+                continue
+            _, missing = engine.find_slots(frame, reserved)
+            load_s = sum(engine.load_seconds(0, m) for m in missing
+                         if not engine.slots.coming_with(m))
+            earliest_end = engine.now + engine.port_backlog_s() + load_s + frame.pipeline.exec_s
+            if earliest_end > frame.deadline:
+                engine.drop(frame, "cannot finish by its deadline (reconfiguration and port backlog "
+                                   "included)")
+                continue
+            if not blocked_seen:
+                blocked_seen = True
+                reserved |= self.load_missing(engine, frame, reserved)
+        if not engine.slots.port.queue and engine.slots.port.current is None:
+            self._prefetch(engine, reserved)
+
+    @staticmethod
+    def _prefetch(engine: Engine, reserved: set[int]) -> None:
+        future = engine.future_modules(sorted(engine.pending, key=lambda f: (f.deadline, f.seq)))
+        needed = []
+        for module in future:
+            if module not in needed:
+                needed.append(module)
+        for module in needed[: len(engine.slots.slots)]:
+            if engine.slots.ready_with(module) or engine.slots.coming_with(module) or \
+                    engine.slots.busy_with(module):
+                continue
+            victim = engine.slots.victim(module, future, keep=reserved | _holding(engine, needed, module))
+            if victim is not None:
+                engine.slots.request(victim, module, "prefetch")
+            return                                   # one prefetch at a time keeps the port free
+
+
+def _holding(engine: Engine, needed: list[str], upto: str) -> set[int]:
+    """Slots holding a module needed before ``upto``: prefetch must not evict them."""
+    keep = set()
+    for module in needed:
+        if module == upto:
+            break
+        keep |= set(engine.slots.ready_with(module)) | set(engine.slots.busy_with(module))
+    return keep

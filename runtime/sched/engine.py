@@ -1,0 +1,285 @@
+"""The scheduler core: a deterministic event-driven state machine over an injected clock.
+
+Events (frame releases, load completions, job completions) are taken in (time, sequence) order;
+after each one the policy decides what to start and what to load. Hardware work goes to the
+backend, which reports its duration in hardware time (cycles at the platform's clocks); the engine
+schedules the completion that far ahead. Under a VirtualClock a run of thousands of frames takes
+seconds; under a WallClock the same code paces itself to real time.
+
+Every released frame ends in exactly one outcome: ``on_time``, ``late``, ``dropped`` (with a
+reason) or ``error``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import random
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hdl_sim.board import ACTIVATION_CYCLES
+from runtime.backends.base import Backend
+from runtime.bitstream.packets import words_to_desync
+from runtime.clock import Clock, VirtualClock
+from runtime.errors import FpgashareError
+from runtime.slots import SlotManager, SlotState
+from runtime.workload import PipelineSpec, Workload
+
+log = logging.getLogger(__name__)
+
+OUTCOMES = ("on_time", "late", "dropped", "error")
+RELEASE, LOAD_DONE, JOB_DONE = "release", "load_done", "job_done"
+
+
+@dataclass
+class Frame:
+    pipeline: PipelineSpec
+    index: int
+    release: float
+    deadline: float                 #: absolute
+    seq: int
+    start: float | None = None
+    end: float | None = None
+    slots: tuple[int, ...] = ()
+    expected_end: float | None = None   #: when the job running it will end (known at start)
+    outcome: str | None = None
+    reason: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.pipeline.name}/{self.index}"
+
+
+@dataclass
+class TraceEvent:
+    """One slice of the run: a frame on its slots, a load on the port."""
+
+    track: str
+    name: str
+    start: float
+    end: float
+    args: dict = field(default_factory=dict)
+
+
+class Engine:
+    """Runs ``workload``'s real-time pipelines under ``policy`` on ``backend``."""
+
+    def __init__(self, workload: Workload, backend: Backend, policy, clock: Clock | None = None,
+                 replacement: str = "belady", want_output: bool = False, drain_s: float = 1.0) -> None:
+        self.workload, self.backend, self.policy = workload, backend, policy
+        self.clock = clock or VirtualClock()
+        self.slots = SlotManager(backend, replacement)
+        self.want_output = want_output
+        self.drain_s = drain_s
+        self.pipelines = [p for p in workload.pipelines if p.realtime]
+        self.frames: list[Frame] = []
+        self.pending: list[Frame] = []
+        self.running: dict[str, Frame] = {}
+        self.trace: list[TraceEvent] = []
+        self._events: list[tuple[float, int, str, object]] = []
+        self._seq = 0
+        self._last = 0.0
+        self.exposed_reconfig_s = 0.0
+        self.slot_busy_s = 0.0
+        self._pixels = self._test_frames()
+        self._load_started: dict[int, float] = {}
+        # Pipelines register before their first frame: the policy may fill every slot once
+        # (setup and prefetch) before releases begin, the same warm-up for every policy.
+        self.t0 = max((self.load_seconds(s.index, "") for s in self.slots.slots), default=0.0) * len(self.slots.slots)
+
+    # ---- the event loop
+    def push(self, t: float, kind: str, data: object) -> None:
+        self._seq += 1
+        heapq.heappush(self._events, (t, self._seq, kind, data))
+
+    @property
+    def now(self) -> float:
+        return self.clock.now()
+
+    def run(self) -> Engine:
+        self._schedule_releases()
+        self.policy.setup(self)
+        self._kick_port()
+        horizon = self.t0 + self.workload.duration_s + self.drain_s
+        while self._events:
+            t, _, kind, data = heapq.heappop(self._events)
+            if t > horizon:
+                break
+            self._advance(t)
+            if kind == RELEASE:
+                self.pending.append(data)
+            elif kind == LOAD_DONE:
+                self._load_done()
+            elif kind == JOB_DONE:
+                self._job_done(data)
+            self.policy.dispatch(self)
+            self._kick_port()
+        self._advance(max(self.now, min(horizon, self.t0 + self.workload.duration_s)))
+        for frame in [*self.pending, *self.running.values()]:
+            self.finish(frame, "dropped", "the run ended before it completed")
+        self.pending.clear()
+        self.running.clear()
+        return self
+
+    def _advance(self, t: float) -> None:
+        dt = t - self._last
+        if dt > 0:
+            busy = self.slots.busy_count()
+            self.slot_busy_s += busy * dt
+            if self.slots.port.current is not None and busy == 0:
+                self.exposed_reconfig_s += dt
+        self.clock.wait_until(max(t, self.clock.now()))
+        self._last = t
+
+    def _schedule_releases(self) -> None:
+        rng = random.Random(self.workload.seed)
+        seq = 0
+        for p in self.pipelines:
+            k = 0
+            while k * p.period_s < self.workload.duration_s:
+                release = self.t0 + k * p.period_s + (rng.uniform(0, p.jitter_s) if p.jitter_s else 0.0)
+                frame = Frame(p, k, release, release + p.deadline_s, seq)
+                seq += 1
+                self.frames.append(frame)
+                self.push(release, RELEASE, frame)
+                k += 1
+
+    def _test_frames(self) -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(self.workload.seed)
+        out = {}
+        for p in self.pipelines:
+            shape = (*p.frame, 3) if p.stages[0].kind.channels_in == 3 else p.frame
+            out[p.name] = rng.integers(0, 256, shape, dtype=np.uint8)
+        return out
+
+    # ---- loads
+    def _kick_port(self) -> None:
+        now = self.now
+        request = self.slots.port.queue[0] if self.slots.port.queue else None
+        end = self.slots.start_next(now)
+        if end is not None and request is not None:
+            self._load_started[request.slot] = now
+            self.push(end, LOAD_DONE, None)
+
+    def _load_done(self) -> None:
+        request, ok = self.slots.finish(self.now)
+        self.trace.append(TraceEvent("port", f"load {request.module} -> slot {request.slot}",
+                                     self._load_started.pop(request.slot, self.now), self.now,
+                                     {"ok": ok, "reason": request.reason}))
+        if not ok and self.slots.slots[request.slot].state == SlotState.FAILED:
+            log.error("slot %d quarantined", request.slot)
+
+    def port_backlog_s(self) -> float:
+        """Port time still owed: the load in flight plus every queued one (estimated)."""
+        port = self.slots.port
+        owed = (port.busy_until - self.now) if port.busy_until is not None else 0.0
+        return owed + sum(self.load_seconds(r.slot, r.module) for r in port.queue)
+
+    def load_seconds(self, slot: int, module: str) -> float:
+        """Port time of one load into ``slot`` (a partial bitstream's length is set by its slot)."""
+        platform = self.backend.platform
+        words = words_to_desync(platform.slots[slot].frames * platform.frame_words) + ACTIVATION_CYCLES
+        return words / platform.config_port.clock_hz
+
+    # ---- jobs
+    def find_slots(self, frame: Frame, reserved: set[int]) -> tuple[list[int | None], list[str]]:
+        """For each stage, a READY slot holding its module (None where there is none), and the
+        modules missing."""
+        taken = set(reserved)
+        chosen: list[int | None] = []
+        missing = []
+        for module in frame.pipeline.modules:
+            slot = next((s for s in self.slots.ready_with(module) if s not in taken), None)
+            chosen.append(slot)
+            if slot is None:
+                missing.append(module)
+            else:
+                taken.add(slot)
+        return chosen, missing
+
+    def free_at(self, slot: int) -> float | None:
+        """When a busy slot's job ends (None if the slot is not running a job)."""
+        owner = self.slots.slots[slot].owner
+        frame = self.running.get(owner) if owner else None
+        return frame.expected_end if frame else None
+
+    def start(self, frame: Frame, slots: Sequence[int]) -> None:
+        self.pending.remove(frame)
+        self.slots.acquire(slots, frame.key)
+        frame.start, frame.slots = self.now, tuple(slots)
+        try:
+            report = self.backend.run_frame(slots, frame.pipeline.stages, self._pixels[frame.pipeline.name],
+                                            self.want_output)
+        except FpgashareError as exc:
+            self.slots.release(slots, self.now)
+            self.finish(frame, "error", str(exc))
+            return
+        self.running[frame.key] = frame
+        frame.expected_end = self.now + report.seconds
+        self.push(frame.expected_end, JOB_DONE, frame)
+
+    def _job_done(self, frame: Frame) -> None:
+        self.running.pop(frame.key)
+        self.slots.release(frame.slots, self.now)
+        frame.end = self.now
+        self.finish(frame, "on_time" if frame.end <= frame.deadline + 1e-12 else "late")
+        for slot in frame.slots:
+            self.trace.append(TraceEvent(f"slot {slot}", frame.key, frame.start or 0.0, frame.end,
+                                         {"pipeline": frame.pipeline.name}))
+        self.trace.append(TraceEvent(f"pipeline {frame.pipeline.name}", frame.key, frame.release, frame.end,
+                                     {"outcome": frame.outcome}))
+
+    def finish(self, frame: Frame, outcome: str, reason: str = "") -> None:
+        if frame.outcome is not None:
+            raise RuntimeError(f"frame {frame.key} already ended {frame.outcome}")
+        frame.outcome, frame.reason = outcome, reason
+
+    def drop(self, frame: Frame, reason: str) -> None:
+        self.pending.remove(frame)
+        self.finish(frame, "dropped", reason)
+
+    # ---- what the future holds (for Belady replacement and prefetch)
+    def future_modules(self, first: Iterable[Frame] = (), horizon_s: float = 0.1) -> list[str]:
+        """Modules in the order they will be needed: the given frames, then upcoming releases."""
+        order: list[str] = []
+        for frame in first:
+            order.extend(frame.pipeline.modules)
+        upcoming = []
+        elapsed = self.now - self.t0
+        for p in self.pipelines:
+            k = max(0, int(elapsed // p.period_s) + 1) if elapsed >= 0 else 0
+            while k * p.period_s < min(elapsed + horizon_s, self.workload.duration_s):
+                upcoming.append((k * p.period_s + p.deadline_s, p))
+                k += 1
+        for _, p in sorted(upcoming, key=lambda x: (x[0], x[1].name)):
+            order.extend(p.modules)
+        return order
+
+    # ---- results
+    def summary(self, wall_s: float) -> dict:
+        per: dict[str, dict] = {}
+        for p in self.pipelines:
+            frames = [f for f in self.frames if f.pipeline.name == p.name]
+            lat = [1e3 * (f.end - f.release) for f in frames if f.end is not None]
+            counts = {o: sum(f.outcome == o for f in frames) for o in OUTCOMES}
+            per[p.name] = {"submitted": len(frames), "on_time": counts["on_time"], "late": counts["late"],
+                           "dropped": counts["dropped"], "errors": counts["error"],
+                           "latency_ms_p50": round(float(np.percentile(lat, 50)), 3) if lat else None,
+                           "latency_ms_p99": round(float(np.percentile(lat, 99)), 3) if lat else None}
+        sim_s = self.workload.duration_s
+        port = self.slots.port
+        return {"pipelines": per, "totals": {
+            "reconfigurations": port.loads, "port_busy_s": round(port.busy_s, 6),
+            "exposed_reconfig_s": round(self.exposed_reconfig_s, 6),
+            "slot_utilization": round(self.slot_busy_s / ((self.now or sim_s) * len(self.slots.slots)), 4),
+            "sim_s": sim_s, "wall_s": round(wall_s, 3)}}
+
+
+def run_workload(workload: Workload, backend: Backend, policy, **kw) -> tuple[Engine, dict]:
+    start = time.perf_counter()
+    engine = Engine(workload, backend, policy, **kw).run()
+    return engine, engine.summary(time.perf_counter() - start)

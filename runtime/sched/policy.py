@@ -1,0 +1,80 @@
+"""What a scheduling policy is: it sees the engine after every event and starts frames or loads."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from runtime.sched.engine import Engine, Frame
+
+
+class Policy(ABC):
+    name: str = "policy"
+
+    def setup(self, engine: Engine) -> None:
+        """Before the first release: fill blank slots with the modules the first frames need, in
+        the order they are needed (the same warm-up for every policy that does not override it)."""
+        future = engine.future_modules(horizon_s=max((p.period_s for p in engine.pipelines), default=0.0))
+        for module in dict.fromkeys(future):
+            if engine.slots.ready_with(module) or engine.slots.coming_with(module):
+                continue
+            victim = engine.slots.victim(module, future)
+            if victim is None or engine.slots.slots[victim].state.value != "blank":
+                break
+            engine.slots.request(victim, module, "warm-up")
+
+    @abstractmethod
+    def dispatch(self, engine: Engine) -> None:
+        """Start what can start now; queue the loads that are needed."""
+
+    # Shared steps -------------------------------------------------------------------------
+    @staticmethod
+    def start_if_resident(engine: Engine, frame: Frame, reserved: set[int]) -> bool:
+        """Start ``frame`` if every stage's module is resident in a free slot."""
+        chosen, missing = engine.find_slots(frame, reserved)
+        if missing:
+            return False
+        engine.start(frame, [s for s in chosen if s is not None])
+        return True
+
+    @staticmethod
+    def load_missing(engine: Engine, frame: Frame, keep: set[int], reason: str = "demand") -> set[int]:
+        """Queue the loads ``frame`` needs, if they let it start sooner than waiting would.
+
+        Each stage's module comes from a free resident slot, a slot already being loaded with it, a
+        busy slot holding it (free when its job ends), or a new load into a victim slot. The frame
+        starts when its last stage is available, so a new load is queued only where the busy copy
+        would free later than that, and nothing is loaded if some stage has no source at all.
+        Returns the slots the frame counts on, so later decisions leave them alone."""
+        chosen, _ = engine.find_slots(frame, keep)
+        used = {s for s in chosen if s is not None} | set(keep)
+        future = engine.future_modules([frame])
+        backlog = engine.port_backlog_s()
+        plan: list[tuple[str, int | None, float | None, int | None]] = []   # module, busy slot, free at, victim
+        loads = 0
+        for module, slot in zip(frame.pipeline.modules, chosen, strict=True):
+            if slot is not None:
+                continue
+            coming = [s for s in engine.slots.coming_with(module) if s not in used]
+            if coming:
+                used.add(coming[0])
+                continue
+            busy = sorted((engine.free_at(s) or engine.now, s) for s in engine.slots.busy_with(module)
+                          if s not in used)
+            victim = engine.slots.victim(module, future, keep=used)
+            if busy:
+                used.add(busy[0][1])
+            if victim is not None and not busy:
+                used.add(victim)
+            plan.append((module, busy[0][1] if busy else None, busy[0][0] if busy else None, victim))
+            loads += victim is not None
+        if any(b is None and v is None for _, b, _, v in plan):
+            return used                    # some stage has no slot to come from: wait
+        load_done = engine.now + backlog + sum(engine.load_seconds(v, m) for m, _, _, v in plan if v is not None)
+        start = max([t if t is not None else load_done for _, _, t, _ in plan], default=engine.now)
+        for module, busy_slot, free_at, victim in plan:
+            if busy_slot is not None and (free_at <= start or victim is None):
+                continue                   # waiting for the busy copy costs nothing extra
+            if victim is not None and engine.slots.slots[victim].state.value in ("blank", "ready"):
+                engine.slots.request(victim, module, reason)
+                used.add(victim)
+        return used

@@ -1,0 +1,132 @@
+"""SlotManager: what each slot holds and is doing, the shared configuration port, the resident
+cache (never reload what is there), replacement (Belady lookahead over known demand, or LRU),
+and quarantine of a slot whose load failed twice."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from runtime.backends.base import Backend, LoadReport
+from runtime.port import ConfigPort, LoadRequest
+
+log = logging.getLogger(__name__)
+
+REPLACEMENT = ("belady", "lru")
+
+
+class SlotState(Enum):
+    BLANK = "blank"
+    LOADING = "loading"     #: reserved for a load that is queued or on the port
+    READY = "ready"
+    BUSY = "busy"
+    FAILED = "failed"       #: quarantined after a failed retry
+
+
+@dataclass
+class Slot:
+    index: int
+    state: SlotState = SlotState.BLANK
+    module: str | None = None       #: resident module (READY/BUSY) or the one being loaded
+    last_used: float = -1.0
+    owner: str | None = None
+
+
+class SlotManager:
+    def __init__(self, backend: Backend, replacement: str = "belady") -> None:
+        if replacement not in REPLACEMENT:
+            raise ValueError(f"replacement must be one of {REPLACEMENT}, got {replacement!r}")
+        self.backend = backend
+        self.replacement = replacement
+        self.slots = [Slot(s.index) for s in backend.platform.slots]
+        self.port = ConfigPort()
+        self._report: LoadReport | None = None
+
+    # ---- queries
+    def compatible(self, slot: int, module: str) -> bool:
+        platform = self.backend.platform
+        return module in platform.modules and platform.slots[slot].name in platform.module(module).slots
+
+    def ready_with(self, module: str) -> list[int]:
+        return [s.index for s in self.slots if s.state == SlotState.READY and s.module == module]
+
+    def busy_with(self, module: str) -> list[int]:
+        return [s.index for s in self.slots if s.state == SlotState.BUSY and s.module == module]
+
+    def coming_with(self, module: str) -> list[int]:
+        """Slots being loaded with ``module``."""
+        return [s.index for s in self.slots if s.state == SlotState.LOADING and s.module == module]
+
+    def busy_count(self) -> int:
+        return sum(s.state == SlotState.BUSY for s in self.slots)
+
+    def victim(self, module: str, future: Sequence[str], keep: set[int] = frozenset()) -> int | None:
+        """A slot to load ``module`` into: a blank one, else the idle resident whose module is
+        needed farthest in ``future`` (Belady) or was used longest ago (LRU); None if every
+        compatible slot is busy, loading, failed or in ``keep``."""
+        candidates = [s for s in self.slots if s.index not in keep and self.compatible(s.index, module)
+                      and s.state in (SlotState.BLANK, SlotState.READY)]
+        if not candidates:
+            return None
+        blank = [s for s in candidates if s.state == SlotState.BLANK]
+        if blank:
+            return blank[0].index
+        if self.replacement == "lru":
+            return min(candidates, key=lambda s: (s.last_used, s.index)).index
+
+        def next_use(s: Slot) -> float:
+            try:
+                return future.index(s.module)
+            except ValueError:
+                return float("inf")
+        return max(candidates, key=lambda s: (next_use(s), -s.last_used, -s.index)).index
+
+    # ---- loads
+    def request(self, slot: int, module: str, reason: str = "demand") -> None:
+        s = self.slots[slot]
+        if s.state not in (SlotState.BLANK, SlotState.READY):
+            raise RuntimeError(f"slot {slot} is {s.state.value}; it cannot take a load now")
+        s.state, s.module = SlotState.LOADING, module
+        self.port.queue.append(LoadRequest(slot, module, reason))
+
+    def start_next(self, now: float) -> float | None:
+        """If the port is idle and a load waits, run it on the backend; return when it ends."""
+        if self.port.current is not None or not self.port.queue:
+            return None
+        request = self.port.queue.popleft()
+        request.attempts += 1
+        self._report = self.backend.load(request.slot, request.module)
+        self.port.start(request, now, self._report.seconds)
+        return self.port.busy_until
+
+    def finish(self, now: float) -> tuple[LoadRequest, bool]:
+        """The load on the port ended: (request, ok). A first failure is retried at the head of the
+        queue; a second quarantines the slot."""
+        request, report = self.port.finish(), self._report
+        slot = self.slots[request.slot]
+        if report is not None and report.ok:
+            slot.state, slot.last_used = SlotState.READY, now
+            return request, True
+        if request.attempts < 2:
+            log.warning("slot %d: load of %s failed (%s); retrying once", request.slot, request.module,
+                        report.error.name if report else "?")
+            self.port.queue.appendleft(request)
+            return request, False
+        log.error("slot %d: load of %s failed twice; slot quarantined", request.slot, request.module)
+        slot.state, slot.module = SlotState.FAILED, None
+        return request, False
+
+    # ---- jobs
+    def acquire(self, slots: Sequence[int], owner: str) -> None:
+        for i in slots:
+            s = self.slots[i]
+            if s.state != SlotState.READY:
+                raise RuntimeError(f"slot {i} is {s.state.value}, not ready")
+            s.state, s.owner = SlotState.BUSY, owner
+
+    def release(self, slots: Sequence[int], now: float) -> None:
+        for i in slots:
+            s = self.slots[i]
+            s.state, s.owner, s.last_used = SlotState.READY, None, now

@@ -1,0 +1,158 @@
+"""Workload files (TOML): a platform, a seed, a simulated duration and pipelines.
+
+    platform = "bitstreams/zcu104.toml"   # relative to the repository root, or a platform name
+    seed = 7
+    duration_s = 10.0
+    [[pipeline]]
+    name = "edges"
+    class = "realtime"                    # realtime | besteffort
+    period_ms = 16.7
+    deadline_ms = 16.7                    # optional, default = period
+    frame = [720, 1280]                   # rows, cols
+    stages = ["gauss3x3", "sobel_mag", "threshold"]
+    jitter_ms = 0.5                       # optional release jitter
+    [[pipeline]]
+    name = "detector"
+    class = "besteffort"
+    model = "edge_cnn"
+
+Every error names the file, the pipeline and the key.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from runtime.errors import FpgashareError, WorkloadError
+from runtime.modules import Stage
+from runtime.platform import REPO_ROOT, Platform, load_platform
+from runtime.simrun import MIN_SIDE, resolve_chain
+from runtime.toml_table import TomlTable
+from runtime.vision_timing import chain_cycles
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 (PYNQ images)
+    import tomli as tomllib
+
+CLASSES = ("realtime", "besteffort")
+DNN_MODELS = ("digits_cnn", "edge_cnn")
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    name: str
+    klass: str                         #: "realtime" or "besteffort"
+    period_s: float = 0.0
+    deadline_s: float = 0.0
+    frame: tuple[int, int] = (0, 0)
+    stages: tuple[Stage, ...] = ()
+    jitter_s: float = 0.0
+    model: str | None = None
+    exec_s: float = 0.0                #: the chain's compute time per frame at the fabric clock
+
+    @property
+    def realtime(self) -> bool:
+        return self.klass == "realtime"
+
+    @property
+    def modules(self) -> tuple[str, ...]:
+        return tuple(s.kind.name for s in self.stages)
+
+
+@dataclass(frozen=True)
+class Workload:
+    path: Path
+    platform: Platform
+    seed: int
+    duration_s: float
+    pipelines: tuple[PipelineSpec, ...]
+
+    def with_copies(self, name: str, count: int) -> Workload:
+        """``count`` copies of real-time pipeline ``name`` (named name#1, name#2, ...) in place of it."""
+        base = next((p for p in self.pipelines if p.name == name), None)
+        if base is None or not base.realtime:
+            raise WorkloadError(f"{self.path}: no real-time pipeline {name!r} to sweep")
+        others = tuple(p for p in self.pipelines if p.name != name)
+        copies = tuple(replace(base, name=f"{name}#{i + 1}") for i in range(count))
+        return replace(self, pipelines=copies + others)
+
+
+def load_workload(path: str | Path) -> Workload:
+    file = Path(path)
+    try:
+        raw = tomllib.loads(file.read_text())
+    except FileNotFoundError:
+        raise WorkloadError(f"{path}: workload file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise WorkloadError(f"{file}: not valid TOML: {exc}") from None
+    top = TomlTable(file, "", raw, WorkloadError)
+    platform_name = top.get("platform", str)
+    try:
+        platform = load_platform(REPO_ROOT / platform_name if (REPO_ROOT / platform_name).is_file()
+                                 else platform_name)
+    except FpgashareError as exc:
+        raise WorkloadError(f"{file}: platform: {exc}") from None
+    seed = top.get("seed", int, 0)
+    duration = float(top.positive("duration_s", (int, float)))
+    entries = top.get("pipeline", list)
+    top.done()
+    pipelines, names = [], set()
+    for i, entry in enumerate(entries):
+        where = f"pipeline[{i}]"
+        t = TomlTable(file, where, entry, WorkloadError)
+        name = t.get("name", str)
+        where = f"pipeline {name!r}"
+        t = TomlTable(file, where, entry, WorkloadError)
+        t.get("name", str)
+        if name in names:
+            raise WorkloadError(f"{file}: {where}: the name is used twice")
+        names.add(name)
+        klass = t.get("class", str)
+        if klass not in CLASSES:
+            raise WorkloadError(f"{file}: {where}.class must be one of {', '.join(CLASSES)}, not {klass!r}")
+        if klass == "besteffort":
+            model = t.get("model", str)
+            if model not in DNN_MODELS:
+                raise WorkloadError(f"{file}: {where}.model: unknown model {model!r} ({', '.join(DNN_MODELS)})")
+            t.done()
+            pipelines.append(PipelineSpec(name, klass, model=model))
+            continue
+        pipelines.append(_realtime(file, where, t, name, platform))
+        t.done()
+    if not pipelines:
+        raise WorkloadError(f"{file}: no [[pipeline]] entries")
+    return Workload(file, platform, seed, duration, tuple(pipelines))
+
+
+def _realtime(file: Path, where: str, t: TomlTable, name: str, platform: Platform) -> PipelineSpec:
+    period = float(t.positive("period_ms", (int, float))) / 1e3
+    deadline = float(t.positive("deadline_ms", (int, float), period * 1e3)) / 1e3
+    jitter = float(t.get("jitter_ms", (int, float), 0.0)) / 1e3
+    if not 0 <= jitter < period:
+        raise WorkloadError(f"{file}: {where}.jitter_ms must be in [0, period_ms)")
+    frame = t.get("frame", list)
+    if len(frame) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in frame):
+        raise WorkloadError(f"{file}: {where}.frame must be [rows, cols], not {frame!r}")
+    rows, cols = frame
+    if not (MIN_SIDE <= rows <= platform.max_height and MIN_SIDE <= cols <= platform.max_width):
+        raise WorkloadError(f"{file}: {where}.frame {rows}x{cols} is outside {MIN_SIDE}..{platform.max_height} "
+                            f"rows and {MIN_SIDE}..{platform.max_width} cols")
+    names = t.get("stages", list)
+    try:
+        stages = resolve_chain([str(n) for n in names], {})
+    except FpgashareError as exc:
+        raise WorkloadError(f"{file}: {where}.stages: {exc}") from None
+    if len(stages) > len(platform.slots):
+        raise WorkloadError(f"{file}: {where}.stages: {len(stages)} stages need {len(stages)} slots; "
+                            f"{platform.name} has {len(platform.slots)}")
+    for stage in stages:
+        if stage.kind.name not in platform.modules:
+            raise WorkloadError(f"{file}: {where}.stages: {platform.name} has no {stage.kind.name} module")
+    exec_s = chain_cycles(stages, rows, cols) / platform.fabric_clock_hz
+    if exec_s > deadline:
+        raise WorkloadError(f"{file}: {where}: one {rows}x{cols} frame takes {exec_s * 1e3:.2f} ms through "
+                            f"{'/'.join(names)}, more than its {deadline * 1e3:.2f} ms deadline")
+    return PipelineSpec(name, "realtime", period, deadline, (rows, cols), tuple(stages), jitter, None, exec_s)

@@ -1,0 +1,116 @@
+"""The scheduler core under virtual time: every frame ends in exactly one outcome, the port never
+carries two loads at once, no slot runs a module it does not hold, the same seed gives the same
+trace; edf misses nothing on feasible suites and beats rr-bundle where the fabric is time-shared."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from runtime.backends import make_backend
+from runtime.modules import PRESETS
+from runtime.platform import load_platform
+from runtime.sched import POLICIES, make_policy
+from runtime.sched.engine import OUTCOMES, run_workload
+from runtime.simrun import resolve_chain
+from runtime.slots import SlotManager
+from runtime.vision_timing import chain_cycles
+from runtime.workload import PipelineSpec, Workload, load_workload
+
+WORKLOADS = Path(__file__).resolve().parent.parent / "benchmarks" / "workloads"
+VISION = sorted({*PRESETS, "sobel_mag", "threshold", "downscale2x"})
+
+
+def check_invariants(engine) -> None:
+    assert all(f.outcome in OUTCOMES for f in engine.frames)
+    assert not engine.pending and not engine.running
+    loads = sorted((t.start, t.end) for t in engine.trace if t.track == "port")
+    for (_, end), (start, _) in pairwise(loads):
+        assert start >= end - 1e-12, "two loads overlapped on the port"
+    assert sum(f.outcome == "error" for f in engine.frames) == 0  # a wrong module would be an error
+    for frame in engine.frames:
+        if frame.start is not None and frame.outcome != "dropped":
+            assert len(frame.slots) == len(frame.pipeline.stages)
+
+
+@st.composite
+def workloads(draw):
+    platform = load_platform(draw(st.sampled_from(["pynq-z2", "zcu104"])))
+    pipelines = []
+    for i in range(draw(st.integers(1, 4))):
+        n = draw(st.integers(1, len(platform.slots)))
+        names = draw(st.lists(st.sampled_from(VISION), min_size=n, max_size=n, unique=True))
+        stages = tuple(resolve_chain(names, {}))
+        rows, cols = draw(st.sampled_from([(120, 160), (240, 320), (480, 640)]))
+        exec_s = chain_cycles(stages, rows, cols) / platform.fabric_clock_hz
+        period = exec_s * draw(st.floats(1.2, 8.0))
+        pipelines.append(PipelineSpec(f"p{i}", "realtime", period, period, (rows, cols), stages,
+                                      draw(st.floats(0, 0.3)) * period, None, exec_s))
+    # About 30 frames of the fastest pipeline: enough to interleave, few enough to stay quick.
+    duration = 30 * min(p.period_s for p in pipelines)
+    return Workload(Path("random.toml"), platform, draw(st.integers(0, 99)), duration, tuple(pipelines))
+
+
+@settings(max_examples=25, deadline=None)
+@given(workloads(), st.sampled_from(sorted(POLICIES)))
+def test_invariants_on_random_workloads(workload, scheduler):
+    engine, _ = run_workload(workload, make_backend("model", workload.platform), make_policy(scheduler))
+    check_invariants(engine)
+    again, _ = run_workload(workload, make_backend("model", workload.platform), make_policy(scheduler))
+    assert [(t.track, t.name, t.start, t.end) for t in again.trace] == \
+        [(t.track, t.name, t.start, t.end) for t in engine.trace]
+
+
+@pytest.mark.parametrize("suite", ["two_edges_720p", "nh_720p60_zcu104", "nh_1080p30_zcu104"])
+def test_edf_misses_nothing_on_feasible_suites(suite):
+    workload = load_workload(WORKLOADS / f"{suite}.toml")
+    engine, summary = run_workload(workload, make_backend("model", workload.platform), make_policy("edf"))
+    check_invariants(engine)
+    for name, p in summary["pipelines"].items():
+        assert p["on_time"] == p["submitted"], f"{suite}: {name} {p}"
+
+
+def test_edf_beats_rr_bundle_when_time_shared():
+    workload = load_workload(WORKLOADS / "nh_720p60_zcu104.toml")
+    results = {}
+    for name in ("edf", "rr-bundle"):
+        _, summary = run_workload(workload, make_backend("model", workload.platform), make_policy(name))
+        results[name] = sum(p["on_time"] for p in summary["pipelines"].values())
+    assert results["edf"] > results["rr-bundle"]
+
+
+def test_slot_manager_retries_once_then_quarantines(zcu104):
+    from runtime.backends.base import LoadReport
+    from runtime.backends.model import ModelBackend
+    from runtime.bitstream.packets import PortError
+
+    class BrokenPort(ModelBackend):
+        def _load(self, slot, module):
+            return LoadReport(slot, module, PortError.CRC_MISMATCH, 10, 1e-6)
+
+    slots = SlotManager(BrokenPort(zcu104))
+    slots.request(0, "threshold")
+    assert slots.start_next(0.0) is not None
+    request, ok = slots.finish(1.0)
+    assert not ok and request.attempts == 1 and slots.port.queue[0] is request   # retried first
+    slots.start_next(1.0)
+    _, ok = slots.finish(2.0)
+    assert not ok and slots.slots[0].state.value == "failed"
+    assert slots.victim("threshold", []) != 0                                      # never used again
+
+
+def test_belady_keeps_what_is_needed_next(zcu104):
+    slots = SlotManager(make_backend("model", zcu104), "belady")
+    for i, module in enumerate(["conv3x3", "sobel_mag", "threshold", "downscale2x"]):
+        slots.request(i, module)
+        slots.start_next(float(i))
+        slots.finish(float(i) + 0.5)
+    future = ["threshold", "conv3x3", "sobel_mag", "threshold"]
+    assert slots.victim("rgb2gray", future) == 3          # downscale2x is never needed again
+    lru = SlotManager(make_backend("model", zcu104), "lru")
+    lru.slots = slots.slots
+    assert lru.victim("rgb2gray", future) == 0            # LRU evicts the oldest, needed next

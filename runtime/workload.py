@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 
 from runtime.errors import FpgashareError, WorkloadError
@@ -57,8 +58,9 @@ class PipelineSpec:
     def realtime(self) -> bool:
         return self.klass == "realtime"
 
-    @property
+    @cached_property
     def modules(self) -> tuple[str, ...]:
+        """Module of each stage, in chain order."""
         return tuple(s.kind.name for s in self.stages)
 
 

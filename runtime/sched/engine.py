@@ -87,6 +87,8 @@ class Engine:
         self.slot_busy_s = 0.0
         self._pixels = self._test_frames()
         self._load_started: dict[int, float] = {}
+        self._load_s: dict[int, float] = {}
+        self._upcoming: tuple[float, int, list[str]] | None = None
         # Pipelines register before their first frame: the policy may fill every slot once
         # (setup and prefetch) before releases begin, the same warm-up for every policy.
         self.t0 = max((self.load_seconds(s.index, "") for s in self.slots.slots), default=0.0) * len(self.slots.slots)
@@ -181,9 +183,11 @@ class Engine:
 
     def load_seconds(self, slot: int, module: str) -> float:
         """Port time of one load into ``slot`` (a partial bitstream's length is set by its slot)."""
-        platform = self.backend.platform
-        words = words_to_desync(platform.slots[slot].frames * platform.frame_words) + ACTIVATION_CYCLES
-        return words / platform.config_port.clock_hz
+        if slot not in self._load_s:
+            platform = self.backend.platform
+            words = words_to_desync(platform.slots[slot].frames * platform.frame_words) + ACTIVATION_CYCLES
+            self._load_s[slot] = words / platform.config_port.clock_hz
+        return self._load_s[slot]
 
     # ---- jobs
     def find_slots(self, frame: Frame, reserved: set[int]) -> tuple[list[int | None], list[str]]:
@@ -243,19 +247,26 @@ class Engine:
         self.finish(frame, "dropped", reason)
 
     # ---- what the future holds (for Belady replacement and prefetch)
-    def future_modules(self, first: Iterable[Frame] = (), horizon_s: float = 0.1) -> list[str]:
-        """Modules in the order they will be needed: the given frames, then upcoming releases."""
+    def future_modules(self, first: Iterable[Frame] = (), releases: int = 2) -> list[str]:
+        """Modules in the order they will be needed: the given frames, then the next ``releases``
+        releases of every pipeline by deadline (enough lookahead to rank a few slots' contents)."""
         order: list[str] = []
         for frame in first:
             order.extend(frame.pipeline.modules)
+        if self._upcoming is None or self._upcoming[:2] != (self.now, releases):
+            self._upcoming = (self.now, releases, self._upcoming_modules(releases))
+        return order + self._upcoming[2]
+
+    def _upcoming_modules(self, releases: int) -> list[str]:
+        order: list[str] = []
         upcoming = []
         elapsed = self.now - self.t0
         for p in self.pipelines:
             k = max(0, int(elapsed // p.period_s) + 1) if elapsed >= 0 else 0
-            while k * p.period_s < min(elapsed + horizon_s, self.workload.duration_s):
-                upcoming.append((k * p.period_s + p.deadline_s, p))
-                k += 1
-        for _, p in sorted(upcoming, key=lambda x: (x[0], x[1].name)):
+            for j in range(k, k + releases):
+                if j * p.period_s < self.workload.duration_s:
+                    upcoming.append((j * p.period_s + p.deadline_s, p.name, p))
+        for _, _, p in sorted(upcoming, key=lambda x: (x[0], x[1])):
             order.extend(p.modules)
         return order
 

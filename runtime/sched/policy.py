@@ -13,7 +13,7 @@ class Policy(ABC):
     def setup(self, engine: Engine) -> None:
         """Before the first release: fill blank slots with the modules the first frames need, in
         the order they are needed (the same warm-up for every policy that does not override it)."""
-        future = engine.future_modules(horizon_s=max((p.period_s for p in engine.pipelines), default=0.0))
+        future = engine.future_modules(releases=1)
         for module in dict.fromkeys(future):
             if engine.slots.ready_with(module) or engine.slots.coming_with(module):
                 continue

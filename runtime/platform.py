@@ -6,19 +6,13 @@ A manifest is validated when loaded; every error names the file, the key and the
 from __future__ import annotations
 
 import itertools
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from runtime.dnn.tile_format import DEFAULT_TILE
 from runtime.errors import ManifestError
 from runtime.modules import KINDS
-from runtime.toml_table import TomlTable
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 on PYNQ images
-    import tomli as tomllib
+from runtime.toml_table import TomlTable, read_toml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BITSTREAM_DIR = REPO_ROOT / "bitstreams"
@@ -157,13 +151,7 @@ def resolve_platform_path(path: str | Path) -> Path:
 def load_platform(path: str | Path) -> Platform:
     """Load and validate a platform manifest (a path, or a name such as ``zcu104``)."""
     file = resolve_platform_path(path)
-    try:
-        raw = tomllib.loads(file.read_text())
-    except FileNotFoundError:
-        raise ManifestError(f"{path}: platform manifest not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ManifestError(f"{file}: not valid TOML: {exc}") from None
-    top = TomlTable(file, "", raw)
+    top = read_toml(file, "platform manifest", ManifestError)
     p = TomlTable(file, "platform", top.get("platform", dict))
     port = TomlTable(file, "config_port", top.get("config_port", dict))
     link = TomlTable(file, "link", top.get("link", dict))

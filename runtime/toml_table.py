@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 from runtime.errors import FpgashareError, ManifestError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 (PYNQ images)
+    import tomli as tomllib
+
+
+def read_toml(path: Path, what: str, error: type[FpgashareError]) -> TomlTable:
+    """The top-level table of a TOML file; ``error`` names the file when it is missing or malformed."""
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise error(f"{path}: {what} not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{path}: not valid TOML: {exc}") from None
+    return TomlTable(path, "", raw, error)
 
 
 class TomlTable:

@@ -21,7 +21,6 @@ Every error names the file, the pipeline and the key.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -30,13 +29,8 @@ from runtime.errors import FpgashareError, WorkloadError
 from runtime.modules import Stage
 from runtime.platform import REPO_ROOT, Platform, load_platform
 from runtime.simrun import MIN_SIDE, resolve_chain
-from runtime.toml_table import TomlTable
+from runtime.toml_table import TomlTable, read_toml
 from runtime.vision_timing import chain_cycles
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 (PYNQ images)
-    import tomli as tomllib
 
 CLASSES = ("realtime", "besteffort")
 DNN_MODELS = ("digits_cnn", "edge_cnn")
@@ -84,13 +78,7 @@ class Workload:
 
 def load_workload(path: str | Path) -> Workload:
     file = Path(path)
-    try:
-        raw = tomllib.loads(file.read_text())
-    except FileNotFoundError:
-        raise WorkloadError(f"{path}: workload file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise WorkloadError(f"{file}: not valid TOML: {exc}") from None
-    top = TomlTable(file, "", raw, WorkloadError)
+    top = read_toml(file, "workload file", WorkloadError)
     platform_name = top.get("platform", str)
     try:
         platform = load_platform(REPO_ROOT / platform_name if (REPO_ROOT / platform_name).is_file()

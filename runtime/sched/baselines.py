@@ -12,21 +12,14 @@
 from __future__ import annotations
 
 from runtime.sched.engine import Engine, Frame
-from runtime.sched.policy import Policy
+from runtime.sched.policy import Policy, PriorityPolicy
 
 
-class FcfsPolicy(Policy):
+class FcfsPolicy(PriorityPolicy):
     name = "fcfs"
 
-    def dispatch(self, engine: Engine) -> None:
-        reserved: set[int] = set()
-        blocked_seen = False
-        for frame in sorted(engine.pending, key=lambda f: (f.release, f.seq)):
-            if self.start_if_resident(engine, frame, reserved):
-                continue
-            if not blocked_seen:
-                blocked_seen = True
-                reserved |= self.load_missing(engine, frame, reserved)
+    def priority(self, frame: Frame) -> tuple:
+        return (frame.release, frame.seq)
 
 
 class RrBundlePolicy(Policy):

@@ -11,35 +11,27 @@ release's modules are prefetched into idle slots, so reconfiguration overlaps co
 
 from __future__ import annotations
 
-from runtime.sched.engine import Engine
-from runtime.sched.policy import Policy
+from runtime.sched.engine import Engine, Frame
+from runtime.sched.policy import PriorityPolicy
 
 
-class EdfPolicy(Policy):
+class EdfPolicy(PriorityPolicy):
     name = "edf"
 
-    def dispatch(self, engine: Engine) -> None:
-        reserved: set[int] = set()
-        blocked_seen = False
-        for frame in sorted(engine.pending, key=lambda f: (f.deadline, f.seq)):
-            if engine.now + frame.pipeline.exec_s > frame.deadline:
-                engine.drop(frame, "cannot finish by its deadline")
-                continue
-            if self.start_if_resident(engine, frame, reserved):
-                continue
-            _, missing = engine.find_slots(frame, reserved)
-            load_s = sum(engine.load_seconds(0, m) for m in missing
-                         if not engine.slots.coming_with(m))
-            earliest_end = engine.now + engine.port_backlog_s() + load_s + frame.pipeline.exec_s
-            if earliest_end > frame.deadline:
-                engine.drop(frame, "cannot finish by its deadline (reconfiguration and port backlog "
-                                   "included)")
-                continue
-            if not blocked_seen:
-                blocked_seen = True
-                reserved |= self.load_missing(engine, frame, reserved)
-        if not engine.slots.port.queue and engine.slots.port.current is None:
-            self._prefetch(engine, reserved)
+    def priority(self, frame: Frame) -> tuple:
+        return (frame.deadline, frame.seq)
+
+    def hopeless(self, engine: Engine, frame: Frame) -> str | None:
+        if engine.now + frame.pipeline.exec_s > frame.deadline:
+            return "cannot finish by its deadline"
+        _, missing = engine.find_slots(frame, set())
+        load_s = sum(engine.load_seconds(0, m) for m in missing if not engine.slots.coming_with(m))
+        if missing and engine.now + engine.port_backlog_s() + load_s + frame.pipeline.exec_s > frame.deadline:
+            return "cannot finish by its deadline (reconfiguration and port backlog included)"
+        return None
+
+    def when_port_idle(self, engine: Engine, reserved: set[int]) -> None:
+        self._prefetch(engine, reserved)
 
     @staticmethod
     def _prefetch(engine: Engine, reserved: set[int]) -> None:

@@ -78,3 +78,36 @@ class Policy(ABC):
                 engine.slots.request(victim, module, reason)
                 used.add(victim)
         return used
+
+
+class PriorityPolicy(Policy):
+    """Pending frames in priority order: each starts if its modules are resident in free slots;
+    the first blocked one may queue loads, the rest use only what is resident, so they never put
+    loads on the port ahead of it."""
+
+    @abstractmethod
+    def priority(self, frame: Frame) -> tuple:
+        """Sort key: smaller goes first."""
+
+    def hopeless(self, engine: Engine, frame: Frame) -> str | None:
+        """A reason to drop ``frame`` now, or None to keep it (the default: never drop)."""
+        return None
+
+    def when_port_idle(self, engine: Engine, reserved: set[int]) -> None:
+        """Called after dispatch when no load is queued or running."""
+
+    def dispatch(self, engine: Engine) -> None:
+        reserved: set[int] = set()
+        blocked_seen = False
+        for frame in sorted(engine.pending, key=self.priority):
+            reason = self.hopeless(engine, frame)
+            if reason:
+                engine.drop(frame, reason)
+                continue
+            if self.start_if_resident(engine, frame, reserved):
+                continue
+            if not blocked_seen:
+                blocked_seen = True
+                reserved |= self.load_missing(engine, frame, reserved)
+        if not engine.slots.port.queue and engine.slots.port.current is None:
+            self.when_port_idle(engine, reserved)

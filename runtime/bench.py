@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from runtime.backends import make_backend
 from runtime.errors import FpgashareError
 from runtime.sched import POLICIES, make_policy
-from runtime.sched.engine import run_workload
+from runtime.sched.admission import admit
+from runtime.sched.engine import load_seconds, run_workload
 from runtime.trace import write_trace
 from runtime.workload import Workload, load_workload
 
@@ -20,19 +22,35 @@ def misses(summary: dict) -> int:
     return sum(p["late"] + p["dropped"] + p["errors"] for p in summary["pipelines"].values())
 
 
-def run_one(workload: Workload, scheduler: str, backend: str) -> tuple[object, dict]:
-    engine, summary = run_workload(workload, make_backend(backend, workload.platform), make_policy(scheduler))
-    result = {"scheduler": scheduler, "admitted": [p.name for p in engine.pipelines], "rejected": [],
+def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bool = True) -> tuple[object, dict]:
+    """One scheduler on one workload. ``edf`` admits pipelines first (runtime/sched/admission.py);
+    the baselines admit everything."""
+    policy = make_policy(scheduler)
+    rejected: list[dict] = []
+    if policy.admission:
+        load_s = max(load_seconds(workload.platform, s.index) for s in workload.platform.slots)
+        admitted, rejected = admit(workload, load_s)
+        keep = {p.name for p in admitted}
+        workload = replace(workload, pipelines=tuple(p for p in workload.pipelines
+                                                     if not p.realtime or p.name in keep))
+    engine, summary = run_workload(workload, make_backend(backend, workload.platform), policy)
+    result = {"scheduler": scheduler, "admitted": [p.name for p in engine.pipelines], "rejected": rejected,
               **summary}
+    if rejected and check_rejected:
+        # Is the admission test more than caution? Run the whole set anyway and count the misses.
+        _, everything = run_workload(load_workload(workload.path) if workload.path.exists() else workload,
+                                     make_backend("model", workload.platform), make_policy(scheduler))
+        result["rejected_set_misses"] = misses(everything)
     return engine, result
 
 
 def sweep(workload: Workload, scheduler: str, backend: str, pipeline: str) -> int:
-    """Largest number of copies of ``pipeline`` the scheduler runs with zero misses."""
+    """Largest number of copies of ``pipeline`` the scheduler runs with zero misses (and, for a
+    scheduler with admission control, with nothing rejected)."""
     best = 0
     for count in range(1, MAX_SWEEP + 1):
-        _, result = run_one(workload.with_copies(pipeline, count), scheduler, backend)
-        if misses(result):
+        _, result = run_one(workload.with_copies(pipeline, count), scheduler, backend, check_rejected=False)
+        if misses(result) or result["rejected"]:
             break
         best = count
     return best

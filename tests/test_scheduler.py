@@ -114,3 +114,16 @@ def test_belady_keeps_what_is_needed_next(zcu104):
     lru = SlotManager(make_backend("model", zcu104), "lru")
     lru.slots = slots.slots
     assert lru.victim("rgb2gray", future) == 0            # LRU evicts the oldest, needed next
+
+
+@pytest.mark.parametrize("suite", sorted(p.stem for p in WORKLOADS.glob("*.toml")))
+def test_edf_admission_keeps_every_admitted_deadline(suite):
+    from runtime.bench import run_one
+
+    _, result = run_one(load_workload(WORKLOADS / f"{suite}.toml"), "edf", "model")
+    for name, p in result["pipelines"].items():
+        assert p["on_time"] == p["submitted"], f"{suite}: admitted {name} missed: {p}"
+    for entry in result["rejected"]:
+        assert entry["reason"], entry
+    if result["rejected"]:
+        assert result["rejected_set_misses"] > 0   # the rejected set really does not fit

@@ -17,6 +17,7 @@ from runtime.sched.policy import PriorityPolicy
 
 class EdfPolicy(PriorityPolicy):
     name = "edf"
+    admission = True
 
     def priority(self, frame: Frame) -> tuple:
         return (frame.deadline, frame.seq)

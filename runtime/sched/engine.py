@@ -184,9 +184,7 @@ class Engine:
     def load_seconds(self, slot: int, module: str) -> float:
         """Port time of one load into ``slot`` (a partial bitstream's length is set by its slot)."""
         if slot not in self._load_s:
-            platform = self.backend.platform
-            words = words_to_desync(platform.slots[slot].frames * platform.frame_words) + ACTIVATION_CYCLES
-            self._load_s[slot] = words / platform.config_port.clock_hz
+            self._load_s[slot] = load_seconds(self.backend.platform, slot)
         return self._load_s[slot]
 
     # ---- jobs
@@ -288,6 +286,12 @@ class Engine:
             "exposed_reconfig_s": round(self.exposed_reconfig_s, 6),
             "slot_utilization": round(self.slot_busy_s / ((self.now or sim_s) * len(self.slots.slots)), 4),
             "sim_s": sim_s, "wall_s": round(wall_s, 3)}}
+
+
+def load_seconds(platform, slot: int) -> float:
+    """Port time of one partial load into ``slot`` of ``platform``."""
+    words = words_to_desync(platform.slots[slot].frames * platform.frame_words) + ACTIVATION_CYCLES
+    return words / platform.config_port.clock_hz
 
 
 def run_workload(workload: Workload, backend: Backend, policy, **kw) -> tuple[Engine, dict]:

@@ -9,6 +9,7 @@ from runtime.sched.engine import Engine, Frame
 
 class Policy(ABC):
     name: str = "policy"
+    admission: bool = False     #: True: pipelines pass runtime/sched/admission.py before they run
 
     def setup(self, engine: Engine) -> None:
         """Before the first release: fill blank slots with the modules the first frames need, in

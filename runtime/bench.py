@@ -35,13 +35,25 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
                                                      if not p.realtime or p.name in keep))
     engine, summary = run_workload(workload, make_backend(backend, workload.platform), policy)
     result = {"scheduler": scheduler, "admitted": [p.name for p in engine.pipelines], "rejected": rejected,
-              **summary}
+              **summary, "bound": dnn_bound(workload, engine.pipelines)}
     if rejected and check_rejected:
         # Is the admission test more than caution? Run the whole set anyway and count the misses.
         _, everything = run_workload(load_workload(workload.path) if workload.path.exists() else workload,
                                      make_backend("model", workload.platform), make_policy(scheduler))
         result["rejected_set_misses"] = misses(everything)
     return engine, result
+
+
+def dnn_bound(workload: Workload, admitted) -> dict:
+    """Offline upper bound on DNN throughput: the slot-time the admitted real-time pipelines leave
+    idle, each idle slot-second worth the best images per slot-second of the model."""
+    from runtime.dnn.planning import images_per_slot_second
+
+    slots = len(workload.platform.slots)
+    busy = sum(len(p.stages) * p.exec_s / p.period_s for p in admitted)
+    models = [p.model for p in workload.pipelines if not p.realtime]
+    per_slot = max((images_per_slot_second(workload.platform, m) for m in models), default=0.0)
+    return {"idle_slot_seconds_per_s": round(slots - busy, 4), "dnn_images_per_s": round((slots - busy) * per_slot, 1)}
 
 
 def sweep(workload: Workload, scheduler: str, backend: str, pipeline: str) -> int:
@@ -90,6 +102,11 @@ def report_lines(report: dict) -> list[str]:
                          f"{p['dropped']:5d} {p50:>7s} {p99:>7s}")
         t = r["totals"]
         extra = f", sweep: {r['sweep']['max_pipelines']} x {r['sweep']['pipeline']}" if "sweep" in r else ""
+        if t["dnn_images"] or r["bound"]["dnn_images_per_s"]:
+            extra += (f", DNN {t['dnn_images_per_s']:.0f} images/s of a {r['bound']['dnn_images_per_s']:.0f} "
+                      "bound")
+        for rej in r["rejected"]:
+            lines.append(f"{'':10s} rejected {rej['name']}: {rej['reason']}")
         lines.append(f"{'':10s} {t['reconfigurations']} loads, port {t['port_busy_s'] * 1e3:.1f} ms "
                      f"(exposed {t['exposed_reconfig_s'] * 1e3:.1f} ms), slots {100 * t['slot_utilization']:.1f}% "
                      f"busy, {t['wall_s']} s wall{extra}")

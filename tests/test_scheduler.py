@@ -127,3 +127,17 @@ def test_edf_admission_keeps_every_admitted_deadline(suite):
         assert entry["reason"], entry
     if result["rejected"]:
         assert result["rejected_set_misses"] > 0   # the rejected set really does not fit
+
+
+def test_dnn_backfills_spare_slots_without_hurting_real_time():
+    from runtime.bench import run_one
+    from runtime.dnn.planning import dnn_plan
+
+    workload = load_workload(WORKLOADS / "dnn_backfill_zcu104.toml")
+    _, result = run_one(workload, "edf", "model")
+    assert all(p["on_time"] == p["submitted"] for p in result["pipelines"].values())
+    rate = result["totals"]["dnn_images_per_s"]
+    # Two spare slots: at most what the two-tile plan sustains, and at least most of it.
+    two_tiles = dnn_plan(workload.platform, "digits_cnn", 2).images_per_s
+    assert 0.9 * two_tiles <= rate <= two_tiles
+    assert rate <= result["bound"]["dnn_images_per_s"]

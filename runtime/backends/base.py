@@ -42,6 +42,15 @@ class FrameReport:
     seconds: float
 
 
+@dataclass(frozen=True)
+class DnnReport:
+    """A batch of images through a chain of dnn_tile slots."""
+
+    images: int
+    cycles: int           #: fabric cycles from the first input word to the last output word
+    seconds: float
+
+
 class Backend(ABC):
     """What the slot manager and the schedulers may ask of the hardware."""
 
@@ -78,6 +87,18 @@ class Backend(ABC):
                 raise FpgashareError(f"slot {slot} holds {self.resident(slot) or 'nothing'}, "
                                      f"not {stage.kind.name} (stage {stage.name})")
         return self._run_frame(list(slots), list(stages), frame, want_output)
+
+    def run_dnn(self, slots: Sequence[int], model: str, images: int) -> DnnReport:
+        """``images`` images of ``model`` through dnn_tile slots ``slots`` (layer-pipelined)."""
+        for slot in slots:
+            if self.resident(slot) != "dnn_tile":
+                raise FpgashareError(f"slot {slot} holds {self.resident(slot) or 'nothing'}, not dnn_tile")
+        if images < 1:
+            raise FpgashareError(f"a DNN batch needs at least one image, got {images}")
+        return self._run_dnn(list(slots), model, images)
+
+    def _run_dnn(self, slots: list[int], model: str, images: int) -> DnnReport:
+        raise FpgashareError(f"the {self.name} backend does not run DNN batches yet")
 
     def _check_slot(self, slot: int) -> int:
         if not 0 <= slot < len(self.platform.slots):

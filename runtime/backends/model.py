@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from hdl_sim.board import ACTIVATION_CYCLES
-from runtime.backends.base import Backend, FrameReport, LoadReport
+from runtime.backends.base import Backend, DnnReport, FrameReport, LoadReport
 from runtime.bitstream.packets import PortError, words_to_desync
+from runtime.dnn.planning import dnn_plan
 from runtime.modules import Stage
 from runtime.vision_ref import chain_reference
 from runtime.vision_timing import chain_cycles
@@ -30,3 +31,8 @@ class ModelBackend(Backend):
         cycles = chain_cycles(stages, *frame.shape[:2])
         output = chain_reference(stages, frame) if want_output else None
         return FrameReport(output, cycles, cycles / self.platform.fabric_clock_hz)
+
+    def _run_dnn(self, slots: list[int], model: str, images: int) -> DnnReport:
+        plan = dnn_plan(self.platform, model, len(slots))   # the caller gives as many slots as it uses
+        cycles = int(plan.latency_cycles + (images - 1) * plan.bottleneck_cycles)
+        return DnnReport(images, cycles, cycles / self.platform.fabric_clock_hz)

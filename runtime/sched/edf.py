@@ -31,6 +31,10 @@ class EdfPolicy(PriorityPolicy):
             return "cannot finish by its deadline (reconfiguration and port backlog included)"
         return None
 
+    def dispatch(self, engine: Engine) -> None:
+        super().dispatch(engine)
+        backfill(engine)
+
     def when_port_idle(self, engine: Engine, reserved: set[int]) -> None:
         self._prefetch(engine, reserved)
 
@@ -59,3 +63,42 @@ def _holding(engine: Engine, needed: list[str], upto: str) -> set[int]:
             break
         keep |= set(engine.slots.ready_with(module)) | set(engine.slots.busy_with(module))
     return keep
+
+
+#: A DNN batch is kept short so that the slots it holds come back soon if real-time work wants them.
+DNN_BATCH_S = 1e-3
+
+
+def backfill(engine: Engine) -> None:
+    """Best-effort DNN pipelines on slots the admitted real-time pipelines never use: load dnn_tile
+    there when the port is idle, then run short batches on as many tiles as the partitioner's plan
+    for those slots uses."""
+    if not engine.dnn_pipelines:
+        return
+    from runtime.dnn.planning import dnn_plan
+    from runtime.slots import SlotState
+
+    rt_modules = {m for p in engine.pipelines for m in p.modules}
+    for p in engine.dnn_pipelines:
+        if p.name in engine.dnn_running:
+            continue
+        spare = [s for s in engine.slots.slots if engine.slots.compatible(s.index, "dnn_tile")
+                 and s.state in (SlotState.BLANK, SlotState.READY, SlotState.LOADING)
+                 and (s.module is None or s.module not in rt_modules)]
+        if not spare:
+            continue
+        ready = [s.index for s in spare if s.state == SlotState.READY and s.module == "dnn_tile"]
+        plan = dnn_plan(engine.backend.platform, p.model, len(spare))
+        want = len(plan.stages)
+        if len(ready) < want:
+            idle_port = engine.slots.port.current is None and not engine.slots.port.queue
+            loadable = [s.index for s in spare if s.state in (SlotState.BLANK, SlotState.READY)
+                        and s.module != "dnn_tile"]
+            if idle_port and loadable:
+                engine.slots.request(loadable[0], "dnn_tile", "dnn")
+            if not ready:
+                continue
+            plan = dnn_plan(engine.backend.platform, p.model, len(ready))
+            want = len(plan.stages)
+        images = max(1, int(DNN_BATCH_S * plan.clock_hz // plan.bottleneck_cycles))
+        engine.start_dnn(p, ready[:want], images)

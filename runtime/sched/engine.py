@@ -55,6 +55,21 @@ class Frame:
 
 
 @dataclass
+class DnnJob:
+    """A batch of images of a best-effort DNN pipeline on dnn_tile slots."""
+
+    pipeline: PipelineSpec
+    slots: tuple[int, ...]
+    images: int
+    start: float
+    end: float
+
+    @property
+    def key(self) -> str:
+        return f"{self.pipeline.name}/dnn@{self.start:.6f}"
+
+
+@dataclass
 class TraceEvent:
     """One slice of the run: a frame on its slots, a load on the port."""
 
@@ -76,6 +91,9 @@ class Engine:
         self.want_output = want_output
         self.drain_s = drain_s
         self.pipelines = [p for p in workload.pipelines if p.realtime]
+        self.dnn_pipelines = [p for p in workload.pipelines if not p.realtime]
+        self.dnn_running: dict[str, DnnJob] = {}
+        self.dnn_images: dict[str, int] = {p.name: 0 for p in self.dnn_pipelines}
         self.frames: list[Frame] = []
         self.pending: list[Frame] = []
         self.running: dict[str, Frame] = {}
@@ -117,7 +135,10 @@ class Engine:
             elif kind == LOAD_DONE:
                 self._load_done()
             elif kind == JOB_DONE:
-                self._job_done(data)
+                if isinstance(data, DnnJob):
+                    self._dnn_done(data)
+                else:
+                    self._job_done(data)
             self.policy.dispatch(self)
             self._kick_port()
         self._advance(max(self.now, min(horizon, self.t0 + self.workload.duration_s)))
@@ -224,6 +245,24 @@ class Engine:
         frame.expected_end = self.now + report.seconds
         self.push(frame.expected_end, JOB_DONE, frame)
 
+    def start_dnn(self, pipeline: PipelineSpec, slots: Sequence[int], images: int) -> DnnJob:
+        """Run a batch of ``images`` of a best-effort DNN pipeline on dnn_tile ``slots``."""
+        report = self.backend.run_dnn(slots, pipeline.model, images)
+        job = DnnJob(pipeline, tuple(slots), images, self.now, self.now + report.seconds)
+        self.slots.acquire(slots, job.key)
+        self.dnn_running[pipeline.name] = job
+        self.push(job.end, JOB_DONE, job)
+        return job
+
+    def _dnn_done(self, job: DnnJob) -> None:
+        self.dnn_running.pop(job.pipeline.name)
+        self.slots.release(job.slots, self.now)
+        if self.now <= self.t0 + self.workload.duration_s:
+            self.dnn_images[job.pipeline.name] += job.images
+        for slot in job.slots:
+            self.trace.append(TraceEvent(f"slot {slot}", f"{job.pipeline.name} x{job.images}", job.start, job.end,
+                                         {"pipeline": job.pipeline.name, "images": job.images}))
+
     def _job_done(self, frame: Frame) -> None:
         self.running.pop(frame.key)
         self.slots.release(frame.slots, self.now)
@@ -281,10 +320,12 @@ class Engine:
                            "latency_ms_p99": round(float(np.percentile(lat, 99)), 3) if lat else None}
         sim_s = self.workload.duration_s
         port = self.slots.port
+        dnn = sum(self.dnn_images.values())
         return {"pipelines": per, "totals": {
             "reconfigurations": port.loads, "port_busy_s": round(port.busy_s, 6),
             "exposed_reconfig_s": round(self.exposed_reconfig_s, 6),
             "slot_utilization": round(self.slot_busy_s / ((self.now or sim_s) * len(self.slots.slots)), 4),
+            "dnn_images": dnn, "dnn_images_per_s": round(dnn / sim_s, 2),
             "sim_s": sim_s, "wall_s": round(wall_s, 3)}}
 
 

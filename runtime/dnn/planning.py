@@ -1,0 +1,39 @@
+"""DNN plans for a platform: the partitioner with the platform's link and clock, cached."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from runtime.dnn.cycle_model import LinkModel
+from runtime.dnn.models import get_model
+from runtime.dnn.partition import Plan, partition
+from runtime.platform import Platform
+
+_PLANS: dict[tuple, Plan] = {}
+
+
+@lru_cache(maxsize=8)
+def _net(model: str):
+    return get_model(model)
+
+
+def link_model(platform: Platform) -> LinkModel:
+    return LinkModel(platform.link.lane_bits, platform.link.latency_cycles, platform.link.credits)
+
+
+def dnn_plan(platform: Platform, model: str, tiles: int) -> Plan:
+    """The partitioner's plan for ``model`` on at most ``tiles`` tiles of ``platform``."""
+    key = (platform.path, model, tiles)
+    if key not in _PLANS:
+        _PLANS[key] = partition(_net(model), tiles, link_model(platform), clock_hz=platform.fabric_clock_hz)
+    return _PLANS[key]
+
+
+def images_per_slot_second(platform: Platform, model: str) -> float:
+    """Best DNN throughput per slot over 1..all slots: what one idle slot-second is worth."""
+    slots = len(platform.slots_for("dnn_tile")) if "dnn_tile" in platform.modules else 0
+    best = 0.0
+    for k in range(1, slots + 1):
+        plan = dnn_plan(platform, model, k)
+        best = max(best, plan.images_per_s / len(plan.stages))
+    return best

@@ -10,7 +10,7 @@ from runtime.errors import FpgashareError
 from runtime.sched import POLICIES, make_policy
 from runtime.sched.admission import admit
 from runtime.sched.engine import load_seconds, run_workload
-from runtime.trace import write_trace
+from runtime.trace import write_gantt, write_trace
 from runtime.workload import Workload, load_workload
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ def sweep(workload: Workload, scheduler: str, backend: str, pipeline: str) -> in
 
 
 def bench(path: str, schedulers: list[str], backend: str = "model", trace: str | None = None,
-          sweep_pipeline: str | None = None) -> dict:
+          sweep_pipeline: str | None = None, gantt: str | None = None) -> dict:
     for name in schedulers:
         if name not in POLICIES:
             raise FpgashareError(f"unknown scheduler {name!r}; known: {', '.join(POLICIES)}")
@@ -81,6 +81,11 @@ def bench(path: str, schedulers: list[str], backend: str = "model", trace: str |
             out = trace if len(schedulers) == 1 else trace.replace(".json", f".{name}.json")
             write_trace(engine.trace, out, f"{workload.path.stem} / {name}")
             result["trace"] = out
+        if gantt:
+            out = gantt if len(schedulers) == 1 else gantt.replace(".png", f".{name}.png")
+            t0 = engine.t0
+            write_gantt(engine.trace, out, f"{workload.path.stem}: {name}", (t0, t0 + 0.1))
+            result["gantt"] = out
         if sweep_pipeline:
             result["sweep"] = {"pipeline": sweep_pipeline,
                                "max_pipelines": sweep(workload, name, backend, sweep_pipeline)}

@@ -161,7 +161,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from runtime.bench import bench, report_lines
 
     schedulers = [s.strip() for s in args.scheduler.split(",") if s.strip()]
-    report = bench(args.workload, schedulers, args.backend, args.trace, args.sweep)
+    report = bench(args.workload, schedulers, args.backend, args.trace, args.sweep, args.gantt)
     _emit(report, args.json, report_lines(report))
     return 0
 
@@ -210,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--backend", choices=["model", "sim"], default="model")
     bn.add_argument("--trace", help="write a Chrome/Perfetto trace (one file per scheduler)")
     bn.add_argument("--sweep", metavar="PIPELINE", help="add copies of this real-time pipeline until a miss")
+    bn.add_argument("--gantt", help="write a Gantt chart of the first 100 ms (PNG; one per scheduler)")
     bn.add_argument("--json", action="store_true")
     bn.set_defaults(func=cmd_bench)
 

@@ -1,5 +1,6 @@
-"""Hardware access behind one small interface: the simulated board in RTL (``sim``) or its
-analytical twin (``model``); the board via pynq comes next. Nothing above knows which it has."""
+"""Hardware access behind one small interface: the simulated board in RTL (``sim``), its
+analytical twin (``model``), or the board through pynq (``pynq``: partial loads so far). Nothing
+above knows which it has."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ from runtime.backends.base import Backend, FrameReport, LoadReport
 from runtime.errors import FpgashareError
 from runtime.platform import Platform
 
-BACKENDS = ("model", "sim")
+BACKENDS = ("model", "sim", "pynq")
 
 
-def make_backend(name: str, platform: Platform) -> Backend:
-    """The backend called ``name`` for ``platform``."""
+def make_backend(name: str, platform: Platform, **options) -> Backend:
+    """The backend called ``name`` for ``platform`` (``pynq`` takes ``bitstreams=`` and the
+    optional ``firmware_dir=`` / ``fpga_manager=`` paths)."""
     if name == "model":
         from runtime.backends.model import ModelBackend
 
@@ -20,6 +22,10 @@ def make_backend(name: str, platform: Platform) -> Backend:
         from runtime.backends.sim import SimBackend
 
         return SimBackend(platform)
+    if name == "pynq":
+        from runtime.backends.pynq_board import PynqBackend
+
+        return PynqBackend(platform, **options)
     raise FpgashareError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
 
 

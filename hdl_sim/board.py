@@ -12,12 +12,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from hdl_sim.harness import HarnessError, RunStats, ShellHarness
-from runtime.bitstream.packets import PortError
+from runtime.bitstream.packets import ACTIVATION_CYCLES, PortError
 from runtime.errors import FrameError, LoadError
 from runtime.modules import Stage, register_words
 from runtime.platform import Platform
 
 log = logging.getLogger(__name__)
+
+__all__ = ["ACTIVATION_CYCLES", "LoadResult", "SimBoard", "SlotStatus", "pack_pixels"]
 
 # Shell register word indices (shell.sv).
 REG_SHELL_ID, REG_INFO, REG_CYCLES_LO, REG_CYCLES_HI = 0, 1, 2, 3
@@ -26,9 +28,6 @@ REG_DEBUG, REG_ROUTE_OUT, REG_IDCODE, REG_LINK_ERR = 9, 10, 11, 12
 ROUTE_ENABLE = 1 << 31
 SLOT_STATES = ("blank", "loading", "ready", "failed")
 
-#: A load takes (words through DESYNC) + ACTIVATION_CYCLES port cycles from its first word until the
-#: slot is re-coupled: the new module is selected one cycle after DESYNC and reset, then re-coupled.
-ACTIVATION_CYCLES = 1
 
 
 def slot_reg(slot: int, offset: int) -> int:

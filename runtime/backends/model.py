@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hdl_sim.board import ACTIVATION_CYCLES
 from runtime.backends.base import Backend, DnnReport, FrameReport, LoadReport
-from runtime.bitstream.packets import PortError, words_to_desync
+from runtime.bitstream.packets import PortError, load_port_cycles
 from runtime.dnn.planning import dnn_plan
 from runtime.modules import Stage
 from runtime.vision_ref import chain_reference
@@ -23,7 +22,7 @@ class ModelBackend(Backend):
         # The generator's stream through a correct port: every word, then the activation cycle.
         # (The sim backend runs the real words; tests/test_backends.py holds the two equal.)
         spec = self.platform.slots[slot]
-        cycles = words_to_desync(spec.frames * self.platform.frame_words) + ACTIVATION_CYCLES
+        cycles = load_port_cycles(spec.frames * self.platform.frame_words)
         return LoadReport(slot, module, PortError.OK, cycles, cycles / self.platform.config_port.clock_hz)
 
     def _run_frame(self, slots: list[int], stages: list[Stage], frame: np.ndarray,

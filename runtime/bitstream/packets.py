@@ -113,6 +113,17 @@ def _tail(crc: int) -> list[int]:
     return [type1(2, REG_CRC, 1), crc, NOP, NOP, type1(2, REG_CMD, 1), CMD_DESYNC] + [NOP] * 16
 
 
+#: A load takes (words through DESYNC) + ACTIVATION_CYCLES port cycles from its first word until the
+#: slot is re-coupled: the new module is selected one cycle after DESYNC and reset, then re-coupled
+#: (hdl_sim/rtl/config_port.sv; tests/test_shell_rtl.py measures it).
+ACTIVATION_CYCLES = 1
+
+
+def load_port_cycles(nwords: int) -> int:
+    """Port cycles of a load of a partial bitstream with ``nwords`` frame-data words."""
+    return words_to_desync(nwords) + ACTIVATION_CYCLES
+
+
 def words_to_desync(nwords: int) -> int:
     """Words the port takes, up to and including DESYNC's data word, for a partial bitstream
     written by :func:`partial_words` with ``nwords`` frame-data words."""

@@ -21,9 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hdl_sim.board import ACTIVATION_CYCLES
 from runtime.backends.base import Backend
-from runtime.bitstream.packets import words_to_desync
+from runtime.bitstream.packets import load_port_cycles
 from runtime.clock import Clock, VirtualClock
 from runtime.errors import FpgashareError
 from runtime.slots import SlotManager, SlotState
@@ -331,8 +330,7 @@ class Engine:
 
 def load_seconds(platform, slot: int) -> float:
     """Port time of one partial load into ``slot`` of ``platform``."""
-    words = words_to_desync(platform.slots[slot].frames * platform.frame_words) + ACTIVATION_CYCLES
-    return words / platform.config_port.clock_hz
+    return load_port_cycles(platform.slots[slot].frames * platform.frame_words) / platform.config_port.clock_hz
 
 
 def run_workload(workload: Workload, backend: Backend, policy, **kw) -> tuple[Engine, dict]:

@@ -22,10 +22,9 @@ class EdfPolicy(PriorityPolicy):
     def priority(self, frame: Frame) -> tuple:
         return (frame.deadline, frame.seq)
 
-    def hopeless(self, engine: Engine, frame: Frame) -> str | None:
+    def hopeless(self, engine: Engine, frame: Frame, missing: list[str]) -> str | None:
         if engine.now + frame.pipeline.exec_s > frame.deadline:
             return "cannot finish by its deadline"
-        _, missing = engine.find_slots(frame, set())
         load_s = sum(engine.load_seconds(0, m) for m in missing if not engine.slots.coming_with(m))
         if missing and engine.now + engine.port_backlog_s() + load_s + frame.pipeline.exec_s > frame.deadline:
             return "cannot finish by its deadline (reconfiguration and port backlog included)"

@@ -105,7 +105,7 @@ class Engine:
         self._pixels = self._test_frames()
         self._load_started: dict[int, float] = {}
         self._load_s: dict[int, float] = {}
-        self._upcoming: tuple[float, int, list[str]] | None = None
+        self._upcoming: tuple[tuple[int, ...], int, list[str]] | None = None
         # Pipelines register before their first frame: the policy may fill every slot once
         # (setup and prefetch) before releases begin, the same warm-up for every policy.
         self.t0 = max((self.load_seconds(s.index, "") for s in self.slots.slots), default=0.0) * len(self.slots.slots)
@@ -289,16 +289,17 @@ class Engine:
         order: list[str] = []
         for frame in first:
             order.extend(frame.pipeline.modules)
-        if self._upcoming is None or self._upcoming[:2] != (self.now, releases):
-            self._upcoming = (self.now, releases, self._upcoming_modules(releases))
+        elapsed = self.now - self.t0
+        # The order changes only when some pipeline's next release index does.
+        nxt = tuple(max(0, int(elapsed // p.period_s) + 1) if elapsed >= 0 else 0 for p in self.pipelines)
+        if self._upcoming is None or self._upcoming[:2] != (nxt, releases):
+            self._upcoming = (nxt, releases, self._upcoming_modules(nxt, releases))
         return order + self._upcoming[2]
 
-    def _upcoming_modules(self, releases: int) -> list[str]:
+    def _upcoming_modules(self, nxt: tuple[int, ...], releases: int) -> list[str]:
         order: list[str] = []
         upcoming = []
-        elapsed = self.now - self.t0
-        for p in self.pipelines:
-            k = max(0, int(elapsed // p.period_s) + 1) if elapsed >= 0 else 0
+        for p, k in zip(self.pipelines, nxt, strict=True):
             for j in range(k, k + releases):
                 if j * p.period_s < self.workload.duration_s:
                     upcoming.append((j * p.period_s + p.deadline_s, p.name, p))

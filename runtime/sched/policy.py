@@ -90,8 +90,9 @@ class PriorityPolicy(Policy):
     def priority(self, frame: Frame) -> tuple:
         """Sort key: smaller goes first."""
 
-    def hopeless(self, engine: Engine, frame: Frame) -> str | None:
-        """A reason to drop ``frame`` now, or None to keep it (the default: never drop)."""
+    def hopeless(self, engine: Engine, frame: Frame, missing: list[str]) -> str | None:
+        """A reason to drop ``frame`` now (``missing``: its modules not resident in a free slot),
+        or None to keep it (the default: never drop)."""
         return None
 
     def when_port_idle(self, engine: Engine, reserved: set[int]) -> None:
@@ -101,11 +102,13 @@ class PriorityPolicy(Policy):
         reserved: set[int] = set()
         blocked_seen = False
         for frame in sorted(engine.pending, key=self.priority):
-            reason = self.hopeless(engine, frame)
+            chosen, missing = engine.find_slots(frame, reserved)
+            reason = self.hopeless(engine, frame, missing)
             if reason:
                 engine.drop(frame, reason)
                 continue
-            if self.start_if_resident(engine, frame, reserved):
+            if not missing:
+                engine.start(frame, [s for s in chosen if s is not None])
                 continue
             if not blocked_seen:
                 blocked_seen = True

@@ -15,23 +15,13 @@ module downscale2x #(
 );
     localparam int NREGS = 5;
     localparam logic [NREGS*32-1:0] RESET_VALS = {32'd0, 32'd0, 32'd480, 32'd640, 32'd0};
-    localparam logic [NREGS-1:0] RO_MASK = 5'b11001;
 
     wire [NREGS*32-1:0] regs;
-    wire [NREGS-1:0] wr_stb_unused;  // no register here acts on a write strobe
-    logic [NREGS*32-1:0] ro;
-    logic [31:0] frames_q;
     logic framing_err;
-    always_comb begin
-        ro = '0;
-        ro[0*32 +: 32] = {MODULE_ID, 16'h0001};
-        ro[3*32 +: 32] = {31'd0, framing_err};
-        ro[4*32 +: 32] = frames_q;
-    end
-
-    // .* connects clk, rst, the s_axil_* port and regs by name.
-    axil_regfile #(.NREGS(NREGS), .ADDR_W(8), .RESET_VALS(RESET_VALS), .RO_MASK(RO_MASK)) u_regs (
-        .*, .ro_values(ro), .wr_stb(wr_stb_unused)
+    wire frame_done;
+    // .* connects clk, rst and the s_axil_* port by name.
+    vision_regs #(.NREGS(NREGS), .MODULE_ID(MODULE_ID), .RESET_VALS(RESET_VALS)) u_regs (
+        .*, .status({31'd0, framing_err}), .frame_tick(frame_done)
     );
 
     logic [8:0] lb [MAX_W/2];      // horizontal pair sums of the even row
@@ -49,6 +39,8 @@ module downscale2x #(
     wire in_row = ({1'b0, r_q[11:1]} < oh);
     wire [8:0] pair = 9'(left_q) + 9'(s_axis_tdata[7:0]);
     wire emit = c_q[0] && r_q[0] && in_col && in_row;
+    assign frame_done = s_axis_tvalid && s_axis_tready && emit && ({1'b0, k} == ow - 1) &&
+                      ({1'b0, r_q[11:1]} == oh - 1);
 
     logic [7:0] y_q;
     logic valid_q, last_q, user_q;
@@ -73,7 +65,6 @@ module downscale2x #(
                 valid_q <= 1'b1;
                 last_q <= ({1'b0, k} == ow - 1);
                 user_q <= (r_q == 1) && (k == 0);
-                if (({1'b0, k} == ow - 1) && ({1'b0, r_q[11:1]} == oh - 1)) frames_q <= frames_q + 1;
             end
             if (c_q == w_eff - 1) begin
                 c_q <= '0;
@@ -92,12 +83,11 @@ module downscale2x #(
             w_q <= '0;
             h_q <= '0;
             left_q <= '0;
-            frames_q <= '0;
             framing_err <= 1'b0;
         end
     end
 
-    wire unused = &{1'b0, wr_stb_unused, s_axis_tuser, s_axis_tdata, regs};
+    wire unused = &{1'b0, s_axis_tuser, s_axis_tdata, regs};
 endmodule
 
 `resetall

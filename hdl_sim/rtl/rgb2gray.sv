@@ -19,21 +19,11 @@ module rgb2gray #(
     localparam int NREGS = 9;
     localparam logic [NREGS*32-1:0] RESET_VALS =
         {32'd15, 32'd3735, 32'd19235, 32'd9798, 32'd0, 32'd0, 32'd480, 32'd640, 32'd0};
-    localparam logic [NREGS-1:0] RO_MASK = 9'b0_0001_1001;
 
     wire [NREGS*32-1:0] regs;
-    wire [NREGS-1:0] wr_stb_unused;  // no register here acts on a write strobe
-    logic [NREGS*32-1:0] ro;
-    logic [31:0] frames_q;
-    always_comb begin
-        ro = '0;
-        ro[0*32 +: 32] = {MODULE_ID, 16'h0001};
-        ro[4*32 +: 32] = frames_q;
-    end
-
-    // .* connects clk, rst, the s_axil_* port and regs by name.
-    axil_regfile #(.NREGS(NREGS), .ADDR_W(8), .RESET_VALS(RESET_VALS), .RO_MASK(RO_MASK)) u_regs (
-        .*, .ro_values(ro), .wr_stb(wr_stb_unused)
+    // .* connects clk, rst and the s_axil_* port by name.
+    vision_regs #(.NREGS(NREGS), .MODULE_ID(MODULE_ID), .RESET_VALS(RESET_VALS)) u_regs (
+        .*, .status(32'd0), .frame_tick(s_axis_tvalid && s_axis_tready && s_axis_tuser)
     );
 
     wire [4:0] shift = regs[8*32 +: 5];
@@ -46,33 +36,13 @@ module rgb2gray #(
         acc = acc >> shift;
     end
 
-    logic [7:0] y_q;
-    logic valid_q, last_q, user_q;
-    assign s_axis_tready = !valid_q || m_axis_tready;
-    assign m_axis_tdata  = DATA_W'(y_q);
-    assign m_axis_tvalid = valid_q;
-    assign m_axis_tlast  = last_q;
-    assign m_axis_tuser  = user_q;
+    pixel_stage #(.DATA_W(DATA_W)) u_out (
+        .clk, .rst, .s_pixel((acc > 255) ? 8'd255 : acc[7:0]), .s_valid(s_axis_tvalid),
+        .s_ready(s_axis_tready), .s_last(s_axis_tlast), .s_user(s_axis_tuser), .m_tdata(m_axis_tdata),
+        .m_tvalid(m_axis_tvalid), .m_tready(m_axis_tready), .m_tlast(m_axis_tlast), .m_tuser(m_axis_tuser)
+    );
 
-    always_ff @(posedge clk) begin
-        if (valid_q && m_axis_tready) valid_q <= 1'b0;
-        if (s_axis_tvalid && s_axis_tready) begin
-            y_q <= (acc > 255) ? 8'd255 : acc[7:0];
-            valid_q <= 1'b1;
-            last_q <= s_axis_tlast;
-            user_q <= s_axis_tuser;
-            if (s_axis_tuser) frames_q <= frames_q + 1;
-        end
-        if (rst) begin
-            valid_q <= 1'b0;
-            last_q <= 1'b0;
-            user_q <= 1'b0;
-            y_q <= '0;
-            frames_q <= '0;
-        end
-    end
-
-    wire unused = &{1'b0, wr_stb_unused, s_axis_tdata, regs};
+    wire unused = &{1'b0, s_axis_tdata, regs};
 endmodule
 
 `resetall

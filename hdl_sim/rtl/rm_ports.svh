@@ -1,6 +1,7 @@
 // rm_ports.svh: the port list every reconfigurable module (and the slot around it) presents to the
 // static side: clock and reset, an AXI4-Stream input and output of DATA_W bits, an AXI4-Lite slave
-// with an 8-bit byte address. Included inside a module's port list; the module declares DATA_W.
+// with an 8-bit byte address (axil_ports.svh). Included inside a module's port list; the module
+// declares DATA_W.
     input  wire               clk,
     input  wire               rst,
     input  wire [DATA_W-1:0]  s_axis_tdata,
@@ -13,20 +14,4 @@
     input  wire               m_axis_tready,
     output wire               m_axis_tlast,
     output wire               m_axis_tuser,
-    input  wire [7:0]         s_axil_awaddr,
-    input  wire               s_axil_awvalid,
-    output wire               s_axil_awready,
-    input  wire [31:0]        s_axil_wdata,
-    input  wire [3:0]         s_axil_wstrb,
-    input  wire               s_axil_wvalid,
-    output wire               s_axil_wready,
-    output wire [1:0]         s_axil_bresp,
-    output wire               s_axil_bvalid,
-    input  wire               s_axil_bready,
-    input  wire [7:0]         s_axil_araddr,
-    input  wire               s_axil_arvalid,
-    output wire               s_axil_arready,
-    output wire [31:0]        s_axil_rdata,
-    output wire [1:0]         s_axil_rresp,
-    output wire               s_axil_rvalid,
-    input  wire               s_axil_rready
+    `include "axil_ports.svh"

@@ -13,27 +13,16 @@ module sobel_mag #(
 );
     localparam int NREGS = 5;
     localparam logic [NREGS*32-1:0] RESET_VALS = {32'd0, 32'd0, 32'd480, 32'd640, 32'd0};
-    localparam logic [NREGS-1:0] RO_MASK = 5'b11001;
 
     wire [NREGS*32-1:0] regs;
-    wire [NREGS-1:0] wr_stb_unused;  // no register here acts on a write strobe
-    logic [NREGS*32-1:0] ro;
-    logic [31:0] frames_q;
     wire framing_err;
-    always_comb begin
-        ro = '0;
-        ro[0*32 +: 32] = {MODULE_ID, 16'h0001};
-        ro[3*32 +: 32] = {31'd0, framing_err};
-        ro[4*32 +: 32] = frames_q;
-    end
-
-    // .* connects clk, rst, the s_axil_* port and regs by name.
-    axil_regfile #(.NREGS(NREGS), .ADDR_W(8), .RESET_VALS(RESET_VALS), .RO_MASK(RO_MASK)) u_regs (
-        .*, .ro_values(ro), .wr_stb(wr_stb_unused)
-    );
-
     wire [71:0] win;
     wire win_valid, win_last, win_user, win_eof;
+    // .* connects clk, rst and the s_axil_* port by name.
+    vision_regs #(.NREGS(NREGS), .MODULE_ID(MODULE_ID), .RESET_VALS(RESET_VALS)) u_regs (
+        .*, .status({31'd0, framing_err}), .frame_tick(win_valid && m_axis_tready && win_eof)
+    );
+
     window3x3 #(.MAX_W(MAX_W)) u_win (
         .clk, .rst,
         .cfg_width(regs[1*32 +: 12]), .cfg_height(regs[2*32 +: 12]),
@@ -60,12 +49,8 @@ module sobel_mag #(
     assign m_axis_tlast  = win_last;
     assign m_axis_tuser  = win_user;
 
-    always_ff @(posedge clk) begin
-        if (win_valid && m_axis_tready && win_eof) frames_q <= frames_q + 1;
-        if (rst) frames_q <= '0;
-    end
 
-    wire unused = &{1'b0, wr_stb_unused, s_axis_tuser, s_axis_tdata, regs};
+    wire unused = &{1'b0, s_axis_tuser, s_axis_tdata, regs};
 endmodule
 
 `resetall

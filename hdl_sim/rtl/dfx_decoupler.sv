@@ -35,24 +35,6 @@ module dfx_decoupler #(
     input  wire               m_axis_tready,
     output wire               m_axis_tlast,
     output wire               m_axis_tuser,
-    // static -> partition AXI-Lite
-    input  wire [7:0]         s_axil_awaddr,
-    input  wire               s_axil_awvalid,
-    output wire               s_axil_awready,
-    input  wire [31:0]        s_axil_wdata,
-    input  wire [3:0]         s_axil_wstrb,
-    input  wire               s_axil_wvalid,
-    output wire               s_axil_wready,
-    output wire [1:0]         s_axil_bresp,
-    output wire               s_axil_bvalid,
-    input  wire               s_axil_bready,
-    input  wire [7:0]         s_axil_araddr,
-    input  wire               s_axil_arvalid,
-    output wire               s_axil_arready,
-    output wire [31:0]        s_axil_rdata,
-    output wire [1:0]         s_axil_rresp,
-    output wire               s_axil_rvalid,
-    input  wire               s_axil_rready,
     output wire [7:0]         rp_axil_awaddr,
     output wire               rp_axil_awvalid,
     input  wire               rp_axil_awready,
@@ -69,7 +51,9 @@ module dfx_decoupler #(
     input  wire [31:0]        rp_axil_rdata,
     input  wire [1:0]         rp_axil_rresp,
     input  wire               rp_axil_rvalid,
-    output wire               rp_axil_rready
+    output wire               rp_axil_rready,
+    // static -> partition AXI-Lite (the slave side)
+    `include "axil_ports.svh"
 );
     wire d = decouple;
     assign decouple_status = d;

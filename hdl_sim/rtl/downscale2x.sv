@@ -42,16 +42,14 @@ module downscale2x #(
     assign frame_done = s_axis_tvalid && s_axis_tready && emit && ({1'b0, k} == ow - 1) &&
                       ({1'b0, r_q[11:1]} == oh - 1);
 
-    logic [7:0] y_q;
-    logic valid_q, last_q, user_q;
-    assign s_axis_tready = !valid_q || m_axis_tready;
-    assign m_axis_tdata  = DATA_W'(y_q);
-    assign m_axis_tvalid = valid_q;
-    assign m_axis_tlast  = last_q;
-    assign m_axis_tuser  = user_q;
+    pixel_stage #(.DATA_W(DATA_W)) u_out (
+        .clk, .rst, .s_pixel(8'((10'(lb[kk]) + 10'(pair) + 10'd2) >> 2)), .s_valid(s_axis_tvalid && emit),
+        .s_ready(s_axis_tready), .s_last({1'b0, k} == ow - 1), .s_user((r_q == 1) && (k == 0)),
+        .m_tdata(m_axis_tdata), .m_tvalid(m_axis_tvalid), .m_tready(m_axis_tready), .m_tlast(m_axis_tlast),
+        .m_tuser(m_axis_tuser)
+    );
 
     always_ff @(posedge clk) begin
-        if (valid_q && m_axis_tready) valid_q <= 1'b0;
         if (at_start) begin
             w_q <= regs[1*32 +: 12];
             h_q <= regs[2*32 +: 12];
@@ -60,12 +58,6 @@ module downscale2x #(
             if (s_axis_tlast != (c_q == w_eff - 1)) framing_err <= 1'b1;
             left_q <= s_axis_tdata[7:0];
             if (c_q[0] && !r_q[0] && in_col) lb[kk] <= pair;
-            if (emit) begin
-                y_q <= 8'((10'(lb[kk]) + 10'(pair) + 10'd2) >> 2);
-                valid_q <= 1'b1;
-                last_q <= ({1'b0, k} == ow - 1);
-                user_q <= (r_q == 1) && (k == 0);
-            end
             if (c_q == w_eff - 1) begin
                 c_q <= '0;
                 r_q <= (r_q == h_eff - 1) ? '0 : r_q + 1;
@@ -74,10 +66,6 @@ module downscale2x #(
             end
         end
         if (rst) begin
-            valid_q <= 1'b0;
-            last_q <= 1'b0;
-            user_q <= 1'b0;
-            y_q <= '0;
             r_q <= '0;
             c_q <= '0;
             w_q <= '0;

@@ -76,3 +76,18 @@ def test_cli_eval_reports_and_rejects(tmp_path, capsys):
     assert "images must be uint8" in capsys.readouterr().err
     assert main(["dnn", "eval", "--model", "digits_cnn", "--tiles", "2", "--platform", "pynq-z2"]) == 2
     assert "0 slot(s) that can hold a dnn_tile" in capsys.readouterr().err
+
+
+def test_cli_eval_takes_a_network_file(tmp_path, capsys):
+    from runtime.dnn.network import save_network
+
+    path = tmp_path / "net.npz"
+    save_network(edge_cnn(), path)
+    assert main(["dnn", "eval", "--model", str(path), "--tiles", "2", "--backend", "reference", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["model"] == "edge_cnn" and report["plan"]["tiles_used"] == 2
+    assert main(["dnn", "eval", "--model", "resnet50", "--tiles", "1"]) == 2
+    assert "unknown model 'resnet50'" in capsys.readouterr().err
+    (tmp_path / "bad.npz").write_bytes(b"junk")
+    assert main(["dnn", "eval", "--model", str(tmp_path / "bad.npz"), "--tiles", "1"]) == 2
+    assert "not a network file" in capsys.readouterr().err

@@ -47,8 +47,9 @@ def default_images(net: Network) -> tuple[np.ndarray, np.ndarray | None]:
 
         _, _, images, labels = digits_split()
         return images, labels
-    h, w, _ = net.input_shape
-    return np.random.default_rng(0).integers(0, 256, (2, h, w), dtype=np.uint8), None
+    h, w, c = net.input_shape
+    shape = (2, h, w) if c == 1 else (2, h, w, c)
+    return np.random.default_rng(0).integers(0, 256, shape, dtype=np.uint8), None
 
 
 def evaluate(model: str, tiles: int, platform: Platform, images_path: str | None = None,
@@ -64,7 +65,7 @@ def evaluate(model: str, tiles: int, platform: Platform, images_path: str | None
     plan = partition(net, tiles, link, clock_hz=platform.fabric_clock_hz)
     start = time.perf_counter()
     reference = logits(net, images)
-    result: dict = {"model": model, "backend": backend, "platform": platform.name, "images": len(images),
+    result: dict = {"model": net.name, "backend": backend, "platform": platform.name, "images": len(images),
                     "predicted_cycles_per_image": round(plan.bottleneck_cycles), "plan": plan.as_dict()}
     if backend == "rtl":
         from hdl_sim.board import SimBoard

@@ -52,7 +52,9 @@ MODELS = {"digits_cnn": digits_cnn, "edge_cnn": edge_cnn}
 
 
 def get_model(name: str) -> Network:
-    try:
+    """A shipped model by name, or any network file (``.npz``, see runtime/dnn/network.py)."""
+    if name in MODELS:
         return MODELS[name]()
-    except KeyError:
-        raise NetworkError(f"unknown model {name!r}; known: {', '.join(MODELS)}") from None
+    if name.endswith(".npz"):
+        return load_network(name)
+    raise NetworkError(f"unknown model {name!r}; known: {', '.join(MODELS)}, or a network file (.npz)")

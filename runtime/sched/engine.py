@@ -105,6 +105,7 @@ class Engine:
         self._pixels = self._test_frames()
         self._load_started: dict[int, float] = {}
         self._load_s: dict[int, float] = {}
+        self.port_by_reason: dict[str, float] = {}   # demand, prefetch, warm-up, dnn, static
         self._upcoming: tuple[tuple[int, ...], int, list[str]] | None = None
         # Pipelines register before their first frame: the policy may fill every slot once
         # (setup and prefetch) before releases begin, the same warm-up for every policy.
@@ -189,8 +190,9 @@ class Engine:
 
     def _load_done(self) -> None:
         request, ok = self.slots.finish(self.now)
-        self.trace.append(TraceEvent("port", f"load {request.module} -> slot {request.slot}",
-                                     self._load_started.pop(request.slot, self.now), self.now,
+        started = self._load_started.pop(request.slot, self.now)
+        self.port_by_reason[request.reason] = self.port_by_reason.get(request.reason, 0.0) + self.now - started
+        self.trace.append(TraceEvent("port", f"load {request.module} -> slot {request.slot}", started, self.now,
                                      {"ok": ok, "reason": request.reason}))
         if not ok and self.slots.slots[request.slot].state == SlotState.FAILED:
             log.error("slot %d quarantined", request.slot)
@@ -324,6 +326,7 @@ class Engine:
         return {"pipelines": per, "totals": {
             "reconfigurations": port.loads, "port_busy_s": round(port.busy_s, 6),
             "exposed_reconfig_s": round(self.exposed_reconfig_s, 6),
+            "port_s_by_reason": {k: round(v, 6) for k, v in sorted(self.port_by_reason.items())},
             "slot_utilization": round(self.slot_busy_s / ((self.now or sim_s) * len(self.slots.slots)), 4),
             "dnn_images": dnn, "dnn_images_per_s": round(dnn / sim_s, 2),
             "sim_s": sim_s, "wall_s": round(wall_s, 3)}}

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from runtime.cli import main
 
 SUITE = Path(__file__).resolve().parent.parent / "benchmarks" / "workloads" / "nh_720p60_zcu104.toml"
@@ -37,3 +39,40 @@ def test_bench_rejects_bad_input(tmp_path, capsys):
     bad.write_text("seed = 1\n")
     assert main(["bench", str(bad)]) == 2
     assert "missing key platform" in capsys.readouterr().err
+
+
+TINY = '''platform = "bitstreams/zcu104.toml"
+seed = 1
+duration_s = 0.01
+[[pipeline]]
+name = "edges"
+class = "realtime"
+period_ms = 2.0
+frame = [120, 160]
+stages = ["gauss3x3", "sobel_mag", "threshold"]
+[[pipeline]]
+name = "thumb"
+class = "realtime"
+period_ms = 2.0
+frame = [120, 160]
+stages = ["downscale2x", "box3x3"]
+[[pipeline]]
+name = "detector"
+class = "besteffort"
+model = "digits_cnn"
+'''
+
+
+@pytest.mark.rtl
+def test_bench_on_the_rtl_agrees_with_the_twin(tmp_path):
+    from runtime.bench import bench
+
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY)
+    sim = bench(str(path), ["edf", "rr-bundle"], backend="sim")["results"]
+    model = bench(str(path), ["edf", "rr-bundle"], backend="model")["results"]
+    for a, b in zip(sim, model, strict=True):
+        assert a["pipelines"].keys() == b["pipelines"].keys()
+        for name in a["pipelines"]:
+            assert a["pipelines"][name]["on_time"] == b["pipelines"][name]["on_time"] == 5
+        assert a["totals"]["reconfigurations"] == b["totals"]["reconfigurations"]

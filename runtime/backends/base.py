@@ -55,6 +55,7 @@ class Backend(ABC):
     """What the slot manager and the schedulers may ask of the hardware."""
 
     name: str
+    runs_dnn: bool = False      #: whether run_dnn is implemented (schedulers skip DNN backfill otherwise)
 
     def __init__(self, platform: Platform) -> None:
         self.platform = platform

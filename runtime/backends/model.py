@@ -17,6 +17,7 @@ from runtime.vision_timing import chain_cycles
 
 class ModelBackend(Backend):
     name = "model"
+    runs_dnn = True
 
     def _load(self, slot: int, module: str) -> LoadReport:
         # The generator's stream through a correct port: every word, then the activation cycle.

@@ -72,7 +72,7 @@ def backfill(engine: Engine) -> None:
     """Best-effort DNN pipelines on slots the admitted real-time pipelines never use: load dnn_tile
     there when the port is idle, then run short batches on as many tiles as the partitioner's plan
     for those slots uses."""
-    if not engine.dnn_pipelines:
+    if not engine.dnn_pipelines or not engine.backend.runs_dnn:
         return
     from runtime.dnn.planning import dnn_plan
     from runtime.slots import SlotState

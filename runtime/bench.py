@@ -27,6 +27,7 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
     the baselines admit everything."""
     policy = make_policy(scheduler)
     rejected: list[dict] = []
+    full = workload
     if policy.admission:
         load_s = max(load_seconds(workload.platform, s.index) for s in workload.platform.slots)
         admitted, rejected = admit(workload, load_s)
@@ -38,8 +39,7 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
               **summary, "bound": dnn_bound(workload, engine.pipelines)}
     if rejected and check_rejected:
         # Is the admission test more than caution? Run the whole set anyway and count the misses.
-        _, everything = run_workload(load_workload(workload.path) if workload.path.exists() else workload,
-                                     make_backend("model", workload.platform), make_policy(scheduler))
+        _, everything = run_workload(full, make_backend("model", full.platform), make_policy(scheduler))
         result["rejected_set_misses"] = misses(everything)
     return engine, result
 

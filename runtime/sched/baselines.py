@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from runtime.sched.engine import Engine, Frame
 from runtime.sched.policy import Policy, PriorityPolicy
+from runtime.slots import SlotState
 
 
 class FcfsPolicy(PriorityPolicy):
@@ -98,5 +99,5 @@ class StaticPolicy(Policy):
             if slots is None:
                 engine.drop(frame, "the static partition has no slots left for this pipeline")
                 continue
-            if all(engine.slots.slots[s].state.value == "ready" for s in slots):
+            if all(engine.slots.slots[s].state == SlotState.READY for s in slots):
                 engine.start(frame, slots)

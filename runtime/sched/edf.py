@@ -25,7 +25,7 @@ class EdfPolicy(PriorityPolicy):
     def hopeless(self, engine: Engine, frame: Frame, missing: list[str]) -> str | None:
         if engine.now + frame.pipeline.exec_s > frame.deadline:
             return "cannot finish by its deadline"
-        load_s = sum(engine.load_seconds(0, m) for m in missing if not engine.slots.coming_with(m))
+        load_s = engine.longest_load_s() * sum(not engine.slots.coming_with(m) for m in missing)
         if missing and engine.now + engine.port_backlog_s() + load_s + frame.pipeline.exec_s > frame.deadline:
             return "cannot finish by its deadline (reconfiguration and port backlog included)"
         return None
@@ -40,10 +40,7 @@ class EdfPolicy(PriorityPolicy):
     @staticmethod
     def _prefetch(engine: Engine, reserved: set[int]) -> None:
         future = engine.future_modules(sorted(engine.pending, key=lambda f: (f.deadline, f.seq)))
-        needed = []
-        for module in future:
-            if module not in needed:
-                needed.append(module)
+        needed = list(dict.fromkeys(future))   # each module once, in order of first need
         for module in needed[: len(engine.slots.slots)]:
             if engine.slots.ready_with(module) or engine.slots.coming_with(module) or \
                     engine.slots.busy_with(module):

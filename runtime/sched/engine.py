@@ -109,7 +109,7 @@ class Engine:
         self._upcoming: tuple[tuple[int, ...], int, list[str]] | None = None
         # Pipelines register before their first frame: the policy may fill every slot once
         # (setup and prefetch) before releases begin, the same warm-up for every policy.
-        self.t0 = max((self.load_seconds(s.index, "") for s in self.slots.slots), default=0.0) * len(self.slots.slots)
+        self.t0 = self.longest_load_s() * len(self.slots.slots)
 
     # ---- the event loop
     def push(self, t: float, kind: str, data: object) -> None:
@@ -201,13 +201,17 @@ class Engine:
         """Port time still owed: the load in flight plus every queued one (estimated)."""
         port = self.slots.port
         owed = (port.busy_until - self.now) if port.busy_until is not None else 0.0
-        return owed + sum(self.load_seconds(r.slot, r.module) for r in port.queue)
+        return owed + sum(self.load_seconds(r.slot) for r in port.queue)
 
-    def load_seconds(self, slot: int, module: str) -> float:
+    def load_seconds(self, slot: int) -> float:
         """Port time of one load into ``slot`` (a partial bitstream's length is set by its slot)."""
         if slot not in self._load_s:
             self._load_s[slot] = load_seconds(self.backend.platform, slot)
         return self._load_s[slot]
+
+    def longest_load_s(self) -> float:
+        """Port time of the longest load into any slot (an estimate when the slot is not chosen yet)."""
+        return max((self.load_seconds(s.index) for s in self.slots.slots), default=0.0)
 
     # ---- jobs
     def find_slots(self, frame: Frame, reserved: set[int]) -> tuple[list[int | None], list[str]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 from runtime.sched.engine import Engine, Frame
+from runtime.slots import SlotState
 
 
 class Policy(ABC):
@@ -19,7 +20,7 @@ class Policy(ABC):
             if engine.slots.ready_with(module) or engine.slots.coming_with(module):
                 continue
             victim = engine.slots.victim(module, future)
-            if victim is None or engine.slots.slots[victim].state.value != "blank":
+            if victim is None or engine.slots.slots[victim].state != SlotState.BLANK:
                 break
             engine.slots.request(victim, module, "warm-up")
 
@@ -70,12 +71,12 @@ class Policy(ABC):
             loads += victim is not None
         if any(b is None and v is None for _, b, _, v in plan):
             return used                    # some stage has no slot to come from: wait
-        load_done = engine.now + backlog + sum(engine.load_seconds(v, m) for m, _, _, v in plan if v is not None)
+        load_done = engine.now + backlog + sum(engine.load_seconds(v) for _, _, _, v in plan if v is not None)
         start = max([t if t is not None else load_done for _, _, t, _ in plan], default=engine.now)
         for module, busy_slot, free_at, victim in plan:
             if busy_slot is not None and (free_at <= start or victim is None):
                 continue                   # waiting for the busy copy costs nothing extra
-            if victim is not None and engine.slots.slots[victim].state.value in ("blank", "ready"):
+            if victim is not None and engine.slots.slots[victim].state in (SlotState.BLANK, SlotState.READY):
                 engine.slots.request(victim, module, reason)
                 used.add(victim)
         return used

@@ -25,6 +25,7 @@ from runtime.dnn.cycle_model import LinkModel
 from runtime.dnn.models import digits_cnn, edge_cnn, random_layer
 from runtime.dnn.network import Network
 from runtime.dnn.partition import cost_table, partition
+from runtime.dnn.planning import link_model
 from runtime.dnn.reference import logits
 from runtime.dnn.tile_chain import TileChain
 from runtime.platform import load_platform
@@ -78,7 +79,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     platform = load_platform("zcu104")
-    link = LinkModel(platform.link.lane_bits, platform.link.latency_cycles, platform.link.credits)
+    link = link_model(platform)
     board = SimBoard(platform)
     rng = np.random.default_rng(0)
     rows = []

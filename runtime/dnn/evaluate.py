@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from runtime.dnn.cycle_model import LinkModel
 from runtime.dnn.models import get_model
 from runtime.dnn.network import Network
 from runtime.dnn.partition import partition
+from runtime.dnn.planning import link_model
 from runtime.dnn.reference import logits
 from runtime.errors import FrameError, NetworkError
 from runtime.platform import Platform
@@ -61,7 +61,7 @@ def evaluate(model: str, tiles: int, platform: Platform, images_path: str | None
     free = len(platform.slots_for("dnn_tile")) if "dnn_tile" in platform.modules else 0
     if tiles > free:
         raise NetworkError(f"--tiles {tiles}: platform {platform.name} has {free} slot(s) that can hold a dnn_tile")
-    link = LinkModel(platform.link.lane_bits, platform.link.latency_cycles, platform.link.credits)
+    link = link_model(platform)
     plan = partition(net, tiles, link, clock_hz=platform.fabric_clock_hz)
     start = time.perf_counter()
     reference = logits(net, images)

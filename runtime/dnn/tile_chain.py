@@ -19,11 +19,15 @@ from runtime.dnn.partition import Plan
 from runtime.dnn.reference import quantize_input
 from runtime.dnn.tile_format import DEFAULT_TILE, TileSpec, load_stream, pack_activations, unpack_activations
 from runtime.errors import FrameError, NetworkError
+from runtime.modules import KINDS
 
 log = logging.getLogger(__name__)
 
-REG_STATUS, REG_MODE, REG_NLAYERS, REG_IMAGE_CYCLES = 3, 5, 6, 7
-REG_INFO, REG_ACT_ENTRIES, REG_W_ENTRIES, REG_PG_ENTRIES, REG_LAYER0 = 8, 9, 10, 11, 16
+_REGS = KINDS["dnn_tile"].regs    # the register map, kept with the module catalogue
+REG_STATUS, REG_MODE, REG_NLAYERS, REG_IMAGE_CYCLES = (_REGS[r] for r in ("STATUS", "MODE", "NLAYERS", "IMAGE_CYCLES"))
+REG_INFO, REG_ACT_ENTRIES, REG_W_ENTRIES, REG_PG_ENTRIES = (
+    _REGS[r] for r in ("INFO", "ACT_ENTRIES", "W_ENTRIES", "PG_ENTRIES"))
+REG_LAYER0 = 16                    # LAYER_CYCLES[l] is register 16 + l (dnn_tile.sv)
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,11 @@ from runtime.dnn.cycle_model import layer_cycles
 from runtime.dnn.models import random_layer
 from runtime.dnn.network import Layer, Network
 from runtime.dnn.reference import run_network
+from runtime.dnn.tile_chain import REG_LAYER0, REG_MODE, REG_NLAYERS, REG_STATUS
 from runtime.dnn.tile_format import TileSpec, load_stream, pack_activations, unpack_activations
 from tests.hdl.vision_tb import clock_and_reset, random_pauses
 
 SPEC = TileSpec(p=8, act_entries=512, w_entries=512, pg_entries=16, max_layers=8)
-REG_STATUS, REG_MODE, REG_NLAYERS, REG_IMAGE_CYCLES, REG_LAYER0 = 3, 5, 6, 7, 16
 
 
 class TileTB:

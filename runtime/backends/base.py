@@ -60,6 +60,7 @@ class Backend(ABC):
     def __init__(self, platform: Platform) -> None:
         self.platform = platform
         self._resident: list[str | None] = [None] * len(platform.slots)
+        self._programmed: dict[int, tuple[str, int, int]] = {}   # slot -> DNN segment its tile holds
 
     def resident(self, slot: int) -> str | None:
         """Module the slot holds, or None (blank, failed, or never loaded)."""
@@ -72,6 +73,7 @@ class Backend(ABC):
         if spec.name not in self.platform.module(module).slots:
             raise FpgashareError(f"module {module} cannot go into slot {spec.name}")
         self._resident[slot] = None          # the slot is blank while it is written
+        self._programmed.pop(slot, None)     # and a new tile starts without layers
         report = self._load(slot, module)
         if report.ok:
             self._resident[slot] = module
@@ -96,9 +98,25 @@ class Backend(ABC):
                 raise FpgashareError(f"slot {slot} holds {self.resident(slot) or 'nothing'}, not dnn_tile")
         if images < 1:
             raise FpgashareError(f"a DNN batch needs at least one image, got {images}")
-        return self._run_dnn(list(slots), model, images)
+        from runtime.dnn.planning import dnn_plan
 
-    def _run_dnn(self, slots: list[int], model: str, images: int) -> DnnReport:
+        plan = dnn_plan(self.platform, model, len(slots))   # the caller gives as many slots as it uses
+        if len(plan.stages) != len(slots):
+            raise FpgashareError(f"{model} splits over {len(plan.stages)} tile(s), not {len(slots)}")
+        return self._run_dnn(list(slots), model, plan, images)
+
+    def unprogrammed(self, slots: Sequence[int], model: str, plan) -> list[tuple[int, int, int]]:
+        """(slot, first layer, end layer) of each tile in ``slots`` that does not hold its segment of
+        ``plan`` yet; from now on they are taken to hold it (a tile keeps its layers until the
+        slot is reconfigured)."""
+        todo = []
+        for slot, stage in zip(slots, plan.stages, strict=True):
+            if self._programmed.get(slot) != (model, stage.start, stage.stop):
+                todo.append((slot, stage.start, stage.stop))
+                self._programmed[slot] = (model, stage.start, stage.stop)
+        return todo
+
+    def _run_dnn(self, slots: list[int], model: str, plan, images: int) -> DnnReport:
         raise FpgashareError(f"the {self.name} backend does not run DNN batches yet")
 
     def _check_slot(self, slot: int) -> int:

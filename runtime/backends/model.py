@@ -5,11 +5,14 @@ healthy port: a corrupted bitstream is the sim backend's (and the board's) busin
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from runtime.backends.base import Backend, DnnReport, FrameReport, LoadReport
 from runtime.bitstream.packets import PortError, load_port_cycles
-from runtime.dnn.planning import dnn_plan
+from runtime.dnn.planning import network
+from runtime.dnn.tile_format import load_stream
 from runtime.modules import Stage
 from runtime.vision_ref import chain_reference
 from runtime.vision_timing import chain_cycles
@@ -32,7 +35,14 @@ class ModelBackend(Backend):
         output = chain_reference(stages, frame) if want_output else None
         return FrameReport(output, cycles, cycles / self.platform.fabric_clock_hz)
 
-    def _run_dnn(self, slots: list[int], model: str, images: int) -> DnnReport:
-        plan = dnn_plan(self.platform, model, len(slots))   # the caller gives as many slots as it uses
-        cycles = int(plan.latency_cycles + (images - 1) * plan.bottleneck_cycles)
+    def _run_dnn(self, slots: list[int], model: str, plan, images: int) -> DnnReport:
+        # A tile that lacks its layers first takes its load stream, one word per cycle.
+        program = sum(program_words(model, start, stop) for _, start, stop in self.unprogrammed(slots, model, plan))
+        cycles = int(program + plan.latency_cycles + (images - 1) * plan.bottleneck_cycles)
         return DnnReport(images, cycles, cycles / self.platform.fabric_clock_hz)
+
+
+@lru_cache(maxsize=64)
+def program_words(model: str, start: int, stop: int) -> int:
+    """Words of the load stream that gives a tile layers [start, stop) of ``model``."""
+    return int(load_stream(network(model), start, stop).size)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from runtime.backends.base import Backend, FrameReport, LoadReport
+from runtime.backends.base import Backend, DnnReport, FrameReport, LoadReport
 from runtime.bitstream.registry import build_config
 from runtime.errors import FrameError
 from runtime.modules import Stage
@@ -13,6 +13,7 @@ from runtime.platform import Platform
 
 class SimBackend(Backend):
     name = "sim"
+    runs_dnn = True
 
     def __init__(self, platform: Platform) -> None:
         super().__init__(platform)
@@ -37,3 +38,20 @@ class SimBackend(Backend):
             raise FrameError(f"frame framing broken in RTL: {stats.tlast_errors} TLAST errors, "
                              f"{stats.extra_out} extra beats")
         return FrameReport(out, stats.out_end_cycle, stats.out_end_cycle / self.platform.fabric_clock_hz)
+
+    def _run_dnn(self, slots: list[int], model: str, plan, images: int) -> DnnReport:
+        from runtime.dnn.planning import network
+        from runtime.dnn.tile_chain import TileChain
+
+        net = network(model)
+        chain = TileChain(self.board, net, plan, slots, configure=False)
+        program = sum(chain.program(slot, start, stop) for slot, start, stop in self.unprogrammed(slots, model, plan))
+        self.board.route(slots)
+        run = chain.run(self._dnn_inputs(net.input_shape, images))
+        cycles = program + run.cycles
+        return DnnReport(images, cycles, cycles / self.platform.fabric_clock_hz)
+
+    def _dnn_inputs(self, shape: tuple[int, ...], images: int) -> np.ndarray:
+        """Seeded stand-in camera crops; the scheduler asks for throughput, not answers."""
+        rng = np.random.default_rng(images)
+        return rng.integers(0, 256, (images, *shape), dtype=np.uint8)

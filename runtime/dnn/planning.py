@@ -13,7 +13,8 @@ _PLANS: dict[tuple, Plan] = {}
 
 
 @lru_cache(maxsize=8)
-def _net(model: str):
+def network(model: str):
+    """The network of ``model``, built once per process."""
     return get_model(model)
 
 
@@ -25,15 +26,23 @@ def dnn_plan(platform: Platform, model: str, tiles: int) -> Plan:
     """The partitioner's plan for ``model`` on at most ``tiles`` tiles of ``platform``."""
     key = (platform.path, model, tiles)
     if key not in _PLANS:
-        _PLANS[key] = partition(_net(model), tiles, link_model(platform), clock_hz=platform.fabric_clock_hz)
+        _PLANS[key] = partition(network(model), tiles, link_model(platform), clock_hz=platform.fabric_clock_hz)
     return _PLANS[key]
 
 
 def images_per_slot_second(platform: Platform, model: str) -> float:
     """Best DNN throughput per slot over 1..all slots: what one idle slot-second is worth."""
+    if "dnn_tile" not in platform.modules:
+        return 0.0
+    plan = best_group_plan(platform, model)
+    return plan.images_per_s / len(plan.stages)
+
+
+def best_group_plan(platform: Platform, model: str) -> Plan:
+    """The plan with the most images per slot-second over 1..all dnn_tile slots (ties: fewer
+    tiles); best-effort work runs replicas of it on groups of that many idle slots."""
     slots = len(platform.slots_for("dnn_tile")) if "dnn_tile" in platform.modules else 0
-    best = 0.0
-    for k in range(1, slots + 1):
-        plan = dnn_plan(platform, model, k)
-        best = max(best, plan.images_per_s / len(plan.stages))
-    return best
+    plans = [dnn_plan(platform, model, k) for k in range(1, slots + 1)]
+    if not plans:
+        raise ValueError(f"{platform.name} has no dnn_tile slots")
+    return max(plans, key=lambda plan: (plan.images_per_s / len(plan.stages), -len(plan.stages)))

@@ -42,10 +42,14 @@ class ChainRun:
 
 
 class TileChain:
-    """``plan``'s stages loaded into slots of ``board`` (a SimBoard), ready to run images."""
+    """``plan``'s stages in slots of ``board`` (a SimBoard), ready to run images.
+
+    By default each tile first enters its slot through the configuration port and then receives
+    its segment; with ``configure=False`` the slots already hold dnn_tile (the scheduler loaded
+    them) and ``program`` gives each tile its segment when the caller says it lacks it."""
 
     def __init__(self, board, net: Network, plan: Plan, slots: list[int] | None = None,
-                 spec: TileSpec = DEFAULT_TILE) -> None:
+                 spec: TileSpec = DEFAULT_TILE, configure: bool = True) -> None:
         platform = board.platform
         free = [s.index for s in platform.slots_for("dnn_tile")] if "dnn_tile" in platform.modules else []
         slots = free[: len(plan.stages)] if slots is None else slots
@@ -54,15 +58,17 @@ class TileChain:
                                f"{platform.name} has {len(free)} that can hold one")
         self.board, self.net, self.plan, self.slots, self.spec = board, net, plan, slots, spec
         self.load_words = self.load_cycles = 0
-        for stage, slot in zip(plan.stages, slots, strict=True):
-            self._load_tile(slot, stage.start, stage.stop)
+        if configure:
+            for stage, slot in zip(plan.stages, slots, strict=True):
+                result = board.load_or_raise(slot, build_config(platform, platform.slots[slot], "dnn_tile"))
+                self.load_words += result.words
+                self.load_cycles += result.cycles
+                self.program(slot, stage.start, stage.stop)
         board.route(slots)
 
-    def _load_tile(self, slot: int, start: int, stop: int) -> None:
-        board, platform = self.board, self.board.platform
-        result = board.load_or_raise(slot, build_config(platform, platform.slots[slot], "dnn_tile"))
-        self.load_words += result.words
-        self.load_cycles += result.cycles
+    def program(self, slot: int, start: int, stop: int) -> int:
+        """Send the load stream of layers [start, stop) to the tile in ``slot``; its cycles."""
+        board = self.board
         sizes = [board.module_read(slot, r)[1] for r in (REG_ACT_ENTRIES, REG_W_ENTRIES, REG_PG_ENTRIES)]
         p = board.module_read(slot, REG_INFO)[1] >> 16 & 0xFF
         want = [self.spec.act_entries, self.spec.w_entries, self.spec.pg_entries]
@@ -79,6 +85,7 @@ class TileChain:
             raise NetworkError(f"slot {slot}: tile refused layers {start}..{stop - 1} (status {status:#x}, "
                                f"{layers} layers, {stats.sent}/{words.size} words taken)")
         log.info("slot %d: layers %d..%d, %d load words", slot, start, stop - 1, words.size)
+        return stats.cycles
 
     def run(self, images: np.ndarray) -> ChainRun:
         """uint8 images [N, H, W] (or [N, H, W, C]) through the chain, back to back."""

@@ -6,12 +6,16 @@ frame that is blocked gets its missing modules loaded (victims by lookahead over
 demand); less urgent frames may only use what is resident, so they never put loads on the port
 ahead of it. A frame that cannot finish by its deadline even if it started now (counting the port
 backlog and its own loads) is dropped rather than run late. When the port is idle, the next
-release's modules are prefetched into idle slots, so reconfiguration overlaps computation.
+release's modules are prefetched into idle slots, so reconfiguration overlaps computation; with
+best-effort DNN work present, prefetch waits until just in time (runtime/sched/lookahead.py) so
+idle slots can run DNN batches meanwhile (runtime/sched/backfill.py).
 """
 
 from __future__ import annotations
 
+from runtime.sched.backfill import backfill
 from runtime.sched.engine import Engine, Frame
+from runtime.sched.lookahead import reclaim_at
 from runtime.sched.policy import PriorityPolicy
 
 
@@ -35,6 +39,13 @@ class EdfPolicy(PriorityPolicy):
         backfill(engine)
 
     def when_port_idle(self, engine: Engine, reserved: set[int]) -> None:
+        if engine.dnn_pipelines and engine.backend.runs_dnn:
+            # Slots may be lent to DNN work: load just in time, not as early as possible.
+            due = reclaim_at(engine)
+            if due > engine.now:
+                if due != float("inf"):
+                    engine.wake(due)
+                return
         self._prefetch(engine, reserved)
 
     @staticmethod
@@ -59,42 +70,3 @@ def _holding(engine: Engine, needed: list[str], upto: str) -> set[int]:
             break
         keep |= set(engine.slots.ready_with(module)) | set(engine.slots.busy_with(module))
     return keep
-
-
-#: A DNN batch is kept short so that the slots it holds come back soon if real-time work wants them.
-DNN_BATCH_S = 1e-3
-
-
-def backfill(engine: Engine) -> None:
-    """Best-effort DNN pipelines on slots the admitted real-time pipelines never use: load dnn_tile
-    there when the port is idle, then run short batches on as many tiles as the partitioner's plan
-    for those slots uses."""
-    if not engine.dnn_pipelines or not engine.backend.runs_dnn:
-        return
-    from runtime.dnn.planning import dnn_plan
-    from runtime.slots import SlotState
-
-    rt_modules = {m for p in engine.pipelines for m in p.modules}
-    for p in engine.dnn_pipelines:
-        if p.name in engine.dnn_running:
-            continue
-        spare = [s for s in engine.slots.slots if engine.slots.compatible(s.index, "dnn_tile")
-                 and s.state in (SlotState.BLANK, SlotState.READY, SlotState.LOADING)
-                 and (s.module is None or s.module not in rt_modules)]
-        if not spare:
-            continue
-        ready = [s.index for s in spare if s.state == SlotState.READY and s.module == "dnn_tile"]
-        plan = dnn_plan(engine.backend.platform, p.model, len(spare))
-        want = len(plan.stages)
-        if len(ready) < want:
-            idle_port = engine.slots.port.current is None and not engine.slots.port.queue
-            loadable = [s.index for s in spare if s.state in (SlotState.BLANK, SlotState.READY)
-                        and s.module != "dnn_tile"]
-            if idle_port and loadable:
-                engine.slots.request(loadable[0], "dnn_tile", "dnn")
-            if not ready:
-                continue
-            plan = dnn_plan(engine.backend.platform, p.model, len(ready))
-            want = len(plan.stages)
-        images = max(1, int(DNN_BATCH_S * plan.clock_hz // plan.bottleneck_cycles))
-        engine.start_dnn(p, ready[:want], images)

@@ -31,7 +31,7 @@ from runtime.workload import PipelineSpec, Workload
 log = logging.getLogger(__name__)
 
 OUTCOMES = ("on_time", "late", "dropped", "error")
-RELEASE, LOAD_DONE, JOB_DONE = "release", "load_done", "job_done"
+RELEASE, LOAD_DONE, JOB_DONE, WAKE = "release", "load_done", "job_done", "wake"
 
 
 @dataclass
@@ -65,7 +65,7 @@ class DnnJob:
 
     @property
     def key(self) -> str:
-        return f"{self.pipeline.name}/dnn@{self.start:.6f}"
+        return f"{self.pipeline.name}/dnn@{','.join(map(str, self.slots))}"
 
 
 @dataclass
@@ -91,7 +91,7 @@ class Engine:
         self.drain_s = drain_s
         self.pipelines = [p for p in workload.pipelines if p.realtime]
         self.dnn_pipelines = [p for p in workload.pipelines if not p.realtime]
-        self.dnn_running: dict[str, DnnJob] = {}
+        self.dnn_running: dict[str, DnnJob] = {}     #: by job key (one job per slot group)
         self.dnn_images: dict[str, int] = {p.name: 0 for p in self.dnn_pipelines}
         self.frames: list[Frame] = []
         self.pending: list[Frame] = []
@@ -107,6 +107,8 @@ class Engine:
         self._load_s: dict[int, float] = {}
         self.port_by_reason: dict[str, float] = {}   # demand, prefetch, warm-up, dnn, static
         self._upcoming: tuple[tuple[int, ...], int, list[str]] | None = None
+        self._next_index = {p.name: 0 for p in self.pipelines}   # next frame not yet released
+        self._wakes: set[float] = set()
         # Pipelines register before their first frame: the policy may fill every slot once
         # (setup and prefetch) before releases begin, the same warm-up for every policy.
         self.t0 = self.longest_load_s() * len(self.slots.slots)
@@ -120,6 +122,11 @@ class Engine:
     def now(self) -> float:
         return self.clock.now()
 
+    @property
+    def end_s(self) -> float:
+        """When releases stop and best-effort work is no longer counted."""
+        return self.t0 + self.workload.duration_s
+
     def run(self) -> Engine:
         self._schedule_releases()
         self.policy.setup(self)
@@ -132,6 +139,9 @@ class Engine:
             self._advance(t)
             if kind == RELEASE:
                 self.pending.append(data)
+                self._next_index[data.pipeline.name] = data.index + 1
+            elif kind == WAKE:
+                self._wakes.discard(t)
             elif kind == LOAD_DONE:
                 self._load_done()
             elif kind == JOB_DONE:
@@ -147,6 +157,12 @@ class Engine:
         self.pending.clear()
         self.running.clear()
         return self
+
+    def wake(self, t: float) -> None:
+        """Make sure the policy is asked again at ``t`` even if nothing else happens then."""
+        if t > self.now and t not in self._wakes:
+            self._wakes.add(t)
+            self.push(t, WAKE, None)
 
     def _advance(self, t: float) -> None:
         dt = t - self._last
@@ -255,14 +271,14 @@ class Engine:
         report = self.backend.run_dnn(slots, pipeline.model, images)
         job = DnnJob(pipeline, tuple(slots), images, self.now, self.now + report.seconds)
         self.slots.acquire(slots, job.key)
-        self.dnn_running[pipeline.name] = job
+        self.dnn_running[job.key] = job
         self.push(job.end, JOB_DONE, job)
         return job
 
     def _dnn_done(self, job: DnnJob) -> None:
-        self.dnn_running.pop(job.pipeline.name)
+        self.dnn_running.pop(job.key)
         self.slots.release(job.slots, self.now)
-        if self.now <= self.t0 + self.workload.duration_s:
+        if self.now <= self.end_s + 1e-12:
             self.dnn_images[job.pipeline.name] += job.images
         for slot in job.slots:
             self.trace.append(TraceEvent(f"slot {slot}", f"{job.pipeline.name} x{job.images}", job.start, job.end,
@@ -289,6 +305,28 @@ class Engine:
         self.finish(frame, "dropped", reason)
 
     # ---- what the future holds (for Belady replacement and prefetch)
+    def next_release_s(self, pipeline: PipelineSpec) -> float:
+        """Earliest time the next unreleased frame of ``pipeline`` can arrive (its nominal release;
+        jitter only delays it); inf after the last one."""
+        k = self._next_index[pipeline.name]
+        if k * pipeline.period_s >= self.workload.duration_s:
+            return float("inf")
+        return self.t0 + k * pipeline.period_s
+
+    def module_needs(self) -> dict[str, float]:
+        """For each module real-time work will want: the earliest time it is wanted (now for a
+        pending frame's module, else the next release of a pipeline using it)."""
+        needs: dict[str, float] = {}
+        for frame in self.pending:
+            for module in frame.pipeline.modules:
+                needs[module] = self.now
+        for p in self.pipelines:
+            t = self.next_release_s(p)
+            for module in p.modules:
+                if t < needs.get(module, float("inf")):
+                    needs[module] = t
+        return needs
+
     def future_modules(self, first: Iterable[Frame] = (), releases: int = 2) -> list[str]:
         """Modules in the order they will be needed: the given frames, then the next ``releases``
         releases of every pipeline by deadline (enough lookahead to rank a few slots' contents)."""

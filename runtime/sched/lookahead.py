@@ -1,0 +1,58 @@
+"""Just-in-time loading: how long the port may wait before the next real-time load must start.
+
+Real-time work wants modules at known times (``Engine.module_needs``: now for a pending frame, the
+next nominal release otherwise). The modules among them that no slot holds or is receiving must
+pass through the one port in order of need, each finished by its need time. Walking that list
+backwards gives the latest time the first of those loads may start; until then idle slots and the
+port are free for other work (DNN batches, lending a slot to dnn_tile).
+"""
+
+from __future__ import annotations
+
+from runtime.sched.engine import Engine
+
+
+def missing_needs(engine: Engine, evicting: int | None = None) -> list[tuple[float, str]]:
+    """(need time, module) of every wanted module no slot holds or is receiving, earliest first;
+    with ``evicting``, as if that slot's module were gone."""
+    missing = []
+    for module, t in engine.module_needs().items():
+        holders = [*engine.slots.ready_with(module), *engine.slots.busy_with(module),
+                   *engine.slots.coming_with(module)]
+        if not [s for s in holders if s != evicting]:
+            missing.append((t, module))
+    return sorted(missing)
+
+
+def latest_load_starts(engine: Engine, evicting: int | None = None) -> list[float]:
+    """Latest start times of the missing real-time loads, in port order, such that every missing
+    module is in by its need time. Loads are assumed to take the longest slot's load time, since
+    the victim slots are not chosen yet."""
+    load_s = engine.longest_load_s()
+    starts = []
+    finish = float("inf")
+    for t, _ in reversed(missing_needs(engine, evicting)):
+        finish = min(finish, t) - load_s
+        starts.append(finish)
+    return starts[::-1]
+
+
+def latest_load_start(engine: Engine, evicting: int | None = None) -> float:
+    """Latest time the port may begin the next real-time load (inf when nothing is missing)."""
+    starts = latest_load_starts(engine, evicting)
+    return starts[0] if starts else float("inf")
+
+
+#: Slack kept before the latest start, as a fraction of one load.
+SLACK_LOADS = 0.1
+
+
+def reclaim_at(engine: Engine, evicting: int | None = None) -> float:
+    """When idle slots must be back for real-time loads: the latest start, less some slack."""
+    return latest_load_start(engine, evicting) - SLACK_LOADS * engine.longest_load_s()
+
+
+def victims_due(engine: Engine) -> list[float]:
+    """When the 1st, 2nd, ... idle victim slot must be available for real-time loads."""
+    slack = SLACK_LOADS * engine.longest_load_s()
+    return [t - slack for t in latest_load_starts(engine)]

@@ -2,10 +2,11 @@
 
 Two moves, made after the real-time dispatch of every event:
 
-- run: idle slots holding dnn_tile take short batches, in groups of the size whose plan gives the
-  most images per slot-second (the partitioner decides the split; for the bundled models that is
-  one tile per replica). A batch ends before its slot may be needed as the victim of a real-time
-  load (``lookahead.victims_due``) and before the run ends.
+- run: while no real-time frame waits, idle slots holding dnn_tile take short batches, in groups
+  of the size whose plan gives the most images per slot-second (the partitioner decides the
+  split; for the bundled models that is one tile per replica). A batch ends before its slot may
+  be needed as the victim of a real-time load (``lookahead.victims_due``) and before the run
+  ends.
 - lend: when the port is idle and no real-time frame waits, one more idle slot is loaded with
   dnn_tile if the just-in-time plan for real-time loads, with that slot's module gone, still
   leaves room for the load, at least one image and DNN time worth the port time spent. A lent
@@ -47,6 +48,8 @@ def _until(due: list[float], busy_ends: list[float], idle_others: int) -> float:
 
 
 def _run(engine: Engine) -> None:
+    if engine.pending:
+        return      # a waiting frame may want an idle slot for a copy of a module it shares
     now = engine.now
     due = victims_due(engine)
     busy_ends = [job.end for job in engine.dnn_running.values() for _ in job.slots]

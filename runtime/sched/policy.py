@@ -43,16 +43,17 @@ class Policy(ABC):
         """Queue the loads ``frame`` needs, if they let it start sooner than waiting would.
 
         Each stage's module comes from a free resident slot, a slot already being loaded with it, a
-        busy slot holding it (free when its job ends), or a new load into a victim slot. The frame
-        starts when its last stage is available, so a new load is queued only where the busy copy
-        would free later than that, and nothing is loaded if some stage has no source at all.
+        busy slot holding it (free when its job ends), or a new load into a victim slot. The plan is
+        to wait for busy copies and load only modules nobody holds; if that would make the frame (or
+        one queued behind it for the same busy modules) late, a copy is loaded wherever a victim
+        slot exists (frames of one module set then run side by side) when that starts it sooner.
+        Nothing is loaded if some stage has no source.
         Returns the slots the frame counts on, so later decisions leave them alone."""
         chosen, _ = engine.find_slots(frame, keep)
         used = {s for s in chosen if s is not None} | set(keep)
         future = engine.future_modules([frame])
-        backlog = engine.port_backlog_s()
-        plan: list[tuple[str, int | None, float | None, int | None]] = []   # module, busy slot, free at, victim
-        loads = 0
+        victims: set[int] = set()
+        steps: list[tuple[str, float | None]] = []   # module, when its busy copy frees (None: no copy)
         for module, slot in zip(frame.pipeline.modules, chosen, strict=True):
             if slot is not None:
                 continue
@@ -62,20 +63,37 @@ class Policy(ABC):
                 continue
             busy = sorted((engine.free_at(s) or engine.now, s) for s in engine.slots.busy_with(module)
                           if s not in used)
-            victim = engine.slots.victim(module, future, keep=used)
             if busy:
                 used.add(busy[0][1])
-            if victim is not None and not busy:
-                used.add(victim)
-            plan.append((module, busy[0][1] if busy else None, busy[0][0] if busy else None, victim))
-            loads += victim is not None
-        if any(b is None and v is None for _, b, _, v in plan):
-            return used                    # some stage has no slot to come from: wait
-        load_done = engine.now + backlog + sum(engine.load_seconds(v) for _, _, _, v in plan if v is not None)
-        start = max([t if t is not None else load_done for _, _, t, _ in plan], default=engine.now)
-        for module, busy_slot, free_at, victim in plan:
-            if busy_slot is not None and (free_at <= start or victim is None):
-                continue                   # waiting for the busy copy costs nothing extra
+            steps.append((module, busy[0][0] if busy else None))
+        # Victims go first to modules nobody holds (they are needed), then to extra copies.
+        plan: list[tuple[str, float | None, int | None]] = []   # module, busy copy frees at, victim
+        for module, free in sorted(steps, key=lambda step: step[1] is not None):
+            victim = engine.slots.victim(module, future, keep=used | victims)
+            if victim is not None:
+                victims.add(victim)
+            plan.append((module, free, victim))
+        if not plan or any(t is None and v is None for _, t, v in plan):
+            return used                    # nothing to load, or some stage has no slot to come from
+        ready_at = engine.now + engine.port_backlog_s()
+
+        def start(loads: list[tuple[str, float | None, int | None]]) -> float:
+            waits = [t for step in plan if step not in loads for t in [step[1]] if t is not None]
+            done = ready_at + sum(engine.load_seconds(v) for _, _, v in loads if v is not None)
+            return max([*waits, done] if loads else waits)
+
+        wait_plan = [step for step in plan if step[1] is None]
+        copy_plan = [step for step in plan if step[2] is not None]
+        # A copy costs a load and evicts something: made only when waiting would make this frame, or
+        # a frame queued behind it for the same busy modules, late.
+        shared = {module for module, free, _ in plan if free is not None}
+        t, late = start(wait_plan), False
+        for other in sorted((f for f in engine.pending if shared & set(f.pipeline.modules)),
+                            key=lambda f: (f is not frame, f.deadline, f.seq)):
+            t += other.pipeline.exec_s
+            late = late or t > other.deadline
+        loads = copy_plan if late and start(copy_plan) < start(wait_plan) else wait_plan
+        for module, _, victim in loads:
             if victim is not None and engine.slots.slots[victim].state in (SlotState.BLANK, SlotState.READY):
                 engine.slots.request(victim, module, reason)
                 used.add(victim)

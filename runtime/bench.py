@@ -56,24 +56,34 @@ def dnn_bound(workload: Workload, admitted) -> dict:
     return {"idle_slot_seconds_per_s": round(slots - busy, 4), "dnn_images_per_s": round((slots - busy) * per_slot, 1)}
 
 
-def sweep(workload: Workload, scheduler: str, backend: str, pipeline: str) -> int:
-    """Largest number of copies of ``pipeline`` the scheduler runs with zero misses (and, for a
-    scheduler with admission control, with nothing rejected)."""
-    best = 0
+def sweep(workload: Workload, scheduler: str, backend: str, pipeline: str) -> dict:
+    """Copies of real-time ``pipeline`` are added one at a time until the scheduler misses a
+    deadline of a pipeline it runs or, for a scheduler with admission control, refuses a copy.
+    ``max_pipelines`` is the largest count with zero misses; ``others_refused`` names the other
+    pipelines admission turned away at that count (they never ran, and were told why)."""
+    best, refused = 0, []
     for count in range(1, MAX_SWEEP + 1):
-        _, result = run_one(workload.with_copies(pipeline, count), scheduler, backend, check_rejected=False)
-        if misses(result) or result["rejected"]:
+        trial = workload.with_copies(pipeline, count)
+        copies = {p.name for p in trial.pipelines if p.name.startswith(f"{pipeline}#")}
+        _, result = run_one(trial, scheduler, backend, check_rejected=False)
+        if misses(result) or any(r["name"] in copies for r in result["rejected"]):
             break
-        best = count
-    return best
+        best, refused = count, [r["name"] for r in result["rejected"]]
+    return {"pipeline": pipeline, "max_pipelines": best, "others_refused": refused}
 
 
 def bench(path: str, schedulers: list[str], backend: str = "model", trace: str | None = None,
-          sweep_pipeline: str | None = None, gantt: str | None = None) -> dict:
+          sweep_pipeline: str | bool | None = None, gantt: str | None = None) -> dict:
+    """Run ``path``'s workload under each scheduler; ``sweep_pipeline`` True sweeps the
+    workload's own ``sweep`` pipeline."""
     for name in schedulers:
         if name not in POLICIES:
             raise FpgashareError(f"unknown scheduler {name!r}; known: {', '.join(POLICIES)}")
     workload = load_workload(path)
+    if sweep_pipeline is True:
+        if workload.sweep is None:
+            raise FpgashareError(f"{workload.path}: --sweep without a name needs a sweep key in the workload")
+        sweep_pipeline = workload.sweep
     results = []
     for name in schedulers:
         engine, result = run_one(workload, name, backend)
@@ -87,8 +97,7 @@ def bench(path: str, schedulers: list[str], backend: str = "model", trace: str |
             write_gantt(engine.trace, out, f"{workload.path.stem}: {name}", (t0, t0 + 0.1))
             result["gantt"] = out
         if sweep_pipeline:
-            result["sweep"] = {"pipeline": sweep_pipeline,
-                               "max_pipelines": sweep(workload, name, backend, sweep_pipeline)}
+            result["sweep"] = sweep(workload, name, backend, sweep_pipeline)
         results.append(result)
     report = {"workload": str(workload.path), "platform": workload.platform.name, "backend": backend,
               "results": results}

@@ -209,7 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--scheduler", default="edf,rr-bundle,fcfs,static", help="comma-separated schedulers")
     bn.add_argument("--backend", choices=["model", "sim"], default="model")
     bn.add_argument("--trace", help="write a Chrome/Perfetto trace (one file per scheduler)")
-    bn.add_argument("--sweep", metavar="PIPELINE", help="add copies of this real-time pipeline until a miss")
+    bn.add_argument("--sweep", metavar="PIPELINE", nargs="?", const=True,
+                    help="add copies of this real-time pipeline (default: the workload's sweep key) until a miss")
     bn.add_argument("--gantt", help="write a Gantt chart of the first 100 ms (PNG; one per scheduler)")
     bn.add_argument("--json", action="store_true")
     bn.set_defaults(func=cmd_bench)

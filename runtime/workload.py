@@ -11,6 +11,7 @@
     frame = [720, 1280]                   # rows, cols
     stages = ["gauss3x3", "sobel_mag", "threshold"]
     jitter_ms = 0.5                       # optional release jitter
+    sweep = "edges"                       # optional: the pipeline `--sweep` copies by default
     [[pipeline]]
     name = "detector"
     class = "besteffort"
@@ -65,15 +66,17 @@ class Workload:
     seed: int
     duration_s: float
     pipelines: tuple[PipelineSpec, ...]
+    sweep: str | None = None           #: the real-time pipeline a sweep copies unless told otherwise
 
     def with_copies(self, name: str, count: int) -> Workload:
-        """``count`` copies of real-time pipeline ``name`` (named name#1, name#2, ...) in place of it."""
+        """``count`` copies of real-time pipeline ``name`` (named name#1, name#2, ...): the first
+        in its place, the others after every pipeline, as if registered later."""
         base = next((p for p in self.pipelines if p.name == name), None)
         if base is None or not base.realtime:
             raise WorkloadError(f"{self.path}: no real-time pipeline {name!r} to sweep")
-        others = tuple(p for p in self.pipelines if p.name != name)
-        copies = tuple(replace(base, name=f"{name}#{i + 1}") for i in range(count))
-        return replace(self, pipelines=copies + others)
+        copies = [replace(base, name=f"{name}#{i + 1}") for i in range(count)]
+        pipelines = tuple(copies[0] if p.name == name else p for p in self.pipelines) + tuple(copies[1:])
+        return replace(self, pipelines=pipelines)
 
 
 def load_workload(path: str | Path) -> Workload:
@@ -88,6 +91,7 @@ def load_workload(path: str | Path) -> Workload:
     seed = top.get("seed", int, 0)
     duration = float(top.positive("duration_s", (int, float)))
     entries = top.get("pipeline", list)
+    sweep = top.get("sweep", str, None)
     top.done()
     pipelines, names = [], set()
     for i, entry in enumerate(entries):
@@ -114,7 +118,9 @@ def load_workload(path: str | Path) -> Workload:
         t.done()
     if not pipelines:
         raise WorkloadError(f"{file}: no [[pipeline]] entries")
-    return Workload(file, platform, seed, duration, tuple(pipelines))
+    if sweep is not None and sweep not in {p.name for p in pipelines if p.realtime}:
+        raise WorkloadError(f"{file}: sweep: {sweep!r} is not a real-time pipeline of this workload")
+    return Workload(file, platform, seed, duration, tuple(pipelines), sweep)
 
 
 def _realtime(file: Path, where: str, t: TomlTable, name: str, platform: Platform) -> PipelineSpec:

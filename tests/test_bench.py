@@ -32,6 +32,16 @@ def test_bench_json_trace_and_gantt(tmp_path, capsys):
     assert edf["sweep"]["max_pipelines"] >= rr["sweep"]["max_pipelines"]
 
 
+def test_sweep_defaults_to_the_workload_sweep_key(tmp_path, capsys):
+    assert main(["bench", str(SUITE), "--scheduler", "rr-bundle", "--json", "--sweep"]) == 0
+    result, = json.loads(capsys.readouterr().out)["results"]
+    assert result["sweep"]["pipeline"] == "edges"
+    keyless = tmp_path / "w.toml"
+    keyless.write_text("\n".join(line for line in SUITE.read_text().splitlines() if not line.startswith("sweep")))
+    assert main(["bench", str(keyless), "--sweep"]) == 2
+    assert "needs a sweep key" in capsys.readouterr().err
+
+
 def test_bench_rejects_bad_input(tmp_path, capsys):
     assert main(["bench", str(SUITE), "--scheduler", "edf,lottery"]) == 2
     assert "unknown scheduler 'lottery'" in capsys.readouterr().err
@@ -108,3 +118,14 @@ def test_dnn_backfill_on_the_rtl_agrees_with_the_twin(tmp_path):
     assert sim["totals"]["reconfigurations"] == model["totals"]["reconfigurations"]
     assert model["totals"]["dnn_images"] > 0
     assert sim["totals"]["dnn_images"] == pytest.approx(model["totals"]["dnn_images"], rel=0.02)
+
+
+def test_scorecard_reports_every_acceptance_number():
+    from benchmarks.scheduler_scorecard import score
+
+    row = score(SUITE.parent / "nh_720p60_pynq_z2.toml")
+    assert row["edf_admitted_misses"] == 0
+    assert row["rejected"] == ["thumb"] and row["rejected_set_misses"] > 0
+    assert set(row["sweeps"]) == {"edges", "thumb"}
+    edges = row["sweeps"]["edges"]
+    assert edges["edf"] == 1 and edges["rr-bundle"] == 0 and edges["edf_over_rr_bundle"] == "inf"

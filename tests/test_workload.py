@@ -38,6 +38,17 @@ def test_a_good_workload(tmp_path):
     assert p.modules == ("conv3x3", "sobel_mag") and p.deadline_s == pytest.approx(0.0167)
     assert 0 < p.exec_s < p.period_s
     assert [q.name for q in w.with_copies("edges", 3).pipelines] == ["edges#1", "edges#2", "edges#3"]
+    second = GOOD[GOOD.index("[[pipeline]]"):].replace('"edges"', '"small"')
+    two = load_workload(_write(tmp_path, GOOD.replace("seed = 1", 'seed = 1\nsweep = "edges"') + second))
+    assert two.sweep == "edges"
+    # Copies register after the pipelines already there (admission never evicts an earlier one).
+    assert [q.name for q in two.with_copies("edges", 3).pipelines] == ["edges#1", "small", "edges#2", "edges#3"]
+
+
+def _write(tmp_path, text: str) -> Path:
+    path = tmp_path / "w2.toml"
+    path.write_text(text)
+    return path
 
 
 @pytest.mark.parametrize("change,message", [
@@ -51,6 +62,7 @@ def test_a_good_workload(tmp_path):
     (("period_ms = 16.7", "period_ms = -3"), "period_ms must be > 0"),
     (('platform = "bitstreams/zcu104.toml"', 'platform = "nowhere.toml"'), "platform"),
     (('stages = ["gauss3x3", "sobel_mag"]', 'stages = ["a", "b", "c", "d", "e"]'), "unknown module"),
+    (("seed = 1", 'seed = 1\nsweep = "edgy"'), "sweep: 'edgy' is not a real-time pipeline"),
 ])
 def test_mistakes_are_named(tmp_path, change, message):
     path = tmp_path / "w.toml"

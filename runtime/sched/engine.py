@@ -106,6 +106,7 @@ class Engine:
         self._load_started: dict[int, float] = {}
         self._load_s: dict[int, float] = {}
         self.port_by_reason: dict[str, float] = {}   # demand, prefetch, warm-up, dnn, static
+        self.exposed_by_reason: dict[str, float] = {}
         self._upcoming: tuple[tuple[int, ...], int, list[str]] | None = None
         self._next_index = {p.name: 0 for p in self.pipelines}   # next frame not yet released
         self._wakes: set[float] = set()
@@ -169,8 +170,10 @@ class Engine:
         if dt > 0:
             busy = self.slots.busy_count()
             self.slot_busy_s += busy * dt
-            if self.slots.port.current is not None and busy == 0:
+            current = self.slots.port.current
+            if current is not None and busy == 0:
                 self.exposed_reconfig_s += dt
+                self.exposed_by_reason[current.reason] = self.exposed_by_reason.get(current.reason, 0.0) + dt
         self.clock.wait_until(max(t, self.clock.now()))
         self._last = t
 
@@ -369,6 +372,7 @@ class Engine:
             "reconfigurations": port.loads, "port_busy_s": round(port.busy_s, 6),
             "exposed_reconfig_s": round(self.exposed_reconfig_s, 6),
             "port_s_by_reason": {k: round(v, 6) for k, v in sorted(self.port_by_reason.items())},
+            "exposed_s_by_reason": {k: round(v, 6) for k, v in sorted(self.exposed_by_reason.items())},
             "slot_utilization": round(self.slot_busy_s / ((self.now or sim_s) * len(self.slots.slots)), 4),
             "dnn_images": dnn, "dnn_images_per_s": round(dnn / sim_s, 2),
             "sim_s": sim_s, "wall_s": round(wall_s, 3)}}

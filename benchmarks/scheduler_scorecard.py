@@ -1,0 +1,100 @@
+"""The scheduler's acceptance numbers on every suite in benchmarks/workloads/, side by side with the
+baselines in the same process (model backend, virtual time):
+
+- misses of admitted real-time pipelines under edf, and how many frames the rejected set misses
+  when run anyway (is admission control more than caution?);
+- sweep: for every real-time pipeline of the suite, the largest number of copies each scheduler
+  runs with zero misses, and the ratio edf / rr-bundle;
+- DNN images/s under edf as a fraction of the offline bound;
+- exposed reconfiguration (port time with no slot computing) as a fraction of port time, all of
+  it and in steady state (without the warm-up loads made when pipelines register, before their
+  first frame, when nothing can compute yet).
+
+    python benchmarks/scheduler_scorecard.py [--suite NAME ...] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from runtime.bench import misses, run_one, sweep
+from runtime.workload import load_workload
+
+SUITES = Path(__file__).resolve().parent / "workloads"
+SCHEDULERS = ("edf", "rr-bundle", "fcfs", "static")
+
+
+def share(part: float, whole: float) -> float | None:
+    return part / whole if whole > 1e-12 else None
+
+
+def ratio(a: int, b: int) -> float | str | None:
+    return a / b if b else ("inf" if a else None)
+
+
+def score(path: Path) -> dict:
+    workload = load_workload(path)
+    _, edf = run_one(workload, "edf", "model")
+    totals = edf["totals"]
+    row = {"suite": path.stem, "platform": workload.platform.name,
+           "edf_admitted_misses": misses(edf), "rejected": [r["name"] for r in edf["rejected"]],
+           "rejected_set_misses": edf.get("rejected_set_misses"),
+           "exposed_fraction": share(totals["exposed_reconfig_s"], totals["port_busy_s"]),
+           "steady_exposed_fraction": share(
+               totals["exposed_reconfig_s"] - totals["exposed_s_by_reason"].get("warm-up", 0.0),
+               totals["port_busy_s"] - totals["port_s_by_reason"].get("warm-up", 0.0)),
+           "port_busy_s": totals["port_busy_s"], "reconfigurations": totals["reconfigurations"]}
+    bound = edf["bound"]["dnn_images_per_s"]
+    if any(not p.realtime for p in workload.pipelines):
+        row["dnn_fraction_of_bound"] = totals["dnn_images_per_s"] / bound if bound else None
+    row["sweeps"] = {}
+    for p in (q for q in workload.pipelines if q.realtime):
+        counts = {s: sweep(workload, s, "model", p.name)["max_pipelines"] for s in SCHEDULERS}
+        row["sweeps"][p.name] = {**counts, "edf_over_rr_bundle": ratio(counts["edf"], counts["rr-bundle"])}
+    return row
+
+
+def fmt(x) -> str:
+    if x is None:
+        return "-"
+    return x if isinstance(x, str) else f"{x:.2f}"
+
+
+def pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--suite", action="append", help="only these suites (file stems)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    paths = sorted(SUITES.glob("*.toml"))
+    if args.suite:
+        paths = [p for p in paths if p.stem in args.suite]
+    rows = [score(p) for p in paths]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'suite':22s} {'edf miss':>8s} {'rejected (misses if run)':>26s} {'exposed':>8s} {'steady':>7s} "
+          f"{'DNN/bound':>9s}")
+    for r in rows:
+        rej = f"{len(r['rejected'])} ({r['rejected_set_misses']})" if r["rejected"] else "0"
+        print(f"{r['suite']:22s} {r['edf_admitted_misses']:8d} {rej:>26s} {pct(r['exposed_fraction']):>8s} "
+              f"{pct(r['steady_exposed_fraction']):>7s} {fmt(r.get('dnn_fraction_of_bound')):>9s}")
+    print()
+    print(f"{'suite':22s} {'swept':10s} " + " ".join(f"{s:>9s}" for s in SCHEDULERS) + f" {'edf/rr':>7s}")
+    for r in rows:
+        for name, s in r["sweeps"].items():
+            print(f"{r['suite']:22s} {name:10s} " + " ".join(f"{s[k]:9d}" for k in SCHEDULERS)
+                  + f" {fmt(s['edf_over_rr_bundle']):>7s}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -55,7 +55,7 @@ def workload(n: int) -> Workload:
         period = exec_s * n * 2.5        # about 40% of one chain's time for the whole set
         pipelines.append(PipelineSpec(f"p{i}", "realtime", period, period, (rows, cols), stages, 0.1 * period,
                                       None, exec_s))
-    return Workload(Path(f"cost{n}"), platform, 1, 0.25, tuple(pipelines))
+    return Workload(Path(f"cost{n}"), platform, 1, 1.0, tuple(pipelines))
 
 
 def main() -> int:

@@ -43,21 +43,49 @@ class SlotManager:
         self.slots = [Slot(s.index) for s in backend.platform.slots]
         self.port = ConfigPort()
         self._report: LoadReport | None = None
+        self._holders: tuple[dict[str, list[int]], ...] | None = None   # ready, busy, loading; rebuilt on change
+        self._compatible: dict[tuple[int, str], bool] = {}
+
+    def _changed(self) -> None:
+        self._holders = None
+
+    def _index(self) -> tuple[dict[str, list[int]], ...]:
+        # Queried many times per scheduling decision, changed a few times per event: index once.
+        if self._holders is None:
+            ready: dict[str, list[int]] = {}
+            busy: dict[str, list[int]] = {}
+            loading: dict[str, list[int]] = {}
+            by_state = {SlotState.READY: ready, SlotState.BUSY: busy, SlotState.LOADING: loading}
+            for s in self.slots:
+                table = by_state.get(s.state)
+                if table is not None and s.module is not None:
+                    table.setdefault(s.module, []).append(s.index)
+            self._holders = (ready, busy, loading)
+        return self._holders
 
     # ---- queries
     def compatible(self, slot: int, module: str) -> bool:
-        platform = self.backend.platform
-        return module in platform.modules and platform.slots[slot].name in platform.module(module).slots
+        key = (slot, module)
+        if key not in self._compatible:
+            platform = self.backend.platform
+            self._compatible[key] = module in platform.modules and \
+                platform.slots[slot].name in platform.module(module).slots
+        return self._compatible[key]
 
     def ready_with(self, module: str) -> list[int]:
-        return [s.index for s in self.slots if s.state == SlotState.READY and s.module == module]
+        return list(self._index()[0].get(module, ()))
 
     def busy_with(self, module: str) -> list[int]:
-        return [s.index for s in self.slots if s.state == SlotState.BUSY and s.module == module]
+        return list(self._index()[1].get(module, ()))
 
     def coming_with(self, module: str) -> list[int]:
         """Slots being loaded with ``module``."""
-        return [s.index for s in self.slots if s.state == SlotState.LOADING and s.module == module]
+        return list(self._index()[2].get(module, ()))
+
+    def idle(self, exclude: set[int] = frozenset()) -> list[int]:
+        """Slots that could start a job or take a load now (ready or blank), less ``exclude``."""
+        return [s.index for s in self.slots if s.index not in exclude
+                and (s.state == SlotState.READY or s.state == SlotState.BLANK)]
 
     def busy_count(self) -> int:
         return sum(s.state == SlotState.BUSY for s in self.slots)
@@ -89,6 +117,7 @@ class SlotManager:
         if s.state not in (SlotState.BLANK, SlotState.READY):
             raise RuntimeError(f"slot {slot} is {s.state.value}; it cannot take a load now")
         s.state, s.module = SlotState.LOADING, module
+        self._changed()
         self.port.queue.append(LoadRequest(slot, module, reason))
 
     def start_next(self, now: float) -> float | None:
@@ -106,6 +135,7 @@ class SlotManager:
         queue; a second quarantines the slot."""
         request, report = self.port.finish(), self._report
         slot = self.slots[request.slot]
+        self._changed()
         if report is not None and report.ok:
             slot.state, slot.last_used = SlotState.READY, now
             return request, True
@@ -125,8 +155,10 @@ class SlotManager:
             if s.state != SlotState.READY:
                 raise RuntimeError(f"slot {i} is {s.state.value}, not ready")
             s.state, s.owner = SlotState.BUSY, owner
+        self._changed()
 
     def release(self, slots: Sequence[int], now: float) -> None:
         for i in slots:
             s = self.slots[i]
             s.state, s.owner, s.last_used = SlotState.READY, None, now
+        self._changed()

@@ -105,10 +105,12 @@ class Engine:
         self._pixels = self._test_frames()
         self._load_started: dict[int, float] = {}
         self._load_s: dict[int, float] = {}
+        self._longest_load_s: float | None = None
         self.port_by_reason: dict[str, float] = {}   # demand, prefetch, warm-up, dnn, static
         self.exposed_by_reason: dict[str, float] = {}
         self._upcoming: tuple[tuple[int, ...], int, list[str]] | None = None
         self._next_index = {p.name: 0 for p in self.pipelines}   # next frame not yet released
+        self._release_entries: dict[tuple[str, int, int], list] = {}
         self._wakes: set[float] = set()
         # Pipelines register before their first frame: the policy may fill every slot once
         # (setup and prefetch) before releases begin, the same warm-up for every policy.
@@ -230,7 +232,9 @@ class Engine:
 
     def longest_load_s(self) -> float:
         """Port time of the longest load into any slot (an estimate when the slot is not chosen yet)."""
-        return max((self.load_seconds(s.index) for s in self.slots.slots), default=0.0)
+        if self._longest_load_s is None:
+            self._longest_load_s = max((self.load_seconds(s.index) for s in self.slots.slots), default=0.0)
+        return self._longest_load_s
 
     # ---- jobs
     def find_slots(self, frame: Frame, reserved: set[int]) -> tuple[list[int | None], list[str]]:
@@ -336,23 +340,23 @@ class Engine:
         order: list[str] = []
         for frame in first:
             order.extend(frame.pipeline.modules)
-        elapsed = self.now - self.t0
         # The order changes only when some pipeline's next release index does.
-        nxt = tuple(max(0, int(elapsed // p.period_s) + 1) if elapsed >= 0 else 0 for p in self.pipelines)
+        nxt = tuple(self._next_index.values())
         if self._upcoming is None or self._upcoming[:2] != (nxt, releases):
             self._upcoming = (nxt, releases, self._upcoming_modules(nxt, releases))
         return order + self._upcoming[2]
 
     def _upcoming_modules(self, nxt: tuple[int, ...], releases: int) -> list[str]:
-        order: list[str] = []
-        upcoming = []
+        entries = []
         for p, k in zip(self.pipelines, nxt, strict=True):
-            for j in range(k, k + releases):
-                if j * p.period_s < self.workload.duration_s:
-                    upcoming.append((j * p.period_s + p.deadline_s, p.name, p))
-        for _, _, p in sorted(upcoming, key=lambda x: (x[0], x[1])):
-            order.extend(p.modules)
-        return order
+            key = (p.name, k, releases)
+            if key not in self._release_entries:      # a pipeline's next releases change one at a time
+                self._release_entries[key] = [(j * p.period_s + p.deadline_s, p.name, p.modules)
+                                              for j in range(k, k + releases)
+                                              if j * p.period_s < self.workload.duration_s]
+            entries.extend(self._release_entries[key])
+        entries.sort()
+        return [module for _, _, modules in entries for module in modules]
 
     # ---- results
     def summary(self, wall_s: float) -> dict:

@@ -51,7 +51,6 @@ class Policy(ABC):
         Returns the slots the frame counts on, so later decisions leave them alone."""
         chosen, _ = engine.find_slots(frame, keep)
         used = {s for s in chosen if s is not None} | set(keep)
-        future = engine.future_modules([frame])
         victims: set[int] = set()
         steps: list[tuple[str, float | None]] = []   # module, when its busy copy frees (None: no copy)
         for module, slot in zip(frame.pipeline.modules, chosen, strict=True):
@@ -66,6 +65,9 @@ class Policy(ABC):
             if busy:
                 used.add(busy[0][1])
             steps.append((module, busy[0][0] if busy else None))
+        if not steps:
+            return used                    # every module is resident or on its way
+        future = engine.future_modules([frame])
         # Victims go first to modules nobody holds (they are needed), then to extra copies.
         plan: list[tuple[str, float | None, int | None]] = []   # module, busy copy frees at, victim
         for module, free in sorted(steps, key=lambda step: step[1] is not None):
@@ -120,8 +122,16 @@ class PriorityPolicy(Policy):
     def dispatch(self, engine: Engine) -> None:
         reserved: set[int] = set()
         blocked_seen = False
+        blocked: dict[str, list[str]] = {}   # pipeline -> missing modules; slots only get scarcer here
         for frame in sorted(engine.pending, key=self.priority):
-            chosen, missing = engine.find_slots(frame, reserved)
+            if blocked_seen and not engine.slots.idle(exclude=reserved):
+                break       # nothing left to start on or load into; later frames are judged next time
+            if frame.pipeline.name in blocked:
+                chosen, missing = [], blocked[frame.pipeline.name]
+            else:
+                chosen, missing = engine.find_slots(frame, reserved)
+                if missing:
+                    blocked[frame.pipeline.name] = missing
             reason = self.hopeless(engine, frame, missing)
             if reason:
                 engine.drop(frame, reason)

@@ -14,24 +14,25 @@ import numpy as np
 from hdl_sim.harness import HarnessError, RunStats, ShellHarness
 from runtime.bitstream.packets import ACTIVATION_CYCLES, PortError
 from runtime.errors import FrameError, LoadError
-from runtime.modules import Stage, register_words
 from runtime.platform import Platform
+from runtime.shell_map import (
+    MODULE_WINDOW,
+    REG_CFG_CTRL,
+    REG_CFG_CYCLES,
+    REG_CFG_STATUS,
+    REG_CFG_WORDS,
+    REG_DEBUG,
+    ShellControl,
+    pack_pixels,
+    slot_reg,
+    unpack_pixels,
+)
 
 log = logging.getLogger(__name__)
 
 __all__ = ["ACTIVATION_CYCLES", "LoadResult", "SimBoard", "SlotStatus", "pack_pixels"]
 
-# Shell register word indices (shell.sv).
-REG_SHELL_ID, REG_INFO, REG_CYCLES_LO, REG_CYCLES_HI = 0, 1, 2, 3
-REG_CFG_CTRL, REG_CFG_STATUS, REG_CFG_WORDS, REG_CFG_CYCLES, REG_CFG_LOADS = 4, 5, 6, 7, 8
-REG_DEBUG, REG_ROUTE_OUT, REG_IDCODE, REG_LINK_ERR = 9, 10, 11, 12
-ROUTE_ENABLE = 1 << 31
 SLOT_STATES = ("blank", "loading", "ready", "failed")
-
-
-
-def slot_reg(slot: int, offset: int) -> int:
-    return 16 + 4 * slot + offset
 
 
 @dataclass(frozen=True)
@@ -57,19 +58,12 @@ class SlotStatus:
     decoupled: bool
 
 
-def pack_pixels(frame: np.ndarray) -> np.ndarray:
-    """Frame -> one 32-bit beat per pixel: gray in [7:0]; RGB as R [7:0], G [15:8], B [23:16]."""
-    if frame.ndim == 2:
-        return frame.astype(np.uint32).reshape(-1)
-    rgb = frame.astype(np.uint32).reshape(-1, 3)
-    return rgb[:, 0] | (rgb[:, 1] << 8) | (rgb[:, 2] << 16)
-
-
-class SimBoard:
+class SimBoard(ShellControl):
     """A platform's shell in Verilator, with the operations a runtime backend needs."""
 
     def __init__(self, platform: Platform) -> None:
         self.platform = platform
+        self.slot_count = len(platform.slots)
         self.rtl = ShellHarness(platform.rtl_parameters())
 
     # -- registers
@@ -80,10 +74,10 @@ class SimBoard:
         self.rtl.write(index * 4, value)
 
     def module_write(self, slot: int, index: int, value: int) -> int:
-        return self.rtl.write(0x1000 * (slot + 1) + index * 4, value)
+        return self.rtl.write(MODULE_WINDOW * (slot + 1) + index * 4, value)
 
     def module_read(self, slot: int, index: int) -> tuple[int, int]:
-        return self.rtl.read(0x1000 * (slot + 1) + index * 4)
+        return self.rtl.read(MODULE_WINDOW * (slot + 1) + index * 4)
 
     def slot_status(self, slot: int) -> SlotStatus:
         value = self.shell_read(slot_reg(slot, 0))
@@ -126,25 +120,7 @@ class SimBoard:
                             f"{result.error.name} ({result.error.description})", int(result.error))
         return result
 
-    # -- streaming
-    def route(self, chain: list[int]) -> None:
-        """Route input -> chain[0] -> chain[1] ... -> output; every other slot input is cut."""
-        if len(set(chain)) != len(chain):
-            raise ValueError(f"a slot appears twice in the chain {chain}")
-        for k in range(len(self.platform.slots)):
-            self.shell_write(slot_reg(k, 1), 0)
-        source = 0
-        for slot in chain:
-            self.shell_write(slot_reg(slot, 1), ROUTE_ENABLE | source)
-            source = slot + 1
-        self.shell_write(REG_ROUTE_OUT, ROUTE_ENABLE | source)
-
-    def program(self, slot: int, stage: Stage, rows: int, cols: int) -> None:
-        for index, value in register_words(stage, rows, cols):
-            resp = self.module_write(slot, index, value)
-            if resp != 0:
-                raise LoadError(f"slot {slot}: register write refused (BRESP {resp}); is the slot loaded?", 0)
-
+    # -- streaming (route and program come from ShellControl)
     def stream(self, frame: np.ndarray, out_shape: tuple[int, int], *, seed: int = 1, gap_pct: int = 0,
                stall_pct: int = 0, cfg: np.ndarray | None = None, cfg_delay: int = 0,
                settle: int = 64) -> tuple[np.ndarray, RunStats]:
@@ -158,4 +134,4 @@ class SimBoard:
         if not stats.finished:
             raise FrameError(f"frame did not complete: {stats.sent}/{rows * cols} pixels in, "
                              f"{stats.received}/{out_rows * out_cols} out after {timeout} cycles")
-        return (out & 0xFF).astype(np.uint8).reshape(out_rows, out_cols), stats
+        return unpack_pixels(out, (out_rows, out_cols)), stats

@@ -6,8 +6,14 @@ its header's part against the platform, its configuration data against the slot 
 same checks as ``fpgashare bitstream inspect``), then pynq's own ``bit2bin`` writes it under the
 firmware folder. A reconfiguration is then two sysfs writes, not pynq's per-call parsing.
 
-All paths are arguments, so tests point them at a temporary folder. Frame streaming needs the
-shell overlay's DMA and is not written yet: ``run_frame`` says so rather than pretend.
+Frames go the way pynq moves data: the shell overlay (``pynq.Overlay``) exposes the shell's
+register block (``pynq.MMIO``) and an AXI DMA; each frame is packed into a ``pynq.allocate``
+buffer (kept and reused per size), the stream switch is routed and the stages programmed through
+the same register code as the simulated board (runtime/shell_map.py), and the DMA sends the
+frame and receives the result. Frame time is the shell's own cycle counter, read before and after.
+
+All paths and the pynq entry points are arguments, so tests point them at a temporary folder and
+at stand-ins for the overlay, MMIO and buffers.
 """
 
 from __future__ import annotations
@@ -23,9 +29,10 @@ import numpy as np
 from runtime.backends.base import Backend, FrameReport, LoadReport
 from runtime.bitstream.packets import PortError
 from runtime.bitstream.registry import INDEX_NAME, inspect_bytes
-from runtime.errors import BitstreamError, FpgashareError
+from runtime.errors import BitstreamError, FpgashareError, FrameError
 from runtime.modules import Stage
 from runtime.platform import Platform
+from runtime.shell_map import MODULE_WINDOW, REG_CYCLES_HI, REG_CYCLES_LO, ShellControl, pack_pixels, unpack_pixels
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +41,46 @@ FPGA_MANAGER = Path("/sys/class/fpga_manager/fpga0")
 PARTIAL_FLAG = "1"   # fpga_manager flags: FPGA_MGR_PARTIAL_RECONFIG
 
 
+class PynqShell(ShellControl):
+    """The shell's register block through a pynq MMIO object: shell word i at byte 4*i, slot k's
+    module registers from byte MODULE_WINDOW*(k+1)."""
+
+    def __init__(self, mmio, slot_count: int) -> None:
+        self.mmio, self.slot_count = mmio, slot_count
+
+    def shell_read(self, index: int) -> int:
+        return int(self.mmio.read(4 * index))
+
+    def shell_write(self, index: int, value: int) -> None:
+        self.mmio.write(4 * index, value)
+
+    def module_write(self, slot: int, index: int, value: int) -> int:
+        # A write to a decoupled slot would answer SLVERR, which on Zynq is a bus error, not a
+        # return code: run_frame only programs slots the backend knows hold the stage's module.
+        self.mmio.write(MODULE_WINDOW * (slot + 1) + 4 * index, value)
+        return 0
+
+    def cycles(self) -> int:
+        while True:      # the counter is 64 bits in two words; re-read if the low word wrapped
+            hi = self.shell_read(REG_CYCLES_HI)
+            lo = self.shell_read(REG_CYCLES_LO)
+            if self.shell_read(REG_CYCLES_HI) == hi:
+                return hi << 32 | lo
+
+
 class PynqBackend(Backend):
     name = "pynq"
 
     def __init__(self, platform: Platform, bitstreams: str | Path, *, firmware_dir: str | Path = FIRMWARE_DIR,
-                 fpga_manager: str | Path = FPGA_MANAGER, prefix: str = "fpgashare") -> None:
+                 fpga_manager: str | Path = FPGA_MANAGER, prefix: str = "fpgashare",
+                 overlay: str | Path | object | None = None, shell_ip: str = "shell_ctrl",
+                 dma_ip: str = "axi_dma_0", mmio_factory=None, allocate=None) -> None:
+        """``overlay``: the shell overlay (a .bit path with its .hwh beside it, or an Overlay
+        object); without one, loads work and frames are refused. ``shell_ip``/``dma_ip`` name the
+        register block and the DMA in the overlay; ``mmio_factory``/``allocate`` default to pynq's."""
         super().__init__(platform)
         try:
+            import pynq
             from pynq.pl_server.embedded_device import bit2bin
         except ImportError:
             raise FpgashareError("the pynq backend needs the pynq package: install 'fpgashare[board]'") from None
@@ -50,6 +90,21 @@ class PynqBackend(Backend):
                 raise FpgashareError(f"{self.manager / attribute} does not exist: no FPGA manager at {self.manager}")
         self.staged: dict[tuple[int, str], str] = {}
         self._words: dict[tuple[int, str], int] = {}
+        # The shell goes in first (a full bitstream); the partials come after, into its slots.
+        self.overlay = pynq.Overlay(str(overlay)) if isinstance(overlay, (str, Path)) else overlay
+        self.shell: PynqShell | None = None
+        self.dma = None
+        if self.overlay is not None:
+            for ip in (shell_ip, dma_ip):
+                if ip not in self.overlay.ip_dict:
+                    raise FpgashareError(f"the shell overlay has no IP {ip!r} "
+                                         f"(it has: {', '.join(self.overlay.ip_dict)})")
+            block = self.overlay.ip_dict[shell_ip]
+            self.shell = PynqShell((mmio_factory or pynq.MMIO)(block["phys_addr"], block["addr_range"]),
+                                   len(platform.slots))
+            self.dma = getattr(self.overlay, dma_ip)
+        self._allocate = allocate or pynq.allocate
+        self._buffers: dict[tuple[str, int], np.ndarray] = {}
         self._stage_all(Path(bitstreams), prefix, bit2bin)
 
     def _stage_all(self, folder: Path, prefix: str, bit2bin) -> None:
@@ -95,7 +150,39 @@ class PynqBackend(Backend):
             log.error("slot %d: fpga_manager state after loading %s is %r", slot, module, state)
         return LoadReport(slot, module, error, self._words[slot, module], seconds)
 
+    def _buffer(self, role: str, words: int) -> np.ndarray:
+        """A DMA buffer of ``words`` 32-bit beats, allocated once per role and size."""
+        key = (role, words)
+        if key not in self._buffers:
+            self._buffers[key] = self._allocate(shape=(words,), dtype=np.uint32)
+        return self._buffers[key]
+
     def _run_frame(self, slots: list[int], stages: list[Stage], frame: np.ndarray,
-                   want_output: bool) -> FrameReport:
-        raise FpgashareError("the pynq backend does not stream frames yet (the shell overlay's DMA "
-                             "path is the next step); use the sim or model backend")
+                   want_output: bool) -> FrameReport:  # the hardware always produces the pixels
+        if self.shell is None or self.dma is None:
+            raise FpgashareError("the pynq backend was started without the shell overlay; frames need its DMA")
+        self.shell.route(slots)
+        shape = frame.shape[:2]
+        for slot, stage in zip(slots, stages, strict=True):
+            self.shell.program(slot, stage, *shape)
+            shape = stage.kind.output_shape(*shape)
+        source = self._buffer("in", frame.shape[0] * frame.shape[1])
+        sink = self._buffer("out", shape[0] * shape[1])
+        source[:] = pack_pixels(frame)
+        source.flush()
+        start = self.shell.cycles()
+        self.dma.recvchannel.transfer(sink)        # receive first, so no output beat waits
+        self.dma.sendchannel.transfer(source)
+        self.dma.sendchannel.wait()
+        self.dma.recvchannel.wait()
+        cycles = self.shell.cycles() - start
+        if cycles <= 0:
+            raise FrameError(f"the shell cycle counter did not advance during the frame ({cycles})")
+        sink.invalidate()
+        return FrameReport(unpack_pixels(sink, shape), cycles, cycles / self.platform.fabric_clock_hz)
+
+    def close(self) -> None:
+        """Give the DMA buffers back."""
+        for buffer in self._buffers.values():
+            buffer.freebuffer()
+        self._buffers.clear()

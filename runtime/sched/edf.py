@@ -22,6 +22,7 @@ from runtime.sched.policy import PriorityPolicy
 class EdfPolicy(PriorityPolicy):
     name = "edf"
     admission = True
+    borrow = True
 
     def priority(self, frame: Frame) -> tuple:
         return (frame.deadline, frame.seq)

@@ -70,8 +70,11 @@ class Policy(ABC):
         future = engine.future_modules([frame])
         # Victims go first to modules nobody holds (they are needed), then to extra copies.
         plan: list[tuple[str, float | None, int | None]] = []   # module, busy copy frees at, victim
+        soon = imminent(engine, frame)
         for module, free in sorted(steps, key=lambda step: step[1] is not None):
-            victim = engine.slots.victim(module, future, keep=used | victims)
+            victim = engine.slots.victim(module, future, keep=used | victims | soon)
+            if victim is None and free is None:
+                victim = engine.slots.victim(module, future, keep=used | victims)
             if victim is not None:
                 victims.add(victim)
             plan.append((module, free, victim))
@@ -102,10 +105,28 @@ class Policy(ABC):
         return used
 
 
+def imminent(engine: Engine, frame: Frame) -> set[int]:
+    """Idle slots holding a module that a frame arriving before a load could finish will use:
+    evicting one would stall a frame that could otherwise start at once (release jitter makes
+    the order of near-simultaneous releases unknowable)."""
+    horizon = engine.now + engine.longest_load_s()
+    keep: set[int] = set()
+    for p in engine.pipelines:
+        if p is not frame.pipeline and engine.next_release_s(p) <= horizon:
+            for module in p.modules:
+                keep.update(engine.slots.ready_with(module))
+    return keep
+
+
 class PriorityPolicy(Policy):
     """Pending frames in priority order: each starts if its modules are resident in free slots;
     the first blocked one may queue loads, the rest use only what is resident, so they never put
     loads on the port ahead of it."""
+
+    #: True: while the first blocked frame waits for its loads, a later frame that ends before
+    #: that frame's latest start (deadline less its run time and one load of slack) may run on
+    #: the idle resident slots it waits with (the load is then hidden under that frame's run).
+    borrow: bool = False
 
     @abstractmethod
     def priority(self, frame: Frame) -> tuple:
@@ -121,16 +142,22 @@ class PriorityPolicy(Policy):
 
     def dispatch(self, engine: Engine) -> None:
         reserved: set[int] = set()
+        borrowable: set[int] = set()         # idle resident slots the first blocked frame waits with
+        lend_until = float("-inf")           # a frame ending by then may run on them meanwhile
         blocked_seen = False
         blocked: dict[str, list[str]] = {}   # pipeline -> missing modules; slots only get scarcer here
         for frame in sorted(engine.pending, key=self.priority):
-            if blocked_seen and not engine.slots.idle(exclude=reserved):
-                break       # nothing left to start on or load into; later frames are judged next time
-            if frame.pipeline.name in blocked:
+            borrows = engine.now + frame.pipeline.exec_s <= lend_until
+            keep = reserved - borrowable if borrows else reserved
+            if blocked_seen and not engine.slots.idle(exclude=keep):
+                if lend_until == float("-inf"):
+                    break   # nothing left to start on or load into; later frames are judged next time
+                continue
+            if frame.pipeline.name in blocked and not borrows:
                 chosen, missing = [], blocked[frame.pipeline.name]
             else:
-                chosen, missing = engine.find_slots(frame, reserved)
-                if missing:
+                chosen, missing = engine.find_slots(frame, keep)
+                if missing and not borrows:
                     blocked[frame.pipeline.name] = missing
             reason = self.hopeless(engine, frame, missing)
             if reason:
@@ -141,6 +168,10 @@ class PriorityPolicy(Policy):
                 continue
             if not blocked_seen:
                 blocked_seen = True
+                resident = {s for s in chosen if s is not None}
                 reserved |= self.load_missing(engine, frame, reserved)
+                if self.borrow:
+                    borrowable = resident
+                    lend_until = frame.deadline - frame.pipeline.exec_s - engine.longest_load_s()
         if not engine.slots.port.queue and engine.slots.port.current is None:
             self.when_port_idle(engine, reserved)

@@ -70,11 +70,8 @@ class Policy(ABC):
         future = engine.future_modules([frame])
         # Victims go first to modules nobody holds (they are needed), then to extra copies.
         plan: list[tuple[str, float | None, int | None]] = []   # module, busy copy frees at, victim
-        soon = imminent(engine, frame)
         for module, free in sorted(steps, key=lambda step: step[1] is not None):
-            victim = engine.slots.victim(module, future, keep=used | victims | soon)
-            if victim is None and free is None:
-                victim = engine.slots.victim(module, future, keep=used | victims)
+            victim = engine.slots.victim(module, future, keep=used | victims)
             if victim is not None:
                 victims.add(victim)
             plan.append((module, free, victim))
@@ -103,19 +100,6 @@ class Policy(ABC):
                 engine.slots.request(victim, module, reason)
                 used.add(victim)
         return used
-
-
-def imminent(engine: Engine, frame: Frame) -> set[int]:
-    """Idle slots holding a module that a frame arriving before a load could finish will use:
-    evicting one would stall a frame that could otherwise start at once (release jitter makes
-    the order of near-simultaneous releases unknowable)."""
-    horizon = engine.now + engine.longest_load_s()
-    keep: set[int] = set()
-    for p in engine.pipelines:
-        if p is not frame.pipeline and engine.next_release_s(p) <= horizon:
-            for module in p.modules:
-                keep.update(engine.slots.ready_with(module))
-    return keep
 
 
 class PriorityPolicy(Policy):

@@ -33,15 +33,20 @@ class VirtualClock:
 
 
 class WallClock:
-    """Monotonic host time from the moment the clock is made."""
+    """Monotonic host time from the moment the clock is made, optionally dilated: with
+    ``dilation`` d, one second of this clock lasts d seconds of wall time (the simulated board is
+    slower than the hardware it stands for, so a daemon on it runs time d times slower)."""
 
-    def __init__(self) -> None:
+    def __init__(self, dilation: float = 1.0) -> None:
+        if not dilation > 0:
+            raise ValueError(f"dilation must be > 0, got {dilation}")
+        self.dilation = dilation
         self._t0 = time.monotonic()
 
     def now(self) -> float:
-        return time.monotonic() - self._t0
+        return (time.monotonic() - self._t0) / self.dilation
 
     def wait_until(self, t: float) -> None:
-        delay = t - self.now()
+        delay = (t - self.now()) * self.dilation
         if delay > 0:
-            time.sleep(delay)
+            time.sleep(delay)   # real waiting: this is the wall clock, not a simulated duration

@@ -4,6 +4,7 @@ trace; edf misses nothing on feasible suites and beats rr-bundle where the fabri
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 
@@ -169,3 +170,25 @@ def test_borrowed_slots_hide_loads_without_missing_deadlines():
         assert all(p["on_time"] == p["submitted"] for p in summary["pipelines"].values())
         results[policy.borrow] = summary["totals"]["exposed_reconfig_s"]
     assert results[True] < 0.7 * results[False]
+
+
+def test_the_same_engine_runs_on_the_wall_clock():
+    """Under a wall clock the engine paces itself to real time and decides what it decides under
+    virtual time (the workload leaves enough slack that a late wake-up changes nothing)."""
+    import time
+
+    from runtime.clock import WallClock
+
+    path = WORKLOADS / "two_edges_720p.toml"
+    workload = replace(load_workload(path), duration_s=0.1)
+    _, virtual = run_workload(workload, make_backend("model", workload.platform), make_policy("edf"))
+    start = time.monotonic()
+    engine, wall = run_workload(workload, make_backend("model", workload.platform), make_policy("edf"),
+                                clock=WallClock(dilation=2.0), drain_s=0.02)
+    elapsed = time.monotonic() - start
+    assert elapsed >= 2.0 * (engine.t0 + workload.duration_s) * 0.99      # paced, dilated 2x
+    for name, p in virtual["pipelines"].items():
+        assert wall["pipelines"][name]["on_time"] == p["on_time"] == p["submitted"]
+    assert wall["totals"]["reconfigurations"] == virtual["totals"]["reconfigurations"]
+    with pytest.raises(ValueError, match="dilation"):
+        WallClock(dilation=0)

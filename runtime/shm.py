@@ -1,0 +1,125 @@
+"""Frames in shared memory: the daemon and a client exchange pixels through a ring of frame slots
+in one POSIX shared-memory segment (``/dev/shm``), and only a slot index crosses the socket.
+
+The daemon creates a ring per pipeline (input and output frames side by side in each slot) and
+owns it: it unlinks the segment when the pipeline or its client goes. A client attaches by name.
+Both sides see the same bytes through numpy views, so nothing is copied on the way.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass
+from multiprocessing import resource_tracker, shared_memory
+
+import numpy as np
+
+from runtime.errors import FrameError
+
+log = logging.getLogger(__name__)
+
+PREFIX = "fpgashare"
+
+
+@dataclass(frozen=True)
+class RingSpec:
+    """What a client needs to attach: the segment's name and the layout of its slots."""
+
+    name: str
+    slots: int
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    dtype: str = "uint8"
+
+    @property
+    def in_bytes(self) -> int:
+        return int(np.prod(self.in_shape)) * np.dtype(self.dtype).itemsize
+
+    @property
+    def slot_bytes(self) -> int:
+        return self.in_bytes + int(np.prod(self.out_shape)) * np.dtype(self.dtype).itemsize
+
+    def to_wire(self) -> dict:
+        return {"name": self.name, "slots": self.slots, "in_shape": list(self.in_shape),
+                "out_shape": list(self.out_shape), "dtype": self.dtype}
+
+    @classmethod
+    def from_wire(cls, data: dict) -> RingSpec:
+        try:
+            return cls(str(data["name"]), int(data["slots"]), tuple(int(v) for v in data["in_shape"]),
+                       tuple(int(v) for v in data["out_shape"]), str(data["dtype"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FrameError(f"a frame ring description needs name, slots, in_shape, out_shape, dtype: {exc}") from None
+
+
+class FrameRing:
+    """``spec.slots`` (input frame, output frame) pairs in one shared-memory segment."""
+
+    def __init__(self, spec: RingSpec, segment: shared_memory.SharedMemory, owner: bool) -> None:
+        self.spec, self._segment, self.owner = spec, segment, owner
+
+    @classmethod
+    def create(cls, slots: int, in_shape: tuple[int, ...], out_shape: tuple[int, ...],
+               dtype: str = "uint8", tag: str = "") -> FrameRing:
+        if slots < 1:
+            raise FrameError(f"a frame ring needs at least one slot, got {slots}")
+        name = f"{PREFIX}-{tag + '-' if tag else ''}{secrets.token_hex(6)}"
+        spec = RingSpec(name, slots, tuple(in_shape), tuple(out_shape), dtype)
+        segment = shared_memory.SharedMemory(name=name, create=True, size=spec.slots * spec.slot_bytes)
+        log.debug("created frame ring %s (%d x %d bytes)", name, slots, spec.slot_bytes)
+        return cls(spec, segment, owner=True)
+
+    @classmethod
+    def attach(cls, spec: RingSpec) -> FrameRing:
+        try:
+            segment = shared_memory.SharedMemory(name=spec.name)
+        except FileNotFoundError:
+            raise FrameError(f"frame ring {spec.name} does not exist (its pipeline has ended?)") from None
+        # Python < 3.13 registers an attached segment with this process's resource tracker, which
+        # would unlink it when this process exits: the daemon owns it, so take it off the list.
+        resource_tracker.unregister(segment._name, "shared_memory")
+        if segment.size < spec.slots * spec.slot_bytes:
+            segment.close()
+            raise FrameError(f"frame ring {spec.name} holds {segment.size} bytes, the layout needs "
+                             f"{spec.slots * spec.slot_bytes}")
+        return cls(spec, segment, owner=False)
+
+    def _check(self, index: int) -> int:
+        if not 0 <= index < self.spec.slots:
+            raise FrameError(f"frame slot {index} is outside 0..{self.spec.slots - 1} of ring {self.spec.name}")
+        return index
+
+    def input(self, index: int) -> np.ndarray:
+        """The input frame of slot ``index`` (a view into shared memory)."""
+        offset = self._check(index) * self.spec.slot_bytes
+        return np.ndarray(self.spec.in_shape, self.spec.dtype, self._segment.buf, offset)
+
+    def output(self, index: int) -> np.ndarray:
+        """The output frame of slot ``index`` (a view into shared memory)."""
+        offset = self._check(index) * self.spec.slot_bytes + self.spec.in_bytes
+        return np.ndarray(self.spec.out_shape, self.spec.dtype, self._segment.buf, offset)
+
+    def close(self) -> None:
+        """Drop this process's mapping; the owner also removes the segment."""
+        try:
+            self._segment.close()
+        except BufferError:
+            log.warning("frame ring %s: views still alive at close; the mapping stays until they go",
+                        self.spec.name)
+            return
+        if self.owner:
+            try:
+                self._segment.unlink()
+            except FileNotFoundError:
+                pass
+
+
+def check_frame(frame: np.ndarray, shape: tuple[int, ...], dtype: str = "uint8") -> None:
+    """Refuse a frame that does not match its pipeline, saying what was expected."""
+    if not isinstance(frame, np.ndarray):
+        raise FrameError(f"a frame must be a numpy array, got {type(frame).__name__}")
+    if frame.dtype != np.dtype(dtype):
+        raise FrameError(f"frame dtype is {frame.dtype}, the pipeline takes {dtype}")
+    if tuple(frame.shape) != tuple(shape):
+        raise FrameError(f"frame shape is {tuple(frame.shape)}, the pipeline takes {tuple(shape)}")

@@ -1,0 +1,109 @@
+"""The daemon's wire protocol (length-prefixed, versioned msgpack) and shared-memory frame rings."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing as mp
+import os
+import struct
+
+import msgpack
+import numpy as np
+import pytest
+
+from runtime.errors import FrameError
+from runtime.protocol import MAX_MESSAGE, VERSION, ProtocolError, decode, encode, error_reply, read_message
+from runtime.shm import FrameRing, RingSpec, check_frame
+
+
+def _read(data: bytes):
+    async def go():
+        reader = asyncio.StreamReader()
+        reader.feed_data(data)
+        reader.feed_eof()
+        return [await read_message(reader) for _ in range(2)]
+    return asyncio.run(go())
+
+
+def test_messages_round_trip_with_version_and_id():
+    wire = encode({"op": "hello", "id": 7, "name": "edges"}) + encode({"op": "bye", "id": 8})
+    first, second = _read(wire)
+    assert first == {"v": VERSION, "op": "hello", "id": 7, "name": "edges"}
+    assert second["op"] == "bye"
+    assert _read(b"") == [None, None]           # a clean end of stream
+
+
+@pytest.mark.parametrize("wire,kind", [
+    (struct.pack(">I", MAX_MESSAGE + 1) + b"x", "oversized"),
+    (struct.pack(">I", 3) + b"\xc1\xc1\xc1", "malformed"),                     # not msgpack
+    (struct.pack(">I", 2) + msgpack.packb([1]), "malformed"),                  # not a map
+    (struct.pack(">I", 10) + b"abc", "malformed"),                             # cut short
+    (b"\x00\x00", "malformed"),                                                # cut inside the header
+])
+def test_bad_bytes_get_a_named_kind(wire, kind):
+    with pytest.raises(ProtocolError) as err:
+        _read(wire)
+    assert err.value.kind == kind
+
+
+def test_version_and_id_are_checked_and_errors_are_replies():
+    with pytest.raises(ProtocolError, match="version 99 is not supported") as err:
+        decode(msgpack.packb({"v": 99, "id": 1, "op": "hello"}))
+    assert err.value.kind == "version"
+    with pytest.raises(ProtocolError, match="integer id"):
+        decode(msgpack.packb({"v": VERSION, "op": "hello"}))
+    with pytest.raises(ProtocolError, match="exceeds") as err:
+        encode({"id": 1, "blob": b"x" * MAX_MESSAGE})
+    assert err.value.kind == "oversized"
+    answer = _read(error_reply(3, ProtocolError("frame", "frame shape is (2, 2)")))[0]
+    assert answer == {"v": VERSION, "id": 3, "ok": False,
+                      "error": {"kind": "frame", "message": "frame shape is (2, 2)"}}
+
+
+def _client(spec_wire, index, value, done):
+    ring = FrameRing.attach(RingSpec.from_wire(spec_wire))
+    ring.input(index)[:] = value
+    out = int(ring.output(index)[0, 0])
+    ring.close()
+    done.put(out)
+
+
+def test_frames_cross_processes_in_shared_memory_without_copies():
+    ring = FrameRing.create(2, (4, 6), (2, 3), tag="test")
+    path = f"/dev/shm/{ring.spec.name}"
+    try:
+        assert os.path.exists(path)
+        ring.output(1)[:] = 42
+        done = mp.get_context("spawn").Queue()
+        proc = mp.get_context("spawn").Process(target=_client, args=(ring.spec.to_wire(), 1, 9, done))
+        proc.start()
+        assert done.get(timeout=30) == 42              # the client saw the daemon's output in place
+        proc.join(timeout=30)
+        assert proc.exitcode == 0
+        assert (ring.input(1) == 9).all() and (ring.input(0) == 0).all()
+        assert os.path.exists(path)                    # the client leaving does not remove it
+        view = ring.input(0)
+        assert np.shares_memory(view, ring.input(0)) and not view.flags.owndata
+        del view
+    finally:
+        ring.close()
+    assert not os.path.exists(path)                    # the owner's close removes the segment
+
+
+def test_bad_frames_and_rings_are_named():
+    with pytest.raises(FrameError, match="dtype is float32, the pipeline takes uint8"):
+        check_frame(np.zeros((4, 6), np.float32), (4, 6))
+    with pytest.raises(FrameError, match=r"shape is \(6, 4\), the pipeline takes \(4, 6\)"):
+        check_frame(np.zeros((6, 4), np.uint8), (4, 6))
+    with pytest.raises(FrameError, match="numpy array"):
+        check_frame([[1]], (1, 1))
+    with pytest.raises(FrameError, match="does not exist"):
+        FrameRing.attach(RingSpec("fpgashare-nope-000000", 1, (2, 2), (2, 2)))
+    with pytest.raises(FrameError, match="needs name"):
+        RingSpec.from_wire({"name": "x"})
+    ring = FrameRing.create(1, (2, 2), (2, 2))
+    try:
+        with pytest.raises(FrameError, match=r"outside 0\.\.0"):
+            ring.input(1)
+    finally:
+        ring.close()

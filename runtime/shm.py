@@ -20,6 +20,7 @@ from runtime.errors import FrameError
 log = logging.getLogger(__name__)
 
 PREFIX = "fpgashare"
+_CREATED: set[str] = set()     # segments this process made (its resource tracker owns them)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class FrameRing:
         name = f"{PREFIX}-{tag + '-' if tag else ''}{secrets.token_hex(6)}"
         spec = RingSpec(name, slots, tuple(in_shape), tuple(out_shape), dtype)
         segment = shared_memory.SharedMemory(name=name, create=True, size=spec.slots * spec.slot_bytes)
+        _CREATED.add(name)
         log.debug("created frame ring %s (%d x %d bytes)", name, slots, spec.slot_bytes)
         return cls(spec, segment, owner=True)
 
@@ -78,7 +80,8 @@ class FrameRing:
             raise FrameError(f"frame ring {spec.name} does not exist (its pipeline has ended?)") from None
         # Python < 3.13 registers an attached segment with this process's resource tracker, which
         # would unlink it when this process exits: the daemon owns it, so take it off the list.
-        resource_tracker.unregister(segment._name, "shared_memory")
+        if spec.name not in _CREATED:
+            resource_tracker.unregister(segment._name, "shared_memory")
         if segment.size < spec.slots * spec.slot_bytes:
             segment.close()
             raise FrameError(f"frame ring {spec.name} holds {segment.size} bytes, the layout needs "
@@ -113,6 +116,7 @@ class FrameRing:
                 self._segment.unlink()
             except FileNotFoundError:
                 pass
+            _CREATED.discard(self.spec.name)
 
 
 def check_frame(frame: np.ndarray, shape: tuple[int, ...], dtype: str = "uint8") -> None:

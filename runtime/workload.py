@@ -127,28 +127,39 @@ def _realtime(file: Path, where: str, t: TomlTable, name: str, platform: Platfor
     period = float(t.positive("period_ms", (int, float))) / 1e3
     deadline = float(t.positive("deadline_ms", (int, float), period * 1e3)) / 1e3
     jitter = float(t.get("jitter_ms", (int, float), 0.0)) / 1e3
-    if not 0 <= jitter < period:
-        raise WorkloadError(f"{file}: {where}.jitter_ms must be in [0, period_ms)")
     frame = t.get("frame", list)
-    if len(frame) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in frame):
-        raise WorkloadError(f"{file}: {where}.frame must be [rows, cols], not {frame!r}")
-    rows, cols = frame
-    if not (MIN_SIDE <= rows <= platform.max_height and MIN_SIDE <= cols <= platform.max_width):
-        raise WorkloadError(f"{file}: {where}.frame {rows}x{cols} is outside {MIN_SIDE}..{platform.max_height} "
-                            f"rows and {MIN_SIDE}..{platform.max_width} cols")
     names = t.get("stages", list)
     try:
-        stages = resolve_chain([str(n) for n in names], {})
+        return realtime_spec(name, [str(n) for n in names], period, deadline, frame, platform, jitter_s=jitter)
+    except WorkloadError as exc:
+        raise WorkloadError(f"{file}: {where}{exc}") from None
+
+
+def realtime_spec(name: str, stages: list[str], period_s: float, deadline_s: float, frame,
+                  platform: Platform, overrides: dict | None = None, jitter_s: float = 0.0) -> PipelineSpec:
+    """A real-time pipeline checked against ``platform``. The message of a WorkloadError starts
+    with the key at fault (".stages: ...", ".frame ...", ": ..."), for the caller to prefix."""
+    if not 0 <= jitter_s < period_s:
+        raise WorkloadError(".jitter_ms must be in [0, period_ms)")
+    if not (isinstance(frame, (list, tuple)) and len(frame) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in frame)):
+        raise WorkloadError(f".frame must be [rows, cols], not {frame!r}")
+    rows, cols = frame
+    if not (MIN_SIDE <= rows <= platform.max_height and MIN_SIDE <= cols <= platform.max_width):
+        raise WorkloadError(f".frame {rows}x{cols} is outside {MIN_SIDE}..{platform.max_height} "
+                            f"rows and {MIN_SIDE}..{platform.max_width} cols")
+    try:
+        chain = resolve_chain(stages, overrides or {})
     except FpgashareError as exc:
-        raise WorkloadError(f"{file}: {where}.stages: {exc}") from None
-    if len(stages) > len(platform.slots):
-        raise WorkloadError(f"{file}: {where}.stages: {len(stages)} stages need {len(stages)} slots; "
+        raise WorkloadError(f".stages: {exc}") from None
+    if len(chain) > len(platform.slots):
+        raise WorkloadError(f".stages: {len(chain)} stages need {len(chain)} slots; "
                             f"{platform.name} has {len(platform.slots)}")
-    for stage in stages:
+    for stage in chain:
         if stage.kind.name not in platform.modules:
-            raise WorkloadError(f"{file}: {where}.stages: {platform.name} has no {stage.kind.name} module")
-    exec_s = chain_cycles(stages, rows, cols) / platform.fabric_clock_hz
-    if exec_s > deadline:
-        raise WorkloadError(f"{file}: {where}: one {rows}x{cols} frame takes {exec_s * 1e3:.2f} ms through "
-                            f"{'/'.join(names)}, more than its {deadline * 1e3:.2f} ms deadline")
-    return PipelineSpec(name, "realtime", period, deadline, (rows, cols), tuple(stages), jitter, None, exec_s)
+            raise WorkloadError(f".stages: {platform.name} has no {stage.kind.name} module")
+    exec_s = chain_cycles(chain, rows, cols) / platform.fabric_clock_hz
+    if exec_s > deadline_s:
+        raise WorkloadError(f": one {rows}x{cols} frame takes {exec_s * 1e3:.2f} ms through "
+                            f"{'/'.join(stages)}, more than its {deadline_s * 1e3:.2f} ms deadline")
+    return PipelineSpec(name, "realtime", period_s, deadline_s, (rows, cols), tuple(chain), jitter_s, None, exec_s)

@@ -47,6 +47,8 @@ class Frame:
     expected_end: float | None = None   #: when the job running it will end (known at start)
     outcome: str | None = None
     reason: str = ""
+    pixels: np.ndarray | None = None    #: the frame's input (None: the workload's test frame)
+    output: np.ndarray | None = None    #: the chain's output, when the engine was asked for it
 
     @property
     def key(self) -> str:
@@ -112,6 +114,7 @@ class Engine:
         self._next_index = {p.name: 0 for p in self.pipelines}   # next frame not yet released
         self._release_entries: dict[tuple[str, int, int], list] = {}
         self._wakes: set[float] = set()
+        self.on_finish = None      #: called with each frame as it ends (the daemon answers its client)
         # Pipelines register before their first frame: the policy may fill every slot once
         # (setup and prefetch) before releases begin, the same warm-up for every policy.
         self.t0 = self.longest_load_s() * len(self.slots.slots)
@@ -131,18 +134,35 @@ class Engine:
         return self.t0 + self.workload.duration_s
 
     def run(self) -> Engine:
+        """The whole workload under virtual (or wall) time, then every unfinished frame dropped."""
         self._schedule_releases()
+        self.begin()
+        horizon = self.t0 + self.workload.duration_s + self.drain_s
+        self.advance_to(horizon)
+        self._advance(max(self.now, min(horizon, self.t0 + self.workload.duration_s)))
+        for frame in [*self.pending, *self.running.values()]:
+            self.finish(frame, "dropped", "the run ended before it completed")
+        self.pending.clear()
+        self.running.clear()
+        return self
+
+    def begin(self) -> None:
+        """Let the policy set up (warm-up loads) before the first event."""
         self.policy.setup(self)
         self._kick_port()
-        horizon = self.t0 + self.workload.duration_s + self.drain_s
-        while self._events:
+
+    def next_event_s(self) -> float | None:
+        """When the next event is due (None when nothing is scheduled)."""
+        return self._events[0][0] if self._events else None
+
+    def advance_to(self, horizon: float) -> None:
+        """Take every event due by ``horizon``, in order; after each, the policy decides."""
+        while self._events and self._events[0][0] <= horizon:
             t, _, kind, data = heapq.heappop(self._events)
-            if t > horizon:
-                break
             self._advance(t)
             if kind == RELEASE:
                 self.pending.append(data)
-                self._next_index[data.pipeline.name] = data.index + 1
+                self._released(data)
             elif kind == WAKE:
                 self._wakes.discard(t)
             elif kind == LOAD_DONE:
@@ -154,12 +174,9 @@ class Engine:
                     self._job_done(data)
             self.policy.dispatch(self)
             self._kick_port()
-        self._advance(max(self.now, min(horizon, self.t0 + self.workload.duration_s)))
-        for frame in [*self.pending, *self.running.values()]:
-            self.finish(frame, "dropped", "the run ended before it completed")
-        self.pending.clear()
-        self.running.clear()
-        return self
+
+    def _released(self, frame: Frame) -> None:
+        self._next_index[frame.pipeline.name] = frame.index + 1
 
     def wake(self, t: float) -> None:
         """Make sure the policy is asked again at ``t`` even if nothing else happens then."""
@@ -263,20 +280,24 @@ class Engine:
         self.slots.acquire(slots, frame.key)
         frame.start, frame.slots = self.now, tuple(slots)
         try:
-            report = self.backend.run_frame(slots, frame.pipeline.stages, self._pixels[frame.pipeline.name],
-                                            self.want_output)
+            pixels = frame.pixels if frame.pixels is not None else self._pixels[frame.pipeline.name]
+            report = self.backend.run_frame(slots, frame.pipeline.stages, pixels, self.want_output)
         except FpgashareError as exc:
             self.slots.release(slots, self.now)
             self.finish(frame, "error", str(exc))
             return
         self.running[frame.key] = frame
-        frame.expected_end = self.now + report.seconds
+        frame.output = report.output if self.want_output else None
+        # Hardware time from the start: on a wall clock, the host's time to simulate is not the
+        # board's (a dilated clock absorbs it).
+        frame.expected_end = frame.start + report.seconds
         self.push(frame.expected_end, JOB_DONE, frame)
 
     def start_dnn(self, pipeline: PipelineSpec, slots: Sequence[int], images: int) -> DnnJob:
         """Run a batch of ``images`` of a best-effort DNN pipeline on dnn_tile ``slots``."""
+        start = self.now
         report = self.backend.run_dnn(slots, pipeline.model, images)
-        job = DnnJob(pipeline, tuple(slots), images, self.now, self.now + report.seconds)
+        job = DnnJob(pipeline, tuple(slots), images, start, start + report.seconds)
         self.slots.acquire(slots, job.key)
         self.dnn_running[job.key] = job
         self.push(job.end, JOB_DONE, job)
@@ -306,6 +327,8 @@ class Engine:
         if frame.outcome is not None:
             raise RuntimeError(f"frame {frame.key} already ended {frame.outcome}")
         frame.outcome, frame.reason = outcome, reason
+        if self.on_finish is not None:
+            self.on_finish(frame)
 
     def drop(self, frame: Frame, reason: str) -> None:
         self.pending.remove(frame)

@@ -1,0 +1,270 @@
+"""The client API: how an app asks the daemon for pipelines and streams frames through them.
+
+    from runtime import connect
+    with connect() as fpga:
+        edges = fpga.pipeline("edges", stages=["gauss3x3", "sobel_mag"],
+                              period_ms=33.3, deadline_ms=33.3, frame_shape=(480, 640))
+        fut = edges.submit(frame)                  # non-blocking
+        out = fut.result(timeout=1.0)              # ndarray; raises DeadlineMissed / FrameDropped
+
+Frames go into the pipeline's shared-memory ring (runtime/shm.py); only the ring slot's index
+crosses the socket. Every submitted frame ends in exactly one outcome: its output (on time),
+``DeadlineMissed`` (late; the output is on the exception), ``FrameDropped`` (with the daemon's
+reason) or ``FrameFailed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import itertools
+import logging
+import socket
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from runtime.errors import FpgashareError
+from runtime.protocol import HEADER, MAX_MESSAGE, ProtocolError, decode, encode
+from runtime.shm import FrameRing, RingSpec, check_frame
+
+log = logging.getLogger(__name__)
+
+
+class DaemonError(FpgashareError):
+    """The daemon refused a request; ``kind`` is the protocol's error kind."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class AdmissionRejected(DaemonError):  # noqa: N818 (the API's names: what happened, not 'Error')
+    """Admission control turned the pipeline away; the message says what does not fit."""
+
+
+class FrameDropped(FpgashareError):  # noqa: N818 (the API's names: what happened, not 'Error')
+    """The frame was dropped; ``reason`` says why (deadline out of reach, client gone, ...)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"frame dropped: {reason}")
+        self.reason = reason
+
+
+class DeadlineMissed(FpgashareError):  # noqa: N818 (the API's names: what happened, not 'Error')
+    """The frame finished after its deadline; ``output`` still holds the result."""
+
+    def __init__(self, latency_ms: float, output: np.ndarray) -> None:
+        super().__init__(f"frame finished {latency_ms:.2f} ms after its release, past its deadline")
+        self.latency_ms, self.output = latency_ms, output
+
+
+class FrameFailed(FpgashareError):  # noqa: N818 (the API's names: what happened, not 'Error')
+    """The hardware path failed for this frame."""
+
+
+def connect(path: str | Path | None = None, timeout: float = 5.0) -> Fpga:
+    """A connection to the daemon at ``path`` (default: $FPGASHARE_SOCKET or
+    /run/fpgashare/fpgashare.sock)."""
+    from runtime.daemon import DEFAULT_SOCKET
+
+    return Fpga(Path(path) if path is not None else DEFAULT_SOCKET, timeout)
+
+
+class Fpga:
+    """One connection; thread-safe. Replies are matched to requests by id on a reader thread."""
+
+    def __init__(self, path: Path, timeout: float) -> None:
+        self.timeout = timeout
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._sock.connect(str(path))
+        except OSError as exc:
+            self._sock.close()
+            raise FpgashareError(f"cannot reach the fpgashare daemon at {path}: {exc.strerror or exc}") from None
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, concurrent.futures.Future] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self._reader = threading.Thread(target=self._read_loop, name="fpgashare-client", daemon=True)
+        self._reader.start()
+        hello = self.request("hello")
+        self.platform, self.dilation, self.client_id = hello["platform"], hello["dilation"], hello["client"]
+        self.pipelines: dict[str, Pipeline] = {}
+
+    # ---- plumbing
+    def _send(self, op: str, **fields) -> tuple[int, concurrent.futures.Future]:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        with self._lock:
+            if self._closed:
+                raise FpgashareError("the connection to the daemon is closed")
+            rid = next(self._ids)
+            self._waiting[rid] = future
+            self._sock.sendall(encode({"op": op, "id": rid, **fields}))
+        return rid, future
+
+    def request(self, op: str, **fields) -> dict:
+        """Send one request and wait for its reply; an error reply raises DaemonError."""
+        _, future = self._send(op, **fields)
+        return _unwrap(future.result(timeout=self.timeout))
+
+    def _read_loop(self) -> None:
+        try:
+            while True:
+                header = _recv_exact(self._sock, HEADER.size)
+                if header is None:
+                    break
+                (length,) = HEADER.unpack(header)
+                if length > MAX_MESSAGE:
+                    raise ProtocolError("oversized", f"reply of {length} bytes")
+                message = decode(_recv_exact(self._sock, length) or b"")
+                with self._lock:
+                    future = self._waiting.pop(message["id"], None)
+                if future is not None:
+                    future.set_result(message)
+                elif not message.get("ok", True):
+                    log.warning("daemon: %s", message["error"]["message"])
+        except (OSError, ProtocolError) as exc:
+            log.debug("reader stopped: %s", exc)
+        finally:
+            with self._lock:
+                self._closed = True
+                waiting, self._waiting = self._waiting, {}
+            for future in waiting.values():
+                future.set_result({"ok": False, "error": {"kind": "gone", "message": "the daemon went away"}})
+
+    # ---- API
+    def clock(self) -> float:
+        """The daemon's time in seconds (dilated on the simulated board): pace frames by it."""
+        return float(self.request("clock")["now"])
+
+    def status(self) -> dict:
+        return self.request("status")
+
+    def pipeline(self, name: str, stages: list[str], period_ms: float, frame_shape: tuple[int, int],
+                 deadline_ms: float | None = None, params: dict | None = None) -> Pipeline:
+        """Register a real-time pipeline; raises AdmissionRejected with the reason if it does not fit."""
+        fields = {"name": name, "stages": list(stages), "period_ms": float(period_ms),
+                  "frame_shape": [int(v) for v in frame_shape], "params": params or {}}
+        if deadline_ms is not None:
+            fields["deadline_ms"] = float(deadline_ms)
+        answer = self.request("pipeline", **fields)
+        pipe = Pipeline(self, name, FrameRing.attach(RingSpec.from_wire(answer["ring"])), answer)
+        self.pipelines[name] = pipe
+        return pipe
+
+    def close(self) -> None:
+        for pipe in list(self.pipelines.values()):
+            pipe.ring.close()
+        self.pipelines.clear()
+        with self._lock:
+            self._closed = True
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
+        self._reader.join(timeout=self.timeout)
+
+    def __enter__(self) -> Fpga:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Pipeline:
+    """A registered pipeline: frames in, results out, through its shared-memory ring."""
+
+    def __init__(self, fpga: Fpga, name: str, ring: FrameRing, info: dict) -> None:
+        self.fpga, self.name, self.ring = fpga, name, ring
+        self.deadline_ms, self.exec_ms = info["deadline_ms"], info["exec_ms"]
+        self._free = threading.Semaphore(ring.spec.slots)
+        self._slots = list(range(ring.spec.slots))
+        self._lock = threading.Lock()
+
+    def submit(self, frame: np.ndarray, timeout: float | None = None) -> FrameFuture:
+        """Hand a frame to the daemon; returns at once unless every ring slot is in flight (then
+        waits up to ``timeout`` for one)."""
+        check_frame(frame, self.ring.spec.in_shape, self.ring.spec.dtype)
+        if not self._free.acquire(timeout=self.fpga.timeout if timeout is None else timeout):
+            raise FrameDropped(f"all {self.ring.spec.slots} ring slots of {self.name!r} are still in flight")
+        with self._lock:
+            slot = self._slots.pop()
+        self.ring.input(slot)[...] = frame
+        try:
+            _, future = self.fpga._send("submit", pipeline=self.name, slot=slot)
+        except Exception:
+            self._release(slot)
+            raise
+        return FrameFuture(self, slot, future)
+
+    async def asubmit(self, frame: np.ndarray) -> np.ndarray:
+        """``submit`` for asyncio code: the output, or the same exceptions."""
+        fut = self.submit(frame)
+        return await asyncio.get_running_loop().run_in_executor(None, fut.result)
+
+    def _release(self, slot: int) -> None:
+        with self._lock:
+            self._slots.append(slot)
+        self._free.release()
+
+    def close(self) -> None:
+        self.fpga.request("close", pipeline=self.name)
+        self.ring.close()
+        self.fpga.pipelines.pop(self.name, None)
+
+
+class FrameFuture:
+    """The outcome of one submitted frame."""
+
+    def __init__(self, pipe: Pipeline, slot: int, future: concurrent.futures.Future) -> None:
+        self.pipe, self.slot, self._future = pipe, slot, future
+        self._outcome: np.ndarray | Exception | None = None
+
+    def result(self, timeout: float | None = None) -> np.ndarray:
+        if self._outcome is None:
+            message = self._future.result(timeout=timeout)
+            try:
+                self._outcome = self._settle(message)
+            finally:
+                self.pipe._release(self.slot)
+        if isinstance(self._outcome, Exception):
+            raise self._outcome
+        return self._outcome
+
+    def _settle(self, message: dict) -> np.ndarray | Exception:
+        if not message.get("ok"):
+            error = message["error"]
+            return DaemonError(error["kind"], error["message"])
+        outcome = message["outcome"]
+        if outcome == "dropped":
+            return FrameDropped(message.get("reason") or "no reason given")
+        if outcome == "error":
+            return FrameFailed(message.get("reason") or "the hardware path failed")
+        output = self.pipe.ring.output(self.slot).copy()     # the slot is reused after this
+        if outcome == "late":
+            return DeadlineMissed(message["latency_ms"], output)
+        return output
+
+
+def _unwrap(message: dict) -> dict:
+    if message.get("ok"):
+        return message
+    error = message["error"]
+    cls = AdmissionRejected if error["kind"] == "admission" else DaemonError
+    raise cls(error["kind"], error["message"])
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
+    chunks, got = [], 0
+    while got < n:
+        chunk = sock.recv(n - got)
+        if not chunk:
+            if got:
+                raise ProtocolError("malformed", "connection closed inside a message")
+            return None
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)

@@ -1,0 +1,367 @@
+"""``fpgashare daemon``: owns the FPGA and serves apps over a Unix socket.
+
+Two threads of control. The asyncio loop owns the socket: it reads requests (runtime/protocol.py),
+checks them, and answers. The engine thread owns the scheduler (runtime/sched/online.py) and the
+backend: it takes commands from the loop through a queue, advances the engine to the clock's now
+whenever a command arrives or the next event is due, and hands each ended frame back to the loop,
+which writes the frame's output into the client's shared-memory ring and answers its submit.
+
+Time is a WallClock, dilated on the simulated board (its RTL is slower than the hardware it stands
+for): clients read the daemon's clock with ``clock`` and pace their frames by it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import os
+import queue
+import signal
+import socket
+import struct
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runtime.backends.base import Backend
+from runtime.clock import WallClock
+from runtime.errors import FpgashareError
+from runtime.protocol import VERSION, ProtocolError, error_reply, read_message, reply
+from runtime.sched import make_policy
+from runtime.sched.engine import Frame
+from runtime.sched.online import OnlineEngine
+from runtime.shm import FrameRing
+from runtime.workload import realtime_spec
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SOCKET = Path(os.environ.get("FPGASHARE_SOCKET", "/run/fpgashare/fpgashare.sock"))
+RING_SLOTS = 4            #: frames a client may have in flight per pipeline
+CLIENT_GONE = "client gone"
+
+
+class EngineThread(threading.Thread):
+    """Runs the engine: commands in order, events when they are due."""
+
+    def __init__(self, engine: OnlineEngine, clock: WallClock) -> None:
+        super().__init__(name="fpgashare-engine", daemon=True)
+        self.engine, self.clock = engine, clock
+        self._commands: queue.Queue = queue.Queue()
+        self._stop = False
+
+    def call(self, fn, *args) -> concurrent.futures.Future:
+        """Run ``fn(*args)`` on the engine thread; the future carries its result or exception."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._commands.put((fn, args, future))
+        return future
+
+    def stop(self) -> None:
+        self._stop = True
+        self._commands.put(None)
+
+    def run(self) -> None:
+        while not self._stop:
+            due = self.engine.next_event_s()
+            timeout = None if due is None else max(0.0, (due - self.clock.now()) * self.clock.dilation)
+            try:
+                item = self._commands.get(timeout=timeout)   # wall-clock pacing of the dilated clock
+            except queue.Empty:
+                item = None
+            if item is not None:
+                fn, args, future = item
+                try:
+                    future.set_result(fn(*args))
+                except Exception as exc:  # handed to the caller, who answers the client with it
+                    future.set_exception(exc)
+            try:
+                self.engine.advance_to(self.clock.now())
+            except Exception:
+                log.exception("engine step failed")
+
+
+@dataclass
+class PipelineState:
+    name: str
+    ring: FrameRing
+    free: set[int]
+    in_flight: dict[int, tuple[int, object]] = field(default_factory=dict)   # frame seq -> (slot, writer)
+    closing: bool = False
+
+
+@dataclass
+class Client:
+    id: int
+    pid: int
+    uid: int
+    gid: int
+    writer: asyncio.StreamWriter
+    pipelines: dict[str, PipelineState] = field(default_factory=dict)
+    submits: dict[int, int] = field(default_factory=dict)    # frame seq -> request id
+
+
+class Daemon:
+    def __init__(self, backend: Backend, socket_path: str | Path = DEFAULT_SOCKET, dilation: float = 1.0,
+                 scheduler: str = "edf") -> None:
+        self.backend, self.platform = backend, backend.platform
+        self.socket_path = Path(socket_path)
+        self.clock = WallClock(dilation)
+        self.engine = OnlineEngine(self.platform, backend, make_policy(scheduler), self.clock)
+        self.engine.on_finish = self._on_finish_threadsafe
+        self.thread = EngineThread(self.engine, self.clock)
+        self.clients: dict[int, Client] = {}
+        self._owner: dict[str, Client] = {}          # pipeline name -> client
+        self._next_client = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._stopped = asyncio.Event()
+        self.outcomes = {"on_time": 0, "late": 0, "dropped": 0, "error": 0}
+
+    # ---- lifecycle
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.socket_path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            self.socket_path.unlink()
+        self._server = await asyncio.start_unix_server(self._serve, path=str(self.socket_path))
+        os.chmod(self.socket_path, 0o660)
+        self.thread.start()
+        await self._engine(_warm_up)          # first-call costs (OpenCV's init) must not land on a frame
+        await self._engine(self.engine.begin)
+        log.info("serving %s on %s (%s backend, dilation %g)", self.platform.name, self.socket_path,
+                 self.backend.name, self.clock.dilation)
+
+    async def serve_forever(self) -> None:
+        await self.start()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                self._loop.add_signal_handler(sig, lambda: asyncio.ensure_future(self.stop()))
+        await self._stopped.wait()
+
+    async def stop(self) -> None:
+        """Stop taking requests; every client's pipelines end (waiting frames are dropped with a
+        reason), rings are removed, the socket file goes."""
+        if self._stopped.is_set():
+            return
+        if self._server is not None:
+            self._server.close()
+        for client in list(self.clients.values()):
+            await self._client_gone(client, "daemon shutting down")
+        self.thread.stop()
+        with contextlib.suppress(FileNotFoundError):
+            self.socket_path.unlink()
+        self._stopped.set()
+
+    # ---- connections
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        pid, uid, gid = _peer_credentials(writer)
+        self._next_client += 1
+        client = Client(self._next_client, pid, uid, gid, writer)
+        self.clients[client.id] = client
+        log.info("client %d connected (pid %d, uid %d, gid %d)", client.id, pid, uid, gid)
+        try:
+            while True:
+                try:
+                    message = await read_message(reader)
+                except ProtocolError as exc:
+                    self._send(client, error_reply(-1, exc))
+                    if exc.kind in ("oversized", "malformed") and "stream ended" not in str(exc):
+                        if exc.kind == "oversized":
+                            break          # the stream cannot be resynchronised after a bad length
+                        continue
+                    break
+                if message is None:
+                    break
+                await self._handle(client, message)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            await self._client_gone(client, CLIENT_GONE)
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    def _send(self, client: Client, data: bytes) -> None:
+        if not client.writer.is_closing():
+            client.writer.write(data)
+
+    async def _handle(self, client: Client, message: dict) -> None:
+        rid = message["id"]
+        op = message.get("op")
+        handler = getattr(self, f"_op_{op}", None) if isinstance(op, str) else None
+        if handler is None:
+            self._send(client, error_reply(rid, ProtocolError("unknown_op", f"unknown op {op!r}")))
+            return
+        try:
+            answer = await handler(client, message)
+        except ProtocolError as exc:
+            self._send(client, error_reply(rid, exc))
+        except FpgashareError as exc:
+            self._send(client, error_reply(rid, ProtocolError("bad_request", str(exc))))
+        except Exception as exc:
+            log.exception("op %s failed", op)
+            self._send(client, error_reply(rid, ProtocolError("internal", f"{type(exc).__name__}: {exc}")))
+        else:
+            if answer is not None:
+                self._send(client, reply(rid, **answer))
+
+    async def _engine(self, fn, *args):
+        return await asyncio.wrap_future(self.thread.call(fn, *args))
+
+    # ---- ops
+    async def _op_hello(self, client: Client, message: dict) -> dict:
+        return {"server": "fpgashare", "version": VERSION, "platform": self.platform.name,
+                "backend": self.backend.name, "dilation": self.clock.dilation, "now": self.clock.now(),
+                "client": client.id}
+
+    async def _op_clock(self, client: Client, message: dict) -> dict:
+        return {"now": self.clock.now(), "dilation": self.clock.dilation}
+
+    async def _op_pipeline(self, client: Client, message: dict) -> dict:
+        name = _field(message, "name", str)
+        stages = _field(message, "stages", list)
+        period_s = float(_field(message, "period_ms", (int, float))) / 1e3
+        deadline_s = float(message.get("deadline_ms", period_s * 1e3)) / 1e3
+        shape = _field(message, "frame_shape", list)
+        params = message.get("params") or {}
+        if period_s <= 0 or deadline_s <= 0:
+            raise ProtocolError("bad_request", "period_ms and deadline_ms must be > 0")
+        try:
+            spec = realtime_spec(name, [str(s) for s in stages], period_s, deadline_s, list(shape)[:2],
+                                 self.platform, params)
+        except FpgashareError as exc:
+            raise ProtocolError("bad_request", f"pipeline {name!r}{exc}") from None
+        if name in self._owner:
+            raise ProtocolError("bad_request", f"a pipeline named {name!r} is already registered")
+        reason = await self._engine(self.engine.admit, spec)
+        if reason:
+            raise ProtocolError("admission", f"pipeline {name!r} not admitted: {reason}")
+        in_shape = (*spec.frame, 3) if spec.stages[0].kind.channels_in == 3 else spec.frame
+        out_shape = spec.frame
+        for stage in spec.stages:
+            out_shape = stage.kind.output_shape(*out_shape)
+        ring = FrameRing.create(RING_SLOTS, in_shape, tuple(out_shape), tag=f"c{client.id}")
+        try:
+            await self._engine(self.engine.add_pipeline, spec)
+        except FpgashareError as exc:
+            ring.close()
+            raise ProtocolError("admission", f"pipeline {name!r} not admitted: {exc}") from None
+        client.pipelines[name] = PipelineState(name, ring, set(range(RING_SLOTS)))
+        self._owner[name] = client
+        log.info("client %d: pipeline %s admitted (%s)", client.id, name, "/".join(spec.modules))
+        return {"ring": ring.spec.to_wire(), "deadline_ms": spec.deadline_s * 1e3, "exec_ms": spec.exec_s * 1e3}
+
+    async def _op_submit(self, client: Client, message: dict) -> None:
+        name = _field(message, "pipeline", str)
+        slot = _field(message, "slot", int)
+        state = client.pipelines.get(name)
+        if state is None or state.closing:
+            raise ProtocolError("bad_request", f"no pipeline {name!r} of this client")
+        if slot not in state.free:
+            raise ProtocolError("frame", f"ring slot {slot} of {name!r} is not free (in flight or outside "
+                                f"0..{state.ring.spec.slots - 1})")
+        state.free.discard(slot)
+        try:
+            frame = await self._engine(self.engine.submit, name, state.ring.input(slot))
+        except FpgashareError:
+            state.free.add(slot)
+            raise
+        state.in_flight[frame.seq] = (slot, client)
+        client.submits[frame.seq] = message["id"]
+        if frame.outcome is not None:      # ended before we got here (dropped at once)
+            self._frame_done(frame)
+        return None                        # answered when the frame ends
+
+    async def _op_close(self, client: Client, message: dict) -> dict:
+        name = _field(message, "pipeline", str)
+        if name not in client.pipelines:
+            raise ProtocolError("bad_request", f"no pipeline {name!r} of this client")
+        await self._end_pipeline(client, name, "pipeline closed")
+        return {"closed": name}
+
+    async def _op_status(self, client: Client, message: dict) -> dict:
+        return await self._engine(self._status)
+
+    # ---- frames ending (engine thread -> loop)
+    def _on_finish_threadsafe(self, frame: Frame) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._frame_done, frame)
+
+    def _frame_done(self, frame: Frame) -> None:
+        client = self._owner.get(frame.pipeline.name)
+        state = client.pipelines.get(frame.pipeline.name) if client else None
+        if state is None or frame.seq not in state.in_flight:
+            return                          # already answered
+        self.outcomes[frame.outcome] = self.outcomes.get(frame.outcome, 0) + 1
+        slot, _ = state.in_flight.pop(frame.seq)
+        rid = client.submits.pop(frame.seq, -1)
+        if frame.output is not None and frame.outcome in ("on_time", "late") and not state.closing:
+            state.ring.output(slot)[...] = frame.output
+        latency = None if frame.end is None else (frame.end - frame.release) * 1e3
+        self._send(client, reply(rid, outcome=frame.outcome, reason=frame.reason, slot=slot, latency_ms=latency))
+        state.free.add(slot)
+        self.thread.call(self.engine.forget, frame)
+        if state.closing and not state.in_flight:
+            self._retire(client, state)
+
+    # ---- pipelines and clients ending
+    async def _end_pipeline(self, client: Client, name: str, reason: str) -> None:
+        state = client.pipelines[name]
+        state.closing = True
+        # Waiting frames are dropped on the engine thread; their answers are queued on this loop
+        # before the command's own completion, so they go out before we carry on.
+        await self._engine(self.engine.remove_pipeline, name, reason)
+        if not state.in_flight:             # else frames on the fabric still write into the ring
+            self._retire(client, state)
+
+    def _retire(self, client: Client, state: PipelineState) -> None:
+        state.ring.close()
+        client.pipelines.pop(state.name, None)
+        self._owner.pop(state.name, None)
+
+    async def _client_gone(self, client: Client, reason: str) -> None:
+        if self.clients.pop(client.id, None) is None:
+            return
+        for name in list(client.pipelines):
+            await self._end_pipeline(client, name, reason)
+        log.info("client %d gone (%s)", client.id, reason)
+
+    def _status(self) -> dict:
+        engine = self.engine
+        slots = [{"slot": s.index, "state": s.state.value, "module": s.module} for s in engine.slots.slots]
+        port = engine.slots.port
+        per = {}
+        for p in engine.pipelines:
+            frames = [f for f in engine.frames if f.pipeline.name == p.name]
+            per[p.name] = {"class": p.klass, "modules": list(p.modules), "in_flight": len(frames)}
+        return {"now": self.clock.now(), "dilation": self.clock.dilation, "slots": slots,
+                "port": {"loads": port.loads, "busy_s": port.busy_s, "queued": len(port.queue)},
+                "pipelines": per, "outcomes": dict(self.outcomes),
+                "clients": [{"id": c.id, "pid": c.pid, "uid": c.uid, "pipelines": list(c.pipelines)}
+                            for c in self.clients.values()]}
+
+
+def _warm_up() -> None:
+    import numpy as np
+
+    from runtime.simrun import resolve_chain
+    from runtime.vision_ref import chain_reference
+
+    chain_reference(resolve_chain(["gauss3x3", "threshold"], {}), np.zeros((8, 8), np.uint8))
+
+
+def _field(message: dict, key: str, typ):
+    value = message.get(key)
+    if not isinstance(value, typ) or isinstance(value, bool):
+        want = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
+        raise ProtocolError("bad_request", f"{message.get('op')}: {key} must be {want}, got {value!r}")
+    return value
+
+
+def _peer_credentials(writer: asyncio.StreamWriter) -> tuple[int, int, int]:
+    sock = writer.get_extra_info("socket")
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        return struct.unpack("3i", creds)
+    except (AttributeError, OSError):
+        return (-1, -1, -1)

@@ -1,0 +1,118 @@
+"""The engine with pipelines that come and go and frames submitted as they arrive (the daemon).
+
+The same event loop, policies and slot manager as a workload run; what differs is where frames
+come from: ``submit`` releases a frame now, with its own pixels, and the caller drives time with
+``advance_to`` (the daemon calls it with its clock's now whenever something arrives or the next
+event is due). Admission for a new real-time pipeline is the one ``edf`` uses for workload files,
+run against the pipelines already admitted.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from runtime.backends.base import Backend
+from runtime.clock import Clock
+from runtime.errors import FpgashareError
+from runtime.platform import Platform
+from runtime.sched.admission import necessary, trial
+from runtime.sched.engine import RELEASE, Engine, Frame, load_seconds
+from runtime.workload import PipelineSpec, Workload
+
+log = logging.getLogger(__name__)
+
+#: Virtual seconds of the admission trial for a new pipeline (a few of the slowest periods).
+TRIAL_S = 0.5
+
+
+class OnlineEngine(Engine):
+    def __init__(self, platform: Platform, backend: Backend, policy, clock: Clock,
+                 replacement: str = "belady") -> None:
+        empty = Workload(Path("<daemon>"), platform, 0, float("inf"), ())
+        super().__init__(empty, backend, policy, clock, replacement, want_output=True)
+        self.t0 = 0.0                       # pipelines register whenever they like; no warm-up window
+        self._last_release: dict[str, float] = {}
+        self._counts: dict[str, int] = {}
+
+    # ---- pipelines
+    def admit(self, spec: PipelineSpec) -> str | None:
+        """Why ``spec`` cannot join the admitted set, or None if it can (edf's admission control;
+        policies without it admit everything)."""
+        if spec.name in {p.name for p in (*self.pipelines, *self.dnn_pipelines)}:
+            return f"a pipeline named {spec.name!r} is already registered"
+        if not spec.realtime or not self.policy.admission:
+            return None
+        candidate = [*self.pipelines, spec]
+        trial_set = replace(self.workload, pipelines=(*candidate, *self.dnn_pipelines), duration_s=TRIAL_S)
+        load_s = max(load_seconds(self.backend.platform, s.index) for s in self.backend.platform.slots)
+        return necessary(candidate, trial_set, load_s) or trial(candidate, trial_set, TRIAL_S)
+
+    def add_pipeline(self, spec: PipelineSpec) -> None:
+        reason = self.admit(spec)
+        if reason:
+            raise FpgashareError(reason)
+        if spec.realtime:
+            self.pipelines.append(spec)
+            self._next_index[spec.name] = 0
+            self._last_release[spec.name] = self.now - spec.period_s   # its first frame may come now
+        else:
+            self.dnn_pipelines.append(spec)
+            self.dnn_images[spec.name] = 0
+        self._upcoming = None
+        self.policy.dispatch(self)
+        self._kick_port()
+
+    def remove_pipeline(self, name: str, reason: str) -> list[Frame]:
+        """End a pipeline: its waiting frames are dropped with ``reason`` (returned); frames
+        already running finish on the fabric and are reported as usual."""
+        dropped = [f for f in self.pending if f.pipeline.name == name]
+        for frame in dropped:
+            self.drop(frame, reason)
+        self.pipelines = [p for p in self.pipelines if p.name != name]
+        self.dnn_pipelines = [p for p in self.dnn_pipelines if p.name != name]
+        self._next_index.pop(name, None)
+        self._upcoming = None
+        self.policy.dispatch(self)
+        self._kick_port()
+        return dropped
+
+    # ---- frames
+    def submit(self, name: str, pixels: np.ndarray) -> Frame:
+        """Release a frame of pipeline ``name`` now; its deadline is now + the pipeline's."""
+        spec = next((p for p in self.pipelines if p.name == name), None)
+        if spec is None:
+            raise FpgashareError(f"no real-time pipeline {name!r}")
+        index = self._counts.get(name, 0)
+        self._counts[name] = index + 1
+        now = self.now
+        self._seq += 1
+        frame = Frame(spec, index, now, now + spec.deadline_s, self._seq, pixels=pixels)
+        self.frames.append(frame)
+        self.push(now, RELEASE, frame)
+        return frame
+
+    def _released(self, frame: Frame) -> None:
+        self._last_release[frame.pipeline.name] = frame.release
+
+    def next_release_s(self, pipeline: PipelineSpec) -> float:
+        """An app promises its period: the next frame is due a period after the last one."""
+        last = self._last_release.get(pipeline.name)
+        return self.now if last is None else last + pipeline.period_s
+
+    def future_modules(self, first=(), releases: int = 2) -> list[str]:
+        order: list[str] = []
+        for frame in first:
+            order.extend(frame.pipeline.modules)
+        upcoming = sorted((self.next_release_s(p) + p.deadline_s, p.name, p.modules) for p in self.pipelines)
+        return order + [m for _, _, modules in upcoming for m in modules]
+
+    def forget(self, frame: Frame) -> None:
+        """Drop the engine's record of an ended frame (a daemon runs for days)."""
+        try:
+            self.frames.remove(frame)
+        except ValueError:
+            pass

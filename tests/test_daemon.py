@@ -1,0 +1,207 @@
+"""The daemon and the client API, in one process (the daemon on its own thread and event loop) and
+with client processes: frames through shared memory equal OpenCV's, bad requests get named errors
+while others carry on, a killed client leaves nothing behind."""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import multiprocessing as mp
+import os
+import signal
+import socket
+import struct
+import threading
+import time
+
+import msgpack
+import numpy as np
+import pytest
+
+from runtime.backends import make_backend
+from runtime.client import AdmissionRejected, DaemonError, connect
+from runtime.daemon import Daemon
+from runtime.errors import FrameError
+from runtime.platform import load_platform
+from runtime.protocol import VERSION, encode
+from runtime.simrun import resolve_chain
+from runtime.vision_ref import chain_reference
+
+SHAPE = (60, 80)
+CHAIN = ["gauss3x3", "sobel_mag", "threshold"]
+
+
+class RunningDaemon:
+    def __init__(self, path, dilation=20.0, platform="zcu104"):
+        self.daemon = Daemon(make_backend("model", load_platform(platform)), path, dilation=dilation)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.ready = threading.Event()
+
+    def _run(self):
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(self.daemon.start())
+        self.ready.set()
+        self.loop.run_until_complete(self.daemon._stopped.wait())
+
+    def __enter__(self):
+        self.thread.start()
+        assert self.ready.wait(10)
+        return self.daemon
+
+    def __exit__(self, *exc):
+        asyncio.run_coroutine_threadsafe(self.daemon.stop(), self.loop).result(10)
+        self.thread.join(10)
+
+
+@pytest.fixture
+def sock(tmp_path):
+    return tmp_path / "fpgashare.sock"
+
+
+def frames(n, seed=0, shape=SHAPE):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, 256, shape, dtype=np.uint8) for _ in range(n)]
+
+
+def ours():
+    return set(glob.glob("/dev/shm/fpgashare-*"))
+
+
+def test_frames_round_trip_and_equal_opencv(sock):
+    before = ours()
+    with RunningDaemon(sock), connect(sock) as fpga:
+        assert oct(os.stat(sock).st_mode & 0o777) == "0o660"
+        assert fpga.platform == "zcu104" and fpga.dilation == 20.0
+        edges = fpga.pipeline("edges", CHAIN, period_ms=20.0, frame_shape=SHAPE)
+        stages = resolve_chain(CHAIN, {})
+        for frame in frames(6):
+            assert np.array_equal(edges.submit(frame).result(timeout=10), chain_reference(stages, frame))
+        t0 = fpga.clock()
+        time.sleep(0.1)
+        assert 0.1 / 20 * 0.5 < fpga.clock() - t0 < 0.1 / 20 * 3      # the daemon's clock is dilated
+        status = fpga.status()
+        assert status["outcomes"]["on_time"] == 6
+        assert {"slot", "state", "module"} <= set(status["slots"][0])
+        assert status["clients"][0]["pipelines"] == ["edges"]
+        assert len(ours() - before) == 1                                # one ring while registered
+        edges.close()
+        assert ours() == before
+    assert not sock.exists()
+
+
+def test_four_clients_share_the_fabric(sock):
+    chains = [CHAIN, ["downscale2x", "box3x3"], ["sharpen3x3"], ["threshold"]]
+    results = {}
+
+    def app(i):
+        try:
+            with connect(sock) as fpga:
+                pipe = fpga.pipeline(f"app{i}", chains[i], period_ms=20.0, frame_shape=SHAPE)
+                stages = resolve_chain(chains[i], {})
+                futures = [(f, pipe.submit(f)) for f in frames(4, seed=i)]
+                results[i] = all(np.array_equal(fut.result(timeout=60), chain_reference(stages, f))
+                                 for f, fut in futures)
+        except Exception as exc:        # reported by the assert below
+            results[i] = repr(exc)
+
+    # A slow dilation: the test shares two cores with RTL simulations when run with -n 2.
+    with RunningDaemon(sock, dilation=100.0) as daemon:
+        threads = [threading.Thread(target=app, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert results == {0: True, 1: True, 2: True, 3: True}
+        assert daemon.outcomes["on_time"] == 16
+
+
+def raw(sock_path, data):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(str(sock_path))
+    s.sendall(data)
+    s.settimeout(5)
+    header = s.recv(4)
+    (n,) = struct.unpack(">I", header)
+    body = b""
+    while len(body) < n:
+        body += s.recv(n - len(body))
+    return s, msgpack.unpackb(body)
+
+
+def test_bad_requests_get_named_errors_and_others_carry_on(sock):
+    with RunningDaemon(sock), connect(sock) as fpga:
+        good = fpga.pipeline("good", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
+        s, answer = raw(sock, struct.pack(">I", 3) + b"\xc1\xc1\xc1")
+        assert answer["error"]["kind"] == "malformed"
+        s.sendall(encode({"op": "clock", "id": 5}))                    # the same connection still works
+        assert s.recv(4096)
+        s.close()
+        s, answer = raw(sock, struct.pack(">I", 1 << 30))
+        assert answer["error"]["kind"] == "oversized"
+        assert s.recv(10) == b""                                        # and that connection is closed
+        s.close()
+        body = msgpack.packb({"v": VERSION + 1, "id": 1, "op": "hello"})
+        _, answer = raw(sock, struct.pack(">I", len(body)) + body)
+        assert answer["error"]["kind"] == "version" and "not supported" in answer["error"]["message"]
+        body = msgpack.packb({"v": VERSION, "id": 2, "op": "teleport"})
+        _, answer = raw(sock, struct.pack(">I", len(body)) + body)
+        assert answer["error"] == {"kind": "unknown_op", "message": "unknown op 'teleport'"}
+        with pytest.raises(DaemonError, match="unknown module") as err:
+            fpga.pipeline("bad", ["gauss3x3", "blur9"], period_ms=5.0, frame_shape=SHAPE)
+        assert err.value.kind == "bad_request"
+        with pytest.raises(DaemonError, match="frame 5000x80 is outside"):
+            fpga.pipeline("huge", ["threshold"], period_ms=5.0, frame_shape=(5000, 80))
+        with pytest.raises(DaemonError, match="already registered"):
+            fpga.pipeline("good", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
+        with pytest.raises(FrameError, match="frame shape"):
+            good.submit(np.zeros((10, 10), np.uint8))
+        with pytest.raises(FrameError, match="dtype"):
+            good.submit(np.zeros(SHAPE, np.float32))
+        with pytest.raises(DaemonError, match="not free"):
+            fpga.request("submit", pipeline="good", slot=99)
+        frame = frames(1)[0]
+        out = good.submit(frame).result(timeout=10)                     # the daemon is still fine
+        assert np.array_equal(out, chain_reference(resolve_chain(["threshold"], {}), frame))
+
+
+def test_admission_rejects_with_the_reason(sock):
+    big = (1080, 1920)
+    with RunningDaemon(sock, platform="pynq-z2") as daemon, connect(sock) as fpga:
+        fpga.pipeline("edges", ["gauss3x3", "sobel_mag"], period_ms=33.33, frame_shape=big)
+        with pytest.raises(AdmissionRejected, match=r"not admitted: its frames would occupy .* slots"):
+            fpga.pipeline("thumb", ["downscale2x", "threshold"], period_ms=33.33, frame_shape=big)
+        assert [p.name for p in daemon.engine.pipelines] == ["edges"]
+
+
+def _doomed_client(path, ready):
+    with connect(path) as fpga:
+        pipe = fpga.pipeline("doomed", CHAIN, period_ms=50.0, frame_shape=(480, 640))
+        for frame in frames(4, shape=(480, 640)):
+            pipe.submit(frame)
+        ready.set()
+        time.sleep(60)
+
+
+def test_a_killed_client_leaves_nothing_behind(sock):
+    before = ours()
+    with RunningDaemon(sock, dilation=200.0) as daemon, connect(sock) as fpga:
+        other = fpga.pipeline("other", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
+        ctx = mp.get_context("spawn")
+        ready = ctx.Event()
+        proc = ctx.Process(target=_doomed_client, args=(str(sock), ready))
+        proc.start()
+        assert ready.wait(30)
+        assert len(ours() - before) == 2
+        os.kill(proc.pid, signal.SIGKILL)                               # mid-frame
+        proc.join(10)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and (len(ours() - before) != 1 or len(daemon.clients) != 1):
+            time.sleep(0.05)
+        assert len(ours() - before) == 1                                # only "other"'s ring is left
+        assert [p.name for p in daemon.engine.pipelines] == ["other"]
+        assert daemon.outcomes["dropped"] >= 1                          # frames that never ran: client gone
+        frame = frames(1)[0]
+        assert np.array_equal(other.submit(frame).result(timeout=10),
+                              chain_reference(resolve_chain(["threshold"], {}), frame))
+    assert ours() == before

@@ -166,6 +166,53 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_daemon(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from runtime.backends import make_backend
+    from runtime.daemon import DEFAULT_SOCKET, Daemon, calibrate_dilation
+    from runtime.platform import load_platform
+
+    platform = load_platform(args.platform)
+    options = {}
+    if args.board == "pynq":
+        if not args.bitstreams:
+            raise FpgashareError("--board pynq needs --bitstreams (a folder made by fpgashare bitstream build)")
+        options = {"bitstreams": args.bitstreams, "overlay": args.overlay}
+    backend = make_backend(args.board, platform, **options)
+    if args.dilation == "auto":
+        dilation = calibrate_dilation(backend)
+    else:
+        try:
+            dilation = float(args.dilation)
+        except ValueError:
+            raise FpgashareError(f"--dilation must be a number or auto, not {args.dilation!r}") from None
+        if dilation <= 0:
+            raise FpgashareError("--dilation must be > 0")
+    logging.getLogger("runtime").setLevel(logging.INFO)
+    daemon = Daemon(backend, args.socket or DEFAULT_SOCKET, dilation=dilation, scheduler=args.scheduler)
+    asyncio.run(daemon.serve_forever())
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from runtime.client import connect
+
+    with connect(args.socket) as fpga:
+        status = fpga.status()
+    for envelope in ("v", "id", "ok"):
+        status.pop(envelope, None)
+    lines = [f"daemon clock {status['now']:.3f} s (dilation {status['dilation']:g}); outcomes {status['outcomes']}"]
+    lines += [f"  slot {s['slot']}: {s['state']:8s} {s['module'] or '-'}" for s in status["slots"]]
+    port = status["port"]
+    lines.append(f"  port: {port['loads']} loads, {port['busy_s'] * 1e3:.1f} ms busy, {port['queued']} queued")
+    lines += [f"  pipeline {name}: {'/'.join(p['modules'])}" for name, p in status["pipelines"].items()]
+    lines += [f"  client {c['id']} (pid {c['pid']}, uid {c['uid']}): {', '.join(c['pipelines']) or '-'}"
+              for c in status["clients"]]
+    _emit(status, args.json, lines)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fpgashare", description="Time-share one FPGA by partial reconfiguration.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
@@ -214,6 +261,21 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--gantt", help="write a Gantt chart of the first 100 ms (PNG; one per scheduler)")
     bn.add_argument("--json", action="store_true")
     bn.set_defaults(func=cmd_bench)
+
+    dm = sub.add_parser("daemon", help="own the FPGA and serve apps on a Unix socket")
+    dm.add_argument("--board", choices=["sim", "model", "pynq"], default="sim")
+    dm.add_argument("--platform", default="zcu104", help="platform manifest (TOML) or name")
+    dm.add_argument("--socket", default=None,
+                    help="socket path (default $FPGASHARE_SOCKET or /run/fpgashare/fpgashare.sock)")
+    dm.add_argument("--dilation", default="auto", help="simulated s per wall s (auto: measured on the backend)")
+    dm.add_argument("--scheduler", default="edf", help="edf, rr-bundle, fcfs or static")
+    dm.add_argument("--bitstreams", help="pynq: folder of partial bitstreams with index.json")
+    dm.add_argument("--overlay", help="pynq: the shell overlay (.bit with its .hwh beside it)")
+    dm.set_defaults(func=cmd_daemon)
+    st = sub.add_parser("status", help="slots, port, pipelines and clients of a running daemon")
+    st.add_argument("--socket", default=None)
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=cmd_status)
 
     d = sub.add_parser("demo", help="the simulated-board demo")
     d.add_argument("--platform", default="zcu104")

@@ -341,6 +341,28 @@ class Daemon:
                             for c in self.clients.values()]}
 
 
+def calibrate_dilation(backend: Backend, margin: float = 2.0) -> float:
+    """How much slower than the hardware a backend runs: the wall time of one partial load and one
+    small frame over their hardware time, times ``margin``; 1 for a real board. Loads a module
+    into slot 0 (the daemon starts with every slot blank, so nothing is lost)."""
+    import time
+
+    import numpy as np
+
+    from runtime.simrun import resolve_chain
+
+    if backend.name == "pynq":
+        return 1.0
+    stages = resolve_chain(["threshold"], {})
+    start = time.perf_counter()
+    load = backend.load(0, "threshold")
+    load_ratio = (time.perf_counter() - start) / load.seconds
+    start = time.perf_counter()
+    frame = backend.run_frame([0], stages, np.zeros((120, 160), np.uint8))
+    frame_ratio = (time.perf_counter() - start) / frame.seconds
+    return max(1.0, margin * max(load_ratio, frame_ratio))
+
+
 def _warm_up() -> None:
     import numpy as np
 

@@ -205,3 +205,23 @@ def test_a_killed_client_leaves_nothing_behind(sock):
         assert np.array_equal(other.submit(frame).result(timeout=10),
                               chain_reference(resolve_chain(["threshold"], {}), frame))
     assert ours() == before
+
+
+def test_status_command_and_daemon_arguments(sock, capsys):
+    import json
+
+    from runtime.cli import main
+
+    with RunningDaemon(sock), connect(sock) as fpga:
+        fpga.pipeline("edges", CHAIN, period_ms=20.0, frame_shape=SHAPE)
+        assert main(["status", "--socket", str(sock), "--json"]) == 0
+        status = json.loads(capsys.readouterr().out)
+        assert list(status["pipelines"]) == ["edges"] and len(status["slots"]) == 4
+        assert main(["status", "--socket", str(sock)]) == 0
+        assert "pipeline edges: conv3x3/sobel_mag/threshold" in capsys.readouterr().out
+    assert main(["status", "--socket", str(sock)]) == 2
+    assert "cannot reach the fpgashare daemon" in capsys.readouterr().err
+    assert main(["daemon", "--board", "model", "--socket", str(sock), "--dilation", "fast"]) == 2
+    assert "--dilation must be a number or auto" in capsys.readouterr().err
+    assert main(["daemon", "--board", "pynq", "--socket", str(sock)]) == 2
+    assert "needs --bitstreams" in capsys.readouterr().err

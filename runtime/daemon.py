@@ -300,7 +300,6 @@ class Daemon:
         latency = None if frame.end is None else (frame.end - frame.release) * 1e3
         self._send(client, reply(rid, outcome=frame.outcome, reason=frame.reason, slot=slot, latency_ms=latency))
         state.free.add(slot)
-        self.thread.call(self.engine.forget, frame)
         if state.closing and not state.in_flight:
             self._retire(client, state)
 

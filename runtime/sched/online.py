@@ -110,9 +110,7 @@ class OnlineEngine(Engine):
         upcoming = sorted((self.next_release_s(p) + p.deadline_s, p.name, p.modules) for p in self.pipelines)
         return order + [m for _, _, modules in upcoming for m in modules]
 
-    def forget(self, frame: Frame) -> None:
-        """Drop the engine's record of an ended frame (a daemon runs for days)."""
-        try:
-            self.frames.remove(frame)
-        except ValueError:
-            pass
+    def finish(self, frame: Frame, outcome: str, reason: str = "") -> None:
+        super().finish(frame, outcome, reason)
+        # A daemon runs for days: ended frames leave the engine once the daemon has been told.
+        self.frames.remove(frame)

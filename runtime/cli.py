@@ -190,7 +190,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         if dilation <= 0:
             raise FpgashareError("--dilation must be > 0")
     logging.getLogger("runtime").setLevel(logging.INFO)
-    daemon = Daemon(backend, args.socket or DEFAULT_SOCKET, dilation=dilation, scheduler=args.scheduler)
+    daemon = Daemon(backend, args.socket or DEFAULT_SOCKET, dilation=dilation, scheduler=args.scheduler,
+                    metrics_port=args.metrics_port)
     asyncio.run(daemon.serve_forever())
     return 0
 
@@ -269,6 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="socket path (default $FPGASHARE_SOCKET or /run/fpgashare/fpgashare.sock)")
     dm.add_argument("--dilation", default="auto", help="simulated s per wall s (auto: measured on the backend)")
     dm.add_argument("--scheduler", default="edf", help="edf, rr-bundle, fcfs or static")
+    dm.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on 127.0.0.1:PORT")
     dm.add_argument("--bitstreams", help="pynq: folder of partial bitstreams with index.json")
     dm.add_argument("--overlay", help="pynq: the shell overlay (.bit with its .hwh beside it)")
     dm.set_defaults(func=cmd_daemon)

@@ -103,7 +103,8 @@ class Client:
 
 class Daemon:
     def __init__(self, backend: Backend, socket_path: str | Path = DEFAULT_SOCKET, dilation: float = 1.0,
-                 scheduler: str = "edf") -> None:
+                 scheduler: str = "edf", metrics_port: int | None = None) -> None:
+        """``metrics_port``: serve Prometheus metrics on 127.0.0.1 at that port (0: any free one)."""
         self.backend, self.platform = backend, backend.platform
         self.socket_path = Path(socket_path)
         self.clock = WallClock(dilation)
@@ -117,6 +118,8 @@ class Daemon:
         self._server: asyncio.base_events.Server | None = None
         self._stopped = asyncio.Event()
         self.outcomes = {"on_time": 0, "late": 0, "dropped": 0, "error": 0}
+        self.metrics_port = metrics_port
+        self.metrics = None
 
     # ---- lifecycle
     async def start(self) -> None:
@@ -126,6 +129,12 @@ class Daemon:
             self.socket_path.unlink()
         self._server = await asyncio.start_unix_server(self._serve, path=str(self.socket_path))
         os.chmod(self.socket_path, 0o660)
+        if self.metrics_port is not None:
+            from runtime.metrics import DaemonMetrics
+
+            self.metrics = DaemonMetrics(self.engine, self.clock)
+            self.metrics_port = self.metrics.serve(self.metrics_port)
+            log.info("metrics on http://127.0.0.1:%d/metrics", self.metrics_port)
         self.thread.start()
         await self._engine(_warm_up)          # first-call costs (OpenCV's init) must not land on a frame
         await self._engine(self.engine.begin)
@@ -149,6 +158,8 @@ class Daemon:
         for client in list(self.clients.values()):
             await self._client_gone(client, "daemon shutting down")
         self.thread.stop()
+        if self.metrics is not None:
+            self.metrics.close()
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
         self._stopped.set()
@@ -298,6 +309,8 @@ class Daemon:
         if frame.output is not None and frame.outcome in ("on_time", "late") and not state.closing:
             state.ring.output(slot)[...] = frame.output
         latency = None if frame.end is None else (frame.end - frame.release) * 1e3
+        if self.metrics is not None:
+            self.metrics.frame_ended(frame.pipeline.name, frame.outcome, None if latency is None else latency / 1e3)
         self._send(client, reply(rid, outcome=frame.outcome, reason=frame.reason, slot=slot, latency_ms=latency))
         state.free.add(slot)
         if state.closing and not state.in_flight:

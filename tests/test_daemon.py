@@ -225,3 +225,19 @@ def test_status_command_and_daemon_arguments(sock, capsys):
     assert "--dilation must be a number or auto" in capsys.readouterr().err
     assert main(["daemon", "--board", "pynq", "--socket", str(sock)]) == 2
     assert "needs --bitstreams" in capsys.readouterr().err
+
+
+def test_prometheus_metrics(sock):
+    import urllib.request
+
+    running = RunningDaemon(sock)
+    running.daemon.metrics_port = 0
+    with running as daemon, connect(sock) as fpga:
+        pipe = fpga.pipeline("edges", CHAIN, period_ms=20.0, frame_shape=SHAPE)
+        for frame in frames(3):
+            pipe.submit(frame).result(timeout=10)
+        text = urllib.request.urlopen(f"http://127.0.0.1:{daemon.metrics_port}/metrics", timeout=5).read().decode()
+    assert 'fpgashare_frames_total{outcome="on_time",pipeline="edges"} 3.0' in text
+    assert 'fpgashare_frame_latency_seconds_count{pipeline="edges"} 3.0' in text
+    assert "fpgashare_reconfigurations 3.0" in text                  # three modules loaded once
+    assert "fpgashare_port_busy_seconds" in text and "fpgashare_slot_utilization" in text

@@ -21,6 +21,7 @@ import itertools
 import logging
 import socket
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -138,6 +139,13 @@ class Fpga:
     def clock(self) -> float:
         """The daemon's time in seconds (dilated on the simulated board): pace frames by it."""
         return float(self.request("clock")["now"])
+
+    def sleep_until(self, t: float) -> None:
+        """Wait until the daemon's clock reads ``t`` (wall time scaled by the daemon's dilation),
+        so an app paces its frames the same on a board and on the simulated board."""
+        delay = (t - self.clock()) * self.dilation
+        if delay > 0:
+            time.sleep(delay)       # real waiting: pacing an app, not a simulated duration
 
     def status(self) -> dict:
         return self.request("status")

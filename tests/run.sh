@@ -9,7 +9,7 @@ PY=${PYTHON:-python3}
 "$PY" -m venv .venv-test
 .venv-test/bin/python -m pip install -q --upgrade pip
 .venv-test/bin/python -m pip install -q -e ".[test]"
-.venv-test/bin/python -m ruff check runtime hdl_sim tests benchmarks
+.venv-test/bin/python -m ruff check runtime hdl_sim tests benchmarks apps
 .venv-test/bin/python -m pytest -n 2 -q tests --ignore=tests/board
 
 "$PY" -m venv .venv-board

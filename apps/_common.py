@@ -1,0 +1,145 @@
+"""What the example apps share: a frame source (video file or camera), pacing by the daemon's
+clock, and registering a chain with the stages the FPGA cannot take falling back to OpenCV on the
+CPU (and saying so)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+from runtime.client import AdmissionRejected, DaemonError, Fpga, Pipeline
+from runtime.errors import FpgashareError
+from runtime.modules import Stage
+from runtime.simrun import resolve_chain
+from runtime.vision_ref import chain_reference
+
+log = logging.getLogger("apps")
+
+
+def add_source_args(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--video", help="video file to read frames from")
+    source.add_argument("--camera", type=int, help="camera index (cv2.VideoCapture)")
+    parser.add_argument("--socket", help="daemon socket (default $FPGASHARE_SOCKET)")
+    parser.add_argument("--frames", type=int, default=0, help="stop after N frames (0: the whole source)")
+    parser.add_argument("--size", default="240x320", help="ROWSxCOLS the frames are resized to")
+    parser.add_argument("--out", help="write a side-by-side video (input | output) here")
+    parser.add_argument("--dump", help="write the inputs and outputs as .npz (for checking)")
+    parser.add_argument("-v", "--verbose", action="store_true")
+
+
+def frame_size(text: str) -> tuple[int, int]:
+    try:
+        rows, cols = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise FpgashareError(f"--size must be ROWSxCOLS, not {text!r}") from None
+    return rows, cols
+
+
+def frames(args: argparse.Namespace):
+    """RGB frames of the requested size from the video or camera."""
+    capture = cv2.VideoCapture(args.video if args.video is not None else args.camera)
+    if not capture.isOpened():
+        raise FpgashareError(f"cannot open {args.video if args.video is not None else f'camera {args.camera}'}")
+    rows, cols = frame_size(args.size)
+    count = 0
+    try:
+        while not args.frames or count < args.frames:
+            ok, bgr = capture.read()
+            if not ok:
+                break
+            count += 1
+            yield cv2.cvtColor(cv2.resize(bgr, (cols, rows), interpolation=cv2.INTER_AREA), cv2.COLOR_BGR2RGB)
+    finally:
+        capture.release()
+
+
+@dataclass
+class SplitChain:
+    """A chain whose first ``cpu`` stages run in OpenCV and the rest on the FPGA pipeline."""
+
+    cpu: list[Stage]
+    pipeline: Pipeline | None
+    fpga_stages: list[Stage] = field(default_factory=list)
+
+    def submit(self, frame: np.ndarray):
+        """Returns a callable that gives the output (waits for the FPGA if it has a part)."""
+        ahead = chain_reference(self.cpu, frame) if self.cpu else frame
+        if self.pipeline is None:
+            return lambda timeout=None: ahead
+        return self.pipeline.submit(np.ascontiguousarray(ahead)).result
+
+
+def register(fpga: Fpga, name: str, chain: list[str], period_ms: float, shape: tuple[int, int],
+             params: dict | None = None) -> SplitChain:
+    """Ask for the whole chain; while the daemon refuses (admission, a module the board lacks, too
+    few slots), move the first stage to the CPU and ask again."""
+    stages = resolve_chain(chain, params or {})
+    for split in range(len(chain) + 1):
+        if split == len(chain):
+            log.warning("%s: the FPGA took no part of %s; every stage runs on the CPU", name, "/".join(chain))
+            return SplitChain(stages, None)
+        try:
+            pipe = fpga.pipeline(name, chain[split:], period_ms=period_ms, frame_shape=shape,
+                                 params={k: v for k, v in (params or {}).items() if k in chain[split:]})
+        except (AdmissionRejected, DaemonError) as exc:
+            log.warning("%s: %s on the FPGA refused (%s); %s moves to the CPU", name, "/".join(chain[split:]),
+                        exc, chain[split])
+            continue
+        if split:
+            log.warning("%s: %s run on the CPU (OpenCV), %s on the FPGA", name, "/".join(chain[:split]),
+                        "/".join(chain[split:]))
+        return SplitChain(stages[:split], pipe, stages[split:])
+    raise AssertionError("unreachable")
+
+
+class Pacer:
+    """Frame k goes out at the daemon's time t0 + k * period."""
+
+    def __init__(self, fpga: Fpga, period_s: float) -> None:
+        self.fpga, self.period_s = fpga, period_s
+        self.t0 = fpga.clock()
+        self.k = 0
+
+    def wait(self) -> None:
+        self.fpga.sleep_until(self.t0 + self.k * self.period_s)
+        self.k += 1
+
+
+def side_by_side(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """BGR picture of two frames next to each other (gray or RGB, any sizes)."""
+    def bgr(img):
+        img = cv2.cvtColor(img, cv2.COLOR_GRAY2BGR) if img.ndim == 2 else cv2.cvtColor(img, cv2.COLOR_RGB2BGR)
+        return cv2.resize(img, (left.shape[1], left.shape[0]), interpolation=cv2.INTER_NEAREST)
+    return np.hstack([bgr(left), bgr(right)])
+
+
+class Recorder:
+    """Optional side-by-side video and .npz dump of what went in and came out."""
+
+    def __init__(self, args: argparse.Namespace, fps: float) -> None:
+        self.args, self.fps = args, fps
+        self.writer = None
+        self.inputs: list[np.ndarray] = []
+        self.outputs: list[np.ndarray] = []
+
+    def add(self, frame: np.ndarray, output: np.ndarray) -> None:
+        if self.args.out:
+            picture = side_by_side(frame, output)
+            if self.writer is None:
+                fourcc = cv2.VideoWriter_fourcc(*"mp4v")
+                self.writer = cv2.VideoWriter(self.args.out, fourcc, self.fps, (picture.shape[1], picture.shape[0]))
+            self.writer.write(picture)
+        if self.args.dump:
+            self.inputs.append(frame)
+            self.outputs.append(output)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.release()
+        if self.args.dump:
+            np.savez_compressed(self.args.dump, inputs=np.stack(self.inputs), outputs=np.stack(self.outputs))

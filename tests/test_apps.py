@@ -1,0 +1,84 @@
+"""The example apps against a daemon on the model backend: outputs equal OpenCV on the same frames,
+and stages the daemon refuses move to the CPU (saying so) without changing the answer."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from apps import edge_detect, motion
+from runtime.client import connect
+from runtime.simrun import resolve_chain
+from runtime.vision_ref import chain_reference
+from tests.test_daemon import RunningDaemon
+
+
+@pytest.fixture
+def video(tmp_path):
+    """A few frames of moving shapes, written and read back with OpenCV (what the apps read)."""
+    path = tmp_path / "shapes.avi"
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 30, (160, 120))
+    for k in range(6):
+        frame = np.full((120, 160, 3), 30, np.uint8)
+        cv2.circle(frame, (20 + 20 * k, 60), 15, (0, 200, 255), -1)
+        cv2.rectangle(frame, (100, 10 + 10 * k), (140, 40 + 10 * k), (255, 80, 0), -1)
+        writer.write(frame)
+    writer.release()
+    return path
+
+
+def _run(app, sock, video, tmp_path, capsys, size="120x160"):
+    dump = tmp_path / f"{app.__name__}.npz"
+    assert app.main(["--video", str(video), "--socket", str(sock), "--size", size, "--dump", str(dump),
+                     "--out", str(tmp_path / "out.mp4")]) == 0
+    summary = dict(item.split("=", 1) for item in capsys.readouterr().out.split())
+    data = np.load(dump)
+    return summary, data["inputs"], data["outputs"]
+
+
+def test_edge_detect_equals_opencv(tmp_path, video, capsys):
+    sock = tmp_path / "s.sock"
+    with RunningDaemon(sock, dilation=10.0):
+        summary, inputs, outputs = _run(edge_detect, sock, video, tmp_path, capsys)
+    stages = resolve_chain(edge_detect.CHAIN, {})
+    assert summary["frames"] == "6" and summary["on_time"] == "6" and summary["cpu_stages"] == "-"
+    for frame, out in zip(inputs, outputs, strict=True):
+        assert np.array_equal(out, chain_reference(stages, frame))
+    assert (tmp_path / "out.mp4").stat().st_size > 0
+
+
+def test_edge_detect_falls_back_to_the_cpu_where_slots_run_out(tmp_path, video, capsys, caplog):
+    sock = tmp_path / "s.sock"
+    with RunningDaemon(sock, dilation=10.0, platform="pynq-z2"):
+        summary, inputs, outputs = _run(edge_detect, sock, video, tmp_path, capsys)
+        with connect(sock) as fpga:
+            assert fpga.status()["pipelines"] == {}                  # the app's pipeline ended with it
+    assert summary["cpu_stages"] == "rgb2gray,gauss3x3"               # two slots: the last two stages
+    assert "rgb2gray/gauss3x3 run on the CPU (OpenCV), sobel_mag/threshold on the FPGA" in caplog.text
+    stages = resolve_chain(edge_detect.CHAIN, {})
+    for frame, out in zip(inputs, outputs, strict=True):
+        assert np.array_equal(out, chain_reference(stages, frame))
+
+
+def test_motion_differences_on_the_cpu_and_thresholds_on_the_fpga(tmp_path, video, capsys, caplog):
+    sock = tmp_path / "s.sock"
+    with RunningDaemon(sock, dilation=10.0):
+        summary, diffs, masks = _run(motion, sock, video, tmp_path, capsys)
+    assert summary["frames"] == "5" and summary["on_time"] == "5" and summary["cpu_stages"] == "absdiff"
+    assert "frame differencing runs on the CPU" in caplog.text
+    stages = resolve_chain(motion.CHAIN, motion.PARAMS)
+    for diff, mask in zip(diffs, masks, strict=True):
+        assert np.array_equal(mask, chain_reference(stages, diff))
+    assert masks.shape[1:] == (60, 80) and masks.any()
+
+
+def test_apps_name_bad_input(tmp_path, capsys):
+    sock = tmp_path / "s.sock"
+    with RunningDaemon(sock, dilation=10.0):
+        assert edge_detect.main(["--video", str(tmp_path / "none.avi"), "--socket", str(sock)]) == 2
+        assert "cannot open" in capsys.readouterr().err
+        assert edge_detect.main(["--video", "x.avi", "--socket", str(sock), "--size", "big"]) == 2
+        assert "--size must be ROWSxCOLS" in capsys.readouterr().err
+    assert edge_detect.main(["--video", "x.avi", "--socket", str(sock)]) == 2
+    assert "cannot reach the fpgashare daemon" in capsys.readouterr().err

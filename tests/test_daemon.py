@@ -32,8 +32,9 @@ CHAIN = ["gauss3x3", "sobel_mag", "threshold"]
 
 
 class RunningDaemon:
-    def __init__(self, path, dilation=20.0, platform="zcu104"):
-        self.daemon = Daemon(make_backend("model", load_platform(platform)), path, dilation=dilation)
+    def __init__(self, path, dilation=20.0, platform="zcu104", backend=None):
+        backend = backend or make_backend("model", load_platform(platform))
+        self.daemon = Daemon(backend, path, dilation=dilation)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.ready = threading.Event()

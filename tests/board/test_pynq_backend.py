@@ -92,7 +92,9 @@ class FakeShell:
     """The shell as the DMA sees it: MMIO words, a route decoded from them, a cycle counter."""
 
     def __init__(self, platform, stages_by_slot):
-        self.platform, self.stages_by_slot = platform, stages_by_slot
+        """``stages_by_slot``: slot -> the stage its module runs (a dict, or a callable)."""
+        self.platform = platform
+        self.stage_of = stages_by_slot if callable(stages_by_slot) else stages_by_slot.__getitem__
         self.words: dict[int, int] = {}
         self.cycles = 1000
 
@@ -133,7 +135,7 @@ class FakeDma:
                 return
             assert self.dma.sink is not None, "receive channel must be armed before sending"
             shell = self.dma.shell
-            stages = [shell.stages_by_slot[s] for s in shell.chain()]
+            stages = [shell.stage_of(s) for s in shell.chain()]
             rows, cols = FRAME_SHAPE
             pixels = (np.asarray(buffer) & 0xFF).astype(np.uint8).reshape(rows, cols)
             self.dma.sink[:] = chain_reference(stages, pixels).reshape(-1)

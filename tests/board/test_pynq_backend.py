@@ -21,15 +21,6 @@ pynq_device = pytest.importorskip("pynq.pl_server.embedded_device", reason="need
 pytestmark = pytest.mark.board
 
 
-@pytest.fixture
-def board_dirs(tmp_path):
-    manager = tmp_path / "sys" / "fpga0"
-    manager.mkdir(parents=True)
-    for name, value in (("flags", "0"), ("firmware", ""), ("state", "operating")):
-        (manager / name).write_text(value)
-    return tmp_path / "bits", tmp_path / "firmware", manager
-
-
 def test_stages_once_and_loads_with_two_sysfs_writes(board_dirs):
     from runtime.backends.pynq_board import PynqBackend
 

@@ -11,7 +11,7 @@ from runtime.bitstream.registry import build_all
 from runtime.platform import load_platform
 from runtime.simrun import resolve_chain
 from runtime.vision_ref import chain_reference
-from tests.board.test_pynq_backend import FRAME_SHAPE, Buffer, FakeOverlay, FakeShell, board_dirs  # noqa: F401
+from tests.board.test_pynq_backend import FRAME_SHAPE, Buffer, FakeOverlay, FakeShell
 
 pytest.importorskip("pynq.pl_server.embedded_device", reason="needs the board extra (pynq)")
 pytestmark = pytest.mark.board

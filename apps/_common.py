@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
 
-from runtime.client import AdmissionRejected, DaemonError, Fpga, Pipeline
+from runtime.client import AdmissionRejected, DaemonError, DeadlineMissed, Fpga, FrameDropped, Pipeline
 from runtime.errors import FpgashareError
 from runtime.modules import Stage
 from runtime.simrun import resolve_chain
@@ -66,12 +68,25 @@ class SplitChain:
     pipeline: Pipeline | None
     fpga_stages: list[Stage] = field(default_factory=list)
 
-    def submit(self, frame: np.ndarray):
-        """Returns a callable that gives the output (waits for the FPGA if it has a part)."""
+    def process(self, frame: np.ndarray, counts: dict) -> np.ndarray:
+        """The chain's output for ``frame``, its outcome counted; a dropped frame is filled in by
+        OpenCV so the output stream has no holes."""
         ahead = chain_reference(self.cpu, frame) if self.cpu else frame
+        counts["frames"] += 1
         if self.pipeline is None:
-            return lambda timeout=None: ahead
-        return self.pipeline.submit(np.ascontiguousarray(ahead)).result
+            counts["on_time"] += 1
+            return ahead
+        try:
+            out = self.pipeline.submit(np.ascontiguousarray(ahead)).result(timeout=30)
+            counts["on_time"] += 1
+        except DeadlineMissed as late:
+            out = late.output
+            counts["late"] += 1
+        except FrameDropped as dropped:
+            log.info("frame %d dropped (%s); OpenCV fills in", counts["frames"], dropped.reason)
+            out = chain_reference(self.fpga_stages, ahead)
+            counts["dropped"] += 1
+        return out
 
 
 def register(fpga: Fpga, name: str, chain: list[str], period_ms: float, shape: tuple[int, int],
@@ -143,3 +158,18 @@ class Recorder:
             self.writer.release()
         if self.args.dump:
             np.savez_compressed(self.args.dump, inputs=np.stack(self.inputs), outputs=np.stack(self.outputs))
+
+
+def app_main(doc: str, run: Callable[[argparse.Namespace], dict], argv: list[str] | None) -> int:
+    """Parse the common arguments, run the app, print its counts as key=value words."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    add_source_args(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
+    try:
+        counts = run(args)
+    except FpgashareError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    print(" ".join(f"{k}={v}" for k, v in counts.items()))
+    return 0

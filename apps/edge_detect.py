@@ -10,16 +10,13 @@ on the CPU instead, and the app says which. The FPGA's output equals OpenCV's on
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from apps._common import Pacer, Recorder, add_source_args, frame_size, frames, register
-from runtime.client import DeadlineMissed, FrameDropped, connect
-from runtime.errors import FpgashareError
-from runtime.vision_ref import chain_reference
+from apps._common import Pacer, Recorder, app_main, frame_size, frames, register
+from runtime.client import connect
 
 CHAIN = ["rgb2gray", "gauss3x3", "sobel_mag", "threshold"]
 PERIOD_MS = 1000 / 30
@@ -33,20 +30,7 @@ def run(args: argparse.Namespace) -> dict:
         try:
             for frame in frames(args):
                 pacer.wait()
-                counts["frames"] += 1
-                result = split.submit(frame)
-                try:
-                    edges = result(timeout=30)
-                    counts["on_time"] += 1
-                except DeadlineMissed as late:
-                    edges = late.output
-                    counts["late"] += 1
-                except FrameDropped as dropped:
-                    logging.getLogger("apps").info("frame %d dropped (%s); OpenCV fills in", counts["frames"],
-                                                   dropped.reason)
-                    edges = chain_reference(split.cpu + split.fpga_stages, frame)
-                    counts["dropped"] += 1
-                recorder.add(frame, edges)
+                recorder.add(frame, split.process(frame, counts))
         finally:
             recorder.close()
     counts["cpu_stages"] = ",".join(s.name for s in split.cpu) or "-"
@@ -54,17 +38,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_source_args(parser)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
-    try:
-        counts = run(args)
-    except FpgashareError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 2
-    print(" ".join(f"{k}={v}" for k, v in counts.items()))
-    return 0
+    return app_main(__doc__, run, argv)
 
 
 if __name__ == "__main__":

@@ -19,10 +19,8 @@ import cv2
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from apps._common import Pacer, Recorder, add_source_args, frame_size, frames, register
-from runtime.client import DeadlineMissed, FrameDropped, connect
-from runtime.errors import FpgashareError
-from runtime.vision_ref import chain_reference
+from apps._common import Pacer, Recorder, app_main, frame_size, frames, register
+from runtime.client import connect
 
 CHAIN = ["threshold", "downscale2x"]
 PARAMS = {"threshold": {"THRESH": 24}}
@@ -40,24 +38,11 @@ def run(args: argparse.Namespace) -> dict:
         try:
             for rgb in frames(args):
                 gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
-                if previous is None:
-                    previous = gray
-                    continue
-                diff = cv2.absdiff(gray, previous)
+                if previous is not None:
+                    diff = cv2.absdiff(gray, previous)
+                    pacer.wait()
+                    recorder.add(diff, split.process(diff, counts))
                 previous = gray
-                pacer.wait()
-                counts["frames"] += 1
-                try:
-                    mask = split.submit(diff)(timeout=30)
-                    counts["on_time"] += 1
-                except DeadlineMissed as late:
-                    mask = late.output
-                    counts["late"] += 1
-                except FrameDropped as dropped:
-                    log.info("frame %d dropped (%s); OpenCV fills in", counts["frames"], dropped.reason)
-                    mask = chain_reference(split.cpu + split.fpga_stages, diff)
-                    counts["dropped"] += 1
-                recorder.add(diff, mask)
         finally:
             recorder.close()
     counts["cpu_stages"] = ",".join(["absdiff", *(s.name for s in split.cpu)])
@@ -65,17 +50,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_source_args(parser)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
-    try:
-        counts = run(args)
-    except FpgashareError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 2
-    print(" ".join(f"{k}={v}" for k, v in counts.items()))
-    return 0
+    return app_main(__doc__, run, argv)
 
 
 if __name__ == "__main__":

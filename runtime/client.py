@@ -162,6 +162,14 @@ class Fpga:
         self.pipelines[name] = pipe
         return pipe
 
+    def dnn(self, name: str, model: str) -> DnnPipeline:
+        """Register a best-effort DNN pipeline (``digits_cnn``, ``edge_cnn``): its images run in
+        the slot time real-time pipelines leave."""
+        answer = self.request("dnn", name=name, model=model)
+        pipe = DnnPipeline(self, name, FrameRing.attach(RingSpec.from_wire(answer["ring"])), answer)
+        self.pipelines[name] = pipe
+        return pipe
+
     def close(self) -> None:
         for pipe in list(self.pipelines.values()):
             pipe.ring.close()
@@ -185,9 +193,11 @@ class Fpga:
 class Pipeline:
     """A registered pipeline: frames in, results out, through its shared-memory ring."""
 
+    op = "submit"
+
     def __init__(self, fpga: Fpga, name: str, ring: FrameRing, info: dict) -> None:
         self.fpga, self.name, self.ring = fpga, name, ring
-        self.deadline_ms, self.exec_ms = info["deadline_ms"], info["exec_ms"]
+        self.deadline_ms, self.exec_ms = info.get("deadline_ms"), info.get("exec_ms")
         self._free = threading.Semaphore(ring.spec.slots)
         self._slots = list(range(ring.spec.slots))
         self._lock = threading.Lock()
@@ -202,10 +212,13 @@ class Pipeline:
             slot = self._slots.pop()
         self.ring.input(slot)[...] = frame
         try:
-            _, future = self.fpga._send("submit", pipeline=self.name, slot=slot)
+            _, future = self.fpga._send(self.op, pipeline=self.name, slot=slot)
         except Exception:
             self._release(slot)
             raise
+        return self.future(slot, future)
+
+    def future(self, slot: int, future: concurrent.futures.Future) -> FrameFuture:
         return FrameFuture(self, slot, future)
 
     async def asubmit(self, frame: np.ndarray) -> np.ndarray:
@@ -222,6 +235,15 @@ class Pipeline:
         self.fpga.request("close", pipeline=self.name)
         self.ring.close()
         self.fpga.pipelines.pop(self.name, None)
+
+
+class DnnPipeline(Pipeline):
+    """A best-effort DNN pipeline: ``submit(image).result()`` is the network's int8 output."""
+
+    op = "infer"
+
+    def future(self, slot: int, future: concurrent.futures.Future) -> FrameFuture:
+        return DnnFuture(self, slot, future)
 
 
 class FrameFuture:
@@ -255,6 +277,15 @@ class FrameFuture:
         if outcome == "late":
             return DeadlineMissed(message["latency_ms"], output)
         return output
+
+
+class DnnFuture(FrameFuture):
+    def _settle(self, message: dict) -> np.ndarray | Exception:
+        if not message.get("ok"):
+            return super()._settle(message)
+        if message["outcome"] != "done":
+            return FrameDropped(message.get("reason") or "no reason given")
+        return np.array(message["output"], dtype=np.int8)
 
 
 def _unwrap(message: dict) -> dict:

@@ -30,10 +30,10 @@ from runtime.clock import WallClock
 from runtime.errors import FpgashareError
 from runtime.protocol import VERSION, ProtocolError, error_reply, read_message, reply
 from runtime.sched import make_policy
-from runtime.sched.engine import Frame
+from runtime.sched.engine import DnnRequest, Frame
 from runtime.sched.online import OnlineEngine
 from runtime.shm import FrameRing
-from runtime.workload import realtime_spec
+from runtime.workload import DNN_MODELS, PipelineSpec, realtime_spec
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ class Daemon:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
         self._stopped = asyncio.Event()
-        self.outcomes = {"on_time": 0, "late": 0, "dropped": 0, "error": 0}
+        self.outcomes = {"on_time": 0, "late": 0, "dropped": 0, "error": 0, "done": 0}
         self.metrics_port = metrics_port
         self.metrics = None
 
@@ -283,6 +283,48 @@ class Daemon:
             self._frame_done(frame)
         return None                        # answered when the frame ends
 
+    async def _op_dnn(self, client: Client, message: dict) -> dict:
+        """A best-effort DNN pipeline: images go into its ring, outputs come back in the reply."""
+        from runtime.dnn.planning import network
+
+        name = _field(message, "name", str)
+        model = _field(message, "model", str)
+        if model not in DNN_MODELS:
+            raise ProtocolError("bad_request", f"dnn {name!r}: unknown model {model!r} ({', '.join(DNN_MODELS)})")
+        if name in self._owner:
+            raise ProtocolError("bad_request", f"a pipeline named {name!r} is already registered")
+        shape = network(model).input_shape
+        in_shape = shape[:2] if shape[2] == 1 else shape
+        ring = FrameRing.create(RING_SLOTS, in_shape, (1,), tag=f"c{client.id}")
+        try:
+            await self._engine(self.engine.add_pipeline, PipelineSpec(name, "besteffort", model=model))
+        except FpgashareError as exc:
+            ring.close()
+            raise ProtocolError("admission", f"dnn {name!r} not admitted: {exc}") from None
+        client.pipelines[name] = PipelineState(name, ring, set(range(RING_SLOTS)))
+        self._owner[name] = client
+        return {"ring": ring.spec.to_wire(), "model": model}
+
+    async def _op_infer(self, client: Client, message: dict) -> None:
+        name = _field(message, "pipeline", str)
+        slot = _field(message, "slot", int)
+        state = client.pipelines.get(name)
+        if state is None or state.closing:
+            raise ProtocolError("bad_request", f"no pipeline {name!r} of this client")
+        if slot not in state.free:
+            raise ProtocolError("frame", f"ring slot {slot} of {name!r} is not free")
+        state.free.discard(slot)
+        try:
+            request = await self._engine(self.engine.submit_dnn, name, state.ring.input(slot))
+        except FpgashareError:
+            state.free.add(slot)
+            raise
+        state.in_flight[request.seq] = (slot, client)
+        client.submits[request.seq] = message["id"]
+        if request.outcome is not None:
+            self._frame_done(request)
+        return None
+
     async def _op_close(self, client: Client, message: dict) -> dict:
         name = _field(message, "pipeline", str)
         if name not in client.pipelines:
@@ -298,7 +340,7 @@ class Daemon:
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._frame_done, frame)
 
-    def _frame_done(self, frame: Frame) -> None:
+    def _frame_done(self, frame: Frame | DnnRequest) -> None:
         client = self._owner.get(frame.pipeline.name)
         state = client.pipelines.get(frame.pipeline.name) if client else None
         if state is None or frame.seq not in state.in_flight:
@@ -306,6 +348,15 @@ class Daemon:
         self.outcomes[frame.outcome] = self.outcomes.get(frame.outcome, 0) + 1
         slot, _ = state.in_flight.pop(frame.seq)
         rid = client.submits.pop(frame.seq, -1)
+        if isinstance(frame, DnnRequest):
+            if self.metrics is not None:
+                self.metrics.frame_ended(frame.pipeline.name, frame.outcome, None)
+            output = None if frame.output is None else [int(v) for v in frame.output]
+            self._send(client, reply(rid, outcome=frame.outcome, reason=frame.reason, slot=slot, output=output))
+            state.free.add(slot)
+            if state.closing and not state.in_flight:
+                self._retire(client, state)
+            return
         if frame.output is not None and frame.outcome in ("on_time", "late") and not state.closing:
             state.ring.output(slot)[...] = frame.output
         latency = None if frame.end is None else (frame.end - frame.release) * 1e3
@@ -346,6 +397,9 @@ class Daemon:
         for p in engine.pipelines:
             frames = [f for f in engine.frames if f.pipeline.name == p.name]
             per[p.name] = {"class": p.klass, "modules": list(p.modules), "in_flight": len(frames)}
+        for p in engine.dnn_pipelines:
+            per[p.name] = {"class": p.klass, "modules": ["dnn_tile"], "model": p.model,
+                           "in_flight": len(engine.dnn_queue.get(p.name, [])), "images": engine.dnn_images[p.name]}
         return {"now": self.clock.now(), "dilation": self.clock.dilation, "slots": slots,
                 "port": {"loads": port.loads, "busy_s": port.busy_s, "queued": len(port.queue)},
                 "pipelines": per, "outcomes": dict(self.outcomes),

@@ -242,3 +242,27 @@ def test_prometheus_metrics(sock):
     assert 'fpgashare_frame_latency_seconds_count{pipeline="edges"} 3.0' in text
     assert "fpgashare_reconfigurations 3.0" in text                  # three modules loaded once
     assert "fpgashare_port_busy_seconds" in text and "fpgashare_slot_utilization" in text
+
+
+def test_dnn_images_run_in_idle_slot_time_next_to_a_stream(sock):
+    from runtime.dnn.models import digits_cnn
+    from runtime.dnn.reference import logits
+    from runtime.dnn.train_digits import digits_split
+
+    _, _, images, _ = digits_split()
+    net = digits_cnn()
+    with RunningDaemon(sock, dilation=20.0) as daemon, connect(sock) as fpga:
+        edges = fpga.pipeline("edges", CHAIN, period_ms=20.0, frame_shape=SHAPE)
+        digits = fpga.dnn("digits", model="digits_cnn")
+        futures = [digits.submit(img) for img in images[:4]]
+        stream = [edges.submit(f) for f in frames(3)]
+        outputs = np.stack([f.result(timeout=20) for f in futures])
+        assert all(f.result(timeout=20) is not None for f in stream)   # the stream kept its deadlines
+        assert np.array_equal(outputs, logits(net, images[:4]))         # the int8 reference's answer
+        assert fpga.status()["pipelines"]["digits"]["images"] == 4
+        assert daemon.outcomes["done"] == 4
+        with pytest.raises(DaemonError, match="unknown model 'resnet'"):
+            fpga.dnn("big", model="resnet")
+    with RunningDaemon(sock, platform="pynq-z2"), connect(sock) as fpga:
+        with pytest.raises(AdmissionRejected, match="no dnn_tile slots"):
+            fpga.dnn("digits", model="digits_cnn")

@@ -49,6 +49,7 @@ class DnnReport:
     images: int
     cycles: int           #: fabric cycles from the first input word to the last output word
     seconds: float
+    outputs: np.ndarray | None = None   #: int8 [images, outputs] when the caller gave the images
 
 
 class Backend(ABC):
@@ -91,13 +92,16 @@ class Backend(ABC):
                                      f"not {stage.kind.name} (stage {stage.name})")
         return self._run_frame(list(slots), list(stages), frame, want_output)
 
-    def run_dnn(self, slots: Sequence[int], model: str, images: int) -> DnnReport:
-        """``images`` images of ``model`` through dnn_tile slots ``slots`` (layer-pipelined)."""
+    def run_dnn(self, slots: Sequence[int], model: str, images: int | np.ndarray) -> DnnReport:
+        """A batch of ``model`` through dnn_tile slots ``slots`` (layer-pipelined): ``images``
+        is a count (throughput only: stand-in inputs, no outputs) or uint8 images [N, H, W(, C)],
+        whose int8 outputs the report then carries."""
         for slot in slots:
             if self.resident(slot) != "dnn_tile":
                 raise FpgashareError(f"slot {slot} holds {self.resident(slot) or 'nothing'}, not dnn_tile")
-        if images < 1:
-            raise FpgashareError(f"a DNN batch needs at least one image, got {images}")
+        count = images if isinstance(images, int) else len(images)
+        if count < 1:
+            raise FpgashareError(f"a DNN batch needs at least one image, got {count}")
         from runtime.dnn.planning import dnn_plan
 
         plan = dnn_plan(self.platform, model, len(slots))   # the caller gives as many slots as it uses
@@ -116,7 +120,7 @@ class Backend(ABC):
                 self._programmed[slot] = (model, stage.start, stage.stop)
         return todo
 
-    def _run_dnn(self, slots: list[int], model: str, plan, images: int) -> DnnReport:
+    def _run_dnn(self, slots: list[int], model: str, plan, images: int | np.ndarray) -> DnnReport:
         raise FpgashareError(f"the {self.name} backend does not run DNN batches yet")
 
     def _check_slot(self, slot: int) -> int:

@@ -12,6 +12,7 @@ import numpy as np
 from runtime.backends.base import Backend, DnnReport, FrameReport, LoadReport
 from runtime.bitstream.packets import PortError, load_port_cycles
 from runtime.dnn.planning import network
+from runtime.dnn.reference import logits
 from runtime.dnn.tile_format import load_stream
 from runtime.modules import Stage
 from runtime.vision_ref import chain_reference
@@ -35,11 +36,13 @@ class ModelBackend(Backend):
         output = chain_reference(stages, frame) if want_output else None
         return FrameReport(output, cycles, cycles / self.platform.fabric_clock_hz)
 
-    def _run_dnn(self, slots: list[int], model: str, plan, images: int) -> DnnReport:
+    def _run_dnn(self, slots: list[int], model: str, plan, images: int | np.ndarray) -> DnnReport:
         # A tile that lacks its layers first takes its load stream, one word per cycle.
         program = sum(program_words(model, start, stop) for _, start, stop in self.unprogrammed(slots, model, plan))
-        cycles = int(program + plan.latency_cycles + (images - 1) * plan.bottleneck_cycles)
-        return DnnReport(images, cycles, cycles / self.platform.fabric_clock_hz)
+        count = images if isinstance(images, int) else len(images)
+        cycles = int(program + plan.latency_cycles + (count - 1) * plan.bottleneck_cycles)
+        outputs = None if isinstance(images, int) else logits(network(model), images)
+        return DnnReport(count, cycles, cycles / self.platform.fabric_clock_hz, outputs)
 
 
 @lru_cache(maxsize=64)

@@ -39,7 +39,7 @@ class SimBackend(Backend):
                              f"{stats.extra_out} extra beats")
         return FrameReport(out, stats.out_end_cycle, stats.out_end_cycle / self.platform.fabric_clock_hz)
 
-    def _run_dnn(self, slots: list[int], model: str, plan, images: int) -> DnnReport:
+    def _run_dnn(self, slots: list[int], model: str, plan, images: int | np.ndarray) -> DnnReport:
         from runtime.dnn.planning import network
         from runtime.dnn.tile_chain import TileChain
 
@@ -47,9 +47,11 @@ class SimBackend(Backend):
         chain = TileChain(self.board, net, plan, slots, configure=False)
         program = sum(chain.program(slot, start, stop) for slot, start, stop in self.unprogrammed(slots, model, plan))
         self.board.route(slots)
-        run = chain.run(self._dnn_inputs(net.input_shape, images))
+        given = not isinstance(images, int)
+        run = chain.run(images if given else self._dnn_inputs(net.input_shape, images))
         cycles = program + run.cycles
-        return DnnReport(images, cycles, cycles / self.platform.fabric_clock_hz)
+        outputs = run.outputs.reshape(len(run.outputs), -1) if given else None
+        return DnnReport(len(run.outputs), cycles, cycles / self.platform.fabric_clock_hz, outputs)
 
     def _dnn_inputs(self, shape: tuple[int, ...], images: int) -> np.ndarray:
         """Seeded stand-in camera crops; the scheduler asks for throughput, not answers."""

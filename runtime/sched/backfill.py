@@ -55,7 +55,10 @@ def _run(engine: Engine) -> None:
     busy_ends = [job.end for job in engine.dnn_running.values() for _ in job.slots]
     idle = [s.index for s in engine.slots.slots if s.state == SlotState.READY and s.module == DNN]
     while idle:
-        pipeline = min(engine.dnn_pipelines, key=lambda p: (engine.dnn_images[p.name], p.name))
+        waiting = [p for p in engine.dnn_pipelines if engine.dnn_backlog(p)]
+        if not waiting:
+            return
+        pipeline = min(waiting, key=lambda p: (engine.dnn_images[p.name], p.name))
         plan = _group_plan(engine, pipeline.model)
         size = len(plan.stages)
         if len(idle) < size:
@@ -73,7 +76,8 @@ def _run(engine: Engine) -> None:
 
 def _lend(engine: Engine) -> None:
     port = engine.slots.port
-    if port.current is not None or port.queue or engine.pending:
+    if port.current is not None or port.queue or engine.pending \
+            or not any(engine.dnn_backlog(p) for p in engine.dnn_pipelines):
         return
     now = engine.now
     plan = _group_plan(engine, min(engine.dnn_pipelines, key=lambda p: p.name).model)

@@ -56,6 +56,21 @@ class Frame:
 
 
 @dataclass
+class DnnRequest:
+    """One image a client submitted to a best-effort DNN pipeline (the daemon's; a workload's DNN
+    pipelines are always backlogged with stand-in images instead)."""
+
+    pipeline: PipelineSpec
+    image: np.ndarray
+    seq: int
+    release: float
+    end: float | None = None
+    output: np.ndarray | None = None      #: the network's int8 output, flattened
+    outcome: str | None = None            #: "done", "dropped" or "error"
+    reason: str = ""
+
+
+@dataclass
 class DnnJob:
     """A batch of images of a best-effort DNN pipeline on dnn_tile slots."""
 
@@ -64,6 +79,8 @@ class DnnJob:
     images: int
     start: float
     end: float
+    requests: list[DnnRequest] = field(default_factory=list)
+    outputs: np.ndarray | None = None
 
     @property
     def key(self) -> str:
@@ -293,11 +310,20 @@ class Engine:
         frame.expected_end = frame.start + report.seconds
         self.push(frame.expected_end, JOB_DONE, frame)
 
+    def dnn_backlog(self, pipeline: PipelineSpec) -> bool:
+        """Whether ``pipeline`` has images waiting (a workload's DNN pipelines always do)."""
+        return True
+
+    def take_dnn_work(self, pipeline: PipelineSpec, images: int) -> tuple[int | np.ndarray, list[DnnRequest]]:
+        """Up to ``images`` images of ``pipeline`` for one batch: a count of stand-in images here."""
+        return images, []
+
     def start_dnn(self, pipeline: PipelineSpec, slots: Sequence[int], images: int) -> DnnJob:
-        """Run a batch of ``images`` of a best-effort DNN pipeline on dnn_tile ``slots``."""
+        """Run a batch of up to ``images`` images of a best-effort DNN pipeline on dnn_tile ``slots``."""
         start = self.now
-        report = self.backend.run_dnn(slots, pipeline.model, images)
-        job = DnnJob(pipeline, tuple(slots), images, start, start + report.seconds)
+        work, requests = self.take_dnn_work(pipeline, images)
+        report = self.backend.run_dnn(slots, pipeline.model, work)
+        job = DnnJob(pipeline, tuple(slots), report.images, start, start + report.seconds, requests, report.outputs)
         self.slots.acquire(slots, job.key)
         self.dnn_running[job.key] = job
         self.push(job.end, JOB_DONE, job)
@@ -308,6 +334,9 @@ class Engine:
         self.slots.release(job.slots, self.now)
         if self.now <= self.end_s + 1e-12:
             self.dnn_images[job.pipeline.name] += job.images
+        for i, request in enumerate(job.requests):
+            request.end, request.output = self.now, job.outputs[i]
+            self.finish_dnn(request, "done")
         for slot in job.slots:
             self.trace.append(TraceEvent(f"slot {slot}", f"{job.pipeline.name} x{job.images}", job.start, job.end,
                                          {"pipeline": job.pipeline.name, "images": job.images}))
@@ -329,6 +358,13 @@ class Engine:
         frame.outcome, frame.reason = outcome, reason
         if self.on_finish is not None:
             self.on_finish(frame)
+
+    def finish_dnn(self, request: DnnRequest, outcome: str, reason: str = "") -> None:
+        if request.outcome is not None:
+            raise RuntimeError(f"DNN image {request.seq} already ended {request.outcome}")
+        request.outcome, request.reason = outcome, reason
+        if self.on_finish is not None:
+            self.on_finish(request)
 
     def drop(self, frame: Frame, reason: str) -> None:
         self.pending.remove(frame)

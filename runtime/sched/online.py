@@ -20,7 +20,7 @@ from runtime.clock import Clock
 from runtime.errors import FpgashareError
 from runtime.platform import Platform
 from runtime.sched.admission import necessary, trial
-from runtime.sched.engine import RELEASE, Engine, Frame, load_seconds
+from runtime.sched.engine import RELEASE, DnnRequest, Engine, Frame, load_seconds
 from runtime.workload import PipelineSpec, Workload
 
 log = logging.getLogger(__name__)
@@ -37,6 +37,7 @@ class OnlineEngine(Engine):
         self.t0 = 0.0                       # pipelines register whenever they like; no warm-up window
         self._last_release: dict[str, float] = {}
         self._counts: dict[str, int] = {}
+        self.dnn_queue: dict[str, list[DnnRequest]] = {}
 
     # ---- pipelines
     def admit(self, spec: PipelineSpec) -> str | None:
@@ -60,8 +61,11 @@ class OnlineEngine(Engine):
             self._next_index[spec.name] = 0
             self._last_release[spec.name] = self.now - spec.period_s   # its first frame may come now
         else:
+            if "dnn_tile" not in self.backend.platform.modules:
+                raise FpgashareError(f"{self.backend.platform.name} has no dnn_tile slots for {spec.model}")
             self.dnn_pipelines.append(spec)
             self.dnn_images[spec.name] = 0
+            self.dnn_queue[spec.name] = []
         self._upcoming = None
         self.policy.dispatch(self)
         self._kick_port()
@@ -72,6 +76,8 @@ class OnlineEngine(Engine):
         dropped = [f for f in self.pending if f.pipeline.name == name]
         for frame in dropped:
             self.drop(frame, reason)
+        for request in self.dnn_queue.pop(name, []):
+            self.finish_dnn(request, "dropped", reason)
         self.pipelines = [p for p in self.pipelines if p.name != name]
         self.dnn_pipelines = [p for p in self.dnn_pipelines if p.name != name]
         self._next_index.pop(name, None)
@@ -94,6 +100,25 @@ class OnlineEngine(Engine):
         self.frames.append(frame)
         self.push(now, RELEASE, frame)
         return frame
+
+    def submit_dnn(self, name: str, image: np.ndarray) -> DnnRequest:
+        """Queue an image for best-effort DNN pipeline ``name``; it runs in the next batch."""
+        spec = next((p for p in self.dnn_pipelines if p.name == name), None)
+        if spec is None:
+            raise FpgashareError(f"no DNN pipeline {name!r}")
+        self._seq += 1
+        request = DnnRequest(spec, image, self._seq, self.now)
+        self.dnn_queue[name].append(request)
+        self.wake(self.now + 1e-9)         # let the backfill see it at the next step
+        return request
+
+    def dnn_backlog(self, pipeline: PipelineSpec) -> bool:
+        return bool(self.dnn_queue.get(pipeline.name))
+
+    def take_dnn_work(self, pipeline: PipelineSpec, images: int) -> tuple[np.ndarray, list[DnnRequest]]:
+        queue = self.dnn_queue[pipeline.name]
+        taken, self.dnn_queue[pipeline.name] = queue[:images], queue[images:]
+        return np.stack([r.image for r in taken]), taken
 
     def _released(self, frame: Frame) -> None:
         self._last_release[frame.pipeline.name] = frame.release

@@ -141,6 +141,7 @@ class Recorder:
         self.writer = None
         self.inputs: list[np.ndarray] = []
         self.outputs: list[np.ndarray] = []
+        self.notes: dict[str, list[np.ndarray]] = {}
 
     def add(self, frame: np.ndarray, output: np.ndarray) -> None:
         if self.args.out:
@@ -153,11 +154,17 @@ class Recorder:
             self.inputs.append(frame)
             self.outputs.append(output)
 
+    def note(self, key: str, value: np.ndarray) -> None:
+        """Something else to keep in the dump (an app's intermediate results)."""
+        if self.args.dump:
+            self.notes.setdefault(key, []).append(value)
+
     def close(self) -> None:
         if self.writer is not None:
             self.writer.release()
-        if self.args.dump:
-            np.savez_compressed(self.args.dump, inputs=np.stack(self.inputs), outputs=np.stack(self.outputs))
+        if self.args.dump and self.inputs:
+            extra = {key: np.stack(values) for key, values in self.notes.items()}
+            np.savez_compressed(self.args.dump, inputs=np.stack(self.inputs), outputs=np.stack(self.outputs), **extra)
 
 
 def app_main(doc: str, run: Callable[[argparse.Namespace], dict], argv: list[str] | None) -> int:

@@ -82,3 +82,40 @@ def test_apps_name_bad_input(tmp_path, capsys):
         assert "--size must be ROWSxCOLS" in capsys.readouterr().err
     assert edge_detect.main(["--video", "x.avi", "--socket", str(sock)]) == 2
     assert "cannot reach the fpgashare daemon" in capsys.readouterr().err
+
+
+@pytest.fixture
+def digit_video(tmp_path):
+    """Frames with a few white digits drawn on dark ground, moving a little."""
+    path = tmp_path / "digits.avi"
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 30, (160, 120))
+    for k in range(3):
+        frame = np.full((120, 160, 3), 10, np.uint8)
+        for i, digit in enumerate("307"):
+            cv2.putText(frame, digit, (15 + 50 * i + 2 * k, 80), cv2.FONT_HERSHEY_SIMPLEX, 1.6, (255, 255, 255), 4)
+        writer.write(frame)
+    writer.release()
+    return path
+
+
+def test_digits_reads_crops_with_the_dnn_tiles(tmp_path, digit_video, capsys):
+    from apps import digits
+    from runtime.dnn.models import digits_cnn
+    from runtime.dnn.reference import logits
+
+    sock = tmp_path / "s.sock"
+    with RunningDaemon(sock, dilation=10.0):
+        summary, _, _ = _run(digits, sock, digit_video, tmp_path, capsys)
+    data = np.load(tmp_path / f"{digits.__name__}.npz")
+    assert summary["frames"] == "3" and summary["digits"] == "9" and summary["cpu"] == "0"
+    assert np.array_equal(data["logits"], logits(digits_cnn(), data["crops"]))    # bit for bit
+
+
+def test_digits_falls_back_to_the_cpu_without_dnn_tiles(tmp_path, digit_video, capsys, caplog):
+    from apps import digits
+
+    sock = tmp_path / "s.sock"
+    with RunningDaemon(sock, dilation=10.0, platform="pynq-z2"):
+        summary, _, _ = _run(digits, sock, digit_video, tmp_path, capsys)
+    assert summary["cpu"] == summary["digits"] == "9"
+    assert "the int8 reference runs on the CPU" in caplog.text

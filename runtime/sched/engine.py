@@ -201,6 +201,10 @@ class Engine:
             self._wakes.add(t)
             self.push(t, WAKE, None)
 
+    def poke(self) -> None:
+        """Ask the policy again as soon as events are next taken (something arrived)."""
+        self.push(self.now, WAKE, None)
+
     def _advance(self, t: float) -> None:
         dt = t - self._last
         if dt > 0:

@@ -109,7 +109,7 @@ class OnlineEngine(Engine):
         self._seq += 1
         request = DnnRequest(spec, image, self._seq, self.now)
         self.dnn_queue[name].append(request)
-        self.wake(self.now + 1e-9)         # let the backfill see it at the next step
+        self.poke()                        # let the backfill see it at the next step
         return request
 
     def dnn_backlog(self, pipeline: PipelineSpec) -> bool:

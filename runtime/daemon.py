@@ -157,6 +157,8 @@ class Daemon:
             self._server.close()
         for client in list(self.clients.values()):
             await self._client_gone(client, "daemon shutting down")
+            client.writer.close()           # its reader sees the end and its task finishes
+        await asyncio.sleep(0)
         self.thread.stop()
         if self.metrics is not None:
             self.metrics.close()

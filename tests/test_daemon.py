@@ -5,7 +5,6 @@ while others carry on, a killed client leaves nothing behind."""
 from __future__ import annotations
 
 import asyncio
-import glob
 import multiprocessing as mp
 import os
 import signal
@@ -65,12 +64,7 @@ def frames(n, seed=0, shape=SHAPE):
     return [rng.integers(0, 256, shape, dtype=np.uint8) for _ in range(n)]
 
 
-def ours():
-    return set(glob.glob("/dev/shm/fpgashare-*"))
-
-
 def test_frames_round_trip_and_equal_opencv(sock):
-    before = ours()
     with RunningDaemon(sock), connect(sock) as fpga:
         assert oct(os.stat(sock).st_mode & 0o777) == "0o660"
         assert fpga.platform == "zcu104" and fpga.dilation == 20.0
@@ -85,9 +79,10 @@ def test_frames_round_trip_and_equal_opencv(sock):
         assert status["outcomes"]["on_time"] == 6
         assert {"slot", "state", "module"} <= set(status["slots"][0])
         assert status["clients"][0]["pipelines"] == ["edges"]
-        assert len(ours() - before) == 1                                # one ring while registered
+        ring = f"/dev/shm/{edges.ring.spec.name}"
+        assert os.path.exists(ring)                                     # the ring lives while registered
         edges.close()
-        assert ours() == before
+        assert not os.path.exists(ring)
     assert not sock.exists()
 
 
@@ -184,8 +179,11 @@ def _doomed_client(path, ready):
         time.sleep(60)
 
 
+def rings_of(daemon):
+    return {f"/dev/shm/{state.ring.spec.name}" for c in daemon.clients.values() for state in c.pipelines.values()}
+
+
 def test_a_killed_client_leaves_nothing_behind(sock):
-    before = ours()
     with RunningDaemon(sock, dilation=200.0) as daemon, connect(sock) as fpga:
         other = fpga.pipeline("other", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
         ctx = mp.get_context("spawn")
@@ -193,19 +191,22 @@ def test_a_killed_client_leaves_nothing_behind(sock):
         proc = ctx.Process(target=_doomed_client, args=(str(sock), ready))
         proc.start()
         assert ready.wait(30)
-        assert len(ours() - before) == 2
+        rings = rings_of(daemon)
+        assert len(rings) == 2 and all(os.path.exists(r) for r in rings)
+        mine = f"/dev/shm/{other.ring.spec.name}"
         os.kill(proc.pid, signal.SIGKILL)                               # mid-frame
         proc.join(10)
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and (len(ours() - before) != 1 or len(daemon.clients) != 1):
+        while time.monotonic() < deadline and (any(os.path.exists(r) for r in rings - {mine})
+                                               or len(daemon.clients) != 1):
             time.sleep(0.05)
-        assert len(ours() - before) == 1                                # only "other"'s ring is left
+        assert [r for r in rings if os.path.exists(r)] == [mine]        # only "other"'s ring is left
         assert [p.name for p in daemon.engine.pipelines] == ["other"]
         assert daemon.outcomes["dropped"] >= 1                          # frames that never ran: client gone
         frame = frames(1)[0]
         assert np.array_equal(other.submit(frame).result(timeout=10),
                               chain_reference(resolve_chain(["threshold"], {}), frame))
-    assert ours() == before
+    assert not any(os.path.exists(r) for r in rings)
 
 
 def test_status_command_and_daemon_arguments(sock, capsys):

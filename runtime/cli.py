@@ -109,43 +109,15 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Until the daemon exists: one synthetic frame through a three-stage chain in RTL, checked."""
-    import cv2
+    """Three apps share the simulated FPGA through the daemon; exit 1 if a real-time frame missed."""
+    from runtime.demo import report_lines, run_demo
 
-    from hdl_sim.board import SimBoard
-    from runtime.platform import load_platform
-    from runtime.simrun import resolve_chain, run_chain
-    from runtime.vision_ref import chain_reference
-
-    platform = load_platform(args.platform)
-    rows, cols = 240, 320
-    frame = np.zeros((rows, cols), np.uint8)
-    cv2.circle(frame, (100, 120), 60, 200, -1)
-    cv2.rectangle(frame, (180, 40), (300, 200), 120, -1)
-    cv2.putText(frame, "42", (200, 150), cv2.FONT_HERSHEY_SIMPLEX, 2.0, 255, 4)
-    frame = cv2.add(frame, np.random.default_rng(7).integers(0, 24, frame.shape, dtype=np.uint8))
-    chain = ["gauss3x3", "sobel_mag", "threshold"]
-    stages = resolve_chain(chain, {"threshold": {"THRESH": 60}})
-    log.info("building or reusing the %s shell model (first run builds it: about a minute)", platform.name)
-    result = run_chain(SimBoard(platform), stages, frame)
-    exact = bool(np.array_equal(result.output, chain_reference(stages, frame)))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    cv2.imwrite(str(out / "demo_in.png"), frame)
-    cv2.imwrite(str(out / "demo_out.png"), result.output)
-    info = {"platform": platform.name, "chain": chain, "bit_exact_with_opencv": exact,
-            "files": {"input": str(out / "demo_in.png"), "output": str(out / "demo_out.png")},
-            **result.as_dict()}
-    lines = [f"fpgashare demo on the simulated {platform.board} ({platform.name})",
-             f"  chain: {' -> '.join(chain)}, {cols}x{rows} frame",
-             *(f"  {st:<10} -> slot {sl}" for st, sl in result.slots.items()),
-             f"  3 partial loads through the configuration port: {result.load_words} words, "
-             f"{result.load_s * 1e3:.2f} ms of port time",
-             f"  frame: {result.compute_cycles} fabric cycles = {result.compute_s * 1e3:.3f} ms",
-             f"  output equals OpenCV bit for bit: {exact}",
-             f"  wrote {out / 'demo_in.png'} and {out / 'demo_out.png'} ({result.wall_s:.1f} s of simulation)"]
-    _emit(info, args.json, lines)
-    return 0 if exact else 1
+    if args.frames < 2:
+        raise FpgashareError("--frames must be at least 2 (the motion app needs two frames to compare)")
+    summary = run_demo(args.platform, args.out, args.frames, args.backend, progress=sys.stderr.isatty())
+    _emit(summary, args.json, report_lines(summary))
+    missed = sum(p["late"] + p["dropped"] for p in summary["pipelines"].values() if p["class"] == "realtime")
+    return 0 if not missed else 1
 
 
 def cmd_dnn_eval(args: argparse.Namespace) -> int:
@@ -268,7 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
     dm.add_argument("--platform", default="zcu104", help="platform manifest (TOML) or name")
     dm.add_argument("--socket", default=None,
                     help="socket path (default $FPGASHARE_SOCKET or /run/fpgashare/fpgashare.sock)")
-    dm.add_argument("--dilation", default="auto", help="simulated s per wall s (auto: measured on the backend)")
+    dm.add_argument("--dilation", default="1",
+                    help="wall s per daemon s when idle (auto: how much slower than the hardware the backend runs)")
     dm.add_argument("--scheduler", default="edf", help="edf, rr-bundle, fcfs or static")
     dm.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on 127.0.0.1:PORT")
     dm.add_argument("--bitstreams", help="pynq: folder of partial bitstreams with index.json")
@@ -279,9 +252,11 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=cmd_status)
 
-    d = sub.add_parser("demo", help="the simulated-board demo")
+    d = sub.add_parser("demo", help="three apps share the simulated FPGA through the daemon")
     d.add_argument("--platform", default="zcu104")
-    d.add_argument("--out", default="out/demo", help="folder for the pictures")
+    d.add_argument("--out", default="out/demo", help="folder for the video, trace and pictures")
+    d.add_argument("--frames", type=int, default=30, help="frames of the synthetic video")
+    d.add_argument("--backend", choices=["sim", "model"], default="sim", help="model: the twin, for a quick look")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=cmd_demo)
     return parser

@@ -141,10 +141,10 @@ class Fpga:
         return float(self.request("clock")["now"])
 
     def sleep_until(self, t: float) -> None:
-        """Wait until the daemon's clock reads ``t`` (wall time scaled by the daemon's dilation),
-        so an app paces its frames the same on a board and on the simulated board."""
-        delay = (t - self.clock()) * self.dilation
-        if delay > 0:
+        """Wait until the daemon's clock reads ``t`` (wall time scaled by the daemon's dilation;
+        on the simulated board the clock also stands still while the RTL catches up), so an app
+        paces its frames the same on a board and on the simulated board."""
+        while (delay := (t - self.clock()) * self.dilation) > 0:
             time.sleep(delay)       # real waiting: pacing an app, not a simulated duration
 
     def status(self) -> dict:

@@ -42,9 +42,28 @@ class WallClock:
             raise ValueError(f"dilation must be > 0, got {dilation}")
         self.dilation = dilation
         self._t0 = time.monotonic()
+        self._held = 0.0                    # wall seconds the clock stood still
+        self._frozen: float | None = None   # the reading while an operation is being simulated
 
     def now(self) -> float:
-        return (time.monotonic() - self._t0) / self.dilation
+        frozen = self._frozen
+        if frozen is not None:
+            return frozen
+        return (time.monotonic() - self._t0 - self._held) / self.dilation
+
+    def hold(self) -> None:
+        """A simulated operation starts: the clock stands still until ``release``."""
+        self._frozen = self.now()
+
+    def release(self, wall_s: float, board_s: float) -> None:
+        """The operation took ``wall_s`` of host time for ``board_s`` of hardware time: where the
+        host was slower (a simulated board), the clock stays held back by the difference, so the
+        operation lasts exactly its hardware time on this clock (time from cycles, not from the
+        host's speed); a faster-than-hardware operation changes nothing."""
+        excess = wall_s - board_s * self.dilation
+        if excess > 0:
+            self._held += excess
+        self._frozen = None
 
     def wait_until(self, t: float) -> None:
         delay = (t - self.now()) * self.dilation

@@ -108,6 +108,8 @@ class Daemon:
         self.backend, self.platform = backend, backend.platform
         self.socket_path = Path(socket_path)
         self.clock = WallClock(dilation)
+        if backend.name != "pynq":          # a simulated board's slowness must not pass for board time
+            backend.held_clock = self.clock
         self.engine = OnlineEngine(self.platform, backend, make_policy(scheduler), self.clock)
         self.engine.on_finish = self._on_finish_threadsafe
         self.thread = EngineThread(self.engine, self.clock)
@@ -117,7 +119,9 @@ class Daemon:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
         self._stopped = asyncio.Event()
+        self._registering = asyncio.Lock()   # one registration at a time: each test sees the set it joins
         self.outcomes = {"on_time": 0, "late": 0, "dropped": 0, "error": 0, "done": 0}
+        self.per_pipeline: dict[str, dict] = {}      #: outcomes and latencies (ms) of every pipeline seen
         self.metrics_port = metrics_port
         self.metrics = None
 
@@ -246,19 +250,22 @@ class Daemon:
             raise ProtocolError("bad_request", f"pipeline {name!r}{exc}") from None
         if name in self._owner:
             raise ProtocolError("bad_request", f"a pipeline named {name!r} is already registered")
-        reason = await self._engine(self.engine.admit, spec)
-        if reason:
-            raise ProtocolError("admission", f"pipeline {name!r} not admitted: {reason}")
-        in_shape = (*spec.frame, 3) if spec.stages[0].kind.channels_in == 3 else spec.frame
-        out_shape = spec.frame
-        for stage in spec.stages:
-            out_shape = stage.kind.output_shape(*out_shape)
-        ring = FrameRing.create(RING_SLOTS, in_shape, tuple(out_shape), tag=f"c{client.id}")
-        try:
-            await self._engine(self.engine.add_pipeline, spec)
-        except FpgashareError as exc:
-            ring.close()
-            raise ProtocolError("admission", f"pipeline {name!r} not admitted: {exc}") from None
+        async with self._registering:
+            # The admission trial runs beside the engine, not on its thread: frames keep flowing.
+            test = await self._engine(self.engine.admission_test, spec)
+            reason = await asyncio.get_running_loop().run_in_executor(None, test)
+            if reason:
+                raise ProtocolError("admission", f"pipeline {name!r} not admitted: {reason}")
+            in_shape = (*spec.frame, 3) if spec.stages[0].kind.channels_in == 3 else spec.frame
+            out_shape = spec.frame
+            for stage in spec.stages:
+                out_shape = stage.kind.output_shape(*out_shape)
+            ring = FrameRing.create(RING_SLOTS, in_shape, tuple(out_shape), tag=f"c{client.id}")
+            try:
+                await self._engine(self.engine.add_pipeline, spec, True)
+            except FpgashareError as exc:
+                ring.close()
+                raise ProtocolError("admission", f"pipeline {name!r} not admitted: {exc}") from None
         client.pipelines[name] = PipelineState(name, ring, set(range(RING_SLOTS)))
         self._owner[name] = client
         log.info("client %d: pipeline %s admitted (%s)", client.id, name, "/".join(spec.modules))
@@ -299,7 +306,8 @@ class Daemon:
         in_shape = shape[:2] if shape[2] == 1 else shape
         ring = FrameRing.create(RING_SLOTS, in_shape, (1,), tag=f"c{client.id}")
         try:
-            await self._engine(self.engine.add_pipeline, PipelineSpec(name, "besteffort", model=model))
+            async with self._registering:
+                await self._engine(self.engine.add_pipeline, PipelineSpec(name, "besteffort", model=model))
         except FpgashareError as exc:
             ring.close()
             raise ProtocolError("admission", f"dnn {name!r} not admitted: {exc}") from None
@@ -348,6 +356,10 @@ class Daemon:
         if state is None or frame.seq not in state.in_flight:
             return                          # already answered
         self.outcomes[frame.outcome] = self.outcomes.get(frame.outcome, 0) + 1
+        stats = self.per_pipeline.setdefault(frame.pipeline.name, {"class": frame.pipeline.klass, "latencies_ms": []})
+        stats[frame.outcome] = stats.get(frame.outcome, 0) + 1
+        if frame.end is not None:
+            stats["latencies_ms"].append((frame.end - frame.release) * 1e3)
         slot, _ = state.in_flight.pop(frame.seq)
         rid = client.submits.pop(frame.seq, -1)
         if isinstance(frame, DnnRequest):
@@ -407,6 +419,33 @@ class Daemon:
                 "pipelines": per, "outcomes": dict(self.outcomes),
                 "clients": [{"id": c.id, "pid": c.pid, "uid": c.uid, "pipelines": list(c.pipelines)}
                             for c in self.clients.values()]}
+
+
+class DaemonThread:
+    """A daemon on a thread of its own with its own event loop (the demo, benchmarks, tests):
+    ``with DaemonThread(daemon):`` serves until the block ends."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, name="fpgashare-daemon", daemon=True)
+        self.ready = threading.Event()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(self.daemon.start())
+        self.ready.set()
+        self.loop.run_until_complete(self.daemon._stopped.wait())
+
+    def __enter__(self) -> Daemon:
+        self.thread.start()
+        if not self.ready.wait(60):
+            raise FpgashareError("the daemon did not start within 60 s")
+        return self.daemon
+
+    def __exit__(self, *exc) -> None:
+        asyncio.run_coroutine_threadsafe(self.daemon.stop(), self.loop).result(30)
+        self.thread.join(30)
 
 
 def calibrate_dilation(backend: Backend, margin: float = 2.0) -> float:

@@ -53,8 +53,9 @@ def write_gantt(events: Sequence[TraceEvent], path: str | Path, title: str = "",
     ax.set_xlabel("simulated time (ms)")
     if window:
         ax.set_xlim(window[0] * 1e3, window[1] * 1e3)
-    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=colours[n]) for n in names], labels=names,
-              loc="upper right", fontsize=8, ncols=min(len(names), 5))
+    if names:
+        ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=colours[n]) for n in names], labels=names,
+                  loc="upper right", fontsize=8, ncols=min(len(names), 5))
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path)

@@ -4,7 +4,6 @@ while others carry on, a killed client leaves nothing behind."""
 
 from __future__ import annotations
 
-import asyncio
 import multiprocessing as mp
 import os
 import signal
@@ -19,7 +18,7 @@ import pytest
 
 from runtime.backends import make_backend
 from runtime.client import AdmissionRejected, DaemonError, connect
-from runtime.daemon import Daemon
+from runtime.daemon import Daemon, DaemonThread
 from runtime.errors import FrameError
 from runtime.platform import load_platform
 from runtime.protocol import VERSION, encode
@@ -30,28 +29,12 @@ SHAPE = (60, 80)
 CHAIN = ["gauss3x3", "sobel_mag", "threshold"]
 
 
-class RunningDaemon:
+class RunningDaemon(DaemonThread):
+    """A daemon on the model backend (or ``backend``) on its own thread."""
+
     def __init__(self, path, dilation=20.0, platform="zcu104", backend=None):
         backend = backend or make_backend("model", load_platform(platform))
-        self.daemon = Daemon(backend, path, dilation=dilation)
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.ready = threading.Event()
-
-    def _run(self):
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_until_complete(self.daemon.start())
-        self.ready.set()
-        self.loop.run_until_complete(self.daemon._stopped.wait())
-
-    def __enter__(self):
-        self.thread.start()
-        assert self.ready.wait(10)
-        return self.daemon
-
-    def __exit__(self, *exc):
-        asyncio.run_coroutine_threadsafe(self.daemon.stop(), self.loop).result(10)
-        self.thread.join(10)
+        super().__init__(Daemon(backend, path, dilation=dilation))
 
 
 @pytest.fixture

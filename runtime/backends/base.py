@@ -6,6 +6,7 @@ seconds at the platform's clocks; a backend never reports wall time as hardware 
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,6 +58,9 @@ class Backend(ABC):
 
     name: str
     runs_dnn: bool = False      #: whether run_dnn is implemented (schedulers skip DNN backfill otherwise)
+    #: A clock with hold() / release(host s, hardware s) around every operation, so a daemon's clock
+    #: stands still while a simulated board is slower than its hardware (runtime/clock.py).
+    held_clock = None
 
     def __init__(self, platform: Platform) -> None:
         self.platform = platform
@@ -75,7 +79,9 @@ class Backend(ABC):
             raise FpgashareError(f"module {module} cannot go into slot {spec.name}")
         self._resident[slot] = None          # the slot is blank while it is written
         self._programmed.pop(slot, None)     # and a new tile starts without layers
+        started = self._hold()
         report = self._load(slot, module)
+        self._release(started, report.seconds)
         if report.ok:
             self._resident[slot] = module
         return report
@@ -90,7 +96,14 @@ class Backend(ABC):
             if self.resident(slot) != stage.kind.name:
                 raise FpgashareError(f"slot {slot} holds {self.resident(slot) or 'nothing'}, "
                                      f"not {stage.kind.name} (stage {stage.name})")
-        return self._run_frame(list(slots), list(stages), frame, want_output)
+        started = self._hold()
+        try:
+            report = self._run_frame(list(slots), list(stages), frame, want_output)
+        except Exception:
+            self._release(started, 0.0)
+            raise
+        self._release(started, report.seconds)
+        return report
 
     def run_dnn(self, slots: Sequence[int], model: str, images: int | np.ndarray) -> DnnReport:
         """A batch of ``model`` through dnn_tile slots ``slots`` (layer-pipelined): ``images``
@@ -107,7 +120,23 @@ class Backend(ABC):
         plan = dnn_plan(self.platform, model, len(slots))   # the caller gives as many slots as it uses
         if len(plan.stages) != len(slots):
             raise FpgashareError(f"{model} splits over {len(plan.stages)} tile(s), not {len(slots)}")
-        return self._run_dnn(list(slots), model, plan, images)
+        started = self._hold()
+        try:
+            report = self._run_dnn(list(slots), model, plan, images)
+        except Exception:
+            self._release(started, 0.0)
+            raise
+        self._release(started, report.seconds)
+        return report
+
+    def _hold(self) -> float:
+        if self.held_clock is not None:
+            self.held_clock.hold()
+        return time.perf_counter()
+
+    def _release(self, started: float, hardware_s: float) -> None:
+        if self.held_clock is not None:
+            self.held_clock.release(time.perf_counter() - started, hardware_s)
 
     def unprogrammed(self, slots: Sequence[int], model: str, plan) -> list[tuple[int, int, int]]:
         """(slot, first layer, end layer) of each tile in ``slots`` that does not hold its segment of

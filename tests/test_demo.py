@@ -1,0 +1,33 @@
+"""fpgashare demo end to end on the twin (the README's first command runs it on the RTL): three app
+processes through the daemon, the summary's shape, the files it writes, bad arguments."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from runtime.cli import main
+
+
+def test_demo_runs_three_apps_and_writes_its_files(tmp_path, capsys):
+    assert main(["demo", "--backend", "model", "--frames", "6", "--out", str(tmp_path), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    pipelines = summary["pipelines"]
+    assert set(pipelines) == {"edges", "motion", "digits"}
+    assert pipelines["edges"]["frames"] == pipelines["edges"]["on_time"] == 6
+    assert pipelines["motion"]["frames"] == pipelines["motion"]["on_time"] == 5
+    assert pipelines["digits"]["class"] == "besteffort" and pipelines["digits"]["frames"] > 0
+    for p in pipelines.values():
+        assert set(p) >= {"class", "frames", "on_time", "late", "dropped", "latency_ms_p99"}
+    assert set(summary["totals"]) >= {"reconfigurations", "port_busy_s", "slot_utilization", "dnn_images_per_s"}
+    files = summary["files"]
+    assert set(files) == {"trace", "gantt", "video"}
+    tracks = {e["args"]["name"] for e in json.loads(Path(files["trace"]).read_text())["traceEvents"]
+              if e["name"] == "thread_name"}
+    assert {"port", "pipeline edges", "pipeline motion"} <= tracks
+    assert Path(files["gantt"]).read_bytes()[:4] == b"\x89PNG" and Path(files["video"]).stat().st_size > 0
+
+
+def test_demo_refuses_bad_arguments(tmp_path, capsys):
+    assert main(["demo", "--frames", "1", "--out", str(tmp_path)]) == 2
+    assert "--frames must be at least 2" in capsys.readouterr().err

@@ -192,3 +192,23 @@ def test_the_same_engine_runs_on_the_wall_clock():
     assert wall["totals"]["reconfigurations"] == virtual["totals"]["reconfigurations"]
     with pytest.raises(ValueError, match="dilation"):
         WallClock(dilation=0)
+
+
+def test_a_held_wall_clock_counts_hardware_time_not_host_time():
+    """While a simulated operation runs the clock stands still; afterwards it has moved by the
+    operation's hardware time only (and never goes back)."""
+    import time
+
+    from runtime.clock import WallClock
+
+    clock = WallClock()
+    clock.hold()
+    start = clock.now()
+    time.sleep(0.05)                              # the host simulating, slower than the hardware
+    assert clock.now() == start
+    clock.release(wall_s=0.05, board_s=0.001)
+    after = clock.now()
+    assert start + 0.001 <= after < start + 0.02
+    clock.hold()
+    clock.release(wall_s=0.0, board_s=0.5)        # faster than the hardware: nothing held back
+    assert clock.now() >= after

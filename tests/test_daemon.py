@@ -4,6 +4,7 @@ while others carry on, a killed client leaves nothing behind."""
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing as mp
 import os
 import signal
@@ -250,3 +251,40 @@ def test_dnn_images_run_in_idle_slot_time_next_to_a_stream(sock):
     with RunningDaemon(sock, platform="pynq-z2"), connect(sock) as fpga:
         with pytest.raises(AdmissionRejected, match="no dnn_tile slots"):
             fpga.dnn("digits", model="digits_cnn")
+
+
+def test_asyncio_clients_await_their_frames(sock):
+    stages = resolve_chain(["threshold"], {})
+
+    async def app(pipe, batch):
+        return await asyncio.gather(*(pipe.asubmit(f) for f in batch))
+
+    with RunningDaemon(sock), connect(sock) as fpga:
+        pipe = fpga.pipeline("mask", ["threshold"], period_ms=20.0, frame_shape=SHAPE)
+        batch = frames(3, seed=4)
+        outs = asyncio.run(app(pipe, batch))
+    assert all(np.array_equal(o, chain_reference(stages, f)) for o, f in zip(outs, batch, strict=True))
+
+
+def test_sigterm_ends_pipelines_and_removes_the_socket(sock):
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "runtime.cli", "daemon", "--board", "model", "--socket", str(sock)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        fpga = connect(sock)
+        pipe = fpga.pipeline("edges", CHAIN, period_ms=20.0, frame_shape=SHAPE)
+        ring = f"/dev/shm/{pipe.ring.spec.name}"
+        assert os.path.exists(ring)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        assert not sock.exists() and not os.path.exists(ring)
+        assert "client 1 gone (daemon shutting down)" in proc.stderr.read()
+        fpga.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -176,10 +176,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     for envelope in ("v", "id", "ok"):
         status.pop(envelope, None)
     lines = [f"daemon clock {status['now']:.3f} s (dilation {status['dilation']:g}); outcomes {status['outcomes']}"]
-    lines += [f"  slot {s['slot']}: {s['state']:8s} {s['module'] or '-'}" for s in status["slots"]]
+    lines += [f"  slot {s['slot']}: {s['state']:8s} {s['module'] or '-':12s} {100 * s['utilization']:5.1f}% busy"
+              for s in status["slots"]]
     port = status["port"]
     lines.append(f"  port: {port['loads']} loads, {port['busy_s'] * 1e3:.1f} ms busy, {port['queued']} queued")
-    lines += [f"  pipeline {name}: {'/'.join(p['modules'])}" for name, p in status["pipelines"].items()]
+    lines += [f"  pipeline {name}: {'/'.join(p['modules'])}, {sum(p['outcomes'].values())} ended, "
+              f"miss rate {100 * p['miss_rate']:.1f}%" for name, p in status["pipelines"].items()]
     lines += [f"  client {c['id']} (pid {c['pid']}, uid {c['uid']}): {', '.join(c['pipelines']) or '-'}"
               for c in status["clients"]]
     _emit(status, args.json, lines)

@@ -405,7 +405,9 @@ class Daemon:
 
     def _status(self) -> dict:
         engine = self.engine
-        slots = [{"slot": s.index, "state": s.state.value, "module": s.module} for s in engine.slots.slots]
+        now = max(self.clock.now(), 1e-9)
+        slots = [{"slot": s.index, "state": s.state.value, "module": s.module,
+                  "utilization": round(engine.busy_by_slot[s.index] / now, 4)} for s in engine.slots.slots]
         port = engine.slots.port
         per = {}
         for p in engine.pipelines:
@@ -414,6 +416,12 @@ class Daemon:
         for p in engine.dnn_pipelines:
             per[p.name] = {"class": p.klass, "modules": ["dnn_tile"], "model": p.model,
                            "in_flight": len(engine.dnn_queue.get(p.name, [])), "images": engine.dnn_images[p.name]}
+        for name, entry in per.items():
+            stats = self.per_pipeline.get(name, {})
+            counts = {k: v for k, v in stats.items() if k not in ("class", "latencies_ms")}
+            total = sum(counts.values())
+            entry["outcomes"] = counts
+            entry["miss_rate"] = round((counts.get("late", 0) + counts.get("dropped", 0)) / total, 4) if total else 0.0
         return {"now": self.clock.now(), "dilation": self.clock.dilation, "slots": slots,
                 "port": {"loads": port.loads, "busy_s": port.busy_s, "queued": len(port.queue)},
                 "pipelines": per, "outcomes": dict(self.outcomes),

@@ -61,7 +61,9 @@ def test_frames_round_trip_and_equal_opencv(sock):
         assert 0.1 / 20 * 0.5 < fpga.clock() - t0 < 0.1 / 20 * 3      # the daemon's clock is dilated
         status = fpga.status()
         assert status["outcomes"]["on_time"] == 6
-        assert {"slot", "state", "module"} <= set(status["slots"][0])
+        assert {"slot", "state", "module", "utilization"} <= set(status["slots"][0])
+        assert status["pipelines"]["edges"]["outcomes"] == {"on_time": 6}
+        assert status["pipelines"]["edges"]["miss_rate"] == 0.0
         assert status["clients"][0]["pipelines"] == ["edges"]
         ring = f"/dev/shm/{edges.ring.spec.name}"
         assert os.path.exists(ring)                                     # the ring lives while registered
@@ -204,7 +206,7 @@ def test_status_command_and_daemon_arguments(sock, capsys):
         status = json.loads(capsys.readouterr().out)
         assert list(status["pipelines"]) == ["edges"] and len(status["slots"]) == 4
         assert main(["status", "--socket", str(sock)]) == 0
-        assert "pipeline edges: conv3x3/sobel_mag/threshold" in capsys.readouterr().out
+        assert "pipeline edges: conv3x3/sobel_mag/threshold, 0 ended, miss rate 0.0%" in capsys.readouterr().out
     assert main(["status", "--socket", str(sock)]) == 2
     assert "cannot reach the fpgashare daemon" in capsys.readouterr().err
     assert main(["daemon", "--board", "model", "--socket", str(sock), "--dilation", "fast"]) == 2

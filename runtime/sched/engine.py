@@ -121,6 +121,7 @@ class Engine:
         self._last = 0.0
         self.exposed_reconfig_s = 0.0
         self.slot_busy_s = 0.0
+        self.busy_by_slot = [0.0] * len(self.slots.slots)
         self._pixels = self._test_frames()
         self._load_started: dict[int, float] = {}
         self._load_s: dict[int, float] = {}
@@ -208,7 +209,11 @@ class Engine:
     def _advance(self, t: float) -> None:
         dt = t - self._last
         if dt > 0:
-            busy = self.slots.busy_count()
+            busy = 0
+            for slot in self.slots.slots:
+                if slot.state == SlotState.BUSY:
+                    busy += 1
+                    self.busy_by_slot[slot.index] += dt
             self.slot_busy_s += busy * dt
             current = self.slots.port.current
             if current is not None and busy == 0:

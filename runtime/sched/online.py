@@ -10,6 +10,7 @@ run against the pipelines already admitted.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,6 +28,8 @@ log = logging.getLogger(__name__)
 
 #: Virtual seconds of the admission trial for a new pipeline (a few of the slowest periods).
 TRIAL_S = 0.5
+#: Trace slices kept (the newest): a daemon runs for days; the demo's whole run fits easily.
+TRACE_LIMIT = 100_000
 
 
 class OnlineEngine(Engine):
@@ -35,6 +38,7 @@ class OnlineEngine(Engine):
         empty = Workload(Path("<daemon>"), platform, 0, float("inf"), ())
         super().__init__(empty, backend, policy, clock, replacement, want_output=True)
         self.t0 = 0.0                       # pipelines register whenever they like; no warm-up window
+        self.trace = deque(maxlen=TRACE_LIMIT)
         self._last_release: dict[str, float] = {}
         self._counts: dict[str, int] = {}
         self.dnn_queue: dict[str, list[DnnRequest]] = {}

@@ -266,12 +266,15 @@ class Daemon:
             except FpgashareError as exc:
                 ring.close()
                 raise ProtocolError("admission", f"pipeline {name!r} not admitted: {exc}") from None
-        client.pipelines[name] = PipelineState(name, ring, set(range(RING_SLOTS)))
-        self._owner[name] = client
+        self._register(client, name, ring)
         log.info("client %d: pipeline %s admitted (%s)", client.id, name, "/".join(spec.modules))
         return {"ring": ring.spec.to_wire(), "deadline_ms": spec.deadline_s * 1e3, "exec_ms": spec.exec_s * 1e3}
 
     async def _op_submit(self, client: Client, message: dict) -> None:
+        return await self._hand_in(client, message, self.engine.submit)
+
+    async def _hand_in(self, client: Client, message: dict, submit) -> None:
+        """Give the engine the frame (or DNN image) in a ring slot; answered when it ends."""
         name = _field(message, "pipeline", str)
         slot = _field(message, "slot", int)
         state = client.pipelines.get(name)
@@ -282,15 +285,15 @@ class Daemon:
                                 f"0..{state.ring.spec.slots - 1})")
         state.free.discard(slot)
         try:
-            frame = await self._engine(self.engine.submit, name, state.ring.input(slot))
+            item = await self._engine(submit, name, state.ring.input(slot))
         except FpgashareError:
             state.free.add(slot)
             raise
-        state.in_flight[frame.seq] = (slot, client)
-        client.submits[frame.seq] = message["id"]
-        if frame.outcome is not None:      # ended before we got here (dropped at once)
-            self._frame_done(frame)
-        return None                        # answered when the frame ends
+        state.in_flight[item.seq] = (slot, client)
+        client.submits[item.seq] = message["id"]
+        if item.outcome is not None:       # ended before we got here (dropped at once)
+            self._frame_done(item)
+        return None
 
     async def _op_dnn(self, client: Client, message: dict) -> dict:
         """A best-effort DNN pipeline: images go into its ring, outputs come back in the reply."""
@@ -311,29 +314,15 @@ class Daemon:
         except FpgashareError as exc:
             ring.close()
             raise ProtocolError("admission", f"dnn {name!r} not admitted: {exc}") from None
-        client.pipelines[name] = PipelineState(name, ring, set(range(RING_SLOTS)))
-        self._owner[name] = client
+        self._register(client, name, ring)
         return {"ring": ring.spec.to_wire(), "model": model}
 
+    def _register(self, client: Client, name: str, ring: FrameRing) -> None:
+        client.pipelines[name] = PipelineState(name, ring, set(range(RING_SLOTS)))
+        self._owner[name] = client
+
     async def _op_infer(self, client: Client, message: dict) -> None:
-        name = _field(message, "pipeline", str)
-        slot = _field(message, "slot", int)
-        state = client.pipelines.get(name)
-        if state is None or state.closing:
-            raise ProtocolError("bad_request", f"no pipeline {name!r} of this client")
-        if slot not in state.free:
-            raise ProtocolError("frame", f"ring slot {slot} of {name!r} is not free")
-        state.free.discard(slot)
-        try:
-            request = await self._engine(self.engine.submit_dnn, name, state.ring.input(slot))
-        except FpgashareError:
-            state.free.add(slot)
-            raise
-        state.in_flight[request.seq] = (slot, client)
-        client.submits[request.seq] = message["id"]
-        if request.outcome is not None:
-            self._frame_done(request)
-        return None
+        return await self._hand_in(client, message, self.engine.submit_dnn)
 
     async def _op_close(self, client: Client, message: dict) -> dict:
         name = _field(message, "pipeline", str)
@@ -356,27 +345,25 @@ class Daemon:
         if state is None or frame.seq not in state.in_flight:
             return                          # already answered
         self.outcomes[frame.outcome] = self.outcomes.get(frame.outcome, 0) + 1
-        stats = self.per_pipeline.setdefault(frame.pipeline.name, {"class": frame.pipeline.klass, "latencies_ms": []})
-        stats[frame.outcome] = stats.get(frame.outcome, 0) + 1
-        if frame.end is not None:
-            stats["latencies_ms"].append((frame.end - frame.release) * 1e3)
+        latency = None if frame.end is None else (frame.end - frame.release) * 1e3
+        stats = self.per_pipeline.setdefault(frame.pipeline.name, {"class": frame.pipeline.klass, "outcomes": {},
+                                                                   "latencies_ms": []})
+        stats["outcomes"][frame.outcome] = stats["outcomes"].get(frame.outcome, 0) + 1
+        if latency is not None:
+            stats["latencies_ms"].append(latency)
         slot, _ = state.in_flight.pop(frame.seq)
         rid = client.submits.pop(frame.seq, -1)
-        if isinstance(frame, DnnRequest):
-            if self.metrics is not None:
-                self.metrics.frame_ended(frame.pipeline.name, frame.outcome, None)
-            output = None if frame.output is None else [int(v) for v in frame.output]
-            self._send(client, reply(rid, outcome=frame.outcome, reason=frame.reason, slot=slot, output=output))
-            state.free.add(slot)
-            if state.closing and not state.in_flight:
-                self._retire(client, state)
-            return
-        if frame.output is not None and frame.outcome in ("on_time", "late") and not state.closing:
-            state.ring.output(slot)[...] = frame.output
-        latency = None if frame.end is None else (frame.end - frame.release) * 1e3
+        if isinstance(frame, DnnRequest):   # outputs are a few int8 values: they ride in the reply
+            extra = {"output": None if frame.output is None else [int(v) for v in frame.output]}
+            metric_latency = None
+        else:                               # a frame's output goes next to its input in the ring
+            if frame.output is not None and frame.outcome in ("on_time", "late") and not state.closing:
+                state.ring.output(slot)[...] = frame.output
+            extra = {"latency_ms": latency}
+            metric_latency = None if latency is None else latency / 1e3
         if self.metrics is not None:
-            self.metrics.frame_ended(frame.pipeline.name, frame.outcome, None if latency is None else latency / 1e3)
-        self._send(client, reply(rid, outcome=frame.outcome, reason=frame.reason, slot=slot, latency_ms=latency))
+            self.metrics.frame_ended(frame.pipeline.name, frame.outcome, metric_latency)
+        self._send(client, reply(rid, outcome=frame.outcome, reason=frame.reason, slot=slot, **extra))
         state.free.add(slot)
         if state.closing and not state.in_flight:
             self._retire(client, state)
@@ -417,8 +404,7 @@ class Daemon:
             per[p.name] = {"class": p.klass, "modules": ["dnn_tile"], "model": p.model,
                            "in_flight": len(engine.dnn_queue.get(p.name, [])), "images": engine.dnn_images[p.name]}
         for name, entry in per.items():
-            stats = self.per_pipeline.get(name, {})
-            counts = {k: v for k, v in stats.items() if k not in ("class", "latencies_ms")}
+            counts = dict(self.per_pipeline.get(name, {}).get("outcomes", {}))
             total = sum(counts.values())
             entry["outcomes"] = counts
             entry["miss_rate"] = round((counts.get("late", 0) + counts.get("dropped", 0)) / total, 4) if total else 0.0

@@ -64,7 +64,7 @@ class Progress:
 
     def _run(self) -> None:
         while not self._stop.wait(0.5):
-            done = sum(v for k, v in self.daemon.outcomes.items())
+            done = sum(self.daemon.outcomes.values())
             filled = int(30 * min(1.0, done / max(1, self.expected)))
             sys.stderr.write(f"\r  [{'#' * filled}{'.' * (30 - filled)}] {done}/{self.expected} frames and images, "
                              f"board time {self.daemon.clock.now():6.2f} s")
@@ -131,11 +131,10 @@ def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames
         apps[app]["notes"] = [line for line in stderr.splitlines() if line.startswith("apps:")]
     pipelines = {}
     for name, stats in daemon.per_pipeline.items():
-        lat = stats["latencies_ms"]
-        pipelines[name] = {"class": stats["class"], "frames": sum(v for k, v in stats.items()
-                                                                   if k not in ("class", "latencies_ms")),
-                           "on_time": stats.get("on_time", stats.get("done", 0)), "late": stats.get("late", 0),
-                           "dropped": stats.get("dropped", 0),
+        lat, counts = stats["latencies_ms"], stats["outcomes"]
+        pipelines[name] = {"class": stats["class"], "frames": sum(counts.values()),
+                           "on_time": counts.get("on_time", counts.get("done", 0)), "late": counts.get("late", 0),
+                           "dropped": counts.get("dropped", 0),
                            "latency_ms_p99": round(float(np.percentile(lat, 99)), 3) if lat else None}
     return {"platform": platform.name, "backend": backend.name, "pipelines": pipelines,
             "totals": {"reconfigurations": port.loads, "port_busy_s": round(port.busy_s, 6),

@@ -248,8 +248,7 @@ class Daemon:
                                  self.platform, params)
         except FpgashareError as exc:
             raise ProtocolError("bad_request", f"pipeline {name!r}{exc}") from None
-        if name in self._owner:
-            raise ProtocolError("bad_request", f"a pipeline named {name!r} is already registered")
+        self._check_name_free(name)
         async with self._registering:
             # The admission trial runs beside the engine, not on its thread: frames keep flowing.
             test = await self._engine(self.engine.admission_test, spec)
@@ -303,8 +302,7 @@ class Daemon:
         model = _field(message, "model", str)
         if model not in DNN_MODELS:
             raise ProtocolError("bad_request", f"dnn {name!r}: unknown model {model!r} ({', '.join(DNN_MODELS)})")
-        if name in self._owner:
-            raise ProtocolError("bad_request", f"a pipeline named {name!r} is already registered")
+        self._check_name_free(name)
         shape = network(model).input_shape
         in_shape = shape[:2] if shape[2] == 1 else shape
         ring = FrameRing.create(RING_SLOTS, in_shape, (1,), tag=f"c{client.id}")
@@ -316,6 +314,11 @@ class Daemon:
             raise ProtocolError("admission", f"dnn {name!r} not admitted: {exc}") from None
         self._register(client, name, ring)
         return {"ring": ring.spec.to_wire(), "model": model}
+
+    def _check_name_free(self, name: str) -> None:
+        # Names are the daemon's, across clients (a closing pipeline keeps its name until retired).
+        if name in self._owner:
+            raise ProtocolError("bad_request", f"a pipeline named {name!r} is already registered")
 
     def _register(self, client: Client, name: str, ring: FrameRing) -> None:
         client.pipelines[name] = PipelineState(name, ring, set(range(RING_SLOTS)))

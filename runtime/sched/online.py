@@ -48,9 +48,9 @@ class OnlineEngine(Engine):
         """A callable that says why ``spec`` cannot join the pipelines registered now, or None if
         it can (edf's admission control; policies without it admit everything). It works on a
         snapshot and its own twin, so it may run off the engine's thread while the engine goes on."""
-        if spec.name in {p.name for p in (*self.pipelines, *self.dnn_pipelines)}:
-            reason = f"a pipeline named {spec.name!r} is already registered"
-            return lambda: reason
+        taken = self._name_taken(spec.name)
+        if taken:
+            return lambda: taken
         if not spec.realtime or not self.policy.admission:
             return lambda: None
         candidate = [*self.pipelines, spec]
@@ -58,15 +58,18 @@ class OnlineEngine(Engine):
         load_s = max(load_seconds(self.backend.platform, s.index) for s in self.backend.platform.slots)
         return lambda: necessary(candidate, trial_set, load_s) or trial(candidate, trial_set, TRIAL_S)
 
+    def _name_taken(self, name: str) -> str | None:
+        if name in {p.name for p in (*self.pipelines, *self.dnn_pipelines)}:
+            return f"a pipeline named {name!r} is already registered"
+        return None
+
     def admit(self, spec: PipelineSpec) -> str | None:
         """Why ``spec`` cannot join the admitted set, or None if it can."""
         return self.admission_test(spec)()
 
     def add_pipeline(self, spec: PipelineSpec, admitted: bool = False) -> None:
         """Register ``spec``; ``admitted``: the caller ran ``admission_test`` against the current set."""
-        reason = self.admission_test(spec)() if not admitted else None
-        if admitted and spec.name in {p.name for p in (*self.pipelines, *self.dnn_pipelines)}:
-            reason = f"a pipeline named {spec.name!r} is already registered"
+        reason = self._name_taken(spec.name) or (None if admitted else self.admission_test(spec)())
         if reason:
             raise FpgashareError(reason)
         if spec.realtime:

@@ -37,22 +37,18 @@ def latest_load_starts(engine: Engine, evicting: int | None = None) -> list[floa
     return starts[::-1]
 
 
-def latest_load_start(engine: Engine, evicting: int | None = None) -> float:
-    """Latest time the port may begin the next real-time load (inf when nothing is missing)."""
-    starts = latest_load_starts(engine, evicting)
-    return starts[0] if starts else float("inf")
-
-
 #: Slack kept before the latest start, as a fraction of one load.
 SLACK_LOADS = 0.1
 
 
-def reclaim_at(engine: Engine, evicting: int | None = None) -> float:
-    """When idle slots must be back for real-time loads: the latest start, less some slack."""
-    return latest_load_start(engine, evicting) - SLACK_LOADS * engine.longest_load_s()
-
-
-def victims_due(engine: Engine) -> list[float]:
-    """When the 1st, 2nd, ... idle victim slot must be available for real-time loads."""
+def victims_due(engine: Engine, evicting: int | None = None) -> list[float]:
+    """When the 1st, 2nd, ... idle victim slot must be available for real-time loads: each
+    load's latest start, less some slack."""
     slack = SLACK_LOADS * engine.longest_load_s()
-    return [t - slack for t in latest_load_starts(engine)]
+    return [t - slack for t in latest_load_starts(engine, evicting)]
+
+
+def reclaim_at(engine: Engine, evicting: int | None = None) -> float:
+    """When the first idle slot must be back for real-time loads (inf when nothing is missing)."""
+    due = victims_due(engine, evicting)
+    return due[0] if due else float("inf")

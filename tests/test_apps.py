@@ -16,16 +16,10 @@ from tests.test_daemon import RunningDaemon
 
 @pytest.fixture
 def video(tmp_path):
-    """A few frames of moving shapes, written and read back with OpenCV (what the apps read)."""
-    path = tmp_path / "shapes.avi"
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 30, (160, 120))
-    for k in range(6):
-        frame = np.full((120, 160, 3), 30, np.uint8)
-        cv2.circle(frame, (20 + 20 * k, 60), 15, (0, 200, 255), -1)
-        cv2.rectangle(frame, (100, 10 + 10 * k), (140, 40 + 10 * k), (255, 80, 0), -1)
-        writer.write(frame)
-    writer.release()
-    return path
+    """Six frames of the demo's video (moving shapes and digits), as the apps read it."""
+    from runtime.demo import make_video
+
+    return make_video(tmp_path / "shapes.avi", 6)
 
 
 def _run(app, sock, video, tmp_path, capsys, size="120x160"):

@@ -75,12 +75,13 @@ class Policy(ABC):
             if victim is not None:
                 victims.add(victim)
             plan.append((module, free, victim))
-        if not plan or any(t is None and v is None for _, t, v in plan):
-            return used                    # nothing to load, or some stage has no slot to come from
+        if any(t is None and v is None for _, t, v in plan):
+            return used                    # some stage has no slot to come from
         ready_at = engine.now + engine.port_backlog_s()
 
         def start(loads: list[tuple[str, float | None, int | None]]) -> float:
-            waits = [t for step in plan if step not in loads for t in [step[1]] if t is not None]
+            """When the frame could start if ``loads`` are queued and the other stages wait."""
+            waits = [step[1] for step in plan if step not in loads and step[1] is not None]
             done = ready_at + sum(engine.load_seconds(v) for _, _, v in loads if v is not None)
             return max([*waits, done] if loads else waits)
 
@@ -89,14 +90,15 @@ class Policy(ABC):
         # A copy costs a load and evicts something: made only when waiting would make this frame, or
         # a frame queued behind it for the same busy modules, late.
         shared = {module for module, free, _ in plan if free is not None}
-        t, late = start(wait_plan), False
+        wait_start = start(wait_plan)
+        t, late = wait_start, False
         for other in sorted((f for f in engine.pending if shared & set(f.pipeline.modules)),
                             key=lambda f: (f is not frame, f.deadline, f.seq)):
             t += other.pipeline.exec_s
             late = late or t > other.deadline
-        loads = copy_plan if late and start(copy_plan) < start(wait_plan) else wait_plan
+        loads = copy_plan if late and start(copy_plan) < wait_start else wait_plan
         for module, _, victim in loads:
-            if victim is not None and engine.slots.slots[victim].state in (SlotState.BLANK, SlotState.READY):
+            if victim is not None:         # victim() only offers blank or ready slots, each once
                 engine.slots.request(victim, module, reason)
                 used.add(victim)
         return used

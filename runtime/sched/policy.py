@@ -136,8 +136,8 @@ class PriorityPolicy(Policy):
             borrows = engine.now + frame.pipeline.exec_s <= lend_until
             keep = reserved - borrowable if borrows else reserved
             if blocked_seen and not engine.slots.idle(exclude=keep):
-                if lend_until == float("-inf"):
-                    break   # nothing left to start on or load into; later frames are judged next time
+                if not engine.slots.idle(exclude=reserved - borrowable):
+                    break   # nothing left to start on, borrow or load into; the rest are judged next time
                 continue
             if frame.pipeline.name in blocked and not borrows:
                 chosen, missing = [], blocked[frame.pipeline.name]

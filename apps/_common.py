@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from runtime.client import AdmissionRejected, DaemonError, DeadlineMissed, Fpga, FrameDropped, Pipeline
+from runtime.client import DaemonError, DeadlineMissed, Fpga, FrameDropped, Pipeline
 from runtime.errors import FpgashareError
 from runtime.modules import Stage
 from runtime.simrun import resolve_chain
@@ -94,14 +94,11 @@ def register(fpga: Fpga, name: str, chain: list[str], period_ms: float, shape: t
     """Ask for the whole chain; while the daemon refuses (admission, a module the board lacks, too
     few slots), move the first stage to the CPU and ask again."""
     stages = resolve_chain(chain, params or {})
-    for split in range(len(chain) + 1):
-        if split == len(chain):
-            log.warning("%s: the FPGA took no part of %s; every stage runs on the CPU", name, "/".join(chain))
-            return SplitChain(stages, None)
+    for split in range(len(chain)):
         try:
             pipe = fpga.pipeline(name, chain[split:], period_ms=period_ms, frame_shape=shape,
                                  params={k: v for k, v in (params or {}).items() if k in chain[split:]})
-        except (AdmissionRejected, DaemonError) as exc:
+        except DaemonError as exc:         # admission, a module the board lacks, too few slots
             log.warning("%s: %s on the FPGA refused (%s); %s moves to the CPU", name, "/".join(chain[split:]),
                         exc, chain[split])
             continue
@@ -109,7 +106,8 @@ def register(fpga: Fpga, name: str, chain: list[str], period_ms: float, shape: t
             log.warning("%s: %s run on the CPU (OpenCV), %s on the FPGA", name, "/".join(chain[:split]),
                         "/".join(chain[split:]))
         return SplitChain(stages[:split], pipe, stages[split:])
-    raise AssertionError("unreachable")
+    log.warning("%s: the FPGA took no part of %s; every stage runs on the CPU", name, "/".join(chain))
+    return SplitChain(stages, None)
 
 
 class Pacer:

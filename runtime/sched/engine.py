@@ -120,8 +120,7 @@ class Engine:
         self._seq = 0
         self._last = 0.0
         self.exposed_reconfig_s = 0.0
-        self.slot_busy_s = 0.0
-        self.busy_by_slot = [0.0] * len(self.slots.slots)
+        self.busy_by_slot = [0.0] * len(self.slots.slots)   #: seconds each slot spent computing
         self._pixels = self._test_frames()
         self._load_started: dict[int, float] = {}
         self._load_s: dict[int, float] = {}
@@ -196,6 +195,11 @@ class Engine:
     def _released(self, frame: Frame) -> None:
         self._next_index[frame.pipeline.name] = frame.index + 1
 
+    @property
+    def slot_busy_s(self) -> float:
+        """Slot-seconds spent computing, all slots together."""
+        return sum(self.busy_by_slot)
+
     def wake(self, t: float) -> None:
         """Make sure the policy is asked again at ``t`` even if nothing else happens then."""
         if t > self.now and t not in self._wakes:
@@ -214,7 +218,6 @@ class Engine:
                 if slot.state == SlotState.BUSY:
                     busy += 1
                     self.busy_by_slot[slot.index] += dt
-            self.slot_busy_s += busy * dt
             current = self.slots.port.current
             if current is not None and busy == 0:
                 self.exposed_reconfig_s += dt

@@ -22,6 +22,7 @@ import signal
 import socket
 import struct
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 DEFAULT_SOCKET = Path(os.environ.get("FPGASHARE_SOCKET", "/run/fpgashare/fpgashare.sock"))
 RING_SLOTS = 4            #: frames a client may have in flight per pipeline
 CLIENT_GONE = "client gone"
+SHUTDOWN_GRACE_S = 5.0    #: wall seconds frames on the fabric get to finish when the daemon stops
 
 
 class EngineThread(threading.Thread):
@@ -162,7 +164,13 @@ class Daemon:
         for client in list(self.clients.values()):
             await self._client_gone(client, "daemon shutting down")
             client.writer.close()           # its reader sees the end and its task finishes
-        await asyncio.sleep(0)
+        # Frames already on the fabric finish (their rings are retired as they do); whatever is
+        # still out after that is retired here, so no segment outlives the daemon.
+        deadline = time.monotonic() + SHUTDOWN_GRACE_S
+        while self._owner and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        for name, client in list(self._owner.items()):
+            self._retire(client, client.pipelines[name])
         self.thread.stop()
         if self.metrics is not None:
             self.metrics.close()
@@ -449,8 +457,6 @@ def calibrate_dilation(backend: Backend, margin: float = 2.0) -> float:
     """How much slower than the hardware a backend runs: the wall time of one partial load and one
     small frame over their hardware time, times ``margin``; 1 for a real board. Loads a module
     into slot 0 (the daemon starts with every slot blank, so nothing is lost)."""
-    import time
-
     import numpy as np
 
     from runtime.simrun import resolve_chain

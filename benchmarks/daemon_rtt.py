@@ -1,11 +1,11 @@
 """Daemon round trips on this machine: a control request (``clock``) and a frame's submit-to-result
 overhead excluding compute, p50 and p99, with the daemon on the model backend at dilation 1 (a
-frame then takes its hardware time on the wall clock, as on a board) in this process's thread
-and the client here. Compute is the frame's hardware time (the chain's cycles at the fabric
-clock) plus the twin's OpenCV call. Also counts the bytes that crossed the socket per frame, to
-show pixels do not.
+frame then takes its hardware time on the wall clock, as on a board), on a thread of this
+process or (``--process``) as ``fpgashare daemon`` in a process of its own, and the client here.
+Compute is the frame's hardware time (the chain's cycles at the fabric clock) plus the twin's
+OpenCV call. Also counts the bytes that crossed the socket per frame, to show pixels do not.
 
-    python benchmarks/daemon_rtt.py [--frames N] [--json]
+    python benchmarks/daemon_rtt.py [--frames N] [--process] [--json]
 
 Goal: submit-to-result overhead p50 <= 150 us.
 """
@@ -13,11 +13,11 @@ Goal: submit-to-result overhead p50 <= 150 us.
 from __future__ import annotations
 
 import argparse
-import asyncio
+import contextlib
 import json
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -27,9 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from runtime.backends import make_backend
 from runtime.client import connect
-from runtime.daemon import Daemon
+from runtime.daemon import Daemon, DaemonThread
+from runtime.errors import FpgashareError
 from runtime.platform import load_platform
 
+ROOT = Path(__file__).resolve().parent.parent
 GOAL_US = 150.0
 
 
@@ -57,61 +59,73 @@ def percentiles(samples: list[float]) -> dict:
     return {"p50_us": round(float(np.percentile(us, 50)), 1), "p99_us": round(float(np.percentile(us, 99)), 1)}
 
 
+@contextlib.contextmanager
+def serving(path: Path, own_process: bool):
+    """A daemon on the model backend at dilation 1 on ``path``: on a thread of this process, or
+    (``own_process``) as ``fpgashare daemon`` in a process of its own, as apps meet it."""
+    if not own_process:
+        with DaemonThread(Daemon(make_backend("model", load_platform("zcu104")), path, dilation=1.0)):
+            yield
+        return
+    daemon = subprocess.Popen([sys.executable, "-m", "runtime.cli", "daemon", "--board", "model", "--platform",
+                               "zcu104", "--socket", str(path), "--dilation", "1"], cwd=ROOT,
+                              stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:                       # serving once it answers (the socket appears before that)
+            try:
+                connect(path).close()
+                break
+            except FpgashareError:
+                if daemon.poll() is not None or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)          # waiting for another process to start, not simulating
+        yield
+    finally:
+        daemon.terminate()
+        daemon.wait(30)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frames", type=int, default=400)
+    parser.add_argument("--process", action="store_true", help="the daemon in a process of its own")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     path = Path(tempfile.mkdtemp()) / "rtt.sock"
-    daemon = Daemon(make_backend("model", load_platform("zcu104")), path, dilation=1.0)
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-
-    def serve() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(daemon.start())
-        ready.set()
-        loop.run_until_complete(daemon._stopped.wait())
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    ready.wait(10)
     shape = (120, 160)
     frame = np.random.default_rng(0).integers(0, 256, shape, dtype=np.uint8)
-    try:
-        with connect(path) as fpga:
-            control = []
-            for _ in range(args.frames):
-                start = time.perf_counter()
-                fpga.clock()
-                control.append(time.perf_counter() - start)
-            pipe = fpga.pipeline("rtt", ["threshold"], period_ms=100.0, frame_shape=shape)
-            pipe.submit(frame).result(timeout=10)                   # the module is loaded after this
-            counting = CountingSocket(fpga._sock)
-            fpga._sock = counting
-            overhead, compute = [], []
-            for _ in range(args.frames):
-                start = time.perf_counter()
-                fut = pipe.submit(frame)
-                fut.result(timeout=10)
-                total = time.perf_counter() - start
-                overhead.append(total)
-            # The twin computes the output with OpenCV on the engine thread: measure that alone.
-            from runtime.simrun import resolve_chain
-            from runtime.vision_ref import chain_reference
+    with serving(path, args.process), connect(path) as fpga:
+        control = []
+        for _ in range(args.frames):
+            start = time.perf_counter()
+            fpga.clock()
+            control.append(time.perf_counter() - start)
+        pipe = fpga.pipeline("rtt", ["threshold"], period_ms=100.0, frame_shape=shape)
+        pipe.submit(frame).result(timeout=10)                   # the module is loaded after this
+        counting = CountingSocket(fpga._sock)
+        fpga._sock = counting
+        overhead, compute = [], []
+        for _ in range(args.frames):
+            start = time.perf_counter()
+            fut = pipe.submit(frame)
+            fut.result(timeout=10)
+            total = time.perf_counter() - start
+            overhead.append(total)
+        # The twin computes the output with OpenCV on the daemon's loop: measure that alone.
+        from runtime.simrun import resolve_chain
+        from runtime.vision_ref import chain_reference
 
-            stages = resolve_chain(["threshold"], {})
-            for _ in range(args.frames):
-                start = time.perf_counter()
-                chain_reference(stages, frame)
-                compute.append(time.perf_counter() - start)
-            per_frame_bytes = (counting.sent + counting.received) / args.frames
-            hardware_s = pipe.exec_ms / 1e3
-    finally:
-        asyncio.run_coroutine_threadsafe(daemon.stop(), loop).result(10)
-        thread.join(10)
+        stages = resolve_chain(["threshold"], {})
+        for _ in range(args.frames):
+            start = time.perf_counter()
+            chain_reference(stages, frame)
+            compute.append(time.perf_counter() - start)
+        per_frame_bytes = (counting.sent + counting.received) / args.frames
+        hardware_s = pipe.exec_ms / 1e3
     net = [max(0.0, t - c - hardware_s) for t, c in zip(sorted(overhead), sorted(compute), strict=True)]
-    result = {"control_rtt": percentiles(control), "submit_to_result": percentiles(overhead),
+    result = {"daemon": "own process" if args.process else "thread of this process",
+              "control_rtt": percentiles(control), "submit_to_result": percentiles(overhead),
               "compute_alone": percentiles(compute), "overhead_excluding_compute": percentiles(net),
               "hardware_us": round(hardware_s * 1e6, 1),
               "socket_bytes_per_frame": round(per_frame_bytes, 1), "frame_bytes": frame.nbytes,

@@ -139,10 +139,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
-    import asyncio
-
     from runtime.backends import make_backend
     from runtime.daemon import DEFAULT_SOCKET, Daemon, calibrate_dilation
+    from runtime.eventloop import new_event_loop
     from runtime.platform import load_platform
 
     platform = load_platform(args.platform)
@@ -164,7 +163,11 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     logging.getLogger("runtime").setLevel(logging.INFO)
     daemon = Daemon(backend, args.socket or DEFAULT_SOCKET, dilation=dilation, scheduler=args.scheduler,
                     metrics_port=args.metrics_port)
-    asyncio.run(daemon.serve_forever())
+    loop = new_event_loop()
+    try:
+        loop.run_until_complete(daemon.serve_forever())
+    finally:
+        loop.close()
     return 0
 
 

@@ -19,6 +19,7 @@ import asyncio
 import concurrent.futures
 import itertools
 import logging
+import select
 import socket
 import threading
 import time
@@ -31,6 +32,8 @@ from runtime.protocol import HEADER, MAX_MESSAGE, ProtocolError, decode, encode
 from runtime.shm import FrameRing, RingSpec, check_frame
 
 log = logging.getLogger(__name__)
+
+RECV_BYTES = 1 << 16    #: one recv takes every reply already there
 
 
 class DaemonError(FpgashareError):
@@ -74,7 +77,9 @@ def connect(path: str | Path | None = None, timeout: float = 5.0) -> Fpga:
 
 
 class Fpga:
-    """One connection; thread-safe. Replies are matched to requests by id on a reader thread."""
+    """One connection; thread-safe. Replies are matched to requests by id. There is no reader
+    thread: a thread waiting for a reply reads the socket itself while no other thread does, and
+    hands the replies it meets to their waiters (a reply costs no extra thread wake-up)."""
 
     def __init__(self, path: Path, timeout: float) -> None:
         self.timeout = timeout
@@ -87,9 +92,10 @@ class Fpga:
         self._ids = itertools.count(1)
         self._waiting: dict[int, concurrent.futures.Future] = {}
         self._lock = threading.Lock()
+        self._turn = threading.Condition(self._lock)   # waiters sleep here while another thread reads
+        self._reading = threading.Lock()               # held by the thread reading the socket
+        self._buffer = bytearray()
         self._closed = False
-        self._reader = threading.Thread(target=self._read_loop, name="fpgashare-client", daemon=True)
-        self._reader.start()
         hello = self.request("hello")
         self.platform, self.dilation, self.client_id = hello["platform"], hello["dilation"], hello["client"]
         self.pipelines: dict[str, Pipeline] = {}
@@ -108,32 +114,77 @@ class Fpga:
     def request(self, op: str, **fields) -> dict:
         """Send one request and wait for its reply; an error reply raises DaemonError."""
         _, future = self._send(op, **fields)
-        return _unwrap(future.result(timeout=self.timeout))
+        return _unwrap(self.wait(future, self.timeout))
 
-    def _read_loop(self) -> None:
+    def wait(self, future: concurrent.futures.Future, timeout: float | None) -> dict:
+        """The reply ``future`` stands for, read from the socket by this thread unless another
+        thread is reading it; raises TimeoutError after ``timeout`` seconds (None: no limit)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not future.done():
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise concurrent.futures.TimeoutError(f"no reply from the daemon within {timeout} s")
+            if self._reading.acquire(blocking=False):
+                try:
+                    self._read_until(future, deadline)
+                finally:
+                    self._reading.release()
+                    with self._turn:
+                        self._turn.notify_all()            # another waiter may take the socket now
+            else:
+                with self._turn:
+                    if not future.done() and self._reading.locked():
+                        self._turn.wait(remaining)
+        return future.result()
+
+    def _read_until(self, future: concurrent.futures.Future, deadline: float | None) -> None:
+        """Read replies and settle their futures until ``future`` is settled or the deadline passes."""
         try:
-            while True:
-                header = _recv_exact(self._sock, HEADER.size)
-                if header is None:
-                    break
-                (length,) = HEADER.unpack(header)
-                if length > MAX_MESSAGE:
-                    raise ProtocolError("oversized", f"reply of {length} bytes")
-                message = decode(_recv_exact(self._sock, length) or b"")
-                with self._lock:
-                    future = self._waiting.pop(message["id"], None)
-                if future is not None:
-                    future.set_result(message)
-                elif not message.get("ok", True):
+            while not future.done():
+                message = self._next_message(deadline)
+                if message is None:
+                    return                                 # the deadline passed
+                with self._turn:
+                    waiter = self._waiting.pop(message.get("id"), None)
+                    if waiter is not None:
+                        waiter.set_result(message)
+                        self._turn.notify_all()
+                if waiter is None and not message.get("ok", True):
                     log.warning("daemon: %s", message["error"]["message"])
         except (OSError, ProtocolError) as exc:
-            log.debug("reader stopped: %s", exc)
-        finally:
-            with self._lock:
-                self._closed = True
-                waiting, self._waiting = self._waiting, {}
+            log.debug("connection ended: %s", exc)
+            self._fail_all()
+
+    def _next_message(self, deadline: float | None) -> dict | None:
+        """The next whole message from the socket, or None if the deadline passes first."""
+        while True:
+            if len(self._buffer) >= HEADER.size:
+                (length,) = HEADER.unpack_from(self._buffer)
+                if length > MAX_MESSAGE:
+                    raise ProtocolError("oversized", f"reply of {length} bytes")
+                end = HEADER.size + length
+                if len(self._buffer) >= end:
+                    body = bytes(self._buffer[HEADER.size:end])
+                    del self._buffer[:end]
+                    return decode(body)
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not select.select([self._sock], [], [], remaining)[0]:
+                    return None
+            chunk = self._sock.recv(RECV_BYTES)
+            if not chunk:
+                raise ProtocolError("malformed", "the daemon closed the connection"
+                                    + (" inside a message" if self._buffer else ""))
+            self._buffer += chunk
+
+    def _fail_all(self) -> None:
+        """The connection is gone: every waiting request ends with a 'gone' error reply."""
+        with self._turn:
+            self._closed = True
+            waiting, self._waiting = self._waiting, {}
             for future in waiting.values():
                 future.set_result({"ok": False, "error": {"kind": "gone", "message": "the daemon went away"}})
+            self._turn.notify_all()
 
     # ---- API
     def clock(self) -> float:
@@ -174,14 +225,13 @@ class Fpga:
         for pipe in list(self.pipelines.values()):
             pipe.ring.close()
         self.pipelines.clear()
-        with self._lock:
-            self._closed = True
         try:
-            self._sock.shutdown(socket.SHUT_RDWR)
+            self._sock.shutdown(socket.SHUT_RDWR)     # a thread reading it sees the end
         except OSError:
             pass
-        self._sock.close()
-        self._reader.join(timeout=self.timeout)
+        with self._reading:                            # wait until no thread reads it
+            self._fail_all()
+            self._sock.close()
 
     def __enter__(self) -> Fpga:
         return self
@@ -212,7 +262,8 @@ class Pipeline:
             slot = self._slots.pop()
         self.ring.input(slot)[...] = frame
         try:
-            _, future = self.fpga._send(self.op, pipeline=self.name, slot=slot)
+            _, future = self.fpga._send(self.op, pipeline=self.name, slot=slot, shape=list(frame.shape),
+                                        dtype=str(frame.dtype))
         except Exception:
             self._release(slot)
             raise
@@ -255,7 +306,7 @@ class FrameFuture:
 
     def result(self, timeout: float | None = None) -> np.ndarray:
         if self._outcome is None:
-            message = self._future.result(timeout=timeout)
+            message = self.pipe.fpga.wait(self._future, timeout)
             try:
                 self._outcome = self._settle(message)
             finally:
@@ -294,16 +345,3 @@ def _unwrap(message: dict) -> dict:
     error = message["error"]
     cls = AdmissionRejected if error["kind"] == "admission" else DaemonError
     raise cls(error["kind"], error["message"])
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
-    chunks, got = [], 0
-    while got < n:
-        chunk = sock.recv(n - got)
-        if not chunk:
-            if got:
-                raise ProtocolError("malformed", "connection closed inside a message")
-            return None
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)

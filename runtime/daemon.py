@@ -1,10 +1,16 @@
 """``fpgashare daemon``: owns the FPGA and serves apps over a Unix socket.
 
-Two threads of control. The asyncio loop owns the socket: it reads requests (runtime/protocol.py),
-checks them, and answers. The engine thread owns the scheduler (runtime/sched/online.py) and the
-backend: it takes commands from the loop through a queue, advances the engine to the clock's now
-whenever a command arrives or the next event is due, and hands each ended frame back to the loop,
-which writes the frame's output into the client's shared-memory ring and answers its submit.
+One thread of control, an asyncio loop (runtime/eventloop.py: timers to the microsecond). It
+reads requests (runtime/protocol.py), checks them, and hands them to the engine (runtime/sched/
+online.py), which it then advances to the clock's now; a timer on the loop wakes it when the next
+event is due. A frame that ends is answered at once: its output goes into the client's
+shared-memory ring and the reply onto its socket. No thread hand-off lies on a frame's path, so
+a submit costs one socket wake-up each way plus the scheduler's decision.
+
+Backend operations block the loop while they run (a DMA transfer on the board, the RTL on the
+simulated board); requests that arrive meanwhile wait in their sockets, as they would wait for
+the port or a slot anyway. The admission trial of a new pipeline runs on a worker thread on a
+snapshot, so frames keep flowing while it runs.
 
 Time is a WallClock, dilated on the simulated board (its RTL is slower than the hardware it stands
 for): clients read the daemon's clock with ``clock`` and pace their frames by it.
@@ -13,11 +19,9 @@ for): clients read the daemon's clock with ``clock`` and pace their frames by it
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import logging
 import os
-import queue
 import signal
 import socket
 import struct
@@ -28,12 +32,13 @@ from pathlib import Path
 
 from runtime.backends.base import Backend
 from runtime.clock import WallClock
-from runtime.errors import FpgashareError
+from runtime.errors import FpgashareError, FrameError
+from runtime.eventloop import new_event_loop, tighten_timer_slack
 from runtime.protocol import VERSION, ProtocolError, error_reply, read_message, reply
 from runtime.sched import make_policy
 from runtime.sched.engine import DnnRequest, Frame
 from runtime.sched.online import OnlineEngine
-from runtime.shm import FrameRing
+from runtime.shm import FrameRing, check_layout
 from runtime.workload import DNN_MODELS, PipelineSpec, realtime_spec
 
 log = logging.getLogger(__name__)
@@ -42,45 +47,6 @@ DEFAULT_SOCKET = Path(os.environ.get("FPGASHARE_SOCKET", "/run/fpgashare/fpgasha
 RING_SLOTS = 4            #: frames a client may have in flight per pipeline
 CLIENT_GONE = "client gone"
 SHUTDOWN_GRACE_S = 5.0    #: wall seconds frames on the fabric get to finish when the daemon stops
-
-
-class EngineThread(threading.Thread):
-    """Runs the engine: commands in order, events when they are due."""
-
-    def __init__(self, engine: OnlineEngine, clock: WallClock) -> None:
-        super().__init__(name="fpgashare-engine", daemon=True)
-        self.engine, self.clock = engine, clock
-        self._commands: queue.Queue = queue.Queue()
-        self._stop = False
-
-    def call(self, fn, *args) -> concurrent.futures.Future:
-        """Run ``fn(*args)`` on the engine thread; the future carries its result or exception."""
-        future: concurrent.futures.Future = concurrent.futures.Future()
-        self._commands.put((fn, args, future))
-        return future
-
-    def stop(self) -> None:
-        self._stop = True
-        self._commands.put(None)
-
-    def run(self) -> None:
-        while not self._stop:
-            due = self.engine.next_event_s()
-            timeout = None if due is None else max(0.0, (due - self.clock.now()) * self.clock.dilation)
-            try:
-                item = self._commands.get(timeout=timeout)   # wall-clock pacing of the dilated clock
-            except queue.Empty:
-                item = None
-            if item is not None:
-                fn, args, future = item
-                try:
-                    future.set_result(fn(*args))
-                except Exception as exc:  # handed to the caller, who answers the client with it
-                    future.set_exception(exc)
-            try:
-                self.engine.advance_to(self.clock.now())
-            except Exception:
-                log.exception("engine step failed")
 
 
 @dataclass
@@ -113,8 +79,9 @@ class Daemon:
         if backend.name != "pynq":          # a simulated board's slowness must not pass for board time
             backend.held_clock = self.clock
         self.engine = OnlineEngine(self.platform, backend, make_policy(scheduler), self.clock)
-        self.engine.on_finish = self._on_finish_threadsafe
-        self.thread = EngineThread(self.engine, self.clock)
+        self.engine.on_finish = self._frame_done
+        self._timer: asyncio.TimerHandle | None = None   # wakes the engine for its next event
+        self._timer_due: float | None = None
         self.clients: dict[int, Client] = {}
         self._owner: dict[str, Client] = {}          # pipeline name -> client
         self._next_client = 0
@@ -141,9 +108,9 @@ class Daemon:
             self.metrics = DaemonMetrics(self.engine, self.clock)
             self.metrics_port = self.metrics.serve(self.metrics_port)
             log.info("metrics on http://127.0.0.1:%d/metrics", self.metrics_port)
-        self.thread.start()
-        await self._engine(_warm_up)          # first-call costs (OpenCV's init) must not land on a frame
-        await self._engine(self.engine.begin)
+        tighten_timer_slack()                 # a frame's end is a timer: wake within microseconds
+        _warm_up()                            # first-call costs (OpenCV's init) must not land on a frame
+        self._step(self.engine.begin)
         log.info("serving %s on %s (%s backend, dilation %g)", self.platform.name, self.socket_path,
                  self.backend.name, self.clock.dilation)
 
@@ -162,7 +129,7 @@ class Daemon:
         if self._server is not None:
             self._server.close()
         for client in list(self.clients.values()):
-            await self._client_gone(client, "daemon shutting down")
+            self._client_gone(client, "daemon shutting down")
             client.writer.close()           # its reader sees the end and its task finishes
         # Frames already on the fabric finish (their rings are retired as they do); whatever is
         # still out after that is retired here, so no segment outlives the daemon.
@@ -171,7 +138,8 @@ class Daemon:
             await asyncio.sleep(0.01)
         for name, client in list(self._owner.items()):
             self._retire(client, client.pipelines[name])
-        self.thread.stop()
+        if self._timer is not None:
+            self._timer.cancel()
         if self.metrics is not None:
             self.metrics.close()
         with contextlib.suppress(FileNotFoundError):
@@ -202,7 +170,7 @@ class Daemon:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
-            await self._client_gone(client, CLIENT_GONE)
+            self._client_gone(client, CLIENT_GONE)
             with contextlib.suppress(Exception):
                 writer.close()
 
@@ -230,8 +198,33 @@ class Daemon:
             if answer is not None:
                 self._send(client, reply(rid, **answer))
 
-    async def _engine(self, fn, *args):
-        return await asyncio.wrap_future(self.thread.call(fn, *args))
+    # ---- the engine, on this loop
+    def _step(self, fn, *args):
+        """``fn(*args)`` on the engine, then every event now due (see ``_advance``)."""
+        try:
+            return fn(*args)
+        finally:
+            self._advance()
+
+    def _advance(self) -> None:
+        """Take every event due by the clock's now, then set the timer for the next one."""
+        try:
+            self.engine.advance_to(self.clock.now())
+        except Exception:
+            log.exception("engine step failed")
+        due = self.engine.next_event_s()
+        if due == self._timer_due:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer, self._timer_due = None, due
+        if due is not None:
+            wall_s = max(0.0, (due - self.clock.now()) * self.clock.dilation)
+            self._timer = self._loop.call_later(wall_s, self._timer_fired)
+
+    def _timer_fired(self) -> None:
+        self._timer, self._timer_due = None, None
+        self._advance()
 
     # ---- ops
     async def _op_hello(self, client: Client, message: dict) -> dict:
@@ -258,8 +251,8 @@ class Daemon:
             raise ProtocolError("bad_request", f"pipeline {name!r}{exc}") from None
         self._check_name_free(name)
         async with self._registering:
-            # The admission trial runs beside the engine, not on its thread: frames keep flowing.
-            test = await self._engine(self.engine.admission_test, spec)
+            # The admission trial runs on a worker thread, on a snapshot: frames keep flowing.
+            test = self.engine.admission_test(spec)
             reason = await asyncio.get_running_loop().run_in_executor(None, test)
             if reason:
                 raise ProtocolError("admission", f"pipeline {name!r} not admitted: {reason}")
@@ -269,7 +262,7 @@ class Daemon:
                 out_shape = stage.kind.output_shape(*out_shape)
             ring = FrameRing.create(RING_SLOTS, in_shape, tuple(out_shape), tag=f"c{client.id}")
             try:
-                await self._engine(self.engine.add_pipeline, spec, True)
+                self._step(self.engine.add_pipeline, spec, True)
             except FpgashareError as exc:
                 ring.close()
                 raise ProtocolError("admission", f"pipeline {name!r} not admitted: {exc}") from None
@@ -290,16 +283,17 @@ class Daemon:
         if slot not in state.free:
             raise ProtocolError("frame", f"ring slot {slot} of {name!r} is not free (in flight or outside "
                                 f"0..{state.ring.spec.slots - 1})")
-        state.free.discard(slot)
+        # The client says what it wrote; a frame of another layout would be read as garbage.
+        shape, dtype = _field(message, "shape", list), _field(message, "dtype", str)
         try:
-            item = await self._engine(submit, name, state.ring.input(slot))
-        except FpgashareError:
-            state.free.add(slot)
-            raise
+            check_layout(tuple(shape), dtype, state.ring.spec.in_shape, state.ring.spec.dtype)
+        except FrameError as exc:
+            raise ProtocolError("frame", f"{name!r}: {exc}") from None
+        item = submit(name, state.ring.input(slot))     # queued, not yet decided: it cannot have ended
+        state.free.discard(slot)
         state.in_flight[item.seq] = (slot, client)
         client.submits[item.seq] = message["id"]
-        if item.outcome is not None:       # ended before we got here (dropped at once)
-            self._frame_done(item)
+        self._advance()
         return None
 
     async def _op_dnn(self, client: Client, message: dict) -> dict:
@@ -316,7 +310,7 @@ class Daemon:
         ring = FrameRing.create(RING_SLOTS, in_shape, (1,), tag=f"c{client.id}")
         try:
             async with self._registering:
-                await self._engine(self.engine.add_pipeline, PipelineSpec(name, "besteffort", model=model))
+                self._step(self.engine.add_pipeline, PipelineSpec(name, "besteffort", model=model))
         except FpgashareError as exc:
             ring.close()
             raise ProtocolError("admission", f"dnn {name!r} not admitted: {exc}") from None
@@ -339,17 +333,13 @@ class Daemon:
         name = _field(message, "pipeline", str)
         if name not in client.pipelines:
             raise ProtocolError("bad_request", f"no pipeline {name!r} of this client")
-        await self._end_pipeline(client, name, "pipeline closed")
+        self._end_pipeline(client, name, "pipeline closed")
         return {"closed": name}
 
     async def _op_status(self, client: Client, message: dict) -> dict:
-        return await self._engine(self._status)
+        return self._status()
 
-    # ---- frames ending (engine thread -> loop)
-    def _on_finish_threadsafe(self, frame: Frame) -> None:
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._frame_done, frame)
-
+    # ---- frames ending
     def _frame_done(self, frame: Frame | DnnRequest) -> None:
         client = self._owner.get(frame.pipeline.name)
         state = client.pipelines.get(frame.pipeline.name) if client else None
@@ -380,12 +370,10 @@ class Daemon:
             self._retire(client, state)
 
     # ---- pipelines and clients ending
-    async def _end_pipeline(self, client: Client, name: str, reason: str) -> None:
+    def _end_pipeline(self, client: Client, name: str, reason: str) -> None:
         state = client.pipelines[name]
         state.closing = True
-        # Waiting frames are dropped on the engine thread; their answers are queued on this loop
-        # before the command's own completion, so they go out before we carry on.
-        await self._engine(self.engine.remove_pipeline, name, reason)
+        self._step(self.engine.remove_pipeline, name, reason)     # waiting frames are answered dropped
         if not state.in_flight:             # else frames on the fabric still write into the ring
             self._retire(client, state)
 
@@ -394,11 +382,11 @@ class Daemon:
         client.pipelines.pop(state.name, None)
         self._owner.pop(state.name, None)
 
-    async def _client_gone(self, client: Client, reason: str) -> None:
+    def _client_gone(self, client: Client, reason: str) -> None:
         if self.clients.pop(client.id, None) is None:
             return
         for name in list(client.pipelines):
-            await self._end_pipeline(client, name, reason)
+            self._end_pipeline(client, name, reason)
         log.info("client %d gone (%s)", client.id, reason)
 
     def _status(self) -> dict:
@@ -432,7 +420,7 @@ class DaemonThread:
 
     def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
-        self.loop = asyncio.new_event_loop()
+        self.loop = new_event_loop()
         self.thread = threading.Thread(target=self._run, name="fpgashare-daemon", daemon=True)
         self.ready = threading.Event()
 

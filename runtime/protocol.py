@@ -20,7 +20,7 @@ import msgpack
 
 from runtime.errors import FpgashareError
 
-VERSION = 1
+VERSION = 2                      #: 2: submit and infer state the frame's shape and dtype
 MAX_MESSAGE = 64 * 1024          #: bytes of msgpack; a frame handle and its metadata need < 1 kB
 HEADER = struct.Struct(">I")
 KINDS = ("malformed", "oversized", "version", "unknown_op", "bad_request", "admission", "frame",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import secrets
 from dataclasses import dataclass
+from functools import cached_property
 from multiprocessing import resource_tracker, shared_memory
 
 import numpy as np
@@ -33,11 +34,11 @@ class RingSpec:
     out_shape: tuple[int, ...]
     dtype: str = "uint8"
 
-    @property
+    @cached_property
     def in_bytes(self) -> int:
         return int(np.prod(self.in_shape)) * np.dtype(self.dtype).itemsize
 
-    @property
+    @cached_property
     def slot_bytes(self) -> int:
         return self.in_bytes + int(np.prod(self.out_shape)) * np.dtype(self.dtype).itemsize
 
@@ -59,6 +60,10 @@ class FrameRing:
 
     def __init__(self, spec: RingSpec, segment: shared_memory.SharedMemory, owner: bool) -> None:
         self.spec, self._segment, self.owner = spec, segment, owner
+        # Views made once: a frame's path asks for them several times.
+        self._views = [(np.ndarray(spec.in_shape, spec.dtype, segment.buf, i * spec.slot_bytes),
+                        np.ndarray(spec.out_shape, spec.dtype, segment.buf, i * spec.slot_bytes + spec.in_bytes))
+                       for i in range(spec.slots)]
 
     @classmethod
     def create(cls, slots: int, in_shape: tuple[int, ...], out_shape: tuple[int, ...],
@@ -95,16 +100,15 @@ class FrameRing:
 
     def input(self, index: int) -> np.ndarray:
         """The input frame of slot ``index`` (a view into shared memory)."""
-        offset = self._check(index) * self.spec.slot_bytes
-        return np.ndarray(self.spec.in_shape, self.spec.dtype, self._segment.buf, offset)
+        return self._views[self._check(index)][0]
 
     def output(self, index: int) -> np.ndarray:
         """The output frame of slot ``index`` (a view into shared memory)."""
-        offset = self._check(index) * self.spec.slot_bytes + self.spec.in_bytes
-        return np.ndarray(self.spec.out_shape, self.spec.dtype, self._segment.buf, offset)
+        return self._views[self._check(index)][1]
 
     def close(self) -> None:
         """Drop this process's mapping; the owner also removes the segment."""
+        self._views = []
         try:
             self._segment.close()
         except BufferError:
@@ -123,7 +127,17 @@ def check_frame(frame: np.ndarray, shape: tuple[int, ...], dtype: str = "uint8")
     """Refuse a frame that does not match its pipeline, saying what was expected."""
     if not isinstance(frame, np.ndarray):
         raise FrameError(f"a frame must be a numpy array, got {type(frame).__name__}")
-    if frame.dtype != np.dtype(dtype):
-        raise FrameError(f"frame dtype is {frame.dtype}, the pipeline takes {dtype}")
-    if tuple(frame.shape) != tuple(shape):
-        raise FrameError(f"frame shape is {tuple(frame.shape)}, the pipeline takes {tuple(shape)}")
+    check_layout(tuple(frame.shape), str(frame.dtype), shape, dtype)
+
+
+def check_layout(shape: tuple[int, ...], dtype: str, want_shape: tuple[int, ...], want_dtype: str) -> None:
+    """Refuse a frame of ``shape`` and ``dtype`` where the pipeline takes ``want_shape`` and
+    ``want_dtype``, saying what was expected."""
+    try:
+        same_dtype = np.dtype(dtype) == np.dtype(want_dtype)
+    except TypeError:
+        raise FrameError(f"frame dtype {dtype!r} is not a numpy dtype; the pipeline takes {want_dtype}") from None
+    if not same_dtype:
+        raise FrameError(f"frame dtype is {dtype}, the pipeline takes {want_dtype}")
+    if tuple(shape) != tuple(want_shape):
+        raise FrameError(f"frame shape is {tuple(shape)}, the pipeline takes {tuple(want_shape)}")

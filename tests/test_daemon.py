@@ -98,6 +98,33 @@ def test_four_clients_share_the_fabric(sock):
         assert daemon.outcomes["on_time"] == 16
 
 
+def test_threads_share_one_connection(sock):
+    """Several threads wait on one connection at once: whichever reads the socket hands the
+    others their replies, and each gets its own frame's output."""
+    stages = resolve_chain(["threshold"], {})
+    outputs, errors = {}, []
+
+    with RunningDaemon(sock), connect(sock) as fpga:
+        pipe = fpga.pipeline("shared", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
+
+        def worker(i):
+            try:
+                for k, frame in enumerate(frames(5, seed=10 + i)):
+                    outputs[i, k] = (frame, pipe.submit(frame).result(timeout=30))
+                    fpga.clock()                      # control requests interleave with frames
+            except Exception as exc:                  # reported by the assert below
+                errors.append(repr(exc))
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    assert errors == []
+    assert len(outputs) == 20
+    assert all(np.array_equal(out, chain_reference(stages, frame)) for frame, out in outputs.values())
+
+
 def raw(sock_path, data):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(str(sock_path))
@@ -141,7 +168,20 @@ def test_bad_requests_get_named_errors_and_others_carry_on(sock):
         with pytest.raises(FrameError, match="dtype"):
             good.submit(np.zeros(SHAPE, np.float32))
         with pytest.raises(DaemonError, match="not free"):
-            fpga.request("submit", pipeline="good", slot=99)
+            fpga.request("submit", pipeline="good", slot=99, shape=list(SHAPE), dtype="uint8")
+        # A client that wrote a frame of another layout is refused by the daemon too (a raw
+        # client, or one whose idea of the ring is stale), and the ring slot stays free.
+        with pytest.raises(DaemonError, match=r"frame shape is \(10, 10\), the pipeline takes \(60, 80\)") as err:
+            fpga.request("submit", pipeline="good", slot=0, shape=[10, 10], dtype="uint8")
+        assert err.value.kind == "frame"
+        with pytest.raises(DaemonError, match="frame dtype is float32, the pipeline takes uint8") as err:
+            fpga.request("submit", pipeline="good", slot=0, shape=list(SHAPE), dtype="float32")
+        assert err.value.kind == "frame"
+        with pytest.raises(DaemonError, match="dtype 'no-such-type' is not a numpy dtype; the pipeline takes uint8"):
+            fpga.request("submit", pipeline="good", slot=0, shape=list(SHAPE), dtype="no-such-type")
+        with pytest.raises(DaemonError, match="shape must be list") as err:
+            fpga.request("submit", pipeline="good", slot=0)
+        assert err.value.kind == "bad_request"
         frame = frames(1)[0]
         out = good.submit(frame).result(timeout=10)                     # the daemon is still fine
         assert np.array_equal(out, chain_reference(resolve_chain(["threshold"], {}), frame))

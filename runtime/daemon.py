@@ -27,6 +27,7 @@ import socket
 import struct
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +48,7 @@ DEFAULT_SOCKET = Path(os.environ.get("FPGASHARE_SOCKET", "/run/fpgashare/fpgasha
 RING_SLOTS = 4            #: frames a client may have in flight per pipeline
 CLIENT_GONE = "client gone"
 SHUTDOWN_GRACE_S = 5.0    #: wall seconds frames on the fabric get to finish when the daemon stops
+LATENCY_WINDOW = 10_000   #: newest frame latencies kept per pipeline (percentiles), not every one of a day
 
 
 @dataclass
@@ -90,7 +92,7 @@ class Daemon:
         self._stopped = asyncio.Event()
         self._registering = asyncio.Lock()   # one registration at a time: each test sees the set it joins
         self.outcomes = {"on_time": 0, "late": 0, "dropped": 0, "error": 0, "done": 0}
-        self.per_pipeline: dict[str, dict] = {}      #: outcomes and latencies (ms) of every pipeline seen
+        self.per_pipeline: dict[str, dict] = {}      #: outcomes and newest latencies (ms) of every pipeline seen
         self.metrics_port = metrics_port
         self.metrics = None
 
@@ -348,7 +350,7 @@ class Daemon:
         self.outcomes[frame.outcome] = self.outcomes.get(frame.outcome, 0) + 1
         latency = None if frame.end is None else (frame.end - frame.release) * 1e3
         stats = self.per_pipeline.setdefault(frame.pipeline.name, {"class": frame.pipeline.klass, "outcomes": {},
-                                                                   "latencies_ms": []})
+                                                                   "latencies_ms": deque(maxlen=LATENCY_WINDOW)})
         stats["outcomes"][frame.outcome] = stats["outcomes"].get(frame.outcome, 0) + 1
         if latency is not None:
             stats["latencies_ms"].append(latency)

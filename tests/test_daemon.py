@@ -330,3 +330,18 @@ def test_sigterm_ends_pipelines_and_removes_the_socket(sock):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_latency_window_is_bounded_and_counts_are_not(sock, monkeypatch):
+    """A daemon runs for days: it keeps the newest latencies per pipeline, while the outcome
+    counts cover every frame."""
+    import runtime.daemon
+
+    monkeypatch.setattr(runtime.daemon, "LATENCY_WINDOW", 3)
+    with RunningDaemon(sock) as daemon, connect(sock) as fpga:
+        pipe = fpga.pipeline("short", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
+        for frame in frames(5):
+            pipe.submit(frame).result(timeout=10)
+        stats = daemon.per_pipeline["short"]
+        assert stats["outcomes"] == {"on_time": 5}
+        assert len(stats["latencies_ms"]) == 3

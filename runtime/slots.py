@@ -43,24 +43,27 @@ class SlotManager:
         self.slots = [Slot(s.index) for s in backend.platform.slots]
         self.port = ConfigPort()
         self._report: LoadReport | None = None
-        self._holders: tuple[dict[str, list[int]], ...] | None = None   # ready, busy, loading; rebuilt on change
+        self._holders: tuple[dict[str, tuple[int, ...]], ...] | None = None   # ready, busy, loading; rebuilt on change
         self._compatible: dict[tuple[int, str], bool] = {}
 
     def _changed(self) -> None:
         self._holders = None
 
-    def _index(self) -> tuple[dict[str, list[int]], ...]:
+    def _index(self) -> tuple[dict[str, tuple[int, ...]], ...]:
         # Queried many times per scheduling decision, changed a few times per event: index once.
         if self._holders is None:
             ready: dict[str, list[int]] = {}
             busy: dict[str, list[int]] = {}
             loading: dict[str, list[int]] = {}
-            by_state = {SlotState.READY: ready, SlotState.BUSY: busy, SlotState.LOADING: loading}
             for s in self.slots:
-                table = by_state.get(s.state)
-                if table is not None and s.module is not None:
+                if s.module is None:
+                    continue
+                state = s.state
+                table = ready if state is SlotState.READY else busy if state is SlotState.BUSY else \
+                    loading if state is SlotState.LOADING else None
+                if table is not None:
                     table.setdefault(s.module, []).append(s.index)
-            self._holders = (ready, busy, loading)
+            self._holders = tuple({m: tuple(v) for m, v in t.items()} for t in (ready, busy, loading))
         return self._holders
 
     # ---- queries
@@ -72,15 +75,15 @@ class SlotManager:
                 platform.slots[slot].name in platform.module(module).slots
         return self._compatible[key]
 
-    def ready_with(self, module: str) -> list[int]:
-        return list(self._index()[0].get(module, ()))
+    def ready_with(self, module: str) -> tuple[int, ...]:
+        return self._index()[0].get(module, ())
 
-    def busy_with(self, module: str) -> list[int]:
-        return list(self._index()[1].get(module, ()))
+    def busy_with(self, module: str) -> tuple[int, ...]:
+        return self._index()[1].get(module, ())
 
-    def coming_with(self, module: str) -> list[int]:
+    def coming_with(self, module: str) -> tuple[int, ...]:
         """Slots being loaded with ``module``."""
-        return list(self._index()[2].get(module, ()))
+        return self._index()[2].get(module, ())
 
     def idle(self, exclude: set[int] = frozenset()) -> list[int]:
         """Slots that could start a job or take a load now (ready or blank), less ``exclude``."""

@@ -1,7 +1,12 @@
 """Cost of one scheduling decision (the policy's dispatch after an event) at 1, 4 and 16 real-time
 pipelines on the zcu104 shell, model backend, virtual time; p50 and p99 per scheduler.
 
-    python benchmarks/scheduler_cost.py [--json]
+Two figures each. ``run``: every decision of one run, timed once, as a daemon would meet them on
+this machine (interrupts and the VM's scheduling included). ``fastest``: the run repeated
+``--repeats`` times — the engine is deterministic, so each repeat makes the same decisions — and
+each decision's fastest time kept: what the decision itself costs (timeit's rule for noisy hosts).
+
+    python benchmarks/scheduler_cost.py [--repeats K] [--json]
 
 Goal: p99 <= 50 us at 16 pipelines for edf.
 """
@@ -58,29 +63,44 @@ def workload(n: int) -> Workload:
     return Workload(Path(f"cost{n}"), platform, 1, 1.0, tuple(pipelines))
 
 
+def percentile_us(samples: np.ndarray, q: float) -> float:
+    return round(float(np.percentile(samples, q)), 1)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=5, help="identical runs for the fastest-of figure")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rows = []
     for n in (1, 4, 16):
         w = workload(n)
         for name in ("edf", "rr-bundle", "fcfs"):
-            timed = Timed(make_policy(name))
-            run_workload(w, make_backend("model", w.platform), timed)
-            us = np.array(timed.samples) * 1e6
-            rows.append({"pipelines": n, "scheduler": name, "decisions": len(us),
-                         "p50_us": round(float(np.percentile(us, 50)), 1),
-                         "p99_us": round(float(np.percentile(us, 99)), 1)})
+            runs = []
+            for _ in range(max(1, args.repeats)):
+                timed = Timed(make_policy(name))
+                run_workload(w, make_backend("model", w.platform), timed)
+                runs.append(timed.samples)
+            if len({len(r) for r in runs}) != 1:
+                raise SystemExit(f"{name} at {n} pipelines made {sorted({len(r) for r in runs})} decisions in "
+                                 "identical runs: the engine is not deterministic")
+            single = np.array(runs[-1]) * 1e6          # the last run: caches as warm as the daemon's
+            fastest = np.array(runs).min(axis=0) * 1e6
+            rows.append({"pipelines": n, "scheduler": name, "decisions": len(single),
+                         "p50_us": percentile_us(single, 50), "p99_us": percentile_us(single, 99),
+                         "fastest_p50_us": percentile_us(fastest, 50), "fastest_p99_us": percentile_us(fastest, 99)})
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'pipelines':>9s} {'scheduler':10s} {'decisions':>9s} {'p50 us':>8s} {'p99 us':>8s}")
+    print(f"{'pipelines':>9s} {'scheduler':10s} {'decisions':>9s} {'run p50':>8s} {'run p99':>8s} "
+          f"{'fastest p50':>11s} {'fastest p99':>11s}   (us)")
     for r in rows:
-        print(f"{r['pipelines']:9d} {r['scheduler']:10s} {r['decisions']:9d} {r['p50_us']:8.1f} {r['p99_us']:8.1f}")
+        print(f"{r['pipelines']:9d} {r['scheduler']:10s} {r['decisions']:9d} {r['p50_us']:8.1f} {r['p99_us']:8.1f} "
+              f"{r['fastest_p50_us']:11.1f} {r['fastest_p99_us']:11.1f}")
     edf16 = next(r for r in rows if r["pipelines"] == 16 and r["scheduler"] == "edf")
-    print(f"edf at 16 pipelines: p99 {edf16['p99_us']} us (goal <= 50 us): "
-          f"{'met' if edf16['p99_us'] <= 50 else 'NOT met'}")
+    for label, key in (("one run", "p99_us"), ("fastest of repeats", "fastest_p99_us")):
+        print(f"edf at 16 pipelines, {label}: p99 {edf16[key]} us (goal <= 50 us): "
+              f"{'met' if edf16[key] <= 50 else 'NOT met'}")
     return 0
 
 

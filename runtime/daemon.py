@@ -81,7 +81,9 @@ class Daemon:
         if backend.name != "pynq":          # a simulated board's slowness must not pass for board time
             backend.held_clock = self.clock
         self.engine = OnlineEngine(self.platform, backend, make_policy(scheduler), self.clock)
-        self.engine.on_finish = self._frame_done
+        # Items that end during an engine call are answered once it returns, never from inside it.
+        self._ended: deque[Frame | DnnRequest] = deque()
+        self.engine.on_finish = self._ended.append
         self._timer: asyncio.TimerHandle | None = None   # wakes the engine for its next event
         self._timer_due: float | None = None
         self.clients: dict[int, Client] = {}
@@ -209,11 +211,14 @@ class Daemon:
             self._advance()
 
     def _advance(self) -> None:
-        """Take every event due by the clock's now, then set the timer for the next one."""
+        """Take every event due by the clock's now, answer what ended, then set the timer for
+        the next event."""
         try:
             self.engine.advance_to(self.clock.now())
         except Exception:
             log.exception("engine step failed")
+        while self._ended:
+            self._frame_done(self._ended.popleft())
         due = self.engine.next_event_s()
         if due == self._timer_due:
             return

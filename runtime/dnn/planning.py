@@ -30,19 +30,13 @@ def dnn_plan(platform: Platform, model: str, tiles: int) -> Plan:
     return _PLANS[key]
 
 
-def images_per_slot_second(platform: Platform, model: str) -> float:
-    """Best DNN throughput per slot over 1..all slots: what one idle slot-second is worth."""
-    if "dnn_tile" not in platform.modules:
-        return 0.0
-    plan = best_group_plan(platform, model)
-    return plan.images_per_s / len(plan.stages)
+def dnn_slot_count(platform: Platform) -> int:
+    """How many slots of ``platform`` can hold a dnn_tile."""
+    return len(platform.slots_for("dnn_tile")) if "dnn_tile" in platform.modules else 0
 
 
-def best_group_plan(platform: Platform, model: str) -> Plan:
-    """The plan with the most images per slot-second over 1..all dnn_tile slots (ties: fewer
-    tiles); best-effort work runs replicas of it on groups of that many idle slots."""
-    slots = len(platform.slots_for("dnn_tile")) if "dnn_tile" in platform.modules else 0
-    plans = [dnn_plan(platform, model, k) for k in range(1, slots + 1)]
-    if not plans:
-        raise ValueError(f"{platform.name} has no dnn_tile slots")
-    return max(plans, key=lambda plan: (plan.images_per_s / len(plan.stages), -len(plan.stages)))
+def images_per_stream_second(platform: Platform, model: str) -> float:
+    """Best DNN throughput through the shell's one video stream: the partitioner's plan on every
+    dnn_tile slot (the fastest single chain; a batch has the stream to itself)."""
+    slots = dnn_slot_count(platform)
+    return dnn_plan(platform, model, slots).images_per_s if slots else 0.0

@@ -1,12 +1,12 @@
-"""Best-effort DNN work in the slot time real-time pipelines leave idle.
+"""Best-effort DNN work in the time real-time pipelines leave the shell.
 
-Two moves, made after the real-time dispatch of every event:
+The shell streams one thing at a time (one video input, one output), so a DNN batch runs only
+while no frame runs or waits, and it ends before the next frame can be released: it never delays
+a frame. Two moves, made after the real-time dispatch of every event:
 
-- run: while no real-time frame waits, idle slots holding dnn_tile take short batches, in groups
-  of the size whose plan gives the most images per slot-second (the partitioner decides the
-  split; for the bundled models that is one tile per replica). A batch ends before its slot may
-  be needed as the victim of a real-time load (``lookahead.victims_due``) and before the run
-  ends.
+- run: one batch on the idle slots holding dnn_tile, split by the partitioner over as many of them
+  as make it fastest. A batch ends before its slots may be needed as victims of real-time loads
+  (``lookahead.victims_due``), before the next nominal release and before the run ends.
 - lend: when the port is idle and no real-time frame waits, one more idle slot is loaded with
   dnn_tile if the just-in-time plan for real-time loads, with that slot's module gone, still
   leaves room for the load, at least one image and DNN time worth the port time spent. A lent
@@ -32,46 +32,44 @@ def backfill(engine: Engine) -> None:
     _lend(engine)
 
 
-def _group_plan(engine: Engine, model: str):
-    from runtime.dnn.planning import best_group_plan
+def _chain_plan(engine: Engine, model: str, tiles: int):
+    from runtime.dnn.planning import dnn_plan
 
-    return best_group_plan(engine.backend.platform, model)
+    return dnn_plan(engine.backend.platform, model, tiles)
 
 
-def _until(due: list[float], busy_ends: list[float], idle_others: int) -> float:
-    """How long a slot may stay busy: until the k-th victim is due at a time by which fewer than
-    k other slots (DNN jobs that have ended, idle DNN slots) would be free."""
+def _until(due: list[float], idle_others: int) -> float:
+    """How long a batch may hold its slots: until the k-th victim is due while fewer than k
+    other idle DNN slots could serve."""
     for k, t in enumerate(due, 1):
-        if sum(e <= t for e in busy_ends) + idle_others < k:
+        if idle_others < k:
             return t
     return float("inf")
 
 
+def _next_release(engine: Engine) -> float:
+    """The earliest time a real-time frame can next arrive (inf without real-time pipelines)."""
+    return min((engine.next_release_s(p) for p in engine.pipelines), default=float("inf"))
+
+
 def _run(engine: Engine) -> None:
-    if engine.pending:
-        return      # a waiting frame may want an idle slot for a copy of a module it shares
-    now = engine.now
-    due = victims_due(engine)
-    busy_ends = [job.end for job in engine.dnn_running.values() for _ in job.slots]
+    if engine.pending or not engine.stream_free():
+        return      # frames first, and the stream carries one thing at a time
     idle = [s.index for s in engine.slots.slots if s.state == SlotState.READY and s.module == DNN]
-    while idle:
-        waiting = [p for p in engine.dnn_pipelines if engine.dnn_backlog(p)]
-        if not waiting:
-            return
-        pipeline = min(waiting, key=lambda p: (engine.dnn_images[p.name], p.name))
-        plan = _group_plan(engine, pipeline.model)
-        size = len(plan.stages)
-        if len(idle) < size:
-            return
-        latency_s = plan.latency_cycles / plan.clock_hz
-        room = min(_until(due, busy_ends, len(idle) - size), engine.end_s) - now
-        if room < latency_s:
-            return
-        per_image_s = plan.bottleneck_cycles / plan.clock_hz
-        images = 1 + max(0, int((min(DNN_BATCH_S, room) - latency_s) // per_image_s))
-        job = engine.start_dnn(pipeline, idle[:size], images)
-        busy_ends.extend(job.end for _ in job.slots)
-        idle = idle[size:]
+    waiting = [p for p in engine.dnn_pipelines if engine.dnn_backlog(p)]
+    if not idle or not waiting:
+        return
+    pipeline = min(waiting, key=lambda p: (engine.dnn_images[p.name], p.name))
+    plan = _chain_plan(engine, pipeline.model, len(idle))
+    size = len(plan.stages)
+    now = engine.now
+    latency_s = plan.latency_cycles / plan.clock_hz
+    room = min(_until(victims_due(engine), len(idle) - size), _next_release(engine), engine.end_s) - now
+    if room < latency_s:
+        return
+    per_image_s = plan.bottleneck_cycles / plan.clock_hz
+    images = 1 + max(0, int((min(DNN_BATCH_S, room) - latency_s) // per_image_s))
+    engine.start_dnn(pipeline, idle[:size], images)
 
 
 def _lend(engine: Engine) -> None:
@@ -80,7 +78,7 @@ def _lend(engine: Engine) -> None:
             or not any(engine.dnn_backlog(p) for p in engine.dnn_pipelines):
         return
     now = engine.now
-    plan = _group_plan(engine, min(engine.dnn_pipelines, key=lambda p: p.name).model)
+    plan = _chain_plan(engine, min(engine.dnn_pipelines, key=lambda p: p.name).model, 1)
     first_image_s = plan.latency_cycles / plan.clock_hz
     best: tuple[float, int] | None = None
     for s in engine.slots.slots:

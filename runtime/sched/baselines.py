@@ -99,5 +99,5 @@ class StaticPolicy(Policy):
             if slots is None:
                 engine.drop(frame, "the static partition has no slots left for this pipeline")
                 continue
-            if all(engine.slots.slots[s].state == SlotState.READY for s in slots):
+            if engine.stream_free() and all(engine.slots.slots[s].state == SlotState.READY for s in slots):
                 engine.start(frame, slots)

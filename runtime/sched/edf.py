@@ -28,7 +28,7 @@ class EdfPolicy(PriorityPolicy):
         return (frame.deadline, frame.seq)
 
     def hopeless(self, engine: Engine, frame: Frame, missing: list[str]) -> str | None:
-        if engine.now + frame.pipeline.exec_s > frame.deadline:
+        if engine.stream_free_at() + frame.pipeline.exec_s > frame.deadline:
             return "cannot finish by its deadline"
         load_s = engine.longest_load_s() * sum(not engine.slots.coming_with(m) for m in missing)
         if missing and engine.now + engine.port_backlog_s() + load_s + frame.pipeline.exec_s > frame.deadline:

@@ -8,6 +8,10 @@ seconds; under a WallClock the same code paces itself to real time.
 
 Every released frame ends in exactly one outcome: ``on_time``, ``late``, ``dropped`` (with a
 reason) or ``error``.
+
+Slots are not the only shared resource: the shell has one video input and one output stream
+(hdl_sim/rtl/shell.sv: route source 0 and ROUTE_OUT), so it streams one frame or one DNN batch at
+a time, whatever slots are free (``stream_free``).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from runtime.workload import PipelineSpec, Workload
 log = logging.getLogger(__name__)
 
 OUTCOMES = ("on_time", "late", "dropped", "error")
+#: Frames or DNN batches the shell can stream at once: it has one video input and one output.
+VIDEO_STREAMS = 1
 RELEASE, LOAD_DONE, JOB_DONE, WAKE = "release", "load_done", "job_done", "wake"
 
 
@@ -298,6 +304,16 @@ class Engine:
                 taken.add(slot)
         return chosen, missing
 
+    def stream_free(self) -> bool:
+        """Whether the shell's video stream can take a frame or a DNN batch now."""
+        return len(self.running) + len(self.dnn_running) < VIDEO_STREAMS
+
+    def stream_free_at(self) -> float:
+        """When the video stream can next take a frame or a batch (now if it can)."""
+        if self.stream_free():
+            return self.now
+        return min([f.expected_end for f in self.running.values()] + [j.end for j in self.dnn_running.values()])
+
     def free_at(self, slot: int) -> float | None:
         """When a busy slot's job ends (None if the slot is not running a job)."""
         owner = self.slots.slots[slot].owner
@@ -305,6 +321,8 @@ class Engine:
         return frame.expected_end if frame else None
 
     def start(self, frame: Frame, slots: Sequence[int]) -> None:
+        if not self.stream_free():
+            raise RuntimeError(f"frame {frame.key} cannot start: the video stream is carrying other work")
         self.pending.remove(frame)
         self.slots.acquire(slots, frame.key)
         frame.start, frame.slots = self.now, tuple(slots)
@@ -332,6 +350,8 @@ class Engine:
 
     def start_dnn(self, pipeline: PipelineSpec, slots: Sequence[int], images: int) -> DnnJob:
         """Run a batch of up to ``images`` images of a best-effort DNN pipeline on dnn_tile ``slots``."""
+        if not self.stream_free():
+            raise RuntimeError(f"a {pipeline.name} batch cannot start: the video stream is carrying other work")
         start = self.now
         work, requests = self.take_dnn_work(pipeline, images)
         report = self.backend.run_dnn(slots, pipeline.model, work)

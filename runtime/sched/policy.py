@@ -31,9 +31,9 @@ class Policy(ABC):
     # Shared steps -------------------------------------------------------------------------
     @staticmethod
     def start_if_resident(engine: Engine, frame: Frame, reserved: set[int]) -> bool:
-        """Start ``frame`` if every stage's module is resident in a free slot."""
+        """Start ``frame`` if every stage's module is resident in a free slot and the video stream is free."""
         chosen, missing = engine.find_slots(frame, reserved)
-        if missing:
+        if missing or not engine.stream_free():
             return False
         engine.start(frame, [s for s in chosen if s is not None])
         return True
@@ -78,12 +78,13 @@ class Policy(ABC):
         if any(t is None and v is None for _, t, v in plan):
             return used                    # some stage has no slot to come from
         ready_at = engine.now + engine.port_backlog_s()
+        stream_at = engine.stream_free_at()     # and not before the video stream is free
 
         def start(loads: list[tuple[str, float | None, int | None]]) -> float:
             """When the frame could start if ``loads`` are queued and the other stages wait."""
             waits = [step[1] for step in plan if step not in loads and step[1] is not None]
             done = ready_at + sum(engine.load_seconds(v) for _, _, v in loads if v is not None)
-            return max([*waits, done] if loads else waits)
+            return max([*waits, done, stream_at] if loads else [*waits, stream_at])
 
         wait_plan = [step for step in plan if step[1] is None]
         copy_plan = [step for step in plan if step[2] is not None]
@@ -150,7 +151,10 @@ class PriorityPolicy(Policy):
                 engine.drop(frame, reason)
                 continue
             if not missing:
-                engine.start(frame, [s for s in chosen if s is not None])
+                if engine.stream_free():
+                    engine.start(frame, [s for s in chosen if s is not None])
+                else:                           # ready, waiting for the video stream: keep its slots
+                    reserved |= {s for s in chosen if s is not None}
                 continue
             if not blocked_seen:
                 blocked_seen = True

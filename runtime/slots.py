@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from runtime.backends.base import Backend, LoadReport
+from runtime.backends.base import Backend, PendingLoad
 from runtime.port import ConfigPort, LoadRequest
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ class SlotManager:
         self.replacement = replacement
         self.slots = [Slot(s.index) for s in backend.platform.slots]
         self.port = ConfigPort()
-        self._report: LoadReport | None = None
+        self._pending: PendingLoad | None = None     # the load on the port
         self._holders: tuple[dict[str, tuple[int, ...]], ...] | None = None   # ready, busy, loading; rebuilt on change
         self._compatible: dict[tuple[int, str], bool] = {}
 
@@ -129,14 +129,17 @@ class SlotManager:
             return None
         request = self.port.queue.popleft()
         request.attempts += 1
-        self._report = self.backend.load(request.slot, request.module)
-        self.port.start(request, now, self._report.seconds)
+        self._pending = self.backend.start_load(request.slot, request.module)
+        self.port.start(request, now, self._pending.seconds)
         return self.port.busy_until
 
     def finish(self, now: float) -> tuple[LoadRequest, bool]:
         """The load on the port ended: (request, ok). A first failure is retried at the head of the
         queue; a second quarantines the slot."""
-        request, report = self.port.finish(), self._report
+        request, pending = self.port.finish(), self._pending
+        report = pending.report() if pending is not None else None    # waits if the hardware is not done
+        if report is not None:
+            self.port.busy_s += report.seconds - pending.seconds        # as measured, where it differs
         slot = self.slots[request.slot]
         self._changed()
         if report is not None and report.ok:

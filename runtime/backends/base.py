@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from runtime.bitstream.packets import PortError
+from runtime.bitstream.packets import PortError, load_port_cycles
 from runtime.errors import FpgashareError
 from runtime.modules import Stage
 from runtime.platform import Platform
@@ -53,6 +53,24 @@ class DnnReport:
     outputs: np.ndarray | None = None   #: int8 [images, outputs] when the caller gave the images
 
 
+@dataclass
+class PendingLoad:
+    """A load on its way through the configuration port. ``seconds`` is the port time it is
+    expected to take from its start; ``report()`` is the port's verdict, waiting for the hardware
+    if it is not done yet."""
+
+    slot: int
+    module: str
+    seconds: float
+    _result: Callable[[], LoadReport]
+    _report: LoadReport | None = None
+
+    def report(self) -> LoadReport:
+        if self._report is None:
+            self._report = self._result()
+        return self._report
+
+
 class Backend(ABC):
     """What the slot manager and the schedulers may ask of the hardware."""
 
@@ -73,18 +91,36 @@ class Backend(ABC):
 
     def load(self, slot: int, module: str) -> LoadReport:
         """Reconfigure ``slot`` with ``module`` through the configuration port."""
+        self._begin_load(slot, module)
+        started = self._hold()
+        report = self._load(slot, module)
+        self._release(started, report.seconds)
+        self._end_load(report)
+        return report
+
+    def start_load(self, slot: int, module: str) -> PendingLoad:
+        """Start reconfiguring ``slot`` with ``module`` and return at once where the hardware
+        allows it (the board: the port loads while frames stream through other slots). Here the
+        load runs to its end first: a simulated board's time is its cycles, not the host's."""
+        report = self.load(slot, module)
+        return PendingLoad(slot, module, report.seconds, lambda: report)
+
+    def expected_load_cycles(self, slot: int) -> int:
+        """Port cycles of a correct load into ``slot``: its partial bitstream's length (set by the
+        slot's frame range) at one word per cycle, plus the activation cycle."""
+        return load_port_cycles(self.platform.slots[slot].frames * self.platform.frame_words)
+
+    def _begin_load(self, slot: int, module: str) -> None:
         self._check_slot(slot)
         spec = self.platform.slots[slot]
         if spec.name not in self.platform.module(module).slots:
             raise FpgashareError(f"module {module} cannot go into slot {spec.name}")
         self._resident[slot] = None          # the slot is blank while it is written
         self._programmed.pop(slot, None)     # and a new tile starts without layers
-        started = self._hold()
-        report = self._load(slot, module)
-        self._release(started, report.seconds)
+
+    def _end_load(self, report: LoadReport) -> None:
         if report.ok:
-            self._resident[slot] = module
-        return report
+            self._resident[report.slot] = report.module
 
     def run_frame(self, slots: Sequence[int], stages: Sequence[Stage], frame: np.ndarray,
                   want_output: bool = True) -> FrameReport:

@@ -10,7 +10,7 @@ from functools import lru_cache
 import numpy as np
 
 from runtime.backends.base import Backend, DnnReport, FrameReport, LoadReport
-from runtime.bitstream.packets import PortError, load_port_cycles
+from runtime.bitstream.packets import PortError
 from runtime.dnn.planning import network
 from runtime.dnn.reference import logits
 from runtime.dnn.tile_format import load_stream
@@ -26,8 +26,7 @@ class ModelBackend(Backend):
     def _load(self, slot: int, module: str) -> LoadReport:
         # The generator's stream through a correct port: every word, then the activation cycle.
         # (The sim backend runs the real words; tests/test_backends.py holds the two equal.)
-        spec = self.platform.slots[slot]
-        cycles = load_port_cycles(spec.frames * self.platform.frame_words)
+        cycles = self.expected_load_cycles(slot)
         return LoadReport(slot, module, PortError.OK, cycles, cycles / self.platform.config_port.clock_hz)
 
     def _run_frame(self, slots: list[int], stages: list[Stage], frame: np.ndarray,

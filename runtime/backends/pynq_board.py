@@ -4,7 +4,10 @@ Partial loads take the path pynq itself uses (FPGA manager flags + a firmware fi
 partial bitstream is checked and converted once, at start: its SHA-256 against the registry index,
 its header's part against the platform, its configuration data against the slot it names (the
 same checks as ``fpgashare bitstream inspect``), then pynq's own ``bit2bin`` writes it under the
-firmware folder. A reconfiguration is then two sysfs writes, not pynq's per-call parsing.
+firmware folder. A reconfiguration is then two sysfs writes, not pynq's per-call parsing, and
+they run on the port's own thread (``start_load``): the kernel writes the slot while frames
+stream through the others, so reconfiguration overlaps processing on the board as it does in the
+schedule.
 
 Frames go the way pynq moves data: the shell overlay (``pynq.Overlay``) exposes the shell's
 register block (``pynq.MMIO``) and an AXI DMA; each frame is packed into a ``pynq.allocate``
@@ -22,11 +25,12 @@ import hashlib
 import json
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-from runtime.backends.base import Backend, FrameReport, LoadReport
+from runtime.backends.base import Backend, FrameReport, LoadReport, PendingLoad
 from runtime.bitstream.packets import PortError
 from runtime.bitstream.registry import INDEX_NAME, inspect_bytes
 from runtime.errors import BitstreamError, FpgashareError, FrameError
@@ -90,6 +94,8 @@ class PynqBackend(Backend):
                 raise FpgashareError(f"{self.manager / attribute} does not exist: no FPGA manager at {self.manager}")
         self.staged: dict[tuple[int, str], str] = {}
         self._words: dict[tuple[int, str], int] = {}
+        # One port, one load at a time: its sysfs writes block in the kernel, off the caller's thread.
+        self._port = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fpgashare-port")
         # The shell goes in first (a full bitstream); the partials come after, into its slots.
         self.overlay = pynq.Overlay(str(overlay)) if isinstance(overlay, (str, Path)) else overlay
         self.shell: PynqShell | None = None
@@ -135,13 +141,34 @@ class PynqBackend(Backend):
             self._words[found.slot.index, entry["module"]] = found.verdict.words_to_desync
         log.info("staged %d partial bitstreams in %s", len(self.staged), self.firmware_dir)
 
+    def start_load(self, slot: int, module: str) -> PendingLoad:
+        """Start the two sysfs writes on the port's thread and return at once; the report comes
+        when the kernel has written the slot. The expected time is the bitstream's words at the
+        port's rate (the manifest's)."""
+        if (slot, module) not in self.staged:
+            raise FpgashareError(f"no staged partial bitstream of {module} for slot {slot}")
+        self._begin_load(slot, module)
+        future = self._port.submit(self._load, slot, module)
+
+        def result() -> LoadReport:
+            report = future.result()
+            self._end_load(report)
+            return report
+
+        expected_s = self.expected_load_cycles(slot) / self.platform.config_port.clock_hz
+        return PendingLoad(slot, module, expected_s, result)
+
     def _load(self, slot: int, module: str) -> LoadReport:
         name = self.staged.get((slot, module))
         if name is None:
             raise FpgashareError(f"no staged partial bitstream of {module} for slot {slot}")
         start = time.perf_counter()
-        (self.manager / "flags").write_text(PARTIAL_FLAG)
-        (self.manager / "firmware").write_text(name)    # the kernel loads it before this returns
+        try:
+            (self.manager / "flags").write_text(PARTIAL_FLAG)
+            (self.manager / "firmware").write_text(name)    # the kernel loads it before this returns
+        except OSError as exc:      # a refused load fails the write: a failed load, not a crash
+            log.error("slot %d: the FPGA manager refused %s: %s", slot, name, exc)
+            return LoadReport(slot, module, PortError.TRUNCATED, 0, time.perf_counter() - start)
         seconds = time.perf_counter() - start
         state_file = self.manager / "state"
         state = state_file.read_text().strip() if state_file.exists() else "operating"
@@ -182,7 +209,8 @@ class PynqBackend(Backend):
         return FrameReport(unpack_pixels(sink, shape), cycles, cycles / self.platform.fabric_clock_hz)
 
     def close(self) -> None:
-        """Give the DMA buffers back."""
+        """Let a load in flight finish, then give the DMA buffers back."""
+        self._port.shutdown(wait=True)
         for buffer in self._buffers.values():
             buffer.freebuffer()
         self._buffers.clear()

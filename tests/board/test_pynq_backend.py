@@ -39,6 +39,10 @@ def test_stages_once_and_loads_with_two_sysfs_writes(board_dirs):
     assert (manager / "firmware").read_text() == backend.staged[1, "threshold"]
     (manager / "state").write_text("write error")
     assert not backend.load(0, "conv3x3").ok and backend.resident(0) is None
+    (manager / "firmware").unlink()
+    (manager / "firmware").mkdir()          # the write fails, as the kernel's does for a refused load
+    report = backend.start_load(0, "threshold").report()
+    assert not report.ok and backend.resident(0) is None
 
 
 def test_refuses_tampered_or_foreign_bitstreams(board_dirs):
@@ -174,6 +178,44 @@ def test_frames_go_through_mmio_routing_and_dma_buffers(board_dirs):
     assert source.calls == ["flush", "flush"] and sink.calls == ["invalidate", "invalidate"]
     backend.close()
     assert source.calls[-1] == "free" and sink.calls[-1] == "free"
+
+
+def test_a_load_runs_on_the_port_thread_while_frames_stream(board_dirs):
+    """The kernel writes one slot while frames stream through another: start_load returns at once
+    and a frame runs while the load's firmware write still waits. The stand-in FPGA manager's
+    firmware attribute is a named pipe, whose writer blocks until the test reads it, as the
+    kernel's write blocks until the slot is written."""
+    import os
+
+    from runtime.backends.pynq_board import PynqBackend
+
+    bits, firmware, manager = board_dirs
+    platform = load_platform("pynq-z2")
+    build_all(platform, bits)
+    stages = resolve_chain(["threshold"], {})
+    shell = FakeShell(platform, {0: stages[0]})
+    backend = PynqBackend(platform, bits, firmware_dir=firmware, fpga_manager=manager,
+                          overlay=FakeOverlay(shell), mmio_factory=lambda addr, size: shell, allocate=Buffer)
+    assert backend.load(0, "threshold").ok
+    (manager / "firmware").unlink()
+    os.mkfifo(manager / "firmware")
+    pending = backend.start_load(1, "conv3x3")
+    taken = None
+    try:
+        assert backend.resident(1) is None                  # blank while it is written
+        frame = np.random.default_rng(5).integers(0, 256, FRAME_SHAPE, dtype=np.uint8)
+        out = backend.run_frame([0], stages, frame).output  # the fabric works meanwhile
+        assert np.array_equal(out, chain_reference(stages, frame))
+        with open(manager / "firmware") as pipe:            # the "kernel" takes the firmware name
+            taken = pipe.read()
+    finally:
+        if taken is None:                                   # never leave the port's thread blocked
+            os.close(os.open(manager / "firmware", os.O_RDONLY | os.O_NONBLOCK))
+    assert taken == backend.staged[1, "conv3x3"]
+    report = pending.report()
+    assert report.ok and backend.resident(1) == "conv3x3"
+    assert pending.seconds == pytest.approx(backend.expected_load_cycles(1) / platform.config_port.clock_hz)
+    backend.close()
 
 
 def test_frames_need_the_shell_overlay(board_dirs):

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from runtime.backends.base import Backend, PendingLoad
+from runtime.backends.base import Backend, LoadReport, Pending
 from runtime.port import ConfigPort, LoadRequest
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ class SlotManager:
         self.replacement = replacement
         self.slots = [Slot(s.index) for s in backend.platform.slots]
         self.port = ConfigPort()
-        self._pending: PendingLoad | None = None     # the load on the port
+        self._pending: Pending[LoadReport] | None = None     # the load on the port
         self._holders: tuple[dict[str, tuple[int, ...]], ...] | None = None   # ready, busy, loading; rebuilt on change
         self._compatible: dict[tuple[int, str], bool] = {}
 

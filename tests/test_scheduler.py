@@ -218,3 +218,33 @@ def test_a_held_wall_clock_counts_hardware_time_not_host_time():
     clock.hold()
     clock.release(wall_s=0.0, board_s=0.5)        # faster than the hardware: nothing held back
     assert clock.now() >= after
+
+
+def test_a_frame_the_hardware_fails_at_its_end_is_an_error():
+    """On a board a frame's report comes at its end (the DMA): a failure then ends that frame
+    ``error`` with the reason, its slots come back, and the rest of the run goes on."""
+    from runtime.backends.base import Pending
+    from runtime.errors import FrameError
+
+    workload = load_workload(WORKLOADS / "two_edges_720p.toml")
+    backend = make_backend("model", workload.platform)
+    started = backend.start_frame
+    count = 0
+
+    def third_fails(*args, **kwargs):
+        nonlocal count
+        work, count = started(*args, **kwargs), count + 1
+        if count != 3:
+            return work
+
+        def fail():
+            raise FrameError("the shell cycle counter did not advance during the frame (0)")
+        return Pending(work.seconds, fail)
+
+    backend.start_frame = third_fails
+    engine, summary = run_workload(workload, backend, make_policy("edf"))
+    failed = [f for f in engine.frames if f.outcome == "error"]
+    assert len(failed) == 1 and "cycle counter" in failed[0].reason
+    assert sum(p["errors"] for p in summary["pipelines"].values()) == 1
+    assert all(f.outcome == "on_time" for f in engine.frames if f is not failed[0])
+    assert all(s.state.value == "ready" for s in engine.slots.slots)   # its slots came back

@@ -10,6 +10,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -53,22 +54,28 @@ class DnnReport:
     outputs: np.ndarray | None = None   #: int8 [images, outputs] when the caller gave the images
 
 
+Report = TypeVar("Report", LoadReport, FrameReport)
+
+
 @dataclass
-class PendingLoad:
-    """A load on its way through the configuration port. ``seconds`` is the port time it is
-    expected to take from its start; ``report()`` is the port's verdict, waiting for the hardware
-    if it is not done yet."""
+class Pending(Generic[Report]):
+    """Hardware work under way: a load on the port or a frame on the stream. ``seconds`` is the
+    hardware time it is expected to take from its start; ``report()`` is its report, waiting for
+    the hardware if it is not done yet."""
 
-    slot: int
-    module: str
     seconds: float
-    _result: Callable[[], LoadReport]
-    _report: LoadReport | None = None
+    _result: Callable[[], Report]
+    _report: Report | None = None
 
-    def report(self) -> LoadReport:
+    def report(self) -> Report:
         if self._report is None:
             self._report = self._result()
         return self._report
+
+
+def done(report: Report) -> Pending[Report]:
+    """Work that ended before its start returned (the simulated boards: their time is modelled)."""
+    return Pending(report.seconds, lambda: report)
 
 
 class Backend(ABC):
@@ -98,12 +105,11 @@ class Backend(ABC):
         self._end_load(report)
         return report
 
-    def start_load(self, slot: int, module: str) -> PendingLoad:
+    def start_load(self, slot: int, module: str) -> Pending[LoadReport]:
         """Start reconfiguring ``slot`` with ``module`` and return at once where the hardware
         allows it (the board: the port loads while frames stream through other slots). Here the
         load runs to its end first: a simulated board's time is its cycles, not the host's."""
-        report = self.load(slot, module)
-        return PendingLoad(slot, module, report.seconds, lambda: report)
+        return done(self.load(slot, module))
 
     def expected_load_cycles(self, slot: int) -> int:
         """Port cycles of a correct load into ``slot``: its partial bitstream's length (set by the
@@ -126,12 +132,7 @@ class Backend(ABC):
                   want_output: bool = True) -> FrameReport:
         """Route input -> slots[0] -> ... -> output, program each stage, stream one frame.
         With ``want_output`` False a backend may skip producing the pixels (timing only)."""
-        if len(slots) != len(stages) or not slots:
-            raise FpgashareError(f"{len(stages)} stages need as many slots, got {list(slots)}")
-        for slot, stage in zip(slots, stages, strict=True):
-            if self.resident(slot) != stage.kind.name:
-                raise FpgashareError(f"slot {slot} holds {self.resident(slot) or 'nothing'}, "
-                                     f"not {stage.kind.name} (stage {stage.name})")
+        self._check_chain(slots, stages)
         started = self._hold()
         try:
             report = self._run_frame(list(slots), list(stages), frame, want_output)
@@ -140,6 +141,21 @@ class Backend(ABC):
             raise
         self._release(started, report.seconds)
         return report
+
+    def start_frame(self, slots: Sequence[int], stages: Sequence[Stage], frame: np.ndarray,
+                    want_output: bool = True) -> Pending[FrameReport]:
+        """``run_frame``, returning at once where the hardware allows it (the board: the DMA
+        streams the frame while the daemon serves requests and starts loads). Here the frame runs
+        to its end first."""
+        return done(self.run_frame(slots, stages, frame, want_output))
+
+    def _check_chain(self, slots: Sequence[int], stages: Sequence[Stage]) -> None:
+        if len(slots) != len(stages) or not slots:
+            raise FpgashareError(f"{len(stages)} stages need as many slots, got {list(slots)}")
+        for slot, stage in zip(slots, stages, strict=True):
+            if self.resident(slot) != stage.kind.name:
+                raise FpgashareError(f"slot {slot} holds {self.resident(slot) or 'nothing'}, "
+                                     f"not {stage.kind.name} (stage {stage.name})")
 
     def run_dnn(self, slots: Sequence[int], model: str, images: int | np.ndarray) -> DnnReport:
         """A batch of ``model`` through dnn_tile slots ``slots`` (layer-pipelined): ``images``

@@ -13,7 +13,9 @@ Frames go the way pynq moves data: the shell overlay (``pynq.Overlay``) exposes 
 register block (``pynq.MMIO``) and an AXI DMA; each frame is packed into a ``pynq.allocate``
 buffer (kept and reused per size), the stream switch is routed and the stages programmed through
 the same register code as the simulated board (runtime/shell_map.py), and the DMA sends the
-frame and receives the result. Frame time is the shell's own cycle counter, read before and after.
+frame and receives the result. ``start_frame`` returns once both DMA channels are started; the
+engine waits for them when the frame's end is due, so the daemon serves requests and starts
+loads while a frame streams. Frame time is the shell's own cycle counter, read before and after.
 
 All paths and the pynq entry points are arguments, so tests point them at a temporary folder and
 at stand-ins for the overlay, MMIO and buffers.
@@ -25,18 +27,20 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-from runtime.backends.base import Backend, FrameReport, LoadReport, PendingLoad
+from runtime.backends.base import Backend, FrameReport, LoadReport, Pending
 from runtime.bitstream.packets import PortError
 from runtime.bitstream.registry import INDEX_NAME, inspect_bytes
 from runtime.errors import BitstreamError, FpgashareError, FrameError
 from runtime.modules import Stage
 from runtime.platform import Platform
 from runtime.shell_map import MODULE_WINDOW, REG_CYCLES_HI, REG_CYCLES_LO, ShellControl, pack_pixels, unpack_pixels
+from runtime.vision_timing import chain_cycles
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +145,7 @@ class PynqBackend(Backend):
             self._words[found.slot.index, entry["module"]] = found.verdict.words_to_desync
         log.info("staged %d partial bitstreams in %s", len(self.staged), self.firmware_dir)
 
-    def start_load(self, slot: int, module: str) -> PendingLoad:
+    def start_load(self, slot: int, module: str) -> Pending[LoadReport]:
         """Start the two sysfs writes on the port's thread and return at once; the report comes
         when the kernel has written the slot. The expected time is the bitstream's words at the
         port's rate (the manifest's)."""
@@ -156,7 +160,7 @@ class PynqBackend(Backend):
             return report
 
         expected_s = self.expected_load_cycles(slot) / self.platform.config_port.clock_hz
-        return PendingLoad(slot, module, expected_s, result)
+        return Pending(expected_s, result)
 
     def _load(self, slot: int, module: str) -> LoadReport:
         name = self.staged.get((slot, module))
@@ -184,8 +188,21 @@ class PynqBackend(Backend):
             self._buffers[key] = self._allocate(shape=(words,), dtype=np.uint32)
         return self._buffers[key]
 
+    def start_frame(self, slots: Sequence[int], stages: Sequence[Stage], frame: np.ndarray,
+                    want_output: bool = True) -> Pending[FrameReport]:
+        """Route, program, start both DMA channels and return: the frame streams while the caller
+        goes on, and ``report()`` waits for the DMA. Expected time: the chain's cycle model."""
+        self._check_chain(slots, stages)
+        finish = self._start_dma(list(slots), list(stages), frame)
+        expected_s = chain_cycles(stages, *frame.shape[:2]) / self.platform.fabric_clock_hz
+        return Pending(expected_s, finish)
+
     def _run_frame(self, slots: list[int], stages: list[Stage], frame: np.ndarray,
                    want_output: bool) -> FrameReport:  # the hardware always produces the pixels
+        return self._start_dma(slots, stages, frame)()
+
+    def _start_dma(self, slots: list[int], stages: list[Stage], frame: np.ndarray) -> Callable[[], FrameReport]:
+        """Set the chain up and start the frame; the returned call waits for it and reports."""
         if self.shell is None or self.dma is None:
             raise FpgashareError("the pynq backend was started without the shell overlay; frames need its DMA")
         self.shell.route(slots)
@@ -200,13 +217,17 @@ class PynqBackend(Backend):
         start = self.shell.cycles()
         self.dma.recvchannel.transfer(sink)        # receive first, so no output beat waits
         self.dma.sendchannel.transfer(source)
-        self.dma.sendchannel.wait()
-        self.dma.recvchannel.wait()
-        cycles = self.shell.cycles() - start
-        if cycles <= 0:
-            raise FrameError(f"the shell cycle counter did not advance during the frame ({cycles})")
-        sink.invalidate()
-        return FrameReport(unpack_pixels(sink, shape), cycles, cycles / self.platform.fabric_clock_hz)
+
+        def finish() -> FrameReport:
+            self.dma.sendchannel.wait()
+            self.dma.recvchannel.wait()
+            cycles = self.shell.cycles() - start
+            if cycles <= 0:
+                raise FrameError(f"the shell cycle counter did not advance during the frame ({cycles})")
+            sink.invalidate()
+            return FrameReport(unpack_pixels(sink, shape), cycles, cycles / self.platform.fabric_clock_hz)
+
+        return finish
 
     def close(self) -> None:
         """Let a load in flight finish, then give the DMA buffers back."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from runtime.backends.base import Backend
+from runtime.backends.base import Backend, FrameReport, Pending
 from runtime.bitstream.packets import load_port_cycles
 from runtime.clock import Clock, VirtualClock
 from runtime.errors import FpgashareError
@@ -121,6 +121,7 @@ class Engine:
         self.frames: list[Frame] = []
         self.pending: list[Frame] = []
         self.running: dict[str, Frame] = {}
+        self._streaming: dict[str, Pending[FrameReport]] = {}   # by frame key: its report, when done
         self.trace: list[TraceEvent] = []
         self._events: list[tuple[float, int, str, object]] = []
         self._seq = 0
@@ -167,6 +168,7 @@ class Engine:
             self.finish(frame, "dropped", "the run ended before it completed")
         self.pending.clear()
         self.running.clear()
+        self._streaming.clear()
         return self
 
     def begin(self) -> None:
@@ -328,16 +330,16 @@ class Engine:
         frame.start, frame.slots = self.now, tuple(slots)
         try:
             pixels = frame.pixels if frame.pixels is not None else self._pixels[frame.pipeline.name]
-            report = self.backend.run_frame(slots, frame.pipeline.stages, pixels, self.want_output)
+            work = self.backend.start_frame(slots, frame.pipeline.stages, pixels, self.want_output)
         except FpgashareError as exc:
             self.slots.release(slots, self.now)
             self.finish(frame, "error", str(exc))
             return
         self.running[frame.key] = frame
-        frame.output = report.output if self.want_output else None
+        self._streaming[frame.key] = work
         # Hardware time from the start: on a wall clock, the host's time to simulate is not the
         # board's (a dilated clock absorbs it).
-        frame.expected_end = frame.start + report.seconds
+        frame.expected_end = frame.start + work.seconds
         self.push(frame.expected_end, JOB_DONE, frame)
 
     def dnn_backlog(self, pipeline: PipelineSpec) -> bool:
@@ -374,14 +376,24 @@ class Engine:
                                          {"pipeline": job.pipeline.name, "images": job.images}))
 
     def _job_done(self, frame: Frame) -> None:
+        failure = None
+        try:
+            report = self._streaming.pop(frame.key).report()   # on a board: waits for the DMA if need be
+        except FpgashareError as exc:
+            failure = str(exc)
         self.running.pop(frame.key)
-        self.slots.release(frame.slots, self.now)
-        frame.end = self.now
-        self.finish(frame, "on_time" if frame.end <= frame.deadline + 1e-12 else "late")
+        end = self.now
+        self.slots.release(frame.slots, end)
+        if failure is None:
+            frame.end = end
+            frame.output = report.output if self.want_output else None
+            self.finish(frame, "on_time" if end <= frame.deadline + 1e-12 else "late")
+        else:
+            self.finish(frame, "error", failure)
         for slot in frame.slots:
-            self.trace.append(TraceEvent(f"slot {slot}", frame.key, frame.start or 0.0, frame.end,
+            self.trace.append(TraceEvent(f"slot {slot}", frame.key, frame.start or 0.0, end,
                                          {"pipeline": frame.pipeline.name}))
-        self.trace.append(TraceEvent(f"pipeline {frame.pipeline.name}", frame.key, frame.release, frame.end,
+        self.trace.append(TraceEvent(f"pipeline {frame.pipeline.name}", frame.key, frame.release, end,
                                      {"outcome": frame.outcome}))
 
     def finish(self, frame: Frame, outcome: str, reason: str = "") -> None:

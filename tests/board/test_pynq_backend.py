@@ -119,6 +119,7 @@ class FakeDma:
     def __init__(self, shell):
         self.shell, self.sink = shell, None
         self.sendchannel, self.recvchannel = self.Channel(self, "send"), self.Channel(self, "recv")
+        self.waits: list[str] = []       # channels waited on, in order
 
     class Channel:
         def __init__(self, dma, role):
@@ -137,7 +138,7 @@ class FakeDma:
             shell.cycles += chain_cycles(stages, rows, cols)
 
         def wait(self):
-            pass
+            self.dma.waits.append(self.role)
 
 
 class FakeOverlay:
@@ -215,6 +216,33 @@ def test_a_load_runs_on_the_port_thread_while_frames_stream(board_dirs):
     report = pending.report()
     assert report.ok and backend.resident(1) == "conv3x3"
     assert pending.seconds == pytest.approx(backend.expected_load_cycles(1) / platform.config_port.clock_hz)
+    backend.close()
+
+
+def test_a_frame_streams_while_the_caller_goes_on(board_dirs):
+    """start_frame routes, programs and starts both DMA channels, then returns; the report waits
+    for the DMA. Its expected time is the chain's cycle model, which the shell's counter matches."""
+    from runtime.backends.pynq_board import PynqBackend
+
+    bits, firmware, manager = board_dirs
+    platform = load_platform("pynq-z2")
+    build_all(platform, bits)
+    stages = resolve_chain(["gauss3x3", "threshold"], {})
+    shell = FakeShell(platform, {1: stages[0], 0: stages[1]})
+    overlay = FakeOverlay(shell)
+    backend = PynqBackend(platform, bits, firmware_dir=firmware, fpga_manager=manager,
+                          overlay=overlay, mmio_factory=lambda addr, size: shell, allocate=Buffer)
+    assert backend.load(1, "conv3x3").ok and backend.load(0, "threshold").ok
+    frame = np.random.default_rng(7).integers(0, 256, FRAME_SHAPE, dtype=np.uint8)
+    pending = backend.start_frame([1, 0], stages, frame)
+    assert overlay.axi_dma_0.waits == []                      # streaming, not waited for
+    report = pending.report()
+    assert overlay.axi_dma_0.waits == ["send", "recv"]
+    assert np.array_equal(report.output, chain_reference(stages, frame))
+    assert pending.seconds == pytest.approx(report.seconds)
+    with pytest.raises(FpgashareError, match="slot 1 holds conv3x3, not sobel_mag"):   # checked before the DMA
+        backend.start_frame([1], resolve_chain(["sobel_mag"], {}), frame)
+    assert overlay.axi_dma_0.waits == ["send", "recv"]
     backend.close()
 
 

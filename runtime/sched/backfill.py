@@ -1,21 +1,22 @@
 """Best-effort DNN work in the time real-time pipelines leave the shell.
 
 The shell streams one thing at a time (one video input, one output), so a DNN batch runs only
-while no frame runs or waits, and it ends before the next frame can be released: it never delays
-a frame. Two moves, made after the real-time dispatch of every event:
+while no frame runs or waits, and it ends before the next release still ahead (a frame already
+overdue is not waited for). Two moves, made after the real-time dispatch of every event:
 
 - run: one batch on the idle slots holding dnn_tile, split by the partitioner over as many of them
   as make it fastest. A batch ends before its slots may be needed as victims of real-time loads
-  (``lookahead.victims_due``), before the next nominal release and before the run ends.
-- lend: when the port is idle and no real-time frame waits, one more idle slot is loaded with
-  dnn_tile if the just-in-time plan for real-time loads, with that slot's module gone, still
-  leaves room for the load, at least one image and DNN time worth the port time spent. A lent
-  slot comes back through the ordinary prefetch, which evicts dnn_tile first (real-time work
-  never needs it).
+  (``lookahead.victims_due``), before that release and before the run ends.
+- lend: when the port is idle, no real-time frame waits and the DNN holds fewer slots than its
+  fastest chain uses, one more idle slot is loaded with dnn_tile if the just-in-time plan for
+  real-time loads, with that slot's module gone, still leaves room for the load, at least one
+  image and DNN time worth the port time spent. A lent slot comes back through the ordinary
+  prefetch, which evicts dnn_tile first (real-time work never needs it).
 """
 
 from __future__ import annotations
 
+from runtime.dnn.planning import dnn_plan, dnn_slot_count
 from runtime.sched.engine import Engine
 from runtime.sched.lookahead import reclaim_at, victims_due
 from runtime.slots import SlotState
@@ -33,8 +34,6 @@ def backfill(engine: Engine) -> None:
 
 
 def _chain_plan(engine: Engine, model: str, tiles: int):
-    from runtime.dnn.planning import dnn_plan
-
     return dnn_plan(engine.backend.platform, model, tiles)
 
 
@@ -48,8 +47,11 @@ def _until(due: list[float], idle_others: int) -> float:
 
 
 def _next_release(engine: Engine) -> float:
-    """The earliest time a real-time frame can next arrive (inf without real-time pipelines)."""
-    return min((engine.next_release_s(p) for p in engine.pipelines), default=float("inf"))
+    """The earliest release still ahead (inf if none). A frame already overdue is not waited
+    for: its app may have paused or stopped sending (the daemon's pipelines promise a period,
+    not a frame)."""
+    now = engine.now
+    return min((t for t in (engine.next_release_s(p) for p in engine.pipelines) if t > now), default=float("inf"))
 
 
 def _run(engine: Engine) -> None:
@@ -77,8 +79,13 @@ def _lend(engine: Engine) -> None:
     if port.current is not None or port.queue or engine.pending \
             or not any(engine.dnn_backlog(p) for p in engine.dnn_pipelines):
         return
+    model = min(engine.dnn_pipelines, key=lambda p: p.name).model
+    # One batch at a time runs on one chain: a slot beyond the fastest chain's tiles adds nothing.
+    held = sum(s.module == DNN and s.state != SlotState.FAILED for s in engine.slots.slots)
+    if held >= len(_chain_plan(engine, model, dnn_slot_count(engine.backend.platform)).stages):
+        return
     now = engine.now
-    plan = _chain_plan(engine, min(engine.dnn_pipelines, key=lambda p: p.name).model, 1)
+    plan = _chain_plan(engine, model, 1)
     first_image_s = plan.latency_cycles / plan.clock_hz
     best: tuple[float, int] | None = None
     for s in engine.slots.slots:

@@ -345,3 +345,21 @@ def test_latency_window_is_bounded_and_counts_are_not(sock, monkeypatch):
         stats = daemon.per_pipeline["short"]
         assert stats["outcomes"] == {"on_time": 5}
         assert len(stats["latencies_ms"]) == 3
+
+
+def test_dnn_images_run_while_a_real_time_app_is_silent(sock):
+    """A real-time pipeline promises a period, not frames: once its app stops sending, its overdue
+    next frame is not waited for and DNN images still run in the time it leaves."""
+    from runtime.dnn.planning import network
+    from runtime.dnn.reference import logits
+
+    with RunningDaemon(sock, dilation=1.0) as daemon, connect(sock) as fpga:
+        edges = fpga.pipeline("edges", CHAIN, period_ms=5.0, frame_shape=SHAPE)
+        edges.submit(frames(1)[0]).result(timeout=10)      # one frame, then silence
+        digits = fpga.dnn("digits", model="digits_cnn")
+        images = [np.random.default_rng(i).integers(0, 256, (8, 8), dtype=np.uint8) for i in range(3)]
+        time.sleep(0.05)                                     # real waiting: the app's promised frame is overdue
+        outs = [digits.submit(image).result(timeout=5) for image in images]
+        assert all(np.array_equal(out, logits(network("digits_cnn"), image[None])[0])
+                   for out, image in zip(outs, images, strict=True))
+        assert daemon.per_pipeline["digits"]["outcomes"] == {"done": 3}

@@ -7,10 +7,11 @@ event is due. A frame that ends is answered at once: its output goes into the cl
 shared-memory ring and the reply onto its socket. No thread hand-off lies on a frame's path, so
 a submit costs one socket wake-up each way plus the scheduler's decision.
 
-Backend operations block the loop while they run (a DMA transfer on the board, the RTL on the
-simulated board); requests that arrive meanwhile wait in their sockets, as they would wait for
-the port or a slot anyway. The admission trial of a new pipeline runs on a worker thread on a
-snapshot, so frames keep flowing while it runs.
+On the board the loop does not wait for the hardware: a partial load runs on the port's own
+thread and a frame streams under DMA while the loop goes on; their reports are collected when
+they are due. The simulated board's RTL blocks the loop while it runs (the clock is held
+meanwhile), and requests that arrive then wait in their sockets. The admission trial of a new
+pipeline runs on a worker thread on a snapshot, so frames keep flowing while it runs.
 
 Time is a WallClock, dilated on the simulated board (its RTL is slower than the hardware it stands
 for): clients read the daemon's clock with ``clock`` and pace their frames by it.

@@ -9,7 +9,7 @@ from runtime.backends import make_backend
 from runtime.errors import FpgashareError
 from runtime.sched import POLICIES, make_policy
 from runtime.sched.admission import admit
-from runtime.sched.engine import load_seconds, run_workload
+from runtime.sched.engine import run_workload
 from runtime.trace import write_gantt, write_trace
 from runtime.workload import Workload, load_workload
 
@@ -29,7 +29,7 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
     rejected: list[dict] = []
     full = workload
     if policy.admission:
-        load_s = max(load_seconds(workload.platform, s.index) for s in workload.platform.slots)
+        load_s = max(workload.platform.slot_load_seconds(s.index) for s in workload.platform.slots)
         admitted, rejected = admit(workload, load_s)
         keep = {p.name for p in admitted}
         workload = replace(workload, pipelines=tuple(p for p in workload.pipelines

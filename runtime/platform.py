@@ -9,6 +9,7 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
+from runtime.bitstream.packets import load_port_cycles
 from runtime.dnn.tile_format import DEFAULT_TILE
 from runtime.errors import ManifestError
 from runtime.modules import KINDS
@@ -136,6 +137,15 @@ class Platform:
     def load_seconds(self, nbytes: int) -> float:
         """Time the configuration port needs for ``nbytes`` of configuration data."""
         return nbytes / self.config_port.bytes_per_s
+
+    def slot_load_cycles(self, slot: int) -> int:
+        """Port cycles of a correct load into ``slot``: its partial bitstream's length (set by the
+        slot's frame range) at one word per port cycle, plus the activation cycle."""
+        return load_port_cycles(self.slots[slot].frames * self.frame_words)
+
+    def slot_load_seconds(self, slot: int) -> float:
+        """Port time of one partial load into ``slot``."""
+        return self.slot_load_cycles(slot) / self.config_port.clock_hz
 
 
 def resolve_platform_path(path: str | Path) -> Path:

@@ -14,7 +14,7 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from runtime.bitstream.packets import PortError, load_port_cycles
+from runtime.bitstream.packets import PortError
 from runtime.errors import FpgashareError
 from runtime.modules import Stage
 from runtime.platform import Platform
@@ -110,11 +110,6 @@ class Backend(ABC):
         allows it (the board: the port loads while frames stream through other slots). Here the
         load runs to its end first: a simulated board's time is its cycles, not the host's."""
         return done(self.load(slot, module))
-
-    def expected_load_cycles(self, slot: int) -> int:
-        """Port cycles of a correct load into ``slot``: its partial bitstream's length (set by the
-        slot's frame range) at one word per cycle, plus the activation cycle."""
-        return load_port_cycles(self.platform.slots[slot].frames * self.platform.frame_words)
 
     def _begin_load(self, slot: int, module: str) -> None:
         self._check_slot(slot)

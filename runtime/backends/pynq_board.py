@@ -159,7 +159,7 @@ class PynqBackend(Backend):
             self._end_load(report)
             return report
 
-        expected_s = self.expected_load_cycles(slot) / self.platform.config_port.clock_hz
+        expected_s = self.platform.slot_load_seconds(slot)
         return Pending(expected_s, result)
 
     def _load(self, slot: int, module: str) -> LoadReport:

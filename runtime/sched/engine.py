@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from runtime.backends.base import Backend, FrameReport, Pending
-from runtime.bitstream.packets import load_port_cycles
 from runtime.clock import Clock, VirtualClock
 from runtime.errors import FpgashareError
 from runtime.slots import SlotManager, SlotState
@@ -281,7 +280,7 @@ class Engine:
     def load_seconds(self, slot: int) -> float:
         """Port time of one load into ``slot`` (a partial bitstream's length is set by its slot)."""
         if slot not in self._load_s:
-            self._load_s[slot] = load_seconds(self.backend.platform, slot)
+            self._load_s[slot] = self.backend.platform.slot_load_seconds(slot)
         return self._load_s[slot]
 
     def longest_load_s(self) -> float:
@@ -483,11 +482,6 @@ class Engine:
             "slot_utilization": round(self.slot_busy_s / ((self.now or sim_s) * len(self.slots.slots)), 4),
             "dnn_images": dnn, "dnn_images_per_s": round(dnn / sim_s, 2),
             "sim_s": sim_s, "wall_s": round(wall_s, 3)}}
-
-
-def load_seconds(platform, slot: int) -> float:
-    """Port time of one partial load into ``slot`` of ``platform``."""
-    return load_port_cycles(platform.slots[slot].frames * platform.frame_words) / platform.config_port.clock_hz
 
 
 def run_workload(workload: Workload, backend: Backend, policy, **kw) -> tuple[Engine, dict]:

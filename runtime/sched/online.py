@@ -21,7 +21,7 @@ from runtime.clock import Clock
 from runtime.errors import FpgashareError
 from runtime.platform import Platform
 from runtime.sched.admission import necessary, trial
-from runtime.sched.engine import RELEASE, DnnRequest, Engine, Frame, load_seconds
+from runtime.sched.engine import RELEASE, DnnRequest, Engine, Frame
 from runtime.workload import PipelineSpec, Workload
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ class OnlineEngine(Engine):
             return lambda: None
         candidate = [*self.pipelines, spec]
         trial_set = replace(self.workload, pipelines=(*candidate, *self.dnn_pipelines), duration_s=TRIAL_S)
-        load_s = max(load_seconds(self.backend.platform, s.index) for s in self.backend.platform.slots)
+        load_s = max(self.backend.platform.slot_load_seconds(s.index) for s in self.backend.platform.slots)
         return lambda: necessary(candidate, trial_set, load_s) or trial(candidate, trial_set, TRIAL_S)
 
     def _name_taken(self, name: str) -> str | None:

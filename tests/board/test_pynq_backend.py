@@ -215,7 +215,7 @@ def test_a_load_runs_on_the_port_thread_while_frames_stream(board_dirs):
     assert taken == backend.staged[1, "conv3x3"]
     report = pending.report()
     assert report.ok and backend.resident(1) == "conv3x3"
-    assert pending.seconds == pytest.approx(backend.expected_load_cycles(1) / platform.config_port.clock_hz)
+    assert pending.seconds == pytest.approx(platform.slot_load_seconds(1))
     backend.close()
 
 

@@ -8,9 +8,13 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from runtime.backends.base import Backend, LoadReport, Pending
 from runtime.port import ConfigPort, LoadRequest
+
+if TYPE_CHECKING:
+    from runtime.sched.demand import NeedOrder
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +49,7 @@ class SlotManager:
         self._pending: Pending[LoadReport] | None = None     # the load on the port
         self._holders: tuple[dict[str, tuple[int, ...]], ...] | None = None   # ready, busy, loading; rebuilt on change
         self._compatible: dict[tuple[int, str], bool] = {}
+        self._compatible_slots: dict[str, tuple[int, ...]] = {}
 
     def _changed(self) -> None:
         self._holders = None
@@ -75,11 +80,24 @@ class SlotManager:
                 platform.slots[slot].name in platform.module(module).slots
         return self._compatible[key]
 
+    def compatible_slots(self, module: str) -> tuple[int, ...]:
+        """Slots whose partition has a partial bitstream of ``module``."""
+        slots = self._compatible_slots.get(module)
+        if slots is None:
+            slots = self._compatible_slots[module] = tuple(s.index for s in self.slots
+                                                           if self.compatible(s.index, module))
+        return slots
+
     def ready_with(self, module: str) -> tuple[int, ...]:
         return self._index()[0].get(module, ())
 
     def busy_with(self, module: str) -> tuple[int, ...]:
         return self._index()[1].get(module, ())
+
+    def holds(self, module: str) -> bool:
+        """Whether some slot holds ``module``, is running it or is being loaded with it."""
+        ready, busy, loading = self._index()
+        return module in ready or module in busy or module in loading
 
     def coming_with(self, module: str) -> tuple[int, ...]:
         """Slots being loaded with ``module``."""
@@ -93,12 +111,12 @@ class SlotManager:
     def busy_count(self) -> int:
         return sum(s.state == SlotState.BUSY for s in self.slots)
 
-    def victim(self, module: str, future: Sequence[str], keep: set[int] = frozenset()) -> int | None:
+    def victim(self, module: str, future: NeedOrder, keep: set[int] = frozenset()) -> int | None:
         """A slot to load ``module`` into: a blank one, else the idle resident whose module is
         needed farthest in ``future`` (Belady) or was used longest ago (LRU); None if every
         compatible slot is busy, loading, failed or in ``keep``."""
-        candidates = [s for s in self.slots if s.index not in keep and self.compatible(s.index, module)
-                      and s.state in (SlotState.BLANK, SlotState.READY)]
+        candidates = [s for s in (self.slots[i] for i in self.compatible_slots(module))
+                      if s.index not in keep and (s.state is SlotState.BLANK or s.state is SlotState.READY)]
         if not candidates:
             return None
         blank = [s for s in candidates if s.state == SlotState.BLANK]
@@ -106,13 +124,7 @@ class SlotManager:
             return blank[0].index
         if self.replacement == "lru":
             return min(candidates, key=lambda s: (s.last_used, s.index)).index
-
-        def next_use(s: Slot) -> float:
-            try:
-                return future.index(s.module)
-            except ValueError:
-                return float("inf")
-        return max(candidates, key=lambda s: (next_use(s), -s.last_used, -s.index)).index
+        return max(candidates, key=lambda s: (future.key(s.module), -s.last_used, -s.index)).index
 
     # ---- loads
     def request(self, slot: int, module: str, reason: str = "demand") -> None:

@@ -16,6 +16,7 @@ from runtime.backends import make_backend
 from runtime.modules import PRESETS
 from runtime.platform import load_platform
 from runtime.sched import POLICIES, make_policy
+from runtime.sched.demand import Demand, NeedOrder
 from runtime.sched.engine import OUTCOMES, run_workload
 from runtime.simrun import resolve_chain
 from runtime.slots import SlotManager
@@ -112,7 +113,7 @@ def test_slot_manager_retries_once_then_quarantines(zcu104):
     slots.start_next(1.0)
     _, ok = slots.finish(2.0)
     assert not ok and slots.slots[0].state.value == "failed"
-    assert slots.victim("threshold", []) != 0                                      # never used again
+    assert slots.victim("threshold", NeedOrder()) != 0                                      # never used again
 
 
 def test_belady_keeps_what_is_needed_next(zcu104):
@@ -121,11 +122,42 @@ def test_belady_keeps_what_is_needed_next(zcu104):
         slots.request(i, module)
         slots.start_next(float(i))
         slots.finish(float(i) + 0.5)
-    future = ["threshold", "conv3x3", "sobel_mag", "threshold"]
+    future = NeedOrder(["threshold", "conv3x3", "sobel_mag", "threshold"])
     assert slots.victim("rgb2gray", future) == 3          # downscale2x is never needed again
     lru = SlotManager(make_backend("model", zcu104), "lru")
     lru.slots = slots.slots
     assert lru.victim("rgb2gray", future) == 0            # LRU evicts the oldest, needed next
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.sampled_from(VISION), min_size=1, max_size=4, unique=True), st.integers(1, 9),
+                          st.integers(1, 9), st.integers(0, 5)), min_size=1, max_size=6),
+       st.lists(st.sampled_from(VISION), max_size=5), st.lists(st.integers(0, 5), max_size=12))
+def test_demand_order_is_the_first_need_over_every_upcoming_release(chains, first, releases):
+    """Kept up to date one release at a time, the order equals its definition: first occurrence
+    in the given modules, then in every pipeline's upcoming releases sorted by deadline."""
+    pipelines = [PipelineSpec(f"p{i}", "realtime", period, deadline, (8, 8), tuple(resolve_chain(names, {})))
+                 for i, (names, period, deadline, _) in enumerate(chains)]
+    nxt = {p.name: k for p, (_, _, _, k) in zip(pipelines, chains, strict=True)}
+    horizon = 30
+
+    def need_time(p):
+        k = nxt[p.name]
+        return float("inf") if k * p.period_s >= horizon else k * p.period_s + p.deadline_s
+
+    demand = Demand(need_time)
+    demand.reset(pipelines)
+    for i in releases:                                 # releases move one pipeline at a time
+        p = pipelines[i % len(pipelines)]
+        nxt[p.name] += 1
+        demand.moved(p)
+    entries = sorted((need_time(p), p.name, p.modules) for p in pipelines if need_time(p) != float("inf"))
+    flat = [*first, *(m for _, _, modules in entries for m in modules)]
+    order = NeedOrder(first, demand)
+    assert list(order) == list(dict.fromkeys(flat))
+    modules = {m for p in pipelines for m in p.modules} | set(first)
+    position = {m: flat.index(m) if m in flat else float("inf") for m in modules}
+    assert sorted(modules, key=lambda m: (order.key(m), m)) == sorted(modules, key=lambda m: (position[m], m))
 
 
 @pytest.mark.parametrize("suite", sorted(p.stem for p in WORKLOADS.glob("*.toml")))

@@ -13,6 +13,8 @@ idle slots can run DNN batches meanwhile (runtime/sched/backfill.py).
 
 from __future__ import annotations
 
+from itertools import islice
+
 from runtime.sched.backfill import backfill
 from runtime.sched.engine import Engine, Frame
 from runtime.sched.lookahead import reclaim_at
@@ -28,10 +30,14 @@ class EdfPolicy(PriorityPolicy):
         return (frame.deadline, frame.seq)
 
     def hopeless(self, engine: Engine, frame: Frame, missing: list[str]) -> str | None:
-        if engine.stream_free_at() + frame.pipeline.exec_s > frame.deadline:
+        exec_s = frame.pipeline.exec_s
+        if engine.stream_free_at() + exec_s > frame.deadline:
             return "cannot finish by its deadline"
-        load_s = engine.longest_load_s() * sum(not engine.slots.coming_with(m) for m in missing)
-        if missing and engine.now + engine.port_backlog_s() + load_s + frame.pipeline.exec_s > frame.deadline:
+        if not missing:
+            return None
+        coming_with = engine.slots.coming_with
+        new_loads = sum(1 for m in missing if not coming_with(m))
+        if engine.now + engine.port_backlog_s() + engine.longest_load_s() * new_loads + exec_s > frame.deadline:
             return "cannot finish by its deadline (reconfiguration and port backlog included)"
         return None
 
@@ -51,11 +57,12 @@ class EdfPolicy(PriorityPolicy):
 
     @staticmethod
     def _prefetch(engine: Engine, reserved: set[int]) -> None:
-        future = engine.future_modules(sorted(engine.pending, key=lambda f: (f.deadline, f.seq)))
-        needed = list(dict.fromkeys(future))   # each module once, in order of first need
-        for module in needed[: len(engine.slots.slots)]:
-            if engine.slots.ready_with(module) or engine.slots.coming_with(module) or \
-                    engine.slots.busy_with(module):
+        if not engine.slots.idle(exclude=reserved):
+            return                                   # no slot could take a load
+        future = engine.need_order(sorted(engine.pending, key=lambda f: (f.deadline, f.seq)))
+        needed = list(islice(future, len(engine.slots.slots)))   # each module once, in order of first need
+        for module in needed:
+            if engine.slots.holds(module):
                 continue
             victim = engine.slots.victim(module, future, keep=reserved | _holding(engine, needed, module))
             if victim is not None:

@@ -28,6 +28,7 @@ import numpy as np
 from runtime.backends.base import Backend, FrameReport, Pending
 from runtime.clock import Clock, VirtualClock
 from runtime.errors import FpgashareError
+from runtime.sched.demand import Demand, NeedOrder
 from runtime.slots import SlotManager, SlotState
 from runtime.workload import PipelineSpec, Workload
 
@@ -121,6 +122,7 @@ class Engine:
         self.pending: list[Frame] = []
         self.running: dict[str, Frame] = {}
         self._streaming: dict[str, Pending[FrameReport]] = {}   # by frame key: its report, when done
+        self._stream_at: float | None = None     # stream_free_at() while the stream is busy
         self.trace: list[TraceEvent] = []
         self._events: list[tuple[float, int, str, object]] = []
         self._seq = 0
@@ -133,9 +135,9 @@ class Engine:
         self._longest_load_s: float | None = None
         self.port_by_reason: dict[str, float] = {}   # demand, prefetch, warm-up, dnn, static
         self.exposed_by_reason: dict[str, float] = {}
-        self._upcoming: tuple[tuple[int, ...], int, list[str]] | None = None
         self._next_index = {p.name: 0 for p in self.pipelines}   # next frame not yet released
-        self._release_entries: dict[tuple[str, int, int], list] = {}
+        self.demand = Demand(self._need_time)
+        self.demand.reset(self.pipelines)
         self._wakes: set[float] = set()
         self.on_finish = None      #: called with each frame as it ends (the daemon answers its client)
         # Pipelines register before their first frame: the policy may fill every slot once
@@ -201,6 +203,7 @@ class Engine:
 
     def _released(self, frame: Frame) -> None:
         self._next_index[frame.pipeline.name] = frame.index + 1
+        self.demand.moved(frame.pipeline)
 
     @property
     def slot_busy_s(self) -> float:
@@ -275,7 +278,7 @@ class Engine:
         """Port time still owed: the load in flight plus every queued one (estimated)."""
         port = self.slots.port
         owed = (port.busy_until - self.now) if port.busy_until is not None else 0.0
-        return owed + sum(self.load_seconds(r.slot) for r in port.queue)
+        return owed + sum(self.load_seconds(r.slot) for r in port.queue) if port.queue else owed
 
     def load_seconds(self, slot: int) -> float:
         """Port time of one load into ``slot`` (a partial bitstream's length is set by its slot)."""
@@ -296,13 +299,16 @@ class Engine:
         taken = set(reserved)
         chosen: list[int | None] = []
         missing = []
+        ready_with = self.slots.ready_with
         for module in frame.pipeline.modules:
-            slot = next((s for s in self.slots.ready_with(module) if s not in taken), None)
-            chosen.append(slot)
-            if slot is None:
-                missing.append(module)
+            for slot in ready_with(module):
+                if slot not in taken:
+                    taken.add(slot)
+                    chosen.append(slot)
+                    break
             else:
-                taken.add(slot)
+                chosen.append(None)
+                missing.append(module)
         return chosen, missing
 
     def stream_free(self) -> bool:
@@ -313,7 +319,10 @@ class Engine:
         """When the video stream can next take a frame or a batch (now if it can)."""
         if self.stream_free():
             return self.now
-        return min([f.expected_end for f in self.running.values()] + [j.end for j in self.dnn_running.values()])
+        if self._stream_at is None:       # asked for every pending frame; changes only at a start or an end
+            self._stream_at = min([f.expected_end for f in self.running.values()] +
+                                  [j.end for j in self.dnn_running.values()])
+        return self._stream_at
 
     def free_at(self, slot: int) -> float | None:
         """When a busy slot's job ends (None if the slot is not running a job)."""
@@ -336,6 +345,7 @@ class Engine:
             return
         self.running[frame.key] = frame
         self._streaming[frame.key] = work
+        self._stream_at = None
         # Hardware time from the start: on a wall clock, the host's time to simulate is not the
         # board's (a dilated clock absorbs it).
         frame.expected_end = frame.start + work.seconds
@@ -359,11 +369,13 @@ class Engine:
         job = DnnJob(pipeline, tuple(slots), report.images, start, start + report.seconds, requests, report.outputs)
         self.slots.acquire(slots, job.key)
         self.dnn_running[job.key] = job
+        self._stream_at = None
         self.push(job.end, JOB_DONE, job)
         return job
 
     def _dnn_done(self, job: DnnJob) -> None:
         self.dnn_running.pop(job.key)
+        self._stream_at = None
         self.slots.release(job.slots, self.now)
         if self.now <= self.end_s + 1e-12:
             self.dnn_images[job.pipeline.name] += job.images
@@ -381,6 +393,7 @@ class Engine:
         except FpgashareError as exc:
             failure = str(exc)
         self.running.pop(frame.key)
+        self._stream_at = None
         end = self.now
         self.slots.release(frame.slots, end)
         if failure is None:
@@ -436,29 +449,18 @@ class Engine:
                     needs[module] = t
         return needs
 
-    def future_modules(self, first: Iterable[Frame] = (), releases: int = 2) -> list[str]:
-        """Modules in the order they will be needed: the given frames, then the next ``releases``
-        releases of every pipeline by deadline (enough lookahead to rank a few slots' contents)."""
-        order: list[str] = []
-        for frame in first:
-            order.extend(frame.pipeline.modules)
-        # The order changes only when some pipeline's next release index does.
-        nxt = tuple(self._next_index.values())
-        if self._upcoming is None or self._upcoming[:2] != (nxt, releases):
-            self._upcoming = (nxt, releases, self._upcoming_modules(nxt, releases))
-        return order + self._upcoming[2]
+    def _need_time(self, pipeline: PipelineSpec) -> float:
+        """The deadline of ``pipeline``'s next unreleased frame, as the demand order ranks it (inf
+        after the last one)."""
+        k = self._next_index[pipeline.name]
+        if k * pipeline.period_s >= self.workload.duration_s:
+            return float("inf")
+        return k * pipeline.period_s + pipeline.deadline_s
 
-    def _upcoming_modules(self, nxt: tuple[int, ...], releases: int) -> list[str]:
-        entries = []
-        for p, k in zip(self.pipelines, nxt, strict=True):
-            key = (p.name, k, releases)
-            if key not in self._release_entries:      # a pipeline's next releases change one at a time
-                self._release_entries[key] = [(j * p.period_s + p.deadline_s, p.name, p.modules)
-                                              for j in range(k, k + releases)
-                                              if j * p.period_s < self.workload.duration_s]
-            entries.extend(self._release_entries[key])
-        entries.sort()
-        return [module for _, _, modules in entries for module in modules]
+    def need_order(self, first: Iterable[Frame] = ()) -> NeedOrder:
+        """Modules in the order they will be needed: the given frames', then those of every
+        pipeline's next release by deadline (runtime/sched/demand.py)."""
+        return NeedOrder((m for frame in first for m in frame.pipeline.modules), self.demand)
 
     # ---- results
     def summary(self, wall_s: float) -> dict:

@@ -82,7 +82,7 @@ class OnlineEngine(Engine):
             self.dnn_pipelines.append(spec)
             self.dnn_images[spec.name] = 0
             self.dnn_queue[spec.name] = []
-        self._upcoming = None
+        self.demand.reset(self.pipelines)
         self.policy.dispatch(self)
         self._kick_port()
 
@@ -97,7 +97,7 @@ class OnlineEngine(Engine):
         self.pipelines = [p for p in self.pipelines if p.name != name]
         self.dnn_pipelines = [p for p in self.dnn_pipelines if p.name != name]
         self._next_index.pop(name, None)
-        self._upcoming = None
+        self.demand.reset(self.pipelines)
         self.policy.dispatch(self)
         self._kick_port()
         return dropped
@@ -138,18 +138,15 @@ class OnlineEngine(Engine):
 
     def _released(self, frame: Frame) -> None:
         self._last_release[frame.pipeline.name] = frame.release
+        self.demand.moved(frame.pipeline)
 
     def next_release_s(self, pipeline: PipelineSpec) -> float:
         """An app promises its period: the next frame is due a period after the last one."""
         last = self._last_release.get(pipeline.name)
         return self.now if last is None else last + pipeline.period_s
 
-    def future_modules(self, first=(), releases: int = 2) -> list[str]:
-        order: list[str] = []
-        for frame in first:
-            order.extend(frame.pipeline.modules)
-        upcoming = sorted((self.next_release_s(p) + p.deadline_s, p.name, p.modules) for p in self.pipelines)
-        return order + [m for _, _, modules in upcoming for m in modules]
+    def _need_time(self, pipeline: PipelineSpec) -> float:
+        return self.next_release_s(pipeline) + pipeline.deadline_s
 
     def finish(self, frame: Frame, outcome: str, reason: str = "") -> None:
         super().finish(frame, outcome, reason)

@@ -15,8 +15,8 @@ class Policy(ABC):
     def setup(self, engine: Engine) -> None:
         """Before the first release: fill blank slots with the modules the first frames need, in
         the order they are needed (the same warm-up for every policy that does not override it)."""
-        future = engine.future_modules(releases=1)
-        for module in dict.fromkeys(future):
+        future = engine.need_order()
+        for module in list(future):
             if engine.slots.ready_with(module) or engine.slots.coming_with(module):
                 continue
             victim = engine.slots.victim(module, future)
@@ -46,39 +46,61 @@ class Policy(ABC):
         busy slot holding it (free when its job ends), or a new load into a victim slot. The plan is
         to wait for busy copies and load only modules nobody holds; if that would make the frame (or
         one queued behind it for the same busy modules) late, a copy is loaded wherever a victim
-        slot exists (frames of one module set then run side by side) when that starts it sooner.
-        Nothing is loaded if some stage has no source.
+        slot exists when that starts it sooner (with one video stream, only a busy copy that frees
+        after the stream does can make it so). Nothing is loaded if some stage has no source.
         Returns the slots the frame counts on, so later decisions leave them alone."""
         chosen, _ = engine.find_slots(frame, keep)
-        used = {s for s in chosen if s is not None} | set(keep)
-        victims: set[int] = set()
+        used = set(keep)
+        used.update(s for s in chosen if s is not None)
         steps: list[tuple[str, float | None]] = []   # module, when its busy copy frees (None: no copy)
         for module, slot in zip(frame.pipeline.modules, chosen, strict=True):
             if slot is not None:
                 continue
-            coming = [s for s in engine.slots.coming_with(module) if s not in used]
-            if coming:
-                used.add(coming[0])
+            coming = next((s for s in engine.slots.coming_with(module) if s not in used), None)
+            if coming is not None:
+                used.add(coming)
                 continue
-            busy = sorted((engine.free_at(s) or engine.now, s) for s in engine.slots.busy_with(module)
-                          if s not in used)
-            if busy:
-                used.add(busy[0][1])
-            steps.append((module, busy[0][0] if busy else None))
+            busy = min(((engine.free_at(s) or engine.now, s) for s in engine.slots.busy_with(module)
+                        if s not in used), default=None)
+            if busy is not None:
+                used.add(busy[1])
+            steps.append((module, busy[0] if busy is not None else None))
         if not steps:
             return used                    # every module is resident or on its way
-        future = engine.future_modules([frame])
+        future = engine.need_order([frame])
         # Victims go first to modules nobody holds (they are needed), then to extra copies.
         plan: list[tuple[str, float | None, int | None]] = []   # module, busy copy frees at, victim
-        for module, free in sorted(steps, key=lambda step: step[1] is not None):
-            victim = engine.slots.victim(module, future, keep=used | victims)
-            if victim is not None:
+        victims: set[int] = set()
+        for module, free in steps:
+            if free is None:
+                victim = engine.slots.victim(module, future, keep=used | victims)
+                if victim is None:
+                    return used            # this stage has no slot to come from
                 victims.add(victim)
-            plan.append((module, free, victim))
-        if any(t is None and v is None for _, t, v in plan):
-            return used                    # some stage has no slot to come from
+                plan.append((module, None, victim))
+        # With a busy copy that frees only after the stream does, a new copy may start the frame sooner.
+        stream_at = engine.stream_free_at()
+        if any(free is not None and free > stream_at for _, free in steps):
+            for module, free in steps:
+                if free is not None:
+                    victim = engine.slots.victim(module, future, keep=used | victims)
+                    if victim is not None:
+                        victims.add(victim)
+                    plan.append((module, free, victim))
+            plan = Policy._copies_or_waits(engine, frame, plan, stream_at)
+        for module, _, victim in plan:
+            engine.slots.request(victim, module, reason)
+            used.add(victim)
+        return used
+
+    @staticmethod
+    def _copies_or_waits(engine: Engine, frame: Frame, plan: list[tuple[str, float | None, int | None]],
+                         stream_at: float) -> list[tuple[str, float | None, int | None]]:
+        """The loads of ``plan`` to queue when some stages' modules are held by busy slots (a
+        step's second field: when that slot frees): a copy costs a load and evicts something, so
+        copies are made only when waiting would make this frame, or a frame queued behind it for
+        the same busy modules, late, and a copy would start it sooner."""
         ready_at = engine.now + engine.port_backlog_s()
-        stream_at = engine.stream_free_at()     # and not before the video stream is free
 
         def start(loads: list[tuple[str, float | None, int | None]]) -> float:
             """When the frame could start if ``loads`` are queued and the other stages wait."""
@@ -88,8 +110,6 @@ class Policy(ABC):
 
         wait_plan = [step for step in plan if step[1] is None]
         copy_plan = [step for step in plan if step[2] is not None]
-        # A copy costs a load and evicts something: made only when waiting would make this frame, or
-        # a frame queued behind it for the same busy modules, late.
         shared = {module for module, free, _ in plan if free is not None}
         wait_start = start(wait_plan)
         t, late = wait_start, False
@@ -97,12 +117,7 @@ class Policy(ABC):
                             key=lambda f: (f is not frame, f.deadline, f.seq)):
             t += other.pipeline.exec_s
             late = late or t > other.deadline
-        loads = copy_plan if late and start(copy_plan) < wait_start else wait_plan
-        for module, _, victim in loads:
-            if victim is not None:         # victim() only offers blank or ready slots, each once
-                engine.slots.request(victim, module, reason)
-                used.add(victim)
-        return used
+        return copy_plan if late and start(copy_plan) < wait_start else wait_plan
 
 
 class PriorityPolicy(Policy):
@@ -133,11 +148,14 @@ class PriorityPolicy(Policy):
         lend_until = float("-inf")           # a frame ending by then may run on them meanwhile
         blocked_seen = False
         blocked: dict[str, list[str]] = {}   # pipeline -> missing modules; slots only get scarcer here
+        port = engine.slots.port
+        now = engine.now
+        idle = set(engine.slots.idle())     # ready or blank; refreshed when a start or a load takes some
         for frame in sorted(engine.pending, key=self.priority):
-            borrows = engine.now + frame.pipeline.exec_s <= lend_until
+            borrows = now + frame.pipeline.exec_s <= lend_until
             keep = reserved - borrowable if borrows else reserved
-            if blocked_seen and not engine.slots.idle(exclude=keep):
-                if not engine.slots.idle(exclude=reserved - borrowable):
+            if blocked_seen and idle <= keep:
+                if idle <= reserved - borrowable:
                     break   # nothing left to start on, borrow or load into; the rest are judged next time
                 continue
             if frame.pipeline.name in blocked and not borrows:
@@ -153,6 +171,7 @@ class PriorityPolicy(Policy):
             if not missing:
                 if engine.stream_free():
                     engine.start(frame, [s for s in chosen if s is not None])
+                    idle = set(engine.slots.idle())
                 else:                           # ready, waiting for the video stream: keep its slots
                     reserved |= {s for s in chosen if s is not None}
                 continue
@@ -160,8 +179,14 @@ class PriorityPolicy(Policy):
                 blocked_seen = True
                 resident = {s for s in chosen if s is not None}
                 reserved |= self.load_missing(engine, frame, reserved)
+                idle = set(engine.slots.idle())
                 if self.borrow:
                     borrowable = resident
                     lend_until = frame.deadline - frame.pipeline.exec_s - engine.longest_load_s()
-        if not engine.slots.port.queue and engine.slots.port.current is None:
+                if not engine.stream_free() and (port.queue or port.current is not None):
+                    # The rest can neither start (stream), nor queue loads (this frame's go first),
+                    # nor shape a prefetch (the port is taken): they are judged next time. A frame
+                    # only starts after passing hopeless() then, so none runs late for it.
+                    break
+        if not port.queue and port.current is None:
             self.when_port_idle(engine, reserved)

@@ -88,20 +88,24 @@ class SlotManager:
                                                            if self.compatible(s.index, module))
         return slots
 
+    def ready_by_module(self) -> dict[str, tuple[int, ...]]:
+        """Module -> slots holding it ready, in slot order (the index ``ready_with`` reads)."""
+        return (self._holders or self._index())[0]
+
     def ready_with(self, module: str) -> tuple[int, ...]:
-        return self._index()[0].get(module, ())
+        return (self._holders or self._index())[0].get(module, ())
 
     def busy_with(self, module: str) -> tuple[int, ...]:
-        return self._index()[1].get(module, ())
+        return (self._holders or self._index())[1].get(module, ())
 
     def holds(self, module: str) -> bool:
         """Whether some slot holds ``module``, is running it or is being loaded with it."""
-        ready, busy, loading = self._index()
+        ready, busy, loading = self._holders or self._index()
         return module in ready or module in busy or module in loading
 
     def coming_with(self, module: str) -> tuple[int, ...]:
         """Slots being loaded with ``module``."""
-        return self._index()[2].get(module, ())
+        return (self._holders or self._index())[2].get(module, ())
 
     def idle(self, exclude: set[int] = frozenset()) -> list[int]:
         """Slots that could start a job or take a load now (ready or blank), less ``exclude``."""

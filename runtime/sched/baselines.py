@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from runtime.sched.engine import Engine, Frame
 from runtime.sched.policy import Policy, PriorityPolicy
 from runtime.slots import SlotState
@@ -19,8 +21,7 @@ from runtime.slots import SlotState
 class FcfsPolicy(PriorityPolicy):
     name = "fcfs"
 
-    def priority(self, frame: Frame) -> tuple:
-        return (frame.release, frame.seq)
+    priority = attrgetter("release", "seq")
 
 
 class RrBundlePolicy(Policy):

@@ -13,9 +13,12 @@ idle slots can run DNN batches meanwhile (runtime/sched/backfill.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import islice
+from operator import attrgetter
 
 from runtime.sched.backfill import backfill
+from runtime.sched.demand import NeedOrder
 from runtime.sched.engine import Engine, Frame
 from runtime.sched.lookahead import reclaim_at
 from runtime.sched.policy import PriorityPolicy
@@ -26,8 +29,7 @@ class EdfPolicy(PriorityPolicy):
     admission = True
     borrow = True
 
-    def priority(self, frame: Frame) -> tuple:
-        return (frame.deadline, frame.seq)
+    priority = attrgetter("deadline", "seq")      # a C-level key: sorted() calls it for every pending frame
 
     def hopeless(self, engine: Engine, frame: Frame, missing: list[str]) -> str | None:
         exec_s = frame.pipeline.exec_s
@@ -36,7 +38,10 @@ class EdfPolicy(PriorityPolicy):
         if not missing:
             return None
         coming_with = engine.slots.coming_with
-        new_loads = sum(1 for m in missing if not coming_with(m))
+        new_loads = 0
+        for module in missing:
+            if not coming_with(module):
+                new_loads += 1
         if engine.now + engine.port_backlog_s() + engine.longest_load_s() * new_loads + exec_s > frame.deadline:
             return "cannot finish by its deadline (reconfiguration and port backlog included)"
         return None
@@ -45,29 +50,42 @@ class EdfPolicy(PriorityPolicy):
         super().dispatch(engine)
         backfill(engine)
 
-    def when_port_idle(self, engine: Engine, reserved: set[int]) -> None:
+    def port_idle_work(self, engine: Engine) -> Callable[[set[int]], None] | None:
         if engine.dnn_pipelines and engine.backend.runs_dnn:
-            # Slots may be lent to DNN work: load just in time, not as early as possible.
-            due = reclaim_at(engine)
-            if due > engine.now:
-                if due != float("inf"):
-                    engine.wake(due)
-                return
-        self._prefetch(engine, reserved)
+            return lambda reserved: self._just_in_time(engine, reserved)
+        target = self._prefetch_target(engine)
+        return None if target is None else lambda reserved: self._prefetch(engine, reserved, target)
+
+    def _just_in_time(self, engine: Engine, reserved: set[int]) -> None:
+        # Slots may be lent to DNN work: load just in time, not as early as possible.
+        due = reclaim_at(engine)
+        if due > engine.now:
+            if due != float("inf"):
+                engine.wake(due)
+            return
+        target = self._prefetch_target(engine)
+        if target is not None:
+            self._prefetch(engine, reserved, target)
 
     @staticmethod
-    def _prefetch(engine: Engine, reserved: set[int]) -> None:
-        if not engine.slots.idle(exclude=reserved):
-            return                                   # no slot could take a load
-        future = engine.need_order(sorted(engine.pending, key=lambda f: (f.deadline, f.seq)))
+    def _prefetch_target(engine: Engine) -> tuple[NeedOrder, list[str], str] | None:
+        """The module to prefetch next, with the need order: the first of the modules the next
+        needs will want (as many as there are slots) that no slot holds, runs or receives."""
+        if not engine.slots.idle():
+            return None                              # no slot could take a load
+        future = engine.need_order(sorted(engine.pending, key=EdfPolicy.priority))
         needed = list(islice(future, len(engine.slots.slots)))   # each module once, in order of first need
-        for module in needed:
-            if engine.slots.holds(module):
-                continue
-            victim = engine.slots.victim(module, future, keep=reserved | _holding(engine, needed, module))
-            if victim is not None:
-                engine.slots.request(victim, module, "prefetch")
-            return                                   # one prefetch at a time keeps the port free
+        module = next((m for m in needed if not engine.slots.holds(m)), None)
+        return None if module is None else (future, needed, module)
+
+    @staticmethod
+    def _prefetch(engine: Engine, reserved: set[int], target: tuple[NeedOrder, list[str], str]) -> None:
+        """Load the target module into a victim slot that no pending frame keeps and no module
+        needed before it holds (one prefetch at a time keeps the port free for demand loads)."""
+        future, needed, module = target
+        victim = engine.slots.victim(module, future, keep=reserved | _holding(engine, needed, module))
+        if victim is not None:
+            engine.slots.request(victim, module, "prefetch")
 
 
 def _holding(engine: Engine, needed: list[str], upto: str) -> set[int]:

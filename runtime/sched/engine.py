@@ -299,9 +299,9 @@ class Engine:
         taken = set(reserved)
         chosen: list[int | None] = []
         missing = []
-        ready_with = self.slots.ready_with
+        ready = self.slots.ready_by_module()
         for module in frame.pipeline.modules:
-            for slot in ready_with(module):
+            for slot in ready.get(module, ()):
                 if slot not in taken:
                     taken.add(slot)
                     chosen.append(slot)
@@ -317,7 +317,7 @@ class Engine:
 
     def stream_free_at(self) -> float:
         """When the video stream can next take a frame or a batch (now if it can)."""
-        if self.stream_free():
+        if len(self.running) + len(self.dnn_running) < VIDEO_STREAMS:
             return self.now
         if self._stream_at is None:       # asked for every pending frame; changes only at a start or an end
             self._stream_at = min([f.expected_end for f in self.running.values()] +

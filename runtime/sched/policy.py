@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 
 from runtime.sched.engine import Engine, Frame
 from runtime.slots import SlotState
@@ -139,8 +140,10 @@ class PriorityPolicy(Policy):
         or None to keep it (the default: never drop)."""
         return None
 
-    def when_port_idle(self, engine: Engine, reserved: set[int]) -> None:
-        """Called after dispatch when no load is queued or running."""
+    def port_idle_work(self, engine: Engine) -> Callable[[set[int]], None] | None:
+        """What to do at the end of a dispatch that leaves the port idle, given the slots pending
+        frames keep (``reserved``), or None for nothing (the default)."""
+        return None
 
     def dispatch(self, engine: Engine) -> None:
         reserved: set[int] = set()
@@ -151,7 +154,8 @@ class PriorityPolicy(Policy):
         port = engine.slots.port
         now = engine.now
         idle = set(engine.slots.idle())     # ready or blank; refreshed when a start or a load takes some
-        for frame in sorted(engine.pending, key=self.priority):
+        frames = sorted(engine.pending, key=self.priority)
+        for position, frame in enumerate(frames):
             borrows = now + frame.pipeline.exec_s <= lend_until
             keep = reserved - borrowable if borrows else reserved
             if blocked_seen and idle <= keep:
@@ -183,10 +187,19 @@ class PriorityPolicy(Policy):
                 if self.borrow:
                     borrowable = resident
                     lend_until = frame.deadline - frame.pipeline.exec_s - engine.longest_load_s()
-                if not engine.stream_free() and (port.queue or port.current is not None):
-                    # The rest can neither start (stream), nor queue loads (this frame's go first),
-                    # nor shape a prefetch (the port is taken): they are judged next time. A frame
-                    # only starts after passing hopeless() then, so none runs late for it.
-                    break
-        if not port.queue and port.current is None:
-            self.when_port_idle(engine, reserved)
+                if not engine.stream_free() and not self._port_idle_work(engine, port):
+                    # The rest can neither start (the stream is taken), nor queue loads (this
+                    # frame's go first), nor steer the port (nothing to do there): only a frame
+                    # that cannot finish even once the stream frees is dropped now; the rest are
+                    # judged in full next time, and a frame starts only after that.
+                    for later in frames[position + 1:]:
+                        reason = self.hopeless(engine, later, ())
+                        if reason:
+                            engine.drop(later, reason)
+                    return
+        work = self._port_idle_work(engine, port)
+        if work is not None:
+            work(reserved)
+
+    def _port_idle_work(self, engine: Engine, port) -> Callable[[set[int]], None] | None:
+        return self.port_idle_work(engine) if not port.queue and port.current is None else None

@@ -8,7 +8,8 @@ baselines in the same process (model backend, virtual time):
 - DNN images/s under edf as a fraction of the offline bound;
 - exposed reconfiguration (port time with no slot computing) as a fraction of port time, all of
   it and in steady state (without the warm-up loads made when pipelines register, before their
-  first frame, when nothing can compute yet).
+  first frame, when nothing can compute yet); and stalled reconfiguration, the part of it during
+  which a real-time frame was waiting (a load in stream time nobody wanted costs nothing).
 
     python benchmarks/scheduler_scorecard.py [--suite NAME ...] [--json]
 """
@@ -48,7 +49,10 @@ def score(path: Path) -> dict:
            "steady_exposed_fraction": share(
                totals["exposed_reconfig_s"] - totals["exposed_s_by_reason"].get("warm-up", 0.0),
                totals["port_busy_s"] - totals["port_s_by_reason"].get("warm-up", 0.0)),
+           "stalled_fraction": share(totals["stalled_reconfig_s"], totals["port_busy_s"]),
            "port_busy_s": totals["port_busy_s"], "reconfigurations": totals["reconfigurations"]}
+    rr_totals = run_one(workload, "rr-bundle", "model")[1]["totals"]
+    row["rr_bundle_stalled_fraction"] = share(rr_totals["stalled_reconfig_s"], rr_totals["port_busy_s"])
     bound = edf["bound"]["dnn_images_per_s"]
     if any(not p.realtime for p in workload.pipelines):
         row["dnn_fraction_of_bound"] = totals["dnn_images_per_s"] / bound if bound else None
@@ -82,11 +86,12 @@ def main() -> int:
         print(json.dumps(rows, indent=2))
         return 0
     print(f"{'suite':22s} {'edf miss':>8s} {'rejected (misses if run)':>26s} {'exposed':>8s} {'steady':>7s} "
-          f"{'DNN/bound':>9s}")
+          f"{'stalled':>8s} {'rr stalled':>10s} {'DNN/bound':>9s}")
     for r in rows:
         rej = f"{len(r['rejected'])} ({r['rejected_set_misses']})" if r["rejected"] else "0"
         print(f"{r['suite']:22s} {r['edf_admitted_misses']:8d} {rej:>26s} {pct(r['exposed_fraction']):>8s} "
-              f"{pct(r['steady_exposed_fraction']):>7s} {fmt(r.get('dnn_fraction_of_bound')):>9s}")
+              f"{pct(r['steady_exposed_fraction']):>7s} {pct(r['stalled_fraction']):>8s} "
+              f"{pct(r['rr_bundle_stalled_fraction']):>10s} {fmt(r.get('dnn_fraction_of_bound')):>9s}")
     print()
     print(f"{'suite':22s} {'swept':10s} " + " ".join(f"{s:>9s}" for s in SCHEDULERS) + f" {'edf/rr':>7s}")
     for r in rows:

@@ -173,6 +173,53 @@ def test_edf_admission_keeps_every_admitted_deadline(suite):
         assert result["rejected_set_misses"] > 0   # the rejected set really does not fit
 
 
+def _measure(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The union of ``intervals`` as disjoint sorted intervals."""
+    merged: list[tuple[float, float]] = []
+    for start, end in sorted(i for i in intervals if i[1] > i[0]):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    return _measure([(max(s, t), min(e, u)) for s, e in a for t, u in b if min(e, u) > max(s, t)])
+
+
+def _minus(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out = []
+    for start, end in a:
+        cut = start
+        for s, e in b:
+            if e <= cut or s >= end:
+                continue
+            if s > cut:
+                out.append((cut, s))
+            cut = max(cut, e)
+        if cut < end:
+            out.append((cut, end))
+    return out
+
+
+@pytest.mark.parametrize("scheduler", ["edf", "rr-bundle"])
+def test_stalled_reconfiguration_is_port_time_with_nothing_computing_and_a_frame_waiting(scheduler):
+    """Recomputed from the trace: loads, less the time any slot computes, within the time some
+    real-time frame was released and not yet started."""
+    workload = load_workload(WORKLOADS / "nh_720p60_zcu104.toml")
+    engine, result = run_workload(workload, make_backend("model", workload.platform), make_policy(scheduler))
+    port = _measure([(t.start, t.end) for t in engine.trace if t.track == "port"])
+    computing = _measure([(t.start, t.end) for t in engine.trace if t.track.startswith("slot")])
+    waiting = _measure([(f.release, f.start if f.start is not None else engine.now) for f in engine.frames])
+    exposed = _minus(port, computing)
+    stalled = _overlap(exposed, waiting)
+    totals = result["totals"]
+    assert sum(e - s for s, e in exposed) == pytest.approx(totals["exposed_reconfig_s"], abs=1e-6)
+    assert sum(e - s for s, e in stalled) == pytest.approx(totals["stalled_reconfig_s"], abs=1e-6)
+    assert 0 < totals["stalled_reconfig_s"] < totals["exposed_reconfig_s"]
+
+
 def test_dnn_backfills_idle_slots_without_hurting_real_time():
     from runtime.bench import run_one
     from runtime.dnn.planning import dnn_plan

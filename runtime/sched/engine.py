@@ -127,7 +127,8 @@ class Engine:
         self._events: list[tuple[float, int, str, object]] = []
         self._seq = 0
         self._last = 0.0
-        self.exposed_reconfig_s = 0.0
+        self.exposed_reconfig_s = 0.0     #: port busy while no slot computes
+        self.stalled_reconfig_s = 0.0     #: ... and a real-time frame is waiting
         self.busy_by_slot = [0.0] * len(self.slots.slots)   #: seconds each slot spent computing
         self._pixels = self._test_frames()
         self._load_started: dict[int, float] = {}
@@ -232,6 +233,8 @@ class Engine:
             if current is not None and busy == 0:
                 self.exposed_reconfig_s += dt
                 self.exposed_by_reason[current.reason] = self.exposed_by_reason.get(current.reason, 0.0) + dt
+                if self.pending:            # and a frame waits: reconfiguration that costs time
+                    self.stalled_reconfig_s += dt
         self.clock.wait_until(max(t, self.clock.now()))
         self._last = t
 
@@ -479,6 +482,7 @@ class Engine:
         return {"pipelines": per, "totals": {
             "reconfigurations": port.loads, "port_busy_s": round(port.busy_s, 6),
             "exposed_reconfig_s": round(self.exposed_reconfig_s, 6),
+            "stalled_reconfig_s": round(self.stalled_reconfig_s, 6),
             "port_s_by_reason": {k: round(v, 6) for k, v in sorted(self.port_by_reason.items())},
             "exposed_s_by_reason": {k: round(v, 6) for k, v in sorted(self.exposed_by_reason.items())},
             "slot_utilization": round(self.slot_busy_s / ((self.now or sim_s) * len(self.slots.slots)), 4),

@@ -4,7 +4,9 @@ baselines in the same process (model backend, virtual time):
 - misses of admitted real-time pipelines under edf, and how many frames the rejected set misses
   when run anyway (is admission control more than caution?);
 - sweep: for every real-time pipeline of the suite, the largest number of copies each scheduler
-  runs with zero misses, and the ratio edf / rr-bundle;
+  runs with zero misses, the ratio edf / rr-bundle, and the stream cap: the copies the one video
+  stream could carry beside the other pipelines if reconfiguration were free (no scheduler can
+  pass it);
 - DNN images/s under edf as a fraction of the offline bound;
 - exposed reconfiguration (port time with no slot computing) as a fraction of port time, all of
   it and in steady state (without the warm-up loads made when pipelines register, before their
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -59,8 +62,17 @@ def score(path: Path) -> dict:
     row["sweeps"] = {}
     for p in (q for q in workload.pipelines if q.realtime):
         counts = {s: sweep(workload, s, "model", p.name)["max_pipelines"] for s in SCHEDULERS}
-        row["sweeps"][p.name] = {**counts, "edf_over_rr_bundle": ratio(counts["edf"], counts["rr-bundle"])}
+        row["sweeps"][p.name] = {**counts, "edf_over_rr_bundle": ratio(counts["edf"], counts["rr-bundle"]),
+                                 "stream_cap": stream_cap(workload, p.name)}
     return row
+
+
+def stream_cap(workload, name: str) -> int:
+    """Copies of real-time pipeline ``name`` the one video stream could carry beside the suite's
+    other real-time pipelines if reconfiguration cost nothing: every frame streams through it, so
+    the frame times per period of all of them cannot exceed one."""
+    load = {p.name: p.exec_s / p.period_s for p in workload.pipelines if p.realtime}
+    return max(0, math.floor((1.0 - sum(load.values()) + load[name]) / load[name] + 1e-9))
 
 
 def fmt(x) -> str:
@@ -93,11 +105,12 @@ def main() -> int:
               f"{pct(r['steady_exposed_fraction']):>7s} {pct(r['stalled_fraction']):>8s} "
               f"{pct(r['rr_bundle_stalled_fraction']):>10s} {fmt(r.get('dnn_fraction_of_bound')):>9s}")
     print()
-    print(f"{'suite':22s} {'swept':10s} " + " ".join(f"{s:>9s}" for s in SCHEDULERS) + f" {'edf/rr':>7s}")
+    print(f"{'suite':22s} {'swept':10s} " + " ".join(f"{s:>9s}" for s in SCHEDULERS) + f" {'edf/rr':>7s}"
+          f" {'stream cap':>10s}")
     for r in rows:
         for name, s in r["sweeps"].items():
             print(f"{r['suite']:22s} {name:10s} " + " ".join(f"{s[k]:9d}" for k in SCHEDULERS)
-                  + f" {fmt(s['edf_over_rr_bundle']):>7s}")
+                  + f" {fmt(s['edf_over_rr_bundle']):>7s} {s['stream_cap']:10d}")
     return 0
 
 

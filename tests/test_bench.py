@@ -129,3 +129,5 @@ def test_scorecard_reports_every_acceptance_number():
     assert set(row["sweeps"]) == {"edges", "thumb"}
     edges = row["sweeps"]["edges"]
     assert edges["edf"] == 1 and edges["rr-bundle"] == 0 and edges["edf_over_rr_bundle"] == "inf"
+    assert edges["stream_cap"] == 0              # thumb and edges together overfill the one stream
+    assert 0 <= row["stalled_fraction"] <= row["exposed_fraction"] <= 1

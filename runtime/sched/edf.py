@@ -50,30 +50,31 @@ class EdfPolicy(PriorityPolicy):
         super().dispatch(engine)
         backfill(engine)
 
-    def port_idle_work(self, engine: Engine) -> Callable[[set[int]], None] | None:
+    def port_idle_work(self, engine: Engine, waiting: list[Frame]) -> Callable[[set[int]], None] | None:
         if engine.dnn_pipelines and engine.backend.runs_dnn:
-            return lambda reserved: self._just_in_time(engine, reserved)
-        target = self._prefetch_target(engine)
+            return lambda reserved: self._just_in_time(engine, waiting, reserved)
+        target = self._prefetch_target(engine, waiting)
         return None if target is None else lambda reserved: self._prefetch(engine, reserved, target)
 
-    def _just_in_time(self, engine: Engine, reserved: set[int]) -> None:
+    def _just_in_time(self, engine: Engine, waiting: list[Frame], reserved: set[int]) -> None:
         # Slots may be lent to DNN work: load just in time, not as early as possible.
         due = reclaim_at(engine)
         if due > engine.now:
             if due != float("inf"):
                 engine.wake(due)
             return
-        target = self._prefetch_target(engine)
+        target = self._prefetch_target(engine, waiting)
         if target is not None:
             self._prefetch(engine, reserved, target)
 
     @staticmethod
-    def _prefetch_target(engine: Engine) -> tuple[NeedOrder, list[str], str] | None:
+    def _prefetch_target(engine: Engine, waiting: list[Frame]) -> tuple[NeedOrder, list[str], str] | None:
         """The module to prefetch next, with the need order: the first of the modules the next
-        needs will want (as many as there are slots) that no slot holds, runs or receives."""
+        needs will want (as many as there are slots) that no slot holds, runs or receives.
+        ``waiting``: the pending frames by deadline."""
         if not engine.slots.idle():
             return None                              # no slot could take a load
-        future = engine.need_order(sorted(engine.pending, key=EdfPolicy.priority))
+        future = engine.need_order(waiting)
         needed = list(islice(future, len(engine.slots.slots)))   # each module once, in order of first need
         module = next((m for m in needed if not engine.slots.holds(m)), None)
         return None if module is None else (future, needed, module)

@@ -140,9 +140,10 @@ class PriorityPolicy(Policy):
         or None to keep it (the default: never drop)."""
         return None
 
-    def port_idle_work(self, engine: Engine) -> Callable[[set[int]], None] | None:
-        """What to do at the end of a dispatch that leaves the port idle, given the slots pending
-        frames keep (``reserved``), or None for nothing (the default)."""
+    def port_idle_work(self, engine: Engine, waiting: list[Frame]) -> Callable[[set[int]], None] | None:
+        """What to do at the end of a dispatch that leaves the port idle (``waiting``: the pending
+        frames in priority order), given the slots pending frames keep (``reserved``), or None
+        for nothing (the default)."""
         return None
 
     def dispatch(self, engine: Engine) -> None:
@@ -151,8 +152,8 @@ class PriorityPolicy(Policy):
         lend_until = float("-inf")           # a frame ending by then may run on them meanwhile
         blocked_seen = False
         blocked: dict[str, list[str]] = {}   # pipeline -> missing modules; slots only get scarcer here
-        port = engine.slots.port
         now = engine.now
+        work, work_for = None, -1           # the port's work, once asked (and the pending count then)
         idle = set(engine.slots.idle())     # ready or blank; refreshed when a start or a load takes some
         frames = sorted(engine.pending, key=self.priority)
         for position, frame in enumerate(frames):
@@ -187,19 +188,26 @@ class PriorityPolicy(Policy):
                 if self.borrow:
                     borrowable = resident
                     lend_until = frame.deadline - frame.pipeline.exec_s - engine.longest_load_s()
-                if not engine.stream_free() and not self._port_idle_work(engine, port):
-                    # The rest can neither start (the stream is taken), nor queue loads (this
-                    # frame's go first), nor steer the port (nothing to do there): only a frame
-                    # that cannot finish even once the stream frees is dropped now; the rest are
-                    # judged in full next time, and a frame starts only after that.
-                    for later in frames[position + 1:]:
-                        reason = self.hopeless(engine, later, ())
-                        if reason:
-                            engine.drop(later, reason)
-                    return
-        work = self._port_idle_work(engine, port)
+                if not engine.stream_free():
+                    work = self._port_idle_work(engine, frames)
+                    if work is None:
+                        # The rest can neither start (the stream is taken), nor queue loads (this
+                        # frame's go first), nor steer the port (nothing to do there): only a
+                        # frame that cannot finish even once the stream frees is dropped now; the
+                        # rest are judged in full next time, and a frame starts only after that.
+                        for later in frames[position + 1:]:
+                            reason = self.hopeless(engine, later, ())
+                            if reason:
+                                engine.drop(later, reason)
+                        return
+                    work_for = len(engine.pending)     # still right unless a later frame is dropped
+        if work is None or work_for != len(engine.pending):
+            work = self._port_idle_work(engine, frames)
         if work is not None:
             work(reserved)
 
-    def _port_idle_work(self, engine: Engine, port) -> Callable[[set[int]], None] | None:
-        return self.port_idle_work(engine) if not port.queue and port.current is None else None
+    def _port_idle_work(self, engine: Engine, frames: list[Frame]) -> Callable[[set[int]], None] | None:
+        port = engine.slots.port
+        if port.queue or port.current is not None:
+            return None
+        return self.port_idle_work(engine, [f for f in frames if f.start is None and f.outcome is None])

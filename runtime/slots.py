@@ -177,10 +177,27 @@ class SlotManager:
             if s.state != SlotState.READY:
                 raise RuntimeError(f"slot {i} is {s.state.value}, not ready")
             s.state, s.owner = SlotState.BUSY, owner
-        self._changed()
+            self._shift(s, 0, 1)
 
     def release(self, slots: Sequence[int], now: float) -> None:
         for i in slots:
             s = self.slots[i]
+            was_busy = s.state is SlotState.BUSY
             s.state, s.owner, s.last_used = SlotState.READY, None, now
-        self._changed()
+            if was_busy:
+                self._shift(s, 1, 0)
+            else:
+                self._changed()
+
+    def _shift(self, slot: Slot, source: int, target: int) -> None:
+        """Move ``slot`` between two tables of the index (0 ready, 1 busy) in place: a frame's
+        start and end change nothing else, and rebuilding costs a decision several microseconds."""
+        if self._holders is None:
+            return
+        src, dst, module = self._holders[source], self._holders[target], slot.module
+        rest = tuple(i for i in src[module] if i != slot.index)
+        if rest:
+            src[module] = rest
+        else:
+            del src[module]
+        dst[module] = tuple(sorted((*dst.get(module, ()), slot.index)))

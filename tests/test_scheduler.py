@@ -116,6 +116,31 @@ def test_slot_manager_retries_once_then_quarantines(zcu104):
     assert slots.victim("threshold", NeedOrder()) != 0                                      # never used again
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["load", "acquire", "release"]), st.integers(0, 3),
+                          st.sampled_from(["conv3x3", "sobel_mag", "threshold"])), max_size=40))
+def test_slot_index_kept_in_place_equals_a_rebuilt_one(ops):
+    """Frames' starts and ends move slots between the ready and busy tables in place; whatever
+    the order of loads, starts and ends, the index reads as if rebuilt from the slots."""
+    slots = SlotManager(make_backend("model", load_platform("zcu104")))
+    t = 0.0
+    for op, i, module in ops:
+        t += 1.0
+        slots.ready_with(module)                    # an index exists, so changes go in place
+        state = slots.slots[i].state.value
+        if op == "load" and state in ("blank", "ready"):
+            slots.request(i, module)
+            slots.start_next(t)
+            slots.finish(t + 0.5)
+        elif op == "acquire" and state == "ready":
+            slots.acquire([i], f"job{t}")
+        elif op == "release" and state == "busy":
+            slots.release([i], t)
+        kept = tuple(dict(table) for table in slots._index())
+        slots._changed()
+        assert kept == slots._index()
+
+
 def test_belady_keeps_what_is_needed_next(zcu104):
     slots = SlotManager(make_backend("model", zcu104), "belady")
     for i, module in enumerate(["conv3x3", "sobel_mag", "threshold", "downscale2x"]):

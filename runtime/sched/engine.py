@@ -38,6 +38,7 @@ OUTCOMES = ("on_time", "late", "dropped", "error")
 #: Frames or DNN batches the shell can stream at once: it has one video input and one output.
 VIDEO_STREAMS = 1
 RELEASE, LOAD_DONE, JOB_DONE, WAKE = "release", "load_done", "job_done", "wake"
+NOT_BUSY = float("-inf")     # Engine._stream_at while the stream can take work
 
 
 @dataclass
@@ -320,12 +321,11 @@ class Engine:
 
     def stream_free_at(self) -> float:
         """When the video stream can next take a frame or a batch (now if it can)."""
-        if len(self.running) + len(self.dnn_running) < VIDEO_STREAMS:
-            return self.now
-        if self._stream_at is None:       # asked for every pending frame; changes only at a start or an end
-            self._stream_at = min([f.expected_end for f in self.running.values()] +
-                                  [j.end for j in self.dnn_running.values()])
-        return self._stream_at
+        at = self._stream_at              # asked for every pending frame; changes only at a start or an end
+        if at is None:
+            at = self._stream_at = NOT_BUSY if self.stream_free() else \
+                min([f.expected_end for f in self.running.values()] + [j.end for j in self.dnn_running.values()])
+        return self.now if at is NOT_BUSY else at
 
     def free_at(self, slot: int) -> float | None:
         """When a busy slot's job ends (None if the slot is not running a job)."""

@@ -110,7 +110,7 @@ class SlotManager:
     def idle(self, exclude: set[int] = frozenset()) -> list[int]:
         """Slots that could start a job or take a load now (ready or blank), less ``exclude``."""
         return [s.index for s in self.slots if s.index not in exclude
-                and (s.state == SlotState.READY or s.state == SlotState.BLANK)]
+                and (s.state is SlotState.READY or s.state is SlotState.BLANK)]
 
     def busy_count(self) -> int:
         return sum(s.state == SlotState.BUSY for s in self.slots)

@@ -147,7 +147,7 @@ def test_belady_keeps_what_is_needed_next(zcu104):
         slots.request(i, module)
         slots.start_next(float(i))
         slots.finish(float(i) + 0.5)
-    future = NeedOrder(["threshold", "conv3x3", "sobel_mag", "threshold"])
+    future = NeedOrder([["threshold", "conv3x3"], ["sobel_mag", "threshold"]])
     assert slots.victim("rgb2gray", future) == 3          # downscale2x is never needed again
     lru = SlotManager(make_backend("model", zcu104), "lru")
     lru.slots = slots.slots
@@ -178,11 +178,16 @@ def test_demand_order_is_the_first_need_over_every_upcoming_release(chains, firs
         demand.moved(p)
     entries = sorted((need_time(p), p.name, p.modules) for p in pipelines if need_time(p) != float("inf"))
     flat = [*first, *(m for _, _, modules in entries for m in modules)]
-    order = NeedOrder(first, demand)
+    chains = [first[:2], first[2:]]
+    order = NeedOrder(chains, demand)
+    for count in range(6):
+        assert NeedOrder(chains, demand).head(count) == list(dict.fromkeys(flat))[:count]
     assert list(order) == list(dict.fromkeys(flat))
     modules = {m for p in pipelines for m in p.modules} | set(first)
     position = {m: flat.index(m) if m in flat else float("inf") for m in modules}
     assert sorted(modules, key=lambda m: (order.key(m), m)) == sorted(modules, key=lambda m: (position[m], m))
+    lazy = NeedOrder(chains, demand)                   # keys asked before the chains are read
+    assert sorted(modules, key=lambda m: (lazy.key(m), m)) == sorted(modules, key=lambda m: (position[m], m))
 
 
 @pytest.mark.parametrize("suite", sorted(p.stem for p in WORKLOADS.glob("*.toml")))

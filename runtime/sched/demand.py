@@ -10,7 +10,7 @@ date one pipeline at a time rather than rebuilt for every decision.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from runtime.workload import PipelineSpec
 
@@ -64,38 +64,52 @@ class Demand:
 
 
 class NeedOrder:
-    """Modules in order of first need: ``first`` (modules of frames a decision names, in order),
-    then ``demand``'s. Iterating gives each needed module once. ``first`` is read only as far as
-    a question needs (a prefetch looks at a few modules, not at every pending frame's)."""
+    """Modules in order of first need: the modules of ``chains`` (the frames a decision names, in
+    order), then ``demand``'s. Iterating gives each needed module once. The chains are read only
+    as far as a question needs (a prefetch looks at a few modules, not at every pending frame's)."""
 
-    def __init__(self, first: Iterable[str] = (), demand: Demand | None = None) -> None:
+    def __init__(self, chains: Sequence[Sequence[str]] = (), demand: Demand | None = None) -> None:
+        self._chains = chains
+        self._read = 0                       # chains read into _first so far
         self._first: dict[str, int] = {}
-        self._rest: Iterator[str] | None = iter(first)     # not read yet
         self._demand = demand
 
-    def _read(self) -> Iterator[str]:
-        """``first``'s modules not seen before, read on as they are asked for."""
-        while self._rest is not None:
-            module = next(self._rest, None)
-            if module is None:
-                self._rest = None
-            elif module not in self._first:
-                self._first[module] = len(self._first)
-                yield module
+    def _read_chain(self) -> bool:
+        """Read the next chain's new modules; False when every chain has been read."""
+        if self._read >= len(self._chains):
+            return False
+        first = self._first
+        for module in self._chains[self._read]:
+            if module not in first:
+                first[module] = len(first)
+        self._read += 1
+        return True
 
     def key(self, module: str) -> tuple:
         """Sort key of ``module``'s next need: smaller is sooner."""
-        if module not in self._first:
-            for seen in self._read():
-                if seen == module:
-                    break
+        while module not in self._first and self._read_chain():
+            pass
         place = self._first.get(module)
         if place is not None:
             return (0, place)
         return self._demand.key(module) if self._demand is not None else UNNEEDED
 
+    def head(self, count: int) -> list[str]:
+        """The first ``count`` modules of the order (fewer if fewer are needed)."""
+        while len(self._first) < count and self._read_chain():
+            pass
+        out = list(self._first)[:count]
+        if len(out) < count and self._demand is not None:
+            for module in self._demand.order():
+                if module not in self._first:
+                    out.append(module)
+                    if len(out) == count:
+                        break
+        return out
+
     def __iter__(self) -> Iterator[str]:
-        yield from list(self._first)
-        yield from self._read()
+        while self._read_chain():
+            pass
+        yield from self._first
         if self._demand is not None:
             yield from (m for m in self._demand.order() if m not in self._first)

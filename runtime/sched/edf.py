@@ -14,7 +14,6 @@ idle slots can run DNN batches meanwhile (runtime/sched/backfill.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import islice
 from operator import attrgetter
 
 from runtime.sched.backfill import backfill
@@ -75,7 +74,7 @@ class EdfPolicy(PriorityPolicy):
         if not engine.slots.idle():
             return None                              # no slot could take a load
         future = engine.need_order(waiting)
-        needed = list(islice(future, len(engine.slots.slots)))   # each module once, in order of first need
+        needed = future.head(len(engine.slots.slots))   # each module once, in order of first need
         module = next((m for m in needed if not engine.slots.holds(m)), None)
         return None if module is None else (future, needed, module)
 

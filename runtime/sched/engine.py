@@ -20,7 +20,7 @@ import heapq
 import logging
 import random
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -460,10 +460,10 @@ class Engine:
             return float("inf")
         return k * pipeline.period_s + pipeline.deadline_s
 
-    def need_order(self, first: Iterable[Frame] = ()) -> NeedOrder:
+    def need_order(self, first: Sequence[Frame] = ()) -> NeedOrder:
         """Modules in the order they will be needed: the given frames', then those of every
         pipeline's next release by deadline (runtime/sched/demand.py)."""
-        return NeedOrder((m for frame in first for m in frame.pipeline.modules), self.demand)
+        return NeedOrder([frame.pipeline.modules for frame in first], self.demand)
 
     # ---- results
     def summary(self, wall_s: float) -> dict:

@@ -194,10 +194,11 @@ class SlotManager:
         start and end change nothing else, and rebuilding costs a decision several microseconds."""
         if self._holders is None:
             return
-        src, dst, module = self._holders[source], self._holders[target], slot.module
-        rest = tuple(i for i in src[module] if i != slot.index)
-        if rest:
-            src[module] = rest
-        else:
+        src, dst, module, index = self._holders[source], self._holders[target], slot.module, slot.index
+        held = src[module]
+        if len(held) == 1:
             del src[module]
-        dst[module] = tuple(sorted((*dst.get(module, ()), slot.index)))
+        else:
+            src[module] = tuple(i for i in held if i != index)
+        held = dst.get(module)
+        dst[module] = (index,) if held is None else tuple(sorted((*held, index)))

@@ -15,6 +15,7 @@ from runtime.dnn.planning import network
 from runtime.dnn.reference import logits
 from runtime.dnn.tile_format import load_stream
 from runtime.modules import Stage
+from runtime.platform import Platform
 from runtime.vision_ref import chain_reference
 from runtime.vision_timing import chain_cycles
 
@@ -22,6 +23,10 @@ from runtime.vision_timing import chain_cycles
 class ModelBackend(Backend):
     name = "model"
     runs_dnn = True
+
+    def __init__(self, platform: Platform) -> None:
+        super().__init__(platform)
+        self._chain_cycles: dict[tuple[tuple[str, ...], int, int], int] = {}
 
     def _load(self, slot: int, module: str) -> LoadReport:
         # The generator's stream through a correct port: every word, then the activation cycle.
@@ -31,9 +36,17 @@ class ModelBackend(Backend):
 
     def _run_frame(self, slots: list[int], stages: list[Stage], frame: np.ndarray,
                    want_output: bool) -> FrameReport:
-        cycles = chain_cycles(stages, *frame.shape[:2])
+        cycles = self._cycles(stages, *frame.shape[:2])
         output = chain_reference(stages, frame) if want_output else None
         return FrameReport(output, cycles, cycles / self.platform.fabric_clock_hz)
+
+    def _cycles(self, stages: list[Stage], rows: int, cols: int) -> int:
+        # A pipeline's frames all take the same cycles: worked out once per chain and frame size.
+        key = tuple(stage.kind.name for stage in stages), rows, cols
+        cycles = self._chain_cycles.get(key)
+        if cycles is None:
+            cycles = self._chain_cycles[key] = chain_cycles(stages, rows, cols)
+        return cycles
 
     def _run_dnn(self, slots: list[int], model: str, plan, images: int | np.ndarray) -> DnnReport:
         # A tile that lacks its layers first takes its load stream, one word per cycle.

@@ -267,6 +267,45 @@ def test_dnn_backfills_idle_slots_without_hurting_real_time():
     check_invariants(engine)
 
 
+def _burst(period_s: float) -> tuple:
+    """An engine with two pipelines released together: thumb holds every module it needs, edges
+    lacks two of its three."""
+    from runtime.sched.edf import EdfPolicy
+    from runtime.sched.engine import Engine
+
+    platform = load_platform("zcu104")
+    pipelines = []
+    for name, chain in (("thumb", ["downscale2x", "threshold"]), ("edges", ["gauss3x3", "sobel_mag", "threshold"])):
+        stages = tuple(resolve_chain(chain, {}))
+        exec_s = chain_cycles(stages, 720, 1280) / platform.fabric_clock_hz
+        pipelines.append(PipelineSpec(name, "realtime", period_s, period_s, (720, 1280), stages, 0.0005, None, exec_s))
+    engine = Engine(Workload(Path("burst.toml"), platform, 1, 1.0, tuple(pipelines)),
+                    make_backend("model", platform), EdfPolicy())
+    for slot, module in enumerate(["downscale2x", "threshold"]):
+        engine.slots.request(slot, module)
+        engine.slots.start_next(0.0)
+        engine.slots.finish(0.0)
+    return engine, pipelines
+
+
+def test_what_the_second_frame_of_a_burst_lacks_is_wanted_when_it_can_start():
+    """thumb streams first (all its modules are there), so edges' missing modules are wanted
+    only once thumb's frame has streamed: they may load meanwhile, in slots the stream leaves idle."""
+    engine, (thumb, _) = _burst(period_s=0.0333)
+    release = engine.next_release_s(thumb)
+    needs = engine.module_needs()
+    assert needs["downscale2x"] == needs["threshold"] == release
+    assert needs["conv3x3"] == needs["sobel_mag"] == pytest.approx(release + thumb.exec_s)
+
+
+def test_a_burst_with_no_room_for_a_wrong_guess_wants_everything_at_its_release():
+    """If edges came first after all (jitter), it would wait for both loads; when the burst could
+    not absorb that wait, every module is wanted at the release, as if the stream were not there."""
+    engine, (thumb, _) = _burst(period_s=0.0102)    # both frames take 9.2 ms of a 10.2 ms period
+    release = engine.next_release_s(thumb)
+    assert engine.module_needs()["conv3x3"] == release
+
+
 def test_borrowed_slots_hide_loads_without_missing_deadlines():
     """While the most urgent frame waits for a load, a frame that ends before that frame's latest
     start runs on the slots it waits with: the load is hidden under real work."""

@@ -47,11 +47,12 @@ def _until(due: list[float], idle_others: int) -> float:
 
 
 def _next_release(engine: Engine) -> float:
-    """The earliest release still ahead (inf if none). A frame already overdue is not waited
-    for: its app may have paused or stopped sending (the daemon's pipelines promise a period,
-    not a frame)."""
+    """The earliest release still ahead (inf if none); a release counts as ahead until its
+    jitter has passed too. A frame overdue beyond that is not waited for: its app may have paused
+    or stopped sending (the daemon's pipelines promise a period, not a frame)."""
     now = engine.now
-    return min((t for t in (engine.next_release_s(p) for p in engine.pipelines) if t > now), default=float("inf"))
+    return min((t for p in engine.pipelines if (t := engine.next_release_s(p)) + p.jitter_s > now),
+               default=float("inf"))
 
 
 def _run(engine: Engine) -> None:

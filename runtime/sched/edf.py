@@ -36,12 +36,19 @@ class EdfPolicy(PriorityPolicy):
             return "cannot finish by its deadline"
         if not missing:
             return None
-        coming_with = engine.slots.coming_with
-        new_loads = 0
+        # Each missing module comes from a load under way, a busy slot once its job ends, or a new load.
+        now = engine.now
+        slots = engine.slots
+        new_loads, freed = 0, now
         for module in missing:
-            if not coming_with(module):
+            if slots.coming_with(module):
+                continue
+            busy = slots.busy_with(module)
+            if busy:
+                freed = max(freed, min(engine.free_at(s) or now for s in busy))
+            else:
                 new_loads += 1
-        if engine.now + engine.port_backlog_s() + engine.longest_load_s() * new_loads + exec_s > frame.deadline:
+        if max(now + engine.port_backlog_s() + engine.longest_load_s() * new_loads, freed) + exec_s > frame.deadline:
             return "cannot finish by its deadline (reconfiguration and port backlog included)"
         return None
 

@@ -438,19 +438,66 @@ class Engine:
             return float("inf")
         return self.t0 + k * pipeline.period_s
 
-    def module_needs(self) -> dict[str, float]:
-        """For each module real-time work will want: the earliest time it is wanted (now for a
-        pending frame's module, else the next release of a pipeline using it)."""
+    def module_needs(self, held: set[str] | None = None) -> dict[str, float]:
+        """For each module real-time work will want: the earliest time it is wanted. A pending
+        frame's modules are wanted now; otherwise a module is wanted at the next release of a
+        pipeline that uses it, unless the stream allows a later time (``_stream_order``)."""
+        now = self.now
         needs: dict[str, float] = {}
         for frame in self.pending:
             for module in frame.pipeline.modules:
-                needs[module] = self.now
+                needs[module] = now
+        at_release = dict(needs)
         for p in self.pipelines:
             t = self.next_release_s(p)
             for module in p.modules:
-                if t < needs.get(module, float("inf")):
-                    needs[module] = t
-        return needs
+                if t < at_release.get(module, float("inf")):
+                    at_release[module] = t
+        if held is None:
+            held = {s.module for s in self.slots.slots
+                    if s.module is not None and s.state in (SlotState.READY, SlotState.BUSY, SlotState.LOADING)}
+        return self._stream_order(needs, set(held)) or at_release
+
+    def _stream_order(self, needs: dict[str, float], held: set[str]) -> dict[str, float] | None:
+        """Module needs with the next releases played out on the one video stream, as dispatch
+        would run them: among the frames released by then, one whose modules are all ``held``
+        starts first, else the earliest deadline (nominal releases, ties by name); a frame's
+        modules are wanted when it starts. So what the second frame of a burst lacks may be
+        loaded while the first streams, in slots the stream leaves idle anyway.
+        The guess of who goes first can be wrong (jitter): then the frame that does waits for
+        the loads put off. None unless every frame would still meet its deadline after that wait."""
+        stream_at = self.stream_free_at()
+        for frame in self.pending:
+            held.update(frame.pipeline.modules)
+            stream_at += frame.pipeline.exec_s
+        loaded = set(held)                    # modules no load is owed for
+        upcoming = sorted((t, p.name, p) for p in self.pipelines if (t := self.next_release_s(p)) != float("inf"))
+        position = 0
+        released: list[tuple[float, str, PipelineSpec]] = []
+        played: list[tuple[float, float, PipelineSpec]] = []     # start, deadline, pipeline
+        while position < len(upcoming) or released:
+            if not released and upcoming[position][0] > stream_at:
+                stream_at = upcoming[position][0]
+            while position < len(upcoming) and upcoming[position][0] <= stream_at:
+                t, name, p = upcoming[position]
+                released.append((t + p.deadline_s, name, p))
+                position += 1
+            ready = [r for r in released if held.issuperset(r[2].modules)]
+            chosen = min(ready or released, key=lambda r: (r[0], r[1]))
+            released.remove(chosen)
+            played.append((stream_at, chosen[0], chosen[2]))
+            held.update(chosen[2].modules)
+            stream_at += chosen[2].exec_s
+        postponed = 0
+        for start, _, p in played:
+            for module in p.modules:
+                if module not in needs:
+                    needs[module] = start
+                    postponed += module not in loaded and start > self.next_release_s(p)
+        wait = postponed * self.longest_load_s()
+        if all(start + wait + p.exec_s <= deadline for start, deadline, p in played):
+            return needs
+        return None
 
     def _need_time(self, pipeline: PipelineSpec) -> float:
         """The deadline of ``pipeline``'s next unreleased frame, as the demand order ranks it (inf

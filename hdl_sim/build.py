@@ -3,7 +3,9 @@
 Two kinds of build share one cache: cocotb builds (a VPI model per top level and parameter set,
 driven by ``cocotb_tools.runner``) and the bulk harness (a shared library with a C ABI, see
 ``harness.py``). A build's key hashes every RTL source, the harness source, the parameters and
-the Verilator flags, so an edit rebuilds and an unchanged tree reuses the build. A file lock makes
+the Verilator flags, so an edit rebuilds and an unchanged tree reuses the build; a cocotb model's
+key also names the cocotb and Verilator it was built with (its Makefile and binary point into
+them), so venvs and checkouts sharing the cache do not trip over each other's builds. A file lock makes
 concurrent pytest workers wait for one build instead of racing.
 """
 
@@ -19,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from hdl_sim.toolchain import setup_environment
+from hdl_sim.toolchain import setup_environment, verilator_root
 
 log = logging.getLogger(__name__)
 
@@ -82,9 +84,20 @@ def format_parameter(value: object) -> str:
     return str(value)
 
 
+def cocotb_toolchain() -> dict[str, str]:
+    """Where cocotb and Verilator are installed, and cocotb's version. A cocotb model's Makefile
+    and binary point into both (cocotb's verilator.cpp, an rpath to its VPI library), so a build
+    made from another venv or checkout must not be reused."""
+    import cocotb
+
+    return {"cocotb": str(Path(cocotb.__file__).resolve().parent), "cocotb_version": cocotb.__version__,
+            "verilator": str(verilator_root())}
+
+
 def cocotb_build_dir(toplevel: str, parameters: Mapping[str, object]) -> Path:
     """The cached build folder for one cocotb top level and parameter set."""
-    key = content_key("cocotb", [*rtl_sources(), *rtl_headers()], {"top": toplevel, "params": dict(parameters)})
+    key = content_key("cocotb", [*rtl_sources(), *rtl_headers()],
+                      {"top": toplevel, "params": dict(parameters), "toolchain": cocotb_toolchain()})
     return cache_root() / "cocotb" / f"{toplevel}-{key}"
 
 

@@ -50,6 +50,7 @@ RING_SLOTS = 4            #: frames a client may have in flight per pipeline
 CLIENT_GONE = "client gone"
 SHUTDOWN_GRACE_S = 5.0    #: wall seconds frames on the fabric get to finish when the daemon stops
 LATENCY_WINDOW = 10_000   #: newest frame latencies kept per pipeline (percentiles), not every one of a day
+ENDED_KEPT = 64           #: ended pipelines whose statistics are kept (the newest), for apps that come and go
 
 
 @dataclass
@@ -95,7 +96,8 @@ class Daemon:
         self._stopped = asyncio.Event()
         self._registering = asyncio.Lock()   # one registration at a time: each test sees the set it joins
         self.outcomes = {"on_time": 0, "late": 0, "dropped": 0, "error": 0, "done": 0}
-        self.per_pipeline: dict[str, dict] = {}      #: outcomes and newest latencies (ms) of every pipeline seen
+        self.per_pipeline: dict[str, dict] = {}      #: outcomes and newest latencies (ms) of the pipelines seen
+        self._ended_names: deque[str] = deque()      # ended pipelines with statistics kept, oldest first
         self.metrics_port = metrics_port
         self.metrics = None
 
@@ -389,6 +391,16 @@ class Daemon:
         state.ring.close()
         client.pipelines.pop(state.name, None)
         self._owner.pop(state.name, None)
+        # Statistics outlive their pipeline (a summary at the end, a status meanwhile), but only
+        # the newest few: apps that register a fresh name each run would otherwise grow the daemon.
+        if state.name in self.per_pipeline:
+            with contextlib.suppress(ValueError):
+                self._ended_names.remove(state.name)
+            self._ended_names.append(state.name)
+        while len(self._ended_names) > ENDED_KEPT:
+            name = self._ended_names.popleft()
+            if name not in self._owner:             # not registered again meanwhile
+                self.per_pipeline.pop(name, None)
 
     def _client_gone(self, client: Client, reason: str) -> None:
         if self.clients.pop(client.id, None) is None:

@@ -347,6 +347,26 @@ def test_latency_window_is_bounded_and_counts_are_not(sock, monkeypatch):
         assert len(stats["latencies_ms"]) == 3
 
 
+def test_statistics_of_ended_pipelines_are_bounded(sock, monkeypatch):
+    """Apps that register a fresh pipeline name each run leave statistics behind: the newest
+    ENDED_KEPT ended pipelines keep theirs, older ones are forgotten, live ones never."""
+    import runtime.daemon
+
+    monkeypatch.setattr(runtime.daemon, "ENDED_KEPT", 2)
+    with RunningDaemon(sock) as daemon, connect(sock) as fpga:
+        live = fpga.pipeline("live", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
+        live.submit(frames(1)[0]).result(timeout=10)
+        for i in range(4):
+            pipe = fpga.pipeline(f"run{i}", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
+            pipe.submit(frames(1)[0]).result(timeout=10)
+            pipe.close()
+        deadline = time.monotonic() + 10
+        while set(daemon.per_pipeline) != {"live", "run2", "run3"} and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert set(daemon.per_pipeline) == {"live", "run2", "run3"}
+        assert daemon.per_pipeline["run3"]["outcomes"] == {"on_time": 1}
+
+
 def test_dnn_images_run_while_a_real_time_app_is_silent(sock):
     """A real-time pipeline promises a period, not frames: once its app stops sending, its overdue
     next frame is not waited for and DNN images still run in the time it leaves."""

@@ -48,11 +48,13 @@ class SlotManager:
         self.port = ConfigPort()
         self._pending: Pending[LoadReport] | None = None     # the load on the port
         self._holders: tuple[dict[str, tuple[int, ...]], ...] | None = None   # ready, busy, loading; rebuilt on change
+        self._idle: tuple[int, ...] | None = None                             # idle(), kept until a change
         self._compatible: dict[tuple[int, str], bool] = {}
         self._compatible_slots: dict[str, tuple[int, ...]] = {}
 
     def _changed(self) -> None:
         self._holders = None
+        self._idle = None
 
     def _index(self) -> tuple[dict[str, tuple[int, ...]], ...]:
         # Queried many times per scheduling decision, changed a few times per event: index once.
@@ -109,8 +111,11 @@ class SlotManager:
 
     def idle(self, exclude: set[int] = frozenset()) -> list[int]:
         """Slots that could start a job or take a load now (ready or blank), less ``exclude``."""
-        return [s.index for s in self.slots if s.index not in exclude
-                and (s.state is SlotState.READY or s.state is SlotState.BLANK)]
+        idle = self._idle
+        if idle is None:
+            idle = self._idle = tuple(s.index for s in self.slots
+                                      if s.state is SlotState.READY or s.state is SlotState.BLANK)
+        return [i for i in idle if i not in exclude] if exclude else list(idle)
 
     def busy_count(self) -> int:
         return sum(s.state == SlotState.BUSY for s in self.slots)
@@ -192,6 +197,7 @@ class SlotManager:
     def _shift(self, slot: Slot, source: int, target: int) -> None:
         """Move ``slot`` between two tables of the index (0 ready, 1 busy) in place: a frame's
         start and end change nothing else, and rebuilding costs a decision several microseconds."""
+        self._idle = None
         if self._holders is None:
             return
         src, dst, module, index = self._holders[source], self._holders[target], slot.module, slot.index

@@ -248,6 +248,23 @@ def test_stalled_reconfiguration_is_port_time_with_nothing_computing_and_a_frame
     assert sum(e - s for s, e in exposed) == pytest.approx(totals["exposed_reconfig_s"], abs=1e-6)
     assert sum(e - s for s, e in stalled) == pytest.approx(totals["stalled_reconfig_s"], abs=1e-6)
     assert 0 < totals["stalled_reconfig_s"] < totals["exposed_reconfig_s"]
+    after_start = [(engine.t0, float("inf"))]        # steady: from the first release on
+    assert sum(e - s for s, e in _overlap(port, after_start)) == pytest.approx(totals["steady_port_s"], abs=1e-6)
+    assert sum(e - s for s, e in _overlap(exposed, after_start)) == \
+        pytest.approx(totals["steady_exposed_s"], abs=1e-6)
+
+
+def test_a_prefetch_in_the_gap_after_a_period_waits_to_be_hidden_under_the_next_frame():
+    """With the stream idle after a period's frames, a load made at once has nothing to hide
+    under; edf puts it off (just in time) so that it runs while the next period's first frame
+    streams: on nh_720p60_zcu104 no prefetch is exposed."""
+    from runtime.bench import run_one
+
+    _, result = run_one(load_workload(WORKLOADS / "nh_720p60_zcu104.toml"), "edf", "model")
+    totals = result["totals"]
+    assert totals["port_s_by_reason"]["prefetch"] > 0.05
+    assert totals["exposed_s_by_reason"].get("prefetch", 0.0) == 0.0
+    assert all(p["on_time"] == p["submitted"] for p in result["pipelines"].values())
 
 
 def test_dnn_backfills_idle_slots_without_hurting_real_time():

@@ -39,17 +39,23 @@ class EdfPolicy(PriorityPolicy):
         # Each missing module comes from a load under way, a busy slot once its job ends, or a new load.
         now = engine.now
         slots = engine.slots
-        new_loads, freed = 0, now
+        new_loads, busy = 0, []
         for module in missing:
             if slots.coming_with(module):
                 continue
-            busy = slots.busy_with(module)
-            if busy:
-                freed = max(freed, min(engine.free_at(s) or now for s in busy))
+            holders = slots.busy_with(module)
+            if holders:
+                busy.append(holders)
             else:
                 new_loads += 1
-        if max(now + engine.port_backlog_s() + engine.longest_load_s() * new_loads, freed) + exec_s > frame.deadline:
-            return "cannot finish by its deadline (reconfiguration and port backlog included)"
+        late = "cannot finish by its deadline (reconfiguration and port backlog included)"
+        if now + engine.port_backlog_s() + engine.longest_load_s() * new_loads + exec_s > frame.deadline:
+            return late
+        # A busy copy frees when its job ends: only worth looking at if some job ends too late.
+        if busy and engine.jobs_end_by() + exec_s > frame.deadline:
+            freed = max(min(engine.free_at(s) or now for s in holders) for holders in busy)
+            if freed + exec_s > frame.deadline:
+                return late
         return None
 
     def dispatch(self, engine: Engine) -> None:
@@ -57,19 +63,26 @@ class EdfPolicy(PriorityPolicy):
         backfill(engine)
 
     def port_idle_work(self, engine: Engine, waiting: list[Frame]) -> Callable[[set[int]], None] | None:
+        # Just in time, not as early as possible, where an early load gains nothing: with DNN work
+        # (idle slots may be lent), and in the gap after a period's frames (a load there has no
+        # frame to hide under, while one put off may be hidden under the next period's first).
         if engine.dnn_pipelines and engine.backend.runs_dnn:
             return lambda reserved: self._just_in_time(engine, waiting, reserved)
         target = self._prefetch_target(engine, waiting)
-        return None if target is None else lambda reserved: self._prefetch(engine, reserved, target)
+        if target is None:
+            return None
+        if not waiting and engine.stream_free():
+            return lambda reserved: self._just_in_time(engine, waiting, reserved, target)
+        return lambda reserved: self._prefetch(engine, reserved, target)
 
-    def _just_in_time(self, engine: Engine, waiting: list[Frame], reserved: set[int]) -> None:
-        # Slots may be lent to DNN work: load just in time, not as early as possible.
+    def _just_in_time(self, engine: Engine, waiting: list[Frame], reserved: set[int],
+                      target: tuple[NeedOrder, list[str], str] | None = None) -> None:
         due = reclaim_at(engine)
         if due > engine.now:
             if due != float("inf"):
                 engine.wake(due)
             return
-        target = self._prefetch_target(engine, waiting)
+        target = target or self._prefetch_target(engine, waiting)
         if target is not None:
             self._prefetch(engine, reserved, target)
 

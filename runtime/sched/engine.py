@@ -130,6 +130,7 @@ class Engine:
         self._last = 0.0
         self.exposed_reconfig_s = 0.0     #: port busy while no slot computes
         self.stalled_reconfig_s = 0.0     #: ... and a real-time frame is waiting
+        self.steady_exposed_s = 0.0       #: exposed after the registration window (from t0 on)
         self.busy_by_slot = [0.0] * len(self.slots.slots)   #: seconds each slot spent computing
         self._pixels = self._test_frames()
         self._load_started: dict[int, float] = {}
@@ -234,6 +235,7 @@ class Engine:
             if current is not None and busy == 0:
                 self.exposed_reconfig_s += dt
                 self.exposed_by_reason[current.reason] = self.exposed_by_reason.get(current.reason, 0.0) + dt
+                self.steady_exposed_s += max(0.0, t - max(self._last, self.t0))
                 if self.pending:            # and a frame waits: reconfiguration that costs time
                     self.stalled_reconfig_s += dt
         self.clock.wait_until(max(t, self.clock.now()))
@@ -326,6 +328,13 @@ class Engine:
             at = self._stream_at = NOT_BUSY if self.stream_free() else \
                 min([f.expected_end for f in self.running.values()] + [j.end for j in self.dnn_running.values()])
         return self.now if at is NOT_BUSY else at
+
+    def jobs_end_by(self) -> float:
+        """When every frame and DNN batch on the stream now has ended (now if none runs)."""
+        if len(self.running) + len(self.dnn_running) == 1 and not self.stream_free():
+            return self.stream_free_at()      # the one job's end, cached
+        ends = [f.expected_end for f in self.running.values()] + [j.end for j in self.dnn_running.values()]
+        return max(ends) if ends else self.now
 
     def free_at(self, slot: int) -> float | None:
         """When a busy slot's job ends (None if the slot is not running a job)."""
@@ -447,16 +456,18 @@ class Engine:
         for frame in self.pending:
             for module in frame.pipeline.modules:
                 needs[module] = now
-        at_release = dict(needs)
-        for p in self.pipelines:
-            t = self.next_release_s(p)
-            for module in p.modules:
-                if t < at_release.get(module, float("inf")):
-                    at_release[module] = t
         if held is None:
             held = {s.module for s in self.slots.slots
                     if s.module is not None and s.state in (SlotState.READY, SlotState.BUSY, SlotState.LOADING)}
-        return self._stream_order(needs, set(held)) or at_release
+        played = self._stream_order(dict(needs), set(held))
+        if played is not None:
+            return played
+        for p in self.pipelines:
+            t = self.next_release_s(p)
+            for module in p.modules:
+                if t < needs.get(module, float("inf")):
+                    needs[module] = t
+        return needs
 
     def _stream_order(self, needs: dict[str, float], held: set[str]) -> dict[str, float] | None:
         """Module needs with the next releases played out on the one video stream, as dispatch
@@ -471,31 +482,49 @@ class Engine:
             held.update(frame.pipeline.modules)
             stream_at += frame.pipeline.exec_s
         loaded = set(held)                    # modules no load is owed for
-        upcoming = sorted((t, p.name, p) for p in self.pipelines if (t := self.next_release_s(p)) != float("inf"))
-        position = 0
-        released: list[tuple[float, str, PipelineSpec]] = []
-        played: list[tuple[float, float, PipelineSpec]] = []     # start, deadline, pipeline
-        while position < len(upcoming) or released:
-            if not released and upcoming[position][0] > stream_at:
+        pipelines = self.pipelines
+        inf = float("inf")
+        upcoming = sorted((t, p.name, i) for i, p in enumerate(pipelines) if (t := self.next_release_s(p)) != inf)
+        position, count = 0, len(upcoming)
+        ready: list[tuple[float, str, int, float]] = []    # released, every module held: a heap by deadline
+        waiting: list[tuple[float, str, int, float]] = []  # released, some module not held
+        played: list[tuple[float, float, float, PipelineSpec]] = []     # start, deadline, release, pipeline
+        heappush, heappop, issuperset = heapq.heappush, heapq.heappop, held.issuperset
+        while position < count or ready or waiting:
+            if not ready and not waiting and upcoming[position][0] > stream_at:
                 stream_at = upcoming[position][0]
-            while position < len(upcoming) and upcoming[position][0] <= stream_at:
-                t, name, p = upcoming[position]
-                released.append((t + p.deadline_s, name, p))
+            while position < count and upcoming[position][0] <= stream_at:
+                t, name, i = upcoming[position]
+                p = pipelines[i]
+                entry = (t + p.deadline_s, name, i, t)
+                if issuperset(p.modules):
+                    heappush(ready, entry)
+                else:
+                    waiting.append(entry)
                 position += 1
-            ready = [r for r in released if held.issuperset(r[2].modules)]
-            chosen = min(ready or released, key=lambda r: (r[0], r[1]))
-            released.remove(chosen)
-            played.append((stream_at, chosen[0], chosen[2]))
-            held.update(chosen[2].modules)
-            stream_at += chosen[2].exec_s
+            if ready:
+                chosen = heappop(ready)
+            else:
+                chosen = min(waiting)
+                waiting.remove(chosen)
+            p = pipelines[chosen[2]]
+            played.append((stream_at, chosen[0], chosen[3], p))
+            if waiting and not issuperset(p.modules):
+                held.update(p.modules)
+                for entry in [e for e in waiting if issuperset(pipelines[e[2]].modules)]:
+                    waiting.remove(entry)
+                    heappush(ready, entry)
+            else:
+                held.update(p.modules)
+            stream_at += p.exec_s
         postponed = 0
-        for start, _, p in played:
+        for start, _, release, p in played:
             for module in p.modules:
                 if module not in needs:
                     needs[module] = start
-                    postponed += module not in loaded and start > self.next_release_s(p)
+                    postponed += module not in loaded and start > release
         wait = postponed * self.longest_load_s()
-        if all(start + wait + p.exec_s <= deadline for start, deadline, p in played):
+        if all(start + wait + p.exec_s <= deadline for start, deadline, _, p in played):
             return needs
         return None
 
@@ -530,6 +559,10 @@ class Engine:
             "reconfigurations": port.loads, "port_busy_s": round(port.busy_s, 6),
             "exposed_reconfig_s": round(self.exposed_reconfig_s, 6),
             "stalled_reconfig_s": round(self.stalled_reconfig_s, 6),
+            # From the first release on: before it, pipelines register and nothing can compute.
+            "steady_port_s": round(sum(max(0.0, e.end - max(e.start, self.t0)) for e in self.trace
+                                       if e.track == "port"), 6),
+            "steady_exposed_s": round(self.steady_exposed_s, 6),
             "port_s_by_reason": {k: round(v, 6) for k, v in sorted(self.port_by_reason.items())},
             "exposed_s_by_reason": {k: round(v, 6) for k, v in sorted(self.exposed_by_reason.items())},
             "slot_utilization": round(self.slot_busy_s / ((self.now or sim_s) * len(self.slots.slots)), 4),

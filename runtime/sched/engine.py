@@ -140,7 +140,8 @@ class Engine:
         self.exposed_by_reason: dict[str, float] = {}
         self._next_index = {p.name: 0 for p in self.pipelines}   # next frame not yet released
         self.demand = Demand(self._need_time)
-        self.demand.reset(self.pipelines)
+        self._stream_info: list[tuple[float, float, frozenset[str]]] = []   # per pipeline: deadline, run time, modules
+        self.pipelines_changed()
         self._wakes: set[float] = set()
         self.on_finish = None      #: called with each frame as it ends (the daemon answers its client)
         # Pipelines register before their first frame: the policy may fill every slot once
@@ -203,6 +204,11 @@ class Engine:
                     self._job_done(data)
             self.policy.dispatch(self)
             self._kick_port()
+
+    def pipelines_changed(self) -> None:
+        """The set of real-time pipelines changed: look-ahead state starts over."""
+        self.demand.reset(self.pipelines)
+        self._stream_info = [(p.deadline_s, p.exec_s, frozenset(p.modules)) for p in self.pipelines]
 
     def _released(self, frame: Frame) -> None:
         self._next_index[frame.pipeline.name] = frame.index + 1
@@ -482,7 +488,7 @@ class Engine:
             held.update(frame.pipeline.modules)
             stream_at += frame.pipeline.exec_s
         loaded = set(held)                    # modules no load is owed for
-        pipelines = self.pipelines
+        pipelines, info = self.pipelines, self._stream_info
         inf = float("inf")
         upcoming = sorted((t, p.name, i) for i, p in enumerate(pipelines) if (t := self.next_release_s(p)) != inf)
         position, count = 0, len(upcoming)
@@ -495,9 +501,8 @@ class Engine:
                 stream_at = upcoming[position][0]
             while position < count and upcoming[position][0] <= stream_at:
                 t, name, i = upcoming[position]
-                p = pipelines[i]
-                entry = (t + p.deadline_s, name, i, t)
-                if issuperset(p.modules):
+                entry = (t + info[i][0], name, i, t)
+                if issuperset(info[i][2]):
                     heappush(ready, entry)
                 else:
                     waiting.append(entry)
@@ -507,16 +512,17 @@ class Engine:
             else:
                 chosen = min(waiting)
                 waiting.remove(chosen)
-            p = pipelines[chosen[2]]
-            played.append((stream_at, chosen[0], chosen[3], p))
-            if waiting and not issuperset(p.modules):
-                held.update(p.modules)
-                for entry in [e for e in waiting if issuperset(pipelines[e[2]].modules)]:
+            i = chosen[2]
+            modules = info[i][2]
+            played.append((stream_at, chosen[0], chosen[3], pipelines[i]))
+            if waiting and not issuperset(modules):
+                held |= modules
+                for entry in [e for e in waiting if issuperset(info[e[2]][2])]:
                     waiting.remove(entry)
                     heappush(ready, entry)
             else:
-                held.update(p.modules)
-            stream_at += p.exec_s
+                held |= modules
+            stream_at += info[i][1]
         postponed = 0
         for start, _, release, p in played:
             for module in p.modules:

@@ -82,7 +82,7 @@ class OnlineEngine(Engine):
             self.dnn_pipelines.append(spec)
             self.dnn_images[spec.name] = 0
             self.dnn_queue[spec.name] = []
-        self.demand.reset(self.pipelines)
+        self.pipelines_changed()
         self.policy.dispatch(self)
         self._kick_port()
 
@@ -97,7 +97,7 @@ class OnlineEngine(Engine):
         self.pipelines = [p for p in self.pipelines if p.name != name]
         self.dnn_pipelines = [p for p in self.dnn_pipelines if p.name != name]
         self._next_index.pop(name, None)
-        self.demand.reset(self.pipelines)
+        self.pipelines_changed()
         self.policy.dispatch(self)
         self._kick_port()
         return dropped

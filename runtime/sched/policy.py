@@ -169,7 +169,10 @@ class PriorityPolicy(Policy):
                 chosen, missing = engine.find_slots(frame, keep)
                 if missing and not borrows:
                     blocked[frame.pipeline.name] = missing
-            reason = self.hopeless(engine, frame, missing)
+            # Once the stream is taken and the first blocked frame has its loads, a blocked frame
+            # can neither start nor load: it is judged on the stream alone now, in full next time.
+            settled = blocked_seen and missing and not engine.stream_free()
+            reason = self.hopeless(engine, frame, () if settled else missing)
             if reason:
                 engine.drop(frame, reason)
                 continue

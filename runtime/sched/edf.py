@@ -13,7 +13,7 @@ idle slots can run DNN batches meanwhile (runtime/sched/backfill.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from operator import attrgetter
 
 from runtime.sched.backfill import backfill
@@ -30,9 +30,9 @@ class EdfPolicy(PriorityPolicy):
 
     priority = attrgetter("deadline", "seq")      # a C-level key: sorted() calls it for every pending frame
 
-    def hopeless(self, engine: Engine, frame: Frame, missing: list[str]) -> str | None:
+    def hopeless(self, engine: Engine, frame: Frame, missing: Sequence[str], stream_at: float) -> str | None:
         exec_s = frame.pipeline.exec_s
-        if engine.stream_free_at() + exec_s > frame.deadline:
+        if stream_at + exec_s > frame.deadline:
             return "cannot finish by its deadline"
         if not missing:
             return None

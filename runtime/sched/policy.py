@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from runtime.sched.engine import Engine, Frame
 from runtime.slots import SlotState
@@ -135,9 +135,10 @@ class PriorityPolicy(Policy):
     def priority(self, frame: Frame) -> tuple:
         """Sort key: smaller goes first."""
 
-    def hopeless(self, engine: Engine, frame: Frame, missing: list[str]) -> str | None:
-        """A reason to drop ``frame`` now (``missing``: its modules not resident in a free slot),
-        or None to keep it (the default: never drop)."""
+    def hopeless(self, engine: Engine, frame: Frame, missing: Sequence[str], stream_at: float) -> str | None:
+        """A reason to drop ``frame`` now (``missing``: its modules not resident in a free slot;
+        ``stream_at``: when the video stream can next take it), or None to keep it (the default:
+        never drop)."""
         return None
 
     def port_idle_work(self, engine: Engine, waiting: list[Frame]) -> Callable[[set[int]], None] | None:
@@ -155,6 +156,7 @@ class PriorityPolicy(Policy):
         now = engine.now
         work, work_for = None, -1           # the port's work, once asked (and the pending count then)
         idle = set(engine.slots.idle())     # ready or blank; refreshed when a start or a load takes some
+        stream_at = engine.stream_free_at()  # refreshed when a frame starts
         frames = sorted(engine.pending, key=self.priority)
         for position, frame in enumerate(frames):
             borrows = now + frame.pipeline.exec_s <= lend_until
@@ -172,7 +174,7 @@ class PriorityPolicy(Policy):
             # Once the stream is taken and the first blocked frame has its loads, a blocked frame
             # can neither start nor load: it is judged on the stream alone now, in full next time.
             settled = blocked_seen and missing and not engine.stream_free()
-            reason = self.hopeless(engine, frame, () if settled else missing)
+            reason = self.hopeless(engine, frame, () if settled else missing, stream_at)
             if reason:
                 engine.drop(frame, reason)
                 continue
@@ -180,6 +182,7 @@ class PriorityPolicy(Policy):
                 if engine.stream_free():
                     engine.start(frame, [s for s in chosen if s is not None])
                     idle = set(engine.slots.idle())
+                    stream_at = engine.stream_free_at()
                 else:                           # ready, waiting for the video stream: keep its slots
                     reserved |= {s for s in chosen if s is not None}
                 continue
@@ -199,7 +202,7 @@ class PriorityPolicy(Policy):
                         # frame that cannot finish even once the stream frees is dropped now; the
                         # rest are judged in full next time, and a frame starts only after that.
                         for later in frames[position + 1:]:
-                            reason = self.hopeless(engine, later, ())
+                            reason = self.hopeless(engine, later, (), stream_at)
                             if reason:
                                 engine.drop(later, reason)
                         return

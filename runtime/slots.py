@@ -100,6 +100,11 @@ class SlotManager:
     def busy_with(self, module: str) -> tuple[int, ...]:
         return (self._holders or self._index())[1].get(module, ())
 
+    def held_modules(self, excluding: int | None = None) -> set[str]:
+        """Modules some slot (other than ``excluding``) holds ready, runs or is receiving."""
+        return {s.module for s in self.slots if s.module is not None and s.index != excluding
+                and s.state in (SlotState.READY, SlotState.BUSY, SlotState.LOADING)}
+
     def holds(self, module: str) -> bool:
         """Whether some slot holds ``module``, is running it or is being loaded with it."""
         ready, busy, loading = self._holders or self._index()

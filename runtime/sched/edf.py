@@ -1,14 +1,16 @@
 """``edf``: earliest deadline first over real-time frames, reconfiguration-aware.
 
 After every event, pending frames are taken in deadline order. A frame whose modules are resident
-in free slots starts at once (several frames run side by side when slots allow). The most urgent
-frame that is blocked gets its missing modules loaded (victims by lookahead over the known periodic
-demand); less urgent frames may only use what is resident, so they never put loads on the port
-ahead of it. A frame that cannot finish by its deadline even if it started now (counting the port
-backlog and its own loads) is dropped rather than run late. When the port is idle, the next
-release's modules are prefetched into idle slots, so reconfiguration overlaps computation; with
-best-effort DNN work present, prefetch waits until just in time (runtime/sched/lookahead.py) so
-idle slots can run DNN batches meanwhile (runtime/sched/backfill.py).
+in free slots starts once the video stream is free (the shell streams one frame at a time); until
+then it keeps its slots. The most urgent frame that is blocked gets its missing modules loaded
+(victims by lookahead over the known periodic demand); less urgent frames may only use what is
+resident, so they never put loads on the port ahead of it. A frame that cannot finish by its
+deadline even if it started as soon as it could (counting the stream, the port backlog and its own
+loads) is dropped rather than run late. When the port is idle, the next releases' modules are
+prefetched into idle slots, so reconfiguration overlaps computation; where an early load gains
+nothing, prefetch waits until just in time (runtime/sched/lookahead.py): with best-effort DNN work
+present, so idle slots can run DNN batches meanwhile (runtime/sched/backfill.py), and in the gap
+after a period's frames, so the load runs under the next period's first frame.
 """
 
 from __future__ import annotations

@@ -462,10 +462,7 @@ class Engine:
         for frame in self.pending:
             for module in frame.pipeline.modules:
                 needs[module] = now
-        if held is None:
-            held = {s.module for s in self.slots.slots
-                    if s.module is not None and s.state in (SlotState.READY, SlotState.BUSY, SlotState.LOADING)}
-        played = self._stream_order(dict(needs), set(held))
+        played = self._stream_order(dict(needs), set(self.slots.held_modules() if held is None else held))
         if played is not None:
             return played
         for p in self.pipelines:

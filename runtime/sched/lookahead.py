@@ -2,8 +2,8 @@
 
 Real-time work wants modules at known times (``Engine.module_needs``: now for a pending frame,
 otherwise when the next nominal release of a pipeline using it can start on the one video stream).
-The modules among them that no slot holds or is receiving must
-pass through the one port in order of need, each finished by its need time. Walking that list
+The modules among them that no slot holds or is receiving must pass through the one port in order
+of need, each finished by its need time. Walking that list
 backwards gives the latest time the first of those loads may start; until then idle slots and the
 port are free for other work (DNN batches, lending a slot to dnn_tile).
 """
@@ -11,17 +11,12 @@ port are free for other work (DNN batches, lending a slot to dnn_tile).
 from __future__ import annotations
 
 from runtime.sched.engine import Engine
-from runtime.slots import SlotState
 
 
 def missing_needs(engine: Engine, evicting: int | None = None) -> list[tuple[float, str]]:
     """(need time, module) of every wanted module no slot holds or is receiving, earliest first;
     with ``evicting``, as if that slot's module were gone."""
-    held = set()
-    for s in engine.slots.slots:
-        if s.module is not None and s.index != evicting and \
-                s.state in (SlotState.READY, SlotState.BUSY, SlotState.LOADING):
-            held.add(s.module)
+    held = engine.slots.held_modules(excluding=evicting)
     return sorted((t, module) for module, t in engine.module_needs(held).items() if module not in held)
 
 

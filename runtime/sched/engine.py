@@ -174,6 +174,7 @@ class Engine:
         self.pending.clear()
         self.running.clear()
         self._streaming.clear()
+        self._stream_at = None
         return self
 
     def begin(self) -> None:

@@ -129,6 +129,7 @@ def report_lines(report: dict) -> list[str]:
         for rej in r["rejected"]:
             lines.append(f"{'':10s} rejected {rej['name']}: {rej['reason']}")
         lines.append(f"{'':10s} {t['reconfigurations']} loads, port {t['port_busy_s'] * 1e3:.1f} ms "
-                     f"(exposed {t['exposed_reconfig_s'] * 1e3:.1f} ms), slots {100 * t['slot_utilization']:.1f}% "
+                     f"(exposed {t['exposed_reconfig_s'] * 1e3:.1f} ms, a frame waiting for "
+                     f"{t['stalled_reconfig_s'] * 1e3:.1f} ms of it), slots {100 * t['slot_utilization']:.1f}% "
                      f"busy, {t['wall_s']} s wall{extra}")
     return lines

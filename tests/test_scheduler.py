@@ -365,6 +365,34 @@ def test_the_same_engine_runs_on_the_wall_clock():
         WallClock(dilation=0)
 
 
+def test_the_daemon_expects_a_frame_as_early_as_the_app_has_sent_one():
+    """An app promises a period, but a camera's frame after a late one comes early by that
+    measure: the daemon's engine expects the next frame a period after the last, less the most
+    any frame has come early (at most half a period), so loads put off just in time are not late."""
+    import numpy as np
+
+    from runtime.clock import VirtualClock
+    from runtime.sched.online import EARLY_CAP, OnlineEngine
+    from runtime.workload import realtime_spec
+
+    platform = load_platform("zcu104")
+    engine = OnlineEngine(platform, make_backend("model", platform), make_policy("edf"), VirtualClock())
+    spec = realtime_spec("cam", ["threshold"], 0.010, 0.010, [60, 80], platform)
+    engine.add_pipeline(spec)
+    pixels = np.zeros((60, 80), np.uint8)
+    for t in (0.000, 0.012, 0.020):          # the second frame 2 ms late, so the third 2 ms early
+        engine.advance_to(t)
+        engine.clock.wait_until(t)
+        engine.submit("cam", pixels)
+        engine.advance_to(t)
+    assert engine.next_release_s(spec) == pytest.approx(0.020 + 0.010 - 0.002)
+    engine.advance_to(0.023)
+    engine.clock.wait_until(0.023)
+    engine.submit("cam", pixels)             # 7 ms early: counted up to half a period
+    engine.advance_to(0.023)
+    assert engine.next_release_s(spec) == pytest.approx(0.023 + 0.010 - EARLY_CAP * 0.010)
+
+
 def test_a_held_wall_clock_counts_hardware_time_not_host_time():
     """While a simulated operation runs the clock stands still; afterwards it has moved by the
     operation's hardware time only (and never goes back)."""

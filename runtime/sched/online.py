@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 TRIAL_S = 0.5
 #: Trace slices kept (the newest): a daemon runs for days; the demo's whole run fits easily.
 TRACE_LIMIT = 100_000
+#: The most a pipeline's frames are taken to come early, as a fraction of its period.
+EARLY_CAP = 0.5
 
 
 class OnlineEngine(Engine):
@@ -40,6 +42,7 @@ class OnlineEngine(Engine):
         self.t0 = 0.0                       # pipelines register whenever they like; no warm-up window
         self.trace = deque(maxlen=TRACE_LIMIT)
         self._last_release: dict[str, float] = {}
+        self._early: dict[str, float] = {}       # per pipeline: the most a frame came before its period
         self._counts: dict[str, int] = {}
         self.dnn_queue: dict[str, list[DnnRequest]] = {}
 
@@ -97,6 +100,7 @@ class OnlineEngine(Engine):
         self.pipelines = [p for p in self.pipelines if p.name != name]
         self.dnn_pipelines = [p for p in self.dnn_pipelines if p.name != name]
         self._next_index.pop(name, None)
+        self._early.pop(name, None)
         self.pipelines_changed()
         self.policy.dispatch(self)
         self._kick_port()
@@ -137,13 +141,20 @@ class OnlineEngine(Engine):
         return np.stack([r.image for r in taken]), taken
 
     def _released(self, frame: Frame) -> None:
-        self._last_release[frame.pipeline.name] = frame.release
+        name, period = frame.pipeline.name, frame.pipeline.period_s
+        last = self._last_release.get(name)
+        if last is not None:      # a frame sooner than a period after the last: the app's timing jitters
+            early = min(last + period - frame.release, EARLY_CAP * period)
+            if early > self._early.get(name, 0.0):
+                self._early[name] = early
+        self._last_release[name] = frame.release
         self.demand.moved(frame.pipeline)
 
     def next_release_s(self, pipeline: PipelineSpec) -> float:
-        """An app promises its period: the next frame is due a period after the last one."""
+        """An app promises its period: the next frame is due a period after the last one, less
+        the most any of its frames has come early so far (a camera's frame after a late one)."""
         last = self._last_release.get(pipeline.name)
-        return self.now if last is None else last + pipeline.period_s
+        return self.now if last is None else last + pipeline.period_s - self._early.get(pipeline.name, 0.0)
 
     def _need_time(self, pipeline: PipelineSpec) -> float:
         return self.next_release_s(pipeline) + pipeline.deadline_s

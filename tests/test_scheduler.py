@@ -289,13 +289,12 @@ def _burst(period_s: float) -> tuple:
     lacks two of its three."""
     from runtime.sched.edf import EdfPolicy
     from runtime.sched.engine import Engine
+    from runtime.workload import realtime_spec
 
     platform = load_platform("zcu104")
-    pipelines = []
-    for name, chain in (("thumb", ["downscale2x", "threshold"]), ("edges", ["gauss3x3", "sobel_mag", "threshold"])):
-        stages = tuple(resolve_chain(chain, {}))
-        exec_s = chain_cycles(stages, 720, 1280) / platform.fabric_clock_hz
-        pipelines.append(PipelineSpec(name, "realtime", period_s, period_s, (720, 1280), stages, 0.0005, None, exec_s))
+    pipelines = [realtime_spec(name, chain, period_s, period_s, [720, 1280], platform, jitter_s=0.0005)
+                 for name, chain in (("thumb", ["downscale2x", "threshold"]),
+                                     ("edges", ["gauss3x3", "sobel_mag", "threshold"]))]
     engine = Engine(Workload(Path("burst.toml"), platform, 1, 1.0, tuple(pipelines)),
                     make_backend("model", platform), EdfPolicy())
     for slot, module in enumerate(["downscale2x", "threshold"]):

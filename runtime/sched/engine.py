@@ -332,16 +332,18 @@ class Engine:
         """When the video stream can next take a frame or a batch (now if it can)."""
         at = self._stream_at              # asked for every pending frame; changes only at a start or an end
         if at is None:
-            at = self._stream_at = NOT_BUSY if self.stream_free() else \
-                min([f.expected_end for f in self.running.values()] + [j.end for j in self.dnn_running.values()])
+            at = self._stream_at = NOT_BUSY if self.stream_free() else min(self._job_ends())
         return self.now if at is NOT_BUSY else at
 
     def jobs_end_by(self) -> float:
         """When every frame and DNN batch on the stream now has ended (now if none runs)."""
         if len(self.running) + len(self.dnn_running) == 1 and not self.stream_free():
             return self.stream_free_at()      # the one job's end, cached
-        ends = [f.expected_end for f in self.running.values()] + [j.end for j in self.dnn_running.values()]
-        return max(ends) if ends else self.now
+        return max(self._job_ends(), default=self.now)
+
+    def _job_ends(self) -> list[float]:
+        """When each frame and DNN batch on the stream ends."""
+        return [f.expected_end for f in self.running.values()] + [j.end for j in self.dnn_running.values()]
 
     def free_at(self, slot: int) -> float | None:
         """When a busy slot's job ends (None if the slot is not running a job)."""

@@ -12,12 +12,11 @@ from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
-
-from runtime.client import DaemonError, DeadlineMissed, Fpga, FrameDropped, Pipeline
-from runtime.errors import FpgashareError
-from runtime.modules import Stage
-from runtime.simrun import resolve_chain
-from runtime.vision_ref import chain_reference
+from fpgashare.client import DaemonError, DeadlineMissed, Fpga, FrameDropped, Pipeline
+from fpgashare.errors import FpgashareError
+from fpgashare.modules import Stage
+from fpgashare.simrun import resolve_chain
+from fpgashare.vision_ref import chain_reference
 
 log = logging.getLogger("apps")
 

@@ -15,17 +15,13 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from pathlib import Path
 
 import cv2
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from apps._common import Recorder, app_main, frames
-from runtime.client import DaemonError, FrameDropped, connect
-from runtime.dnn.models import digits_cnn
-from runtime.dnn.reference import logits
+from fpgashare.apps._common import Recorder, app_main, frames
+from fpgashare.client import DaemonError, FrameDropped, connect
+from fpgashare.dnn.models import digits_cnn
+from fpgashare.dnn.reference import logits
 
 MODEL = "digits_cnn"
 MIN_SIDE, MAX_SIDE = 10, 80       # pixels: what counts as a digit-sized blob

@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from apps._common import Pacer, Recorder, app_main, frame_size, frames, register
-from runtime.client import connect
+from fpgashare.apps._common import Pacer, Recorder, app_main, frame_size, frames, register
+from fpgashare.client import connect
 
 CHAIN = ["rgb2gray", "gauss3x3", "sobel_mag", "threshold"]
 PERIOD_MS = 1000 / 30

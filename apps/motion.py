@@ -13,14 +13,10 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from pathlib import Path
 
 import cv2
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from apps._common import Pacer, Recorder, app_main, frame_size, frames, register
-from runtime.client import connect
+from fpgashare.apps._common import Pacer, Recorder, app_main, frame_size, frames, register
+from fpgashare.client import connect
 
 CHAIN = ["threshold", "downscale2x"]
 PARAMS = {"threshold": {"THRESH": 24}}

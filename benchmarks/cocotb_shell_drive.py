@@ -15,10 +15,9 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
-
-from runtime.bitstream.registry import build_config
-from runtime.modules import register_words, resolve_stage
-from runtime.platform import load_platform
+from fpgashare.bitstream.registry import build_config
+from fpgashare.modules import register_words, resolve_stage
+from fpgashare.platform import load_platform
 
 CHAIN = ("gauss3x3", "sobel_mag", "threshold")
 

@@ -22,14 +22,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from runtime.backends import make_backend
-from runtime.client import connect
-from runtime.daemon import Daemon, DaemonThread
-from runtime.errors import FpgashareError
-from runtime.platform import load_platform
+from fpgashare.backends import make_backend
+from fpgashare.client import connect
+from fpgashare.daemon import Daemon, DaemonThread
+from fpgashare.errors import FpgashareError
+from fpgashare.platform import load_platform
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_US = 150.0
@@ -67,7 +64,7 @@ def serving(path: Path, own_process: bool):
         with DaemonThread(Daemon(make_backend("model", load_platform("zcu104")), path, dilation=1.0)):
             yield
         return
-    daemon = subprocess.Popen([sys.executable, "-m", "runtime.cli", "daemon", "--board", "model", "--platform",
+    daemon = subprocess.Popen([sys.executable, "-m", "fpgashare.cli", "daemon", "--board", "model", "--platform",
                                "zcu104", "--socket", str(path), "--dilation", "1"], cwd=ROOT,
                               stderr=subprocess.DEVNULL)
     try:
@@ -113,8 +110,8 @@ def main() -> int:
             total = time.perf_counter() - start
             overhead.append(total)
         # The twin computes the output with OpenCV on the daemon's loop: measure that alone.
-        from runtime.simrun import resolve_chain
-        from runtime.vision_ref import chain_reference
+        from fpgashare.simrun import resolve_chain
+        from fpgashare.vision_ref import chain_reference
 
         stages = resolve_chain(["threshold"], {})
         for _ in range(args.frames):

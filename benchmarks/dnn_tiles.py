@@ -14,21 +14,17 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from hdl_sim.board import SimBoard
-from runtime.dnn.cycle_model import LinkModel
-from runtime.dnn.models import digits_cnn, edge_cnn, random_layer
-from runtime.dnn.network import Network
-from runtime.dnn.partition import cost_table, partition
-from runtime.dnn.planning import link_model
-from runtime.dnn.reference import logits
-from runtime.dnn.tile_chain import TileChain
-from runtime.platform import load_platform
+from fpgashare.dnn.cycle_model import LinkModel
+from fpgashare.dnn.models import digits_cnn, edge_cnn, random_layer
+from fpgashare.dnn.network import Network
+from fpgashare.dnn.partition import cost_table, partition
+from fpgashare.dnn.planning import link_model
+from fpgashare.dnn.reference import logits
+from fpgashare.dnn.tile_chain import TileChain
+from fpgashare.hdl_sim.board import SimBoard
+from fpgashare.platform import load_platform
 
 
 def planning_time(net: Network, tiles: int, repeats: int = 200) -> tuple[float, float]:

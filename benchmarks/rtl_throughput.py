@@ -17,14 +17,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from hdl_sim.board import SimBoard
-from runtime.bitstream.registry import build_config
-from runtime.modules import resolve_stage
-from runtime.platform import load_platform
-from runtime.vision_ref import chain_reference
+from fpgashare.bitstream.registry import build_config
+from fpgashare.hdl_sim.board import SimBoard
+from fpgashare.modules import resolve_stage
+from fpgashare.platform import load_platform
+from fpgashare.vision_ref import chain_reference
 
 CHAIN = ("gauss3x3", "sobel_mag", "threshold")
 TARGET = 5e6
@@ -57,7 +54,7 @@ def harness_rate(platform, frames: int) -> dict:
 
 
 def cocotb_rate(platform_name: str, pixels: int) -> dict:
-    from hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.build import run_cocotb
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cocotb.json"

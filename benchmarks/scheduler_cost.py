@@ -23,16 +23,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from runtime.backends import make_backend
-from runtime.platform import load_platform
-from runtime.sched import make_policy
-from runtime.sched.engine import run_workload
-from runtime.simrun import resolve_chain
-from runtime.vision_timing import chain_cycles
-from runtime.workload import PipelineSpec, Workload
+from fpgashare.backends import make_backend
+from fpgashare.platform import load_platform
+from fpgashare.sched import make_policy
+from fpgashare.sched.engine import run_workload
+from fpgashare.simrun import resolve_chain
+from fpgashare.vision_timing import chain_cycles
+from fpgashare.workload import PipelineSpec, Workload
 
 CHAINS = (["gauss3x3", "sobel_mag", "threshold"], ["downscale2x", "box3x3"], ["sharpen3x3"], ["threshold"],
           ["laplacian3x3", "downscale2x"])

@@ -21,13 +21,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from runtime.bench import misses, run_one, sweep
-from runtime.workload import load_workload
+from fpgashare.bench import misses, run_one, sweep
+from fpgashare.workload import load_workload
 
 SUITES = Path(__file__).resolve().parent / "workloads"
 SCHEDULERS = ("edf", "rr-bundle", "fcfs", "static")

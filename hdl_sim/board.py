@@ -10,12 +10,11 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
-
-from hdl_sim.harness import HarnessError, RunStats, ShellHarness
-from runtime.bitstream.packets import ACTIVATION_CYCLES, PortError
-from runtime.errors import FrameError, LoadError
-from runtime.platform import Platform
-from runtime.shell_map import (
+from fpgashare.bitstream.packets import ACTIVATION_CYCLES, PortError
+from fpgashare.errors import FrameError, LoadError
+from fpgashare.hdl_sim.harness import HarnessError, RunStats, ShellHarness
+from fpgashare.platform import Platform
+from fpgashare.shell_map import (
     MODULE_WINDOW,
     REG_CFG_CTRL,
     REG_CFG_CYCLES,

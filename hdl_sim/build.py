@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from hdl_sim.toolchain import setup_environment, verilator_root
+from fpgashare.hdl_sim.toolchain import setup_environment, verilator_root
 
 log = logging.getLogger(__name__)
 

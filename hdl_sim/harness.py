@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-from hdl_sim.build import (
+from fpgashare.hdl_sim.build import (
     HARNESS_DIR,
     RTL_DIR,
     build_lock,
@@ -25,7 +24,7 @@ from hdl_sim.build import (
     rtl_headers,
     rtl_sources,
 )
-from hdl_sim.toolchain import setup_environment, verilator_root
+from fpgashare.hdl_sim.toolchain import setup_environment, verilator_root
 
 log = logging.getLogger(__name__)
 

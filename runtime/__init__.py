@@ -2,6 +2,6 @@
 
 __version__ = "0.1.0"
 
-from runtime.client import AdmissionRejected, DeadlineMissed, FrameDropped, FrameFailed, connect
+from fpgashare.client import AdmissionRejected, DeadlineMissed, FrameDropped, FrameFailed, connect
 
 __all__ = ["AdmissionRejected", "DeadlineMissed", "FrameDropped", "FrameFailed", "connect"]

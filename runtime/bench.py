@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from runtime.backends import make_backend
-from runtime.errors import FpgashareError
-from runtime.sched import POLICIES, make_policy
-from runtime.sched.admission import admit
-from runtime.sched.engine import run_workload
-from runtime.trace import write_gantt, write_trace
-from runtime.workload import Workload, load_workload
+from fpgashare.backends import make_backend
+from fpgashare.errors import FpgashareError
+from fpgashare.sched import POLICIES, make_policy
+from fpgashare.sched.admission import admit
+from fpgashare.sched.engine import run_workload
+from fpgashare.trace import write_gantt, write_trace
+from fpgashare.workload import Workload, load_workload
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def dnn_bound(workload: Workload, admitted) -> dict:
     """Offline upper bound on DNN throughput: the shell streams one thing at a time, so DNN batches
     get at most the stream time the admitted real-time frames leave, at the model's fastest
     single-chain rate (every dnn_tile slot in the chain, no reconfiguration counted)."""
-    from runtime.dnn.planning import images_per_stream_second
+    from fpgashare.dnn.planning import images_per_stream_second
 
     idle = max(0.0, 1.0 - sum(p.exec_s / p.period_s for p in admitted))
     models = [p.model for p in workload.pipelines if not p.realtime]

@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
-from runtime.errors import FpgashareError
+from fpgashare.errors import FpgashareError
 
 log = logging.getLogger("fpgashare")
 
@@ -23,8 +22,8 @@ def _emit(obj: dict, as_json: bool, lines: list[str]) -> None:
 
 
 def cmd_bitstream_build(args: argparse.Namespace) -> int:
-    from runtime.bitstream.registry import build_all
-    from runtime.platform import load_platform
+    from fpgashare.bitstream.registry import build_all
+    from fpgashare.platform import load_platform
 
     platform = load_platform(args.platform)
     entries = build_all(platform, Path(args.out))
@@ -35,21 +34,22 @@ def cmd_bitstream_build(args: argparse.Namespace) -> int:
 
 
 def _platform_for_part(part: str, explicit: str | None):
-    from runtime.bitstream.registry import part_field
-    from runtime.platform import BITSTREAM_DIR, load_platform
+    from fpgashare.bitstream.registry import part_field
+    from fpgashare.platform import load_platform
+    from fpgashare.resources import names
 
     if explicit:
         return load_platform(explicit)
-    for manifest in sorted(BITSTREAM_DIR.glob("*.toml")):
-        platform = load_platform(manifest)
+    for name in names("platform"):
+        platform = load_platform(name)
         if part_field(platform) == part:
             return platform
-    raise FpgashareError(f"no platform manifest under {BITSTREAM_DIR} is for part {part!r}; pass --platform")
+    raise FpgashareError(f"no shipped platform ({', '.join(names('platform'))}) is for part {part!r}; pass --platform")
 
 
 def cmd_bitstream_inspect(args: argparse.Namespace) -> int:
-    from runtime.bitstream.bitfile import parse_bit
-    from runtime.bitstream.registry import inspect_bytes
+    from fpgashare.bitstream.bitfile import parse_bit
+    from fpgashare.bitstream.registry import inspect_bytes
 
     path = Path(args.file)
     try:
@@ -81,10 +81,9 @@ def _read_image(path: str, rgb: bool) -> np.ndarray:
 
 def cmd_sim_run(args: argparse.Namespace) -> int:
     import cv2
-
-    from hdl_sim.board import SimBoard
-    from runtime.platform import load_platform
-    from runtime.simrun import parse_overrides, resolve_chain, run_chain
+    from fpgashare.hdl_sim.board import SimBoard
+    from fpgashare.platform import load_platform
+    from fpgashare.simrun import parse_overrides, resolve_chain, run_chain
 
     platform = load_platform(args.platform)
     chain = [c.strip() for c in args.chain.split(",") if c.strip()]
@@ -110,7 +109,7 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Three apps share the simulated FPGA through the daemon; exit 1 if a real-time frame missed."""
-    from runtime.demo import report_lines, run_demo
+    from fpgashare.demo import report_lines, run_demo
 
     if args.frames < 2:
         raise FpgashareError("--frames must be at least 2 (the motion app needs two frames to compare)")
@@ -121,8 +120,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_dnn_eval(args: argparse.Namespace) -> int:
-    from runtime.dnn.evaluate import evaluate, report_lines
-    from runtime.platform import load_platform
+    from fpgashare.dnn.evaluate import evaluate, report_lines
+    from fpgashare.platform import load_platform
 
     result = evaluate(args.model, args.tiles, load_platform(args.platform), args.images, args.backend)
     _emit(result, args.json, report_lines(result))
@@ -130,7 +129,7 @@ def cmd_dnn_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from runtime.bench import bench, report_lines
+    from fpgashare.bench import bench, report_lines
 
     schedulers = [s.strip() for s in args.scheduler.split(",") if s.strip()]
     report = bench(args.workload, schedulers, args.backend, args.trace, args.sweep, args.gantt)
@@ -139,10 +138,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
-    from runtime.backends import make_backend
-    from runtime.daemon import DEFAULT_SOCKET, Daemon, calibrate_dilation
-    from runtime.eventloop import new_event_loop
-    from runtime.platform import load_platform
+    from fpgashare.backends import make_backend
+    from fpgashare.daemon import DEFAULT_SOCKET, Daemon, calibrate_dilation
+    from fpgashare.eventloop import new_event_loop
+    from fpgashare.platform import load_platform
 
     platform = load_platform(args.platform)
     options = {}
@@ -160,7 +159,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
             raise FpgashareError(f"--dilation must be a number or auto, not {args.dilation!r}") from None
         if dilation <= 0:
             raise FpgashareError("--dilation must be > 0")
-    logging.getLogger("runtime").setLevel(logging.INFO)
+    logging.getLogger("fpgashare").setLevel(logging.INFO)
     daemon = Daemon(backend, args.socket or DEFAULT_SOCKET, dilation=dilation, scheduler=args.scheduler,
                     metrics_port=args.metrics_port)
     loop = new_event_loop()
@@ -172,7 +171,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from runtime.client import connect
+    from fpgashare.client import connect
 
     with connect(args.socket) as fpga:
         status = fpga.status()
@@ -230,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=cmd_dnn_eval)
 
     bn = sub.add_parser("bench", help="run a workload under several schedulers side by side")
-    bn.add_argument("workload", help="workload file (TOML)")
+    bn.add_argument("workload", help="workload file (TOML), or a shipped suite by name (e.g. nh_720p60_zcu104)")
     bn.add_argument("--scheduler", default="edf,rr-bundle,fcfs,static", help="comma-separated schedulers")
     bn.add_argument("--backend", choices=["model", "sim"], default="model")
     bn.add_argument("--trace", help="write a Chrome/Perfetto trace (one file per scheduler)")

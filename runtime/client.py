@@ -1,6 +1,6 @@
 """The client API: how an app asks the daemon for pipelines and streams frames through them.
 
-    from runtime import connect
+    from fpgashare import connect
     with connect() as fpga:
         edges = fpga.pipeline("edges", stages=["gauss3x3", "sobel_mag"],
                               period_ms=33.3, deadline_ms=33.3, frame_shape=(480, 640))
@@ -26,10 +26,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from runtime.errors import FpgashareError
-from runtime.protocol import HEADER, MAX_MESSAGE, ProtocolError, decode, encode
-from runtime.shm import FrameRing, RingSpec, check_frame
+from fpgashare.errors import FpgashareError
+from fpgashare.protocol import HEADER, MAX_MESSAGE, ProtocolError, decode, encode
+from fpgashare.shm import FrameRing, RingSpec, check_frame
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +70,7 @@ class FrameFailed(FpgashareError):  # noqa: N818 (the API's names: what happened
 def connect(path: str | Path | None = None, timeout: float = 5.0) -> Fpga:
     """A connection to the daemon at ``path`` (default: $FPGASHARE_SOCKET or
     /run/fpgashare/fpgashare.sock)."""
-    from runtime.daemon import DEFAULT_SOCKET
+    from fpgashare.daemon import DEFAULT_SOCKET
 
     return Fpga(Path(path) if path is not None else DEFAULT_SOCKET, timeout)
 

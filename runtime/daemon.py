@@ -32,16 +32,16 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runtime.backends.base import Backend
-from runtime.clock import WallClock
-from runtime.errors import FpgashareError, FrameError
-from runtime.eventloop import new_event_loop, tighten_timer_slack
-from runtime.protocol import VERSION, ProtocolError, error_reply, read_message, reply
-from runtime.sched import make_policy
-from runtime.sched.engine import DnnRequest, Frame
-from runtime.sched.online import OnlineEngine
-from runtime.shm import FrameRing, check_layout
-from runtime.workload import DNN_MODELS, PipelineSpec, realtime_spec
+from fpgashare.backends.base import Backend
+from fpgashare.clock import WallClock
+from fpgashare.errors import FpgashareError, FrameError
+from fpgashare.eventloop import new_event_loop, tighten_timer_slack
+from fpgashare.protocol import VERSION, ProtocolError, error_reply, read_message, reply
+from fpgashare.sched import make_policy
+from fpgashare.sched.engine import DnnRequest, Frame
+from fpgashare.sched.online import OnlineEngine
+from fpgashare.shm import FrameRing, check_layout
+from fpgashare.workload import DNN_MODELS, PipelineSpec, realtime_spec
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ class Daemon:
         self._server = await asyncio.start_unix_server(self._serve, path=str(self.socket_path))
         os.chmod(self.socket_path, 0o660)
         if self.metrics_port is not None:
-            from runtime.metrics import DaemonMetrics
+            from fpgashare.metrics import DaemonMetrics
 
             self.metrics = DaemonMetrics(self.engine, self.clock)
             self.metrics_port = self.metrics.serve(self.metrics_port)
@@ -308,7 +308,7 @@ class Daemon:
 
     async def _op_dnn(self, client: Client, message: dict) -> dict:
         """A best-effort DNN pipeline: images go into its ring, outputs come back in the reply."""
-        from runtime.dnn.planning import network
+        from fpgashare.dnn.planning import network
 
         name = _field(message, "name", str)
         model = _field(message, "model", str)
@@ -466,8 +466,7 @@ def calibrate_dilation(backend: Backend, margin: float = 2.0) -> float:
     small frame over their hardware time, times ``margin``; 1 for a real board. Loads a module
     into slot 0 (the daemon starts with every slot blank, so nothing is lost)."""
     import numpy as np
-
-    from runtime.simrun import resolve_chain
+    from fpgashare.simrun import resolve_chain
 
     if backend.name == "pynq":
         return 1.0
@@ -483,9 +482,8 @@ def calibrate_dilation(backend: Backend, margin: float = 2.0) -> float:
 
 def _warm_up() -> None:
     import numpy as np
-
-    from runtime.simrun import resolve_chain
-    from runtime.vision_ref import chain_reference
+    from fpgashare.simrun import resolve_chain
+    from fpgashare.vision_ref import chain_reference
 
     chain_reference(resolve_chain(["gauss3x3", "threshold"], {}), np.zeros((8, 8), np.uint8))
 

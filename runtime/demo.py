@@ -23,13 +23,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from runtime.errors import FpgashareError
+from fpgashare.errors import FpgashareError
 
 log = logging.getLogger(__name__)
 
 APPS = ("edge_detect", "motion", "digits")
-REPO = Path(__file__).resolve().parent.parent
 
 #: Wall seconds per board second while the board idles. The daemon and three app processes share
 #: the host's cores, and a few ms the daemon waits for one would pass for board time at 1 (loads
@@ -90,10 +88,10 @@ class Progress:
 def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames: int = 30,
              backend_name: str = "sim", progress: bool = True, dilation: float = DEMO_DILATION) -> dict:
     """Run the three apps against a daemon on the simulated board; return the summary."""
-    from runtime.backends import make_backend
-    from runtime.daemon import Daemon, DaemonThread
-    from runtime.platform import load_platform
-    from runtime.trace import write_gantt, write_trace
+    from fpgashare.backends import make_backend
+    from fpgashare.daemon import Daemon, DaemonThread
+    from fpgashare.platform import load_platform
+    from fpgashare.trace import write_gantt, write_trace
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -113,7 +111,7 @@ def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames
         }
         procs = {}
         for app, extra in commands.items():
-            cmd = [sys.executable, str(REPO / "apps" / f"{app}.py"), "--video", str(video), "--socket", str(sock),
+            cmd = [sys.executable, "-m", f"fpgashare.apps.{app}", "--video", str(video), "--socket", str(sock),
                    "--size", "120x160", *extra]
             procs[app] = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # Each digit in each frame is one image; the motion app skips the first frame.

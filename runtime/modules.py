@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from runtime.errors import ModuleError
+from fpgashare.errors import ModuleError
 
 #: Registers every vision module has, by word index.
 COMMON_REGS = {"ID": 0, "WIDTH": 1, "HEIGHT": 2, "STATUS": 3, "FRAMES": 4}

@@ -9,14 +9,12 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-from runtime.bitstream.packets import load_port_cycles
-from runtime.dnn.tile_format import DEFAULT_TILE
-from runtime.errors import ManifestError
-from runtime.modules import KINDS
-from runtime.toml_table import TomlTable, read_toml
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-BITSTREAM_DIR = REPO_ROOT / "bitstreams"
+from fpgashare.bitstream.packets import load_port_cycles
+from fpgashare.dnn.tile_format import DEFAULT_TILE
+from fpgashare.errors import ManifestError
+from fpgashare.modules import KINDS
+from fpgashare.resources import resolve
+from fpgashare.toml_table import TomlTable, read_toml
 
 
 @dataclass(frozen=True)
@@ -149,13 +147,8 @@ class Platform:
 
 
 def resolve_platform_path(path: str | Path) -> Path:
-    """A manifest path as given, or a bare platform name looked up under bitstreams/."""
-    candidate = Path(path)
-    if not candidate.exists() and not candidate.suffix:
-        candidate = BITSTREAM_DIR / f"{path}.toml"
-    if not candidate.exists() and not candidate.is_absolute():
-        candidate = REPO_ROOT / path
-    return candidate
+    """A manifest path as given, or a platform shipped with the package by name (``zcu104``)."""
+    return resolve("platform", path)
 
 
 def load_platform(path: str | Path) -> Platform:

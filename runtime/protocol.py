@@ -17,8 +17,7 @@ import struct
 from typing import Any
 
 import msgpack
-
-from runtime.errors import FpgashareError
+from fpgashare.errors import FpgashareError
 
 VERSION = 2                      #: 2: submit and infer state the frame's shape and dtype
 MAX_MESSAGE = 64 * 1024          #: bytes of msgpack; a frame handle and its metadata need < 1 kB

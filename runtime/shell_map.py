@@ -10,9 +10,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 import numpy as np
-
-from runtime.errors import LoadError
-from runtime.modules import Stage, register_words
+from fpgashare.errors import LoadError
+from fpgashare.modules import Stage, register_words
 
 # Shell register word indices.
 REG_SHELL_ID, REG_INFO, REG_CYCLES_LO, REG_CYCLES_HI = 0, 1, 2, 3

@@ -15,8 +15,7 @@ from functools import cached_property
 from multiprocessing import resource_tracker, shared_memory
 
 import numpy as np
-
-from runtime.errors import FrameError
+from fpgashare.errors import FrameError
 
 log = logging.getLogger(__name__)
 

@@ -11,11 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-from runtime.bitstream.registry import build_config
-from runtime.errors import FrameError, ModuleError
-from runtime.modules import Stage, resolve_stage
-from runtime.platform import Platform, SlotSpec
+from fpgashare.bitstream.registry import build_config
+from fpgashare.errors import FrameError, ModuleError
+from fpgashare.modules import Stage, resolve_stage
+from fpgashare.platform import Platform, SlotSpec
 
 MIN_SIDE = 8
 

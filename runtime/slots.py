@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from runtime.backends.base import Backend, LoadReport, Pending
-from runtime.port import ConfigPort, LoadRequest
+from fpgashare.backends.base import Backend, LoadReport, Pending
+from fpgashare.port import ConfigPort, LoadRequest
 
 if TYPE_CHECKING:
-    from runtime.sched.demand import NeedOrder
+    from fpgashare.sched.demand import NeedOrder
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from runtime.errors import FpgashareError, ManifestError
+from fpgashare.errors import FpgashareError, ManifestError
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -7,8 +7,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from runtime.errors import FpgashareError
-from runtime.sched.engine import TraceEvent
+from fpgashare.errors import FpgashareError
+from fpgashare.sched.engine import TraceEvent
 
 
 def trace_events(events: Sequence[TraceEvent], process: str = "fpgashare") -> dict:

@@ -8,8 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-
-from runtime.modules import PRESETS, THRESHOLD_TYPES, Stage, resolve_stage
+from fpgashare.modules import PRESETS, THRESHOLD_TYPES, Stage, resolve_stage
 
 _CV_THRESH_NAMES = {v: k for k, v in THRESHOLD_TYPES.items()}
 

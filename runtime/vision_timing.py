@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from runtime.modules import Stage
+from fpgashare.modules import Stage
 
 WINDOWED = frozenset({"conv3x3", "sobel_mag"})
 BASE_LATENCY = 4        #: input slice + first stage + output slice

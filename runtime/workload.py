@@ -1,6 +1,6 @@
 """Workload files (TOML): a platform, a seed, a simulated duration and pipelines.
 
-    platform = "bitstreams/zcu104.toml"   # relative to the repository root, or a platform name
+    platform = "zcu104"                   # a shipped platform name, or a manifest path (relative to this file)
     seed = 7
     duration_s = 10.0
     [[pipeline]]
@@ -26,12 +26,13 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
-from runtime.errors import FpgashareError, WorkloadError
-from runtime.modules import Stage
-from runtime.platform import REPO_ROOT, Platform, load_platform
-from runtime.simrun import MIN_SIDE, resolve_chain
-from runtime.toml_table import TomlTable, read_toml
-from runtime.vision_timing import chain_cycles
+from fpgashare.errors import FpgashareError, WorkloadError
+from fpgashare.modules import Stage
+from fpgashare.platform import Platform, load_platform
+from fpgashare.resources import resolve
+from fpgashare.simrun import MIN_SIDE, resolve_chain
+from fpgashare.toml_table import TomlTable, read_toml
+from fpgashare.vision_timing import chain_cycles
 
 CLASSES = ("realtime", "besteffort")
 DNN_MODELS = ("digits_cnn", "edge_cnn")
@@ -79,13 +80,20 @@ class Workload:
         return replace(self, pipelines=pipelines)
 
 
+def _platform_near(workload_file: Path, name: str) -> str | Path:
+    """A workload's platform: a manifest beside (relative to) the workload file, else as given
+    (a path from the working folder, or a shipped platform's name)."""
+    beside = workload_file.parent / name
+    return beside if beside.is_file() else name
+
+
 def load_workload(path: str | Path) -> Workload:
-    file = Path(path)
+    """Load and validate a workload: a path, or a suite shipped with the package by name."""
+    file = resolve("suite", path)
     top = read_toml(file, "workload file", WorkloadError)
     platform_name = top.get("platform", str)
     try:
-        platform = load_platform(REPO_ROOT / platform_name if (REPO_ROOT / platform_name).is_file()
-                                 else platform_name)
+        platform = load_platform(_platform_near(file, platform_name))
     except FpgashareError as exc:
         raise WorkloadError(f"{file}: platform: {exc}") from None
     seed = top.get("seed", int, 0)

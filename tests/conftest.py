@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from runtime.platform import load_platform
+from fpgashare.platform import load_platform
 
 
 @pytest.fixture(scope="session")
@@ -25,7 +24,7 @@ def _boards():
 @pytest.fixture
 def board(_boards, pynq_z2):
     """A reset PYNQ-Z2 shell in RTL (built once per session)."""
-    from hdl_sim.board import SimBoard
+    from fpgashare.hdl_sim.board import SimBoard
 
     if "pynq-z2" not in _boards:
         _boards["pynq-z2"] = SimBoard(pynq_z2)

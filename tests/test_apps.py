@@ -6,18 +6,18 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
+from fpgashare.apps import edge_detect, motion
+from fpgashare.client import connect
+from fpgashare.simrun import resolve_chain
+from fpgashare.vision_ref import chain_reference
 
-from apps import edge_detect, motion
-from runtime.client import connect
-from runtime.simrun import resolve_chain
-from runtime.vision_ref import chain_reference
 from tests.test_daemon import RunningDaemon
 
 
 @pytest.fixture
 def video(tmp_path):
     """Six frames of the demo's video (moving shapes and digits), as the apps read it."""
-    from runtime.demo import make_video
+    from fpgashare.demo import make_video
 
     return make_video(tmp_path / "shapes.avi", 6)
 
@@ -93,9 +93,9 @@ def digit_video(tmp_path):
 
 
 def test_digits_reads_crops_with_the_dnn_tiles(tmp_path, digit_video, capsys):
-    from apps import digits
-    from runtime.dnn.models import digits_cnn
-    from runtime.dnn.reference import logits
+    from fpgashare.apps import digits
+    from fpgashare.dnn.models import digits_cnn
+    from fpgashare.dnn.reference import logits
 
     sock = tmp_path / "s.sock"
     with RunningDaemon(sock, dilation=10.0):
@@ -106,7 +106,7 @@ def test_digits_reads_crops_with_the_dnn_tiles(tmp_path, digit_video, capsys):
 
 
 def test_digits_falls_back_to_the_cpu_without_dnn_tiles(tmp_path, digit_video, capsys, caplog):
-    from apps import digits
+    from fpgashare.apps import digits
 
     sock = tmp_path / "s.sock"
     with RunningDaemon(sock, dilation=10.0, platform="pynq-z2"):

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from runtime.backends import make_backend
-from runtime.errors import FpgashareError
-from runtime.simrun import assign_slots, resolve_chain
+from fpgashare.backends import make_backend
+from fpgashare.errors import FpgashareError
+from fpgashare.simrun import assign_slots, resolve_chain
 
 CHAINS = [["gauss3x3", "sobel_mag", "threshold"], ["rgb2gray", "box3x3", "downscale2x"],
           ["downscale2x", "sharpen3x3"], ["threshold"], ["laplacian3x3", "downscale2x", "sobel_x"]]

@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from runtime.cli import main
+from fpgashare.cli import main
 
 SUITE = Path(__file__).resolve().parent.parent / "benchmarks" / "workloads" / "nh_720p60_zcu104.toml"
 
@@ -51,7 +50,7 @@ def test_bench_rejects_bad_input(tmp_path, capsys):
     assert "missing key platform" in capsys.readouterr().err
 
 
-TINY = '''platform = "bitstreams/zcu104.toml"
+TINY = '''platform = "zcu104"
 seed = 1
 duration_s = 0.01
 [[pipeline]]
@@ -75,7 +74,7 @@ model = "digits_cnn"
 
 @pytest.mark.rtl
 def test_bench_on_the_rtl_agrees_with_the_twin(tmp_path):
-    from runtime.bench import bench
+    from fpgashare.bench import bench
 
     path = tmp_path / "tiny.toml"
     path.write_text(TINY)
@@ -88,7 +87,7 @@ def test_bench_on_the_rtl_agrees_with_the_twin(tmp_path):
         assert a["totals"]["reconfigurations"] == b["totals"]["reconfigurations"]
 
 
-TINY_DNN = '''platform = "bitstreams/zcu104.toml"
+TINY_DNN = '''platform = "zcu104"
 seed = 2
 duration_s = 0.008
 [[pipeline]]
@@ -108,7 +107,7 @@ model = "digits_cnn"
 def test_dnn_backfill_on_the_rtl_agrees_with_the_twin(tmp_path):
     """DNN batches through the dnn_tile RTL (tiles programmed over AXI-Stream when a slot is new)
     take the time the twin predicts, so the same slots are lent and the same images counted."""
-    from runtime.bench import bench
+    from fpgashare.bench import bench
 
     path = tmp_path / "tiny_dnn.toml"
     path.write_text(TINY_DNN)

@@ -6,12 +6,11 @@ import random
 
 import numpy as np
 import pytest
-
-from runtime.bitstream.bitfile import BitHeader, parse_bit, write_bit
-from runtime.bitstream.crc import icap_crc, icap_crc_words
-from runtime.bitstream.packets import PortError
-from runtime.bitstream.registry import build_all, build_bitfile, inspect_bytes
-from runtime.errors import BitstreamError
+from fpgashare.bitstream.bitfile import BitHeader, parse_bit, write_bit
+from fpgashare.bitstream.crc import icap_crc, icap_crc_words
+from fpgashare.bitstream.packets import PortError
+from fpgashare.bitstream.registry import build_all, build_bitfile, inspect_bytes
+from fpgashare.errors import BitstreamError
 
 
 def test_crc_matches_prjxray_vectors():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import hdl_sim.build as build
+import fpgashare.hdl_sim.build as build
 
 
 def test_a_cocotb_model_from_another_venv_is_not_reused(monkeypatch, tmp_path):

@@ -6,10 +6,9 @@ import json
 
 import numpy as np
 import pytest
-
-from runtime.cli import main
-from runtime.modules import resolve_stage
-from runtime.vision_ref import chain_reference
+from fpgashare.cli import main
+from fpgashare.modules import resolve_stage
+from fpgashare.vision_ref import chain_reference
 
 
 @pytest.mark.rtl

@@ -16,15 +16,14 @@ import time
 import msgpack
 import numpy as np
 import pytest
-
-from runtime.backends import make_backend
-from runtime.client import AdmissionRejected, DaemonError, connect
-from runtime.daemon import Daemon, DaemonThread
-from runtime.errors import FrameError
-from runtime.platform import load_platform
-from runtime.protocol import VERSION, encode
-from runtime.simrun import resolve_chain
-from runtime.vision_ref import chain_reference
+from fpgashare.backends import make_backend
+from fpgashare.client import AdmissionRejected, DaemonError, connect
+from fpgashare.daemon import Daemon, DaemonThread
+from fpgashare.errors import FrameError
+from fpgashare.platform import load_platform
+from fpgashare.protocol import VERSION, encode
+from fpgashare.simrun import resolve_chain
+from fpgashare.vision_ref import chain_reference
 
 SHAPE = (60, 80)
 CHAIN = ["gauss3x3", "sobel_mag", "threshold"]
@@ -238,7 +237,7 @@ def test_a_killed_client_leaves_nothing_behind(sock):
 def test_status_command_and_daemon_arguments(sock, capsys):
     import json
 
-    from runtime.cli import main
+    from fpgashare.cli import main
 
     with RunningDaemon(sock), connect(sock) as fpga:
         fpga.pipeline("edges", CHAIN, period_ms=20.0, frame_shape=SHAPE)
@@ -272,9 +271,9 @@ def test_prometheus_metrics(sock):
 
 
 def test_dnn_images_run_in_idle_slot_time_next_to_a_stream(sock):
-    from runtime.dnn.models import digits_cnn
-    from runtime.dnn.reference import logits
-    from runtime.dnn.train_digits import digits_split
+    from fpgashare.dnn.models import digits_cnn
+    from fpgashare.dnn.reference import logits
+    from fpgashare.dnn.train_digits import digits_split
 
     _, _, images, _ = digits_split()
     net = digits_cnn()
@@ -312,8 +311,8 @@ def test_sigterm_ends_pipelines_and_removes_the_socket(sock):
     import subprocess
     import sys
 
-    proc = subprocess.Popen([sys.executable, "-m", "runtime.cli", "daemon", "--board", "model", "--socket", str(sock)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "fpgashare.cli", "daemon", "--board", "model",
+                             "--socket", str(sock)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         while not sock.exists() and time.monotonic() < deadline:
@@ -335,9 +334,9 @@ def test_sigterm_ends_pipelines_and_removes_the_socket(sock):
 def test_latency_window_is_bounded_and_counts_are_not(sock, monkeypatch):
     """A daemon runs for days: it keeps the newest latencies per pipeline, while the outcome
     counts cover every frame."""
-    import runtime.daemon
+    import fpgashare.daemon
 
-    monkeypatch.setattr(runtime.daemon, "LATENCY_WINDOW", 3)
+    monkeypatch.setattr(fpgashare.daemon, "LATENCY_WINDOW", 3)
     with RunningDaemon(sock) as daemon, connect(sock) as fpga:
         pipe = fpga.pipeline("short", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
         for frame in frames(5):
@@ -350,9 +349,9 @@ def test_latency_window_is_bounded_and_counts_are_not(sock, monkeypatch):
 def test_statistics_of_ended_pipelines_are_bounded(sock, monkeypatch):
     """Apps that register a fresh pipeline name each run leave statistics behind: the newest
     ENDED_KEPT ended pipelines keep theirs, older ones are forgotten, live ones never."""
-    import runtime.daemon
+    import fpgashare.daemon
 
-    monkeypatch.setattr(runtime.daemon, "ENDED_KEPT", 2)
+    monkeypatch.setattr(fpgashare.daemon, "ENDED_KEPT", 2)
     with RunningDaemon(sock) as daemon, connect(sock) as fpga:
         live = fpga.pipeline("live", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
         live.submit(frames(1)[0]).result(timeout=10)
@@ -370,8 +369,8 @@ def test_statistics_of_ended_pipelines_are_bounded(sock, monkeypatch):
 def test_dnn_images_run_while_a_real_time_app_is_silent(sock):
     """A real-time pipeline promises a period, not frames: once its app stops sending, its overdue
     next frame is not waited for and DNN images still run in the time it leaves."""
-    from runtime.dnn.planning import network
-    from runtime.dnn.reference import logits
+    from fpgashare.dnn.planning import network
+    from fpgashare.dnn.reference import logits
 
     with RunningDaemon(sock, dilation=1.0) as daemon, connect(sock) as fpga:
         # A period with room for the chain's three loads (3.9 ms) and the host's delays, which a

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runtime.cli import main
+from fpgashare.cli import main
 
 
 def test_demo_runs_three_apps_and_writes_its_files(tmp_path, capsys):

@@ -4,9 +4,8 @@ int8 model reaches >= 95% on the held-out split, within 1 point of the float mod
 from __future__ import annotations
 
 import numpy as np
-
-from runtime.dnn.models import MODELS_DIR
-from runtime.dnn.train_digits import build
+from fpgashare.dnn.models import MODELS_DIR
+from fpgashare.dnn.train_digits import build
 
 
 def test_training_reproduces_committed_weights_and_accuracy():

@@ -8,12 +8,11 @@ import json
 
 import numpy as np
 import pytest
-
-from runtime.cli import main
-from runtime.dnn.models import digits_cnn, edge_cnn
-from runtime.dnn.partition import partition, plan_for
-from runtime.dnn.reference import logits
-from runtime.dnn.train_digits import digits_split
+from fpgashare.cli import main
+from fpgashare.dnn.models import digits_cnn, edge_cnn
+from fpgashare.dnn.partition import partition, plan_for
+from fpgashare.dnn.reference import logits
+from fpgashare.dnn.train_digits import digits_split
 
 pytestmark = pytest.mark.rtl
 
@@ -22,13 +21,13 @@ SPLITS = {1: [(0, 6)], 2: [(0, 2), (2, 6)], 3: [(0, 2), (2, 4), (4, 6)], 4: [(0,
 
 @pytest.fixture(scope="module")
 def zcu_board(zcu104):
-    from hdl_sim.board import SimBoard
+    from fpgashare.hdl_sim.board import SimBoard
 
     return SimBoard(zcu104)
 
 
 def check_chain(board, net, plan, images):
-    from runtime.dnn.tile_chain import TileChain
+    from fpgashare.dnn.tile_chain import TileChain
 
     board.rtl.reset()
     run = TileChain(board, net, plan).run(images)
@@ -79,7 +78,7 @@ def test_cli_eval_reports_and_rejects(tmp_path, capsys):
 
 
 def test_cli_eval_takes_a_network_file(tmp_path, capsys):
-    from runtime.dnn.network import save_network
+    from fpgashare.dnn.network import save_network
 
     path = tmp_path / "net.npz"
     save_network(edge_cnn(), path)

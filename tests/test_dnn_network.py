@@ -7,12 +7,11 @@ import json
 
 import numpy as np
 import pytest
-
-from runtime.dnn.evaluate import read_images
-from runtime.dnn.models import digits_cnn, edge_cnn, random_layer
-from runtime.dnn.network import Layer, Network, load_network, save_network
-from runtime.dnn.reference import multiplier_shift, quantize_input, requantize, run_layer
-from runtime.errors import FrameError, NetworkError
+from fpgashare.dnn.evaluate import read_images
+from fpgashare.dnn.models import digits_cnn, edge_cnn, random_layer
+from fpgashare.dnn.network import Layer, Network, load_network, save_network
+from fpgashare.dnn.reference import multiplier_shift, quantize_input, requantize, run_layer
+from fpgashare.errors import FrameError, NetworkError
 
 
 def naive_conv(x: np.ndarray, layer: Layer) -> np.ndarray:

@@ -6,13 +6,12 @@ import itertools
 
 import numpy as np
 import pytest
-
-from runtime.dnn.cycle_model import LinkModel, segment_cycles
-from runtime.dnn.models import digits_cnn, edge_cnn, random_layer
-from runtime.dnn.network import Layer, Network
-from runtime.dnn.partition import partition, plan_for
-from runtime.dnn.tile_format import TileSpec, footprint
-from runtime.errors import NetworkError
+from fpgashare.dnn.cycle_model import LinkModel, segment_cycles
+from fpgashare.dnn.models import digits_cnn, edge_cnn, random_layer
+from fpgashare.dnn.network import Layer, Network
+from fpgashare.dnn.partition import partition, plan_for
+from fpgashare.dnn.tile_format import TileSpec, footprint
+from fpgashare.errors import NetworkError
 
 
 def random_network(rng: np.random.Generator, n: int) -> Network:

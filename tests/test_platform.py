@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from runtime.errors import ManifestError
-from runtime.platform import BITSTREAM_DIR, load_platform
+from fpgashare.errors import ManifestError
+from fpgashare.platform import load_platform
+from fpgashare.resources import data_dir
 
 
 def test_shipped_platforms_load(pynq_z2, zcu104):
@@ -18,7 +18,7 @@ def test_shipped_platforms_load(pynq_z2, zcu104):
 
 
 def _edit(tmp_path: Path, old: str, new: str) -> Path:
-    text = (BITSTREAM_DIR / "pynq-z2.toml").read_text()
+    text = (data_dir("platform") / "pynq-z2.toml").read_text()
     assert old in text
     path = tmp_path / "bad.toml"
     path.write_text(text.replace(old, new, 1))

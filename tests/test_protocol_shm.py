@@ -10,10 +10,9 @@ import struct
 import msgpack
 import numpy as np
 import pytest
-
-from runtime.errors import FrameError
-from runtime.protocol import MAX_MESSAGE, VERSION, ProtocolError, decode, encode, error_reply, read_message
-from runtime.shm import FrameRing, RingSpec, check_frame
+from fpgashare.errors import FrameError
+from fpgashare.protocol import MAX_MESSAGE, VERSION, ProtocolError, decode, encode, error_reply, read_message
+from fpgashare.shm import FrameRing, RingSpec, check_frame
 
 
 def _read(data: bytes):

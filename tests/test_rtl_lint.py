@@ -6,10 +6,9 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-
-from hdl_sim.build import RTL_DIR, format_parameter, rtl_sources
-from hdl_sim.toolchain import setup_environment, verilator_binary
-from runtime.platform import load_platform
+from fpgashare.hdl_sim.build import RTL_DIR, format_parameter, rtl_sources
+from fpgashare.hdl_sim.toolchain import setup_environment, verilator_binary
+from fpgashare.platform import load_platform
 
 MODULES = [p.stem for p in rtl_sources()]
 

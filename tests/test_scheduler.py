@@ -9,19 +9,18 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from fpgashare.backends import make_backend
+from fpgashare.modules import PRESETS
+from fpgashare.platform import load_platform
+from fpgashare.sched import POLICIES, make_policy
+from fpgashare.sched.demand import Demand, NeedOrder
+from fpgashare.sched.engine import OUTCOMES, run_workload
+from fpgashare.simrun import resolve_chain
+from fpgashare.slots import SlotManager
+from fpgashare.vision_timing import chain_cycles
+from fpgashare.workload import PipelineSpec, Workload, load_workload
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from runtime.backends import make_backend
-from runtime.modules import PRESETS
-from runtime.platform import load_platform
-from runtime.sched import POLICIES, make_policy
-from runtime.sched.demand import Demand, NeedOrder
-from runtime.sched.engine import OUTCOMES, run_workload
-from runtime.simrun import resolve_chain
-from runtime.slots import SlotManager
-from runtime.vision_timing import chain_cycles
-from runtime.workload import PipelineSpec, Workload, load_workload
 
 WORKLOADS = Path(__file__).resolve().parent.parent / "benchmarks" / "workloads"
 VISION = sorted({*PRESETS, "sobel_mag", "threshold", "downscale2x"})
@@ -97,9 +96,9 @@ def test_edf_beats_rr_bundle_when_time_shared():
 
 
 def test_slot_manager_retries_once_then_quarantines(zcu104):
-    from runtime.backends.base import LoadReport
-    from runtime.backends.model import ModelBackend
-    from runtime.bitstream.packets import PortError
+    from fpgashare.backends.base import LoadReport
+    from fpgashare.backends.model import ModelBackend
+    from fpgashare.bitstream.packets import PortError
 
     class BrokenPort(ModelBackend):
         def _load(self, slot, module):
@@ -192,7 +191,7 @@ def test_demand_order_is_the_first_need_over_every_upcoming_release(chains, firs
 
 @pytest.mark.parametrize("suite", sorted(p.stem for p in WORKLOADS.glob("*.toml")))
 def test_edf_admission_keeps_every_admitted_deadline(suite):
-    from runtime.bench import run_one
+    from fpgashare.bench import run_one
 
     _, result = run_one(load_workload(WORKLOADS / f"{suite}.toml"), "edf", "model")
     for name, p in result["pipelines"].items():
@@ -258,7 +257,7 @@ def test_a_prefetch_in_the_gap_after_a_period_waits_to_be_hidden_under_the_next_
     """With the stream idle after a period's frames, a load made at once has nothing to hide
     under; edf puts it off (just in time) so that it runs while the next period's first frame
     streams: on nh_720p60_zcu104 no prefetch is exposed."""
-    from runtime.bench import run_one
+    from fpgashare.bench import run_one
 
     _, result = run_one(load_workload(WORKLOADS / "nh_720p60_zcu104.toml"), "edf", "model")
     totals = result["totals"]
@@ -268,8 +267,8 @@ def test_a_prefetch_in_the_gap_after_a_period_waits_to_be_hidden_under_the_next_
 
 
 def test_dnn_backfills_idle_slots_without_hurting_real_time():
-    from runtime.bench import run_one
-    from runtime.dnn.planning import dnn_plan
+    from fpgashare.bench import run_one
+    from fpgashare.dnn.planning import dnn_plan
 
     workload = load_workload(WORKLOADS / "dnn_backfill_zcu104.toml")
     engine, result = run_one(workload, "edf", "model")
@@ -287,9 +286,9 @@ def test_dnn_backfills_idle_slots_without_hurting_real_time():
 def _burst(period_s: float) -> tuple:
     """An engine with two pipelines released together: thumb holds every module it needs, edges
     lacks two of its three."""
-    from runtime.sched.edf import EdfPolicy
-    from runtime.sched.engine import Engine
-    from runtime.workload import realtime_spec
+    from fpgashare.sched.edf import EdfPolicy
+    from fpgashare.sched.engine import Engine
+    from fpgashare.workload import realtime_spec
 
     platform = load_platform("zcu104")
     pipelines = [realtime_spec(name, chain, period_s, period_s, [720, 1280], platform, jitter_s=0.0005)
@@ -325,7 +324,7 @@ def test_a_burst_with_no_room_for_a_wrong_guess_wants_everything_at_its_release(
 def test_borrowed_slots_hide_loads_without_missing_deadlines():
     """While the most urgent frame waits for a load, a frame that ends before that frame's latest
     start runs on the slots it waits with: the load is hidden under real work."""
-    from runtime.sched.edf import EdfPolicy
+    from fpgashare.sched.edf import EdfPolicy
 
     workload = load_workload(WORKLOADS / "nh_720p60_zcu104.toml")
     backend = make_backend("model", workload.platform)
@@ -347,7 +346,7 @@ def test_the_same_engine_runs_on_the_wall_clock():
     virtual time (the workload leaves enough slack that a late wake-up changes nothing)."""
     import time
 
-    from runtime.clock import WallClock
+    from fpgashare.clock import WallClock
 
     path = WORKLOADS / "two_edges_720p.toml"
     workload = replace(load_workload(path), duration_s=0.1)
@@ -369,10 +368,9 @@ def test_the_daemon_expects_a_frame_as_early_as_the_app_has_sent_one():
     measure: the daemon's engine expects the next frame a period after the last, less the most
     any frame has come early (at most half a period), so loads put off just in time are not late."""
     import numpy as np
-
-    from runtime.clock import VirtualClock
-    from runtime.sched.online import EARLY_CAP, OnlineEngine
-    from runtime.workload import realtime_spec
+    from fpgashare.clock import VirtualClock
+    from fpgashare.sched.online import EARLY_CAP, OnlineEngine
+    from fpgashare.workload import realtime_spec
 
     platform = load_platform("zcu104")
     engine = OnlineEngine(platform, make_backend("model", platform), make_policy("edf"), VirtualClock())
@@ -397,7 +395,7 @@ def test_a_held_wall_clock_counts_hardware_time_not_host_time():
     operation's hardware time only (and never goes back)."""
     import time
 
-    from runtime.clock import WallClock
+    from fpgashare.clock import WallClock
 
     clock = WallClock()
     clock.hold()
@@ -415,8 +413,8 @@ def test_a_held_wall_clock_counts_hardware_time_not_host_time():
 def test_a_frame_the_hardware_fails_at_its_end_is_an_error():
     """On a board a frame's report comes at its end (the DMA): a failure then ends that frame
     ``error`` with the reason, its slots come back, and the rest of the run goes on."""
-    from runtime.backends.base import Pending
-    from runtime.errors import FrameError
+    from fpgashare.backends.base import Pending
+    from fpgashare.errors import FrameError
 
     workload = load_workload(WORKLOADS / "two_edges_720p.toml")
     backend = make_backend("model", workload.platform)

@@ -7,12 +7,11 @@ import random
 
 import numpy as np
 import pytest
-
-from hdl_sim.board import ACTIVATION_CYCLES
-from runtime.bitstream.packets import DUMMY, PortError, SlotRegion, check_words
-from runtime.bitstream.registry import build_config
-from runtime.modules import resolve_stage
-from runtime.vision_ref import stage_reference
+from fpgashare.bitstream.packets import DUMMY, PortError, SlotRegion, check_words
+from fpgashare.bitstream.registry import build_config
+from fpgashare.hdl_sim.board import ACTIVATION_CYCLES
+from fpgashare.modules import resolve_stage
+from fpgashare.vision_ref import stage_reference
 
 pytestmark = pytest.mark.rtl
 

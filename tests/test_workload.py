@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from runtime.errors import WorkloadError
-from runtime.workload import load_workload
+from fpgashare.errors import WorkloadError
+from fpgashare.workload import load_workload
 
 SUITES = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "workloads").glob("*.toml"))
 
-GOOD = '''platform = "bitstreams/zcu104.toml"
+GOOD = '''platform = "zcu104"
 seed = 1
 duration_s = 1.0
 [[pipeline]]
@@ -60,7 +59,7 @@ def _write(tmp_path, text: str) -> Path:
     (("frame = [720, 1280]", "frame = [4000, 1280]"), "outside"),
     (("period_ms = 16.7", "period_ms = 1.0"), "more than its 1.00 ms deadline"),
     (("period_ms = 16.7", "period_ms = -3"), "period_ms must be > 0"),
-    (('platform = "bitstreams/zcu104.toml"', 'platform = "nowhere.toml"'), "platform"),
+    (('platform = "zcu104"', 'platform = "nowhere.toml"'), "platform"),
     (('stages = ["gauss3x3", "sobel_mag"]', 'stages = ["a", "b", "c", "d", "e"]'), "unknown module"),
     (("seed = 1", 'seed = 1\nsweep = "edgy"'), "sweep: 'edgy' is not a real-time pipeline"),
 ])

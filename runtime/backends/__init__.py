@@ -4,9 +4,9 @@ above knows which it has."""
 
 from __future__ import annotations
 
-from runtime.backends.base import Backend, FrameReport, LoadReport
-from runtime.errors import FpgashareError
-from runtime.platform import Platform
+from fpgashare.backends.base import Backend, FrameReport, LoadReport
+from fpgashare.errors import FpgashareError
+from fpgashare.platform import Platform
 
 BACKENDS = ("model", "sim", "pynq")
 
@@ -15,15 +15,15 @@ def make_backend(name: str, platform: Platform, **options) -> Backend:
     """The backend called ``name`` for ``platform`` (``pynq`` takes ``bitstreams=`` and the
     optional ``firmware_dir=`` / ``fpga_manager=`` paths)."""
     if name == "model":
-        from runtime.backends.model import ModelBackend
+        from fpgashare.backends.model import ModelBackend
 
         return ModelBackend(platform)
     if name == "sim":
-        from runtime.backends.sim import SimBackend
+        from fpgashare.backends.sim import SimBackend
 
         return SimBackend(platform)
     if name == "pynq":
-        from runtime.backends.pynq_board import PynqBackend
+        from fpgashare.backends.pynq_board import PynqBackend
 
         return PynqBackend(platform, **options)
     raise FpgashareError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import numpy as np
-
-from runtime.bitstream.packets import PortError
-from runtime.errors import FpgashareError
-from runtime.modules import Stage
-from runtime.platform import Platform
+from fpgashare.bitstream.packets import PortError
+from fpgashare.errors import FpgashareError
+from fpgashare.modules import Stage
+from fpgashare.platform import Platform
 
 
 @dataclass(frozen=True)
@@ -162,7 +161,7 @@ class Backend(ABC):
         count = images if isinstance(images, int) else len(images)
         if count < 1:
             raise FpgashareError(f"a DNN batch needs at least one image, got {count}")
-        from runtime.dnn.planning import dnn_plan
+        from fpgashare.dnn.planning import dnn_plan
 
         plan = dnn_plan(self.platform, model, len(slots))   # the caller gives as many slots as it uses
         if len(plan.stages) != len(slots):

@@ -1,5 +1,5 @@
 """The ``model`` backend: the analytical twin of the simulated board. Outputs from the OpenCV
-goldens, frame time from runtime.vision_timing, load time from the partial bitstream's length at
+goldens, frame time from fpgashare.vision_timing, load time from the partial bitstream's length at
 one word per port cycle (plus the activation cycle), as the RTL port takes it. It models a
 healthy port: a corrupted bitstream is the sim backend's (and the board's) business."""
 
@@ -8,16 +8,15 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-
-from runtime.backends.base import Backend, DnnReport, FrameReport, LoadReport
-from runtime.bitstream.packets import PortError
-from runtime.dnn.planning import network
-from runtime.dnn.reference import logits
-from runtime.dnn.tile_format import load_stream
-from runtime.modules import Stage
-from runtime.platform import Platform
-from runtime.vision_ref import chain_reference
-from runtime.vision_timing import chain_cycles
+from fpgashare.backends.base import Backend, DnnReport, FrameReport, LoadReport
+from fpgashare.bitstream.packets import PortError
+from fpgashare.dnn.planning import network
+from fpgashare.dnn.reference import logits
+from fpgashare.dnn.tile_format import load_stream
+from fpgashare.modules import Stage
+from fpgashare.platform import Platform
+from fpgashare.vision_ref import chain_reference
+from fpgashare.vision_timing import chain_cycles
 
 
 class ModelBackend(Backend):

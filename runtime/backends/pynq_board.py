@@ -32,15 +32,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-
-from runtime.backends.base import Backend, FrameReport, LoadReport, Pending
-from runtime.bitstream.packets import PortError
-from runtime.bitstream.registry import INDEX_NAME, inspect_bytes
-from runtime.errors import BitstreamError, FpgashareError, FrameError
-from runtime.modules import Stage
-from runtime.platform import Platform
-from runtime.shell_map import MODULE_WINDOW, REG_CYCLES_HI, REG_CYCLES_LO, ShellControl, pack_pixels, unpack_pixels
-from runtime.vision_timing import chain_cycles
+from fpgashare.backends.base import Backend, FrameReport, LoadReport, Pending
+from fpgashare.bitstream.packets import PortError
+from fpgashare.bitstream.registry import INDEX_NAME, inspect_bytes
+from fpgashare.errors import BitstreamError, FpgashareError, FrameError
+from fpgashare.modules import Stage
+from fpgashare.platform import Platform
+from fpgashare.shell_map import MODULE_WINDOW, REG_CYCLES_HI, REG_CYCLES_LO, ShellControl, pack_pixels, unpack_pixels
+from fpgashare.vision_timing import chain_cycles
 
 log = logging.getLogger(__name__)
 

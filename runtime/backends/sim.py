@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-
-from runtime.backends.base import Backend, DnnReport, FrameReport, LoadReport
-from runtime.bitstream.registry import build_config
-from runtime.errors import FrameError
-from runtime.modules import Stage
-from runtime.platform import Platform
+from fpgashare.backends.base import Backend, DnnReport, FrameReport, LoadReport
+from fpgashare.bitstream.registry import build_config
+from fpgashare.errors import FrameError
+from fpgashare.modules import Stage
+from fpgashare.platform import Platform
 
 
 class SimBackend(Backend):
@@ -17,7 +16,7 @@ class SimBackend(Backend):
 
     def __init__(self, platform: Platform) -> None:
         super().__init__(platform)
-        from hdl_sim.board import SimBoard
+        from fpgashare.hdl_sim.board import SimBoard
 
         self.board = SimBoard(platform)
 
@@ -40,8 +39,8 @@ class SimBackend(Backend):
         return FrameReport(out, stats.out_end_cycle, stats.out_end_cycle / self.platform.fabric_clock_hz)
 
     def _run_dnn(self, slots: list[int], model: str, plan, images: int | np.ndarray) -> DnnReport:
-        from runtime.dnn.planning import network
-        from runtime.dnn.tile_chain import TileChain
+        from fpgashare.dnn.planning import network
+        from fpgashare.dnn.tile_chain import TileChain
 
         net = network(model)
         chain = TileChain(self.board, net, plan, slots, configure=False)

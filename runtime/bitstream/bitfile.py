@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from runtime.errors import BitstreamError
+from fpgashare.errors import BitstreamError
 
 MAGIC = bytes.fromhex("0009 0ff00ff00ff00ff000 0001".replace(" ", ""))
 

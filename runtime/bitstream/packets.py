@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
-
-from runtime.bitstream.crc import icap_crc, icap_crc_words
+from fpgashare.bitstream.crc import icap_crc, icap_crc_words
 
 SYNC = 0xAA995566
 NOP = 0x20000000

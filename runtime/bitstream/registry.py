@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-from runtime.bitstream.bitfile import BitHeader, parse_bit, write_bit
-from runtime.bitstream.packets import PortVerdict, SlotRegion, check_words, frame_data, partial_words
-from runtime.errors import BitstreamError
-from runtime.modules import KINDS, KINDS_BY_ID
-from runtime.platform import Platform, SlotSpec
+from fpgashare.bitstream.bitfile import BitHeader, parse_bit, write_bit
+from fpgashare.bitstream.packets import PortVerdict, SlotRegion, check_words, frame_data, partial_words
+from fpgashare.errors import BitstreamError
+from fpgashare.modules import KINDS, KINDS_BY_ID
+from fpgashare.platform import Platform, SlotSpec
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runtime.dnn.network import Layer, Network
-from runtime.dnn.tile_format import DEFAULT_TILE, TileSpec
+from fpgashare.dnn.network import Layer, Network
+from fpgashare.dnn.tile_format import DEFAULT_TILE, TileSpec
 
 SETUP_CYCLES = 1
 PER_OUTPUT_OVERHEAD = 2

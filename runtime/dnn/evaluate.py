@@ -6,14 +6,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from runtime.dnn.models import get_model
-from runtime.dnn.network import Network
-from runtime.dnn.partition import partition
-from runtime.dnn.planning import link_model
-from runtime.dnn.reference import logits
-from runtime.errors import FrameError, NetworkError
-from runtime.platform import Platform
+from fpgashare.dnn.models import get_model
+from fpgashare.dnn.network import Network
+from fpgashare.dnn.partition import partition
+from fpgashare.dnn.planning import link_model
+from fpgashare.dnn.reference import logits
+from fpgashare.errors import FrameError, NetworkError
+from fpgashare.platform import Platform
 
 BACKENDS = ("rtl", "reference")
 
@@ -43,7 +42,7 @@ def read_images(path: str | Path, net: Network) -> tuple[np.ndarray, np.ndarray 
 
 def default_images(net: Network) -> tuple[np.ndarray, np.ndarray | None]:
     if net.name == "digits_cnn":
-        from runtime.dnn.train_digits import digits_split
+        from fpgashare.dnn.train_digits import digits_split
 
         _, _, images, labels = digits_split()
         return images, labels
@@ -68,8 +67,8 @@ def evaluate(model: str, tiles: int, platform: Platform, images_path: str | None
     result: dict = {"model": net.name, "backend": backend, "platform": platform.name, "images": len(images),
                     "predicted_cycles_per_image": round(plan.bottleneck_cycles), "plan": plan.as_dict()}
     if backend == "rtl":
-        from hdl_sim.board import SimBoard
-        from runtime.dnn.tile_chain import TileChain
+        from fpgashare.dnn.tile_chain import TileChain
+        from fpgashare.hdl_sim.board import SimBoard
 
         chain = TileChain(SimBoard(platform), net, plan)
         run = chain.run(images)

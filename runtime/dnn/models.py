@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-
-from runtime.dnn.network import Layer, Network, load_network
-from runtime.dnn.reference import multiplier_shift
-from runtime.errors import NetworkError
+from fpgashare.dnn.network import Layer, Network, load_network
+from fpgashare.dnn.reference import multiplier_shift
+from fpgashare.errors import NetworkError
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 

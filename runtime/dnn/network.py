@@ -14,8 +14,7 @@ from functools import cached_property
 from pathlib import Path
 
 import numpy as np
-
-from runtime.errors import NetworkError
+from fpgashare.errors import NetworkError
 
 KINDS = ("conv", "fc", "maxpool")
 MAX_SHIFT = 62

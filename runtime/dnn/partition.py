@@ -13,11 +13,10 @@ from functools import lru_cache
 from itertools import pairwise
 
 import numpy as np
-
-from runtime.dnn.cycle_model import LinkModel, input_cycles, layer_cycles, send_cycles
-from runtime.dnn.network import Network
-from runtime.dnn.tile_format import DEFAULT_TILE, TileSpec, footprint
-from runtime.errors import NetworkError
+from fpgashare.dnn.cycle_model import LinkModel, input_cycles, layer_cycles, send_cycles
+from fpgashare.dnn.network import Network
+from fpgashare.dnn.tile_format import DEFAULT_TILE, TileSpec, footprint
+from fpgashare.errors import NetworkError
 
 
 @dataclass(frozen=True)

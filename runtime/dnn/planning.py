@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from runtime.dnn.cycle_model import LinkModel
-from runtime.dnn.models import get_model
-from runtime.dnn.partition import Plan, partition
-from runtime.platform import Platform
+from fpgashare.dnn.cycle_model import LinkModel
+from fpgashare.dnn.models import get_model
+from fpgashare.dnn.partition import Plan, partition
+from fpgashare.platform import Platform
 
 _PLANS: dict[tuple, Plan] = {}
 

@@ -14,9 +14,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-from runtime.dnn.network import Layer, Network
-from runtime.errors import NetworkError
+from fpgashare.dnn.network import Layer, Network
+from fpgashare.errors import NetworkError
 
 
 def quantize_input(images: np.ndarray) -> np.ndarray:

@@ -12,14 +12,13 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-
-from runtime.bitstream.registry import build_config
-from runtime.dnn.network import Network
-from runtime.dnn.partition import Plan
-from runtime.dnn.reference import quantize_input
-from runtime.dnn.tile_format import DEFAULT_TILE, TileSpec, load_stream, pack_activations, unpack_activations
-from runtime.errors import FrameError, NetworkError
-from runtime.modules import KINDS
+from fpgashare.bitstream.registry import build_config
+from fpgashare.dnn.network import Network
+from fpgashare.dnn.partition import Plan
+from fpgashare.dnn.reference import quantize_input
+from fpgashare.dnn.tile_format import DEFAULT_TILE, TileSpec, load_stream, pack_activations, unpack_activations
+from fpgashare.errors import FrameError, NetworkError
+from fpgashare.modules import KINDS
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from runtime.dnn.network import Layer, Network
-from runtime.errors import NetworkError
+from fpgashare.dnn.network import Layer, Network
+from fpgashare.errors import NetworkError
 
 SEC_DESC, SEC_WEIGHTS, SEC_BIAS, SEC_MULT, SEC_SHIFT = 1, 2, 3, 4, 5
 DESC_WORDS = 8

@@ -1,6 +1,6 @@
 """Train and quantize ``digits_cnn`` on scikit-learn's bundled handwritten digits (8x8, 1797 images).
 
-    python -m runtime.dnn.train_digits [--out runtime/dnn/models/digits_cnn.npz]
+    python -m fpgashare.dnn.train_digits [--out runtime/dnn/models/digits_cnn.npz]
 
 Everything is seeded and single-path float64 numpy, so a run reproduces the committed parameters
 exactly on the same numpy/BLAS. Quantization is post-training: per-output-channel symmetric int8
@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-from runtime.dnn.network import Layer, Network, save_network
-from runtime.dnn.reference import logits, multiplier_shift, quantize_input
-from runtime.errors import NetworkError
+from fpgashare.dnn.network import Layer, Network, save_network
+from fpgashare.dnn.reference import logits, multiplier_shift, quantize_input
+from fpgashare.errors import NetworkError
 
 log = logging.getLogger(__name__)
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from runtime.errors import FpgashareError
-from runtime.sched.baselines import FcfsPolicy, RrBundlePolicy, StaticPolicy
-from runtime.sched.edf import EdfPolicy
-from runtime.sched.policy import Policy
+from fpgashare.errors import FpgashareError
+from fpgashare.sched.baselines import FcfsPolicy, RrBundlePolicy, StaticPolicy
+from fpgashare.sched.edf import EdfPolicy
+from fpgashare.sched.policy import Policy
 
 POLICIES: dict[str, type[Policy]] = {"edf": EdfPolicy, "rr-bundle": RrBundlePolicy, "fcfs": FcfsPolicy,
                                      "static": StaticPolicy}

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
-from runtime.workload import PipelineSpec, Workload
+from fpgashare.workload import PipelineSpec, Workload
 
 
 def module_slots(pipelines: Sequence[PipelineSpec]) -> int:
@@ -48,9 +48,9 @@ def necessary(pipelines: Sequence[PipelineSpec], workload: Workload, load_s: flo
 
 
 def trial(pipelines: Sequence[PipelineSpec], workload: Workload, trial_s: float) -> str | None:
-    from runtime.backends.model import ModelBackend
-    from runtime.sched.edf import EdfPolicy
-    from runtime.sched.engine import run_workload
+    from fpgashare.backends.model import ModelBackend
+    from fpgashare.sched.edf import EdfPolicy
+    from fpgashare.sched.engine import run_workload
 
     # Best-effort work comes along: its batches and slot lending are part of the blocking.
     besteffort = tuple(p for p in workload.pipelines if not p.realtime)

@@ -16,10 +16,10 @@ overdue is not waited for). Two moves, made after the real-time dispatch of ever
 
 from __future__ import annotations
 
-from runtime.dnn.planning import dnn_plan, dnn_slot_count
-from runtime.sched.engine import Engine
-from runtime.sched.lookahead import reclaim_at, victims_due
-from runtime.slots import SlotState
+from fpgashare.dnn.planning import dnn_plan, dnn_slot_count
+from fpgashare.sched.engine import Engine
+from fpgashare.sched.lookahead import reclaim_at, victims_due
+from fpgashare.slots import SlotState
 
 #: A batch is kept short so that the slots it holds come back soon if real-time work wants them.
 DNN_BATCH_S = 1e-3

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from runtime.sched.engine import Engine, Frame
-from runtime.sched.policy import Policy, PriorityPolicy
-from runtime.slots import SlotState
+from fpgashare.sched.engine import Engine, Frame
+from fpgashare.sched.policy import Policy, PriorityPolicy
+from fpgashare.slots import SlotState
 
 
 class FcfsPolicy(PriorityPolicy):

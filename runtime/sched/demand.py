@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from runtime.workload import PipelineSpec
+from fpgashare.workload import PipelineSpec
 
 #: Sort key of a module nobody will need: after every needed one, equal to each other.
 UNNEEDED: tuple = (2,)

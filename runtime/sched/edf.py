@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 
-from runtime.sched.backfill import backfill
-from runtime.sched.demand import NeedOrder
-from runtime.sched.engine import Engine, Frame
-from runtime.sched.lookahead import reclaim_at
-from runtime.sched.policy import PriorityPolicy
+from fpgashare.sched.backfill import backfill
+from fpgashare.sched.demand import NeedOrder
+from fpgashare.sched.engine import Engine, Frame
+from fpgashare.sched.lookahead import reclaim_at
+from fpgashare.sched.policy import PriorityPolicy
 
 
 class EdfPolicy(PriorityPolicy):

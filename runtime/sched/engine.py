@@ -24,13 +24,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from runtime.backends.base import Backend, FrameReport, Pending
-from runtime.clock import Clock, VirtualClock
-from runtime.errors import FpgashareError
-from runtime.sched.demand import Demand, NeedOrder
-from runtime.slots import SlotManager, SlotState
-from runtime.workload import PipelineSpec, Workload
+from fpgashare.backends.base import Backend, FrameReport, Pending
+from fpgashare.clock import Clock, VirtualClock
+from fpgashare.errors import FpgashareError
+from fpgashare.sched.demand import Demand, NeedOrder
+from fpgashare.slots import SlotManager, SlotState
+from fpgashare.workload import PipelineSpec, Workload
 
 log = logging.getLogger(__name__)
 

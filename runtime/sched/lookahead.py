@@ -10,7 +10,7 @@ port are free for other work (DNN batches, lending a slot to dnn_tile).
 
 from __future__ import annotations
 
-from runtime.sched.engine import Engine
+from fpgashare.sched.engine import Engine
 
 
 def missing_needs(engine: Engine, evicting: int | None = None) -> list[tuple[float, str]]:

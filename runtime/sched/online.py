@@ -15,14 +15,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-
-from runtime.backends.base import Backend
-from runtime.clock import Clock
-from runtime.errors import FpgashareError
-from runtime.platform import Platform
-from runtime.sched.admission import necessary, trial
-from runtime.sched.engine import RELEASE, DnnRequest, Engine, Frame
-from runtime.workload import PipelineSpec, Workload
+from fpgashare.backends.base import Backend
+from fpgashare.clock import Clock
+from fpgashare.errors import FpgashareError
+from fpgashare.platform import Platform
+from fpgashare.sched.admission import necessary, trial
+from fpgashare.sched.engine import RELEASE, DnnRequest, Engine, Frame
+from fpgashare.workload import PipelineSpec, Workload
 
 log = logging.getLogger(__name__)
 

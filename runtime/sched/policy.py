@@ -5,8 +5,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 
-from runtime.sched.engine import Engine, Frame
-from runtime.slots import SlotState
+from fpgashare.sched.engine import Engine, Frame
+from fpgashare.slots import SlotState
 
 
 class Policy(ABC):

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from runtime.bitstream.registry import build_all
-from runtime.errors import BitstreamError, FpgashareError
-from runtime.platform import load_platform
-from runtime.shell_map import REG_CYCLES_HI, REG_CYCLES_LO, REG_ROUTE_OUT, ROUTE_ENABLE, slot_reg
-from runtime.simrun import resolve_chain
-from runtime.vision_ref import chain_reference
-from runtime.vision_timing import chain_cycles
+from fpgashare.bitstream.registry import build_all
+from fpgashare.errors import BitstreamError, FpgashareError
+from fpgashare.platform import load_platform
+from fpgashare.shell_map import REG_CYCLES_HI, REG_CYCLES_LO, REG_ROUTE_OUT, ROUTE_ENABLE, slot_reg
+from fpgashare.simrun import resolve_chain
+from fpgashare.vision_ref import chain_reference
+from fpgashare.vision_timing import chain_cycles
 
 pynq_device = pytest.importorskip("pynq.pl_server.embedded_device", reason="needs the board extra (pynq)")
 
@@ -22,7 +21,7 @@ pytestmark = pytest.mark.board
 
 
 def test_stages_once_and_loads_with_two_sysfs_writes(board_dirs):
-    from runtime.backends.pynq_board import PynqBackend
+    from fpgashare.backends.pynq_board import PynqBackend
 
     bits, firmware, manager = board_dirs
     platform = load_platform("pynq-z2")
@@ -46,7 +45,7 @@ def test_stages_once_and_loads_with_two_sysfs_writes(board_dirs):
 
 
 def test_refuses_tampered_or_foreign_bitstreams(board_dirs):
-    from runtime.backends.pynq_board import PynqBackend
+    from fpgashare.backends.pynq_board import PynqBackend
 
     bits, firmware, manager = board_dirs
     platform = load_platform("pynq-z2")
@@ -151,7 +150,7 @@ FRAME_SHAPE = (48, 64)
 
 
 def test_frames_go_through_mmio_routing_and_dma_buffers(board_dirs):
-    from runtime.backends.pynq_board import PynqBackend
+    from fpgashare.backends.pynq_board import PynqBackend
 
     bits, firmware, manager = board_dirs
     platform = load_platform("pynq-z2")
@@ -188,7 +187,7 @@ def test_a_load_runs_on_the_port_thread_while_frames_stream(board_dirs):
     kernel's write blocks until the slot is written."""
     import os
 
-    from runtime.backends.pynq_board import PynqBackend
+    from fpgashare.backends.pynq_board import PynqBackend
 
     bits, firmware, manager = board_dirs
     platform = load_platform("pynq-z2")
@@ -222,7 +221,7 @@ def test_a_load_runs_on_the_port_thread_while_frames_stream(board_dirs):
 def test_a_frame_streams_while_the_caller_goes_on(board_dirs):
     """start_frame routes, programs and starts both DMA channels, then returns; the report waits
     for the DMA. Its expected time is the chain's cycle model, which the shell's counter matches."""
-    from runtime.backends.pynq_board import PynqBackend
+    from fpgashare.backends.pynq_board import PynqBackend
 
     bits, firmware, manager = board_dirs
     platform = load_platform("pynq-z2")
@@ -247,7 +246,7 @@ def test_a_frame_streams_while_the_caller_goes_on(board_dirs):
 
 
 def test_frames_need_the_shell_overlay(board_dirs):
-    from runtime.backends.pynq_board import PynqBackend
+    from fpgashare.backends.pynq_board import PynqBackend
 
     bits, firmware, manager = board_dirs
     platform = load_platform("pynq-z2")

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from runtime.bitstream.bitfile import parse_bit
-from runtime.bitstream.registry import build_all
+from fpgashare.bitstream.bitfile import parse_bit
+from fpgashare.bitstream.registry import build_all
 
 pynq_device = pytest.importorskip("pynq.pl_server.embedded_device", reason="needs the board extra (pynq)")
 
@@ -18,7 +17,7 @@ pytestmark = pytest.mark.board
 
 @pytest.mark.parametrize("name", ["pynq-z2", "zcu104"])
 def test_pynq_parses_every_generated_file_like_we_do(tmp_path, name):
-    from runtime.platform import load_platform
+    from fpgashare.platform import load_platform
 
     platform = load_platform(name)
     entries = build_all(platform, tmp_path)

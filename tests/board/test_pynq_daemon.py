@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fpgashare.bitstream.registry import build_all
+from fpgashare.platform import load_platform
+from fpgashare.simrun import resolve_chain
+from fpgashare.vision_ref import chain_reference
 
-from runtime.bitstream.registry import build_all
-from runtime.platform import load_platform
-from runtime.simrun import resolve_chain
-from runtime.vision_ref import chain_reference
 from tests.board.test_pynq_backend import FRAME_SHAPE, Buffer, FakeOverlay, FakeShell
 
 pytest.importorskip("pynq.pl_server.embedded_device", reason="needs the board extra (pynq)")
@@ -18,8 +18,9 @@ pytestmark = pytest.mark.board
 
 
 def test_daemon_serves_frames_on_the_pynq_backend(board_dirs, tmp_path):
-    from runtime.backends.pynq_board import PynqBackend
-    from runtime.client import connect
+    from fpgashare.backends.pynq_board import PynqBackend
+    from fpgashare.client import connect
+
     from tests.test_daemon import RunningDaemon
 
     bits, firmware, manager = board_dirs

@@ -7,9 +7,9 @@ import random
 import cocotb
 import numpy as np
 import pytest
+from fpgashare.modules import PRESETS, resolve_stage
+from fpgashare.vision_ref import conv3x3_reference, stage_reference
 
-from runtime.modules import PRESETS, resolve_stage
-from runtime.vision_ref import conv3x3_reference, stage_reference
 from tests.hdl.vision_tb import VisionTB, sizes_to_test
 
 
@@ -67,7 +67,7 @@ async def framing_error_is_flagged(dut):
 
 @pytest.mark.rtl
 def test_conv3x3_rtl():
-    from hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.build import run_cocotb
 
     tests, failed = run_cocotb("conv3x3", __name__)
     assert tests == 3 and failed == 0, f"{failed} of {tests} cocotb tests failed"

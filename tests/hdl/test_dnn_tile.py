@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamSink, AxiStreamSource
+from fpgashare.dnn.cycle_model import layer_cycles
+from fpgashare.dnn.models import random_layer
+from fpgashare.dnn.network import Layer, Network
+from fpgashare.dnn.reference import run_network
+from fpgashare.dnn.tile_chain import REG_LAYER0, REG_MODE, REG_NLAYERS, REG_STATUS
+from fpgashare.dnn.tile_format import TileSpec, load_stream, pack_activations, unpack_activations
 
-from runtime.dnn.cycle_model import layer_cycles
-from runtime.dnn.models import random_layer
-from runtime.dnn.network import Layer, Network
-from runtime.dnn.reference import run_network
-from runtime.dnn.tile_chain import REG_LAYER0, REG_MODE, REG_NLAYERS, REG_STATUS
-from runtime.dnn.tile_format import TileSpec, load_stream, pack_activations, unpack_activations
 from tests.hdl.vision_tb import clock_and_reset, random_pauses
 
 SPEC = TileSpec(p=8, act_entries=512, w_entries=512, pg_entries=16, max_layers=8)
@@ -127,7 +127,7 @@ async def saturation_and_wrap_corners(dut):
 
 @pytest.mark.rtl
 def test_dnn_tile_rtl():
-    from hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.build import run_cocotb
 
     tests, failed = run_cocotb("dnn_tile", __name__, parameters={
         "P": SPEC.p, "ACT_ENTRIES": SPEC.act_entries, "W_ENTRIES": SPEC.w_entries,

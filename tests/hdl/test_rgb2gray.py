@@ -5,9 +5,9 @@ from __future__ import annotations
 import cocotb
 import numpy as np
 import pytest
+from fpgashare.modules import resolve_stage
+from fpgashare.vision_ref import stage_reference
 
-from runtime.modules import resolve_stage
-from runtime.vision_ref import stage_reference
 from tests.hdl.vision_tb import VisionTB
 
 
@@ -30,7 +30,7 @@ async def matches_opencv(dut):
 
 @pytest.mark.rtl
 def test_rgb2gray_rtl():
-    from hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.build import run_cocotb
 
     tests, failed = run_cocotb("rgb2gray", __name__, parameters={"DATA_W": 24})
     assert tests == 1 and failed == 0

@@ -7,9 +7,9 @@ import random
 import cocotb
 import numpy as np
 import pytest
+from fpgashare.modules import resolve_stage
+from fpgashare.vision_ref import stage_reference
 
-from runtime.modules import resolve_stage
-from runtime.vision_ref import stage_reference
 from tests.hdl.vision_tb import VisionTB, sizes_to_test
 
 
@@ -34,7 +34,7 @@ async def matches_opencv(dut):
 
 @pytest.mark.rtl
 def test_sobel_mag_rtl():
-    from hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.build import run_cocotb
 
     tests, failed = run_cocotb("sobel_mag", __name__)
     assert tests == 1 and failed == 0

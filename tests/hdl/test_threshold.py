@@ -5,9 +5,9 @@ from __future__ import annotations
 import cocotb
 import numpy as np
 import pytest
+from fpgashare.modules import THRESHOLD_TYPES, resolve_stage
+from fpgashare.vision_ref import stage_reference
 
-from runtime.modules import THRESHOLD_TYPES, resolve_stage
-from runtime.vision_ref import stage_reference
 from tests.hdl.vision_tb import VisionTB
 
 
@@ -43,7 +43,7 @@ async def bad_type_passes_through_and_is_flagged(dut):
 
 @pytest.mark.rtl
 def test_threshold_rtl():
-    from hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.build import run_cocotb
 
     tests, failed = run_cocotb("threshold", __name__)
     assert tests == 2 and failed == 0

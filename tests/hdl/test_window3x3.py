@@ -63,7 +63,7 @@ async def replicate_windows(dut):
 
 @pytest.mark.rtl
 def test_window3x3_rtl():
-    from hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.build import run_cocotb
 
     tests, failed = run_cocotb("window3x3", __name__, parameters={"MAX_W": 64})
     assert tests == 1 and failed == 0

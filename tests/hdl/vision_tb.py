@@ -16,8 +16,7 @@ from cocotbext.axi import (
     AxiStreamSink,
     AxiStreamSource,
 )
-
-from runtime.modules import Stage, register_words
+from fpgashare.modules import Stage, register_words
 
 
 async def clock_and_reset(dut, cycles: int = 4) -> None:

@@ -1,0 +1,1 @@
+"""Platform manifests, shipped as package data: ``fpgashare.platforms`` (load by name: ``zcu104``)."""

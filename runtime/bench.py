@@ -9,6 +9,7 @@ from fpgashare.backends import make_backend
 from fpgashare.errors import FpgashareError
 from fpgashare.sched import POLICIES, make_policy
 from fpgashare.sched.admission import admit
+from fpgashare.sched.backfill import refusal
 from fpgashare.sched.engine import run_workload
 from fpgashare.trace import write_gantt, write_trace
 from fpgashare.workload import Workload, load_workload
@@ -28,15 +29,21 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
     policy = make_policy(scheduler)
     rejected: list[dict] = []
     full = workload
+    contract = None
     if policy.admission:
-        load_s = max(workload.platform.slot_load_seconds(s.index) for s in workload.platform.slots)
-        admitted, rejected = admit(workload, load_s)
-        keep = {p.name for p in admitted}
+        admission = admit(workload)
+        rejected, contract = admission.rejected, admission.contract
+        keep = {p.name for p in admission.admitted}
         workload = replace(workload, pipelines=tuple(p for p in workload.pipelines
                                                      if not p.realtime or p.name in keep))
-    engine, summary = run_workload(workload, make_backend(backend, workload.platform), policy)
+    engine, summary = run_workload(workload, make_backend(backend, workload.platform), policy, contract=contract)
     result = {"scheduler": scheduler, "admitted": [p.name for p in engine.pipelines], "rejected": rejected,
-              **summary, "bound": dnn_bound(workload, engine.pipelines)}
+              **summary, "bound": dnn_bound(workload, engine.pipelines, engine)}
+    if contract is not None:
+        result["contract"] = {"pinned": {str(k): v for k, v in sorted(contract.pinned.items())},
+                              "idle_loads": contract.idle_loads,
+                              "dnn_block_ms": None if contract.dnn_block_s == float("inf")
+                              else round(contract.dnn_block_s * 1e3, 3)}
     if rejected and check_rejected:
         # Is the admission test more than caution? Run the whole set anyway and count the misses.
         _, everything = run_workload(full, make_backend("model", full.platform), make_policy(scheduler))
@@ -44,16 +51,36 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
     return engine, result
 
 
-def dnn_bound(workload: Workload, admitted) -> dict:
-    """Offline upper bound on DNN throughput: the shell streams one thing at a time, so DNN batches
-    get at most the stream time the admitted real-time frames leave, at the model's fastest
-    single-chain rate (every dnn_tile slot in the chain, no reconfiguration counted)."""
-    from fpgashare.dnn.planning import images_per_stream_second
+def dnn_bound(workload: Workload, admitted, engine=None) -> dict:
+    """Upper bound on DNN throughput beside the admitted real-time work, for any scheduler: the
+    shell streams one thing at a time, so DNN batches get at most the stream time the admitted
+    frames leave, at the model's fastest pipelined rate (every dnn_tile slot in the chain, fill
+    latency and reconfiguration free). With ``engine`` (a finished run) also the part of it this
+    run's idle gaps could hold once each gap pays the chain's fill latency (``fill_limited``):
+    what a heavy model loses on one stream whatever the scheduler does with those gaps."""
+    from fpgashare.dnn.planning import dnn_plan, dnn_slot_count, images_per_stream_second
 
     idle = max(0.0, 1.0 - sum(p.exec_s / p.period_s for p in admitted))
     models = [p.model for p in workload.pipelines if not p.realtime]
-    rate = max((images_per_stream_second(workload.platform, m) for m in models), default=0.0)
-    return {"idle_stream_fraction": round(idle, 4), "dnn_images_per_s": round(idle * rate, 1)}
+    no_tile = refusal(workload.platform) if models else None
+    rate = 0.0 if no_tile else max((images_per_stream_second(workload.platform, m) for m in models), default=0.0)
+    out = {"idle_stream_fraction": round(idle, 4), "dnn_images_per_s": round(idle * rate, 1),
+           "assumes": "stream time the admitted frames leave x the fastest chain's pipelined rate; "
+                      "fill latency and loads free"}
+    if no_tile:
+        out["refused"] = no_tile
+    elif models and engine is not None:
+        plan = dnn_plan(workload.platform, models[0], dnn_slot_count(workload.platform))
+        fill, step = plan.latency_cycles / plan.clock_hz, plan.bottleneck_cycles / plan.clock_hz
+        busy = sorted((f.start, f.end) for f in engine.frames if f.start is not None and f.end is not None)
+        t, images = engine.t0, 0
+        for start, end in [*busy, (engine.end_s, engine.end_s)]:
+            gap = min(start, engine.end_s) - t
+            if gap >= fill:
+                images += 1 + int((gap - fill) // step)
+            t = max(t, end)
+        out["fill_limited_images_per_s"] = round(images / workload.duration_s, 1)
+    return out
 
 
 def sweep(workload: Workload, scheduler: str, backend: str, pipeline: str) -> dict:

@@ -51,6 +51,8 @@ class SlotManager:
         self._idle: tuple[int, ...] | None = None                             # idle(), kept until a change
         self._compatible: dict[tuple[int, str], bool] = {}
         self._compatible_slots: dict[str, tuple[int, ...]] = {}
+        #: Slots whose module stays for good (the admission's residency plan): never a victim.
+        self.pinned: frozenset[int] = frozenset()
 
     def _changed(self) -> None:
         self._holders = None
@@ -128,9 +130,11 @@ class SlotManager:
     def victim(self, module: str, future: NeedOrder, keep: set[int] = frozenset()) -> int | None:
         """A slot to load ``module`` into: a blank one, else the idle resident whose module is
         needed farthest in ``future`` (Belady) or was used longest ago (LRU); None if every
-        compatible slot is busy, loading, failed or in ``keep``."""
+        compatible slot is busy, loading, failed, pinned or in ``keep``."""
+        pinned = self.pinned
         candidates = [s for s in (self.slots[i] for i in self.compatible_slots(module))
-                      if s.index not in keep and (s.state is SlotState.BLANK or s.state is SlotState.READY)]
+                      if s.index not in keep and s.index not in pinned
+                      and (s.state is SlotState.BLANK or s.state is SlotState.READY)]
         if not candidates:
             return None
         blank = [s for s in candidates if s.state == SlotState.BLANK]

@@ -10,7 +10,8 @@
     deadline_ms = 16.7                    # optional, default = period
     frame = [720, 1280]                   # rows, cols
     stages = ["gauss3x3", "sobel_mag", "threshold"]
-    jitter_ms = 0.5                       # optional release jitter
+    jitter_ms = 0.5                       # optional release jitter: frame k comes in [k*period, k*period + jitter)
+    offset_ms = 3.0                       # optional phase: the first release (default 0)
     sweep = "edges"                       # optional: the pipeline `--sweep` copies by default
     [[pipeline]]
     name = "detector"
@@ -22,6 +23,9 @@ Every error names the file, the pipeline and the key.
 
 from __future__ import annotations
 
+import math
+import random
+from collections import Counter
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -49,6 +53,15 @@ class PipelineSpec:
     jitter_s: float = 0.0
     model: str | None = None
     exec_s: float = 0.0                #: the chain's compute time per frame at the fabric clock
+    offset_s: float = 0.0              #: the first release, after the registration window
+
+    def release_s(self, index: int, seed: int) -> float:
+        """Frame ``index``'s release from the first one: its nominal time plus its jitter, drawn
+        from (seed, pipeline, index) alone, so any prefix of a run releases exactly as the run."""
+        nominal = self.offset_s + index * self.period_s
+        if not self.jitter_s:
+            return nominal
+        return nominal + random.Random(f"{seed}/{self.name}/{index}").random() * self.jitter_s
 
     @property
     def realtime(self) -> bool:
@@ -58,6 +71,11 @@ class PipelineSpec:
     def modules(self) -> tuple[str, ...]:
         """Module of each stage, in chain order."""
         return tuple(s.kind.name for s in self.stages)
+
+    @cached_property
+    def module_counts(self) -> dict[str, int]:
+        """How many copies of each module the chain uses at once."""
+        return dict(Counter(self.modules))
 
 
 @dataclass(frozen=True)
@@ -135,12 +153,16 @@ def _realtime(file: Path, where: str, t: TomlTable, name: str, platform: Platfor
     period = float(t.positive("period_ms", (int, float))) / 1e3
     deadline = float(t.positive("deadline_ms", (int, float), period * 1e3)) / 1e3
     jitter = float(t.get("jitter_ms", (int, float), 0.0)) / 1e3
+    offset = float(t.get("offset_ms", (int, float), 0.0)) / 1e3
     frame = t.get("frame", list)
     names = t.get("stages", list)
+    if not (math.isfinite(offset) and 0 <= offset):
+        raise WorkloadError(f"{file}: {where}.offset_ms must be a finite number >= 0, not {offset * 1e3!r}")
     try:
-        return realtime_spec(name, [str(n) for n in names], period, deadline, frame, platform, jitter_s=jitter)
+        spec = realtime_spec(name, [str(n) for n in names], period, deadline, frame, platform, jitter_s=jitter)
     except WorkloadError as exc:
         raise WorkloadError(f"{file}: {where}{exc}") from None
+    return replace(spec, offset_s=offset)
 
 
 def realtime_spec(name: str, stages: list[str], period_s: float, deadline_s: float, frame,

@@ -1,36 +1,56 @@
-"""Best-effort DNN work in the time real-time pipelines leave the shell.
+"""Best-effort DNN work in the time real-time pipelines leave the shell, with a cost model.
 
 The shell streams one thing at a time (one video input, one output), so a DNN batch runs only
-while no frame runs or waits, and it ends before the next release still ahead (a frame already
-overdue is not waited for). Two moves, made after the real-time dispatch of every event:
+while no frame runs or waits, and it either ends before the earliest possible next release or is
+no longer than the blocking the admission analysis left for it (``guard.batch_room``). Two moves,
+made after the real-time dispatch of every event:
 
 - run: one batch on the idle slots holding dnn_tile, split by the partitioner over as many of them
-  as make it fastest. A batch ends before its slots may be needed as victims of real-time loads
-  (``lookahead.victims_due``), before that release and before the run ends.
+  as make it fastest. A batch is at least the chain's fill latency long (its first image), ends at
+  an image boundary, and ends before its slots may be needed as victims of real-time loads
+  (``lookahead.victims_due``), before the run ends, and, while another tile is being loaded, once
+  it is in (the next batch then runs on the faster chain).
 - lend: when the port is idle, no real-time frame waits and the DNN holds fewer slots than its
-  fastest chain uses, one more idle slot is loaded with dnn_tile if the just-in-time plan for
-  real-time loads, with that slot's module gone, still leaves room for the load, at least one
-  image and DNN time worth the port time spent. A lent slot comes back through the ordinary
-  prefetch, which evicts dnn_tile first (real-time work never needs it).
+  fastest chain uses, one more idle slot is loaded with dnn_tile if it pays: the DNN compute time
+  the extra tile buys before the slot must be back (the stream time real-time frames leave in that
+  window, less the chain's fill latency per gap, at the chain's real rate) must be at least
+  ``WORTH`` times the port time of the two loads it costs (the lend and the reload of what it
+  evicts). A lent slot comes back through the ordinary prefetch or demand loads, which evict
+  dnn_tile first (real-time work never needs it).
+
+A platform with no slot for dnn_tile gives the DNN nothing (``refusal`` says why); never an error.
 """
 
 from __future__ import annotations
 
 from fpgashare.dnn.planning import dnn_plan, dnn_slot_count
 from fpgashare.sched.engine import Engine
+from fpgashare.sched.guard import batch_room, side_load_allowed
 from fpgashare.sched.lookahead import reclaim_at, victims_due
 from fpgashare.slots import SlotState
 
-#: A batch is kept short so that the slots it holds come back soon if real-time work wants them.
-DNN_BATCH_S = 1e-3
+#: The longest batch: the stream is free for real-time work again sooner, and a client's images
+#: wait less; never shorter than the chain's fill latency (one image).
+DNN_BATCH_MAX_S = 10e-3
+#: A lend must buy at least this many times the port time of its two loads in DNN compute time.
+WORTH = 1.0
+#: How far ahead a lend's gain is counted (a slot nobody needs back is judged over this).
+LEND_HORIZON_S = 0.1
 DNN = "dnn_tile"
 
 
+def refusal(platform) -> str | None:
+    """Why ``platform`` gives best-effort DNN work nothing, or None if it can run it."""
+    if DNN not in platform.modules or dnn_slot_count(platform) == 0:
+        return f"{platform.name} has no slot that fits dnn_tile: the DNN gets no fabric time"
+    return None
+
+
 def backfill(engine: Engine) -> None:
-    if not engine.dnn_pipelines or not engine.backend.runs_dnn:
+    if not engine.dnn_pipelines or not engine.backend.runs_dnn or refusal(engine.backend.platform):
         return
-    _run(engine)
     _lend(engine)
+    _run(engine)
 
 
 def _chain_plan(engine: Engine, model: str, tiles: int):
@@ -46,15 +66,6 @@ def _until(due: list[float], idle_others: int) -> float:
     return float("inf")
 
 
-def _next_release(engine: Engine) -> float:
-    """The earliest release still ahead (inf if none); a release counts as ahead until its
-    jitter has passed too. A frame overdue beyond that is not waited for: its app may have paused
-    or stopped sending (the daemon's pipelines promise a period, not a frame)."""
-    now = engine.now
-    return min((t for p in engine.pipelines if (t := engine.next_release_s(p)) + p.jitter_s > now),
-               default=float("inf"))
-
-
 def _run(engine: Engine) -> None:
     if engine.pending or not engine.stream_free():
         return      # frames first, and the stream carries one thing at a time
@@ -67,35 +78,75 @@ def _run(engine: Engine) -> None:
     size = len(plan.stages)
     now = engine.now
     latency_s = plan.latency_cycles / plan.clock_hz
-    room = min(_until(victims_due(engine), len(idle) - size), _next_release(engine), engine.end_s) - now
+    room = min(_until(victims_due(engine), len(idle) - size) - now, batch_room(engine), engine.end_s - now)
+    if engine.slots.coming_with(DNN):
+        # A tile is on its way: end this batch when it is in, so the next runs on the faster chain.
+        room = min(room, max(engine.port_backlog_s(), latency_s))
     if room < latency_s:
         return
     per_image_s = plan.bottleneck_cycles / plan.clock_hz
-    images = 1 + max(0, int((min(DNN_BATCH_S, room) - latency_s) // per_image_s))
+    images = 1 + max(0, int((min(room, max(DNN_BATCH_MAX_S, latency_s)) - latency_s) // per_image_s))
     engine.start_dnn(pipeline, idle[:size], images)
+
+
+def stream_gaps(engine: Engine, horizon_s: float) -> list[tuple[float, float]]:
+    """The stream's idle intervals from now to ``horizon_s`` from now if the real-time frames
+    pending and due in that window (nominal releases) run back to back in release order."""
+    now = engine.now
+    end = now + horizon_s
+    jobs = [(now, f.pipeline.exec_s) for f in engine.pending]
+    for p in engine.pipelines:
+        t = engine.next_release_s(p)
+        while t < end:
+            jobs.append((max(t, now), p.exec_s))
+            t += p.period_s
+    gaps, t = [], engine.stream_free_at()
+    for release, exec_s in sorted(jobs):
+        if release > t:
+            gaps.append((t, release))
+        t = max(t, release) + exec_s
+    if t < end:
+        gaps.append((t, end))
+    return gaps
+
+
+def lend_gain_s(engine: Engine, model: str, held: int, gaps: list[tuple[float, float]], ready_s: float,
+                until_s: float) -> float:
+    """DNN compute time one more tile buys: in the stream's idle ``gaps`` between the tile's
+    arrival (``ready_s``) and its return (``until_s``), each less the chain's fill latency, at the
+    chain's rate with ``held + 1`` tiles against ``held`` tiles."""
+    more = _chain_plan(engine, model, held + 1)
+    fill = more.latency_cycles / more.clock_hz
+    usable = sum(max(0.0, min(b, until_s) - max(a, ready_s) - fill) for a, b in gaps if b > ready_s and a < until_s)
+    if held == 0:
+        return usable
+    # The extra tile speeds the chain up: the images it adds, at the faster chain's pace.
+    fewer = _chain_plan(engine, model, held)
+    return max(0.0, usable * (fewer.bottleneck_cycles / more.bottleneck_cycles - 1.0))
 
 
 def _lend(engine: Engine) -> None:
     port = engine.slots.port
-    if port.current is not None or port.queue or engine.pending \
+    if port.current is not None or port.queue or engine.pending or engine.committed is not None \
             or not any(engine.dnn_backlog(p) for p in engine.dnn_pipelines):
         return
     model = min(engine.dnn_pipelines, key=lambda p: p.name).model
+    platform = engine.backend.platform
     # One batch at a time runs on one chain: a slot beyond the fastest chain's tiles adds nothing.
     held = sum(s.module == DNN and s.state != SlotState.FAILED for s in engine.slots.slots)
-    if held >= len(_chain_plan(engine, model, dnn_slot_count(engine.backend.platform)).stages):
+    if held >= len(_chain_plan(engine, model, dnn_slot_count(platform)).stages):
         return
     now = engine.now
-    plan = _chain_plan(engine, model, 1)
-    first_image_s = plan.latency_cycles / plan.clock_hz
+    gaps = stream_gaps(engine, LEND_HORIZON_S)
     best: tuple[float, int] | None = None
     for s in engine.slots.slots:
-        if s.state not in (SlotState.BLANK, SlotState.READY) or s.module == DNN \
+        if s.state not in (SlotState.BLANK, SlotState.READY) or s.module == DNN or s.index in engine.slots.pinned \
                 or not engine.slots.compatible(s.index, DNN):
             continue
-        room = reclaim_at(engine, evicting=s.index) - now
-        # Worth it only if the DNN work it makes room for outlasts the port time it costs.
-        if room >= 2 * engine.load_seconds(s.index) + first_image_s and (best is None or room > best[0]):
-            best = (room, s.index)
-    if best is not None:
+        load_s = engine.load_seconds(s.index)
+        until = min(reclaim_at(engine, evicting=s.index), engine.end_s, now + LEND_HORIZON_S)
+        gain = lend_gain_s(engine, model, held, gaps, now + engine.port_backlog_s() + load_s, until)
+        if gain >= WORTH * 2 * load_s and (best is None or gain > best[0]):
+            best = (gain, s.index)
+    if best is not None and side_load_allowed(engine, best[1]):
         engine.slots.request(best[1], DNN, "dnn")

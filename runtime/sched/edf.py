@@ -1,76 +1,242 @@
-"""``edf``: earliest deadline first over real-time frames, reconfiguration-aware.
+"""``edf``: earliest deadline first over real-time frames, reconfiguration-aware, under the
+contract its admission analysis assumes (runtime/sched/analysis.py, runtime/sched/guard.py).
 
-After every event, pending frames are taken in deadline order. A frame whose modules are resident
-in free slots starts once the video stream is free (the shell streams one frame at a time); until
-then it keeps its slots. The most urgent frame that is blocked gets its missing modules loaded
-(victims by lookahead over the known periodic demand); less urgent frames may only use what is
-resident, so they never put loads on the port ahead of it. A frame that cannot finish by its
-deadline even if it started as soon as it could (counting the stream, the port backlog and its own
-loads) is dropped rather than run late. When the port is idle, the next releases' modules are
-prefetched into idle slots, so reconfiguration overlaps computation; where an early load gains
-nothing, prefetch waits until just in time (runtime/sched/lookahead.py): with best-effort DNN work
-present, so idle slots can run DNN batches meanwhile (runtime/sched/backfill.py), and in the gap
-after a period's frames, so the load runs under the next period's first frame.
+After every event, pending frames are taken in deadline order:
+
+- a frame whose modules are resident in free slots starts once the video stream is free (the
+  shell streams one frame at a time); until then it keeps its slots;
+- the most urgent pending frame that lacks modules *commits* once the stream is free: it takes
+  the configuration port for its loads (one at a time, victims chosen by lookahead over the known
+  periodic demand, never a pinned slot), and keeps every slot it counts on until it streams. No
+  other frame loads while a frame is committed. A frame may stream meanwhile if it is more
+  urgent, or if it ends before the committed frame's loads do (it borrows time the stream would
+  idle);
+- without a committed frame, the first blocked frame may load only what is hidden under the job
+  on the stream (``guard.side_load_allowed``), and so may prefetch for the next releases;
+- a frame is dropped only when it certainly cannot finish by its deadline (the stream, and its
+  loads at their fastest). A frame that could still make it is never dropped for a module the
+  port could still load.
+
+Where an early load gains nothing, prefetch waits until just in time (runtime/sched/lookahead.py):
+with best-effort DNN work present, so idle slots can run DNN batches meanwhile
+(runtime/sched/backfill.py), and in the gap after a period's frames, so the load runs under the
+next period's first frame.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from operator import attrgetter
 
 from fpgashare.sched.backfill import backfill
 from fpgashare.sched.demand import NeedOrder
 from fpgashare.sched.engine import Engine, Frame
+from fpgashare.sched.guard import side_load_allowed
 from fpgashare.sched.lookahead import reclaim_at
 from fpgashare.sched.policy import PriorityPolicy
+from fpgashare.slots import SlotState
+
+
+@dataclass
+class LoadPlan:
+    """Where a frame's stages would run: resident slots, slots being loaded or busy with its
+    modules, and the loads still to queue (module, victim slot)."""
+
+    chosen: list[int | None]
+    used: set[int] = field(default_factory=set)        #: every slot the frame counts on
+    loads: list[tuple[str, int]] = field(default_factory=list)
+    complete: bool = True                              #: every stage has a source
+    ready_at: float = 0.0                              #: when all of it could be resident
 
 
 class EdfPolicy(PriorityPolicy):
     name = "edf"
     admission = True
-    borrow = True
+    borrow = True        #: a less urgent frame may stream while a committed frame loads (if it ends first)
 
     priority = attrgetter("deadline", "seq")      # a C-level key: sorted() calls it for every pending frame
 
+    def setup(self, engine: Engine) -> None:
+        """Pins first, each into its slot; then the usual warm-up for what the first frames need."""
+        self._load_pins(engine, warm_up=True)
+        super().setup(engine)
+
+    # ---- dispatch --------------------------------------------------------------------------
+    def dispatch(self, engine: Engine) -> None:
+        self._dispatch(engine)
+        backfill(engine)
+
+    def _dispatch(self, engine: Engine) -> None:
+        now = engine.now
+        committed = engine.committed
+        reserved: set[int] = set()
+        borrowable: set[int] = set()
+        ready_at = float("inf")
+        if committed is not None and self.hopeless(engine, committed, (), engine.stream_free_at()):
+            engine.drop(committed, "cannot finish by its deadline: the stream is taken until then")
+            committed = None
+        if committed is not None:
+            plan = self._plan(engine, committed, set())
+            if not plan.loads and plan.complete and all(s is not None for s in plan.chosen) \
+                    and engine.stream_free():
+                engine.start(committed, plan.chosen)
+                committed = None
+            else:
+                self._issue(engine, plan)
+                reserved = plan.used
+                borrowable = {s for s in plan.chosen if s is not None}
+                ready_at = plan.ready_at
+        stream_at = engine.stream_free_at()
+        head_seen = False            # a frame earlier in deadline order is still pending
+        port_given = committed is not None
+        for frame in sorted(engine.pending, key=self.priority):
+            if frame is committed:
+                head_seen = True
+                continue
+            exec_s = frame.pipeline.exec_s
+            if stream_at + exec_s > frame.deadline:
+                engine.drop(frame, "cannot finish by its deadline: the stream is taken until then")
+                continue
+            # Less urgent than the committed frame: it may stream only in the time the committed
+            # frame's loads leave the stream idle, and then also on the slots it waits with.
+            later = committed is not None and self.priority(frame) > self.priority(committed)
+            borrows = self.borrow and later and now + exec_s <= ready_at
+            if later and not (borrows and engine.stream_free()):
+                continue                     # it can neither start nor load now: judged next time
+            chosen, missing = engine.find_slots(frame, reserved - borrowable if borrows else reserved)
+            reason = self.hopeless(engine, frame, missing, stream_at)
+            if reason:
+                engine.drop(frame, reason)
+                continue
+            if not missing:
+                if engine.stream_free() and (not later or borrows):
+                    engine.start(frame, [s for s in chosen if s is not None])
+                    stream_at = engine.stream_free_at()
+                    continue
+                reserved |= {s for s in chosen if s is not None}
+                head_seen = True
+                continue
+            is_head = not head_seen
+            head_seen = True
+            if port_given:
+                continue                     # the port is taken this round
+            port_given = True
+            plan = self._plan(engine, frame, reserved)
+            if is_head and engine.stream_free():
+                # Commit only onto a free stream: then at most one job (this one, or the one on
+                # the stream) stands before a more urgent frame that comes next (the analysis's
+                # one blocking term).
+                engine.committed = committed = frame      # it owns the port until it streams
+                self._issue(engine, plan)
+                reserved = reserved | plan.used
+                borrowable = {s for s in plan.chosen if s is not None}
+                ready_at = plan.ready_at
+            else:
+                if plan.loads and side_load_allowed(engine, plan.loads[0][1]):
+                    engine.slots.request(plan.loads[0][1], plan.loads[0][0], "demand")
+                reserved |= plan.used
+        if engine.committed is None:
+            self._port_idle(engine, reserved)
+
+    def _plan(self, engine: Engine, frame: Frame, keep: set[int]) -> LoadPlan:
+        """Sources for ``frame``'s stages: a free resident slot, a slot being loaded with the
+        module, a busy slot holding it (free when its job ends: with one stream, sooner than a
+        new copy could be), or a victim slot to load."""
+        slots = engine.slots
+        chosen, _ = engine.find_slots(frame, keep)
+        plan = LoadPlan(chosen, {s for s in chosen if s is not None})
+        future = None
+        waits = engine.now + engine.port_backlog_s()
+        for module, slot in zip(frame.pipeline.modules, chosen, strict=True):
+            if slot is not None:
+                continue
+            coming = next((s for s in slots.coming_with(module) if s not in plan.used), None)
+            if coming is not None:
+                plan.used.add(coming)
+                continue
+            busy = next((s for s in slots.busy_with(module) if s not in plan.used and s not in keep), None)
+            if busy is not None:
+                plan.used.add(busy)
+                waits = max(waits, engine.free_at(busy) or engine.now)
+                continue
+            if future is None:
+                future = engine.need_order([frame])
+            victim = slots.victim(module, future, keep=keep | plan.used)
+            if victim is None:
+                plan.complete = False
+                continue
+            plan.used.add(victim)
+            plan.loads.append((module, victim))
+        plan.ready_at = max(waits, engine.now + engine.port_backlog_s()
+                            + sum(engine.load_seconds(v) for _, v in plan.loads))
+        return plan
+
+    @staticmethod
+    def _issue(engine: Engine, plan: LoadPlan) -> None:
+        """The committed frame's next load, when the port is free (one at a time: a frame that
+        commits later never waits behind loads queued for another)."""
+        port = engine.slots.port
+        if plan.loads and port.current is None and not port.queue:
+            module, victim = plan.loads[0]
+            engine.slots.request(victim, module, "demand")
+
+    # ---- drops -----------------------------------------------------------------------------
     def hopeless(self, engine: Engine, frame: Frame, missing: Sequence[str], stream_at: float) -> str | None:
+        """A reason to drop ``frame`` when it certainly misses: even if the stream took it as soon
+        as it frees, or its missing modules loaded back to back at the port's fastest."""
         exec_s = frame.pipeline.exec_s
         if stream_at + exec_s > frame.deadline:
-            return "cannot finish by its deadline"
-        if not missing:
-            return None
-        # Each missing module comes from a load under way, a busy slot once its job ends, or a new load.
-        now = engine.now
-        slots = engine.slots
-        new_loads, busy = 0, []
-        for module in missing:
-            if slots.coming_with(module):
-                continue
-            holders = slots.busy_with(module)
-            if holders:
-                busy.append(holders)
-            else:
-                new_loads += 1
-        late = "cannot finish by its deadline (reconfiguration and port backlog included)"
-        if now + engine.port_backlog_s() + engine.longest_load_s() * new_loads + exec_s > frame.deadline:
-            return late
-        # A busy copy frees when its job ends: only worth looking at if some job ends too late.
-        if busy and engine.jobs_end_by() + exec_s > frame.deadline:
-            freed = max(min(engine.free_at(s) or now for s in holders) for holders in busy)
-            if freed + exec_s > frame.deadline:
-                return late
+            return "cannot finish by its deadline: the stream is taken until then"
+        if missing:
+            # Copies no slot holds, runs or receives must be loaded, whoever keeps the others.
+            slots = engine.slots
+            new = sum(max(0, need - len(slots.ready_with(m)) - len(slots.busy_with(m)) - len(slots.coming_with(m)))
+                      for m, need in frame.pipeline.module_counts.items() if m in missing)
+            if new and engine.now + new * engine.shortest_load_s() + exec_s > frame.deadline:
+                return f"cannot finish by its deadline: {new} module(s) still to load"
         return None
 
-    def dispatch(self, engine: Engine) -> None:
-        super().dispatch(engine)
-        backfill(engine)
+    # ---- the port when no frame owns it ----------------------------------------------------
+    def _port_idle(self, engine: Engine, reserved: set[int]) -> None:
+        port = engine.slots.port
+        if port.current is not None or port.queue:
+            return
+        if self._load_pins(engine):
+            return
+        waiting = sorted((f for f in engine.pending if f.start is None), key=self.priority)
+        work = self.port_idle_work(engine, waiting)
+        if work is not None:
+            work(reserved)
+
+    def _load_pins(self, engine: Engine, warm_up: bool = False) -> bool:
+        """Load a pinned module its slot does not hold yet (a new admission may pin more)."""
+        for slot, module in sorted(engine.contract.pinned.items()):
+            s = engine.slots.slots[slot]
+            if s.module == module and s.state in (SlotState.READY, SlotState.BUSY, SlotState.LOADING):
+                continue
+            if s.state not in (SlotState.BLANK, SlotState.READY):
+                continue
+            if warm_up or side_load_allowed(engine, slot):
+                engine.slots.request(slot, module, "pin")
+                if not warm_up:
+                    return True
+        return False
 
     def port_idle_work(self, engine: Engine, waiting: list[Frame]) -> Callable[[set[int]], None] | None:
         # Just in time, not as early as possible, where an early load gains nothing: with DNN work
         # (idle slots may be lent), and in the gap after a period's frames (a load there has no
         # frame to hide under, while one put off may be hidden under the next period's first).
+        target = self._prefetch_target(engine, waiting)
+        stream_end = engine.stream_job_end()
+        if target is not None and stream_end is not None:
+            # A load hidden under the job on the stream costs nothing: take it now, unless it
+            # would evict a tile the DNN can still use before the module is due.
+            hidden = lambda reserved: self._prefetch(engine, reserved, target, hidden_only=True)  # noqa: E731
+            if not (engine.dnn_pipelines and engine.backend.runs_dnn) or reclaim_at(engine) <= stream_end:
+                return hidden
         if engine.dnn_pipelines and engine.backend.runs_dnn:
             return lambda reserved: self._just_in_time(engine, waiting, reserved)
-        target = self._prefetch_target(engine, waiting)
         if target is None:
             return None
         if not waiting and engine.stream_free():
@@ -101,13 +267,26 @@ class EdfPolicy(PriorityPolicy):
         return None if module is None else (future, needed, module)
 
     @staticmethod
-    def _prefetch(engine: Engine, reserved: set[int], target: tuple[NeedOrder, list[str], str]) -> None:
+    def _prefetch(engine: Engine, reserved: set[int], target: tuple[NeedOrder, list[str], str],
+                  hidden_only: bool = False) -> None:
         """Load the target module into a victim slot that no pending frame keeps and no module
-        needed before it holds (one prefetch at a time keeps the port free for demand loads)."""
+        needed before it holds, if the load is hidden or the contract allows it (guard.py);
+        ``hidden_only``: only if it ends before the job on the stream."""
         future, needed, module = target
         victim = engine.slots.victim(module, future, keep=reserved | _holding(engine, needed, module))
-        if victim is not None:
+        if hidden_only:
+            end = engine.stream_job_end()
+            if victim is not None and end is not None and engine.now + engine.load_seconds(victim) <= end \
+                    and side_load_allowed(engine, victim):
+                engine.slots.request(victim, module, "prefetch")
+            return
+        if victim is not None and side_load_allowed(engine, victim):
             engine.slots.request(victim, module, "prefetch")
+        elif victim is not None and not engine.pending:
+            # Not allowed now: look again when the stream's job or the next release comes.
+            nxt = min(t for t in (engine.stream_job_end(), engine.earliest_release_s()) if t is not None)
+            if nxt != float("inf"):
+                engine.wake(nxt)
 
 
 def _holding(engine: Engine, needed: list[str], upto: str) -> set[int]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import heapq
 import logging
-import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ import numpy as np
 from fpgashare.backends.base import Backend, FrameReport, Pending
 from fpgashare.clock import Clock, VirtualClock
 from fpgashare.errors import FpgashareError
+from fpgashare.sched.analysis import UNCONSTRAINED, AdmissionContract
 from fpgashare.sched.demand import Demand, NeedOrder
 from fpgashare.slots import SlotManager, SlotState
 from fpgashare.workload import PipelineSpec, Workload
@@ -108,7 +108,8 @@ class Engine:
     """Runs ``workload``'s real-time pipelines under ``policy`` on ``backend``."""
 
     def __init__(self, workload: Workload, backend: Backend, policy, clock: Clock | None = None,
-                 replacement: str = "belady", want_output: bool = False, drain_s: float = 1.0) -> None:
+                 replacement: str = "belady", want_output: bool = False, drain_s: float = 1.0,
+                 contract: AdmissionContract | None = None) -> None:
         self.workload, self.backend, self.policy = workload, backend, policy
         self.clock = clock or VirtualClock()
         self.slots = SlotManager(backend, replacement)
@@ -131,6 +132,7 @@ class Engine:
         self.stalled_reconfig_s = 0.0     #: ... and a real-time frame is waiting
         self.steady_exposed_s = 0.0       #: exposed after the registration window (from t0 on)
         self.busy_by_slot = [0.0] * len(self.slots.slots)   #: seconds each slot spent computing
+        self.dnn_busy_s = 0.0             #: stream time of DNN batches (the DNN's compute time)
         self._pixels = self._test_frames()
         self._load_started: dict[int, float] = {}
         self._load_s: dict[int, float] = {}
@@ -143,6 +145,11 @@ class Engine:
         self.pipelines_changed()
         self._wakes: set[float] = set()
         self.on_finish = None      #: called with each frame as it ends (the daemon answers its client)
+        self.contract: AdmissionContract = UNCONSTRAINED   #: what edf keeps to (runtime/sched/analysis.py)
+        #: The frame that holds the port for its loads until it streams (edf's commitment), if any.
+        self.committed: Frame | None = None
+        if contract is not None:
+            self.set_contract(contract)
         # Pipelines register before their first frame: the policy may fill every slot once
         # (setup and prefetch) before releases begin, the same warm-up for every policy.
         self.t0 = self.longest_load_s() * len(self.slots.slots)
@@ -175,6 +182,11 @@ class Engine:
         self._streaming.clear()
         self._stream_at = None
         return self
+
+    def set_contract(self, contract: AdmissionContract) -> None:
+        """Keep to ``contract`` from now on: its pinned slots are never evicted."""
+        self.contract = contract
+        self.slots.pinned = contract.pinned_slots
 
     def begin(self) -> None:
         """Let the policy set up (warm-up loads) before the first event."""
@@ -248,12 +260,11 @@ class Engine:
         self._last = t
 
     def _schedule_releases(self) -> None:
-        rng = random.Random(self.workload.seed)
         seq = 0
         for p in self.pipelines:
             k = 0
-            while k * p.period_s < self.workload.duration_s:
-                release = self.t0 + k * p.period_s + (rng.uniform(0, p.jitter_s) if p.jitter_s else 0.0)
+            while p.offset_s + k * p.period_s < self.workload.duration_s:
+                release = self.t0 + p.release_s(k, self.workload.seed)
                 frame = Frame(p, k, release, release + p.deadline_s, seq)
                 seq += 1
                 self.frames.append(frame)
@@ -297,6 +308,10 @@ class Engine:
         if slot not in self._load_s:
             self._load_s[slot] = self.backend.platform.slot_load_seconds(slot)
         return self._load_s[slot]
+
+    def shortest_load_s(self) -> float:
+        """Port time of the shortest load into any slot (a lower bound for any load)."""
+        return min((self.load_seconds(s.index) for s in self.slots.slots), default=0.0)
 
     def longest_load_s(self) -> float:
         """Port time of the longest load into any slot (an estimate when the slot is not chosen yet)."""
@@ -354,6 +369,8 @@ class Engine:
         if not self.stream_free():
             raise RuntimeError(f"frame {frame.key} cannot start: the video stream is carrying other work")
         self.pending.remove(frame)
+        if self.committed is frame:
+            self.committed = None
         self.slots.acquire(slots, frame.key)
         frame.start, frame.slots = self.now, tuple(slots)
         try:
@@ -399,6 +416,7 @@ class Engine:
         self.slots.release(job.slots, self.now)
         if self.now <= self.end_s + 1e-12:
             self.dnn_images[job.pipeline.name] += job.images
+            self.dnn_busy_s += job.end - job.start
         for i, request in enumerate(job.requests):
             request.end, request.output = self.now, job.outputs[i]
             self.finish_dnn(request, "done")
@@ -431,6 +449,8 @@ class Engine:
     def finish(self, frame: Frame, outcome: str, reason: str = "") -> None:
         if frame.outcome is not None:
             raise RuntimeError(f"frame {frame.key} already ended {frame.outcome}")
+        if self.committed is frame:
+            self.committed = None
         frame.outcome, frame.reason = outcome, reason
         if self.on_finish is not None:
             self.on_finish(frame)
@@ -447,13 +467,23 @@ class Engine:
         self.finish(frame, "dropped", reason)
 
     # ---- what the future holds (for Belady replacement and prefetch)
+    def earliest_release_s(self) -> float:
+        """The earliest a real-time frame not yet released may arrive (now if one may arrive any
+        moment; inf if none will): a load or a DNN batch that ends by then delays no frame."""
+        now = self.now
+        return min((max(now, self.next_release_s(p)) for p in self.pipelines), default=float("inf"))
+
+    def stream_job_end(self) -> float | None:
+        """When the frame or DNN batch on the stream ends (None if the stream is free)."""
+        return None if self.stream_free() else self.stream_free_at()
+
     def next_release_s(self, pipeline: PipelineSpec) -> float:
         """Earliest time the next unreleased frame of ``pipeline`` can arrive (its nominal release;
         jitter only delays it); inf after the last one."""
         k = self._next_index[pipeline.name]
-        if k * pipeline.period_s >= self.workload.duration_s:
+        if pipeline.offset_s + k * pipeline.period_s >= self.workload.duration_s:
             return float("inf")
-        return self.t0 + k * pipeline.period_s
+        return self.t0 + pipeline.offset_s + k * pipeline.period_s
 
     def module_needs(self, held: set[str] | None = None) -> dict[str, float]:
         """For each module real-time work will want: the earliest time it is wanted. A pending
@@ -537,9 +567,9 @@ class Engine:
         """The deadline of ``pipeline``'s next unreleased frame, as the demand order ranks it (inf
         after the last one)."""
         k = self._next_index[pipeline.name]
-        if k * pipeline.period_s >= self.workload.duration_s:
+        if pipeline.offset_s + k * pipeline.period_s >= self.workload.duration_s:
             return float("inf")
-        return k * pipeline.period_s + pipeline.deadline_s
+        return pipeline.offset_s + k * pipeline.period_s + pipeline.deadline_s
 
     def need_order(self, first: Sequence[Frame] = ()) -> NeedOrder:
         """Modules in the order they will be needed: the given frames', then those of every
@@ -572,6 +602,7 @@ class Engine:
             "exposed_s_by_reason": {k: round(v, 6) for k, v in sorted(self.exposed_by_reason.items())},
             "slot_utilization": round(self.slot_busy_s / ((self.now or sim_s) * len(self.slots.slots)), 4),
             "dnn_images": dnn, "dnn_images_per_s": round(dnn / sim_s, 2),
+            "dnn_compute_s": round(self.dnn_busy_s, 6),
             "sim_s": sim_s, "wall_s": round(wall_s, 3)}}
 
 

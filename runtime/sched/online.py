@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -19,14 +18,12 @@ from fpgashare.backends.base import Backend
 from fpgashare.clock import Clock
 from fpgashare.errors import FpgashareError
 from fpgashare.platform import Platform
-from fpgashare.sched.admission import necessary, trial
+from fpgashare.sched.analysis import analyse
 from fpgashare.sched.engine import RELEASE, DnnRequest, Engine, Frame
 from fpgashare.workload import PipelineSpec, Workload
 
 log = logging.getLogger(__name__)
 
-#: Virtual seconds of the admission trial for a new pipeline (a few of the slowest periods).
-TRIAL_S = 0.5
 #: Trace slices kept (the newest): a daemon runs for days; the demo's whole run fits easily.
 TRACE_LIMIT = 100_000
 #: The most a pipeline's frames are taken to come early, as a fraction of its period.
@@ -44,21 +41,28 @@ class OnlineEngine(Engine):
         self._early: dict[str, float] = {}       # per pipeline: the most a frame came before its period
         self._counts: dict[str, int] = {}
         self.dnn_queue: dict[str, list[DnnRequest]] = {}
+        self._verdicts: dict[str, object] = {}     # pipeline -> the analysis that admitted it
 
     # ---- pipelines
     def admission_test(self, spec: PipelineSpec):
         """A callable that says why ``spec`` cannot join the pipelines registered now, or None if
-        it can (edf's admission control; policies without it admit everything). It works on a
-        snapshot and its own twin, so it may run off the engine's thread while the engine goes on."""
+        it can (edf's schedulability analysis, runtime/sched/analysis.py; policies without it
+        admit everything). It works on a snapshot, so it may run off the engine's thread. The
+        pins already in force stay where they are."""
         taken = self._name_taken(spec.name)
         if taken:
             return lambda: taken
         if not spec.realtime or not self.policy.admission:
             return lambda: None
         candidate = [*self.pipelines, spec]
-        trial_set = replace(self.workload, pipelines=(*candidate, *self.dnn_pipelines), duration_s=TRIAL_S)
-        load_s = max(self.backend.platform.slot_load_seconds(s.index) for s in self.backend.platform.slots)
-        return lambda: necessary(candidate, trial_set, load_s) or trial(candidate, trial_set, TRIAL_S)
+        platform, pinned = self.backend.platform, dict(self.contract.pinned)
+
+        def test() -> str | None:
+            verdict = analyse(candidate, platform, keep_pinned=pinned, few_pins=True)
+            self._verdicts[spec.name] = verdict
+            return None if verdict.ok else verdict.reason
+
+        return test
 
     def _name_taken(self, name: str) -> str | None:
         if name in {p.name for p in (*self.pipelines, *self.dnn_pipelines)}:
@@ -75,6 +79,14 @@ class OnlineEngine(Engine):
         if reason:
             raise FpgashareError(reason)
         if spec.realtime:
+            if self.policy.admission:
+                verdict = self._verdicts.pop(spec.name, None)
+                if verdict is None or not verdict.ok:
+                    verdict = analyse([*self.pipelines, spec], self.backend.platform,
+                                      keep_pinned=dict(self.contract.pinned), few_pins=True)
+                if not verdict.ok:
+                    raise FpgashareError(verdict.reason)
+                self.set_contract(verdict.contract)
             self.pipelines.append(spec)
             self._next_index[spec.name] = 0
             self._last_release[spec.name] = self.now - spec.period_s   # its first frame may come now
@@ -98,6 +110,14 @@ class OnlineEngine(Engine):
             self.finish_dnn(request, "dropped", reason)
         self.pipelines = [p for p in self.pipelines if p.name != name]
         self.dnn_pipelines = [p for p in self.dnn_pipelines if p.name != name]
+        if self.policy.admission:
+            # Pins of modules no pipeline uses any more are given back; the rest keep their slots
+            # (the set left has less demand than the one admitted, with the same loads per frame).
+            used = {m for p in self.pipelines for m in p.modules}
+            kept = {s: m for s, m in self.contract.pinned.items() if m in used}
+            verdict = analyse(self.pipelines, self.backend.platform, keep_pinned=kept, few_pins=True)
+            if verdict.ok:
+                self.set_contract(verdict.contract)
         self._next_index.pop(name, None)
         self._early.pop(name, None)
         self.pipelines_changed()

@@ -1,0 +1,304 @@
+"""Schedulability analysis for ``edf``: a sufficient test that an admitted set never misses.
+
+The model (README, "Why an admitted set cannot miss", gives the whole argument):
+
+- The shell streams one frame at a time and a frame cannot be preempted; the configuration port
+  loads one partial at a time and a load cannot be preempted either. The scheduler (edf under
+  its contract, ``runtime/sched/edf.py``) treats a frame's loads and its streaming as one
+  non-preemptive job on a *virtual processor*: the most urgent pending frame either streams (its
+  modules are resident) or *commits* — it takes the port for its missing modules, and from then on
+  no other frame loads or evicts anything until it starts streaming. Any other load, and any frame
+  that runs while a committed frame loads, must end before the work it overlaps does, so it costs
+  the virtual processor nothing.
+- A residency plan pins some modules in slots for good (``ResidencyPlan``); each frame of pipeline
+  i then needs at most ``n_i`` loads (its unpinned stages), so its job takes at most
+  ``S_i = C_i + n_i * L`` (``L``: the longest load) on the virtual processor.
+- Non-preemptive EDF with release jitter (deadline relative to the actual release), processor
+  demand analysis with a blocking term, after Jeffay, Stanat & Martel (RTSS 1991) and George,
+  Rivierre & Spuri (INRIA RR-2966, 1996); jitter as in Spuri (INRIA RR-2772, 1996): for every
+  t >= min D_i,
+      sum_i dbf_i(t) + B(t) <= t,   dbf_i(t) = (floor((t - D_i + J_i) / T_i) + 1) * S_i  (t >= D_i)
+      B(t) = max({S_j : D_j > t} ∪ {0}) + dnn_block + L * idle_loads
+  where ``dnn_block`` is the longest DNN batch allowed to overlap a possible release and
+  ``idle_loads`` says whether one load that serves no pending frame (prefetch, lending, pins) may
+  be on the port when a frame arrives. Checked at every step of the demand up to the standard
+  bound on the busy period, with numpy.
+
+The analysis hands the scheduler an ``AdmissionContract``: the pinned slots and the blocking the
+set can afford (what is left over after the real-time demand goes to the DNN and to prefetch).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from fpgashare.platform import Platform
+from fpgashare.workload import PipelineSpec
+
+#: Most demand steps checked; a set whose busy period needs more (utilisation within a hair of
+#: one) is refused as unverifiable rather than checked partly.
+MAX_POINTS = 400_000
+
+
+@dataclass(frozen=True)
+class AdmissionContract:
+    """What the scheduler promises so that the analysis holds (``runtime/sched/edf.py``)."""
+
+    pinned: dict[int, str] = field(default_factory=dict)   #: slot -> module kept there for good
+    load_s: float = 0.0           #: the longest partial load (the analysis's L)
+    idle_loads: bool = True       #: a load serving no pending frame may straddle a release
+    dnn_block_s: float = float("inf")   #: longest DNN batch that may overlap a possible release
+
+    @property
+    def pinned_slots(self) -> frozenset[int]:
+        return frozenset(self.pinned)
+
+
+#: No analysis: the scheduler's discipline without pins or limits (edf run without admission).
+UNCONSTRAINED = AdmissionContract()
+
+
+@dataclass(frozen=True)
+class ResidencyPlan:
+    pinned: dict[int, str]              #: slot -> module
+    loads: dict[str, int]               #: pipeline -> loads one frame needs at most (unpinned stages)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    reason: str = ""
+    contract: AdmissionContract = UNCONSTRAINED
+    plan: ResidencyPlan | None = None
+    slack_s: float = 0.0                #: min over t of t - demand - blocking (before DNN/prefetch)
+    utilisation: float = 0.0            #: sum S_i / T_i on the virtual processor
+
+
+def load_seconds(platform: Platform) -> float:
+    """L: the longest partial load into any slot."""
+    return max((platform.slot_load_seconds(s.index) for s in platform.slots), default=0.0)
+
+
+# ---- residency ------------------------------------------------------------------------------
+def _unpinned(p: PipelineSpec, pinned: Counter[str]) -> list[str]:
+    """The stages' modules of ``p`` that the pinned copies do not cover (a chain using a module
+    twice needs two copies)."""
+    out = []
+    for module, count in Counter(p.modules).items():
+        out += [module] * max(0, count - pinned[module])
+    return out
+
+
+def _match(modules: Sequence[str], slots: Sequence[int], ok) -> dict[int, str] | None:
+    """Assign each module a distinct slot with ``ok(slot, module)`` (augmenting paths), or None."""
+    owner: dict[int, int] = {}
+
+    def place(i: int, seen: set[int]) -> bool:
+        for s in slots:
+            if s in seen or not ok(s, modules[i]):
+                continue
+            seen.add(s)
+            if s not in owner or place(owner[s], seen):
+                owner[s] = i
+                return True
+        return False
+
+    for i in range(len(modules)):
+        if not place(i, set()):
+            return None
+    return {s: modules[i] for s, i in owner.items()}
+
+
+_COMPATIBLE: dict[int, object] = {}
+
+
+def _compatibility(platform: Platform):
+    """``ok(slot, module)``: whether the slot's partition has a partial of the module (cached)."""
+    key = id(platform)
+    if key not in _COMPATIBLE or _COMPATIBLE[key][0] is not platform:
+        table = {(s.index, m): s.name in platform.module(m).slots for s in platform.slots for m in platform.modules}
+        _COMPATIBLE[key] = (platform, lambda slot, module: table.get((slot, module), False))
+    return _COMPATIBLE[key][1]
+
+
+def residency(pipelines: Sequence[PipelineSpec], platform: Platform, pins: Counter[str],
+              fixed: dict[int, str] | None = None) -> ResidencyPlan | str:
+    """The plan that pins ``pins`` (module -> copies), or why it cannot work: the pinned copies
+    must fit compatible slots (``fixed``: pins already in their slots, kept there), and every
+    pipeline's unpinned stages must fit the slots left."""
+    fixed = fixed or {}
+    slots = [s.index for s in platform.slots if s.index not in fixed]
+    ok = _compatibility(platform)
+
+    wanted = [m for m, n in sorted((pins - Counter(fixed.values())).items()) for _ in range(n)]
+    placed = _match(wanted, slots, ok)
+    if placed is None:
+        return f"{', '.join(wanted)} cannot all stay resident in compatible slots"
+    pinned = {**fixed, **placed}
+    slots = [s.index for s in platform.slots]
+    pool = [s for s in slots if s not in pinned]
+    loads = {}
+    for p in pipelines:
+        rest = _unpinned(p, pins)
+        if _match(rest, pool, ok) is None:
+            return (f"{p.name}'s stages {', '.join(rest)} do not fit the {len(pool)} slot(s) left "
+                    f"beside the pinned {', '.join(wanted) or 'nothing'}")
+        loads[p.name] = len(rest)
+    return ResidencyPlan(pinned, loads)
+
+
+# ---- processor demand ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DemandCheck:
+    ok: bool
+    slack_s: float            #: min over the checked t of t - demand(t) - blocking(t)
+    worst_t: float            #: where that minimum is
+    points: int
+    reason: str = ""
+
+
+def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, extra_block_s: float) -> DemandCheck:
+    """Processor demand of non-preemptive EDF with jitter and blocking (module docstring), with
+    ``extra_block_s`` added to every blocking term. Returns the smallest slack found."""
+    if S.size == 0:
+        return DemandCheck(True, float("inf"), 0.0, 0)
+    U = float(np.sum(S / T))
+    if U >= 1.0:
+        return DemandCheck(False, -float("inf"), float("inf"), 0,
+                           f"frames and their loads would keep the stream busy {U:.3f} of the time (>= 1)")
+    b_max = float(S.max()) + extra_block_s
+    horizon = max(float(D.max()), min((float(np.sum(S / T * (T - D + J))) + b_max) / (1.0 - U),
+                                      busy_period(S, T, J, b_max)))
+    counts = np.floor(np.maximum(0.0, horizon - (D - J)) / T).astype(np.int64)   # steps after the first
+    total = int(counts.sum()) + S.size
+    if total > MAX_POINTS:
+        return DemandCheck(False, -float("inf"), horizon, total,
+                           f"the stream would be busy {U:.3f} of the time: too close to full to verify "
+                           f"({total} demand steps)")
+    points = np.concatenate([D] + [D[i] - J[i] + T[i] * np.arange(1, counts[i] + 1) for i in range(S.size)])
+    points = np.unique(points[points <= horizon + 1e-12])
+    # dbf_i(t) for every point at once: (points x tasks)
+    steps = np.floor((points[:, None] - D[None, :] + J[None, :]) / T[None, :]) + 1.0
+    steps[points[:, None] < D[None, :]] = 0.0
+    demand = steps @ S
+    # Blocking: the longest job whose relative deadline is beyond t.
+    order = np.argsort(D)
+    d_sorted, s_sorted = D[order], S[order]
+    suffix_max = np.maximum.accumulate(s_sorted[::-1])[::-1]        # max S over tasks k.. (by D)
+    first_after = np.searchsorted(d_sorted, points, side="right")   # tasks with D > t start here
+    block = np.where(first_after < S.size, suffix_max[np.minimum(first_after, S.size - 1)], 0.0)
+    slack = points - demand - block - extra_block_s
+    worst = int(np.argmin(slack))
+    ok = bool(slack[worst] >= 0.0)
+    reason = "" if ok else (f"in a window of {points[worst] * 1e3:.2f} ms the frames due, their loads and "
+                            f"the blocking need {(demand[worst] + block[worst] + extra_block_s) * 1e3:.2f} ms")
+    return DemandCheck(ok, float(slack[worst]), float(points[worst]), int(points.size), reason)
+
+
+def busy_period(S: np.ndarray, T: np.ndarray, J: np.ndarray, block_s: float, steps: int = 10_000) -> float:
+    """Length of the longest busy period: the least w with w = B + sum ceil((w + J_i) / T_i) S_i
+    (every task released at once, as early as its jitter allows, behind the longest blocking job).
+    No deadline can be missed later than that in a busy period (George et al.); inf if it does
+    not settle within ``steps`` iterations."""
+    w = block_s + float(S.sum())
+    for _ in range(steps):
+        nxt = block_s + float(np.ceil((w + J) / T) @ S)
+        if nxt <= w:
+            return w
+        w = nxt
+    return float("inf")
+
+
+def _arrays(pipelines: Sequence[PipelineSpec], loads: dict[str, int], load_s: float):
+    S = np.array([p.exec_s + loads[p.name] * load_s for p in pipelines], dtype=np.float64)
+    T = np.array([p.period_s for p in pipelines], dtype=np.float64)
+    D = np.array([p.deadline_s for p in pipelines], dtype=np.float64)
+    J = np.array([p.jitter_s for p in pipelines], dtype=np.float64)
+    return S, T, D, J
+
+
+def _pin_sets(pipelines: Sequence[PipelineSpec], slots: int, keep: Counter[str]) -> list[tuple[int, float, Counter]]:
+    """Candidate pin sets (module -> copies), each with its size and the port time per second its
+    frames would still load: every sub-multiset of the copies the chains use, up to one per slot,
+    that contains ``keep`` and leaves room for every chain's unpinned stages."""
+    wanted: Counter[str] = Counter()
+    for p in pipelines:
+        for module, count in Counter(p.modules).items():
+            wanted[module] = max(wanted[module], count)
+    for module, count in keep.items():
+        wanted[module] = max(wanted[module], count)
+    modules = sorted(wanted)
+    # Per module, the frames per second that load it unless k copies are pinned.
+    rates = {m: [sum(1.0 / p.period_s for p in pipelines if p.module_counts.get(m, 0) > k)
+                 for k in range(wanted[m] + 1)] for m in modules}
+    out = []
+
+    def walk(i: int, pins: dict[str, int], size: int, rate: float) -> None:
+        if i == len(modules):
+            counter = Counter({m: k for m, k in pins.items() if k})
+            loads = [len(_unpinned(p, counter)) for p in pipelines]
+            if max(loads) <= slots - size:
+                out.append((size, rate, counter))
+            return
+        m = modules[i]
+        for k in range(keep[m], min(wanted[m], slots - size) + 1):
+            pins[m] = k
+            walk(i + 1, pins, size + k, rate + sum(rates[m][j] for j in range(k, wanted[m])))
+        pins.pop(m, None)
+
+    walk(0, {}, 0, 0.0)
+    return out
+
+
+#: Pin sets tried with the full demand test, best first; the rest are refused with the best's reason.
+MAX_TRIED = 12
+
+
+def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: dict[int, str] | None = None,
+            few_pins: bool = False) -> Verdict:
+    """Whether ``pipelines`` (real-time) pass the test on ``platform``, and with which pins.
+    Pin sets are tried in order of the load time their frames still need (least first), or, with
+    ``few_pins`` (best-effort work wants slots to borrow), fewest pins first. ``keep_pinned``:
+    pins already in force (a daemon's), kept."""
+    L = load_seconds(platform)
+    if not pipelines:
+        return Verdict(True, contract=AdmissionContract({}, L, True, float("inf")))
+    keep: Counter[str] = Counter((keep_pinned or {}).values())
+    candidates = _pin_sets(pipelines, len(platform.slots), keep)
+    # Load time per second beyond what the stream can take: such a set fails whatever the test.
+    base = sum(p.exec_s / p.period_s for p in pipelines)
+    feasible = [c for c in candidates if base + L * c[1] < 1.0]
+    if not feasible and candidates:
+        best = min(candidates, key=lambda c: c[1])
+        return Verdict(False, f"frames and their loads would keep the stream busy {base + L * best[1]:.3f} of the "
+                              f"time (>= 1) even with {best[0]} module(s) pinned")
+    candidates = feasible
+    candidates.sort(key=(lambda c: (c[0], c[1])) if few_pins else (lambda c: (c[1], c[0])))
+    reason = "no set of pinned modules leaves room for every chain's other stages"
+    best_slack: float | None = None
+    for _, _, pins in candidates[:MAX_TRIED]:
+        plan = residency(pipelines, platform, pins, keep_pinned)
+        if isinstance(plan, str):
+            continue
+        S, T, D, J = _arrays(pipelines, plan.loads, L)
+        check = demand_check(S, T, D, J, 0.0)
+        if check.ok:
+            return _verdict(plan, check, L, S, T, D, J)
+        if best_slack is None or check.slack_s > best_slack:
+            best_slack = check.slack_s
+            reason = check.reason + (f" (pinned: {', '.join(sorted(plan.pinned.values()))})" if plan.pinned else "")
+    return Verdict(False, reason)
+
+
+def _verdict(plan: ResidencyPlan, check: DemandCheck, L: float, S, T, D, J) -> Verdict:
+    """Share out the slack: one idle load first (prefetch, lending, pins may then straddle a
+    release), the rest as the longest DNN batch allowed to overlap a possible release."""
+    slack = check.slack_s
+    idle = slack >= L
+    if idle:
+        slack = demand_check(S, T, D, J, L).slack_s
+    contract = AdmissionContract(dict(plan.pinned), L, idle, max(0.0, slack))
+    return Verdict(True, "", contract, plan, check.slack_s, float(np.sum(S / T)))

@@ -1,0 +1,47 @@
+"""What ``edf`` may do besides serving the most urgent frame, so that the admission analysis
+(runtime/sched/analysis.py) holds: the rules that keep every other use of the port and the
+stream inside time the analysis already counts.
+
+- A load that serves no committed frame (a non-urgent frame's demand, prefetch, lending a slot
+  to the DNN, a pin) is *hidden* if it ends before the frame or batch on the stream does: it
+  then delays nothing the analysis counts. Otherwise, while real-time frames wait it may not
+  start at all (the most urgent one owns the port), and while none waits it may start only if it
+  ends before the earliest possible next release, or if the contract budgets one such load as
+  blocking (``idle_loads``).
+- A DNN batch starts only while no real-time frame waits, and ends before the earliest possible
+  next release or is no longer than the blocking the contract leaves for it (``dnn_block_s``).
+"""
+
+from __future__ import annotations
+
+from fpgashare.sched.engine import Engine
+
+
+def side_load_allowed(engine: Engine, slot: int) -> bool:
+    """Whether a load into ``slot`` that serves no committed frame may be queued now."""
+    if engine.committed is not None:
+        return False                      # the committed frame owns the port
+    port = engine.slots.port
+    if port.current is not None or port.queue:
+        return False                      # one load at a time: nothing queues behind another
+    end = engine.now + engine.load_seconds(slot)
+    stream_end = engine.stream_job_end()
+    if stream_end is not None and end <= stream_end:
+        return True                       # hidden under the job on the stream
+    if engine.pending:
+        return False
+    return engine.contract.idle_loads or end <= engine.earliest_release_s()
+
+
+def batch_allowed(engine: Engine, seconds: float) -> bool:
+    """Whether a DNN batch of ``seconds`` may start now (the stream is free and no frame waits)."""
+    if engine.pending or engine.committed is not None:
+        return False
+    return seconds <= engine.contract.dnn_block_s or engine.now + seconds <= engine.earliest_release_s()
+
+
+def batch_room(engine: Engine) -> float:
+    """The longest DNN batch that may start now (0 if none)."""
+    if engine.pending or engine.committed is not None:
+        return 0.0
+    return max(engine.contract.dnn_block_s, engine.earliest_release_s() - engine.now)

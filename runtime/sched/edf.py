@@ -245,12 +245,15 @@ class EdfPolicy(PriorityPolicy):
 
     def _just_in_time(self, engine: Engine, waiting: list[Frame], reserved: set[int],
                       target: tuple[NeedOrder, list[str], str] | None = None) -> None:
+        target = target or self._prefetch_target(engine, waiting)
+        if target is not None and engine.slots.holds(target[2]):
+            self._prefetch(engine, reserved, target)     # a second copy: the plan below counts one
+            return
         due = reclaim_at(engine)
         if due > engine.now:
             if due != float("inf"):
                 engine.wake(due)
             return
-        target = target or self._prefetch_target(engine, waiting)
         if target is not None:
             self._prefetch(engine, reserved, target)
 
@@ -263,7 +266,13 @@ class EdfPolicy(PriorityPolicy):
             return None                              # no slot could take a load
         future = engine.need_order(waiting)
         needed = future.head(len(engine.slots.slots))   # each module once, in order of first need
-        module = next((m for m in needed if not engine.slots.holds(m)), None)
+        slots = engine.slots
+        module = next((m for m in needed if not slots.holds(m)), None)
+        if module is None:
+            # A chain that uses a module twice needs two copies: one held is not enough.
+            copies = engine.copies_needed()
+            module = next((m for m in needed if copies.get(m, 1) > 1 and len(slots.ready_with(m))
+                           + len(slots.busy_with(m)) + len(slots.coming_with(m)) < copies[m]), None)
         return None if module is None else (future, needed, module)
 
     @staticmethod

@@ -217,8 +217,16 @@ class Engine:
             self.policy.dispatch(self)
             self._kick_port()
 
+    def copies_needed(self) -> dict[str, int]:
+        """For each module, the most copies one real-time chain uses at once."""
+        return self._copies
+
     def pipelines_changed(self) -> None:
         """The set of real-time pipelines changed: look-ahead state starts over."""
+        self._copies: dict[str, int] = {}
+        for p in self.pipelines:
+            for module, count in p.module_counts.items():
+                self._copies[module] = max(self._copies.get(module, 0), count)
         self.demand.reset(self.pipelines)
         self._stream_info = [(p.deadline_s, p.exec_s, frozenset(p.modules)) for p in self.pipelines]
 

@@ -11,7 +11,8 @@ cycle count here, the DMA and register writes on a board, the whole RTL run on t
 
     python benchmarks/scheduler_cost.py [--repeats K] [--json]
 
-Goal: p99 <= 50 us at 16 pipelines for edf.
+Goal: p99 <= 50 us at 16 pipelines for edf. Also the admission test (runtime/sched/analysis.py)
+of the same sets, fastest of ``--repeats`` x 4 runs: goal <= 10 ms at 16 pipelines.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 from fpgashare.backends import make_backend
 from fpgashare.platform import load_platform
 from fpgashare.sched import make_policy
+from fpgashare.sched.analysis import analyse
 from fpgashare.sched.engine import run_workload
 from fpgashare.simrun import resolve_chain
 from fpgashare.vision_timing import chain_cycles
@@ -113,8 +115,18 @@ def main() -> int:
                          "fastest_p50_us": percentile_us(fastest, 50), "fastest_p99_us": percentile_us(fastest, 99),
                          "scheduler_p50_us": percentile_us(fastest_own, 50),
                          "scheduler_p99_us": percentile_us(fastest_own, 99)})
+    admission = []
+    for n in (1, 4, 16):
+        w = workload(n)
+        times = []
+        for _ in range(4 * max(1, args.repeats)):
+            start = time.perf_counter()
+            verdict = analyse(list(w.pipelines), w.platform)
+            times.append(time.perf_counter() - start)
+        admission.append({"pipelines": n, "admitted": verdict.ok, "fastest_ms": round(min(times) * 1e3, 3),
+                          "median_ms": round(float(np.median(times)) * 1e3, 3)})
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({"decisions": rows, "admission": admission}, indent=2))
         return 0
     print(f"{'pipelines':>9s} {'scheduler':10s} {'decisions':>9s} {'run p50':>8s} {'run p99':>8s} "
           f"{'fastest p50':>11s} {'fastest p99':>11s} {'sched p50':>9s} {'sched p99':>9s}   (us)")
@@ -127,6 +139,9 @@ def main() -> int:
                        ("fastest of repeats, backend calls excluded", "scheduler_p99_us")):
         print(f"edf at 16 pipelines, {label}: p99 {edf16[key]} us (goal <= 50 us): "
               f"{'met' if edf16[key] <= 50 else 'NOT met'}")
+    for a in admission:
+        print(f"admission test of {a['pipelines']:2d} pipelines ({'admitted' if a['admitted'] else 'refused'}): "
+              f"fastest {a['fastest_ms']} ms, median {a['median_ms']} ms (goal <= 10 ms at 16)")
     return 0
 
 

@@ -148,6 +148,9 @@ class Engine:
         self.contract: AdmissionContract = UNCONSTRAINED   #: what edf keeps to (runtime/sched/analysis.py)
         #: The frame that holds the port for its loads until it streams (edf's commitment), if any.
         self.committed: Frame | None = None
+        #: A pin load may straddle a release even if the contract budgets no idle load (the
+        #: daemon: the pipelines admitted before the one waiting for it had room for one).
+        self.pin_idle_ok = False
         if contract is not None:
             self.set_contract(contract)
         # Pipelines register before their first frame: the policy may fill every slot once

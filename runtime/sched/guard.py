@@ -17,8 +17,10 @@ from __future__ import annotations
 from fpgashare.sched.engine import Engine
 
 
-def side_load_allowed(engine: Engine, slot: int) -> bool:
-    """Whether a load into ``slot`` that serves no committed frame may be queued now."""
+def side_load_allowed(engine: Engine, slot: int, pin: bool = False) -> bool:
+    """Whether a load into ``slot`` that serves no committed frame may be queued now. ``pin``: a
+    module a newly admitted pipeline waits for (its frames are held meanwhile), which may also use
+    an idle load if the pipelines admitted before it had room for one (``Engine.pin_idle_ok``)."""
     if engine.committed is not None:
         return False                      # the committed frame owns the port
     port = engine.slots.port
@@ -30,7 +32,7 @@ def side_load_allowed(engine: Engine, slot: int) -> bool:
         return True                       # hidden under the job on the stream
     if engine.pending:
         return False
-    return engine.contract.idle_loads or end <= engine.earliest_release_s()
+    return engine.contract.idle_loads or (pin and engine.pin_idle_ok) or end <= engine.earliest_release_s()
 
 
 def batch_allowed(engine: Engine, seconds: float) -> bool:

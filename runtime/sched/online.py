@@ -20,9 +20,12 @@ from fpgashare.errors import FpgashareError
 from fpgashare.platform import Platform
 from fpgashare.sched.analysis import analyse
 from fpgashare.sched.engine import RELEASE, DnnRequest, Engine, Frame
+from fpgashare.slots import SlotState
 from fpgashare.workload import PipelineSpec, Workload
 
 log = logging.getLogger(__name__)
+
+_RESIDENT = (SlotState.READY, SlotState.BUSY)
 
 #: Trace slices kept (the newest): a daemon runs for days; the demo's whole run fits easily.
 TRACE_LIMIT = 100_000
@@ -42,6 +45,8 @@ class OnlineEngine(Engine):
         self._counts: dict[str, int] = {}
         self.dnn_queue: dict[str, list[DnnRequest]] = {}
         self._verdicts: dict[str, object] = {}     # pipeline -> the analysis that admitted it
+        self._warming: dict[str, set[int]] = {}    # pipeline -> pinned slots it waits for
+        self._held: dict[str, list[Frame]] = {}    # frames submitted while their pipeline warms up
 
     # ---- pipelines
     def admission_test(self, spec: PipelineSpec):
@@ -86,7 +91,14 @@ class OnlineEngine(Engine):
                                       keep_pinned=dict(self.contract.pinned), few_pins=True)
                 if not verdict.ok:
                     raise FpgashareError(verdict.reason)
+                self.pin_idle_ok = self.contract.idle_loads or not self.pipelines
                 self.set_contract(verdict.contract)
+                # Its frames are held until the modules pinned for it are resident: only then
+                # does a frame need no more loads than the analysis counts.
+                waiting = {s for s, m in verdict.contract.pinned.items() if m in spec.modules
+                           and not (self.slots.slots[s].module == m and self.slots.slots[s].state in _RESIDENT)}
+                if waiting:
+                    self._warming[spec.name] = waiting
             self.pipelines.append(spec)
             self._next_index[spec.name] = 0
             self._last_release[spec.name] = self.now - spec.period_s   # its first frame may come now
@@ -106,6 +118,10 @@ class OnlineEngine(Engine):
         dropped = [f for f in self.pending if f.pipeline.name == name]
         for frame in dropped:
             self.drop(frame, reason)
+        self._warming.pop(name, None)
+        for frame in self._held.pop(name, []):
+            dropped.append(frame)
+            self.finish(frame, "dropped", reason)
         for request in self.dnn_queue.pop(name, []):
             self.finish_dnn(request, "dropped", reason)
         self.pipelines = [p for p in self.pipelines if p.name != name]
@@ -137,8 +153,26 @@ class OnlineEngine(Engine):
         self._seq += 1
         frame = Frame(spec, index, now, now + spec.deadline_s, self._seq, pixels=pixels)
         self.frames.append(frame)
-        self.push(now, RELEASE, frame)
+        if name in self._warming:
+            self._held.setdefault(name, []).append(frame)     # released once its pins are in
+        else:
+            self.push(now, RELEASE, frame)
         return frame
+
+    def _load_done(self) -> None:
+        super()._load_done()
+        now = self.now
+        for name, waiting in list(self._warming.items()):
+            for slot in list(waiting):
+                s = self.slots.slots[slot]
+                if s.state in (SlotState.READY, SlotState.BUSY) or s.state is SlotState.FAILED \
+                        or slot not in self.contract.pinned:
+                    waiting.discard(slot)          # in (or gone: a fault voids the promise, not the frame)
+            if not waiting:
+                del self._warming[name]
+                for frame in self._held.pop(name, []):
+                    frame.release, frame.deadline = now, now + frame.pipeline.deadline_s
+                    self.push(now, RELEASE, frame)
 
     def submit_dnn(self, name: str, image: np.ndarray) -> DnnRequest:
         """Queue an image for best-effort DNN pipeline ``name``; it runs in the next batch."""
@@ -171,7 +205,10 @@ class OnlineEngine(Engine):
 
     def next_release_s(self, pipeline: PipelineSpec) -> float:
         """An app promises its period: the next frame is due a period after the last one, less
-        the most any of its frames has come early so far (a camera's frame after a late one)."""
+        the most any of its frames has come early so far (a camera's frame after a late one).
+        A pipeline waiting for its pins releases nothing until they are in."""
+        if pipeline.name in self._warming:
+            return float("inf")
         last = self._last_release.get(pipeline.name)
         return self.now if last is None else last + pipeline.period_s - self._early.get(pipeline.name, 0.0)
 

@@ -8,9 +8,8 @@ After every event, pending frames are taken in deadline order:
 - the most urgent pending frame that lacks modules *commits* once the stream is free: it takes
   the configuration port for its loads (one at a time, victims chosen by lookahead over the known
   periodic demand, never a pinned slot), and keeps every slot it counts on until it streams. No
-  other frame loads while a frame is committed. A frame may stream meanwhile if it is more
-  urgent, or if it ends before the committed frame's loads do (it borrows time the stream would
-  idle);
+  other frame loads while a frame is committed, and another frame streams meanwhile only if it
+  ends before the committed frame's loads do (it borrows time the stream would idle);
 - without a committed frame, the first blocked frame may load only what is hidden under the job
   on the stream (``guard.side_load_allowed``), and so may prefetch for the next releases;
 - a frame is dropped only when it certainly cannot finish by its deadline (the stream, and its
@@ -98,9 +97,10 @@ class EdfPolicy(PriorityPolicy):
             if stream_at + exec_s > frame.deadline:
                 engine.drop(frame, "cannot finish by its deadline: the stream is taken until then")
                 continue
-            # Less urgent than the committed frame: it may stream only in the time the committed
-            # frame's loads leave the stream idle, and then also on the slots it waits with.
-            later = committed is not None and self.priority(frame) > self.priority(committed)
+            # While a frame is committed, any other frame streams only in the time its loads
+            # leave the stream idle (and then also on the slots it waits with): the committed
+            # frame is the one job a more urgent frame may wait behind (the analysis's blocking).
+            later = committed is not None
             borrows = self.borrow and later and now + exec_s <= ready_at
             if later and not (borrows and engine.stream_free()):
                 continue                     # it can neither start nor load now: judged next time

@@ -5,6 +5,11 @@ come from: ``submit`` releases a frame now, with its own pixels, and the caller 
 ``advance_to`` (the daemon calls it with its clock's now whenever something arrives or the next
 event is due). Admission for a new real-time pipeline is the one ``edf`` uses for workload files,
 run against the pipelines already admitted.
+
+Admission trusts a pipeline's declared period, so the engine holds it to it: a frame submitted
+sooner than a period after the previous frame's release is *held* and released a period after it
+(its deadline counts from that release). An app that submits faster than it declared only delays
+its own frames; it cannot take the time promised to others.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ class OnlineEngine(Engine):
         self._last_release: dict[str, float] = {}
         self._early: dict[str, float] = {}       # per pipeline: the most a frame came before its period
         self._counts: dict[str, int] = {}
+        self._next_allowed: dict[str, float] = {}   # per pipeline: the earliest release of its next frame
         self.dnn_queue: dict[str, list[DnnRequest]] = {}
 
     # ---- pipelines
@@ -98,8 +104,13 @@ class OnlineEngine(Engine):
             self.finish_dnn(request, "dropped", reason)
         self.pipelines = [p for p in self.pipelines if p.name != name]
         self.dnn_pipelines = [p for p in self.dnn_pipelines if p.name != name]
+        held = [f for f in self.frames if f.pipeline.name == name and f.outcome is None
+                and f.start is None and f not in self.pending]
+        for frame in held:                  # held to their period, not released yet
+            self.finish(frame, "dropped", reason)
         self._next_index.pop(name, None)
         self._early.pop(name, None)
+        self._next_allowed.pop(name, None)
         self.pipelines_changed()
         self.policy.dispatch(self)
         self._kick_port()
@@ -107,17 +118,19 @@ class OnlineEngine(Engine):
 
     # ---- frames
     def submit(self, name: str, pixels: np.ndarray) -> Frame:
-        """Release a frame of pipeline ``name`` now; its deadline is now + the pipeline's."""
+        """Release a frame of pipeline ``name`` now, or a period after the previous one if that is
+        later (held to its declared period); its deadline is its release + the pipeline's."""
         spec = next((p for p in self.pipelines if p.name == name), None)
         if spec is None:
             raise FpgashareError(f"no real-time pipeline {name!r}")
         index = self._counts.get(name, 0)
         self._counts[name] = index + 1
-        now = self.now
+        release = max(self.now, self._next_allowed.get(name, self.now))
+        self._next_allowed[name] = release + spec.period_s
         self._seq += 1
-        frame = Frame(spec, index, now, now + spec.deadline_s, self._seq, pixels=pixels)
+        frame = Frame(spec, index, release, release + spec.deadline_s, self._seq, pixels=pixels)
         self.frames.append(frame)
-        self.push(now, RELEASE, frame)
+        self.push(release, RELEASE, frame)
         return frame
 
     def submit_dnn(self, name: str, image: np.ndarray) -> DnnRequest:
@@ -140,6 +153,9 @@ class OnlineEngine(Engine):
         return np.stack([r.image for r in taken]), taken
 
     def _released(self, frame: Frame) -> None:
+        if frame.outcome is not None:       # held, and its pipeline ended before its release
+            self.pending.remove(frame)
+            return
         name, period = frame.pipeline.name, frame.pipeline.period_s
         last = self._last_release.get(name)
         if last is not None:      # a frame sooner than a period after the last: the app's timing jitters

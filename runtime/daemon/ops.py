@@ -135,8 +135,9 @@ class Ops:
                 client.shm_bytes -= ring.nbytes
                 self.shm_bytes -= ring.nbytes
             self.states.pop(spec.name, None)
-            if added:
-                self._step(self.engine.remove_pipeline, spec.name, "registration failed")
+            engine = self.engine
+            if added or any(p.name == spec.name for p in (*engine.pipelines, *engine.dnn_pipelines)):
+                self._step(engine.remove_pipeline, spec.name, "registration failed")
             ring.close()
             if isinstance(exc, FpgashareError) and not isinstance(exc, ProtocolError):
                 raise ProtocolError("admission", f"{name!r} not admitted: {exc}") from None

@@ -80,17 +80,23 @@ class OnlineEngine(Engine):
         reason = self._name_taken(spec.name) or (None if admitted else self.admission_test(spec)())
         if reason:
             raise FpgashareError(reason)
+        if not spec.realtime and "dnn_tile" not in self.backend.platform.modules:
+            raise FpgashareError(f"{self.backend.platform.name} has no dnn_tile slots for {spec.model}")
         if spec.realtime:
             self.pipelines.append(spec)
             self._next_index[spec.name] = 0
             self._last_release[spec.name] = self.now - spec.period_s   # its first frame may come now
         else:
-            if "dnn_tile" not in self.backend.platform.modules:
-                raise FpgashareError(f"{self.backend.platform.name} has no dnn_tile slots for {spec.model}")
             self.dnn_pipelines.append(spec)
             self.dnn_images[spec.name] = 0
             self.dnn_queue[spec.name] = []
-        self.pipelines_changed()
+        try:
+            self.pipelines_changed()
+        except BaseException:               # all or nothing: the set is as it was
+            self.pipelines = [p for p in self.pipelines if p is not spec]
+            self.dnn_pipelines = [p for p in self.dnn_pipelines if p is not spec]
+            self.pipelines_changed()
+            raise
         self.policy.dispatch(self)
         self._kick_port()
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from benchmarks.daemon_fuzz import fuzz
 from fpgashare.backends import make_backend
 from fpgashare.client import DaemonError, connect
 from fpgashare.daemon import Daemon, DaemonThread, Limits
 from fpgashare.platform import load_platform
 from fpgashare.simrun import resolve_chain
 from fpgashare.vision_ref import chain_reference
+
+from benchmarks.daemon_fuzz import fuzz
 
 SHAPE = (60, 80)
 GOOD = {"name": "p", "stages": ["threshold"], "period_ms": 20.0, "frame_shape": list(SHAPE), "params": {}}
@@ -107,7 +108,7 @@ def test_a_registration_failing_late_is_undone_entirely(sock, monkeypatch):
         assert err.value.kind == "internal"            # a real bug is still reported as one
         assert [p.name for p in engine.pipelines] == []
         assert daemon.states == {} and daemon.shm_bytes == 0
-        assert list(daemon.clients.values())[0].pipelines == {}
+        assert next(iter(daemon.clients.values())).pipelines == {}
         check_frame_round_trip(fpga, "doomed")         # the same name registers now
 
 

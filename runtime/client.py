@@ -146,9 +146,13 @@ class Fpga:
             log.info("reconnected to %s; %d pipeline(s) registered again", self.path, len(self.pipelines))
 
     # ---- plumbing
-    def _send(self, op: str, **fields) -> tuple[int, concurrent.futures.Future]:
+    def _ensure(self) -> None:
+        """Connect again first if the daemon went and this connection reconnects."""
         if self._lost and self.reconnect and not self._closed:
             self._revive()
+
+    def _send(self, op: str, **fields) -> tuple[int, concurrent.futures.Future]:
+        self._ensure()
         future: concurrent.futures.Future = concurrent.futures.Future()
         with self._lock:
             if self._closed or self._lost:
@@ -339,6 +343,7 @@ class Pipeline:
         """Hand a frame to the daemon; returns at once unless every ring slot is in flight (then
         waits up to ``timeout`` for one)."""
         check_frame(frame, self.ring.spec.in_shape, self.ring.spec.dtype)
+        self.fpga._ensure()                      # a new ring first, if the daemon was replaced
         if not self._free.acquire(timeout=self.fpga.timeout if timeout is None else timeout):
             raise FrameDropped(f"all {self.ring.spec.slots} ring slots of {self.name!r} are still in flight")
         with self._lock:

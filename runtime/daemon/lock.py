@@ -90,13 +90,43 @@ def probe(socket_path: Path) -> int | None:
 
 
 def sweep_stale_rings(pattern: str = STALE_RINGS) -> list[str]:
-    """Remove named rings a dead daemon left behind (this daemon's rings have no name); the
-    paths removed."""
+    """Remove named rings a dead daemon left behind (this daemon's rings have no name): those of
+    this user that no live process maps (an older daemon on another board still maps its own);
+    the paths removed."""
+    candidates = [p for p in glob.glob(pattern) if _owned(p)]
+    if not candidates:
+        return []
+    mapped = _mapped_shm()
     removed = []
-    for path in glob.glob(pattern):
+    for path in candidates:
+        if path in mapped:
+            continue
         with contextlib.suppress(OSError):
             os.unlink(path)
             removed.append(path)
     if removed:
         log.warning("removed %d frame ring(s) a previous daemon left: %s", len(removed), ", ".join(removed))
     return removed
+
+
+def _owned(path: str) -> bool:
+    try:
+        return os.stat(path).st_uid == os.geteuid()
+    except OSError:
+        return False
+
+
+def _mapped_shm() -> set[str]:
+    """Every /dev/shm file some process maps (from /proc/*/maps; unreadable ones are skipped, so
+    a ring is kept when in doubt only for processes of other users, whose rings are not ours)."""
+    mapped = set()
+    for maps in glob.glob("/proc/[0-9]*/maps"):
+        try:
+            with open(maps) as f:
+                for line in f:
+                    at = line.find("/dev/shm/")
+                    if at >= 0:
+                        mapped.add(line[at:].rstrip("\n").removesuffix(" (deleted)"))
+        except OSError:
+            continue
+    return mapped

@@ -269,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     bn.set_defaults(func=cmd_bench)
 
     dm = sub.add_parser("daemon", help="own the FPGA and serve apps on a Unix socket")
-    dm.add_argument("--board", choices=["sim", "model", "pynq"], default="sim")
+    dm.add_argument("--board", choices=["sim", "model", "pynq", "faulty"], default="sim")
     dm.add_argument("--platform", default="zcu104", help="platform manifest (TOML) or name")
     dm.add_argument("--socket", default=None,
                     help="socket path (default $FPGASHARE_SOCKET or /run/fpgashare/fpgashare.sock)")

@@ -432,6 +432,8 @@ class DnnFuture(FrameFuture):
     def _settle(self, message: dict) -> np.ndarray | Exception:
         if not message.get("ok"):
             return super()._settle(message)
+        if message["outcome"] == "error":
+            return FrameFailed(message.get("reason") or "the hardware path failed")
         if message["outcome"] != "done":
             return FrameDropped(message.get("reason") or "no reason given")
         return np.array(message["output"], dtype=np.int8)

@@ -35,6 +35,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 from fpgashare.backends.base import Backend
 from fpgashare.clock import WallClock
 from fpgashare.daemon.limits import Limits, RateLimiter, refuse
@@ -342,6 +343,10 @@ class Daemon(Ops):
         if state.closing and outcome in ("on_time", "late", "done"):
             # Its ring is going away: the output is not written, so it must not pass for a result.
             outcome, reason = "dropped", f"{state.closing} while the frame was on the fabric"
+        elif outcome in ("on_time", "late", "done"):
+            garbage = _bad_output(frame, state.ring)
+            if garbage:                     # the board's DMA returned something else: not a result
+                outcome, reason = "error", garbage
         latency = None if frame.end is None else (frame.end - frame.release) * 1e3
         self.stats.ended(frame.pipeline.name, frame.pipeline.klass, outcome, latency)
         slot = state.in_flight.pop(frame.seq)
@@ -389,6 +394,21 @@ class Daemon(Ops):
         for name in list(client.pipelines):
             self._end_pipeline(client, name, reason)
         log.info("client %d gone (%s)", client.id, reason)
+
+
+def _bad_output(item: Frame | DnnRequest, ring: FrameRing) -> str | None:
+    """Why the output the board returned cannot be a result (None if it can)."""
+    out = item.output
+    if isinstance(item, DnnRequest):
+        if isinstance(out, np.ndarray) and out.ndim == 1 and out.dtype.kind in "iu" and out.size \
+                and int(out.min()) >= -128 and int(out.max()) <= 127:
+            return None
+        what = f"shape {getattr(out, 'shape', None)}, dtype {getattr(out, 'dtype', type(out).__name__)}"
+        return f"the board returned a DNN output of {what}, not int8 values"
+    if isinstance(out, np.ndarray) and out.shape == ring.spec.out_shape and out.dtype == np.dtype(ring.spec.dtype):
+        return None
+    what = f"shape {getattr(out, 'shape', None)}, dtype {getattr(out, 'dtype', type(out).__name__)}"
+    return f"the board returned a frame of {what}; the pipeline's output is {ring.spec.out_shape} {ring.spec.dtype}"
 
 
 def _warm_up() -> None:

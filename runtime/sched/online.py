@@ -20,12 +20,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from fpgashare.backends.base import Backend
+from fpgashare.backends.base import Backend, Pending
 from fpgashare.clock import Clock
-from fpgashare.errors import FpgashareError
+from fpgashare.errors import FpgashareError, HardwareTimeout
 from fpgashare.platform import Platform
 from fpgashare.sched.admission import necessary, trial
-from fpgashare.sched.engine import RELEASE, DnnRequest, Engine, Frame
+from fpgashare.sched.engine import JOB_DONE, LOAD_DONE, RELEASE, DnnRequest, Engine, Frame
 from fpgashare.workload import PipelineSpec, Workload
 
 log = logging.getLogger(__name__)
@@ -36,6 +36,11 @@ TRIAL_S = 0.5
 TRACE_LIMIT = 100_000
 #: The most a pipeline's frames are taken to come early, as a fraction of its period.
 EARLY_CAP = 0.5
+#: The watchdog: a load or frame still not done this long after its expected end (a fraction of
+#: its expected time, plus a floor) is ended with a HardwareTimeout; meanwhile it is polled.
+WATCHDOG_MARGIN = 1.0
+WATCHDOG_FLOOR_S = 0.002
+WATCHDOG_POLL_S = 0.0005
 
 
 class OnlineEngine(Engine):
@@ -50,6 +55,39 @@ class OnlineEngine(Engine):
         self._counts: dict[str, int] = {}
         self._next_allowed: dict[str, float] = {}   # per pipeline: the earliest release of its next frame
         self.dnn_queue: dict[str, list[DnnRequest]] = {}
+        self.watchdog_margin, self.watchdog_floor_s = WATCHDOG_MARGIN, WATCHDOG_FLOOR_S
+        self.watchdog_fired = 0                  #: loads and frames the watchdog ended
+
+    # ---- the watchdog: hardware completions are polled (Pending.ready), never waited for
+    def _overdue(self, started: float, seconds: float) -> float:
+        return started + seconds * (1.0 + self.watchdog_margin) + self.watchdog_floor_s
+
+    def _load_done(self) -> None:
+        pending, request = self.slots._pending, self.slots.port.current
+        if pending is not None and request is not None and not pending.ready():
+            limit = self._overdue(self._load_started.get(request.slot, self.now), pending.seconds)
+            if self.now < limit:                 # still on the port: look again soon
+                self.push(min(limit, self.now + WATCHDOG_POLL_S), LOAD_DONE, None)
+                return
+            self.watchdog_fired += 1
+            self.slots._pending = _timed_out(f"load of {request.module} into slot {request.slot}", pending.seconds)
+        super()._load_done()
+
+    def _job_done(self, frame: Frame) -> None:
+        work = self._streaming.get(frame.key)
+        if work is not None and not work.ready():
+            limit = self._overdue(frame.start, work.seconds)
+            if self.now < limit:                 # the DMA is not done: look again soon
+                frame.expected_end = min(limit, self.now + WATCHDOG_POLL_S)
+                self._stream_at = None
+                self.push(frame.expected_end, JOB_DONE, frame)
+                return
+            self.watchdog_fired += 1
+            self._streaming[frame.key] = _timed_out(f"frame {frame.key} on slots {list(frame.slots)}", work.seconds)
+            super()._job_done(frame)
+            self.slots.reset(frame.slots, self.now)      # reset through the decoupler, reloaded when needed
+            return
+        super()._job_done(frame)
 
     # ---- pipelines
     def admission_test(self, spec: PipelineSpec):
@@ -184,3 +222,9 @@ class OnlineEngine(Engine):
         super().finish(frame, outcome, reason)
         # A daemon runs for days: ended frames leave the engine once the daemon has been told.
         self.frames.remove(frame)
+
+
+def _timed_out(what: str, seconds: float) -> Pending:
+    def overrun():
+        raise HardwareTimeout(f"watchdog: {what} overran its expected {seconds * 1e3:.3f} ms; slot reset")
+    return Pending(seconds, overrun)

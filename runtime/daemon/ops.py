@@ -26,11 +26,11 @@ RING_SLOTS = 4            #: frames a client may have in flight per pipeline
 class Ops:
     async def _op_hello(self: Daemon, client: Client, message: dict) -> dict:
         return {"server": "fpgashare", "version": VERSION, "platform": self.platform.name,
-                "backend": self.backend.name, "dilation": self.clock.dilation, "now": self.clock.now(),
+                "backend": self.backend.name, "dilation": self.dilation, "now": self.clock.now(),
                 "client": client.id}
 
     async def _op_clock(self: Daemon, client: Client, message: dict) -> dict:
-        return {"now": self.clock.now(), "dilation": self.clock.dilation}
+        return {"now": self.clock.now(), "dilation": self.dilation}
 
     async def _op_status(self: Daemon, client: Client, message: dict) -> dict:
         from fpgashare.daemon.stats import status

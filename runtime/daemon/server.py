@@ -87,15 +87,19 @@ class Client:
 class Daemon(Ops):
     def __init__(self, backend: Backend, socket_path: str | Path = DEFAULT_SOCKET, dilation: float = 1.0,
                  scheduler: str = "edf", metrics_port: int | None = None, limits: Limits | None = None,
-                 socket_group: str | None = None) -> None:
+                 socket_group: str | None = None, clock=None) -> None:
         """``metrics_port``: serve Prometheus metrics on 127.0.0.1 at that port (0: any free one);
-        ``socket_group``: the group the socket (mode 0660) belongs to (default: the daemon's)."""
+        ``socket_group``: the group the socket (mode 0660) belongs to (default: the daemon's);
+        ``clock``: a VirtualClock for tests (no timers: the test moves time with ``run_until``),
+        else a WallClock at ``dilation``."""
         self.backend, self.platform = backend, backend.platform
         self.socket_path = Path(socket_path)
         self.socket_group = socket_group
         self.limits = limits or Limits()
-        self.clock = WallClock(dilation)
-        if backend.name != "pynq":          # a simulated board's slowness must not pass for board time
+        self.clock = clock if clock is not None else WallClock(dilation)
+        self.dilation = getattr(self.clock, "dilation", 1.0)
+        self.virtual = not isinstance(self.clock, WallClock)
+        if backend.name != "pynq" and not self.virtual:   # a simulated board's slowness must not pass for board time
             backend.held_clock = self.clock
         self.engine = OnlineEngine(self.platform, backend, make_policy(scheduler), self.clock)
         # Items that end during an engine call are answered once it returns, never from inside it.
@@ -154,7 +158,7 @@ class Daemon(Ops):
         _warm_up()                            # first-call costs (OpenCV's init) must not land on a frame
         self._step(self.engine.begin)
         log.info("serving %s on %s (%s backend, dilation %g)", self.platform.name, self.socket_path,
-                 self.backend.name, self.clock.dilation)
+                 self.backend.name, self.dilation)
 
     async def serve_forever(self) -> None:
         await self.start()
@@ -325,9 +329,27 @@ class Daemon(Ops):
         if self._timer is not None:
             self._timer.cancel()
         self._timer, self._timer_due = None, due
-        if due is not None:
-            wall_s = max(0.0, (due - self.clock.now()) * self.clock.dilation)
+        if due is not None and not self.virtual:
+            wall_s = max(0.0, (due - self.clock.now()) * self.dilation)
             self._timer = self._loop.call_later(wall_s, self._timer_fired)
+
+    def run_until(self, t: float) -> None:
+        """A virtual clock's daemon: move time to ``t`` (on the loop) and take every event due."""
+        if not self.virtual:
+            raise FpgashareError("run_until drives a daemon on a virtual clock only")
+
+        def go():
+            # Event by event: each is taken at its own time, not at t.
+            while (due := self.engine.next_event_s()) is not None and due <= t:
+                self.clock.wait_until(max(due, self.clock.now()))
+                self._advance()
+            self.clock.wait_until(max(t, self.clock.now()))
+            self._advance()
+
+        if self._loop is not None and self._loop.is_running():
+            asyncio.run_coroutine_threadsafe(_call(go), self._loop).result(30)
+        else:
+            go()
 
     def _timer_fired(self) -> None:
         self._timer, self._timer_due = None, None
@@ -409,6 +431,10 @@ def _bad_output(item: Frame | DnnRequest, ring: FrameRing) -> str | None:
         return None
     what = f"shape {getattr(out, 'shape', None)}, dtype {getattr(out, 'dtype', type(out).__name__)}"
     return f"the board returned a frame of {what}; the pipeline's output is {ring.spec.out_shape} {ring.spec.dtype}"
+
+
+async def _call(fn) -> None:
+    fn()
 
 
 def _warm_up() -> None:

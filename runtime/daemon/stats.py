@@ -70,7 +70,7 @@ def status(daemon, client) -> dict:
         named[state.name if owner is client else key] = entry
     clients = [{"id": c.id, "pid": c.pid, "uid": c.uid, "pipelines": list(c.pipelines)}
                for c in daemon.clients.values() if admin or c is client]
-    return {"now": daemon.clock.now(), "dilation": daemon.clock.dilation, "slots": slots,
+    return {"now": daemon.clock.now(), "dilation": daemon.dilation, "slots": slots,
             "port": {"loads": port.loads, "busy_s": port.busy_s, "queued": len(port.queue)},
             "pipelines": named, "outcomes": dict(daemon.stats.outcomes),
             "clients": clients, "admin": admin}

@@ -189,8 +189,10 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         if not 0 < dilation < float("inf"):
             raise FpgashareError("--dilation must be a finite number > 0")
     logging.getLogger("fpgashare").setLevel(logging.INFO)
+    if args.watchdog_margin is not None and not 0 <= args.watchdog_margin < float("inf"):
+        raise FpgashareError("--watchdog-margin must be a finite number >= 0")
     daemon = Daemon(backend, args.socket or DEFAULT_SOCKET, dilation=dilation, scheduler=args.scheduler,
-                    metrics_port=args.metrics_port, limits=limits)
+                    metrics_port=args.metrics_port, limits=limits, watchdog_margin=args.watchdog_margin)
     loop = new_event_loop()
     try:
         loop.run_until_complete(daemon.serve_forever())
@@ -282,6 +284,8 @@ def build_parser() -> argparse.ArgumentParser:
     dm.add_argument("--limit", action="append", metavar="NAME=VALUE",
                     help="a quota (fpgashare.daemon.Limits: pipelines_per_client, shm_bytes_total, ...)")
     dm.add_argument("--admin-group", help="members see every client's details in status (root always does)")
+    dm.add_argument("--watchdog-margin", type=float, metavar="FRACTION",
+                    help="a load or frame running this fraction past its expected time is ended (default 1.0)")
     dm.set_defaults(func=cmd_daemon)
     st = sub.add_parser("status", help="slots, port, pipelines and clients of a running daemon")
     st.add_argument("--socket", default=None)

@@ -5,6 +5,7 @@ are held to it (on a virtual clock), so they cannot take the time admission prom
 from __future__ import annotations
 
 import socket
+import time
 
 import numpy as np
 import pytest
@@ -149,3 +150,32 @@ def test_frames_faster_than_their_period_are_held_and_others_keep_their_deadline
     assert len(releases) > 40 and gaps.min() >= 0.040 - 1e-9
     done = [f for f in mine if f.outcome is not None]
     assert len(done) >= 190 and all(f.outcome == "on_time" for f in done)
+
+
+def test_a_client_that_never_reads_its_replies_cannot_grow_the_daemon(sock):
+    """Its requests stop being read once its replies back up (the socket's buffers and the
+    transport's 64 KiB high-water mark); the daemon's buffer for it stays small."""
+    with running(sock, messages_per_s=1e9) as daemon:
+        victim = Victim(sock)
+        victim.stream()
+        hog = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        hog.connect(str(sock))
+        hog.setblocking(False)
+        request = encode({"op": "status", "id": 1})
+        sent = 0
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                sent += hog.send(request)
+            except BlockingIOError:
+                time.sleep(0.05)                       # the daemon may read a little more
+                try:
+                    sent += hog.send(request)
+                except BlockingIOError:
+                    break
+        assert time.monotonic() < deadline, "the daemon kept reading a client that never reads"
+        hog_client = max(daemon.clients.values(), key=lambda c: c.id)
+        buffered = hog_client.writer.transport.get_write_buffer_size()
+        assert buffered < 2 * 1024 * 1024, buffered
+        victim.check(daemon)
+        hog.close()

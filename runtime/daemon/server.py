@@ -87,11 +87,12 @@ class Client:
 class Daemon(Ops):
     def __init__(self, backend: Backend, socket_path: str | Path = DEFAULT_SOCKET, dilation: float = 1.0,
                  scheduler: str = "edf", metrics_port: int | None = None, limits: Limits | None = None,
-                 socket_group: str | None = None, clock=None) -> None:
+                 socket_group: str | None = None, clock=None, watchdog_margin: float | None = None) -> None:
         """``metrics_port``: serve Prometheus metrics on 127.0.0.1 at that port (0: any free one);
         ``socket_group``: the group the socket (mode 0660) belongs to (default: the daemon's);
         ``clock``: a VirtualClock for tests (no timers: the test moves time with ``run_until``),
-        else a WallClock at ``dilation``."""
+        else a WallClock at ``dilation``; ``watchdog_margin``: how far past its expected time (a
+        fraction of it) a load or frame may run before the watchdog ends it (runtime/sched/online.py)."""
         self.backend, self.platform = backend, backend.platform
         self.socket_path = Path(socket_path)
         self.socket_group = socket_group
@@ -102,6 +103,8 @@ class Daemon(Ops):
         if backend.name != "pynq" and not self.virtual:   # a simulated board's slowness must not pass for board time
             backend.held_clock = self.clock
         self.engine = OnlineEngine(self.platform, backend, make_policy(scheduler), self.clock)
+        if watchdog_margin is not None:
+            self.engine.watchdog_margin = watchdog_margin
         # Items that end during an engine call are answered once it returns, never from inside it.
         self._ended: deque[Frame | DnnRequest] = deque()
         self.engine.on_finish = self._ended.append

@@ -124,7 +124,7 @@ def test_message_rate(sock):
 
 def test_frames_faster_than_their_period_are_held_and_others_keep_their_deadlines():
     """On a virtual clock: an abuser declares 720p frames every 40 ms (6 ms deadline), then keeps
-    four in flight at all times. Its frames are released 40 ms apart (held to its period), and the
+    four in flight at all times. Its frames are released at 40 ms a frame (held to its period), and the
     victim's frames every 10 ms all meet their deadlines."""
     platform = load_platform("zcu104")
     clock = VirtualClock()
@@ -146,8 +146,8 @@ def test_frames_faster_than_their_period_are_held_and_others_keep_their_deadline
         while sum(1 for f in engine.frames if f.pipeline.name == "abuser") < 4:   # a ring of four, always full
             releases.append(engine.submit("abuser", pixels["abuser"]).release)
         engine.advance_to(t)
-    gaps = np.diff(releases)
-    assert len(releases) > 40 and gaps.min() >= 0.040 - 1e-9
+    assert len(releases) > 40          # held to 40 ms a frame, with at most one frame's burst:
+    assert all(r >= releases[0] + (i - 1) * 0.040 - 1e-9 for i, r in enumerate(releases))
     done = [f for f in mine if f.outcome is not None]
     assert len(done) >= 190 and all(f.outcome == "on_time" for f in done)
 

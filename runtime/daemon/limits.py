@@ -1,11 +1,13 @@
 """Quotas: what one client (and all together) may hold of the daemon, each refusal a ``quota``
 error naming the limit and its value.
 
-Frames faster than their pipeline's declared period are *held*, not refused: a frame submitted
-sooner than a period after the previous one is released a period after it (its deadline counts
-from that release), so an app cannot take slot time admission promised to others
-(runtime/sched/online.py). Requests of a client that does not read its replies are not read
-either (the daemon waits for its socket to drain), so its replies cannot grow the daemon.
+Frames faster than their pipeline's declared period are *held*, not refused: each frame moves the
+pipeline's due time a period on, and a frame more than a period ahead of it waits until then (its
+deadline counts from that release; runtime/sched/online.py). Jitter passes; a faster app only
+delays its own frames and cannot take slot time admission promised to others.
+
+Requests of a client that does not read its replies are not read either (the daemon waits for
+its socket to drain), so its replies cannot grow the daemon.
 """
 
 from __future__ import annotations

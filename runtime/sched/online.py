@@ -6,10 +6,12 @@ come from: ``submit`` releases a frame now, with its own pixels, and the caller 
 event is due). Admission for a new real-time pipeline is the one ``edf`` uses for workload files,
 run against the pipelines already admitted.
 
-Admission trusts a pipeline's declared period, so the engine holds it to it: a frame submitted
-sooner than a period after the previous frame's release is *held* and released a period after it
-(its deadline counts from that release). An app that submits faster than it declared only delays
-its own frames; it cannot take the time promised to others.
+Admission trusts a pipeline's declared period, so the engine holds it to it (a virtual
+scheduling clock, as a token bucket of one frame): each frame moves the pipeline's due time a
+period on; a frame submitted more than one period before its due time is *held* until then (its
+deadline counts from that release). A camera's jitter (a frame early after a late one) passes;
+an app that submits faster than it declared only delays its own frames, and over any n frames
+takes at most n + 1 periods' worth of releases: it cannot take the time promised to others.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ class OnlineEngine(Engine):
         self._last_release: dict[str, float] = {}
         self._early: dict[str, float] = {}       # per pipeline: the most a frame came before its period
         self._counts: dict[str, int] = {}
-        self._next_allowed: dict[str, float] = {}   # per pipeline: the earliest release of its next frame
+        self._due: dict[str, float] = {}     # per pipeline: when its next frame is due at its declared rate
         self.dnn_queue: dict[str, list[DnnRequest]] = {}
         self.watchdog_margin, self.watchdog_floor_s = WATCHDOG_MARGIN, WATCHDOG_FLOOR_S
         self.watchdog_fired = 0                  #: loads and frames the watchdog ended
@@ -154,7 +156,7 @@ class OnlineEngine(Engine):
             self.finish(frame, "dropped", reason)
         self._next_index.pop(name, None)
         self._early.pop(name, None)
-        self._next_allowed.pop(name, None)
+        self._due.pop(name, None)
         self.pipelines_changed()
         self.policy.dispatch(self)
         self._kick_port()
@@ -162,15 +164,16 @@ class OnlineEngine(Engine):
 
     # ---- frames
     def submit(self, name: str, pixels: np.ndarray) -> Frame:
-        """Release a frame of pipeline ``name`` now, or a period after the previous one if that is
-        later (held to its declared period); its deadline is its release + the pipeline's."""
+        """Release a frame of pipeline ``name`` now, or hold it to its declared period (see the
+        module's doc); its deadline is its release + the pipeline's."""
         spec = next((p for p in self.pipelines if p.name == name), None)
         if spec is None:
             raise FpgashareError(f"no real-time pipeline {name!r}")
         index = self._counts.get(name, 0)
         self._counts[name] = index + 1
-        release = max(self.now, self._next_allowed.get(name, self.now))
-        self._next_allowed[name] = release + spec.period_s
+        due = self._due.get(name, self.now)
+        release = max(self.now, due - spec.period_s)
+        self._due[name] = max(due, release) + spec.period_s
         self._seq += 1
         frame = Frame(spec, index, release, release + spec.deadline_s, self._seq, pixels=pixels)
         self.frames.append(frame)

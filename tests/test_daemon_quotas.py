@@ -92,18 +92,20 @@ def test_shared_memory_bytes(sock, limit):
 
 
 def test_outstanding_requests_per_client(sock):
-    with running(sock, outstanding_per_client=3) as daemon:
+    with running(sock, outstanding_per_client=2) as daemon:
         victim = Victim(sock)
         victim.stream()
         with connect(sock) as abuser:
-            pipes = [abuser.pipeline(f"p{i}", ["threshold"], period_ms=200.0, frame_shape=SHAPE) for i in range(2)]
+            pipes = [abuser.pipeline(f"p{i}", ["threshold"], period_ms=1000.0, frame_shape=SHAPE) for i in range(2)]
             frame = np.zeros(SHAPE, np.uint8)
-            futures = [pipes[0].submit(frame) for _ in range(2)] + [pipes[1].submit(frame)]   # held: in flight
-            with pytest.raises(QuotaExceeded, match="limit outstanding_per_client = 3"):
+            for _ in range(2):
+                pipes[0].submit(frame).result(timeout=20)     # its burst: taken at once
+            held = [pipes[0].submit(frame) for _ in range(2)]  # a period ahead and more: held, in flight
+            abuser.clock()
+            with pytest.raises(QuotaExceeded, match="limit outstanding_per_client = 2"):
                 pipes[1].submit(frame).result(timeout=20)
             victim.check(daemon)
-            for future in futures:
-                future.result(timeout=60)
+        assert len(held) == 2                  # they end dropped with the connection (client gone)
 
 
 def test_message_rate(sock):

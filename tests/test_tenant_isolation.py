@@ -26,24 +26,31 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
 def app(sock: str) -> dict:
     """The ordinary user's app: 100 frames through a two-stage chain, each compared with OpenCV."""
     import numpy as np
-    from fpgashare.client import DeadlineMissed, connect
+    from fpgashare.client import DeadlineMissed, FrameDropped, connect
     from fpgashare.simrun import resolve_chain
     from fpgashare.vision_ref import chain_reference
 
     stages = resolve_chain(["gauss3x3", "threshold"], {})
     fpga = connect(sock)
     pipe = fpga.pipeline("iso", ["gauss3x3", "threshold"], period_ms=5.0, frame_shape=(60, 80))
-    exact = 0
+    exact = dropped = 0
     rng = np.random.default_rng(3)
     for _ in range(100):
         frame = rng.integers(0, 256, (60, 80), dtype=np.uint8)
-        try:
-            out = pipe.submit(frame).result(timeout=20)
-        except DeadlineMissed as late:       # late is still a result: its pixels count
-            out = late.output
+        while True:                          # a frame the scheduler drops (a loaded host) goes again
+            try:
+                out = pipe.submit(frame).result(timeout=20)
+                break
+            except DeadlineMissed as late:   # late is still a result: its pixels count
+                out = late.output
+                break
+            except FrameDropped:
+                dropped += 1
+                if dropped > 100:
+                    raise
         exact += bool(np.array_equal(out, chain_reference(stages, frame)))
     app.keep = fpga                          # the ring stays mapped while the intruder tries
-    return {"pid": os.getpid(), "uid": os.getuid(), "ring": pipe.ring.spec.name, "exact": exact}
+    return {"pid": os.getpid(), "uid": os.getuid(), "ring": pipe.ring.spec.name, "exact": exact, "dropped": dropped}
 
 
 def intruder(sock: str, targets: list[int], ring: str) -> dict:
@@ -140,7 +147,7 @@ def test_an_ordinary_user_streams_and_another_member_cannot_touch_it(tmp_path):
     sock = runtime / "fpgashare.sock"
     # As the unit runs it: root, primary group fpgashare (the socket's group), mode 0660.
     daemon = subprocess.Popen([sys.executable, "-m", "fpgashare.cli", "daemon", "--board", "model",
-                               "--socket", str(sock)], group=gid, stderr=subprocess.PIPE, text=True)
+                               "--socket", str(sock), "--dilation", "10"], group=gid, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         while not sock.exists() and daemon.poll() is None and time.monotonic() < deadline:
@@ -160,7 +167,8 @@ def test_an_ordinary_user_streams_and_another_member_cannot_touch_it(tmp_path):
             assert seen["pipelines"] == [] and seen["clients"] == 1   # only itself in status
             assert seen["submit"].startswith("bad_request: submit: no real-time pipeline 'iso' of this client")
         finally:
-            assert owner.finish() == 0
+            code = owner.finish()
+        assert code == 0
     finally:
         daemon.terminate()
         daemon.wait(30)

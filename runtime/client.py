@@ -118,8 +118,13 @@ class Fpga:
             self._sock = sock
             self._buffer = bytearray()
             self._fds: deque[int] = deque()            # ring descriptors received, in order
+            self._last_error: dict | None = None       # an error the daemon sent unasked (before closing)
             self._lost = False
-        hello = self.request("hello")
+        try:
+            hello = self.request("hello")
+        except BaseException:
+            sock.close()
+            raise
         self.platform, self.dilation, self.client_id = hello["platform"], hello["dilation"], hello["client"]
 
     def _revive(self) -> None:
@@ -209,6 +214,7 @@ class Fpga:
                         self._turn.notify_all()
                 if waiter is None and not message.get("ok", True):
                     log.warning("daemon: %s", message["error"]["message"])
+                    self._last_error = message["error"]       # e.g. why it is closing this connection
         except (OSError, ProtocolError) as exc:
             log.debug("connection ended: %s", exc)
             self._fail_all(lost=True)
@@ -248,7 +254,8 @@ class Fpga:
                 self._closed = True
             waiting, self._waiting = self._waiting, {}
             for future in waiting.values():
-                future.set_result({"ok": False, "error": {"kind": "gone", "message": "the daemon went away"}})
+                error = self._last_error or {"kind": "gone", "message": "the daemon went away"}
+                future.set_result({"ok": False, "error": error})
             self._turn.notify_all()
 
     # ---- API

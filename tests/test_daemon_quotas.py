@@ -181,3 +181,13 @@ def test_a_client_that_never_reads_its_replies_cannot_grow_the_daemon(sock):
         assert buffered < 2 * 1024 * 1024, buffered
         victim.check(daemon)
         hog.close()
+
+
+def test_connections(sock):
+    with running(sock, clients=2) as daemon:
+        victim = Victim(sock)
+        victim.stream()
+        with connect(sock):
+            with pytest.raises(QuotaExceeded, match="too many connections: limit clients = 2"):
+                connect(sock)
+            victim.check(daemon)

@@ -5,9 +5,13 @@ process or (``--process``) as ``fpgashare daemon`` in a process of its own, and 
 Compute is the frame's hardware time (the chain's cycles at the fabric clock) plus the twin's
 OpenCV call. Also counts the bytes that crossed the socket per frame, to show pixels do not.
 
+The baseline, measured in the same run: a bare process-to-process ping-pong over a Unix socket
+(a child process echoes length-prefixed messages of a submit's size) — the least any daemon can
+cost per frame.
+
     python benchmarks/daemon_rtt.py [--frames N] [--process] [--json]
 
-Goal: submit-to-result overhead p50 <= 150 us.
+Goal: submit-to-result overhead p50 <= 2x the ping-pong's p50.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import socket
 import subprocess
 import sys
 import tempfile
@@ -29,7 +34,38 @@ from fpgashare.errors import FpgashareError
 from fpgashare.platform import load_platform
 
 ROOT = Path(__file__).resolve().parent.parent
-GOAL_US = 150.0
+GOAL_RATIO = 2.0
+ECHO = """
+import socket, sys
+s = socket.socket(fileno=int(sys.argv[1]))
+while True:
+    head = s.recv(4, socket.MSG_WAITALL)
+    if len(head) < 4:
+        break
+    body = s.recv(int.from_bytes(head, "big"), socket.MSG_WAITALL)
+    s.sendall(head + body)
+"""
+
+
+def ping_pong(rounds: int, size: int) -> list[float]:
+    """Round trips of a ``size``-byte length-prefixed message to a child process that echoes it."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    child = subprocess.Popen([sys.executable, "-c", ECHO, str(theirs.fileno())], pass_fds=[theirs.fileno()])
+    theirs.close()
+    message = len(b"x" * size).to_bytes(4, "big") + b"x" * size
+    times = []
+    try:
+        for _ in range(rounds + 50):          # the first 50 warm up
+            start = time.perf_counter()
+            mine.sendall(message)
+            got = 0
+            while got < len(message):
+                got += len(mine.recv(1 << 16))
+            times.append(time.perf_counter() - start)
+    finally:
+        mine.close()
+        child.wait(10)
+    return times[50:]
 
 
 class CountingSocket:
@@ -46,6 +82,11 @@ class CountingSocket:
         data = self.sock.recv(n)
         self.received += len(data)
         return data
+
+    def recvmsg(self, *args):
+        data, ancillary, flags, address = self.sock.recvmsg(*args)
+        self.received += len(data)
+        return data, ancillary, flags, address
 
     def __getattr__(self, name):
         return getattr(self.sock, name)
@@ -98,7 +139,8 @@ def main() -> int:
             start = time.perf_counter()
             fpga.clock()
             control.append(time.perf_counter() - start)
-        pipe = fpga.pipeline("rtt", ["threshold"], period_ms=100.0, frame_shape=shape)
+        # A period shorter than a round trip: frames are never held to it (runtime/sched/online.py).
+        pipe = fpga.pipeline("rtt", ["threshold"], period_ms=0.1, deadline_ms=100.0, frame_shape=shape)
         pipe.submit(frame).result(timeout=10)                   # the module is loaded after this
         counting = CountingSocket(fpga._sock)
         fpga._sock = counting
@@ -120,22 +162,27 @@ def main() -> int:
             compute.append(time.perf_counter() - start)
         per_frame_bytes = (counting.sent + counting.received) / args.frames
         hardware_s = pipe.exec_ms / 1e3
+        request_bytes = counting.sent / args.frames
+    pong = ping_pong(args.frames, int(request_bytes))
     net = [max(0.0, t - c - hardware_s) for t, c in zip(sorted(overhead), sorted(compute), strict=True)]
     result = {"daemon": "own process" if args.process else "thread of this process",
               "control_rtt": percentiles(control), "submit_to_result": percentiles(overhead),
               "compute_alone": percentiles(compute), "overhead_excluding_compute": percentiles(net),
-              "hardware_us": round(hardware_s * 1e6, 1),
+              "unix_ping_pong": percentiles(pong), "hardware_us": round(hardware_s * 1e6, 1),
               "socket_bytes_per_frame": round(per_frame_bytes, 1), "frame_bytes": frame.nbytes,
               "frames": args.frames}
-    result["goal_met"] = result["overhead_excluding_compute"]["p50_us"] <= GOAL_US
+    result["overhead_over_ping_pong"] = round(result["overhead_excluding_compute"]["p50_us"]
+                                              / result["unix_ping_pong"]["p50_us"], 2)
+    result["goal_met"] = result["overhead_over_ping_pong"] <= GOAL_RATIO
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    for key in ("control_rtt", "submit_to_result", "compute_alone", "overhead_excluding_compute"):
+    for key in ("control_rtt", "submit_to_result", "compute_alone", "overhead_excluding_compute", "unix_ping_pong"):
         print(f"{key:28s} p50 {result[key]['p50_us']:8.1f} us   p99 {result[key]['p99_us']:8.1f} us")
     print(f"frame hardware time {result['hardware_us']} us ({shape[0]}x{shape[1]}, threshold, zcu104 clock)")
     print(f"socket bytes per frame: {result['socket_bytes_per_frame']} (the frame is {frame.nbytes} bytes)")
-    print(f"goal: overhead p50 <= {GOAL_US:.0f} us: {'met' if result['goal_met'] else 'NOT met'}")
+    print(f"overhead p50 / ping-pong p50 = {result['overhead_over_ping_pong']:.2f}; goal <= {GOAL_RATIO:g}: "
+          f"{'met' if result['goal_met'] else 'NOT met'}")
     return 0
 
 

@@ -137,12 +137,41 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _limits(items: list[str] | None, admin_group: str | None):
+    """``--limit NAME=VALUE`` items (and ``--admin-group``) over the default Limits."""
+    import dataclasses
+    import grp
+
+    from fpgashare.daemon import Limits
+
+    fields = {f.name: f for f in dataclasses.fields(Limits) if f.name != "admin_gid"}
+    values: dict = {}
+    for item in items or []:
+        key, eq, text = item.partition("=")
+        if not eq or key not in fields:
+            raise FpgashareError(f"--limit {item!r}: expected NAME=VALUE with NAME one of {', '.join(fields)}")
+        try:
+            value = float(text) if key == "messages_per_s" else int(text, 0)
+        except ValueError:
+            raise FpgashareError(f"--limit {item!r}: {text!r} is not a number") from None
+        if not value > 0 or value != value or value == float("inf"):
+            raise FpgashareError(f"--limit {item!r}: must be a finite number > 0")
+        values[key] = value
+    if admin_group is not None:
+        try:
+            values["admin_gid"] = grp.getgrnam(admin_group).gr_gid
+        except KeyError:
+            raise FpgashareError(f"--admin-group {admin_group!r}: no such group") from None
+    return Limits(**values)
+
+
 def cmd_daemon(args: argparse.Namespace) -> int:
     from fpgashare.backends import make_backend
     from fpgashare.daemon import DEFAULT_SOCKET, Daemon, calibrate_dilation
     from fpgashare.eventloop import new_event_loop
     from fpgashare.platform import load_platform
 
+    limits = _limits(args.limit, args.admin_group)
     platform = load_platform(args.platform)
     options = {}
     if args.board == "pynq":
@@ -157,11 +186,13 @@ def cmd_daemon(args: argparse.Namespace) -> int:
             dilation = float(args.dilation)
         except ValueError:
             raise FpgashareError(f"--dilation must be a number or auto, not {args.dilation!r}") from None
-        if dilation <= 0:
-            raise FpgashareError("--dilation must be > 0")
+        if not 0 < dilation < float("inf"):
+            raise FpgashareError("--dilation must be a finite number > 0")
     logging.getLogger("fpgashare").setLevel(logging.INFO)
+    if args.watchdog_margin is not None and not 0 <= args.watchdog_margin < float("inf"):
+        raise FpgashareError("--watchdog-margin must be a finite number >= 0")
     daemon = Daemon(backend, args.socket or DEFAULT_SOCKET, dilation=dilation, scheduler=args.scheduler,
-                    metrics_port=args.metrics_port)
+                    metrics_port=args.metrics_port, limits=limits, watchdog_margin=args.watchdog_margin)
     loop = new_event_loop()
     try:
         loop.run_until_complete(daemon.serve_forever())
@@ -240,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     bn.set_defaults(func=cmd_bench)
 
     dm = sub.add_parser("daemon", help="own the FPGA and serve apps on a Unix socket")
-    dm.add_argument("--board", choices=["sim", "model", "pynq"], default="sim")
+    dm.add_argument("--board", choices=["sim", "model", "pynq", "faulty"], default="sim")
     dm.add_argument("--platform", default="zcu104", help="platform manifest (TOML) or name")
     dm.add_argument("--socket", default=None,
                     help="socket path (default $FPGASHARE_SOCKET or /run/fpgashare/fpgashare.sock)")
@@ -250,6 +281,11 @@ def build_parser() -> argparse.ArgumentParser:
     dm.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on 127.0.0.1:PORT")
     dm.add_argument("--bitstreams", help="pynq: folder of partial bitstreams with index.json")
     dm.add_argument("--overlay", help="pynq: the shell overlay (.bit with its .hwh beside it)")
+    dm.add_argument("--limit", action="append", metavar="NAME=VALUE",
+                    help="a quota (fpgashare.daemon.Limits: pipelines_per_client, shm_bytes_total, ...)")
+    dm.add_argument("--admin-group", help="members see every client's details in status (root always does)")
+    dm.add_argument("--watchdog-margin", type=float, metavar="FRACTION",
+                    help="a load or frame running this fraction past its expected time is ended (default 1.0)")
     dm.set_defaults(func=cmd_daemon)
     st = sub.add_parser("status", help="slots, port, pipelines and clients of a running daemon")
     st.add_argument("--socket", default=None)
@@ -272,12 +308,33 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
+        _check_inputs(args)
         return args.func(args)
     except FpgashareError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
+    except OSError as exc:          # a file the command could not make or read, named by the OS
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(f"error: {where}{exc.strerror or exc}\n")
+        return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _check_inputs(args: argparse.Namespace) -> None:
+    """Input files and output folders checked before any command runs (fpgashare.cli_inputs)."""
+    from fpgashare import cli_inputs
+
+    if getattr(args, "workload", None):
+        cli_inputs.workload_file(args.workload)
+    platform = getattr(args, "platform", None)
+    if isinstance(platform, str):
+        cli_inputs.manifest_file(platform)
+    for option in ("trace", "gantt"):
+        cli_inputs.output_path(f"--{option}", getattr(args, option, None))
+    frames = getattr(args, "frames", None)
+    if isinstance(frames, int) and frames > cli_inputs.MAX_DEMO_FRAMES:
+        raise FpgashareError(f"--frames must be at most {cli_inputs.MAX_DEMO_FRAMES}, not {frames}")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,11 @@ Frames go into the pipeline's shared-memory ring (runtime/shm.py); only the ring
 crosses the socket. Every submitted frame ends in exactly one outcome: its output (on time),
 ``DeadlineMissed`` (late; the output is on the exception), ``FrameDropped`` (with the daemon's
 reason) or ``FrameFailed``.
+
+The ring is the app's alone: its descriptor arrives with the registration's reply (SCM_RIGHTS)
+and nothing else can open it. When the daemon goes, every call raises ``DaemonError`` (kind
+``gone``), never a raw OSError; ``connect(reconnect=True)`` instead connects again on the next
+call and registers the app's pipelines anew (frames in flight at the loss end ``gone``).
 """
 
 from __future__ import annotations
@@ -19,10 +24,12 @@ import asyncio
 import concurrent.futures
 import itertools
 import logging
+import os
 import select
 import socket
 import threading
 import time
+from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +40,7 @@ from fpgashare.shm import FrameRing, RingSpec, check_frame
 log = logging.getLogger(__name__)
 
 RECV_BYTES = 1 << 16    #: one recv takes every reply already there
+MAX_FDS = 16            #: ring descriptors one recv may bring
 
 
 class DaemonError(FpgashareError):
@@ -41,6 +49,10 @@ class DaemonError(FpgashareError):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class QuotaExceeded(DaemonError):  # noqa: N818 (the API's names: what happened, not 'Error')
+    """A limit of the daemon refused the request; the message names the limit and its value."""
 
 
 class AdmissionRejected(DaemonError):  # noqa: N818 (the API's names: what happened, not 'Error')
@@ -67,12 +79,13 @@ class FrameFailed(FpgashareError):  # noqa: N818 (the API's names: what happened
     """The hardware path failed for this frame."""
 
 
-def connect(path: str | Path | None = None, timeout: float = 5.0) -> Fpga:
+def connect(path: str | Path | None = None, timeout: float = 5.0, reconnect: bool = False) -> Fpga:
     """A connection to the daemon at ``path`` (default: $FPGASHARE_SOCKET or
-    /run/fpgashare/fpgashare.sock)."""
-    from fpgashare.daemon import DEFAULT_SOCKET
+    /run/fpgashare/fpgashare.sock). ``reconnect``: when the daemon goes, connect again at the next
+    call (waiting up to ``timeout`` for a new daemon) and register this app's pipelines anew."""
+    from fpgashare.daemon.server import DEFAULT_SOCKET
 
-    return Fpga(Path(path) if path is not None else DEFAULT_SOCKET, timeout)
+    return Fpga(Path(path) if path is not None else DEFAULT_SOCKET, timeout, reconnect)
 
 
 class Fpga:
@@ -80,34 +93,85 @@ class Fpga:
     thread: a thread waiting for a reply reads the socket itself while no other thread does, and
     hands the replies it meets to their waiters (a reply costs no extra thread wake-up)."""
 
-    def __init__(self, path: Path, timeout: float) -> None:
-        self.timeout = timeout
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            self._sock.connect(str(path))
-        except OSError as exc:
-            self._sock.close()
-            raise FpgashareError(f"cannot reach the fpgashare daemon at {path}: {exc.strerror or exc}") from None
+    def __init__(self, path: Path, timeout: float, reconnect: bool = False) -> None:
+        self.path, self.timeout, self.reconnect = path, timeout, reconnect
         self._ids = itertools.count(1)
         self._waiting: dict[int, concurrent.futures.Future] = {}
         self._lock = threading.Lock()
         self._turn = threading.Condition(self._lock)   # waiters sleep here while another thread reads
         self._reading = threading.Lock()               # held by the thread reading the socket
-        self._buffer = bytearray()
-        self._closed = False
-        hello = self.request("hello")
-        self.platform, self.dilation, self.client_id = hello["platform"], hello["dilation"], hello["client"]
+        self._reconnecting = threading.Lock()
         self.pipelines: dict[str, Pipeline] = {}
+        self._closed = False          # by the app: for good
+        self.reconnects = 0
+        self._open()
+
+    def _open(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(str(self.path))
+        except OSError as exc:
+            sock.close()
+            raise DaemonError("gone", f"cannot reach the fpgashare daemon at {self.path}: "
+                              f"{exc.strerror or exc}") from None
+        with self._lock:
+            self._sock = sock
+            self._buffer = bytearray()
+            self._fds: deque[int] = deque()            # ring descriptors received, in order
+            self._last_error: dict | None = None       # an error the daemon sent unasked (before closing)
+            self._lost = False
+        try:
+            hello = self.request("hello")
+        except BaseException:
+            sock.close()
+            raise
+        self.platform, self.dilation, self.client_id = hello["platform"], hello["dilation"], hello["client"]
+
+    def _revive(self) -> None:
+        """The daemon went: connect again (a new daemon may take a moment to come) and register
+        every pipeline anew, each with its new ring."""
+        with self._reconnecting:
+            if not self._lost or self._closed:
+                return
+            with self._reading:
+                self._sock.close()
+            deadline = time.monotonic() + self.timeout
+            while True:
+                try:
+                    self._open()
+                    break
+                except DaemonError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)          # waiting for a new daemon to listen, not simulating
+            self.reconnects += 1
+            for pipe in list(self.pipelines.values()):
+                answer = self.request(pipe.op_register, **pipe.registration)
+                pipe._renew(self._attach(answer), answer)
+            log.info("reconnected to %s; %d pipeline(s) registered again", self.path, len(self.pipelines))
 
     # ---- plumbing
+    def _ensure(self) -> None:
+        """Connect again first if the daemon went and this connection reconnects."""
+        if self._lost and self.reconnect and not self._closed:
+            self._revive()
+
     def _send(self, op: str, **fields) -> tuple[int, concurrent.futures.Future]:
+        self._ensure()
         future: concurrent.futures.Future = concurrent.futures.Future()
         with self._lock:
-            if self._closed:
-                raise FpgashareError("the connection to the daemon is closed")
+            if self._closed or self._lost:
+                raise DaemonError("gone", "the connection to the daemon is closed" if self._closed
+                                  else "the daemon went away")
             rid = next(self._ids)
+            data = encode({"op": op, "id": rid, **fields})
             self._waiting[rid] = future
-            self._sock.sendall(encode({"op": op, "id": rid, **fields}))
+            try:
+                self._sock.sendall(data)
+            except OSError as exc:
+                self._waiting.pop(rid, None)
+                self._lost = True
+                raise DaemonError("gone", f"the daemon went away: {exc.strerror or exc}") from None
         return rid, future
 
     def request(self, op: str, **fields) -> dict:
@@ -150,9 +214,10 @@ class Fpga:
                         self._turn.notify_all()
                 if waiter is None and not message.get("ok", True):
                     log.warning("daemon: %s", message["error"]["message"])
+                    self._last_error = message["error"]       # e.g. why it is closing this connection
         except (OSError, ProtocolError) as exc:
             log.debug("connection ended: %s", exc)
-            self._fail_all()
+            self._fail_all(lost=True)
 
     def _next_message(self, deadline: float | None) -> dict | None:
         """The next whole message from the socket, or None if the deadline passes first."""
@@ -165,24 +230,32 @@ class Fpga:
                 if len(self._buffer) >= end:
                     body = bytes(self._buffer[HEADER.size:end])
                     del self._buffer[:end]
-                    return decode(body)
+                    message = decode(body)
+                    if message.get("ring_fd"):    # its descriptor came with its first byte
+                        message["fd"] = self._fds.popleft() if self._fds else None
+                    return message
             if deadline is not None:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not select.select([self._sock], [], [], remaining)[0]:
                     return None
-            chunk = self._sock.recv(RECV_BYTES)
+            chunk, fds, _, _ = socket.recv_fds(self._sock, RECV_BYTES, MAX_FDS)
+            self._fds.extend(fds)
             if not chunk:
                 raise ProtocolError("malformed", "the daemon closed the connection"
                                     + (" inside a message" if self._buffer else ""))
             self._buffer += chunk
 
-    def _fail_all(self) -> None:
+    def _fail_all(self, lost: bool = False) -> None:
         """The connection is gone: every waiting request ends with a 'gone' error reply."""
         with self._turn:
-            self._closed = True
+            if lost:
+                self._lost = True
+            else:
+                self._closed = True
             waiting, self._waiting = self._waiting, {}
             for future in waiting.values():
-                future.set_result({"ok": False, "error": {"kind": "gone", "message": "the daemon went away"}})
+                error = self._last_error or {"kind": "gone", "message": "the daemon went away"}
+                future.set_result({"ok": False, "error": error})
             self._turn.notify_all()
 
     # ---- API
@@ -208,15 +281,24 @@ class Fpga:
         if deadline_ms is not None:
             fields["deadline_ms"] = float(deadline_ms)
         answer = self.request("pipeline", **fields)
-        pipe = Pipeline(self, name, FrameRing.attach(RingSpec.from_wire(answer["ring"])), answer)
+        pipe = Pipeline(self, name, self._attach(answer), answer, fields)
         self.pipelines[name] = pipe
         return pipe
+
+    def _attach(self, answer: dict) -> FrameRing:
+        """The ring a registration's reply hands over (its descriptor, or a named ring)."""
+        spec = RingSpec.from_wire(answer["ring"])
+        if answer.get("ring_fd"):
+            if answer.get("fd") is None:
+                raise DaemonError("gone", f"the daemon's reply for ring {spec.name} carried no descriptor")
+            return FrameRing.attach_fd(spec, answer["fd"])
+        return FrameRing.attach(spec)
 
     def dnn(self, name: str, model: str) -> DnnPipeline:
         """Register a best-effort DNN pipeline (``digits_cnn``, ``edge_cnn``): its images run in
         the slot time real-time pipelines leave."""
         answer = self.request("dnn", name=name, model=model)
-        pipe = DnnPipeline(self, name, FrameRing.attach(RingSpec.from_wire(answer["ring"])), answer)
+        pipe = DnnPipeline(self, name, self._attach(answer), answer, {"name": name, "model": model})
         self.pipelines[name] = pipe
         return pipe
 
@@ -231,6 +313,8 @@ class Fpga:
         with self._reading:                            # wait until no thread reads it
             self._fail_all()
             self._sock.close()
+            while self._fds:                           # descriptors of replies nobody took
+                os.close(self._fds.popleft())
 
     def __enter__(self) -> Fpga:
         return self
@@ -242,47 +326,66 @@ class Fpga:
 class Pipeline:
     """A registered pipeline: frames in, results out, through its shared-memory ring."""
 
-    op = "submit"
+    op, op_register = "submit", "pipeline"
 
-    def __init__(self, fpga: Fpga, name: str, ring: FrameRing, info: dict) -> None:
-        self.fpga, self.name, self.ring = fpga, name, ring
-        self.deadline_ms, self.exec_ms = info.get("deadline_ms"), info.get("exec_ms")
-        self._free = threading.Semaphore(ring.spec.slots)
-        self._slots = list(range(ring.spec.slots))
+    def __init__(self, fpga: Fpga, name: str, ring: FrameRing, info: dict, registration: dict) -> None:
+        self.fpga, self.name = fpga, name
+        self.registration = registration        #: the request that registered it (again, after a reconnect)
         self._lock = threading.Lock()
+        self._renew(ring, info)
+
+    def _renew(self, ring: FrameRing, info: dict) -> None:
+        """A (new) ring: every slot free; futures of an older ring give theirs back to nothing."""
+        old = getattr(self, "ring", None)
+        with self._lock:
+            self.ring = ring
+            self.deadline_ms, self.exec_ms = info.get("deadline_ms"), info.get("exec_ms")
+            self._free = threading.Semaphore(ring.spec.slots)
+            self._slots = list(range(ring.spec.slots))
+            self.generation = getattr(self, "generation", -1) + 1
+        if old is not None:
+            old.close()
 
     def submit(self, frame: np.ndarray, timeout: float | None = None) -> FrameFuture:
         """Hand a frame to the daemon; returns at once unless every ring slot is in flight (then
         waits up to ``timeout`` for one)."""
         check_frame(frame, self.ring.spec.in_shape, self.ring.spec.dtype)
+        self.fpga._ensure()                      # a new ring first, if the daemon was replaced
         if not self._free.acquire(timeout=self.fpga.timeout if timeout is None else timeout):
             raise FrameDropped(f"all {self.ring.spec.slots} ring slots of {self.name!r} are still in flight")
         with self._lock:
-            slot = self._slots.pop()
-        self.ring.input(slot)[...] = frame
+            slot, generation, ring = self._slots.pop(), self.generation, self.ring
+        ring.input(slot)[...] = frame
         try:
             _, future = self.fpga._send(self.op, pipeline=self.name, slot=slot, shape=list(frame.shape),
                                         dtype=str(frame.dtype))
         except Exception:
-            self._release(slot)
+            self._release(slot, generation)
             raise
-        return self.future(slot, future)
+        return self.future(slot, future, generation, ring)
 
-    def future(self, slot: int, future: concurrent.futures.Future) -> FrameFuture:
-        return FrameFuture(self, slot, future)
+    def future(self, slot: int, future: concurrent.futures.Future, generation: int, ring: FrameRing) -> FrameFuture:
+        return FrameFuture(self, slot, future, generation, ring)
 
     async def asubmit(self, frame: np.ndarray) -> np.ndarray:
         """``submit`` for asyncio code: the output, or the same exceptions."""
         fut = self.submit(frame)
         return await asyncio.get_running_loop().run_in_executor(None, fut.result)
 
-    def _release(self, slot: int) -> None:
+    def _release(self, slot: int, generation: int) -> None:
         with self._lock:
+            if generation != self.generation:
+                return                  # a slot of a ring replaced since (reconnect)
             self._slots.append(slot)
-        self._free.release()
+            self._free.release()
 
     def close(self) -> None:
-        self.fpga.request("close", pipeline=self.name)
+        """End the pipeline (its frames in flight end ``dropped``); a daemon already gone ended it."""
+        try:
+            self.fpga.request("close", pipeline=self.name)
+        except DaemonError as exc:
+            if exc.kind != "gone":
+                raise
         self.ring.close()
         self.fpga.pipelines.pop(self.name, None)
 
@@ -290,17 +393,19 @@ class Pipeline:
 class DnnPipeline(Pipeline):
     """A best-effort DNN pipeline: ``submit(image).result()`` is the network's int8 output."""
 
-    op = "infer"
+    op, op_register = "infer", "dnn"
 
-    def future(self, slot: int, future: concurrent.futures.Future) -> FrameFuture:
-        return DnnFuture(self, slot, future)
+    def future(self, slot: int, future: concurrent.futures.Future, generation: int, ring: FrameRing) -> FrameFuture:
+        return DnnFuture(self, slot, future, generation, ring)
 
 
 class FrameFuture:
     """The outcome of one submitted frame."""
 
-    def __init__(self, pipe: Pipeline, slot: int, future: concurrent.futures.Future) -> None:
+    def __init__(self, pipe: Pipeline, slot: int, future: concurrent.futures.Future, generation: int,
+                 ring: FrameRing) -> None:
         self.pipe, self.slot, self._future = pipe, slot, future
+        self._generation, self._ring = generation, ring
         self._outcome: np.ndarray | Exception | None = None
 
     def result(self, timeout: float | None = None) -> np.ndarray:
@@ -309,7 +414,7 @@ class FrameFuture:
             try:
                 self._outcome = self._settle(message)
             finally:
-                self.pipe._release(self.slot)
+                self.pipe._release(self.slot, self._generation)
         if isinstance(self._outcome, Exception):
             raise self._outcome
         return self._outcome
@@ -317,13 +422,14 @@ class FrameFuture:
     def _settle(self, message: dict) -> np.ndarray | Exception:
         if not message.get("ok"):
             error = message["error"]
-            return DaemonError(error["kind"], error["message"])
+            cls = QuotaExceeded if error["kind"] == "quota" else DaemonError
+            return cls(error["kind"], error["message"])
         outcome = message["outcome"]
         if outcome == "dropped":
             return FrameDropped(message.get("reason") or "no reason given")
         if outcome == "error":
             return FrameFailed(message.get("reason") or "the hardware path failed")
-        output = self.pipe.ring.output(self.slot).copy()     # the slot is reused after this
+        output = self._ring.output(self.slot).copy()     # the slot is reused after this
         if outcome == "late":
             return DeadlineMissed(message["latency_ms"], output)
         return output
@@ -333,6 +439,8 @@ class DnnFuture(FrameFuture):
     def _settle(self, message: dict) -> np.ndarray | Exception:
         if not message.get("ok"):
             return super()._settle(message)
+        if message["outcome"] == "error":
+            return FrameFailed(message.get("reason") or "the hardware path failed")
         if message["outcome"] != "done":
             return FrameDropped(message.get("reason") or "no reason given")
         return np.array(message["output"], dtype=np.int8)
@@ -342,5 +450,5 @@ def _unwrap(message: dict) -> dict:
     if message.get("ok"):
         return message
     error = message["error"]
-    cls = AdmissionRejected if error["kind"] == "admission" else DaemonError
+    cls = {"admission": AdmissionRejected, "quota": QuotaExceeded}.get(error["kind"], DaemonError)
     raise cls(error["kind"], error["message"])

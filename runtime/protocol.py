@@ -7,7 +7,12 @@ decode to a map with ``v`` (the protocol version), ``op`` (requests) or ``ok`` (
 is read.
 
 Errors are values, not exceptions, on the wire: a reply ``{"v", "id", "ok": False, "error":
-{"kind", "message"}}`` names what was wrong. ``kind`` is one of ``KINDS``.
+{"kind", "message"}}`` names what was wrong. ``kind`` is one of ``KINDS``: ``bad_request`` names
+the field at fault, ``quota`` the limit that refused it (runtime/daemon/limits.py), ``internal``
+is kept for bugs in the daemon (the fuzz test fails on one).
+
+A reply that carries a frame ring (``pipeline``, ``dnn``) has ``"ring_fd": true``: the ring's
+descriptor rides on the reply's first byte as SCM_RIGHTS ancillary data (runtime/shm.py).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ VERSION = 2                      #: 2: submit and infer state the frame's shape 
 MAX_MESSAGE = 64 * 1024          #: bytes of msgpack; a frame handle and its metadata need < 1 kB
 HEADER = struct.Struct(">I")
 KINDS = ("malformed", "oversized", "version", "unknown_op", "bad_request", "admission", "frame",
-         "gone", "internal")
+         "quota", "busy", "gone", "internal")
 
 
 class ProtocolError(FpgashareError):

@@ -2,13 +2,21 @@
 in one POSIX shared-memory segment (``/dev/shm``), and only a slot index crosses the socket.
 
 The daemon creates a ring per pipeline (input and output frames side by side in each slot) and
-owns it: it unlinks the segment when the pipeline or its client goes. A client attaches by name.
-Both sides see the same bytes through numpy views, so nothing is copied on the way.
+owns it. Both sides see the same bytes through numpy views, so nothing is copied on the way.
+
+A daemon's rings are private (``FrameRing.create_private``): an anonymous memory file
+(``memfd_create``) that has no name anywhere, whose descriptor the daemon hands to the one client
+that asked for it over the Unix socket (SCM_RIGHTS) and then closes. No other process can open
+it — there is nothing in ``/dev/shm`` to list or open — and nothing is left behind when the daemon
+dies, however it dies. Named rings (``create`` / ``attach``) remain for tools and tests in one
+trust domain.
 """
 
 from __future__ import annotations
 
 import logging
+import mmap
+import os
 import secrets
 from dataclasses import dataclass
 from functools import cached_property
@@ -57,12 +65,57 @@ class RingSpec:
 class FrameRing:
     """``spec.slots`` (input frame, output frame) pairs in one shared-memory segment."""
 
-    def __init__(self, spec: RingSpec, segment: shared_memory.SharedMemory, owner: bool) -> None:
+    def __init__(self, spec: RingSpec, segment: shared_memory.SharedMemory | None, owner: bool,
+                 mapping: mmap.mmap | None = None, fd: int | None = None) -> None:
         self.spec, self._segment, self.owner = spec, segment, owner
+        self._mapping = mapping     # a private ring's memory (no segment)
+        self.fd = fd                # a private ring's descriptor until it is handed over (take_fd)
+        buf = segment.buf if segment is not None else mapping
         # Views made once: a frame's path asks for them several times.
-        self._views = [(np.ndarray(spec.in_shape, spec.dtype, segment.buf, i * spec.slot_bytes),
-                        np.ndarray(spec.out_shape, spec.dtype, segment.buf, i * spec.slot_bytes + spec.in_bytes))
+        self._views = [(np.ndarray(spec.in_shape, spec.dtype, buf, i * spec.slot_bytes),
+                        np.ndarray(spec.out_shape, spec.dtype, buf, i * spec.slot_bytes + spec.in_bytes))
                        for i in range(spec.slots)]
+
+    @property
+    def nbytes(self) -> int:
+        return self.spec.slots * self.spec.slot_bytes
+
+    @classmethod
+    def create_private(cls, slots: int, in_shape: tuple[int, ...], out_shape: tuple[int, ...],
+                       dtype: str = "uint8", tag: str = "") -> FrameRing:
+        """A ring in an anonymous memory file: reachable only through ``fd`` (hand it to one
+        client with ``take_fd``, then it is the client's and the daemon's alone)."""
+        if slots < 1:
+            raise FrameError(f"a frame ring needs at least one slot, got {slots}")
+        name = f"{PREFIX}-{tag + '-' if tag else ''}{secrets.token_hex(6)}"
+        spec = RingSpec(name, slots, tuple(in_shape), tuple(out_shape), dtype)
+        fd = os.memfd_create(name, os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(fd, spec.slots * spec.slot_bytes)
+            mapping = mmap.mmap(fd, spec.slots * spec.slot_bytes)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(spec, None, owner=True, mapping=mapping, fd=fd)
+
+    @classmethod
+    def attach_fd(cls, spec: RingSpec, fd: int) -> FrameRing:
+        """The client's side of a private ring: map the descriptor the daemon passed (closed here;
+        the mapping stays)."""
+        try:
+            size = os.fstat(fd).st_size
+            if size < spec.slots * spec.slot_bytes:
+                raise FrameError(f"frame ring {spec.name} holds {size} bytes, the layout needs "
+                                 f"{spec.slots * spec.slot_bytes}")
+            mapping = mmap.mmap(fd, spec.slots * spec.slot_bytes)
+        finally:
+            os.close(fd)
+        return cls(spec, None, owner=False, mapping=mapping)
+
+    def take_fd(self) -> int | None:
+        """The private ring's descriptor, once; the ring no longer holds it (the caller closes it)."""
+        fd, self.fd = self.fd, None
+        return fd
 
     @classmethod
     def create(cls, slots: int, in_shape: tuple[int, ...], out_shape: tuple[int, ...],
@@ -108,6 +161,15 @@ class FrameRing:
     def close(self) -> None:
         """Drop this process's mapping; the owner also removes the segment."""
         self._views = []
+        if self.fd is not None:
+            os.close(self.take_fd())
+        if self._mapping is not None:
+            try:
+                self._mapping.close()
+            except BufferError:
+                log.warning("frame ring %s: views still alive at close; the mapping stays until they go",
+                            self.spec.name)
+            return
         try:
             self._segment.close()
         except BufferError:
@@ -134,7 +196,7 @@ def check_layout(shape: tuple[int, ...], dtype: str, want_shape: tuple[int, ...]
     ``want_dtype``, saying what was expected."""
     try:
         same_dtype = np.dtype(dtype) == np.dtype(want_dtype)
-    except TypeError:
+    except (TypeError, ValueError, SyntaxError):     # numpy parses dtype strings and raises all three
         raise FrameError(f"frame dtype {dtype!r} is not a numpy dtype; the pipeline takes {want_dtype}") from None
     if not same_dtype:
         raise FrameError(f"frame dtype is {dtype}, the pipeline takes {want_dtype}")

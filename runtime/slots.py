@@ -159,7 +159,13 @@ class SlotManager:
             return None
         request = self.port.queue.popleft()
         request.attempts += 1
-        self._pending = self.backend.start_load(request.slot, request.module)
+        try:
+            self._pending = self.backend.start_load(request.slot, request.module)
+        except Exception as exc:        # a hardware fault (errors.HardwareError's contract): a failed attempt
+            log.error("slot %d: load of %s could not start: %s: %s", request.slot, request.module,
+                      type(exc).__name__, exc)
+            self._failed(request)
+            return self.start_next(now)     # the retry (or the next load, once the slot is quarantined)
         self.port.start(request, now, self._pending.seconds)
         return self.port.busy_until
 
@@ -167,7 +173,12 @@ class SlotManager:
         """The load on the port ended: (request, ok). A first failure is retried at the head of the
         queue; a second quarantines the slot."""
         request, pending = self.port.finish(), self._pending
-        report = pending.report() if pending is not None else None    # waits if the hardware is not done
+        self._pending = None
+        try:
+            report = pending.report() if pending is not None else None    # waits if the hardware is not done
+        except Exception as exc:        # a hardware fault: the load failed
+            log.error("slot %d: load of %s failed: %s: %s", request.slot, request.module, type(exc).__name__, exc)
+            report = None
         if report is not None:
             self.port.busy_s += report.seconds - pending.seconds        # as measured, where it differs
         slot = self.slots[request.slot]
@@ -175,14 +186,29 @@ class SlotManager:
         if report is not None and report.ok:
             slot.state, slot.last_used = SlotState.READY, now
             return request, True
+        self._failed(request, report.error.name if report else "fault")
+        return request, False
+
+    def _failed(self, request: LoadRequest, why: str = "fault") -> None:
+        """A load attempt failed: the first is retried at the head of the queue, a second
+        quarantines the slot (FAILED: never loaded or used again)."""
+        slot = self.slots[request.slot]
+        self._changed()
+        self.backend.reset_slot(request.slot)
         if request.attempts < 2:
-            log.warning("slot %d: load of %s failed (%s); retrying once", request.slot, request.module,
-                        report.error.name if report else "?")
+            log.warning("slot %d: load of %s failed (%s); retrying once", request.slot, request.module, why)
             self.port.queue.appendleft(request)
-            return request, False
+            return
         log.error("slot %d: load of %s failed twice; slot quarantined", request.slot, request.module)
         slot.state, slot.module = SlotState.FAILED, None
-        return request, False
+
+    def reset(self, slots: Sequence[int], now: float) -> None:
+        """Slots whose job the watchdog ended: reset on the board and BLANK (reloaded when needed)."""
+        for i in slots:
+            s = self.slots[i]
+            self.backend.reset_slot(i)
+            s.state, s.owner, s.module, s.last_used = SlotState.BLANK, None, None, now
+        self._changed()
 
     # ---- jobs
     def acquire(self, slots: Sequence[int], owner: str) -> None:

@@ -48,7 +48,7 @@ def frames(n, seed=0, shape=SHAPE):
 
 
 def test_frames_round_trip_and_equal_opencv(sock):
-    with RunningDaemon(sock), connect(sock) as fpga:
+    with RunningDaemon(sock) as daemon, connect(sock) as fpga:
         assert oct(os.stat(sock).st_mode & 0o777) == "0o660"
         assert fpga.platform == "zcu104" and fpga.dilation == 20.0
         edges = fpga.pipeline("edges", CHAIN, period_ms=20.0, frame_shape=SHAPE)
@@ -64,10 +64,11 @@ def test_frames_round_trip_and_equal_opencv(sock):
         assert status["pipelines"]["edges"]["outcomes"] == {"on_time": 6}
         assert status["pipelines"]["edges"]["miss_rate"] == 0.0
         assert status["clients"][0]["pipelines"] == ["edges"]
-        ring = f"/dev/shm/{edges.ring.spec.name}"
-        assert os.path.exists(ring)                                     # the ring lives while registered
+        # The ring is private: nothing in /dev/shm names it, the daemon holds it while registered.
+        assert not [n for n in os.listdir("/dev/shm") if edges.ring.spec.name in n]
+        assert list(daemon.states) == ["edges"]
         edges.close()
-        assert not os.path.exists(ring)
+        assert daemon.states == {}
     assert not sock.exists()
 
 
@@ -178,7 +179,7 @@ def test_bad_requests_get_named_errors_and_others_carry_on(sock):
         assert err.value.kind == "frame"
         with pytest.raises(DaemonError, match="dtype 'no-such-type' is not a numpy dtype; the pipeline takes uint8"):
             fpga.request("submit", pipeline="good", slot=0, shape=list(SHAPE), dtype="no-such-type")
-        with pytest.raises(DaemonError, match="shape must be list") as err:
+        with pytest.raises(DaemonError, match="shape must be a list") as err:
             fpga.request("submit", pipeline="good", slot=0)
         assert err.value.kind == "bad_request"
         frame = frames(1)[0]
@@ -205,7 +206,7 @@ def _doomed_client(path, ready):
 
 
 def rings_of(daemon):
-    return {f"/dev/shm/{state.ring.spec.name}" for c in daemon.clients.values() for state in c.pipelines.values()}
+    return {state.ring.spec.name for c in daemon.clients.values() for state in c.pipelines.values()}
 
 
 def test_a_killed_client_leaves_nothing_behind(sock):
@@ -217,21 +218,20 @@ def test_a_killed_client_leaves_nothing_behind(sock):
         proc.start()
         assert ready.wait(30)
         rings = rings_of(daemon)
-        assert len(rings) == 2 and all(os.path.exists(r) for r in rings)
-        mine = f"/dev/shm/{other.ring.spec.name}"
+        assert len(rings) == 2
+        mine = other.ring.spec.name
         os.kill(proc.pid, signal.SIGKILL)                               # mid-frame
         proc.join(10)
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and (any(os.path.exists(r) for r in rings - {mine})
-                                               or len(daemon.clients) != 1):
+        while time.monotonic() < deadline and (rings_of(daemon) != {mine} or len(daemon.clients) != 1):
             time.sleep(0.05)
-        assert [r for r in rings if os.path.exists(r)] == [mine]        # only "other"'s ring is left
+        assert rings_of(daemon) == {mine}                                # only "other"'s ring is left
         assert [p.name for p in daemon.engine.pipelines] == ["other"]
         assert daemon.outcomes["dropped"] >= 1                          # frames that never ran: client gone
         frame = frames(1)[0]
         assert np.array_equal(other.submit(frame).result(timeout=10),
                               chain_reference(resolve_chain(["threshold"], {}), frame))
-    assert not any(os.path.exists(r) for r in rings)
+    assert daemon.states == {} and daemon.shm_bytes == 0
 
 
 def test_status_command_and_daemon_arguments(sock, capsys):
@@ -319,11 +319,10 @@ def test_sigterm_ends_pipelines_and_removes_the_socket(sock):
             time.sleep(0.05)
         fpga = connect(sock)
         pipe = fpga.pipeline("edges", CHAIN, period_ms=20.0, frame_shape=SHAPE)
-        ring = f"/dev/shm/{pipe.ring.spec.name}"
-        assert os.path.exists(ring)
+        assert pipe.ring.spec.name.startswith("fpgashare-c1-")
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
-        assert not sock.exists() and not os.path.exists(ring)
+        assert not sock.exists()
         assert "client 1 gone (daemon shutting down)" in proc.stderr.read()
         fpga.close()
     finally:
@@ -334,9 +333,9 @@ def test_sigterm_ends_pipelines_and_removes_the_socket(sock):
 def test_latency_window_is_bounded_and_counts_are_not(sock, monkeypatch):
     """A daemon runs for days: it keeps the newest latencies per pipeline, while the outcome
     counts cover every frame."""
-    import fpgashare.daemon
+    import fpgashare.daemon.stats
 
-    monkeypatch.setattr(fpgashare.daemon, "LATENCY_WINDOW", 3)
+    monkeypatch.setattr(fpgashare.daemon.stats, "LATENCY_WINDOW", 3)
     with RunningDaemon(sock) as daemon, connect(sock) as fpga:
         pipe = fpga.pipeline("short", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
         for frame in frames(5):
@@ -349,9 +348,9 @@ def test_latency_window_is_bounded_and_counts_are_not(sock, monkeypatch):
 def test_statistics_of_ended_pipelines_are_bounded(sock, monkeypatch):
     """Apps that register a fresh pipeline name each run leave statistics behind: the newest
     ENDED_KEPT ended pipelines keep theirs, older ones are forgotten, live ones never."""
-    import fpgashare.daemon
+    import fpgashare.daemon.stats
 
-    monkeypatch.setattr(fpgashare.daemon, "ENDED_KEPT", 2)
+    monkeypatch.setattr(fpgashare.daemon.stats, "ENDED_KEPT", 2)
     with RunningDaemon(sock) as daemon, connect(sock) as fpga:
         live = fpga.pipeline("live", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
         live.submit(frames(1)[0]).result(timeout=10)

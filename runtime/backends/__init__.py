@@ -1,6 +1,7 @@
 """Hardware access behind one small interface: the simulated board in RTL (``sim``), its
-analytical twin (``model``), or the board through pynq (``pynq``: partial loads so far). Nothing
-above knows which it has."""
+analytical twin (``model``), the twin with faults injected on demand (``faulty``), or the board
+through pynq (``pynq``: partial loads so far). Nothing above knows which it has. What a backend may
+raise, and what the engine does then: fpgashare.errors.HardwareError."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from fpgashare.backends.base import Backend, FrameReport, LoadReport
 from fpgashare.errors import FpgashareError
 from fpgashare.platform import Platform
 
-BACKENDS = ("model", "sim", "pynq")
+BACKENDS = ("model", "sim", "pynq", "faulty")
 
 
 def make_backend(name: str, platform: Platform, **options) -> Backend:
@@ -18,6 +19,10 @@ def make_backend(name: str, platform: Platform, **options) -> Backend:
         from fpgashare.backends.model import ModelBackend
 
         return ModelBackend(platform)
+    if name == "faulty":
+        from fpgashare.backends.faulty import FaultyBackend
+
+        return FaultyBackend(platform)
     if name == "sim":
         from fpgashare.backends.sim import SimBackend
 

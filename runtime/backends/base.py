@@ -65,6 +65,11 @@ class Pending(Generic[Report]):
     seconds: float
     _result: Callable[[], Report]
     _report: Report | None = None
+    _ready: Callable[[], bool] | None = None     #: whether report() would return at once (None: always)
+
+    def ready(self) -> bool:
+        """Whether the hardware is done (``report()`` would not wait); never blocks."""
+        return self._report is not None or self._ready is None or self._ready()
 
     def report(self) -> Report:
         if self._report is None:
@@ -99,7 +104,11 @@ class Backend(ABC):
         """Reconfigure ``slot`` with ``module`` through the configuration port."""
         self._begin_load(slot, module)
         started = self._hold()
-        report = self._load(slot, module)
+        try:
+            report = self._load(slot, module)
+        except BaseException:
+            self._release(started, 0.0)       # a failed load must not leave the daemon's clock held
+            raise
         self._release(started, report.seconds)
         self._end_load(report)
         return report
@@ -197,6 +206,12 @@ class Backend(ABC):
 
     def _run_dnn(self, slots: list[int], model: str, plan, images: int | np.ndarray) -> DnnReport:
         raise FpgashareError(f"the {self.name} backend does not run DNN batches yet")
+
+    def reset_slot(self, slot: int) -> None:
+        """Isolate ``slot`` (its decoupler) and forget what it held: after a fault it is reloaded
+        before its next job."""
+        self._resident[self._check_slot(slot)] = None
+        self._programmed.pop(slot, None)
 
     def _check_slot(self, slot: int) -> int:
         if not 0 <= slot < len(self.platform.slots):

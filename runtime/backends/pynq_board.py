@@ -14,8 +14,9 @@ register block (``pynq.MMIO``) and an AXI DMA; each frame is packed into a ``pyn
 buffer (kept and reused per size), the stream switch is routed and the stages programmed through
 the same register code as the simulated board (runtime/shell_map.py), and the DMA sends the
 frame and receives the result. ``start_frame`` returns once both DMA channels are started; the
-engine waits for them when the frame's end is due, so the daemon serves requests and starts
-loads while a frame streams. Frame time is the shell's own cycle counter, read before and after.
+engine polls them (``Pending.ready``) from the frame's expected end and never waits on the
+loop, so the daemon serves requests and starts loads while a frame streams. Frame time
+is the shell's own cycle counter, read before and after.
 
 All paths and the pynq entry points are arguments, so tests point them at a temporary folder and
 at stand-ins for the overlay, MMIO and buffers.
@@ -159,7 +160,7 @@ class PynqBackend(Backend):
             return report
 
         expected_s = self.platform.slot_load_seconds(slot)
-        return Pending(expected_s, result)
+        return Pending(expected_s, result, _ready=future.done)     # polled by the daemon, never waited on
 
     def _load(self, slot: int, module: str) -> LoadReport:
         name = self.staged.get((slot, module))
@@ -194,7 +195,11 @@ class PynqBackend(Backend):
         self._check_chain(slots, stages)
         finish = self._start_dma(list(slots), list(stages), frame)
         expected_s = chain_cycles(stages, *frame.shape[:2]) / self.platform.fabric_clock_hz
-        return Pending(expected_s, finish)
+        return Pending(expected_s, finish, _ready=self._dma_idle)  # polled by the daemon, never waited on
+
+    def _dma_idle(self) -> bool:
+        """Whether both DMA channels are done (pynq's channel ``idle`` flag; a register read)."""
+        return bool(getattr(self.dma.sendchannel, "idle", True) and getattr(self.dma.recvchannel, "idle", True))
 
     def _run_frame(self, slots: list[int], stages: list[Stage], frame: np.ndarray,
                    want_output: bool) -> FrameReport:  # the hardware always produces the pixels

@@ -387,9 +387,9 @@ class Engine:
         try:
             pixels = frame.pixels if frame.pixels is not None else self._pixels[frame.pipeline.name]
             work = self.backend.start_frame(slots, frame.pipeline.stages, pixels, self.want_output)
-        except FpgashareError as exc:
+        except Exception as exc:     # a hardware fault by the backend's contract (errors.HardwareError)
             self.slots.release(slots, self.now)
-            self.finish(frame, "error", str(exc))
+            self.finish(frame, "error", _fault(exc))
             return
         self.running[frame.key] = frame
         self._streaming[frame.key] = work
@@ -407,13 +407,18 @@ class Engine:
         """Up to ``images`` images of ``pipeline`` for one batch: a count of stand-in images here."""
         return images, []
 
-    def start_dnn(self, pipeline: PipelineSpec, slots: Sequence[int], images: int) -> DnnJob:
+    def start_dnn(self, pipeline: PipelineSpec, slots: Sequence[int], images: int) -> DnnJob | None:
         """Run a batch of up to ``images`` images of a best-effort DNN pipeline on dnn_tile ``slots``."""
         if not self.stream_free():
             raise RuntimeError(f"a {pipeline.name} batch cannot start: the video stream is carrying other work")
         start = self.now
         work, requests = self.take_dnn_work(pipeline, images)
-        report = self.backend.run_dnn(slots, pipeline.model, work)
+        try:
+            report = self.backend.run_dnn(slots, pipeline.model, work)
+        except Exception as exc:     # a hardware fault: the images taken end with the reason
+            for request in requests:
+                self.finish_dnn(request, "error", _fault(exc))
+            return None
         job = DnnJob(pipeline, tuple(slots), report.images, start, start + report.seconds, requests, report.outputs)
         self.slots.acquire(slots, job.key)
         self.dnn_running[job.key] = job
@@ -439,8 +444,8 @@ class Engine:
         failure = None
         try:
             report = self._streaming.pop(frame.key).report()   # on a board: waits for the DMA if need be
-        except FpgashareError as exc:
-            failure = str(exc)
+        except Exception as exc:     # a hardware fault by the backend's contract
+            failure = _fault(exc)
         self.running.pop(frame.key)
         self._stream_at = None
         end = self.now
@@ -615,6 +620,11 @@ class Engine:
             "dnn_images": dnn, "dnn_images_per_s": round(dnn / sim_s, 2),
             "dnn_compute_s": round(self.dnn_busy_s, 6),
             "sim_s": sim_s, "wall_s": round(wall_s, 3)}}
+
+
+def _fault(exc: Exception) -> str:
+    """The reason a frame or image ends ``error`` when the backend raised ``exc``."""
+    return str(exc) if isinstance(exc, FpgashareError) else f"hardware fault: {type(exc).__name__}: {exc}"
 
 
 def run_workload(workload: Workload, backend: Backend, policy, **kw) -> tuple[Engine, dict]:

@@ -5,6 +5,12 @@ come from: ``submit`` releases a frame now, with its own pixels, and the caller 
 ``advance_to`` (the daemon calls it with its clock's now whenever something arrives or the next
 event is due). Admission for a new real-time pipeline is the one ``edf`` uses for workload files,
 run against the pipelines already admitted.
+
+Admission trusts a pipeline's declared period as a minimum inter-arrival time (the analysis's
+sporadic model), so the engine holds it to it: a frame submitted sooner than a period after the
+previous release is *held* until then, and its deadline counts from that release. An app that
+submits faster than it declared only delays its own frames: it cannot take the time promised to
+others. (A camera's early frame after a late one waits the difference.)
 """
 
 from __future__ import annotations
@@ -14,12 +20,12 @@ from collections import deque
 from pathlib import Path
 
 import numpy as np
-from fpgashare.backends.base import Backend
+from fpgashare.backends.base import Backend, Pending
 from fpgashare.clock import Clock
-from fpgashare.errors import FpgashareError
+from fpgashare.errors import FpgashareError, HardwareTimeout
 from fpgashare.platform import Platform
 from fpgashare.sched.analysis import analyse
-from fpgashare.sched.engine import RELEASE, DnnRequest, Engine, Frame
+from fpgashare.sched.engine import JOB_DONE, LOAD_DONE, RELEASE, DnnRequest, Engine, Frame
 from fpgashare.slots import SlotState
 from fpgashare.workload import PipelineSpec, Workload
 
@@ -29,8 +35,11 @@ _RESIDENT = (SlotState.READY, SlotState.BUSY)
 
 #: Trace slices kept (the newest): a daemon runs for days; the demo's whole run fits easily.
 TRACE_LIMIT = 100_000
-#: The most a pipeline's frames are taken to come early, as a fraction of its period.
-EARLY_CAP = 0.5
+#: The watchdog: a load or frame still not done this long after its expected end (a fraction of
+#: its expected time, plus a floor) is ended with a HardwareTimeout; meanwhile it is polled.
+WATCHDOG_MARGIN = 1.0
+WATCHDOG_FLOOR_S = 0.002
+WATCHDOG_POLL_S = 0.0005
 
 
 class OnlineEngine(Engine):
@@ -41,12 +50,46 @@ class OnlineEngine(Engine):
         self.t0 = 0.0                       # pipelines register whenever they like; no warm-up window
         self.trace = deque(maxlen=TRACE_LIMIT)
         self._last_release: dict[str, float] = {}
-        self._early: dict[str, float] = {}       # per pipeline: the most a frame came before its period
         self._counts: dict[str, int] = {}
+        self._due: dict[str, float] = {}     # per pipeline: when its next frame is due at its declared rate
         self.dnn_queue: dict[str, list[DnnRequest]] = {}
         self._verdicts: dict[str, object] = {}     # pipeline -> the analysis that admitted it
         self._warming: dict[str, set[int]] = {}    # pipeline -> pinned slots it waits for
         self._held: dict[str, list[Frame]] = {}    # frames submitted while their pipeline warms up
+        self.watchdog_margin, self.watchdog_floor_s = WATCHDOG_MARGIN, WATCHDOG_FLOOR_S
+        self.watchdog_fired = 0                  #: loads and frames the watchdog ended
+
+    # ---- the watchdog: hardware completions are polled (Pending.ready), never waited for
+    def _overdue(self, started: float, seconds: float) -> float:
+        return started + seconds * (1.0 + self.watchdog_margin) + self.watchdog_floor_s
+
+    def _load_done(self) -> None:
+        pending, request = self.slots._pending, self.slots.port.current
+        if pending is not None and request is not None and not pending.ready():
+            limit = self._overdue(self._load_started.get(request.slot, self.now), pending.seconds)
+            if self.now < limit:                 # still on the port: look again soon
+                self.push(min(limit, self.now + WATCHDOG_POLL_S), LOAD_DONE, None)
+                return
+            self.watchdog_fired += 1
+            self.slots._pending = _timed_out(f"load of {request.module} into slot {request.slot}", pending.seconds)
+        super()._load_done()
+        self._pins_in()
+
+    def _job_done(self, frame: Frame) -> None:
+        work = self._streaming.get(frame.key)
+        if work is not None and not work.ready():
+            limit = self._overdue(frame.start, work.seconds)
+            if self.now < limit:                 # the DMA is not done: look again soon
+                frame.expected_end = min(limit, self.now + WATCHDOG_POLL_S)
+                self._stream_at = None
+                self.push(frame.expected_end, JOB_DONE, frame)
+                return
+            self.watchdog_fired += 1
+            self._streaming[frame.key] = _timed_out(f"frame {frame.key} on slots {list(frame.slots)}", work.seconds)
+            super()._job_done(frame)
+            self.slots.reset(frame.slots, self.now)      # reset through the decoupler, reloaded when needed
+            return
+        super()._job_done(frame)
 
     # ---- pipelines
     def admission_test(self, spec: PipelineSpec):
@@ -83,6 +126,8 @@ class OnlineEngine(Engine):
         reason = self._name_taken(spec.name) or (None if admitted else self.admission_test(spec)())
         if reason:
             raise FpgashareError(reason)
+        if not spec.realtime and "dnn_tile" not in self.backend.platform.modules:
+            raise FpgashareError(f"{self.backend.platform.name} has no dnn_tile slots for {spec.model}")
         if spec.realtime:
             if self.policy.admission:
                 verdict = self._verdicts.pop(spec.name, None)
@@ -103,12 +148,16 @@ class OnlineEngine(Engine):
             self._next_index[spec.name] = 0
             self._last_release[spec.name] = self.now - spec.period_s   # its first frame may come now
         else:
-            if "dnn_tile" not in self.backend.platform.modules:
-                raise FpgashareError(f"{self.backend.platform.name} has no dnn_tile slots for {spec.model}")
             self.dnn_pipelines.append(spec)
             self.dnn_images[spec.name] = 0
             self.dnn_queue[spec.name] = []
-        self.pipelines_changed()
+        try:
+            self.pipelines_changed()
+        except BaseException:               # all or nothing: the set is as it was
+            self.pipelines = [p for p in self.pipelines if p is not spec]
+            self.dnn_pipelines = [p for p in self.dnn_pipelines if p is not spec]
+            self.pipelines_changed()
+            raise
         self.policy.dispatch(self)
         self._kick_port()
 
@@ -134,8 +183,12 @@ class OnlineEngine(Engine):
             verdict = analyse(self.pipelines, self.backend.platform, keep_pinned=kept, few_pins=True)
             if verdict.ok:
                 self.set_contract(verdict.contract)
+        held = [f for f in self.frames if f.pipeline.name == name and f.outcome is None
+                and f.start is None and f not in self.pending]
+        for frame in held:                  # held to their period, not released yet
+            self.finish(frame, "dropped", reason)
         self._next_index.pop(name, None)
-        self._early.pop(name, None)
+        self._due.pop(name, None)
         self.pipelines_changed()
         self.policy.dispatch(self)
         self._kick_port()
@@ -143,24 +196,26 @@ class OnlineEngine(Engine):
 
     # ---- frames
     def submit(self, name: str, pixels: np.ndarray) -> Frame:
-        """Release a frame of pipeline ``name`` now; its deadline is now + the pipeline's."""
+        """Release a frame of pipeline ``name`` now, or hold it to its declared period (see the
+        module's doc); its deadline is its release + the pipeline's."""
         spec = next((p for p in self.pipelines if p.name == name), None)
         if spec is None:
             raise FpgashareError(f"no real-time pipeline {name!r}")
         index = self._counts.get(name, 0)
         self._counts[name] = index + 1
-        now = self.now
+        release = max(self.now, self._due.get(name, self.now))
+        self._due[name] = release + spec.period_s
         self._seq += 1
-        frame = Frame(spec, index, now, now + spec.deadline_s, self._seq, pixels=pixels)
+        frame = Frame(spec, index, release, release + spec.deadline_s, self._seq, pixels=pixels)
         self.frames.append(frame)
         if name in self._warming:
             self._held.setdefault(name, []).append(frame)     # released once its pins are in
         else:
-            self.push(now, RELEASE, frame)
+            self.push(release, RELEASE, frame)
         return frame
 
-    def _load_done(self) -> None:
-        super()._load_done()
+    def _pins_in(self) -> None:
+        """Release the held frames of pipelines whose pinned modules are all in now."""
         now = self.now
         for name, waiting in list(self._warming.items()):
             for slot in list(waiting):
@@ -171,8 +226,9 @@ class OnlineEngine(Engine):
             if not waiting:
                 del self._warming[name]
                 for frame in self._held.pop(name, []):
-                    frame.release, frame.deadline = now, now + frame.pipeline.deadline_s
-                    self.push(now, RELEASE, frame)
+                    frame.release = max(now, frame.release)
+                    frame.deadline = frame.release + frame.pipeline.deadline_s
+                    self.push(frame.release, RELEASE, frame)
 
     def submit_dnn(self, name: str, image: np.ndarray) -> DnnRequest:
         """Queue an image for best-effort DNN pipeline ``name``; it runs in the next batch."""
@@ -194,23 +250,20 @@ class OnlineEngine(Engine):
         return np.stack([r.image for r in taken]), taken
 
     def _released(self, frame: Frame) -> None:
-        name, period = frame.pipeline.name, frame.pipeline.period_s
-        last = self._last_release.get(name)
-        if last is not None:      # a frame sooner than a period after the last: the app's timing jitters
-            early = min(last + period - frame.release, EARLY_CAP * period)
-            if early > self._early.get(name, 0.0):
-                self._early[name] = early
-        self._last_release[name] = frame.release
+        if frame.outcome is not None:       # held, and its pipeline ended before its release
+            self.pending.remove(frame)
+            return
+        self._last_release[frame.pipeline.name] = frame.release
         self.demand.moved(frame.pipeline)
 
     def next_release_s(self, pipeline: PipelineSpec) -> float:
-        """An app promises its period: the next frame is due a period after the last one, less
-        the most any of its frames has come early so far (a camera's frame after a late one).
-        A pipeline waiting for its pins releases nothing until they are in."""
+        """An app promises its period as the least time between frames (the engine holds it to
+        it): the next frame comes a period after the last one at the earliest. A pipeline waiting
+        for its pins releases nothing until they are in."""
         if pipeline.name in self._warming:
             return float("inf")
         last = self._last_release.get(pipeline.name)
-        return self.now if last is None else last + pipeline.period_s - self._early.get(pipeline.name, 0.0)
+        return self.now if last is None else last + pipeline.period_s
 
     def _need_time(self, pipeline: PipelineSpec) -> float:
         return self.next_release_s(pipeline) + pipeline.deadline_s
@@ -219,3 +272,9 @@ class OnlineEngine(Engine):
         super().finish(frame, outcome, reason)
         # A daemon runs for days: ended frames leave the engine once the daemon has been told.
         self.frames.remove(frame)
+
+
+def _timed_out(what: str, seconds: float) -> Pending:
+    def overrun():
+        raise HardwareTimeout(f"watchdog: {what} overran its expected {seconds * 1e3:.3f} ms; slot reset")
+    return Pending(seconds, overrun)

@@ -1,0 +1,12 @@
+"""The fpgashare daemon, split by role: ``server`` (connections, the engine on the loop, frames
+ending), ``ops`` (one method per request), ``checks`` (field validation), ``limits`` (quotas),
+``lock`` (one daemon per board), ``stats`` (counts and status), ``runner`` (a daemon on a thread)."""
+
+from fpgashare.daemon.limits import Limits
+from fpgashare.daemon.lock import DaemonRunningError
+from fpgashare.daemon.ops import RING_SLOTS
+from fpgashare.daemon.runner import DaemonThread, calibrate_dilation
+from fpgashare.daemon.server import CLIENT_GONE, DEFAULT_SOCKET, Daemon
+
+__all__ = ["CLIENT_GONE", "DEFAULT_SOCKET", "RING_SLOTS", "Daemon", "DaemonRunningError", "DaemonThread", "Limits",
+           "calibrate_dilation"]

@@ -1,0 +1,123 @@
+"""Validation at the daemon's edge: every field of a request is checked for type, finiteness and
+range before anything changes, and a failure is a ``bad_request`` naming the op and the field.
+
+Bounds (a request outside them is refused, whatever the platform could do):
+
+- names (pipeline, model): 1..64 printable characters;
+- stages: a list of 1..16 module or preset names;
+- period_ms: finite, in [MIN_PERIOD_MS, MAX_PERIOD_MS]; deadline_ms: finite, in (0, MAX_PERIOD_MS];
+- frame_shape: [rows, cols], integers in 1..MAX_SIDE (the platform's own limits are checked next);
+- params: {stage name: {register: integer}}, at most 16 stages of 32 registers, values in int32;
+- slot: an integer (the ring's own range is checked by the op); shape: up to 4 integers in
+  0..MAX_SIDE; dtype: a string of at most 16 characters.
+"""
+
+from __future__ import annotations
+
+import math
+
+from fpgashare.protocol import ProtocolError
+
+NAME_MAX = 64
+MIN_PERIOD_MS = 0.01
+MAX_PERIOD_MS = 60_000.0
+MAX_SIDE = 16_384
+MAX_STAGES = 16
+MAX_REGISTERS = 32
+INT32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _bad(message: dict, key: str, problem: str) -> ProtocolError:
+    op = message.get("op")
+    return ProtocolError("bad_request", f"{op}: {key} {problem}")
+
+
+def _show(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def name(message: dict, key: str) -> str:
+    """A name: a string of 1..NAME_MAX printable characters."""
+    value = message.get(key)
+    if not isinstance(value, str):
+        raise _bad(message, key, f"must be a string, got {_show(value)}")
+    if not 1 <= len(value) <= NAME_MAX or not value.isprintable():
+        raise _bad(message, key, f"must be 1..{NAME_MAX} printable characters, got {_show(value)}")
+    return value
+
+
+def integer(message: dict, key: str, low: int, high: int) -> int:
+    value = message.get(key)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _bad(message, key, f"must be an integer, got {_show(value)}")
+    if not low <= value <= high:
+        raise _bad(message, key, f"must be in {low}..{high}, got {value}")
+    return value
+
+
+def number(message: dict, key: str, low: float, high: float, default: float | None = None,
+           low_open: bool = False) -> float:
+    """A finite number in [low, high] ((low, high] with ``low_open``); ``default`` when absent."""
+    if key not in message and default is not None:
+        return default
+    value = message.get(key)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise _bad(message, key, f"must be a number, got {_show(value)}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise _bad(message, key, f"must be finite, got {value}")
+    if value > high or value < low or (low_open and value == low):
+        bound = f"({low:g}, {high:g}]" if low_open else f"[{low:g}, {high:g}]"
+        raise _bad(message, key, f"must be in {bound}, got {value:g}")
+    return value
+
+
+def int_list(message: dict, key: str, min_len: int, max_len: int, low: int, high: int) -> list[int]:
+    value = message.get(key)
+    if not isinstance(value, list) or not min_len <= len(value) <= max_len:
+        raise _bad(message, key, f"must be a list of {min_len}..{max_len} integers, got {_show(value)}")
+    for v in value:
+        if not isinstance(v, int) or isinstance(v, bool) or not low <= v <= high:
+            raise _bad(message, key, f"must hold integers in {low}..{high}, got {_show(value)}")
+    return list(value)
+
+
+def stages(message: dict, key: str = "stages") -> list[str]:
+    value = message.get(key)
+    if not isinstance(value, list) or not 1 <= len(value) <= MAX_STAGES:
+        raise _bad(message, key, f"must be a list of 1..{MAX_STAGES} module names, got {_show(value)}")
+    for v in value:
+        if not isinstance(v, str) or not 1 <= len(v) <= NAME_MAX or not v.isprintable():
+            raise _bad(message, key, f"must hold module names (strings of 1..{NAME_MAX} characters), got {_show(v)}")
+    return list(value)
+
+
+def params(message: dict, key: str = "params") -> dict[str, dict[str, int]]:
+    """Register overrides {stage: {register: int}}; absent or None is no overrides."""
+    value = message.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or len(value) > MAX_STAGES:
+        raise _bad(message, key, f"must be a map of at most {MAX_STAGES} stages to register maps, got {_show(value)}")
+    out: dict[str, dict[str, int]] = {}
+    for stage, registers in value.items():
+        if not isinstance(stage, str) or not 1 <= len(stage) <= NAME_MAX:
+            raise _bad(message, key, f"has a stage name that is not a short string: {_show(stage)}")
+        if not isinstance(registers, dict) or len(registers) > MAX_REGISTERS:
+            raise _bad(message, f"{key}.{stage}", f"must be a map of at most {MAX_REGISTERS} registers to "
+                       f"integers, got {_show(registers)}")
+        for reg, v in registers.items():
+            if not isinstance(reg, str) or not 1 <= len(reg) <= NAME_MAX:
+                raise _bad(message, f"{key}.{stage}", f"has a register name that is not a short string: {_show(reg)}")
+            if not isinstance(v, int) or isinstance(v, bool) or not INT32[0] <= v <= INT32[1]:
+                raise _bad(message, f"{key}.{stage}.{reg}", f"must be a 32-bit integer, got {_show(v)}")
+        out[stage] = dict(registers)
+    return out
+
+
+def short_string(message: dict, key: str, max_len: int = 16) -> str:
+    value = message.get(key)
+    if not isinstance(value, str) or not 1 <= len(value) <= max_len:
+        raise _bad(message, key, f"must be a string of 1..{max_len} characters, got {_show(value)}")
+    return value

@@ -1,0 +1,202 @@
+"""The daemon's operations, one method per op (``_op_<name>``): each checks every field first
+(checks.py), then the client's quotas (limits.py), and only then changes state. A registration
+that fails at any point after that is undone entirely: engine, ring, names, quota counts."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from fpgashare.daemon import checks
+from fpgashare.daemon.limits import refuse
+from fpgashare.errors import FpgashareError, FrameError
+from fpgashare.protocol import VERSION, ProtocolError, reply
+from fpgashare.shm import FrameRing, check_layout
+from fpgashare.workload import DNN_MODELS, PipelineSpec, realtime_spec
+
+if TYPE_CHECKING:
+    from fpgashare.daemon.server import Client, Daemon
+
+log = logging.getLogger("fpgashare.daemon")
+
+RING_SLOTS = 4            #: frames a client may have in flight per pipeline
+
+
+class Ops:
+    async def _op_hello(self: Daemon, client: Client, message: dict) -> dict:
+        return {"server": "fpgashare", "version": VERSION, "platform": self.platform.name,
+                "backend": self.backend.name, "dilation": self.dilation, "now": self.clock.now(),
+                "client": client.id}
+
+    async def _op_clock(self: Daemon, client: Client, message: dict) -> dict:
+        return {"now": self.clock.now(), "dilation": self.dilation}
+
+    async def _op_status(self: Daemon, client: Client, message: dict) -> dict:
+        from fpgashare.daemon.stats import status
+
+        return status(self, client)
+
+    async def _op_pipeline(self: Daemon, client: Client, message: dict) -> None:
+        name = checks.name(message, "name")
+        stages = checks.stages(message)
+        period_ms = checks.number(message, "period_ms", checks.MIN_PERIOD_MS, checks.MAX_PERIOD_MS)
+        deadline_ms = checks.number(message, "deadline_ms", 0.0, checks.MAX_PERIOD_MS, default=period_ms,
+                                    low_open=True)
+        rows, cols = checks.int_list(message, "frame_shape", 2, 2, 1, checks.MAX_SIDE)
+        params = checks.params(message)
+        self._check_name_free(client, name)
+        count = sum(1 for s in client.pipelines.values() if s.ring.spec.out_shape != (1,))
+        if count >= self.limits.pipelines_per_client:
+            raise refuse("pipelines_per_client", self.limits.pipelines_per_client,
+                         f"pipeline {name!r}: this client has {count} real-time pipelines")
+        key = self._engine_name(client, name)
+        try:
+            spec = realtime_spec(key, stages, period_ms / 1e3, deadline_ms / 1e3, [rows, cols], self.platform, params)
+        except FpgashareError as exc:
+            raise ProtocolError("bad_request", f"pipeline {name!r}{exc}") from None
+        in_shape = (*spec.frame, 3) if spec.stages[0].kind.channels_in == 3 else spec.frame
+        out_shape = spec.frame
+        for stage in spec.stages:
+            out_shape = stage.kind.output_shape(*out_shape)
+        async with self._registering:
+            self._check_name_free(client, name)          # the same client may have raced itself
+            self._check_shm(client, name, RING_SLOTS * _ring_bytes(in_shape, out_shape))
+            # The admission trial runs on a worker thread, on a snapshot: frames keep flowing.
+            test = self.engine.admission_test(spec)
+            reason = await asyncio.get_running_loop().run_in_executor(None, test)
+            if reason:
+                raise ProtocolError("admission", f"pipeline {name!r} not admitted: {reason}")
+            ring = self._register(client, name, spec, in_shape, tuple(out_shape))
+        log.info("client %d: pipeline %s admitted as %s (%s)", client.id, name, key, "/".join(spec.modules))
+        answer = {"ring": ring.spec.to_wire(), "deadline_ms": spec.deadline_s * 1e3, "exec_ms": spec.exec_s * 1e3}
+        await self._answer_with_ring(client, message["id"], answer, ring)
+
+    async def _op_dnn(self: Daemon, client: Client, message: dict) -> None:
+        """A best-effort DNN pipeline: images go into its ring, outputs come back in the reply."""
+        from fpgashare.dnn.planning import network
+
+        name = checks.name(message, "name")
+        model = checks.name(message, "model")
+        if model not in DNN_MODELS:
+            raise ProtocolError("bad_request", f"dnn {name!r}: unknown model {model!r} ({', '.join(DNN_MODELS)})")
+        self._check_name_free(client, name)
+        count = sum(1 for s in client.pipelines.values() if s.ring.spec.out_shape == (1,))
+        if count >= self.limits.dnn_per_client:
+            raise refuse("dnn_per_client", self.limits.dnn_per_client,
+                         f"dnn {name!r}: this client has {count} DNN pipelines")
+        if "dnn_tile" not in self.platform.modules:
+            raise ProtocolError("admission", f"dnn {name!r} not admitted: {self.platform.name} has no dnn_tile "
+                                f"slots for {model}")
+        shape = network(model).input_shape
+        in_shape = shape[:2] if shape[2] == 1 else shape
+        key = self._engine_name(client, name)
+        async with self._registering:
+            self._check_name_free(client, name)
+            self._check_shm(client, name, RING_SLOTS * _ring_bytes(in_shape, (1,)))
+            ring = self._register(client, name, PipelineSpec(key, "besteffort", model=model), in_shape, (1,))
+        await self._answer_with_ring(client, message["id"], {"ring": ring.spec.to_wire(), "model": model}, ring)
+
+    def _check_name_free(self: Daemon, client: Client, name: str) -> None:
+        # Names are the client's own (a closing pipeline keeps its name until retired).
+        if name in client.pipelines:
+            raise ProtocolError("bad_request", f"a pipeline named {name!r} is already registered by this client")
+
+    def _engine_name(self: Daemon, client: Client, name: str) -> str:
+        """The client's name unless another client's pipeline has it, then ``name@client``."""
+        return name if name not in self.states else f"{name}@{client.id}"
+
+    def _check_shm(self: Daemon, client: Client, name: str, nbytes: int) -> None:
+        limits = self.limits
+        if client.shm_bytes + nbytes > limits.shm_bytes_per_client:
+            raise refuse("shm_bytes_per_client", limits.shm_bytes_per_client,
+                         f"{name!r}: its ring of {nbytes} bytes on top of this client's {client.shm_bytes}")
+        if self.shm_bytes + nbytes > limits.shm_bytes_total:
+            raise refuse("shm_bytes_total", limits.shm_bytes_total,
+                         f"{name!r}: its ring of {nbytes} bytes on top of every client's {self.shm_bytes}")
+
+    def _register(self: Daemon, client: Client, name: str, spec: PipelineSpec, in_shape, out_shape) -> FrameRing:
+        """Ring, engine, names and counts, all or nothing."""
+        from fpgashare.daemon.server import PipelineState
+
+        ring = FrameRing.create_private(RING_SLOTS, tuple(in_shape), tuple(out_shape), tag=f"c{client.id}")
+        state = PipelineState(name, spec.name, ring, set(range(RING_SLOTS)))
+        added = False
+        try:
+            self._step(self.engine.add_pipeline, spec, spec.realtime)
+            added = True
+            client.pipelines[name] = state
+            self.states[spec.name] = (client, state)
+            client.shm_bytes += ring.nbytes
+            self.shm_bytes += ring.nbytes
+        except BaseException as exc:
+            if client.pipelines.get(name) is state:
+                del client.pipelines[name]
+                client.shm_bytes -= ring.nbytes
+                self.shm_bytes -= ring.nbytes
+            self.states.pop(spec.name, None)
+            engine = self.engine
+            if added or any(p.name == spec.name for p in (*engine.pipelines, *engine.dnn_pipelines)):
+                self._step(engine.remove_pipeline, spec.name, "registration failed")
+            ring.close()
+            if isinstance(exc, FpgashareError) and not isinstance(exc, ProtocolError):
+                raise ProtocolError("admission", f"{name!r} not admitted: {exc}") from None
+            raise
+        return ring
+
+    async def _answer_with_ring(self: Daemon, client: Client, rid: int, answer: dict, ring: FrameRing) -> None:
+        """The registration's reply with the ring's descriptor; the daemon keeps only the mapping."""
+        fd = ring.take_fd()
+        try:
+            await self._send_with_fd(client, reply(rid, ring_fd=True, **answer), fd)
+        except (ConnectionError, OSError) as exc:
+            log.warning("client %d: the ring of a new pipeline could not be handed over (%s)", client.id, exc)
+            client.writer.close()          # its task ends and takes its pipelines with it
+
+    async def _op_submit(self: Daemon, client: Client, message: dict) -> None:
+        return self._hand_in(client, message, self.engine.submit)
+
+    async def _op_infer(self: Daemon, client: Client, message: dict) -> None:
+        return self._hand_in(client, message, self.engine.submit_dnn)
+
+    def _hand_in(self: Daemon, client: Client, message: dict, submit) -> None:
+        """Give the engine the frame (or DNN image) in a ring slot; answered when it ends."""
+        name = checks.name(message, "pipeline")
+        slot = checks.integer(message, "slot", -(1 << 63), (1 << 64) - 1)
+        shape = checks.int_list(message, "shape", 1, 4, 0, checks.MAX_SIDE)
+        dtype = checks.short_string(message, "dtype")
+        state = client.pipelines.get(name)
+        kind = "infer" if submit == self.engine.submit_dnn else "submit"
+        if state is None or state.closing or (kind == "infer") != (state.ring.spec.out_shape == (1,)):
+            what = "DNN pipeline" if kind == "infer" else "real-time pipeline"
+            raise ProtocolError("bad_request", f"{kind}: no {what} {name!r} of this client")
+        if slot not in state.free:
+            raise ProtocolError("frame", f"ring slot {slot} of {name!r} is not free (in flight or outside "
+                                f"0..{state.ring.spec.slots - 1})")
+        if client.in_flight() >= self.limits.outstanding_per_client:
+            raise refuse("outstanding_per_client", self.limits.outstanding_per_client,
+                         f"{kind} to {name!r}: this client has {client.in_flight()} frames in flight")
+        # The client says what it wrote; a frame of another layout would be read as garbage.
+        try:
+            check_layout(tuple(shape), dtype, state.ring.spec.in_shape, state.ring.spec.dtype)
+        except FrameError as exc:
+            raise ProtocolError("frame", f"{name!r}: {exc}") from None
+        item = submit(state.key, state.ring.input(slot))     # queued, not yet decided: it cannot have ended
+        state.free.discard(slot)
+        state.in_flight[item.seq] = slot
+        client.submits[item.seq] = message["id"]
+        self._advance()
+
+    async def _op_close(self: Daemon, client: Client, message: dict) -> dict:
+        name = checks.name(message, "pipeline")
+        state = client.pipelines.get(name)
+        if state is None or state.closing:
+            raise ProtocolError("bad_request", f"close: no pipeline {name!r} of this client")
+        self._end_pipeline(client, name, "pipeline closed")
+        return {"closed": name}
+
+
+def _ring_bytes(in_shape, out_shape) -> int:
+    from math import prod
+
+    return prod(in_shape) + prod(out_shape)

@@ -1,0 +1,76 @@
+"""What the daemon counts: outcomes per pipeline with a bounded window of latencies, statistics of
+ended pipelines kept for the newest few, and the ``status`` answer (other clients' details only
+for root and the admin group)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections import deque
+
+LATENCY_WINDOW = 10_000   #: newest frame latencies kept per pipeline (percentiles), not every one of a day
+ENDED_KEPT = 64           #: ended pipelines whose statistics are kept (the newest), for apps that come and go
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.outcomes = {"on_time": 0, "late": 0, "dropped": 0, "error": 0, "done": 0}
+        self.per_pipeline: dict[str, dict] = {}      #: by engine name: outcomes and newest latencies (ms)
+        self._ended: deque[str] = deque()            # ended pipelines with statistics kept, oldest first
+
+    def ended(self, name: str, klass: str, outcome: str, latency_ms: float | None) -> None:
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+        stats = self.per_pipeline.setdefault(name, {"class": klass, "outcomes": {},
+                                                    "latencies_ms": deque(maxlen=LATENCY_WINDOW)})
+        stats["outcomes"][outcome] = stats["outcomes"].get(outcome, 0) + 1
+        if latency_ms is not None:
+            stats["latencies_ms"].append(latency_ms)
+
+    def retired(self, name: str, live: set[str] | dict) -> None:
+        """Statistics outlive their pipeline, but only the newest few: apps that register a fresh
+        name each run would otherwise grow the daemon."""
+        if name in self.per_pipeline:
+            with contextlib.suppress(ValueError):
+                self._ended.remove(name)
+            self._ended.append(name)
+        while len(self._ended) > ENDED_KEPT:
+            old = self._ended.popleft()
+            if old not in live:                    # not registered again meanwhile
+                self.per_pipeline.pop(old, None)
+
+
+def status(daemon, client) -> dict:
+    """The ``status`` answer for ``client``: the fabric, its own pipelines, and every client's
+    only if it may see them (root, or a member of the admin group)."""
+    engine = daemon.engine
+    now = max(daemon.clock.now(), 1e-9)
+    slots = [{"slot": s.index, "state": s.state.value, "module": s.module,
+              "utilization": round(engine.busy_by_slot[s.index] / now, 4)} for s in engine.slots.slots]
+    port = engine.slots.port
+    admin = daemon.is_admin(client)
+    shown = {key: (owner, state) for key, (owner, state) in daemon.states.items() if admin or owner is client}
+    in_flight: dict[str, int] = {}
+    for frame in engine.frames:
+        in_flight[frame.pipeline.name] = in_flight.get(frame.pipeline.name, 0) + 1
+    per = {}
+    for p in engine.pipelines:
+        if p.name in shown:
+            per[p.name] = {"class": p.klass, "modules": list(p.modules), "in_flight": in_flight.get(p.name, 0)}
+    for p in engine.dnn_pipelines:
+        if p.name in shown:
+            per[p.name] = {"class": p.klass, "modules": ["dnn_tile"], "model": p.model,
+                           "in_flight": len(engine.dnn_queue.get(p.name, [])), "images": engine.dnn_images[p.name]}
+    named = {}
+    for key, entry in per.items():
+        owner, state = shown[key]
+        counts = dict(daemon.stats.per_pipeline.get(key, {}).get("outcomes", {}))
+        total = sum(counts.values())
+        entry["outcomes"] = counts
+        entry["miss_rate"] = round((counts.get("late", 0) + counts.get("dropped", 0)) / total, 4) if total else 0.0
+        # Its owner sees the name it chose; an admin sees the daemon's unique one.
+        named[state.name if owner is client else key] = entry
+    clients = [{"id": c.id, "pid": c.pid, "uid": c.uid, "pipelines": list(c.pipelines)}
+               for c in daemon.clients.values() if admin or c is client]
+    return {"now": daemon.clock.now(), "dilation": daemon.dilation, "slots": slots,
+            "port": {"loads": port.loads, "busy_s": port.busy_s, "queued": len(port.queue)},
+            "pipelines": named, "outcomes": dict(daemon.stats.outcomes),
+            "clients": clients, "admin": admin}

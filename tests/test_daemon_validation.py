@@ -1,0 +1,133 @@
+"""Validation at the daemon's edge: every field is checked before anything changes, a bad one is a
+``bad_request`` naming it, a registration that fails anywhere is undone entirely, and a seeded
+fuzzer never meets an ``internal`` reply."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from fpgashare.backends import make_backend
+from fpgashare.client import DaemonError, connect
+from fpgashare.daemon import Daemon, DaemonThread, Limits
+from fpgashare.platform import load_platform
+from fpgashare.simrun import resolve_chain
+from fpgashare.vision_ref import chain_reference
+
+from benchmarks.daemon_fuzz import fuzz
+
+SHAPE = (60, 80)
+GOOD = {"name": "p", "stages": ["threshold"], "period_ms": 20.0, "frame_shape": list(SHAPE), "params": {}}
+
+
+def running(sock, **limits):
+    backend = make_backend("model", load_platform("zcu104"))
+    return DaemonThread(Daemon(backend, sock, dilation=20.0, limits=Limits(**limits) if limits else None))
+
+
+@pytest.fixture
+def sock(tmp_path):
+    return tmp_path / "fpgashare.sock"
+
+
+def check_frame_round_trip(fpga, name="after"):
+    pipe = fpga.pipeline(name, ["threshold"], period_ms=20.0, frame_shape=SHAPE)
+    frame = np.random.default_rng(1).integers(0, 256, SHAPE, dtype=np.uint8)
+    assert np.array_equal(pipe.submit(frame).result(timeout=10),
+                          chain_reference(resolve_chain(["threshold"], {}), frame))
+
+
+@pytest.mark.parametrize("field,value,says", [
+    ("period_ms", float("inf"), "period_ms must be finite"),
+    ("period_ms", float("nan"), "period_ms must be finite"),
+    ("period_ms", -5.0, "period_ms must be in"),
+    ("period_ms", 1e300, "period_ms must be in"),
+    ("period_ms", "20", "period_ms must be a number"),
+    ("period_ms", True, "period_ms must be a number"),
+    ("deadline_ms", "x", "deadline_ms must be a number"),
+    ("deadline_ms", 0.0, "deadline_ms must be in"),
+    ("deadline_ms", float("-inf"), "deadline_ms must be finite"),
+    ("params", 1, "params must be a map"),
+    ("params", {"threshold": 3}, "params.threshold must be a map"),
+    ("params", {"threshold": {"LEVEL": 1 << 40}}, "params.threshold.LEVEL must be a 32-bit integer"),
+    ("params", {"threshold": {"LEVEL": [[{}]]}}, "params.threshold.LEVEL must be a 32-bit integer"),
+    ("frame_shape", [60], "frame_shape must be a list of 2..2 integers"),
+    ("frame_shape", [60, -80], "frame_shape must hold integers in 1..16384"),
+    ("frame_shape", [60, 1 << 63], "frame_shape must hold integers"),
+    ("frame_shape", [[60], {"a": 1}], "frame_shape must hold integers"),
+    ("stages", "threshold", "stages must be a list"),
+    ("stages", [1, 2], "stages must hold module names"),
+    ("stages", [], "stages must be a list of 1..16"),
+    ("name", "", "name must be 1..64 printable characters"),
+    ("name", "a\x00b", "name must be 1..64 printable characters"),
+    ("name", ["edges"], "name must be a string"),
+])
+def test_each_bad_field_is_named_and_nothing_is_left(sock, field, value, says):
+    with running(sock) as daemon, connect(sock) as fpga:
+        with pytest.raises(DaemonError, match=f"pipeline: {says}") as err:
+            fpga.request("pipeline", **{**GOOD, field: value})
+        assert err.value.kind == "bad_request"
+        assert daemon.engine.pipelines == [] and daemon.states == {} and daemon.shm_bytes == 0
+        check_frame_round_trip(fpga)              # the daemon is not wedged
+
+
+@pytest.mark.parametrize("fields,says", [
+    ({"slot": "0"}, "submit: slot must be an integer"),
+    ({"slot": 1.5}, "submit: slot must be an integer"),
+    ({"shape": [60, float("nan")]}, "submit: shape must hold integers"),
+    ({"shape": "60x80"}, "submit: shape must be a list"),
+    ({"dtype": 8}, "submit: dtype must be a string"),
+    ({"dtype": "u" * 40}, "submit: dtype must be a string of 1..16"),
+    ({"pipeline": None}, "submit: pipeline must be a string"),
+])
+def test_bad_submit_fields_are_named(sock, fields, says):
+    with running(sock) as daemon, connect(sock) as fpga:
+        fpga.pipeline("p", ["threshold"], period_ms=20.0, frame_shape=SHAPE)
+        with pytest.raises(DaemonError, match=says) as err:
+            fpga.request("submit", **{"pipeline": "p", "slot": 0, "shape": list(SHAPE), "dtype": "uint8", **fields})
+        assert err.value.kind == "bad_request"
+        assert daemon.states["p"][1].free == {0, 1, 2, 3}     # no slot was taken
+
+
+def test_a_registration_failing_late_is_undone_entirely(sock, monkeypatch):
+    """A fault after the engine took the pipeline (here: the policy's dispatch raising) leaves no
+    pipeline, ring, name or quota count behind, and the next registration works."""
+    with running(sock) as daemon, connect(sock) as fpga:
+        engine = daemon.engine
+        original = engine.pipelines_changed
+        calls = {"n": 0}
+
+        def failing():
+            original()
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise RuntimeError("injected fault in the engine")
+
+        monkeypatch.setattr(engine, "pipelines_changed", failing)
+        with pytest.raises(DaemonError, match="injected fault") as err:
+            fpga.pipeline("doomed", ["threshold"], period_ms=20.0, frame_shape=SHAPE)
+        assert err.value.kind == "internal"            # a real bug is still reported as one
+        assert [p.name for p in engine.pipelines] == []
+        assert daemon.states == {} and daemon.shm_bytes == 0
+        assert next(iter(daemon.clients.values())).pipelines == {}
+        check_frame_round_trip(fpga, "doomed")         # the same name registers now
+
+
+def test_names_are_per_client(sock):
+    with running(sock) as daemon, connect(sock) as a, connect(sock) as b:
+        check_frame_round_trip(a, "edges")
+        check_frame_round_trip(b, "edges")             # the same name in another client
+        assert sorted(daemon.states) == ["edges", "edges@2"]
+        with pytest.raises(DaemonError, match="already registered by this client"):
+            b.pipeline("edges", ["threshold"], period_ms=20.0, frame_shape=SHAPE)
+        assert list(b.status()["pipelines"]) == ["edges"]
+
+
+def test_fuzzed_requests_never_get_internal(sock):
+    """20,000 seeded requests with typed ops and wrong field types and values; then a fresh
+    client streams frames that equal OpenCV's."""
+    with running(sock, messages_per_s=1e9) as daemon:
+        kinds = fuzz(sock, 20_000, seed=7)
+        assert "internal" not in kinds and kinds["bad_request"] > 5_000 and kinds["ok"] > 1_000
+        with connect(sock) as fpga:
+            check_frame_round_trip(fpga)
+        assert daemon.failure is None

@@ -26,10 +26,27 @@ def cmd_bitstream_build(args: argparse.Namespace) -> int:
     from fpgashare.platform import load_platform
 
     platform = load_platform(args.platform)
+    if args.relocatable:
+        return _bitstream_build_relocatable(platform, Path(args.out), args.json)
     entries = build_all(platform, Path(args.out))
     lines = [f"{e.path}  {e.size:>9} B  {e.slot:<18} {e.module:<12} sha256 {e.sha256[:16]}" for e in entries]
     lines.append(f"{len(entries)} partial bitstreams for {platform.name}, index {Path(args.out) / 'index.json'}")
     _emit({"platform": platform.name, "files": [str(e.path) for e in entries]}, args.json, lines)
+    return 0
+
+
+def _bitstream_build_relocatable(platform, out: Path, as_json: bool) -> int:
+    """One partial per module (per slot shape), moved to the slot it goes into at load time."""
+    from fpgashare.bitstream.registry import build_all
+
+    entries = build_all(platform, out, relocatable=True)
+    pairs = sum(len(e.slots) for e in entries)
+    lines = [f"{e.path}  {e.size:>9} B  {e.module:<12} built for {e.slot}, serves {', '.join(e.slots)}"
+             for e in entries]
+    lines.append(f"{len(entries)} relocatable partial bitstreams for {platform.name} serve {pairs} (slot, module) "
+                 f"pairs; index {out / 'index.json'}")
+    _emit({"platform": platform.name, "relocatable": True, "files": [str(e.path) for e in entries],
+           "pairs": pairs}, as_json, lines)
     return 0
 
 
@@ -200,6 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     b = bs.add_parser("build", help="generate a platform's partial bitstreams")
     b.add_argument("platform", help="platform manifest (TOML) or name")
     b.add_argument("--out", required=True, help="output folder")
+    b.add_argument("--relocatable", action="store_true",
+                   help="one file per module, relocated at load time to any slot of the same shape")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_bitstream_build)
     i = bs.add_parser("inspect", help="check a .bit file as the configuration port would")

@@ -96,6 +96,25 @@ def _read_image(path: str, rgb: bool) -> np.ndarray:
     return cv2.cvtColor(image, cv2.COLOR_BGR2RGB) if rgb else image
 
 
+def cmd_board_package(args: argparse.Namespace) -> int:
+    """The folder that goes under /etc/fpgashare on a board (runtime/vivado/package.py)."""
+    from fpgashare.platform import load_platform
+    from fpgashare.vivado.package import package
+
+    result = package(load_platform(args.platform), Path(args.out),
+                     partials=Path(args.partials) if args.partials else None,
+                     shell=Path(args.shell) if args.shell else None,
+                     relocatable=args.relocatable, dfx_mgr=args.dfx_mgr)
+    lines = [f"{result.platform}: {result.partials} {result.origin} partial bitstream files, "
+             f"shell overlay {'included' if result.shell else 'not included'}, in {result.out}"]
+    if result.dfx_mgr:
+        lines.append(f"  dfx-mgr firmware folder: {result.dfx_mgr}")
+    lines += [f"  still needed: {m}" for m in result.missing]
+    lines.append(f"  install: sudo cp -r {result.out}/. /etc/fpgashare/")
+    _emit(result.as_dict(), args.json, lines)
+    return 0
+
+
 def cmd_sim_run(args: argparse.Namespace) -> int:
     import cv2
     from fpgashare.hdl_sim.board import SimBoard
@@ -166,6 +185,10 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         if not args.bitstreams:
             raise FpgashareError("--board pynq needs --bitstreams (a folder made by fpgashare bitstream build)")
         options = {"bitstreams": args.bitstreams, "overlay": args.overlay}
+        if args.firmware_dir:
+            options["firmware_dir"] = args.firmware_dir
+        if args.fpga_manager:
+            options["fpga_manager"] = args.fpga_manager
     backend = make_backend(args.board, platform, **options)
     if args.dilation == "auto":
         dilation = calibrate_dilation(backend)
@@ -227,6 +250,17 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=cmd_bitstream_inspect)
 
+    bd = sub.add_parser("board", help="what a real board needs").add_subparsers(dest="action", required=True)
+    bp = bd.add_parser("package", help="assemble the /etc/fpgashare folder (manifest, partials, index, unit)")
+    bp.add_argument("--platform", required=True, help="platform manifest (TOML) or name")
+    bp.add_argument("--out", required=True, help="output folder (copy its contents to /etc/fpgashare)")
+    bp.add_argument("--partials", help="the Vivado build's partials (OUT/bit); default: the simulated stand-ins")
+    bp.add_argument("--shell", help="the Vivado build's shell overlay (OUT/shell.bit, with shell.hwh beside it)")
+    bp.add_argument("--relocatable", action="store_true", help="stand-ins: one file per module, relocated at load")
+    bp.add_argument("--dfx-mgr", action="store_true", help="also write a dfx-mgr firmware folder")
+    bp.add_argument("--json", action="store_true")
+    bp.set_defaults(func=cmd_board_package)
+
     sim = sub.add_parser("sim", help="the simulated board").add_subparsers(dest="action", required=True)
     r = sim.add_parser("run", help="stream an image through a chain of modules in RTL")
     r.add_argument("--platform", required=True)
@@ -269,6 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
     dm.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on 127.0.0.1:PORT")
     dm.add_argument("--bitstreams", help="pynq: folder of partial bitstreams with index.json")
     dm.add_argument("--overlay", help="pynq: the shell overlay (.bit with its .hwh beside it)")
+    dm.add_argument("--firmware-dir", help="pynq: where partials are staged for the FPGA manager (/lib/firmware)")
+    dm.add_argument("--fpga-manager", help="pynq: the FPGA manager's sysfs folder (/sys/class/fpga_manager/fpga0)")
     dm.set_defaults(func=cmd_daemon)
     st = sub.add_parser("status", help="slots, port, pipelines and clients of a running daemon")
     st.add_argument("--socket", default=None)

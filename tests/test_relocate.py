@@ -60,7 +60,8 @@ def test_relocated_stream_equals_a_native_build_for_the_target(tmp_path, name):
         frames = frame_data(f"{platform.name}/{platform.slots[0].name}/{module}/relocatable",
                             KINDS[module].module_id, ANY_SLOT, platform.slots[0].frames * platform.frame_words)
         for slot in platform.slots_for(module):
-            data, found = registry.bitfile(slot, module)
+            checked = registry.bitfile(slot, module)
+            data, found = checked.data, checked.inspection
             moved = config_of(data)
             assert np.array_equal(moved, partial_words(platform.idcode, slot.far_base, frames))
             assert found.verdict.ok and found.slot == slot and found.module == module
@@ -73,7 +74,7 @@ def test_relocated_stream_equals_a_native_build_for_the_target(tmp_path, name):
 
 def test_a_flipped_bit_after_relocation_is_refused(tmp_path, pynq_z2):
     build_all(pynq_z2, tmp_path, relocatable=True)
-    data, _ = Registry(tmp_path, pynq_z2).bitfile(pynq_z2.slots[1], "sobel_mag")
+    data = Registry(tmp_path, pynq_z2).bitfile(pynq_z2.slots[1], "sobel_mag").data
     words = config_of(data)
     rng = np.random.default_rng(7)
     for at in [21, 22, *rng.integers(27, len(words) - 22, 20), len(words) - 21]:   # FAR, FDRI data, CRC
@@ -127,15 +128,16 @@ def test_only_same_shape_and_relocatable_builds_move(tmp_path, zcu104):
         relocate_words(native, zcu104, zcu104.slots[2])
     registry = Registry(tmp_path / "bits", mixed)
     for slot in mixed.slots:
-        assert registry.bitfile(slot, "threshold")[1].verdict.ok
+        assert registry.bitfile(slot, "threshold").inspection.verdict.ok
 
 
 def test_native_folders_still_load(tmp_path, pynq_z2):
     build_all(pynq_z2, tmp_path)
     registry = Registry(tmp_path, pynq_z2)
     assert not registry.relocatable and registry.files == len(registry.pairs()) == 10
-    data, found = registry.bitfile(pynq_z2.slots[1], "conv3x3")
-    assert found.verdict.ok and data == (tmp_path / "composable_pr_1__conv3x3.bit").read_bytes()
+    checked = registry.bitfile(pynq_z2.slots[1], "conv3x3")
+    assert checked.inspection.verdict.ok
+    assert checked.data == (tmp_path / "composable_pr_1__conv3x3.bit").read_bytes()
 
 
 @settings(max_examples=60, deadline=None)
@@ -164,11 +166,11 @@ def test_relocated_partials_load_in_every_slot_and_compute_bit_exact(tmp_path, b
     for name in ("gauss3x3", "sobel_mag", "threshold", "downscale2x"):
         stage = resolve_stage(name)
         for slot in pynq_z2.slots_for(stage.kind.name):
-            data, found = registry.bitfile(slot, stage.kind.name)
-            result = board.load(slot.index, config_of(data))
+            checked = registry.bitfile(slot, stage.kind.name)
+            result = board.load(slot.index, config_of(checked.data))
             assert result.ok, f"{name} into {slot.name}: {result.error.name}"
             assert result.module_id == KINDS[stage.kind.name].module_id
-            assert result.words == found.verdict.words_to_desync        # as a native load
+            assert result.words == checked.words        # as a native load
             board.route([slot.index])
             board.program(slot.index, stage, *frame.shape)
             out, _ = board.stream(frame, stage.kind.output_shape(*frame.shape))
@@ -178,8 +180,7 @@ def test_relocated_partials_load_in_every_slot_and_compute_bit_exact(tmp_path, b
 @pytest.mark.rtl
 def test_rtl_port_refuses_a_relocated_stream_with_one_flipped_bit(tmp_path, board, pynq_z2):
     build_all(pynq_z2, tmp_path, relocatable=True)
-    data, _ = Registry(tmp_path, pynq_z2).bitfile(pynq_z2.slots[1], "threshold")
-    words = config_of(data)
+    words = config_of(Registry(tmp_path, pynq_z2).bitfile(pynq_z2.slots[1], "threshold").data)
     for at, want in ((9000, PortError.CRC_MISMATCH), (21, PortError.FAR_OUTSIDE_SLOT)):
         bad = words.copy()
         bad[at] ^= np.uint32(1 << 30)
@@ -202,6 +203,6 @@ def test_relocated_dnn_tile_loads_in_every_zcu104_slot(tmp_path, zcu104, _boards
     build_all(zcu104, tmp_path, relocatable=True)
     registry = Registry(tmp_path, zcu104)
     for slot in zcu104.slots_for("dnn_tile"):
-        result = board.load(slot.index, config_of(registry.bitfile(slot, "dnn_tile")[0]))
+        result = board.load(slot.index, config_of(registry.bitfile(slot, "dnn_tile").data))
         assert result.ok and result.module_id == KINDS["dnn_tile"].module_id, slot.name
         assert board.module_read(slot.index, 0)[0] == 0          # its ID register answers OKAY

@@ -121,11 +121,11 @@ class PynqBackend(Backend):
         self.registry = Registry(folder, self.platform)
         self.firmware_dir.mkdir(parents=True, exist_ok=True)
         for slot, module in self.registry.pairs():
-            data, found = self.registry.bitfile(slot, module)
+            checked = self.registry.bitfile(slot, module)
             name = f"{prefix}_{slot.index}_{module}.bin"
-            (self.firmware_dir / name).write_bytes(bit2bin(data))
+            (self.firmware_dir / name).write_bytes(bit2bin(checked.data))
             self.staged[slot.index, module] = name
-            self._words[slot.index, module] = found.verdict.words_to_desync
+            self._words[slot.index, module] = checked.words
         log.info("staged %d partial bitstreams from %d files in %s", len(self.staged), self.registry.files,
                  self.firmware_dir)
 

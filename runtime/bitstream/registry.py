@@ -187,13 +187,29 @@ def _target_slot(words: np.ndarray, platform: Platform) -> SlotSpec | None:
     return None
 
 
+@dataclass(frozen=True)
+class Loadable:
+    """A checked partial bitstream for one slot: the .bit bytes, the words the port takes, and
+    the port model's verdict (None for a Vivado-built file, which the model cannot judge)."""
+
+    data: bytes
+    words: int
+    inspection: Inspection | None
+
+
 class Registry:
     """A folder of partial bitstreams and its index, checked against a platform: what a backend
     loads. ``bitfile(slot, module)`` returns the .bit for that slot — the native file, or the
     module's relocatable file moved there — after checking the file's SHA-256 against the index,
     its part against the platform and the stream against the target slot exactly as the
     configuration port would; ``streams`` records the SHA-256 of every configuration stream it
-    handed out, relocated ones included, by (slot index, module)."""
+    handed out, relocated ones included, by (slot index, module).
+
+    An index with ``"origin": "vivado"`` (``fpgashare board package --partials``) holds real
+    partials: their SHA-256, part and partial flag are checked, but not the port model's rules
+    (the module descriptor and the manifest's frame ranges exist only on the simulated board),
+    and they are not relocated (relocate.py moves the manifest's linear frame addresses, not a
+    device's row/column FAR)."""
 
     def __init__(self, folder: str | Path, platform: Platform) -> None:
         self.folder, self.platform = Path(folder), platform
@@ -209,6 +225,10 @@ class Registry:
                                  f"{platform.part}")
         self.index_path = index_path
         self.relocatable = bool(index.get("relocatable", False))
+        self.vivado = index.get("origin") == "vivado"
+        if self.vivado and self.relocatable:
+            raise BitstreamError(f"{index_path}: Vivado-built partials cannot be relocated here; "
+                                 f"list one file per (slot, module)")
         self.files = len(index.get("bitstreams", []))
         self._entries: dict[tuple[str, str], dict] = {}
         for i, entry in enumerate(index.get("bitstreams", [])):
@@ -217,6 +237,7 @@ class Registry:
                 raise BitstreamError(f"{index_path}: bitstreams[{i}] lacks {', '.join(sorted(missing))}")
             for slot_name in entry.get("slots") or [entry["slot"]]:
                 platform.slot(slot_name)         # names a slot of this platform, or ManifestError
+                platform.module(entry["module"])
                 self._entries[slot_name, entry["module"]] = entry
         self._read: dict[str, bytes] = {}
         self.streams: dict[tuple[int, str], str] = {}
@@ -225,20 +246,28 @@ class Registry:
         """Every (slot, module) the folder can load, in slot order."""
         return sorted(((self.platform.slot(s), m) for s, m in self._entries), key=lambda p: (p[0].index, p[1]))
 
-    def bitfile(self, slot: SlotSpec, module: str) -> tuple[bytes, Inspection]:
-        """The checked .bit that loads ``module`` into ``slot``, and the port's verdict on it."""
+    def bitfile(self, slot: SlotSpec, module: str) -> Loadable:
+        """The checked .bit that loads ``module`` into ``slot``."""
         entry = self._entries.get((slot.name, module))
         if entry is None:
             raise BitstreamError(f"{self.index_path}: no bitstream of {module} for slot {slot.name}")
+        path = self.folder / entry["file"]
         data = self._file(entry)
+        if self.vivado:
+            header, config = parse_bit(data)
+            if header.part != part_field(self.platform) or "PARTIAL=TRUE" not in header.design.upper():
+                raise BitstreamError(f"{path}: not a partial bitstream for {part_field(self.platform)} "
+                                     f"(part {header.part!r}, design {header.design!r})")
+            self.streams[slot.index, module] = hashlib.sha256(config).hexdigest()
+            return Loadable(data, len(config) // 4, None)
         if entry["slot"] != slot.name:
             data = self._relocated(data, slot, module)
         found = inspect_bytes(data, self.platform, slot)
         if not found.verdict.ok or found.module != module:
             problem = found.verdict.message() if not found.verdict.ok else f"it holds {found.module}"
-            raise BitstreamError(f"{self.folder / entry['file']}: does not load {module} into {slot.name}: {problem}")
+            raise BitstreamError(f"{path}: does not load {module} into {slot.name}: {problem}")
         self.streams[slot.index, module] = hashlib.sha256(parse_bit(data)[1]).hexdigest()
-        return data, found
+        return Loadable(data, found.verdict.words_to_desync, found)
 
     def _file(self, entry: dict) -> bytes:
         name = entry["file"]

@@ -147,6 +147,22 @@ def test_the_rtl_it_reads_elaborates(flow):
     assert _elaborate(folder, without, "fpgashare_shell_top"), "a missing file must be an error"
 
 
+def test_the_rtl_it_reads_lints_clean(flow):
+    """verilator -Wall, as every simulation module: the board's top, its rp_slot and every partition."""
+    import subprocess
+
+    from fpgashare.hdl_sim.toolchain import setup_environment, verilator_binary
+
+    _, folder, summary, _ = flow
+    setup_environment()
+    tops = [("fpgashare_shell_top", summary["static_sources"])]
+    tops += [("fpgashare_rm", files) for files in summary["rm_sources"].values()]
+    for top, files in tops:
+        result = subprocess.run([str(verilator_binary()), "--lint-only", "-Wall", "-Irtl", "--top-module", top,
+                                 *files], cwd=folder, capture_output=True, text=True)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
 # -- fpgashare board package
 
 def _vivado_like(platform, folder: Path) -> Path:

@@ -170,7 +170,7 @@ module fpgashare_shell_top (
         if (!resetn) first_beat <= 1'b1;
         else if (s_axis_tvalid && s_axis_tready) first_beat <= s_axis_tlast;
     end
-    wire m_axis_tuser_unused;
+    wire m_axis_tuser_unused, cfg_tready_unused;
     shell #(
 {(',' + chr(10)).join(lines)}
     ) u_shell (
@@ -185,7 +185,8 @@ module fpgashare_shell_top (
         .s_axis_tlast(s_axis_tlast), .s_axis_tuser(first_beat),
         .m_axis_tdata(m_axis_tdata), .m_axis_tvalid(m_axis_tvalid), .m_axis_tready(m_axis_tready),
         .m_axis_tlast(m_axis_tlast), .m_axis_tuser(m_axis_tuser_unused),
-        .s_axis_cfg_tdata(32'd0), .s_axis_cfg_tvalid(1'b0), .s_axis_cfg_tready(), .s_axis_cfg_tlast(1'b0)
+        .s_axis_cfg_tdata(32'd0), .s_axis_cfg_tvalid(1'b0), .s_axis_cfg_tready(cfg_tready_unused),
+        .s_axis_cfg_tlast(1'b0)
     );
 endmodule
 """
@@ -200,6 +201,7 @@ def _rm_wrapper(platform: Platform, module: str) -> str:
 `timescale 1ns / 1ps
 `default_nettype none
 
+/* verilator lint_off DECLFILENAME */   // every module's wrapper is the partition's module fpgashare_rm
 module fpgashare_rm #(
     parameter int DATA_W = 32
 ) (
@@ -210,6 +212,7 @@ module fpgashare_rm #(
         {dnn}
     ) u_rm (.*);
 endmodule
+/* verilator lint_on DECLFILENAME */
 
 `resetall
 """

@@ -206,3 +206,25 @@ def test_relocated_dnn_tile_loads_in_every_zcu104_slot(tmp_path, zcu104, _boards
         result = board.load(slot.index, config_of(registry.bitfile(slot, "dnn_tile").data))
         assert result.ok and result.module_id == KINDS["dnn_tile"].module_id, slot.name
         assert board.module_read(slot.index, 0)[0] == 0          # its ID register answers OKAY
+
+
+def test_registry_checks_part_and_slot_of_relocatable_files(tmp_path, pynq_z2, zcu104):
+    from fpgashare.bitstream.bitfile import BitHeader, write_bit
+
+    entries = build_all(pynq_z2, tmp_path, relocatable=True)
+    entry = next(e for e in entries if e.module == "threshold")
+    header, config = parse_bit(entry.path.read_bytes())
+    foreign = write_bit(BitHeader(header.design, "zu7evffvc1156", header.date, header.time), config)
+    entry.path.write_bytes(foreign)
+    index_path = tmp_path / "index.json"
+    index = json.loads(index_path.read_text())
+    for item in index["bitstreams"]:
+        if item["module"] == "threshold":
+            item["sha256"] = hashlib.sha256(foreign).hexdigest()
+    index_path.write_text(json.dumps(index))
+    with pytest.raises(BitstreamError, match="for part"):
+        Registry(tmp_path, pynq_z2).bitfile(pynq_z2.slots[1], "threshold")
+    with pytest.raises(BitstreamError, match="built for part"):
+        Registry(tmp_path, zcu104)
+    with pytest.raises(BitstreamError, match="no bitstream of conv3x3 for slot shell/rp_0"):
+        Registry(tmp_path, pynq_z2).bitfile(zcu104.slots[0], "conv3x3")

@@ -26,10 +26,27 @@ def cmd_bitstream_build(args: argparse.Namespace) -> int:
     from fpgashare.platform import load_platform
 
     platform = load_platform(args.platform)
+    if args.relocatable:
+        return _bitstream_build_relocatable(platform, Path(args.out), args.json)
     entries = build_all(platform, Path(args.out))
     lines = [f"{e.path}  {e.size:>9} B  {e.slot:<18} {e.module:<12} sha256 {e.sha256[:16]}" for e in entries]
     lines.append(f"{len(entries)} partial bitstreams for {platform.name}, index {Path(args.out) / 'index.json'}")
     _emit({"platform": platform.name, "files": [str(e.path) for e in entries]}, args.json, lines)
+    return 0
+
+
+def _bitstream_build_relocatable(platform, out: Path, as_json: bool) -> int:
+    """One partial per module (per slot shape), moved to the slot it goes into at load time."""
+    from fpgashare.bitstream.registry import build_all
+
+    entries = build_all(platform, out, relocatable=True)
+    pairs = sum(len(e.slots) for e in entries)
+    lines = [f"{e.path}  {e.size:>9} B  {e.module:<12} built for {e.slot}, serves {', '.join(e.slots)}"
+             for e in entries]
+    lines.append(f"{len(entries)} relocatable partial bitstreams for {platform.name} serve {pairs} (slot, module) "
+                 f"pairs; index {out / 'index.json'}")
+    _emit({"platform": platform.name, "relocatable": True, "files": [str(e.path) for e in entries],
+           "pairs": pairs}, as_json, lines)
     return 0
 
 
@@ -77,6 +94,25 @@ def _read_image(path: str, rgb: bool) -> np.ndarray:
     if image is None:
         raise FpgashareError(f"--in {path}: not an image OpenCV can read")
     return cv2.cvtColor(image, cv2.COLOR_BGR2RGB) if rgb else image
+
+
+def cmd_board_package(args: argparse.Namespace) -> int:
+    """The folder that goes under /etc/fpgashare on a board (runtime/vivado/package.py)."""
+    from fpgashare.platform import load_platform
+    from fpgashare.vivado.package import package
+
+    result = package(load_platform(args.platform), Path(args.out),
+                     partials=Path(args.partials) if args.partials else None,
+                     shell=Path(args.shell) if args.shell else None,
+                     relocatable=args.relocatable, dfx_mgr=args.dfx_mgr)
+    lines = [f"{result.platform}: {result.partials} {result.origin} partial bitstream files, "
+             f"shell overlay {'included' if result.shell else 'not included'}, in {result.out}"]
+    if result.dfx_mgr:
+        lines.append(f"  dfx-mgr firmware folder: {result.dfx_mgr}")
+    lines += [f"  still needed: {m}" for m in result.missing]
+    lines.append(f"  install: sudo cp -r {result.out}/. /etc/fpgashare/")
+    _emit(result.as_dict(), args.json, lines)
+    return 0
 
 
 def cmd_sim_run(args: argparse.Namespace) -> int:
@@ -178,6 +214,10 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         if not args.bitstreams:
             raise FpgashareError("--board pynq needs --bitstreams (a folder made by fpgashare bitstream build)")
         options = {"bitstreams": args.bitstreams, "overlay": args.overlay}
+        if args.firmware_dir:
+            options["firmware_dir"] = args.firmware_dir
+        if args.fpga_manager:
+            options["fpga_manager"] = args.fpga_manager
     backend = make_backend(args.board, platform, **options)
     if args.dilation == "auto":
         dilation = calibrate_dilation(backend)
@@ -231,6 +271,8 @@ def build_parser() -> argparse.ArgumentParser:
     b = bs.add_parser("build", help="generate a platform's partial bitstreams")
     b.add_argument("platform", help="platform manifest (TOML) or name")
     b.add_argument("--out", required=True, help="output folder")
+    b.add_argument("--relocatable", action="store_true",
+                   help="one file per module, relocated at load time to any slot of the same shape")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_bitstream_build)
     i = bs.add_parser("inspect", help="check a .bit file as the configuration port would")
@@ -238,6 +280,17 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--platform", help="manifest to check against (default: found by the part field)")
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=cmd_bitstream_inspect)
+
+    bd = sub.add_parser("board", help="what a real board needs").add_subparsers(dest="action", required=True)
+    bp = bd.add_parser("package", help="assemble the /etc/fpgashare folder (manifest, partials, index, unit)")
+    bp.add_argument("--platform", required=True, help="platform manifest (TOML) or name")
+    bp.add_argument("--out", required=True, help="output folder (copy its contents to /etc/fpgashare)")
+    bp.add_argument("--partials", help="the Vivado build's partials (OUT/bit); default: the simulated stand-ins")
+    bp.add_argument("--shell", help="the Vivado build's shell overlay (OUT/shell.bit, with shell.hwh beside it)")
+    bp.add_argument("--relocatable", action="store_true", help="stand-ins: one file per module, relocated at load")
+    bp.add_argument("--dfx-mgr", action="store_true", help="also write a dfx-mgr firmware folder")
+    bp.add_argument("--json", action="store_true")
+    bp.set_defaults(func=cmd_board_package)
 
     sim = sub.add_parser("sim", help="the simulated board").add_subparsers(dest="action", required=True)
     r = sim.add_parser("run", help="stream an image through a chain of modules in RTL")
@@ -286,6 +339,8 @@ def build_parser() -> argparse.ArgumentParser:
     dm.add_argument("--admin-group", help="members see every client's details in status (root always does)")
     dm.add_argument("--watchdog-margin", type=float, metavar="FRACTION",
                     help="a load or frame running this fraction past its expected time is ended (default 1.0)")
+    dm.add_argument("--firmware-dir", help="pynq: where partials are staged for the FPGA manager (/lib/firmware)")
+    dm.add_argument("--fpga-manager", help="pynq: the FPGA manager's sysfs folder (/sys/class/fpga_manager/fpga0)")
     dm.set_defaults(func=cmd_daemon)
     st = sub.add_parser("status", help="slots, port, pipelines and clients of a running daemon")
     st.add_argument("--socket", default=None)

@@ -2,12 +2,13 @@
 
 Partial loads take the path pynq itself uses (FPGA manager flags + a firmware file), but every
 partial bitstream is checked and converted once, at start: its SHA-256 against the registry index,
-its header's part against the platform, its configuration data against the slot it names (the
-same checks as ``fpgashare bitstream inspect``), then pynq's own ``bit2bin`` writes it under the
-firmware folder. A reconfiguration is then two sysfs writes, not pynq's per-call parsing, and
-they run on the port's own thread (``start_load``): the kernel writes the slot while frames
-stream through the others, so reconfiguration overlaps processing on the board as it does in the
-schedule.
+its header's part against the platform, its configuration data against the slot it goes into (the
+same checks as ``fpgashare bitstream inspect``; a relocatable file is relocated to each slot of its
+shape first, and the relocated stream's SHA-256 recorded in ``registry.streams``), then pynq's own
+``bit2bin`` writes it under the firmware folder. A reconfiguration is then two sysfs writes,
+not pynq's per-call parsing, and they run on the port's own thread (``start_load``): the kernel
+writes the slot while frames stream through the others, so reconfiguration overlaps processing on
+the board as it does in the schedule.
 
 Frames go the way pynq moves data: the shell overlay (``pynq.Overlay``) exposes the shell's
 register block (``pynq.MMIO``) and an AXI DMA; each frame is packed into a ``pynq.allocate``
@@ -24,8 +25,6 @@ at stand-ins for the overlay, MMIO and buffers.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -35,8 +34,8 @@ from pathlib import Path
 import numpy as np
 from fpgashare.backends.base import Backend, FrameReport, LoadReport, Pending
 from fpgashare.bitstream.packets import PortError
-from fpgashare.bitstream.registry import INDEX_NAME, inspect_bytes
-from fpgashare.errors import BitstreamError, FpgashareError, FrameError
+from fpgashare.bitstream.registry import Registry
+from fpgashare.errors import FpgashareError, FrameError
 from fpgashare.modules import Stage
 from fpgashare.platform import Platform
 from fpgashare.shell_map import MODULE_WINDOW, REG_CYCLES_HI, REG_CYCLES_LO, ShellControl, pack_pixels, unpack_pixels
@@ -118,32 +117,18 @@ class PynqBackend(Backend):
         self._stage_all(Path(bitstreams), prefix, bit2bin)
 
     def _stage_all(self, folder: Path, prefix: str, bit2bin) -> None:
-        index_path = folder / INDEX_NAME
-        try:
-            index = json.loads(index_path.read_text())
-        except FileNotFoundError:
-            raise BitstreamError(f"{index_path}: no bitstream index (run fpgashare bitstream build)") from None
-        except json.JSONDecodeError as exc:
-            raise BitstreamError(f"{index_path}: not valid JSON: {exc}") from None
-        if index.get("part") != self.platform.part:
-            raise BitstreamError(f"{index_path}: built for part {index.get('part')!r}, the platform is "
-                                 f"{self.platform.part}")
+        # The registry checks each file's SHA-256 against the index, its part, and the stream
+        # against the slot it goes into (a relocatable file once per slot it serves, relocated).
+        self.registry = Registry(folder, self.platform)
         self.firmware_dir.mkdir(parents=True, exist_ok=True)
-        for entry in index.get("bitstreams", []):
-            path = folder / entry["file"]
-            data = path.read_bytes()
-            if hashlib.sha256(data).hexdigest() != entry["sha256"]:
-                raise BitstreamError(f"{path}: SHA-256 differs from {index_path}; refusing to load it")
-            found = inspect_bytes(data, self.platform)
-            if not found.verdict.ok or found.slot is None or found.module != entry["module"] \
-                    or found.slot.name != entry["slot"]:
-                raise BitstreamError(f"{path}: does not hold {entry['module']} for {entry['slot']}: "
-                                     f"{found.verdict.message() if not found.verdict.ok else 'wrong target'}")
-            name = f"{prefix}_{found.slot.index}_{entry['module']}.bin"
-            (self.firmware_dir / name).write_bytes(bit2bin(data))
-            self.staged[found.slot.index, entry["module"]] = name
-            self._words[found.slot.index, entry["module"]] = found.verdict.words_to_desync
-        log.info("staged %d partial bitstreams in %s", len(self.staged), self.firmware_dir)
+        for slot, module in self.registry.pairs():
+            checked = self.registry.bitfile(slot, module)
+            name = f"{prefix}_{slot.index}_{module}.bin"
+            (self.firmware_dir / name).write_bytes(bit2bin(checked.data))
+            self.staged[slot.index, module] = name
+            self._words[slot.index, module] = checked.words
+        log.info("staged %d partial bitstreams from %d files in %s", len(self.staged), self.registry.files,
+                 self.firmware_dir)
 
     def start_load(self, slot: int, module: str) -> Pending[LoadReport]:
         """Start the two sysfs writes on the port's thread and return at once; the report comes

@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+import numpy as np
 from fpgashare.errors import BitstreamError
 
 MAGIC = bytes.fromhex("0009 0ff00ff00ff00ff000 0001".replace(" ", ""))
@@ -64,3 +65,10 @@ def parse_bit(data: bytes) -> tuple[BitHeader, bytes]:
     if length % 4:
         raise BitstreamError(f"bad .bit file: configuration data is {length} bytes, not whole 32-bit words")
     return BitHeader(fields["a"], fields["b"], fields["c"], fields["d"]), config
+
+
+def bit_to_bin(data: bytes) -> bytes:
+    """The .bin the Linux FPGA manager takes: the configuration data with each 32-bit word
+    byte-swapped (pynq's ``bit2bin`` does the same)."""
+    _, config = parse_bit(data)
+    return np.frombuffer(config, dtype=">u4").astype("<u4").tobytes()

@@ -82,7 +82,8 @@ def type2_write(count: int) -> int:
 
 
 def frame_data(seed: str, module_id: int, slot_index: int, nwords: int) -> np.ndarray:
-    """Deterministic frame data: a module descriptor in frame 0, then SHAKE-256 noise."""
+    """Deterministic frame data: a module descriptor in frame 0 (magic, module id, slot index or
+    0xFFFFFFFF for a relocatable build, version 1), then SHAKE-256 noise."""
     noise = hashlib.shake_256(seed.encode()).digest(nwords * 4)
     data = np.frombuffer(noise, dtype=">u4").astype(np.uint32)
     data[:4] = (RM_MAGIC, module_id, slot_index, 1)

@@ -260,3 +260,23 @@ def test_frames_need_the_shell_overlay(board_dirs):
     with pytest.raises(FpgashareError, match="no IP 'axi_dma_0'"):
         PynqBackend(platform, bits, firmware_dir=firmware, fpga_manager=manager, overlay=overlay,
                     mmio_factory=lambda addr, size: None, allocate=Buffer)
+
+
+def test_stages_relocatable_partials_in_every_slot_they_serve(board_dirs):
+    import hashlib
+
+    from fpgashare.backends.pynq_board import PynqBackend
+    from fpgashare.bitstream.bitfile import parse_bit
+    from fpgashare.bitstream.registry import Registry
+
+    bits, firmware, manager = board_dirs
+    platform = load_platform("pynq-z2")
+    entries = build_all(platform, bits, relocatable=True)
+    backend = PynqBackend(platform, bits, firmware_dir=firmware, fpga_manager=manager)
+    assert len(entries) == len(platform.modules) and len(backend.staged) == 2 * len(entries)
+    moved = Registry(bits, platform).bitfile(platform.slots[1], "sobel_mag").data
+    assert (firmware / backend.staged[1, "sobel_mag"]).read_bytes() == pynq_device.bit2bin(moved)
+    assert backend.registry.streams[1, "sobel_mag"] == hashlib.sha256(parse_bit(moved)[1]).hexdigest()
+    assert backend.registry.streams[1, "sobel_mag"] != backend.registry.streams[0, "sobel_mag"]
+    assert backend.load(1, "sobel_mag").ok
+    assert (manager / "firmware").read_text() == backend.staged[1, "sobel_mag"]

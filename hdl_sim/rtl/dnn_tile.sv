@@ -86,8 +86,12 @@ module dnn_tile #(
 
     // ---- memories (each with one write and one read port, as block RAM / UltraRAM need)
     // act holds both ping-pong buffers: address {buffer, entry}.
-    logic [P*8-1:0]   act [2*ACT_ENTRIES];
-    logic [P*P*8-1:0] wmem [W_ENTRIES];
+    (* ram_style = "ultra" *) logic [P*8-1:0] act [2*ACT_ENTRIES];
+    // Weights: UltraRAM is 72 bits wide, so an entry's top 9 * (P*P/9) bytes fill whole UltraRAM
+    // columns and the remaining bytes sit in block RAM beside them (P = 8: 7 columns + 8 bits).
+    localparam int WLO = ((P * P) % 9 == 0 ? 9 : (P * P) % 9) * 8;   // bits kept in block RAM
+    (* ram_style = "ultra" *) logic [P*P*8-1:WLO] wmem_hi [W_ENTRIES];
+    (* ram_style = "block" *) logic [WLO-1:0] wmem_lo [W_ENTRIES];
 
     // ---- control
     typedef enum logic [2:0] {S_RECV, S_SETUP, S_ISSUE, S_DRAIN, S_WRITE, S_SEND_RD, S_SEND} state_t;
@@ -178,21 +182,16 @@ module dnn_tile #(
     logic signed [31:0] acc [P];
     logic signed [7:0] pmax [P];
 
-    // Bias, multiplier and shift: one memory per output lane, written at a constant lane.
+    // Bias, multiplier and shift: one block RAM per output lane, {shift, multiplier, bias} per
+    // group, each field written at its constant place.
     for (genvar o = 0; o < P; o++) begin : g_lane
-        (* ram_style = "distributed" *) logic [31:0] bias_mem [PG_ENTRIES];
-        (* ram_style = "distributed" *) logic [31:0] mult_mem [PG_ENTRIES];
-        (* ram_style = "distributed" *) logic [5:0] shift_mem [PG_ENTRIES];
+        (* ram_style = "block" *) logic [69:0] prm [PG_ENTRIES];
         wire we = load_word && pgrp < 32'(PG_ENTRIES) && plane == 32'(o);
         always_ff @(posedge clk) begin
-            if (we && sec_id == 4'd3) bias_mem[pgrp[GA-1:0]] <= w_in;
-            if (we && sec_id == 4'd4) mult_mem[pgrp[GA-1:0]] <= w_in;
-            if (we && sec_id == 4'd5) shift_mem[pgrp[GA-1:0]] <= w_in[5:0];
-            if (state == S_ISSUE) begin
-                bias_q[o*32 +: 32] <= bias_mem[GA'(p_addr)];
-                mult_q[o*32 +: 32] <= mult_mem[GA'(p_addr)];
-                shift_q[o*6 +: 6] <= shift_mem[GA'(p_addr)];
-            end
+            if (we && sec_id == 4'd3) prm[pgrp[GA-1:0]][31:0] <= w_in;
+            if (we && sec_id == 4'd4) prm[pgrp[GA-1:0]][63:32] <= w_in;
+            if (we && sec_id == 4'd5) prm[pgrp[GA-1:0]][69:64] <= w_in[5:0];
+            if (state == S_ISSUE) {shift_q[o*6 +: 6], mult_q[o*32 +: 32], bias_q[o*32 +: 32]} <= prm[GA'(p_addr)];
         end
     end
 
@@ -267,8 +266,11 @@ module dnn_tile #(
     always_ff @(posedge clk) begin
         if (act_we) act[act_wa] <= act_wd;
         if (state == S_ISSUE || state == S_SEND_RD) act_q <= act[act_ra];
-        if (load_word && sec_id == 4'd2 && wlane == WPW - 1 && went < 32'(W_ENTRIES)) wmem[went[WA-1:0]] <= went_next;
-        if (state == S_ISSUE) w_q <= wmem[WA'(w_addr)];
+        if (load_word && sec_id == 4'd2 && wlane == WPW - 1 && went < 32'(W_ENTRIES)) begin
+            wmem_hi[went[WA-1:0]] <= went_next[P*P*8-1:WLO];
+            wmem_lo[went[WA-1:0]] <= went_next[WLO-1:0];
+        end
+        if (state == S_ISSUE) w_q <= {wmem_hi[WA'(w_addr)], wmem_lo[WA'(w_addr)]};
     end
 
     always_ff @(posedge clk) begin

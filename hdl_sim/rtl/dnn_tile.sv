@@ -20,6 +20,11 @@
 // Descriptor: d0 {relu[2], kind[1:0]: 0 conv/fc, 1 max-pool}, d1 {W, H}, d2 {OG, CG},
 // d3 {OW, OH}, d4 {pad, stride, KW, KH} (bytes), d5 weight base entry, d6 parameter base group.
 //
+// Memories, each with one write and one read port so that synthesis maps them as it should: both
+// activation buffers in one UltraRAM array, weights in UltraRAM (7 columns) plus block RAM (the
+// entry's last byte), bias/multiplier/shift one block RAM per output lane, descriptors LUT-RAM.
+// Tap, weight, parameter and output addresses advance by additions; two weights share one DSP.
+//
 // Registers: 0 ID, 1 WIDTH, 2 HEIGHT (unused), 3 STATUS (RO: bit0 bad load stream, bit1 descriptor
 // out of range), 4 FRAMES (RO), 5 MODE (1 = the next packets are load streams), 6 NLAYERS (RO),
 // 7 IMAGE_CYCLES (RO, last image, first word in to last word out), 8 INFO (RO {MAX_LAYERS, P}),

@@ -261,6 +261,33 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rtl_synth(args: argparse.Namespace) -> int:
+    from fpgashare.platform import load_platform
+    from fpgashare.synth import RESOURCES, SHELL, report, synth_platform
+
+    platform = load_platform(args.platform)
+    names = None
+    if args.module:
+        names = [args.module] if args.module == SHELL else [platform.module(args.module).name]
+    result = report(platform, synth_platform(platform, names, jobs=args.jobs))
+
+    def cols(fig: dict[str, int]) -> str:
+        return " ".join(f"{fig[r]:>6}" for r in RESOURCES)
+
+    head = " ".join(f"{r:>6}" for r in RESOURCES)
+    lines = [f"{platform.name}: Yosys synth_xilinx ({result['modules'][0]['tool']}); manifest = synthesized x1..1.5",
+             f"{'module':<12} {'':<11} {head}  fits"]
+    for row in result["modules"]:
+        lines.append(f"{row['module']:<12} {'synthesized':<11} {cols(row['synthesized'])}")
+        if "manifest" in row:
+            over = sorted({f"{slot}: {', '.join(s['over'])}" for slot, s in row["slots"].items() if s["over"]})
+            lines.append(f"{'':<12} {'manifest':<11} {cols(row['manifest'])}  "
+                         f"{'yes' if row['fits'] else 'NO (' + '; '.join(over) + ')'}"
+                         f"{'' if row['headroom_ok'] else '  (manifest outside 1x..1.5x)'}")
+    _emit(result, args.json, lines)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fpgashare", description="Time-share one FPGA by partial reconfiguration.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
@@ -291,6 +318,14 @@ def build_parser() -> argparse.ArgumentParser:
     bp.add_argument("--dfx-mgr", action="store_true", help="also write a dfx-mgr firmware folder")
     bp.add_argument("--json", action="store_true")
     bp.set_defaults(func=cmd_board_package)
+
+    rtl = sub.add_parser("rtl", help="the RTL itself").add_subparsers(dest="action", required=True)
+    sy = rtl.add_parser("synth", help="synthesize each module and the static shell with Yosys; check the manifest")
+    sy.add_argument("--platform", required=True, help="platform manifest (TOML) or name")
+    sy.add_argument("--module", help="one module of the manifest, or 'shell' (default: all and the shell)")
+    sy.add_argument("--jobs", type=int, default=2, help="Yosys runs at a time")
+    sy.add_argument("--json", action="store_true")
+    sy.set_defaults(func=cmd_rtl_synth)
 
     sim = sub.add_parser("sim", help="the simulated board").add_subparsers(dest="action", required=True)
     r = sim.add_parser("run", help="stream an image through a chain of modules in RTL")

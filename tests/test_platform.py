@@ -36,7 +36,7 @@ def _edit(tmp_path: Path, old: str, new: str) -> Path:
         ('name = "rgb2gray"', 'name = "fft"', "module[4].name 'fft' is not a known module"),
         ('slots = ["composable/pr_0", "composable/pr_1"]', 'slots = ["composable/pr_9"]',
          "unknown slot 'composable/pr_9'"),
-        ("lut = 2400", "lut = 24000", "needs 24000 lut but slot"),
+        ("lut = 1160", "lut = 24000", "needs 24000 lut but slot"),
         ('"FLAGS"]', '"FLAG"]', "registers does not match the RTL"),
         ("idcode = 0x03727093", "", "missing key platform.idcode"),
     ],

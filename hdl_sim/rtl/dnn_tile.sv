@@ -20,6 +20,11 @@
 // Descriptor: d0 {relu[2], kind[1:0]: 0 conv/fc, 1 max-pool}, d1 {W, H}, d2 {OG, CG},
 // d3 {OW, OH}, d4 {pad, stride, KW, KH} (bytes), d5 weight base entry, d6 parameter base group.
 //
+// Memories, each with one write and one read port so that synthesis maps them as it should: both
+// activation buffers in one UltraRAM array, weights in UltraRAM (7 columns) plus block RAM (the
+// entry's last byte), bias/multiplier/shift one block RAM per output lane, descriptors LUT-RAM.
+// Tap, weight, parameter and output addresses advance by additions; two weights share one DSP.
+//
 // Registers: 0 ID, 1 WIDTH, 2 HEIGHT (unused), 3 STATUS (RO: bit0 bad load stream, bit1 descriptor
 // out of range), 4 FRAMES (RO), 5 MODE (1 = the next packets are load streams), 6 NLAYERS (RO),
 // 7 IMAGE_CYCLES (RO, last image, first word in to last word out), 8 INFO (RO {MAX_LAYERS, P}),
@@ -84,13 +89,14 @@ module dnn_tile #(
     );
     wire load_mode = regs[5*32];
 
-    // ---- memories
-    logic [P*8-1:0]   act [2][ACT_ENTRIES];
-    logic [P*P*8-1:0] wmem [W_ENTRIES];
-    logic [P*32-1:0]  bias_mem [PG_ENTRIES];
-    logic [P*32-1:0]  mult_mem [PG_ENTRIES];
-    logic [P*6-1:0]   shift_mem [PG_ENTRIES];
-    logic [31:0]      desc [MAX_LAYERS * 8];
+    // ---- memories (each with one write and one read port, as block RAM / UltraRAM need)
+    // act holds both ping-pong buffers: address {buffer, entry}.
+    (* ram_style = "ultra" *) logic [P*8-1:0] act [2*ACT_ENTRIES];
+    // Weights: UltraRAM is 72 bits wide, so an entry's top 9 * (P*P/9) bytes fill whole UltraRAM
+    // columns and the remaining bytes sit in block RAM beside them (P = 8: 7 columns + 8 bits).
+    localparam int WLO = ((P * P) % 9 == 0 ? 9 : (P * P) % 9) * 8;   // bits kept in block RAM
+    (* ram_style = "ultra" *) logic [P*P*8-1:WLO] wmem_hi [W_ENTRIES];
+    (* ram_style = "block" *) logic [WLO-1:0] wmem_lo [W_ENTRIES];
 
     // ---- control
     typedef enum logic [2:0] {S_RECV, S_SETUP, S_ISSUE, S_DRAIN, S_WRITE, S_SEND_RD, S_SEND} state_t;
@@ -106,18 +112,14 @@ module dnn_tile #(
     logic [15:0] in_h;
     logic [7:0] kh, kw, stride, pad;
     logic [31:0] wbase, pbase;
-    function automatic logic [31:0] dw(input logic [LA:0] l, input int k);
-        return desc[int'(l) * 8 + k];
-    endfunction
-    wire [31:0] d0 = dw(layer, 0), d1 = dw(layer, 1), d2 = dw(layer, 2), d3 = dw(layer, 3), d4 = dw(layer, 4);
 
     // ---- receive and load
     logic [3:0] sec_id;
     logic [27:0] sec_left;
     logic [31:0] sec_idx;
     logic [31:0] recv_words;
-    logic [P*8-1:0] entry_q;             // activation entry being assembled
-    logic [P*P*8-1:0] went_q;            // weight entry being assembled
+    logic [P*8-1:0] entry_q;             // activation entry being assembled (a shift register)
+    logic [P*P*8-1:0] went_q;            // weight entry being assembled (a shift register)
     wire recv_fire = s_axis_tvalid && s_axis_tready;
     assign s_axis_tready = (state == S_RECV);
     wire [31:0] w_in = s_axis_tdata;
@@ -125,33 +127,112 @@ module dnn_tile #(
     wire [31:0] went = sec_idx / 32'(WPW);
     wire [31:0] plane = sec_idx % 32'(P);
     wire [31:0] pgrp = sec_idx / 32'(P);
+    wire load_word = (state == S_RECV) && recv_fire && load_mode && sec_left != 0;
+    // An entry's words arrive lowest lane first: shift each in from the top.
+    logic [P*8-1:0] entry_next;
+    logic [P*P*8-1:0] went_next;
+    always_comb begin
+        entry_next = entry_q >> 32;
+        entry_next[P*8-32 +: 32] = w_in;
+        went_next = went_q >> 32;
+        went_next[P*P*8-32 +: 32] = w_in;
+    end
 
-    // First layer's input and last layer's output sizes, in words / entries.
-    wire [31:0] in_entries = 32'(dw('0, 1) & 32'hFFFF) * 32'(dw('0, 1) >> 16) * 32'(dw('0, 2) & 32'hFFFF);
+    // Descriptors: one memory per word d0..d6 of a layer (d7 is unused), written at a constant lane.
+    logic [31:0] dsc [7];                // the current layer's descriptor words
+    for (genvar k = 0; k < 7; k++) begin : g_desc
+        logic [31:0] mem [MAX_LAYERS];
+        always_ff @(posedge clk) begin
+            if (load_word && sec_id == 4'd1 && sec_idx < 32'(MAX_LAYERS * 8) && sec_idx[2:0] == 3'(k))
+                mem[sec_idx[LA+2:3]] <= w_in;
+        end
+        assign dsc[k] = mem[layer[LA-1:0]];
+    end
+    wire [31:0] d0 = dsc[0], d1 = dsc[1], d2 = dsc[2], d3 = dsc[3], d4 = dsc[4];
+    // The first layer's input size, kept apart for the receive counters.
+    logic [15:0] l0_h, l0_w, l0_cg;
+    // Receive position (entry word, channel group, column, row) of the first layer's input.
+    logic [15:0] rx_c, rx_x, rx_y;
     wire [LA:0] last_l = nlayers_q - 1'b1;
-    wire [31:0] out_entries = 32'(dw(last_l, 3) & 32'hFFFF) * 32'(dw(last_l, 3) >> 16) * 32'(dw(last_l, 2) >> 16);
+    wire rx_word_last = (recv_words % 32'(WPE)) == 32'(WPE - 1);
+    wire rx_last = rx_word_last && rx_c == l0_cg - 1 && rx_x == l0_w - 1 && rx_y == l0_h - 1;
 
-    // ---- compute loop counters
+    // ---- compute loop counters; addresses advance by additions (no multiplier per tap)
     logic [15:0] oy, ox, og, ky, kx, cg;
-    // Issue-stage address: input pixel (iy, ix) of tap (ky, kx) for output (oy, ox).
-    wire signed [25:0] iy = $signed({2'b0, oy}) * $signed({10'b0, stride}) - $signed(26'(pad)) + $signed(26'(ky));
-    wire signed [25:0] ix = $signed({2'b0, ox}) * $signed({10'b0, stride}) - $signed(26'(pad)) + $signed(26'(kx));
+    logic signed [25:0] iy0, ix0;        // input pixel of tap (0, 0): out * stride - pad
+    wire signed [25:0] iy = iy0 + $signed(26'(ky));
+    wire signed [25:0] ix = ix0 + $signed(26'(kx));
     wire in_bounds = iy >= 0 && ix >= 0 && iy < $signed(26'(in_h)) && ix < $signed(26'(in_w));
-    wire [15:0] cg_eff = pool ? og : cg;
-    wire [31:0] a_addr = (32'(iy[15:0]) * 32'(in_w) + 32'(ix[15:0])) * 32'(cg_n) + 32'(cg_eff);
-    wire [31:0] w_addr = wbase + ((32'(og) * 32'(kh) + 32'(ky)) * 32'(kw) + 32'(kx)) * 32'(cg_n) + 32'(cg);
-    wire [31:0] d_addr = (32'(oy) * 32'(out_w) + 32'(ox)) * 32'(og_n) + 32'(og);
+    // Activation entry (iy * in_w + ix) * cg_n + channel group, kept for: the tap (a_cur), the
+    // tap row's start (a_trow), the output pixel (a_pix, with the pool's group a_pixg) and the row.
+    logic [31:0] a_cur, a_trow, a_pix, a_pixg, a_line;
+    logic [31:0] row_len, step_x, step_y;   // entries per input row, per output column / row
+    logic [31:0] w_addr;                 // wbase + ((og * kh + ky) * kw + kx) * cg_n + cg
+    logic [31:0] p_addr;                 // pbase + og
+    logic [31:0] d_addr;                 // (oy * out_w + ox) * og_n + og
     wire last_tap = (kx == 16'(kw) - 1) && (ky == 16'(kh) - 1) && (pool || cg == cg_n - 1);
     wire last_out = (og == og_n - 1) && (ox == out_w - 1) && (oy == out_h - 1);
+    // Setup products, once per layer.
+    wire [31:0] su_row_len = 32'(d1[31:16]) * 32'(d2[15:0]);
+    wire [31:0] su_pad = 32'(d4[31:24]);
+    wire [31:0] su_start = -(su_pad * (su_row_len + 32'(d2[15:0])));
 
     // MAC stage (one cycle after issue).
     logic b_valid, b_first, b_oob;
-    logic [P*8-1:0] a_q;
+    logic [P*8-1:0] act_q;               // the activation read port's register
+    wire [P*8-1:0] a_q = act_q;
     logic [P*P*8-1:0] w_q;
     logic [P*32-1:0] bias_q, mult_q;
     logic [P*6-1:0] shift_q;
     logic signed [31:0] acc [P];
     logic signed [7:0] pmax [P];
+
+    // Bias, multiplier and shift: one block RAM per output lane, {shift, multiplier, bias} per
+    // group, each field written at its constant place.
+    for (genvar o = 0; o < P; o++) begin : g_lane
+        (* ram_style = "block" *) logic [69:0] prm [PG_ENTRIES];
+        wire we = load_word && pgrp < 32'(PG_ENTRIES) && plane == 32'(o);
+        always_ff @(posedge clk) begin
+            if (we && sec_id == 4'd3) prm[pgrp[GA-1:0]][31:0] <= w_in;
+            if (we && sec_id == 4'd4) prm[pgrp[GA-1:0]][63:32] <= w_in;
+            if (we && sec_id == 4'd5) prm[pgrp[GA-1:0]][69:64] <= w_in[5:0];
+            if (state == S_ISSUE) {shift_q[o*6 +: 6], mult_q[o*32 +: 32], bias_q[o*32 +: 32]} <= prm[GA'(p_addr)];
+        end
+    end
+
+    // Dot products: two int8 weights share one multiplier (WP486's INT8 packing),
+    // (wh * 2^18 + wl) * a, summed over up to 8 inputs; the low 18 bits then hold sum(wl * a),
+    // which lies in [-130048, 131072], and the rest sum(wh * a).
+    localparam int CHUNK = 8;
+    function automatic logic signed [31:0] sext18(input logic [17:0] v);
+        return 32'($signed(v));
+    endfunction
+    logic signed [31:0] dot [P];
+    always_comb begin
+        for (int o = 0; o < P; o++) dot[o] = '0;
+        for (int k = 0; k < P / 2; k++) begin
+            for (int c0 = 0; c0 < P; c0 += CHUNK) begin
+                logic signed [39:0] t;
+                logic [17:0] r;
+                logic neg;
+                t = '0;
+                for (int i = c0; i < c0 + CHUNK && i < P; i++) begin
+                    logic [7:0] wl, wh;
+                    logic signed [26:0] pk;
+                    logic signed [39:0] prod;
+                    wl = w_q[((2*k)*P + i)*8 +: 8];
+                    wh = w_q[((2*k + 1)*P + i)*8 +: 8];
+                    pk = {9'($signed(wh)) - 9'(wl[7]), {10{wl[7]}}, wl};
+                    prod = pk * $signed(a_q[i*8 +: 8]);
+                    t = t + prod;
+                end
+                r = t[17:0];
+                neg = r > 18'd131072;
+                dot[2*k] = dot[2*k] + (neg ? sext18(r) : 32'(r));
+                dot[2*k + 1] = dot[2*k + 1] + 32'($signed(t[39:18])) + 32'(neg);
+            end
+        end
+    end
 
     logic [P*8-1:0] out_entry;           // requantized (or pooled) result of the output being written
     always_comb begin
@@ -173,12 +254,29 @@ module dnn_tile #(
     // ---- send
     logic [31:0] send_entry;
     logic [$clog2(WPE + 1)-1:0] send_word;
-    logic [P*8-1:0] send_q;
     assign m_axis_tvalid = (state == S_SEND);
-    assign m_axis_tdata = send_q[32'(send_word) * 32 +: 32];
-    assign m_axis_tlast = (state == S_SEND) && (send_entry == out_entries - 1) && (32'(send_word) == WPE - 1);
+    assign m_axis_tdata = act_q[32'(send_word) * 32 +: 32];
+    // The last layer's counters walk its output again while sending: last_out marks the last entry.
+    assign m_axis_tlast = (state == S_SEND) && last_out && (32'(send_word) == WPE - 1);
     assign m_axis_tuser = (state == S_SEND) && (send_entry == 0) && (send_word == 0);
     wire send_fire = m_axis_tvalid && m_axis_tready;
+
+    // ---- the activation memory's one write port (receive, or a layer's output) and one read port
+    wire [AA-1:0] recv_entry = AA'(recv_words / 32'(WPE));
+    wire act_we = (state == S_WRITE) ? d_addr < 32'(ACT_ENTRIES)
+        : (state == S_RECV && recv_fire && !load_mode && rx_word_last && recv_words / 32'(WPE) < 32'(ACT_ENTRIES));
+    wire [AA:0] act_wa = (state == S_WRITE) ? {!src, AA'(d_addr)} : {1'b0, recv_entry};
+    wire [P*8-1:0] act_wd = (state == S_WRITE) ? out_entry : entry_next;
+    wire [AA:0] act_ra = {src, (state == S_SEND_RD) ? AA'(send_entry) : AA'(a_cur)};
+    always_ff @(posedge clk) begin
+        if (act_we) act[act_wa] <= act_wd;
+        if (state == S_ISSUE || state == S_SEND_RD) act_q <= act[act_ra];
+        if (load_word && sec_id == 4'd2 && wlane == WPW - 1 && went < 32'(W_ENTRIES)) begin
+            wmem_hi[went[WA-1:0]] <= went_next[P*P*8-1:WLO];
+            wmem_lo[went[WA-1:0]] <= went_next[WLO-1:0];
+        end
+        if (state == S_ISSUE) w_q <= {wmem_hi[WA'(w_addr)], wmem_lo[WA'(w_addr)]};
+    end
 
     always_ff @(posedge clk) begin
         if (counting) image_count <= image_count + 1;
@@ -189,15 +287,9 @@ module dnn_tile #(
         b_valid <= 1'b0;
         if (b_valid) begin
             for (int o = 0; o < P; o++) begin
-                logic signed [31:0] dot;
                 logic signed [7:0] m;
-                dot = '0;
                 m = b_first ? -8'sd128 : pmax[o];
-                for (int i = 0; i < P; i++) begin
-                    dot = dot + 32'($signed(a_q[i*8 +: 8]) * $signed(w_q[(o*P + i)*8 +: 8]));
-                end
-                if (b_oob) dot = '0;
-                acc[o] <= (b_first ? 32'sd0 : acc[o]) + dot;
+                acc[o] <= (b_first ? 32'sd0 : acc[o]) + (b_oob ? 32'sd0 : dot[o]);
                 if ($signed(a_q[o*8 +: 8]) > m) m = $signed(a_q[o*8 +: 8]);
                 pmax[o] <= m;
             end
@@ -217,47 +309,44 @@ module dnn_tile #(
                         sec_idx <= sec_idx + 1;
                         case (sec_id)
                             4'd1: if (sec_idx < 32'(MAX_LAYERS * 8)) begin
-                                desc[sec_idx[LA+2:0]] <= w_in;
+                                if (sec_idx == 32'd1) {l0_w, l0_h} <= w_in;
+                                if (sec_idx == 32'd2) l0_cg <= w_in[15:0];
                                 if (sec_idx[2:0] == 3'd7) nlayers_q <= (LA+1)'(sec_idx[31:3] + 1);
                             end else bad_load_q <= 1'b1;
                             4'd2: begin
-                                logic [P*P*8-1:0] e;
-                                e = went_q;
-                                e[wlane * 32 +: 32] = w_in;
-                                went_q <= e;
-                                if (wlane == WPW - 1) begin
-                                    if (went < 32'(W_ENTRIES)) wmem[went[WA-1:0]] <= e;
-                                    else bad_load_q <= 1'b1;
-                                end
+                                went_q <= went_next;
+                                if (wlane == WPW - 1 && went >= 32'(W_ENTRIES)) bad_load_q <= 1'b1;
                             end
-                            4'd3, 4'd4, 4'd5: if (pgrp < 32'(PG_ENTRIES)) begin
-                                if (sec_id == 4'd3) bias_mem[pgrp[GA-1:0]][plane * 32 +: 32] <= w_in;
-                                if (sec_id == 4'd4) mult_mem[pgrp[GA-1:0]][plane * 32 +: 32] <= w_in;
-                                if (sec_id == 4'd5) shift_mem[pgrp[GA-1:0]][plane * 6 +: 6] <= w_in[5:0];
-                            end else bad_load_q <= 1'b1;
+                            4'd3, 4'd4, 4'd5: if (pgrp >= 32'(PG_ENTRIES)) bad_load_q <= 1'b1;
                             default: ;
                         endcase
                     end
                 end else begin
-                    logic [P*8-1:0] e;
                     if (recv_words == 0) begin
                         counting <= 1'b1;
                         image_count <= 32'd1;
                         for (int l = 0; l < MAX_LAYERS; l++) layer_cycles_q[l] <= '0;
                     end
-                    e = entry_q;
-                    e[(recv_words % 32'(WPE)) * 32 +: 32] = w_in;
-                    entry_q <= e;
-                    if (recv_words % 32'(WPE) == WPE - 1) begin
-                        if (recv_words / 32'(WPE) < 32'(ACT_ENTRIES))
-                            act[0][AA'(recv_words / 32'(WPE))] <= e;
-                    end
+                    entry_q <= entry_next;
                     recv_words <= recv_words + 1;
+                    if (rx_word_last) begin
+                        if (rx_c != l0_cg - 1) rx_c <= rx_c + 1;
+                        else begin
+                            rx_c <= '0;
+                            if (rx_x != l0_w - 1) rx_x <= rx_x + 1;
+                            else begin
+                                rx_x <= '0;
+                                rx_y <= rx_y + 1;
+                            end
+                        end
+                    end
                     if (nlayers_q == 0) begin
                         bad_desc_q <= 1'b1;          // no network loaded: drop the word
                         recv_words <= '0;
+                        {rx_c, rx_x, rx_y} <= '0;
                         counting <= 1'b0;
-                    end else if (recv_words + 1 == in_entries * 32'(WPE)) begin
+                    end else if (rx_last) begin
+                        {rx_c, rx_x, rx_y} <= '0;
                         state <= S_SETUP;
                         layer <= '0;
                         src <= 1'b0;
@@ -277,40 +366,50 @@ module dnn_tile #(
                 kw <= d4[15:8];
                 stride <= d4[23:16];
                 pad <= d4[31:24];
-                wbase <= dw(layer, 5);
-                pbase <= dw(layer, 6);
+                wbase <= dsc[5];
+                pbase <= dsc[6];
+                w_addr <= dsc[5];
+                p_addr <= dsc[6];
+                d_addr <= '0;
+                row_len <= su_row_len;
+                step_x <= 32'(d4[23:16]) * 32'(d2[15:0]);
+                step_y <= 32'(d4[23:16]) * su_row_len;
+                iy0 <= -$signed(26'(d4[31:24]));
+                ix0 <= -$signed(26'(d4[31:24]));
+                {a_cur, a_trow, a_pix, a_pixg, a_line} <= {5{su_start}};
                 {oy, ox, og, ky, kx, cg} <= '0;
                 state <= S_ISSUE;
             end
             S_ISSUE: begin
-                if ((in_bounds && a_addr >= 32'(ACT_ENTRIES)) ||
-                    (!pool && (w_addr >= 32'(W_ENTRIES) || pbase + 32'(og) >= 32'(PG_ENTRIES))))
+                if ((in_bounds && a_cur >= 32'(ACT_ENTRIES)) ||
+                    (!pool && (w_addr >= 32'(W_ENTRIES) || p_addr >= 32'(PG_ENTRIES))))
                     bad_desc_q <= 1'b1;
-                a_q <= act[src][AA'(a_addr)];
-                w_q <= wmem[WA'(w_addr)];
-                bias_q <= bias_mem[GA'(pbase + 32'(og))];
-                mult_q <= mult_mem[GA'(pbase + 32'(og))];
-                shift_q <= shift_mem[GA'(pbase + 32'(og))];
                 b_valid <= 1'b1;
                 b_first <= (ky == 0) && (kx == 0) && (pool || cg == 0);
                 b_oob <= !in_bounds;
+                w_addr <= w_addr + 1;
                 if (last_tap) begin
                     {ky, kx, cg} <= '0;
                     state <= S_DRAIN;
-                end else if (!pool && cg != cg_n - 1) cg <= cg + 1;
-                else begin
+                end else if (!pool && cg != cg_n - 1) begin
+                    cg <= cg + 1;
+                    a_cur <= a_cur + 1;
+                end else begin
                     cg <= '0;
-                    if (kx != 16'(kw) - 1) kx <= kx + 1;
-                    else begin
+                    if (kx != 16'(kw) - 1) begin
+                        kx <= kx + 1;
+                        a_cur <= a_cur + (pool ? 32'(cg_n) : 32'd1);
+                    end else begin
                         kx <= '0;
                         ky <= ky + 1;
+                        a_trow <= a_trow + row_len;
+                        a_cur <= a_trow + row_len;
                     end
                 end
             end
             S_DRAIN: state <= S_WRITE;
             S_WRITE: begin
-                if (d_addr < 32'(ACT_ENTRIES)) act[!src][AA'(d_addr)] <= out_entry;
-                else bad_desc_q <= 1'b1;
+                if (d_addr >= 32'(ACT_ENTRIES)) bad_desc_q <= 1'b1;
                 if (last_out) begin
                     {oy, ox, og} <= '0;
                     layer <= layer + 1'b1;
@@ -321,6 +420,42 @@ module dnn_tile #(
                     end else state <= S_SETUP;
                 end else begin
                     state <= S_ISSUE;
+                    // Next output (og fastest, then ox, then oy) and the addresses that follow it.
+                    d_addr <= d_addr + 1;
+                    if (og != og_n - 1) begin
+                        og <= og + 1;
+                        p_addr <= p_addr + 1;
+                        a_cur <= pool ? a_pixg + 1 : a_pix;
+                        a_trow <= pool ? a_pixg + 1 : a_pix;
+                        a_pixg <= a_pixg + 1;
+                    end else begin
+                        og <= '0;
+                        p_addr <= pbase;
+                        w_addr <= wbase;
+                        if (ox != out_w - 1) begin
+                            ox <= ox + 1;
+                            ix0 <= ix0 + $signed(26'(stride));
+                            {a_cur, a_trow, a_pix, a_pixg} <= {4{a_pix + step_x}};
+                        end else begin
+                            ox <= '0;
+                            oy <= oy + 1;
+                            ix0 <= -$signed(26'(pad));
+                            iy0 <= iy0 + $signed(26'(stride));
+                            a_line <= a_line + step_y;
+                            {a_cur, a_trow, a_pix, a_pixg} <= {4{a_line + step_y}};
+                        end
+                    end
+                end
+            end
+            S_SEND_RD: begin
+                send_word <= '0;
+                state <= S_SEND;
+            end
+            S_SEND: if (send_fire) begin
+                if (32'(send_word) != WPE - 1) send_word <= send_word + 1'b1;
+                else if (!last_out) begin
+                    send_entry <= send_entry + 1;
+                    state <= S_SEND_RD;
                     if (og != og_n - 1) og <= og + 1;
                     else begin
                         og <= '0;
@@ -330,18 +465,6 @@ module dnn_tile #(
                             oy <= oy + 1;
                         end
                     end
-                end
-            end
-            S_SEND_RD: begin
-                send_q <= act[src][AA'(send_entry)];
-                send_word <= '0;
-                state <= S_SEND;
-            end
-            S_SEND: if (send_fire) begin
-                if (32'(send_word) != WPE - 1) send_word <= send_word + 1'b1;
-                else if (send_entry != out_entries - 1) begin
-                    send_entry <= send_entry + 1;
-                    state <= S_SEND_RD;
                 end else begin
                     state <= S_RECV;
                     recv_words <= '0;
@@ -357,6 +480,7 @@ module dnn_tile #(
             state <= S_RECV;
             {sec_id, sec_left, sec_idx} <= '0;
             {recv_words, counting, image_count, image_cycles_q, frames_q} <= '0;
+            {rx_c, rx_x, rx_y} <= '0;
             {bad_load_q, bad_desc_q, b_valid, layer, src} <= '0;
             nlayers_q <= '0;
             for (int l = 0; l < MAX_LAYERS; l++) layer_cycles_q[l] <= '0;

@@ -3,6 +3,8 @@
 // the configuration port's active module id; id 0 (blank, or being written) selects rm_blank's junk.
 // Unselected RMs have their clock gated off, and a load resets the new one, as configuration
 // would. The dfx_decoupler sits between the mux and the static side.
+// Simulation only: synthesis reads hdl_sim/synth/rp_slot_static.sv in its place (the decoupler and
+// the partition as a black box), and each module on its own through hdl_sim/synth/rm_partition.sv.
 `resetall
 `timescale 1ns / 1ps
 `default_nettype none

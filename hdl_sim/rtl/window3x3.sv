@@ -3,7 +3,8 @@
 // The sequencer walks H+1 row passes of W+1 steps. Pass i consumes input row i (none on pass H,
 // where the bottom row is replicated) and emits output row i-1; step W of a pass consumes nothing
 // and emits the right-edge pixel. So one frame takes (H+1)*(W+1) steps and emits exactly H*W windows.
-// Line buffers are register arrays read combinationally (a BRAM build would add one read stage).
+// Line buffers are block-RAM style: written at the step's column, read one step ahead into a
+// register (the index the next step will use), with this step's write forwarded when both match.
 `resetall
 `timescale 1ns / 1ps
 `default_nettype none
@@ -52,8 +53,7 @@ module window3x3 #(
     wire [DIM_W-1:0] j_in = is_flush ? '0 : j_q;   // keep the index in range on flush steps
     wire [AW-1:0] jj = j_in[AW-1:0];
     wire unused_j_bits = &{1'b0, j_in};
-    wire [7:0] a = lb_a[jj];
-    wire [7:0] b = lb_b[jj];
+    wire [7:0] a, b;            // lb_a[jj], lb_b[jj] of this step, from the registered reads
     wire [7:0] top = (i_q == 1) ? a : b;
     wire [7:0] bot = (i_q < h_eff) ? s_pixel : a;
     wire [23:0] vec = {top, a, bot};
@@ -66,6 +66,30 @@ module window3x3 #(
 
     wire last_step = is_flush && (i_q == h_eff);
 
+    // The column index of the next step. The row length a step sees cannot change between two
+    // steps (it is sampled at the frame start, where the index is 0 whatever it is), so w_eff holds.
+    wire wraps = last_step || (h_eff == '0) || is_flush || ((i_q == '0) && (j_q == w_eff - 1));
+    wire [DIM_W-1:0] j_next = rst ? '0 : !fire ? j_q : wraps ? '0 : j_q + 1'b1;
+    wire [DIM_W-1:0] j_in_next = (j_next == w_eff) ? '0 : j_next;
+    wire [AW-1:0] rd_idx = j_in_next[AW-1:0];
+    wire lb_write = fire && need_in;
+    logic [7:0] rd_a, rd_b, fwd_a, fwd_b;
+    logic fwd;
+    always_ff @(posedge clk) begin
+        if (lb_write) begin
+            lb_b[jj] <= a;
+            lb_a[jj] <= s_pixel;
+        end
+        rd_a <= lb_a[rd_idx];
+        rd_b <= lb_b[rd_idx];
+        fwd <= lb_write && (jj == rd_idx);
+        fwd_a <= s_pixel;
+        fwd_b <= a;
+    end
+    assign a = fwd ? fwd_a : rd_a;
+    assign b = fwd ? fwd_b : rd_b;
+    wire unused_j_next = &{1'b0, j_in_next};
+
     always_ff @(posedge clk) begin
         if (m_valid && m_ready) m_valid <= 1'b0;
         if (at_start) begin
@@ -74,8 +98,6 @@ module window3x3 #(
         end
         if (fire) begin
             if (need_in) begin
-                lb_b[jj] <= a;
-                lb_a[jj] <= s_pixel;
                 if (s_last != (j_q == w_eff - 1)) framing_err <= 1'b1;
             end
             if (i_q != '0) begin

@@ -1,5 +1,6 @@
 """window3x3: every output is the 3x3 neighbourhood of cv2.BORDER_REPLICATE, in raster order, with
-row/frame markers, under random input gaps and output stalls; (H+1)*(W+1) steps per frame."""
+row/frame markers, under random input gaps and output stalls; (H+1)*(W+1) steps per frame. One-pixel
+rows (the line buffers' registered read forwarding the word just written) and rows of MAX_W included."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ async def replicate_windows(dut):
     await clock_and_reset(dut)
     rng = random.Random(11)
     nprng = np.random.default_rng(11)
-    for n, (h, w) in enumerate([(1, 1), (2, 3), (9, 17), (5, 2), (12, 8)]):
+    for n, (h, w) in enumerate([(1, 1), (2, 3), (9, 17), (5, 2), (12, 8), (4, 1), (3, 64)]):
         frame = nprng.integers(0, 256, (h, w), dtype=np.uint8)
         got = await run_frame(dut, frame, rng, gaps=0.3 * (n % 2), stalls=0.4 * ((n + 1) % 2))
         want = windows(frame).reshape(-1, 9)

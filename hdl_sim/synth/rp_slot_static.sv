@@ -1,0 +1,109 @@
+// rp_slot (synthesis view): the static side of one reconfigurable partition, the decoupler, with
+// the partition itself a black box (rm_partition_box) as a DFX static build sees it. It replaces
+// hdl_sim/rtl/rp_slot.sv (the ReSim-style wrapper holding every module, for simulation only) when
+// the static shell is synthesized; same module name and ports, so shell.sv is read unchanged.
+// The slot's reset on load and its active-module id belong to the DFX controller on a real board.
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+(* blackbox *)
+module rm_partition_box (   // the 32-bit RM port list of rm_ports.svh
+    input  wire               clk,
+    input  wire               rst,
+    input  wire [31:0]        s_axis_tdata,
+    input  wire               s_axis_tvalid,
+    output wire               s_axis_tready,
+    input  wire               s_axis_tlast,
+    input  wire               s_axis_tuser,
+    output wire [31:0]        m_axis_tdata,
+    output wire               m_axis_tvalid,
+    input  wire               m_axis_tready,
+    output wire               m_axis_tlast,
+    output wire               m_axis_tuser,
+    input  wire [7:0]         s_axil_awaddr,
+    input  wire               s_axil_awvalid,
+    output wire               s_axil_awready,
+    input  wire [31:0]        s_axil_wdata,
+    input  wire [3:0]         s_axil_wstrb,
+    input  wire               s_axil_wvalid,
+    output wire               s_axil_wready,
+    output wire [1:0]         s_axil_bresp,
+    output wire               s_axil_bvalid,
+    input  wire               s_axil_bready,
+    input  wire [7:0]         s_axil_araddr,
+    input  wire               s_axil_arvalid,
+    output wire               s_axil_arready,
+    output wire [31:0]        s_axil_rdata,
+    output wire [1:0]         s_axil_rresp,
+    output wire               s_axil_rvalid,
+    input  wire               s_axil_rready
+);
+endmodule
+
+module rp_slot #(
+    parameter int DATA_W = 32,
+    parameter int MAX_W = 1920,
+    parameter logic [15:0] MODULE_MASK = 16'b0000_0000_0011_1110,
+    parameter logic [31:0] SEED = 32'h1234_5678,
+    parameter int DNN_P = 8,
+    parameter int DNN_ACT_ENTRIES = 4096,
+    parameter int DNN_W_ENTRIES = 1024,
+    parameter int DNN_PG_ENTRIES = 64,
+    parameter int DNN_MAX_LAYERS = 16
+) (
+    input  wire [3:0]         active_module,
+    input  wire               rm_rst,
+    input  wire               decouple,
+    output wire               decouple_status,
+    `include "rm_ports.svh"
+);
+    wire [DATA_W-1:0] rp_s_tdata, rp_m_tdata;
+    wire rp_s_tvalid, rp_s_tready, rp_s_tlast, rp_s_tuser;
+    wire rp_m_tvalid, rp_m_tready, rp_m_tlast, rp_m_tuser;
+    wire [7:0] rp_awaddr, rp_araddr;
+    wire [31:0] rp_wdata, rp_rdata;
+    wire [3:0] rp_wstrb;
+    wire [1:0] rp_bresp, rp_rresp;
+    wire rp_awvalid, rp_awready, rp_wvalid, rp_wready, rp_bvalid, rp_bready;
+    wire rp_arvalid, rp_arready, rp_rvalid, rp_rready;
+
+    dfx_decoupler #(.DATA_W(DATA_W)) u_decoupler (
+        .clk, .rst, .decouple, .decouple_status,
+        .s_axis_tdata, .s_axis_tvalid, .s_axis_tready, .s_axis_tlast, .s_axis_tuser,
+        .rp_s_axis_tdata(rp_s_tdata), .rp_s_axis_tvalid(rp_s_tvalid), .rp_s_axis_tready(rp_s_tready),
+        .rp_s_axis_tlast(rp_s_tlast), .rp_s_axis_tuser(rp_s_tuser),
+        .rp_m_axis_tdata(rp_m_tdata), .rp_m_axis_tvalid(rp_m_tvalid), .rp_m_axis_tready(rp_m_tready),
+        .rp_m_axis_tlast(rp_m_tlast), .rp_m_axis_tuser(rp_m_tuser),
+        .m_axis_tdata, .m_axis_tvalid, .m_axis_tready, .m_axis_tlast, .m_axis_tuser,
+        .s_axil_awaddr, .s_axil_awvalid, .s_axil_awready, .s_axil_wdata, .s_axil_wstrb,
+        .s_axil_wvalid, .s_axil_wready, .s_axil_bresp, .s_axil_bvalid, .s_axil_bready,
+        .s_axil_araddr, .s_axil_arvalid, .s_axil_arready, .s_axil_rdata, .s_axil_rresp,
+        .s_axil_rvalid, .s_axil_rready,
+        .rp_axil_awaddr(rp_awaddr), .rp_axil_awvalid(rp_awvalid), .rp_axil_awready(rp_awready),
+        .rp_axil_wdata(rp_wdata), .rp_axil_wstrb(rp_wstrb), .rp_axil_wvalid(rp_wvalid),
+        .rp_axil_wready(rp_wready), .rp_axil_bresp(rp_bresp), .rp_axil_bvalid(rp_bvalid),
+        .rp_axil_bready(rp_bready), .rp_axil_araddr(rp_araddr), .rp_axil_arvalid(rp_arvalid),
+        .rp_axil_arready(rp_arready), .rp_axil_rdata(rp_rdata), .rp_axil_rresp(rp_rresp),
+        .rp_axil_rvalid(rp_rvalid), .rp_axil_rready(rp_rready)
+    );
+
+    rm_partition_box u_rm (
+        .clk, .rst(rst || rm_rst),
+        .s_axis_tdata(rp_s_tdata), .s_axis_tvalid(rp_s_tvalid), .s_axis_tready(rp_s_tready),
+        .s_axis_tlast(rp_s_tlast), .s_axis_tuser(rp_s_tuser),
+        .m_axis_tdata(rp_m_tdata), .m_axis_tvalid(rp_m_tvalid), .m_axis_tready(rp_m_tready),
+        .m_axis_tlast(rp_m_tlast), .m_axis_tuser(rp_m_tuser),
+        .s_axil_awaddr(rp_awaddr), .s_axil_awvalid(rp_awvalid), .s_axil_awready(rp_awready),
+        .s_axil_wdata(rp_wdata), .s_axil_wstrb(rp_wstrb), .s_axil_wvalid(rp_wvalid),
+        .s_axil_wready(rp_wready), .s_axil_bresp(rp_bresp), .s_axil_bvalid(rp_bvalid),
+        .s_axil_bready(rp_bready), .s_axil_araddr(rp_araddr), .s_axil_arvalid(rp_arvalid),
+        .s_axil_arready(rp_arready), .s_axil_rdata(rp_rdata), .s_axil_rresp(rp_rresp),
+        .s_axil_rvalid(rp_rvalid), .s_axil_rready(rp_rready)
+    );
+
+    initial if (DATA_W != 32) $error("rp_slot (synthesis view): the partition box is 32 bits wide");
+    wire unused_slot = &{1'b0, active_module, MODULE_MASK, SEED};
+endmodule
+
+`resetall

@@ -1,0 +1,349 @@
+"""``fpgashare.fleet.connect(address)``: the client API of ``fpgashare.connect()`` over a fleet.
+
+    from fpgashare import fleet
+    with fleet.connect("ray://head:10001") as fpga:        # or "auto", or "HOST:6379"
+        edges = fpga.pipeline("edges", stages=["gauss3x3", "sobel_mag"], period_ms=33.3,
+                              frame_shape=(480, 640), camera="cam0")    # camera: stays on its board
+        out = edges.submit(frame).result(timeout=1.0)
+        for event in fpga.poll_events():                  # PipelineMoved / PipelineLost
+            ...
+        digits = fpga.dnn("digits", model="digits_cnn")    # spread over every board that has tiles
+
+Frames travel as Ray objects to the board's agent (zero copy when the agent is on the same node),
+which writes them into the daemon's shared-memory ring. A frame in flight on a board that dies ends
+``BoardLost`` (a ``FrameFailed``, reason 'board lost'); the pipeline's next frames go to the board
+the controller moved it to, and a pipeline that fits nowhere ends: its later frames are dropped with
+the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import uuid
+
+import numpy as np
+from fpgashare.client import DaemonError, DeadlineMissed, FrameDropped, FrameFailed
+from fpgashare.fleet.events import (
+    BOARD_LOST,
+    INSTALL_HINT,
+    BoardLost,
+    FleetRejected,
+    FleetUnavailable,
+    PipelineLost,
+    PipelineMoved,
+    event_from_wire,
+)
+
+log = logging.getLogger(__name__)
+
+EVENT_POLL_S = 1.0
+DNN_BATCH = 64            #: images per call to a board's agent
+DNN_QUEUE = 4 * DNN_BATCH  #: images waiting per board before submit picks another (or waits)
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise FleetUnavailable(INSTALL_HINT) from None
+    return ray
+
+
+def connect(address: str = "auto", timeout: float = 30.0) -> FleetFpga:
+    """A connection to the fleet whose Ray head is at ``address`` (started by ``fpgashare fleet up``
+    or by the head host's unit)."""
+    ray = _ray()
+    from fpgashare.fleet.controller import CONTROLLER, NAMESPACE
+
+    if not ray.is_initialized():
+        ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level=logging.WARNING)
+    try:
+        controller = ray.get_actor(CONTROLLER, namespace=NAMESPACE)
+    except ValueError:
+        raise FleetUnavailable(f"no fpgashare fleet controller in the Ray cluster at {address}") from None
+    return FleetFpga(controller, timeout)
+
+
+class FleetFpga:
+    """One client of the fleet. ``events`` is a queue of PipelineMoved / PipelineLost; ``on_event``
+    (if set) is called with each, on the event thread."""
+
+    def __init__(self, controller, timeout: float) -> None:
+        ray = _ray()
+        self.ray, self.controller, self.timeout = ray, controller, timeout
+        self.client_id = uuid.uuid4().hex[:12]
+        self.node_id = ray.get_runtime_context().get_node_id()
+        self.pipelines: dict[str, FleetPipeline | FleetDnn] = {}
+        self.events: queue.Queue = queue.Queue()
+        self.on_event = None
+        self._agents: dict[str, object] = {}
+        self._closed = threading.Event()
+        self._watcher = threading.Thread(target=self._watch_events, name="fleet-events", daemon=True)
+        self._watcher.start()
+
+    def agent(self, name: str):
+        if name not in self._agents:
+            from fpgashare.fleet.controller import NAMESPACE
+
+            self._agents[name] = self.ray.get_actor(name, namespace=NAMESPACE)
+        return self._agents[name]
+
+    def _call(self, method, *args, **kwargs):
+        return self.ray.get(method.remote(*args, **kwargs), timeout=self.timeout)
+
+    def pipeline(self, name: str, stages: list[str], period_ms: float, frame_shape: tuple[int, int],
+                 deadline_ms: float | None = None, params: dict | None = None,
+                 camera: str | None = None, boards: list[str] | None = None) -> FleetPipeline:
+        """Place a real-time pipeline on a board that admits it (on ``camera``'s board if given; among
+        ``boards`` if given); raises FleetRejected (an AdmissionRejected) naming each board's reason."""
+        fields = {"stages": list(stages), "period_ms": float(period_ms),
+                  "frame_shape": [int(v) for v in frame_shape], "params": params or {}}
+        if deadline_ms is not None:
+            fields["deadline_ms"] = float(deadline_ms)
+        answer = self._call(self.controller.place, self.client_id, name, fields, camera, boards)
+        if "error" in answer:
+            raise DaemonError("bad_request", answer["error"])
+        if "rejected" in answer:
+            raise FleetRejected(name, answer["rejected"])
+        pipe = FleetPipeline(self, name, answer["board"], answer["agent"])
+        self.pipelines[name] = pipe
+        return pipe
+
+    def dnn(self, name: str, model: str, boards: list[str] | None = None) -> FleetDnn:
+        """A best-effort DNN pipeline on every board with DNN tiles: images go to the board with the
+        shortest queue, so a slow board does not hold the rest back."""
+        answer = self._call(self.controller.place_dnn, self.client_id, name, model, boards)
+        if "error" in answer:
+            raise DaemonError("bad_request", answer["error"])
+        if "rejected" in answer:
+            raise FleetRejected(name, answer["rejected"])
+        pipe = FleetDnn(self, name, answer["boards"])
+        self.pipelines[name] = pipe
+        return pipe
+
+    def status(self) -> dict:
+        return self._call(self.controller.status)
+
+    def poll_events(self) -> list[PipelineMoved | PipelineLost]:
+        """Every event not taken yet, without waiting."""
+        out = []
+        while True:
+            try:
+                out.append(self.events.get_nowait())
+            except queue.Empty:
+                return out
+
+    def _watch_events(self) -> None:
+        cursor = 0
+        while not self._closed.is_set():
+            try:
+                batch = self.ray.get(self.controller.wait_events.remote(self.client_id, cursor, EVENT_POLL_S),
+                                     timeout=EVENT_POLL_S + self.timeout)
+            except Exception as exc:             # the controller or Ray went away: nothing more will come
+                if not self._closed.is_set():
+                    log.warning("fleet events stopped: %s", exc)
+                return
+            cursor += len(batch)
+            for wire in batch:
+                event = event_from_wire(wire)
+                pipe = self.pipelines.get(event.pipeline)
+                if pipe is not None:
+                    pipe._on_event(event)
+                self.events.put(event)
+                if self.on_event is not None:
+                    self.on_event(event)
+
+    def close(self) -> None:
+        self._closed.set()
+        for pipe in list(self.pipelines.values()):
+            pipe.stop()
+        try:
+            self._call(self.controller.client_gone, self.client_id)
+        except Exception as exc:                 # the fleet is already gone: nothing to close there
+            log.info("closing fleet client: %s", exc)
+        self.pipelines.clear()
+
+    def __enter__(self) -> FleetFpga:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class FleetPipeline:
+    """A real-time pipeline on one board of the fleet (which may change: see PipelineMoved)."""
+
+    def __init__(self, fleet: FleetFpga, name: str, board: str, agent: str) -> None:
+        self.fleet, self.name = fleet, name
+        self.board, self._agent = board, fleet.agent(agent)
+        self.ended: str | None = None           # why the pipeline ended (it fits nowhere after a loss)
+        self.moves: list[PipelineMoved] = []
+
+    def _on_event(self, event) -> None:
+        from fpgashare.fleet.controller import AGENT_PREFIX
+
+        if isinstance(event, PipelineMoved):
+            self.board, self._agent = event.to_board, self.fleet.agent(AGENT_PREFIX + event.to_board)
+            self.moves.append(event)
+        else:
+            self.ended = event.reason
+
+    def submit(self, frame: np.ndarray) -> FleetFuture:
+        """Send a frame to the pipeline's board; returns at once."""
+        if self.ended is not None:
+            return FleetFuture(self, None, self.board, FrameDropped(f"pipeline ended: {self.ended}"))
+        return FleetFuture(self, self._agent.submit.remote(self.name, frame), self.board)
+
+    def stop(self) -> None:
+        self.ended = self.ended or "pipeline closed"
+
+    def close(self) -> None:
+        self.stop()
+        self.fleet._call(self.fleet.controller.close, self.name)
+        self.fleet.pipelines.pop(self.name, None)
+
+
+class FleetFuture:
+    """The outcome of one frame: ``result()`` is the output, or raises DeadlineMissed, FrameDropped,
+    FrameFailed (BoardLost when its board died) as ``fpgashare.connect()``'s futures do."""
+
+    def __init__(self, pipe, ref, board: str, outcome: object = None) -> None:
+        self.pipe, self.ref, self.board = pipe, ref, board
+        self._outcome = outcome
+        self.outcome_name: str | None = None if outcome is None else "dropped"
+
+    def result(self, timeout: float | None = None):
+        if self._outcome is None:
+            ray = self.pipe.fleet.ray
+            try:
+                answer = ray.get(self.ref, timeout=timeout)
+            except ray.exceptions.GetTimeoutError:
+                raise TimeoutError(f"no outcome within {timeout} s") from None
+            except ray.exceptions.RayError:       # the agent died with its board
+                answer = {"outcome": "error", "reason": BOARD_LOST}
+            self._outcome = self._settle(answer)
+        if isinstance(self._outcome, Exception):
+            raise self._outcome
+        return self._outcome
+
+    def _settle(self, answer: dict):
+        self.outcome_name = answer["outcome"]
+        reason = answer.get("reason")
+        if answer["outcome"] == "dropped":
+            return FrameDropped(reason or "no reason given")
+        if answer["outcome"] == "error":
+            return BoardLost(self.board) if reason and reason.startswith(BOARD_LOST) else FrameFailed(reason)
+        if answer["outcome"] == "late":
+            return DeadlineMissed(answer["latency_ms"], answer["output"])
+        return answer["output"]
+
+
+class FleetDnn:
+    """A DNN pipeline over several boards: one queue and one sender thread per board; an image goes
+    to the board whose queue is shortest."""
+
+    def __init__(self, fleet: FleetFpga, name: str, boards: dict[str, str]) -> None:
+        self.fleet, self.name = fleet, name
+        self.queues = {b: queue.Queue() for b in boards}
+        self.done = {b: 0 for b in boards}
+        self._lock = threading.Lock()
+        self._senders = [threading.Thread(target=self._send, args=(b, fleet.agent(a)), daemon=True,
+                                          name=f"dnn-{b}") for b, a in boards.items()]
+        for t in self._senders:
+            t.start()
+
+    @property
+    def boards(self) -> list[str]:
+        return list(self.queues)
+
+    def _on_event(self, event) -> None:
+        pass                                    # a lost board's sender fails its queue (below)
+
+    def submit(self, image: np.ndarray) -> DnnFleetFuture:
+        fut = DnnFleetFuture()
+        with self._lock:
+            live = {b: q for b, q in self.queues.items() if q is not None}
+            if not live:
+                fut.set(FrameDropped(f"dnn {self.name!r} has no live board left"))
+                return fut
+            board = min(live, key=lambda b: live[b].qsize())
+            live[board].put((image, fut))
+        return fut
+
+    def _send(self, board: str, agent) -> None:
+        q = self.queues[board]
+        while True:
+            item = q.get()
+            if item is None:
+                return
+            batch = [item]
+            while len(batch) < DNN_BATCH:
+                try:
+                    nxt = q.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    q.put(None)
+                    break
+                batch.append(nxt)
+            try:
+                answers = self.fleet.ray.get(agent.infer_batch.remote(self.name, np.stack([i for i, _ in batch])))
+            except self.fleet.ray.exceptions.RayError:
+                answers = [{"outcome": "error", "reason": BOARD_LOST}] * len(batch)
+                with self._lock:
+                    self.queues[board] = None           # no new images go there
+                while True:                             # what waited for the dead board ends too
+                    try:
+                        rest = q.get_nowait()
+                    except queue.Empty:
+                        break
+                    if rest is not None:
+                        batch.append(rest)
+                        answers.append(answers[0])
+            for (_, fut), answer in zip(batch, answers, strict=True):
+                fut.set(_dnn_outcome(answer, board))
+            self.done[board] += len(batch)
+            if self.queues[board] is None:
+                return
+
+    def stop(self) -> None:
+        with self._lock:
+            for q in self.queues.values():
+                if q is not None:
+                    q.put(None)
+
+    def close(self) -> None:
+        self.stop()
+        self.fleet._call(self.fleet.controller.close, self.name)
+        self.fleet.pipelines.pop(self.name, None)
+
+
+def _dnn_outcome(answer: dict, board: str):
+    if answer["outcome"] == "done":
+        return np.asarray(answer["output"], dtype=np.int8)
+    if answer["outcome"] == "error":
+        reason = answer.get("reason") or ""
+        return BoardLost(board) if reason.startswith(BOARD_LOST) else FrameFailed(reason)
+    return FrameDropped(answer.get("reason") or "no reason given")
+
+
+class DnnFleetFuture:
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._outcome = None
+
+    def set(self, outcome) -> None:
+        self._outcome = outcome
+        self._event.set()
+
+    def done(self) -> bool:
+        return self._event.is_set()
+
+    def result(self, timeout: float | None = None) -> np.ndarray:
+        if not self._event.wait(timeout):
+            raise TimeoutError(f"no outcome within {timeout} s")
+        if isinstance(self._outcome, Exception):
+            raise self._outcome
+        return self._outcome

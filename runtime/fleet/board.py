@@ -90,8 +90,10 @@ def outcome_of(future_result) -> dict:
         return {"outcome": "error", "reason": BOARD_LOST if exc.kind == "gone" else str(exc)}
     except FrameFailed as exc:
         return {"outcome": "error", "reason": str(exc)}
-    except (OSError, FpgashareError, TimeoutError, concurrent.futures.TimeoutError) as exc:
-        return {"outcome": "error", "reason": f"{BOARD_LOST}: {exc}"}
+    except (OSError, TimeoutError, concurrent.futures.TimeoutError) as exc:    # the daemon does not answer
+        return {"outcome": "error", "reason": f"{BOARD_LOST}: {type(exc).__name__}: {exc}"}
+    except FpgashareError as exc:
+        return {"outcome": "error", "reason": f"{type(exc).__name__}: {exc}"}
     return {"outcome": "on_time", "output": output}
 
 
@@ -139,8 +141,11 @@ class BoardAgent:
             fut = pipe.submit(frame)
         except FrameDropped as exc:
             return {"outcome": "dropped", "reason": exc.reason}
-        except (OSError, FpgashareError) as exc:
+        except OSError as exc:
             return {"outcome": "error", "reason": f"{BOARD_LOST}: {exc}"}
+        except FpgashareError as exc:     # a closed connection: the daemon went away
+            lost = f"{BOARD_LOST}: " if self.fpga._closed else ""
+            return {"outcome": "error", "reason": f"{lost}{type(exc).__name__}: {exc}"}
         return outcome_of(lambda: fut.result(timeout=self.fpga.timeout))
 
     def infer_batch(self, name: str, images: np.ndarray) -> list[dict]:
@@ -155,11 +160,13 @@ class BoardAgent:
             try:
                 futures.append(pipe.submit(image))
             except (OSError, FpgashareError) as exc:
-                futures.append(exc)
+                futures.append(exc if self.fpga._closed or isinstance(exc, OSError) else FrameFailed(str(exc)))
         outcomes.extend(self._dnn_outcome(f) for f in futures)
         return outcomes
 
     def _dnn_outcome(self, fut) -> dict:
+        if isinstance(fut, FrameFailed):
+            return {"outcome": "error", "reason": str(fut)}
         if isinstance(fut, Exception):
             return {"outcome": "error", "reason": f"{BOARD_LOST}: {fut}"}
         result = outcome_of(lambda: fut.result(timeout=self.fpga.timeout))

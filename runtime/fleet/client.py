@@ -18,6 +18,7 @@ the reason.
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import queue
 import threading
@@ -213,16 +214,23 @@ class FleetFuture:
         self.pipe, self.ref, self.board = pipe, ref, board
         self._outcome = outcome
         self.outcome_name: str | None = None if outcome is None else "dropped"
+        # Fetched as soon as it is ready: an output left in a board's object store dies with the board.
+        self._pending = None if ref is None else ref.future()
+
+    def done(self) -> bool:
+        return self._outcome is not None or self._pending.done()
 
     def result(self, timeout: float | None = None):
         if self._outcome is None:
             ray = self.pipe.fleet.ray
             try:
-                answer = ray.get(self.ref, timeout=timeout)
-            except ray.exceptions.GetTimeoutError:
+                answer = self._pending.result(timeout=timeout)
+            except concurrent.futures.TimeoutError:
                 raise TimeoutError(f"no outcome within {timeout} s") from None
-            except ray.exceptions.RayError:       # the agent died with its board
+            except ray.exceptions.RayActorError:  # the agent died with its board
                 answer = {"outcome": "error", "reason": BOARD_LOST}
+            except ray.exceptions.RayError as exc:
+                answer = {"outcome": "error", "reason": f"{type(exc).__name__}: {exc}"}
             self._outcome = self._settle(answer)
         if isinstance(self._outcome, Exception):
             raise self._outcome
@@ -234,7 +242,9 @@ class FleetFuture:
         if answer["outcome"] == "dropped":
             return FrameDropped(reason or "no reason given")
         if answer["outcome"] == "error":
-            return BoardLost(self.board) if reason and reason.startswith(BOARD_LOST) else FrameFailed(reason)
+            if reason and reason.startswith(BOARD_LOST):
+                return BoardLost(self.board, reason)
+            return FrameFailed(reason)
         if answer["outcome"] == "late":
             return DeadlineMissed(answer["latency_ms"], answer["output"])
         return answer["output"]
@@ -325,7 +335,7 @@ def _dnn_outcome(answer: dict, board: str):
         return np.asarray(answer["output"], dtype=np.int8)
     if answer["outcome"] == "error":
         reason = answer.get("reason") or ""
-        return BoardLost(board) if reason.startswith(BOARD_LOST) else FrameFailed(reason)
+        return BoardLost(board, reason) if reason.startswith(BOARD_LOST) else FrameFailed(reason)
     return FrameDropped(answer.get("reason") or "no reason given")
 
 

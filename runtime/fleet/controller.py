@@ -133,12 +133,16 @@ class Controller:
                 ray.kill(agent, no_restart=True)      # frames waiting there end 'board lost' at once
             moving = sorted((p for p in self.pipelines.values() if board in p.boards),
                             key=lambda p: p.deadline_ms)
-            for p in moving:
+        for p in moving:
+            # One move at a time under the lock, so each owner hears of its move as soon as it is made.
+            with self._lock:
+                if self.pipelines.get(p.name) is not p:
+                    continue                  # closed meanwhile
                 if p.kind == "dnn":
                     p.boards.remove(board)
-                    continue
-                self._move(p, board)
-            self._changed.notify_all()
+                else:
+                    self._move(p, board)
+                self._changed.notify_all()
 
     def _move(self, p: Placement, board: str) -> None:
         if p.camera is not None:

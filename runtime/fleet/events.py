@@ -30,8 +30,8 @@ class BoardLost(FrameFailed):
 
     reason = BOARD_LOST
 
-    def __init__(self, board: str) -> None:
-        super().__init__(f"{BOARD_LOST}: {board}")
+    def __init__(self, board: str, detail: str = BOARD_LOST) -> None:
+        super().__init__(f"{detail} (board {board})")
         self.board = board
 
 

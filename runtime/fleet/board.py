@@ -78,6 +78,20 @@ def boards_from_nodes(nodes: list[dict]) -> dict[str, BoardInfo]:
     return boards
 
 
+def connect_board(address: str, timeout: float):
+    """The board's daemon: a Unix socket path, or ``tcp://HOST:PORT`` (a board behind its TCP listener,
+    for a proxy node on a gateway; the token from ``$FPGASHARE_TOKEN_FILE``)."""
+    if not address.startswith("tcp://"):
+        return connect(address, timeout=timeout)
+    from fpgashare.tcp_listener import connect_tcp, load_token
+
+    host, _, port = address[len("tcp://"):].rpartition(":")
+    token_file = os.environ.get("FPGASHARE_TOKEN_FILE")
+    if not host or not port.isdigit() or not token_file:
+        raise FpgashareError(f"board address {address!r}: need tcp://HOST:PORT and $FPGASHARE_TOKEN_FILE")
+    return connect_tcp(host, int(port), load_token(token_file), timeout)
+
+
 def outcome_of(future_result) -> dict:
     """A client FrameFuture's outcome as a plain dict (what crosses Ray back to the fleet client)."""
     try:
@@ -104,7 +118,7 @@ class BoardAgent:
     def __init__(self, board: str, socket_path: str | None = None, timeout: float = 30.0) -> None:
         self.board = board
         self.socket_path = socket_path or os.environ.get("FPGASHARE_SOCKET", "/run/fpgashare/fpgashare.sock")
-        self.fpga: Fpga = connect(self.socket_path, timeout=timeout)
+        self.fpga: Fpga = connect_board(self.socket_path, timeout)
         self.pipes: dict = {}
         self._lock = threading.Lock()
 

@@ -72,6 +72,20 @@ def test_dnn_goes_to_boards_with_tiles(local_fleet):
         digits.close()
 
 
+def test_fleet_status_command(local_fleet, capsys):
+    import json
+
+    from fpgashare.cli import main
+
+    assert main(["fleet", "status", "--address", local_fleet.address, "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert {n: (b["platform"], b["alive"]) for n, b in status["boards"].items()} == {
+        "b1": ("zcu104", True), "b2": ("zcu104", True), "b3": ("pynq-z2", True)}
+    assert status["boards"]["b2"]["cameras"] == ["cam0"]
+    assert main(["fleet", "status", "--address", local_fleet.address]) == 0
+    assert "board b3: pynq-z2  up, cameras cam1" in capsys.readouterr().out
+
+
 class Streamer:
     """Submits a frame of every pipeline each period (wall = period x dilation) and keeps every
     future with the board it was sent to and when."""
@@ -143,7 +157,9 @@ def test_boards_killed_mid_stream(local_fleet):
         log.info("%s: %s -> %s, streams again %.2f s after the kill", event.pipeline, event.from_board,
                  event.to_board, after[0][0] - kill)
         assert after[0][1] == "on_time" and after[0][0] - kill < 5.0, (
-            event, {k: t - kill for k, t in killed.items()}, [(b, t - kill, k) for b, t, k in outcomes[event.pipeline]])
+            event, {k: round(t - kill, 2) for k, t in killed.items()},
+            {k: round(t - kill, 2) for k, t in heard.items() if k[0] == event.pipeline},
+            [(b, round(t - kill, 2), k[:24]) for b, t, k in outcomes[event.pipeline] if t > kill - 1])
     for name, frames in outcomes.items():
         for board, sent_at, kind in frames:
             if board in killed and sent_at > killed[board] - 2.0:     # in flight when its board died, or later

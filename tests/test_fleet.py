@@ -22,7 +22,10 @@ from fpgashare.vision_ref import chain_reference  # noqa: E402
 
 log = logging.getLogger(__name__)
 
-DILATION = 20.0        # daemon seconds are 20 wall seconds: a busy 2-core host does not make frames late
+# Daemon seconds are 50 wall seconds: a busy 2-core host (and a board's admission trial, which shares
+# its daemon's interpreter with the frames) does not pass for board time. At 20, a frame of a 62%-loaded
+# pynq-z2 was dropped in 2 of 7 runs while that board's daemon ran a newcomer's trial.
+DILATION = 50.0
 EDGES = ["gauss3x3", "sobel_mag"]
 BOARDS = [SimBoard("b1", "zcu104"), SimBoard("b2", "zcu104", ("cam0",)), SimBoard("b3", "pynq-z2", ("cam1",))]
 
@@ -70,6 +73,30 @@ def test_dnn_goes_to_boards_with_tiles(local_fleet):
         assert all(o.shape == (10,) and o.dtype == np.int8 for o in outputs)
         assert digits.done["b1"] > 0 and digits.done["b2"] > 0    # both boards' queues took images
         digits.close()
+
+
+def test_app_on_a_board_uses_its_shared_memory(local_fleet):
+    """An app on a board's node whose pipeline lands on that board talks to the daemon directly:
+    frames go into the daemon's shared-memory ring, not through Ray. Elsewhere they go through Ray."""
+
+    @ray.remote(num_cpus=0, resources={"fpga:b1": 0.001})
+    def app_on_b1():
+        from fpgashare import fleet as fleet_on_board
+
+        with fleet_on_board.connect() as fpga:
+            pipe = fpga.pipeline("onboard", EDGES, period_ms=33.3, frame_shape=(120, 160))
+            frame = np.arange(120 * 160, dtype=np.uint8).reshape(120, 160)
+            out = pipe.submit(frame).result(timeout=60)
+            placed = fpga.status()["pipelines"]["onboard"]["boards"]
+            direct = pipe.local is not None
+            pipe.close()
+            return placed, direct, np.array_equal(out, chain_reference(resolve_chain(EDGES, {}), frame))
+
+    assert ray.get(app_on_b1.remote(), timeout=120) == (["b1"], True, True)
+    with fleet.connect(local_fleet.address) as fpga:            # this driver is on the head: no board here
+        pipe = fpga.pipeline("remote", EDGES, period_ms=33.3, frame_shape=(120, 160))
+        assert pipe.local is None and pipe.board in ("b1", "b2", "b3")
+        pipe.close()
 
 
 def test_fleet_status_command(local_fleet, capsys):
@@ -129,10 +156,10 @@ def test_boards_killed_mid_stream(local_fleet):
         streamer.thread.start()
         killed: dict[str, float] = {}
         for victim in ("b1", "b2"):
-            time.sleep(6.0)                  # real waiting: streaming between the kills
+            time.sleep(8.0)                  # real waiting: streaming between the kills
             killed[victim] = time.monotonic()
             local_fleet.kill_board(victim)
-        time.sleep(6.0)
+        time.sleep(8.0)
         streamer.stop.set()
         streamer.thread.join(10)
         events = fpga.poll_events()

@@ -60,6 +60,7 @@ class BoardInfo:
     alive: bool
     stream_milli: float = 1000.0
     pipelines: set[str] = field(default_factory=set)
+    socket: str = ""                     #: the daemon's address as the board's agent reaches it
 
 
 def boards_from_nodes(nodes: list[dict]) -> dict[str, BoardInfo]:

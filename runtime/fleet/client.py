@@ -25,7 +25,8 @@ import threading
 import uuid
 
 import numpy as np
-from fpgashare.client import DaemonError, DeadlineMissed, FrameDropped, FrameFailed
+from fpgashare.client import AdmissionRejected, DaemonError, DeadlineMissed, FrameDropped, FrameFailed
+from fpgashare.errors import FpgashareError
 from fpgashare.fleet.events import (
     BOARD_LOST,
     INSTALL_HINT,
@@ -80,6 +81,8 @@ class FleetFpga:
         self.events: queue.Queue = queue.Queue()
         self.on_event = None
         self._agents: dict[str, object] = {}
+        self._local: dict[str, object] = {}          # daemon socket -> connection, for boards on this node
+        self.same_board_shm = True                   # a pipeline placed on this node's board skips Ray
         self._closed = threading.Event()
         self._watcher = threading.Thread(target=self._watch_events, name="fleet-events", daemon=True)
         self._watcher.start()
@@ -103,14 +106,41 @@ class FleetFpga:
                   "frame_shape": [int(v) for v in frame_shape], "params": params or {}}
         if deadline_ms is not None:
             fields["deadline_ms"] = float(deadline_ms)
-        answer = self._call(self.controller.place, self.client_id, name, fields, camera, boards)
+        tried: dict[str, str] = {}
+        local = None
+        while True:
+            answer = self._call(self.controller.place, self.client_id, name, fields, camera, boards,
+                                self.node_id if self.same_board_shm else None, tried)
+            if "try_local" not in answer:
+                break
+            board = answer["try_local"]       # a candidate on this node: its daemon admits us directly
+            try:
+                local = self._local_daemon(answer["socket"]).pipeline(name, **fields)
+            except AdmissionRejected as exc:
+                tried[board] = str(exc)
+                continue
+            except (OSError, FpgashareError) as exc:
+                tried[board] = f"{BOARD_LOST}: {exc}"
+                continue
+            answer = self._call(self.controller.adopt, self.client_id, name, fields, camera, board)
+            break
         if "error" in answer:
+            if local is not None:
+                local.close()
             raise DaemonError("bad_request", answer["error"])
         if "rejected" in answer:
             raise FleetRejected(name, answer["rejected"])
-        pipe = FleetPipeline(self, name, answer["board"], answer["agent"])
+        pipe = FleetPipeline(self, name, answer["board"], answer["agent"], local)
         self.pipelines[name] = pipe
         return pipe
+
+    def _local_daemon(self, socket_path: str):
+        """This node's board daemon, connected once (frames through its shared-memory rings)."""
+        if socket_path not in self._local:
+            from fpgashare.client import connect as connect_daemon
+
+            self._local[socket_path] = connect_daemon(socket_path, timeout=self.timeout)
+        return self._local[socket_path]
 
     def dnn(self, name: str, model: str, boards: list[str] | None = None) -> FleetDnn:
         """A best-effort DNN pipeline on every board with DNN tiles: images go to the board with the
@@ -165,6 +195,8 @@ class FleetFpga:
         except Exception as exc:                 # the fleet is already gone: nothing to close there
             log.info("closing fleet client: %s", exc)
         self.pipelines.clear()
+        for conn in self._local.values():
+            conn.close()
 
     def __enter__(self) -> FleetFpga:
         return self
@@ -176,9 +208,10 @@ class FleetFpga:
 class FleetPipeline:
     """A real-time pipeline on one board of the fleet (which may change: see PipelineMoved)."""
 
-    def __init__(self, fleet: FleetFpga, name: str, board: str, agent: str) -> None:
+    def __init__(self, fleet: FleetFpga, name: str, board: str, agent: str, local=None) -> None:
         self.fleet, self.name = fleet, name
         self.board, self._agent = board, fleet.agent(agent)
+        self.local = local                      # a fpgashare.client.Pipeline when the board is this node's
         self.ended: str | None = None           # why the pipeline ended (it fits nowhere after a loss)
         self.moves: list[PipelineMoved] = []
 
@@ -187,6 +220,7 @@ class FleetPipeline:
 
         if isinstance(event, PipelineMoved):
             self.board, self._agent = event.to_board, self.fleet.agent(AGENT_PREFIX + event.to_board)
+            self.local = None                   # the new board is reached through its agent
             self.moves.append(event)
         else:
             self.ended = event.reason
@@ -195,6 +229,12 @@ class FleetPipeline:
         """Send a frame to the pipeline's board; returns at once."""
         if self.ended is not None:
             return FleetFuture(self, None, self.board, FrameDropped(f"pipeline ended: {self.ended}"))
+        local = self.local
+        if local is not None:
+            try:
+                return FleetFuture(self, None, self.board, local=local.submit(frame))
+            except DaemonError as exc:          # this node's daemon went away
+                return FleetFuture(self, None, self.board, BoardLost(self.board, f"{BOARD_LOST}: {exc}"))
         return FleetFuture(self, self._agent.submit.remote(self.name, frame), self.board)
 
     def stop(self) -> None:
@@ -202,6 +242,8 @@ class FleetPipeline:
 
     def close(self) -> None:
         self.stop()
+        if self.local is not None:
+            self.local.close()
         self.fleet._call(self.fleet.controller.close, self.name)
         self.fleet.pipelines.pop(self.name, None)
 
@@ -210,17 +252,21 @@ class FleetFuture:
     """The outcome of one frame: ``result()`` is the output, or raises DeadlineMissed, FrameDropped,
     FrameFailed (BoardLost when its board died) as ``fpgashare.connect()``'s futures do."""
 
-    def __init__(self, pipe, ref, board: str, outcome: object = None) -> None:
+    def __init__(self, pipe, ref, board: str, outcome: object = None, local=None) -> None:
         self.pipe, self.ref, self.board = pipe, ref, board
         self._outcome = outcome
-        self.outcome_name: str | None = None if outcome is None else "dropped"
+        self._local = local                     # a fpgashare.client.FrameFuture (same-board path)
         # Fetched as soon as it is ready: an output left in a board's object store dies with the board.
         self._pending = None if ref is None else ref.future()
 
-    def done(self) -> bool:
-        return self._outcome is not None or self._pending.done()
-
     def result(self, timeout: float | None = None):
+        if self._outcome is None and self._local is not None:
+            try:
+                self._outcome = self._local.result(timeout)
+            except (DeadlineMissed, FrameDropped, FrameFailed) as exc:
+                self._outcome = exc
+            except DaemonError as exc:
+                self._outcome = BoardLost(self.board, f"{BOARD_LOST}: {exc}") if exc.kind == "gone" else exc
         if self._outcome is None:
             ray = self.pipe.fleet.ray
             try:
@@ -237,7 +283,6 @@ class FleetFuture:
         return self._outcome
 
     def _settle(self, answer: dict):
-        self.outcome_name = answer["outcome"]
         reason = answer.get("reason")
         if answer["outcome"] == "dropped":
             return FrameDropped(reason or "no reason given")

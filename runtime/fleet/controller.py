@@ -15,6 +15,7 @@ then admitted again elsewhere in deadline order (shortest first); their owners g
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -24,7 +25,7 @@ import ray
 from fpgashare.errors import FpgashareError
 from fpgashare.fleet.board import BoardAgent, BoardInfo, board_resource, boards_from_nodes
 from fpgashare.fleet.events import BOARD_LOST
-from fpgashare.platform import load_platform
+from fpgashare.platform import load_platform as _load_platform
 from fpgashare.workload import realtime_spec
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,9 @@ REFRESH_S = 1.0              # how often the node table is read for new (or dead
 CALL_TIMEOUT_S = 30.0
 DECISIONS_KEPT = 10_000
 DNN_PLATFORM_MODULE = "dnn_tile"
+
+
+load_platform = functools.lru_cache(maxsize=None)(_load_platform)    # a manifest is read once per name
 
 
 @dataclass
@@ -89,7 +93,7 @@ class Controller:
         except Exception as exc:         # a board whose daemon does not answer yet is tried again later
             log.warning("board %s: no agent (%s)", info.name, exc)
             return
-        info.platform = hello["platform"]
+        info.platform, info.socket = hello["platform"], hello["socket"]
         self.boards[info.name], self.agents[info.name] = info, agent
         self.used[info.name] = 0.0
         self.lost_boards.pop(info.name, None)
@@ -214,15 +218,27 @@ class Controller:
         return None, reasons
 
     def place(self, client: str, name: str, fields: dict, camera: str | None = None,
-              boards: list[str] | None = None) -> dict:
-        """Admit a real-time pipeline on a board: ``{"board", "agent", ...}`` or ``{"rejected": reasons}``."""
+              boards: list[str] | None = None, client_node: str | None = None,
+              tried: dict[str, str] | None = None) -> dict:
+        """Admit a real-time pipeline on a board: ``{"board", "agent", ...}`` or ``{"rejected": reasons}``.
+        With ``client_node``: if a candidate board is on the client's own node, ``{"try_local": board,
+        "socket"}`` first, for the client to run that daemon's admission itself (frames then stay in the
+        daemon's shared memory) and ``adopt`` the pipeline, or come back with the refusal in ``tried``."""
         start = time.perf_counter()
+        tried = dict(tried or {})
         with self._lock:
             if name in self.pipelines:
                 return {"error": f"a pipeline named {name!r} is already placed on {self.pipelines[name].boards}"}
             deadline = fields.get("deadline_ms") or fields["period_ms"]
             p = Placement(name, "realtime", dict(fields), client, [], camera, float(deadline))
-            board, reasons = self._try_boards(p, only=boards)
+            if client_node is not None:
+                order, _ = self._candidates(p, set(tried), boards)
+                local = next((b for b in order if self.boards[b].node_id == client_node), None)
+                if local is not None:
+                    self._record(start)
+                    return {"try_local": local, "socket": self.boards[local].socket}
+            board, reasons = self._try_boards(p, exclude=set(tried), only=boards)
+            reasons = {**tried, **reasons}
             self._record(start)
             if board is None:
                 return {"rejected": reasons}
@@ -231,6 +247,20 @@ class Controller:
             info = self.boards[board]
             return {"board": board, "agent": AGENT_PREFIX + board, "node_id": info.node_id,
                     "platform": info.platform, "tried": reasons}
+
+    def adopt(self, client: str, name: str, fields: dict, camera: str | None, board: str) -> dict:
+        """Record a pipeline the client admitted on its own board's daemon (``place``'s try_local)."""
+        with self._lock:
+            if name in self.pipelines:
+                return {"error": f"a pipeline named {name!r} is already placed on {self.pipelines[name].boards}"}
+            deadline = fields.get("deadline_ms") or fields["period_ms"]
+            p = Placement(name, "realtime", dict(fields), client, [board], camera, float(deadline))
+            need = self._need(p, self.boards[board].platform)
+            p.need_milli = need if isinstance(need, float) else 0.0
+            self.used[board] += p.need_milli
+            self.boards[board].pipelines.add(name)
+            self.pipelines[name] = p
+            return {"board": board, "agent": AGENT_PREFIX + board, "node_id": self.boards[board].node_id}
 
     def place_dnn(self, client: str, name: str, model: str, boards: list[str] | None = None) -> dict:
         """Register a DNN pipeline on every live board that takes it (per-board queues are the client's)."""

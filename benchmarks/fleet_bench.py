@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import threading
 import time
@@ -82,22 +83,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--boards", type=int, default=3)
     parser.add_argument("--dilation", type=float, default=1000.0)
     parser.add_argument("--skip-bench", action="store_true")
+    parser.add_argument("--failover-only", choices=["daemon", "node"], help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     from fpgashare.cli import main as cli
 
+    if args.failover_only:            # one cluster per process: Ray does not start a second one cleanly
+        sys.stdout.write(json.dumps(failover(args.failover_only, 1000, 3)) + "\n")
+        return 0
     out = {}
     if not args.skip_bench:
         code = cli(["fleet", "bench", args.workload, "--boards", str(args.boards), "--dilation",
                     str(args.dilation)] + (["--json"] if args.json else []))
         if code:
             return code
-    import ray
-
     out["failover"] = []
     for kind in ("daemon", "node"):
-        out["failover"].append(failover(kind, 1000, 3))
-        ray.shutdown()
+        done = subprocess.run([sys.executable, __file__, "--failover-only", kind], capture_output=True, text=True)
+        if done.returncode:
+            sys.stderr.write(done.stderr[-2000:])
+            return done.returncode
+        out["failover"].append(json.loads(done.stdout.strip().splitlines()[-1]))
     for row in out["failover"]:
         sys.stdout.write((json.dumps(row) if args.json else
                           f"failover, {row['kind']} SIGKILLed (health check {row['health_check']}): "

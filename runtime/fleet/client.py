@@ -41,8 +41,7 @@ from fpgashare.fleet.events import (
 log = logging.getLogger(__name__)
 
 EVENT_POLL_S = 1.0
-DNN_BATCH = 64            #: images per call to a board's agent
-DNN_QUEUE = 4 * DNN_BATCH  #: images waiting per board before submit picks another (or waits)
+DNN_BATCH = 64            #: images per call to a board's agent at most
 
 
 def _ray():
@@ -197,6 +196,8 @@ class FleetFpga:
         self.pipelines.clear()
         for conn in self._local.values():
             conn.close()
+        # No thread of ours may be inside Ray when the caller shuts Ray down.
+        self._watcher.join(EVENT_POLL_S + self.timeout)
 
     def __enter__(self) -> FleetFpga:
         return self
@@ -296,13 +297,15 @@ class FleetFuture:
 
 
 class FleetDnn:
-    """A DNN pipeline over several boards: one queue and one sender thread per board; an image goes
-    to the board whose queue is shortest."""
+    """A DNN pipeline over several boards. Images wait in one backlog; each board has a sender that
+    takes a batch whenever its previous one is back (its own queue is the batch it holds), so a board
+    ten times slower takes about a tenth of the images and never holds the others back."""
 
     def __init__(self, fleet: FleetFpga, name: str, boards: dict[str, str]) -> None:
         self.fleet, self.name = fleet, name
-        self.queues = {b: queue.Queue() for b in boards}
+        self.backlog: queue.Queue = queue.Queue()
         self.done = {b: 0 for b in boards}
+        self.live = set(boards)
         self._lock = threading.Lock()
         self._senders = [threading.Thread(target=self._send, args=(b, fleet.agent(a)), daemon=True,
                                           name=f"dnn-{b}") for b, a in boards.items()]
@@ -311,63 +314,68 @@ class FleetDnn:
 
     @property
     def boards(self) -> list[str]:
-        return list(self.queues)
+        return list(self.done)
 
     def _on_event(self, event) -> None:
-        pass                                    # a lost board's sender fails its queue (below)
+        pass                                    # a lost board's sender sees the loss itself (below)
 
     def submit(self, image: np.ndarray) -> DnnFleetFuture:
         fut = DnnFleetFuture()
         with self._lock:
-            live = {b: q for b, q in self.queues.items() if q is not None}
-            if not live:
+            if not self.live:
                 fut.set(FrameDropped(f"dnn {self.name!r} has no live board left"))
-                return fut
-            board = min(live, key=lambda b: live[b].qsize())
-            live[board].put((image, fut))
+            else:
+                self.backlog.put((image, fut))
         return fut
 
+    def _take_batch(self) -> list | None:
+        item = self.backlog.get()
+        if item is None:
+            return None
+        batch = [item]
+        while len(batch) < DNN_BATCH:
+            try:
+                nxt = self.backlog.get_nowait()
+            except queue.Empty:
+                break
+            if nxt is None:
+                self.backlog.put(None)          # another sender's stop: leave it for after this batch
+                break
+            batch.append(nxt)
+        return batch
+
     def _send(self, board: str, agent) -> None:
-        q = self.queues[board]
-        while True:
-            item = q.get()
-            if item is None:
-                return
-            batch = [item]
-            while len(batch) < DNN_BATCH:
-                try:
-                    nxt = q.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    q.put(None)
-                    break
-                batch.append(nxt)
+        while (batch := self._take_batch()) is not None:
             try:
                 answers = self.fleet.ray.get(agent.infer_batch.remote(self.name, np.stack([i for i, _ in batch])))
+                lost = False
             except self.fleet.ray.exceptions.RayError:
-                answers = [{"outcome": "error", "reason": BOARD_LOST}] * len(batch)
-                with self._lock:
-                    self.queues[board] = None           # no new images go there
-                while True:                             # what waited for the dead board ends too
-                    try:
-                        rest = q.get_nowait()
-                    except queue.Empty:
-                        break
-                    if rest is not None:
-                        batch.append(rest)
-                        answers.append(answers[0])
+                answers, lost = [{"outcome": "error", "reason": BOARD_LOST}] * len(batch), True
             for (_, fut), answer in zip(batch, answers, strict=True):
                 fut.set(_dnn_outcome(answer, board))
             self.done[board] += len(batch)
-            if self.queues[board] is None:
+            if lost:
+                self._board_gone(board)
                 return
 
-    def stop(self) -> None:
+    def _board_gone(self, board: str) -> None:
         with self._lock:
-            for q in self.queues.values():
-                if q is not None:
-                    q.put(None)
+            self.live.discard(board)
+            if self.live:
+                return
+            while True:                         # the last board is gone: what waits ends with a reason
+                try:
+                    item = self.backlog.get_nowait()
+                except queue.Empty:
+                    return
+                if item is not None:
+                    item[1].set(FrameDropped(f"dnn {self.name!r} has no live board left"))
+
+    def stop(self) -> None:
+        for _ in self._senders:
+            self.backlog.put(None)
+        for t in self._senders:
+            t.join(self.fleet.timeout)
 
     def close(self) -> None:
         self.stop()

@@ -175,7 +175,7 @@ def bench_boards(fpga, workload, boards: list[str], args) -> dict:
     start = time.monotonic()
     futures = []
     while time.monotonic() - start < args.dnn_seconds:
-        while sum(q.qsize() for q in dnn.queues.values() if q is not None) < 256 * len(dnn.boards):
+        while dnn.backlog.qsize() < 256 * len(dnn.boards):
             futures.append(dnn.submit(image))
         time.sleep(0.005)         # real waiting: keep the queues full without spinning
     wall = time.monotonic() - start

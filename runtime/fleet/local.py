@@ -33,6 +33,7 @@ class SimBoard:
     daemon: subprocess.Popen | None = None
     node: object = None
     log_path: Path | None = None
+    dilation: float | None = None       #: this board's own dilation (a slower board), else the fleet's
 
 
 @dataclass
@@ -91,7 +92,7 @@ class LocalFleet:
         board.socket = self.run_dir / f"{board.name}.sock"
         board.log_path = self.run_dir / f"{board.name}.log"
         cmd = [sys.executable, "-m", "fpgashare.cli", "daemon", "--board", self.backend, "--platform",
-               board.platform, "--socket", str(board.socket), "--dilation", str(self.dilation)]
+               board.platform, "--socket", str(board.socket), "--dilation", str(board.dilation or self.dilation)]
         with open(board.log_path, "wb") as out:
             board.daemon = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + DAEMON_START_S

@@ -94,7 +94,7 @@ class LocalFleet:
         cmd = [sys.executable, "-m", "fpgashare.cli", "daemon", "--board", self.backend, "--platform",
                board.platform, "--socket", str(board.socket), "--dilation", str(board.dilation or self.dilation)]
         with open(board.log_path, "wb") as out:
-            board.daemon = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+            board.daemon = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
         deadline = time.monotonic() + DAEMON_START_S
         while not board.socket.exists():
             if board.daemon.poll() is not None or time.monotonic() > deadline:
@@ -144,21 +144,26 @@ class LocalFleet:
         return out
 
     def shutdown(self) -> None:
+        """Daemons first (by pid), then Ray: a thread still inside Ray at ``ray.shutdown`` can end this
+        process there, and the daemons must not outlive it."""
         import ray
 
+        for board in self.boards:
+            if board.daemon is not None and board.daemon.poll() is None:
+                board.daemon.terminate()
+        for board in self.boards:
+            if board.daemon is not None:
+                try:
+                    board.daemon.wait(10)
+                except subprocess.TimeoutExpired:
+                    board.daemon.kill()
+                    board.daemon.wait(10)
         with contextlib.suppress(Exception):
             ray.shutdown()
         if self.cluster is not None:
             with contextlib.suppress(Exception):
                 self.cluster.shutdown()
             self.cluster = None
-        for board in self.boards:
-            if board.daemon is not None and board.daemon.poll() is None:
-                board.daemon.terminate()
-                try:
-                    board.daemon.wait(10)
-                except subprocess.TimeoutExpired:
-                    board.daemon.kill()
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
@@ -168,6 +173,15 @@ class LocalFleet:
 
     def __exit__(self, *exc) -> None:
         self.shutdown()
+
+
+def _die_with_parent() -> None:
+    """In the daemon's child process: SIGTERM when the process that started it dies (Linux), so a
+    crashed or killed fleet leaves no daemon behind."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)    # PR_SET_PDEATHSIG = 1
 
 
 def _rss_mb(pid: int) -> float:

@@ -5,6 +5,7 @@ exactly one outcome."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -96,6 +97,9 @@ def test_app_on_a_board_uses_its_shared_memory(local_fleet):
     with fleet.connect(local_fleet.address) as fpga:            # this driver is on the head: no board here
         pipe = fpga.pipeline("remote", EDGES, period_ms=33.3, frame_shape=(120, 160))
         assert pipe.local is None and pipe.board in ("b1", "b2", "b3")
+        frame = np.full((120, 160), 9, np.uint8)
+        out = asyncio.run(pipe.asubmit(frame))                   # through Ray's object store
+        assert np.array_equal(out, chain_reference(resolve_chain(EDGES, {}), frame))
         pipe.close()
 
 

@@ -211,32 +211,47 @@ class FleetPipeline:
 
     def __init__(self, fleet: FleetFpga, name: str, board: str, agent: str, local=None) -> None:
         self.fleet, self.name = fleet, name
-        self.board, self._agent = board, fleet.agent(agent)
-        self.local = local                      # a fpgashare.client.Pipeline when the board is this node's
+        # (board, its agent, this node's client Pipeline or None): replaced whole on a move, read once
+        # per frame, so a frame never pairs one board's name with another's agent.
+        self._route = (board, fleet.agent(agent), local)
         self.ended: str | None = None           # why the pipeline ended (it fits nowhere after a loss)
         self.moves: list[PipelineMoved] = []
+
+    @property
+    def board(self) -> str:
+        return self._route[0]
+
+    @property
+    def local(self):
+        """The ``fpgashare.client.Pipeline`` when the board is this node's (frames in its shared memory)."""
+        return self._route[2]
 
     def _on_event(self, event) -> None:
         from fpgashare.fleet.controller import AGENT_PREFIX
 
-        if isinstance(event, PipelineMoved):
-            self.board, self._agent = event.to_board, self.fleet.agent(AGENT_PREFIX + event.to_board)
-            self.local = None                   # the new board is reached through its agent
+        if isinstance(event, PipelineMoved):    # the new board is reached through its agent
+            self._route = (event.to_board, self.fleet.agent(AGENT_PREFIX + event.to_board), None)
             self.moves.append(event)
         else:
             self.ended = event.reason
 
     def submit(self, frame: np.ndarray) -> FleetFuture:
         """Send a frame to the pipeline's board; returns at once."""
+        board, agent, local = self._route
         if self.ended is not None:
-            return FleetFuture(self, None, self.board, FrameDropped(f"pipeline ended: {self.ended}"))
-        local = self.local
+            return FleetFuture(self, None, board, FrameDropped(f"pipeline ended: {self.ended}"))
         if local is not None:
             try:
-                return FleetFuture(self, None, self.board, local=local.submit(frame))
+                return FleetFuture(self, None, board, local=local.submit(frame))
             except DaemonError as exc:          # this node's daemon went away
-                return FleetFuture(self, None, self.board, BoardLost(self.board, f"{BOARD_LOST}: {exc}"))
-        return FleetFuture(self, self._agent.submit.remote(self.name, frame), self.board)
+                return FleetFuture(self, None, board, BoardLost(board, f"{BOARD_LOST}: {exc}"))
+        return FleetFuture(self, agent.submit.remote(self.name, frame), board)
+
+    async def asubmit(self, frame: np.ndarray) -> np.ndarray:
+        """``submit`` for asyncio code: the output, or the same exceptions."""
+        import asyncio
+
+        return await asyncio.get_running_loop().run_in_executor(None, self.submit(frame).result)
 
     def stop(self) -> None:
         self.ended = self.ended or "pipeline closed"

@@ -389,7 +389,35 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--backend", choices=["sim", "model"], default="sim", help="model: the twin, for a quick look")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=cmd_demo)
+    add_fleet_commands(sub)
     return parser
+
+
+def add_fleet_commands(sub) -> None:
+    """``fpgashare fleet up | status | bench`` (runtime/fleet/commands.py; the ``fleet`` extra)."""
+    from fpgashare.fleet import commands
+
+    fl = sub.add_parser("fleet", help="a fleet of boards on Ray (the fleet extra)").add_subparsers(
+        dest="action", required=True)
+    up = fl.add_parser("up", help="a Ray head and N simulated boards on this machine, until Ctrl-C")
+    up.add_argument("--boards", type=int, default=3)
+    up.add_argument("--platforms", default="zcu104,pynq-z2", help="platforms cycled over the boards")
+    up.add_argument("--backend", choices=["model", "sim"], default="model")
+    up.add_argument("--dilation", type=float, default=20.0, help="wall s per daemon s of each board")
+    up.set_defaults(func=commands.cmd_up)
+    st = fl.add_parser("status", help="the fleet's boards, their pipelines and placement cost")
+    st.add_argument("--address", help="Ray address (default: the running `fleet up`)")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=commands.cmd_status)
+    bn = fl.add_parser("bench", help="place a workload on 1..N simulated boards and spread DNN images")
+    bn.add_argument("workload", help="workload file (TOML) or a shipped suite by name")
+    bn.add_argument("--boards", type=int, default=3, help="largest fleet; every size from 1 is measured")
+    bn.add_argument("--platforms", help="platforms cycled over the boards (default: the workload's)")
+    bn.add_argument("--dilation", type=float, default=200.0, help="wall s per daemon s of each board")
+    bn.add_argument("--max-copies", type=int, default=40, help="copies of the workload tried at most")
+    bn.add_argument("--dnn-seconds", type=float, default=4.0, help="wall seconds of DNN images per fleet size")
+    bn.add_argument("--json", action="store_true")
+    bn.set_defaults(func=commands.cmd_bench)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,116 @@
+"""The fleet on this machine: ``fpgashare fleet bench`` (pipelines admitted and DNN images/s on 1..N
+simulated boards, placement decision p50/p99, memory per board node) and the failover figures: how
+long after a board's daemon, or its Ray node, is SIGKILLed its pipelines stream again elsewhere,
+with Ray's health check at 1 s x 3 failures (the brief's setting; the default is 5 s x 5).
+
+    python benchmarks/fleet_bench.py [--workload camera_mix_zcu104] [--boards 3] [--json]
+
+Wall times here are of a 2-core VM shared with other work; the simulated boards run at a dilation
+(their seconds are longer than wall seconds), so DNN images/s are given in board time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+
+
+def failover(kind: str, health_ms: int, failures: int, pipelines: int = 4) -> dict:
+    """Place ``pipelines`` on b1, stream them, SIGKILL b1's daemon ('daemon') or Ray node ('node');
+    seconds until each moved pipeline's first frame ended on time on its new board."""
+    from fpgashare import fleet
+    from fpgashare.fleet.local import LocalFleet, SimBoard
+
+    dilation = 20.0
+    boards = [SimBoard("b1", "zcu104"), SimBoard("b2", "zcu104"), SimBoard("b3", "pynq-z2")]
+    with LocalFleet(boards, dilation=dilation, health_period_ms=health_ms, health_failures=failures) as lf, \
+            fleet.connect(lf.address) as fpga:
+        pipes = [fpga.pipeline(f"p{i}", ["gauss3x3", "sobel_mag"], period_ms=33.3, frame_shape=(480, 640),
+                               boards=["b1"]) for i in range(pipelines)]
+        fpga_pipes = {p.name: p for p in pipes}     # placed on b1 only; a move may go to any board
+        frame = np.zeros((480, 640), np.uint8)
+        first_ok: dict[str, float] = {}
+        moved_at: dict[str, float] = {}
+        fpga.on_event = lambda e: moved_at.setdefault(e.pipeline, time.monotonic())
+        stop = threading.Event()
+        killed = [0.0]
+
+        def stream(pipe):
+            while not stop.is_set():
+                sent = time.monotonic()
+                fut = pipe.submit(frame)
+                try:
+                    fut.result(timeout=30)
+                    if killed[0] and sent > killed[0] and fut.board != "b1":
+                        first_ok.setdefault(pipe.name, sent)
+                except Exception:       # frames on the dead board end 'board lost': counted elsewhere
+                    pass
+                time.sleep(max(0.0, sent + 0.0333 * dilation - time.monotonic()))  # the app's pacing
+
+        threads = [threading.Thread(target=stream, args=(p,), daemon=True) for p in pipes]
+        for t in threads:
+            t.start()
+        time.sleep(3.0)
+        killed[0] = time.monotonic()
+        board = lf.board("b1")
+        if kind == "daemon":
+            board.daemon.kill()
+        else:
+            lf.cluster.remove_node(board.node, allow_graceful=False)
+            board.node = None
+        deadline = time.monotonic() + 60
+        while len(first_ok) < len(pipes) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stop.set()
+        for t in threads:
+            t.join(30)
+        t0 = killed[0]
+        return {"kind": kind, "health_check": f"{health_ms} ms x {failures}", "pipelines": len(pipes),
+                "moved_s": sorted(round(t - t0, 2) for t in moved_at.values()),
+                "streams_again_s": sorted(round(t - t0, 2) for t in first_ok.values()),
+                "to": sorted(p.board for p in fpga_pipes.values())}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workload", default="camera_mix_zcu104")
+    parser.add_argument("--boards", type=int, default=3)
+    parser.add_argument("--dilation", type=float, default=1000.0)
+    parser.add_argument("--skip-bench", action="store_true")
+    parser.add_argument("--failover-only", choices=["daemon", "node"], help=argparse.SUPPRESS)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    from fpgashare.cli import main as cli
+
+    if args.failover_only:            # one cluster per process: Ray does not start a second one cleanly
+        sys.stdout.write(json.dumps(failover(args.failover_only, 1000, 3)) + "\n")
+        return 0
+    out = {}
+    if not args.skip_bench:
+        code = cli(["fleet", "bench", args.workload, "--boards", str(args.boards), "--dilation",
+                    str(args.dilation)] + (["--json"] if args.json else []))
+        if code:
+            return code
+    out["failover"] = []
+    for kind in ("daemon", "node"):
+        done = subprocess.run([sys.executable, __file__, "--failover-only", kind], capture_output=True, text=True)
+        if done.returncode:
+            sys.stderr.write(done.stderr[-2000:])
+            return done.returncode
+        out["failover"].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    for row in out["failover"]:
+        sys.stdout.write((json.dumps(row) if args.json else
+                          f"failover, {row['kind']} SIGKILLed (health check {row['health_check']}): "
+                          f"{row['pipelines']} pipelines moved at {row['moved_s']} s, stream again at "
+                          f"{row['streams_again_s']} s, now on {row['to']}") + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

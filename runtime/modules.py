@@ -25,6 +25,7 @@ class ModuleKind:
     regs: Mapping[str, int]
     read_only: frozenset[str]
     channels_in: int = 1      #: 1 = 8-bit gray, 3 = 24-bit RGB
+    channels_out: int = 1     #: 3 = three bytes per pixel (rgb2hsv: H, S, V); a chain ends in 1
     halves: bool = False      #: output is floor(H/2) x floor(W/2)
     defaults: Mapping[str, int] = field(default_factory=dict)
     kernel_kind: str = "vision"  #: "vision" (a pixel stream, presets) or "dnn" (a dnn_tile)
@@ -63,6 +64,15 @@ KINDS: dict[str, ModuleKind] = {
                                         W_ENTRIES=10, PG_ENTRIES=11),
                    frozenset({"ID", "STATUS", "FRAMES", "NLAYERS", "IMAGE_CYCLES", "INFO", "ACT_ENTRIES",
                               "W_ENTRIES", "PG_ENTRIES"}), kernel_kind="dnn"),
+        # rank3x3.sv with RANK 0, 8 and 4: one design, three bitstreams.
+        ModuleKind("erode3x3", 7, _regs(), _RO),
+        ModuleKind("dilate3x3", 8, _regs(), _RO),
+        ModuleKind("median3x3", 9, _regs(), _RO),
+        ModuleKind("rgb2hsv", 10, _regs(), _RO, channels_in=3, channels_out=3),
+        ModuleKind("in_range", 11, _regs(LO0=5, HI0=6, LO1=7, HI1=8, LO2=9, HI2=10), _RO, channels_in=3,
+                   defaults={"LO0": 0, "HI0": 255, "LO1": 0, "HI1": 255, "LO2": 0, "HI2": 255}),
+        ModuleKind("moments", 12, _regs(M00=5, M10_LO=6, M10_HI=7, M01_LO=8, M01_HI=9),
+                   _RO | {"M00", "M10_LO", "M10_HI", "M01_LO", "M01_HI"}),
     )
 }
 KINDS_BY_ID = {k.module_id: k for k in KINDS.values()}

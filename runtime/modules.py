@@ -99,6 +99,21 @@ PRESETS: dict[str, tuple[str, dict[str, int]]] = {
 }
 
 
+#: Chain presets: one name for a fixed sequence of stages (each stage its own slot).
+CHAIN_PRESETS: dict[str, tuple[str, ...]] = {
+    "open3x3": ("erode3x3", "dilate3x3"),     # cv2.morphologyEx(MORPH_OPEN), 3x3 rect, BORDER_REPLICATE
+    "close3x3": ("dilate3x3", "erode3x3"),    # cv2.morphologyEx(MORPH_CLOSE)
+}
+
+
+def expand_chain(names: list[str] | tuple[str, ...]) -> list[str]:
+    """Replace every chain preset in ``names`` by its stages."""
+    out: list[str] = []
+    for name in names:
+        out.extend(CHAIN_PRESETS.get(name, (name,)))
+    return out
+
+
 @dataclass(frozen=True)
 class Stage:
     """A pipeline stage: a module and the full set of register values to program."""
@@ -119,7 +134,9 @@ def resolve_stage(name: str, overrides: Mapping[str, int] | None = None) -> Stag
     elif name in KINDS:
         kind_name, regs = name, dict(KINDS[name].defaults)
     else:
-        known = ", ".join(sorted([*KINDS, *PRESETS]))
+        if name in CHAIN_PRESETS:
+            raise ModuleError(f"{name} is a chain of {' -> '.join(CHAIN_PRESETS[name])}, not one stage")
+        known = ", ".join(sorted([*KINDS, *PRESETS, *CHAIN_PRESETS]))
         raise ModuleError(f"unknown module or preset {name!r} (known: {known})")
     kind = KINDS[kind_name]
     if kind.kernel_kind != "vision":

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from fpgashare.bitstream.registry import build_config
 from fpgashare.errors import FrameError, ModuleError
-from fpgashare.modules import Stage, resolve_stage
+from fpgashare.modules import Stage, expand_chain, resolve_stage
 from fpgashare.platform import Platform, SlotSpec
 
 MIN_SIDE = 8
@@ -61,12 +61,19 @@ def parse_overrides(items: Sequence[str], chain: Sequence[str]) -> dict[str, dic
 def resolve_chain(chain: Sequence[str], overrides: Mapping[str, Mapping[str, int]]) -> list[Stage]:
     if not chain:
         raise ModuleError("the chain is empty: give at least one module")
+    chain = expand_chain(chain)
     if len(set(chain)) != len(chain):
         raise ModuleError(f"a stage appears twice in the chain {list(chain)}; each stage needs its own slot")
     stages = [resolve_stage(name, overrides.get(name)) for name in chain]
-    for stage in stages[1:]:
-        if stage.kind.channels_in != 1:
-            raise ModuleError(f"{stage.name} takes RGB input and must be the first stage")
+    for before, stage in zip(stages, stages[1:]):
+        if stage.kind.channels_in != before.kind.channels_out:
+            if stage.kind.channels_in == 3:
+                raise ModuleError(f"{stage.name} takes RGB input and must be the first stage "
+                                  f"(or follow a 3-channel stage such as rgb2hsv)")
+            raise ModuleError(f"{stage.name} takes gray input, but {before.name} gives 3 channels per pixel")
+    if stages[-1].kind.channels_out != 1:
+        raise ModuleError(f"{stages[-1].name} gives {stages[-1].kind.channels_out} channels per pixel; a chain "
+                          f"ends in one (follow it with a stage such as in_range)")
     return stages
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from fpgashare.modules import Stage
 
-WINDOWED = frozenset({"conv3x3", "sobel_mag"})
+WINDOWED = frozenset({"conv3x3", "sobel_mag", "erode3x3", "dilate3x3", "median3x3"})
 BASE_LATENCY = 4        #: input slice + first stage + output slice
 STAGE_LATENCY = 3       #: each further stage: its link and its output register
 WINDOW_TAIL_EXTRA = 4   #: a 3x3 stage's bottom pass ends this many cycles after its last input

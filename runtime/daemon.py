@@ -266,7 +266,7 @@ class Daemon:
             reason = await asyncio.get_running_loop().run_in_executor(None, test)
             if reason:
                 raise ProtocolError("admission", f"pipeline {name!r} not admitted: {reason}")
-            in_shape = (*spec.frame, 3) if spec.stages[0].kind.channels_in == 3 else spec.frame
+            in_shape = spec.stages[0].kind.input_shape(*spec.frame)
             out_shape = spec.frame
             for stage in spec.stages:
                 out_shape = stage.kind.output_shape(*out_shape)

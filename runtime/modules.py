@@ -24,7 +24,7 @@ class ModuleKind:
     module_id: int
     regs: Mapping[str, int]
     read_only: frozenset[str]
-    channels_in: int = 1      #: 1 = 8-bit gray, 3 = 24-bit RGB
+    channels_in: int = 1      #: 1 = 8-bit gray, 2 = two gray frames side by side, 3 = 24-bit RGB
     channels_out: int = 1     #: 3 = three bytes per pixel (rgb2hsv: H, S, V); a chain ends in 1
     halves: bool = False      #: output is floor(H/2) x floor(W/2)
     defaults: Mapping[str, int] = field(default_factory=dict)
@@ -41,6 +41,10 @@ class ModuleKind:
     def output_shape(self, rows: int, cols: int) -> tuple[int, int]:
         """Output frame shape for an input of rows x cols."""
         return (rows // 2, cols // 2) if self.halves else (rows, cols)
+
+    def input_shape(self, rows: int, cols: int) -> tuple[int, ...]:
+        """Shape of the frame array this module takes: rows x cols, with a channel axis if more than one."""
+        return (rows, cols, self.channels_in) if self.channels_in > 1 else (rows, cols)
 
 
 def _regs(**extra: int) -> dict[str, int]:
@@ -73,6 +77,9 @@ KINDS: dict[str, ModuleKind] = {
                    defaults={"LO0": 0, "HI0": 255, "LO1": 0, "HI1": 255, "LO2": 0, "HI2": 255}),
         ModuleKind("moments", 12, _regs(M00=5, M10_LO=6, M10_HI=7, M01_LO=8, M01_HI=9),
                    _RO | {"M00", "M10_LO", "M10_HI", "M01_LO", "M01_HI"}),
+        # Two-input modules: channel 0 the frame, channel 1 the reference / background.
+        ModuleKind("absdiff", 13, _regs(), _RO, channels_in=2),
+        ModuleKind("bg_update", 14, _regs(K=5), _RO, channels_in=2, defaults={"K": 4}),
     )
 }
 KINDS_BY_ID = {k.module_id: k for k in KINDS.values()}

@@ -70,7 +70,11 @@ def resolve_chain(chain: Sequence[str], overrides: Mapping[str, Mapping[str, int
             if stage.kind.channels_in == 3:
                 raise ModuleError(f"{stage.name} takes RGB input and must be the first stage "
                                   f"(or follow a 3-channel stage such as rgb2hsv)")
-            raise ModuleError(f"{stage.name} takes gray input, but {before.name} gives 3 channels per pixel")
+            if stage.kind.channels_in == 2:
+                raise ModuleError(f"{stage.name} takes a frame and its reference side by side and must be "
+                                  f"the first stage")
+            raise ModuleError(f"{stage.name} takes gray input, but {before.name} gives "
+                              f"{before.kind.channels_out} channels per pixel")
     if stages[-1].kind.channels_out != 1:
         raise ModuleError(f"{stages[-1].name} gives {stages[-1].kind.channels_out} channels per pixel; a chain "
                           f"ends in one (follow it with a stage such as in_range)")
@@ -94,10 +98,11 @@ def assign_slots(platform: Platform, stages: Sequence[Stage]) -> list[SlotSpec]:
 def check_frame(platform: Platform, stages: Sequence[Stage], frame: np.ndarray) -> None:
     if frame.dtype != np.uint8:
         raise FrameError(f"frames must be uint8, not {frame.dtype}")
-    want_rgb = stages[0].kind.channels_in == 3
-    if want_rgb and (frame.ndim != 3 or frame.shape[2] != 3):
-        raise FrameError(f"{stages[0].name} needs an RGB frame (rows x cols x 3), got shape {frame.shape}")
-    if not want_rgb and frame.ndim != 2:
+    channels = stages[0].kind.channels_in
+    if channels > 1 and (frame.ndim != 3 or frame.shape[2] != channels):
+        what = "an RGB frame" if channels == 3 else f"a {channels}-channel frame (the frame and its reference)"
+        raise FrameError(f"{stages[0].name} needs {what} (rows x cols x {channels}), got shape {frame.shape}")
+    if channels == 1 and frame.ndim != 2:
         raise FrameError(f"{stages[0].name} needs a gray frame (rows x cols), got shape {frame.shape}")
     rows, cols = frame.shape[:2]
     if not (MIN_SIDE <= cols <= platform.max_width and MIN_SIDE <= rows <= platform.max_height):

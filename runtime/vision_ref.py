@@ -77,6 +77,12 @@ def binary_moments(mask: np.ndarray) -> dict[str, int]:
     return {"M00": int(xs.size), "M10": int(xs.sum(dtype=np.int64)), "M01": int(ys.sum(dtype=np.int64))}
 
 
+def bg_update_reference(x: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
+    """b + ((x - b) >> k), the shift flooring (OpenCV's accumulateWeighted is float, so numpy)."""
+    b16 = b.astype(np.int16)
+    return (b16 + ((x.astype(np.int16) - b16) >> k)).astype(np.uint8)
+
+
 def preset_reference(name: str, frame: np.ndarray) -> np.ndarray:
     """The OpenCV call each preset stands for."""
     cv2 = _cv2()
@@ -142,6 +148,10 @@ def stage_reference(stage: Stage, frame: np.ndarray) -> np.ndarray:
         lo = tuple(float(stage.regs.get(f"LO{k}", 0) & 0xFF) for k in range(3))
         hi = tuple(float(stage.regs.get(f"HI{k}", 255) & 0xFF) for k in range(3))
         return cv2.inRange(frame, lo, hi)
+    if kind == "absdiff":
+        return cv2.absdiff(frame[..., 0], frame[..., 1])
+    if kind == "bg_update":
+        return bg_update_reference(frame[..., 0], frame[..., 1], stage.regs.get("K", 4) & 15)
     if kind == "moments":
         return frame.copy()        # the pixels pass through; the moments are registers
     raise KeyError(kind)

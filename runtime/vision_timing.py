@@ -8,6 +8,11 @@ tail (a 3x3 module still owes its bottom pass, W+1 steps). The constants below a
 latencies of the shell's boundary slices and links, measured on the RTL (tests/test_backends.py
 holds the model to the RTL within 2% on frames of 64x64 and up). Not modelled: a downscale2x
 behind a 3x3 stage on an odd number of rows finishes up to a row earlier than predicted.
+
+Memory: a frame's input is read and its output written by the shell's DMA; a two-input module
+(absdiff, bg_update) reads its reference frame beside the frame, one byte per pixel each, through
+the same stream. The DMA's memory port moves MEM_BYTES_PER_CYCLE, so a frame cannot finish before
+its traffic has moved; at one pixel per clock the stream, not memory, is the bound.
 """
 
 from __future__ import annotations
@@ -20,6 +25,17 @@ WINDOWED = frozenset({"conv3x3", "sobel_mag", "erode3x3", "dilate3x3", "median3x
 BASE_LATENCY = 4        #: input slice + first stage + output slice
 STAGE_LATENCY = 3       #: each further stage: its link and its output register
 WINDOW_TAIL_EXTRA = 4   #: a 3x3 stage's bottom pass ends this many cycles after its last input
+MEM_BYTES_PER_CYCLE = 8  #: assumption: one 64-bit AXI HP port at the fabric clock for the DMA
+
+
+def frame_memory_bytes(stages: Sequence[Stage], rows: int, cols: int) -> tuple[int, int]:
+    """(bytes read, bytes written) in memory by one frame: every input channel (frame, reference,
+    RGB) a byte per pixel, the output a byte per pixel (bg_update's output is the stored background)."""
+    read = rows * cols * stages[0].kind.channels_in
+    h, w = rows, cols
+    for stage in stages:
+        h, w = stage.kind.output_shape(h, w)
+    return read, h * w * stages[-1].kind.channels_out
 
 
 def chain_cycles(stages: Sequence[Stage], rows: int, cols: int) -> int:
@@ -38,4 +54,5 @@ def chain_cycles(stages: Sequence[Stage], rows: int, cols: int) -> int:
         end = max(start + steps, end + tail) + (BASE_LATENCY if k == 0 else STAGE_LATENCY)
         start += (w + 2) if windowed else 1
         h, w = stage.kind.output_shape(h, w)
-    return end
+    read, written = frame_memory_bytes(stages, rows, cols)
+    return max(end, -(-(read + written) // MEM_BYTES_PER_CYCLE))

@@ -61,6 +61,12 @@ module rm_library #(
         12: begin : g_moments
             moments #(.DATA_W(DATA_W)) u_rm (.*);
         end
+        13: begin : g_absdiff
+            absdiff #(.DATA_W(DATA_W)) u_rm (.*);
+        end
+        14: begin : g_bg_update
+            bg_update #(.DATA_W(DATA_W)) u_rm (.*);
+        end
         default: begin : g_unknown
             $error("rm_library: no module with id %0d", MODULE_ID);
         end

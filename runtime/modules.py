@@ -80,6 +80,7 @@ KINDS: dict[str, ModuleKind] = {
         # Two-input modules: channel 0 the frame, channel 1 the reference / background.
         ModuleKind("absdiff", 13, _regs(), _RO, channels_in=2),
         ModuleKind("bg_update", 14, _regs(K=5), _RO, channels_in=2, defaults={"K": 4}),
+        ModuleKind("fast9", 15, _regs(THRESH=5), _RO, defaults={"THRESH": 10}),
     )
 }
 KINDS_BY_ID = {k.module_id: k for k in KINDS.values()}

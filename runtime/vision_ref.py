@@ -83,6 +83,40 @@ def bg_update_reference(x: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
     return (b16 + ((x.astype(np.int16) - b16) >> k)).astype(np.uint8)
 
 
+#: FAST's 16-pixel circle of radius 3 as (dx, dy), in OpenCV's order (arcs are taken cyclically).
+FAST_CIRCLE = ((0, 3), (1, 3), (2, 2), (3, 1), (3, 0), (3, -1), (2, -2), (1, -3),
+               (0, -3), (-1, -3), (-2, -2), (-3, -1), (-3, 0), (-3, 1), (-2, 2), (-1, 3))
+
+
+def fast9_reference(gray: np.ndarray, threshold: int) -> np.ndarray:
+    """FAST-9 with non-maximum suppression as an image: each keypoint's response where
+    cv2.FastFeatureDetector_create(threshold, nonmaxSuppression=True) finds one, 0 elsewhere
+    (what fast9.sv computes; tests/test_vision_catalogue.py holds it to cv2's keypoints)."""
+    rows, cols = gray.shape
+    v = gray.astype(np.int32)
+    pad = np.pad(v, 3, mode="edge")
+    d = np.stack([v - pad[3 + dy:3 + dy + rows, 3 + dx:3 + dx + cols] for dx, dy in FAST_CIRCLE])
+    best = np.full((rows, cols), -256, dtype=np.int32)
+    for k in range(16):
+        arc = d[[(k + m) % 16 for m in range(9)]]
+        best = np.maximum(best, np.maximum(arc.min(axis=0), (-arc).min(axis=0)))
+    score = np.where(best > threshold, best - 1, 0)
+    score[:3], score[rows - 3:], score[:, :3], score[:, cols - 3:] = 0, 0, 0, 0
+    around = np.pad(score, 1)
+    keep = score > 0
+    for dy in (-1, 0, 1):
+        for dx in (-1, 0, 1):
+            if dy or dx:
+                keep &= score > around[1 + dy:1 + dy + rows, 1 + dx:1 + dx + cols]
+    return np.where(keep, score, 0).astype(np.uint8)
+
+
+def fast9_keypoints(out: np.ndarray) -> set[tuple[int, int, int]]:
+    """(x, y, response) of every keypoint in a fast9 output image."""
+    ys, xs = np.nonzero(out)
+    return {(int(x), int(y), int(out[y, x])) for x, y in zip(xs, ys, strict=True)}
+
+
 def preset_reference(name: str, frame: np.ndarray) -> np.ndarray:
     """The OpenCV call each preset stands for."""
     cv2 = _cv2()
@@ -152,6 +186,8 @@ def stage_reference(stage: Stage, frame: np.ndarray) -> np.ndarray:
         return cv2.absdiff(frame[..., 0], frame[..., 1])
     if kind == "bg_update":
         return bg_update_reference(frame[..., 0], frame[..., 1], stage.regs.get("K", 4) & 15)
+    if kind == "fast9":
+        return fast9_reference(frame, min(max(stage.regs.get("THRESH", 10), 0), 255))
     if kind == "moments":
         return frame.copy()        # the pixels pass through; the moments are registers
     raise KeyError(kind)

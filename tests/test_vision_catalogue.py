@@ -12,10 +12,10 @@ from fpgashare.errors import ModuleError
 from fpgashare.modules import CHAIN_PRESETS, KINDS, expand_chain, resolve_stage
 from fpgashare.platform import load_platform
 from fpgashare.simrun import assign_slots, resolve_chain
-from fpgashare.vision_ref import binary_moments, chain_reference, rgb2hsv_reference
+from fpgashare.vision_ref import binary_moments, chain_reference, fast9_keypoints, fast9_reference, rgb2hsv_reference
 from fpgashare.vision_timing import chain_cycles, frame_memory_bytes
 
-NEW = ["erode3x3", "dilate3x3", "median3x3", "rgb2hsv", "in_range", "moments", "absdiff", "bg_update"]
+NEW = ["erode3x3", "dilate3x3", "median3x3", "rgb2hsv", "in_range", "moments", "absdiff", "bg_update", "fast9"]
 
 
 def test_hsv_golden_equals_opencv_on_every_colour():
@@ -108,3 +108,18 @@ def test_model_is_a_twin_of_the_rtl_on_new_chains(zcu104, chain):
         assert np.array_equal(a.output, b.output)
         assert np.array_equal(b.output, chain_reference(stages, frame))
         assert abs(a.cycles - b.cycles) <= 0.02 * b.cycles, (a.cycles, b.cycles)
+
+
+def test_fast9_golden_equals_opencv_keypoints():
+    rng = np.random.default_rng(8)
+    for trial in range(40):
+        rows, cols = int(rng.integers(1, 80)), int(rng.integers(1, 110))
+        image = rng.integers(0, 256, (rows, cols), dtype=np.uint8)
+        if trial % 3 == 1:
+            image = cv2.GaussianBlur(image, (5, 5), 0)
+        if trial % 3 == 2:      # sparse bright dots: isolated corners and equal-score neighbours
+            image = ((rng.random((rows, cols)) < 0.1) * 200 + 20).astype(np.uint8)
+        threshold = int(rng.integers(0, 60))
+        keypoints = cv2.FastFeatureDetector_create(threshold, True).detect(image)
+        want = {(int(k.pt[0]), int(k.pt[1]), int(k.response)) for k in keypoints}
+        assert fast9_keypoints(fast9_reference(image, threshold)) == want, (rows, cols, threshold)

@@ -67,6 +67,9 @@ module rm_library #(
         14: begin : g_bg_update
             bg_update #(.DATA_W(DATA_W)) u_rm (.*);
         end
+        15: begin : g_fast9
+            fast9 #(.DATA_W(DATA_W), .MAX_W(MAX_W)) u_rm (.*);
+        end
         default: begin : g_unknown
             $error("rm_library: no module with id %0d", MODULE_ID);
         end

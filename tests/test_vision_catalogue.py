@@ -89,7 +89,7 @@ def test_model_backend_goldens_for_two_input_chains(zcu104):
     assert np.array_equal(out, cv2.resize(mask, (32, 24), interpolation=cv2.INTER_AREA))
 
 
-TWIN_CHAINS = [["open3x3", "downscale2x"], ["rgb2hsv", "in_range", "moments"], ["median3x3"],
+TWIN_CHAINS = [["open3x3", "downscale2x"], ["rgb2hsv", "in_range", "moments"], ["median3x3"], ["rgb2gray", "fast9"],
                ["absdiff", "threshold", "erode3x3", "downscale2x"], ["bg_update"]]
 
 

@@ -123,3 +123,43 @@ def test_fast9_golden_equals_opencv_keypoints():
         keypoints = cv2.FastFeatureDetector_create(threshold, True).detect(image)
         want = {(int(k.pt[0]), int(k.pt[1]), int(k.response)) for k in keypoints}
         assert fast9_keypoints(fast9_reference(image, threshold)) == want, (rows, cols, threshold)
+
+
+FULL_HD_CHAINS = [["rgb2hsv", "in_range", "moments"], ["absdiff", "threshold", "erode3x3", "dilate3x3"],
+                  ["bg_update", "median3x3", "fast9"]]
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("chain", FULL_HD_CHAINS, ids=["+".join(c) for c in FULL_HD_CHAINS])
+def test_a_full_hd_frame_through_the_shell_with_gaps_and_stalls(zcu104, chain):
+    """Every new module on one 1920x1080 frame in the shell RTL, the input DMA pausing and the
+    output DMA stalling at random, bit-exact with OpenCV / the numpy goldens."""
+    from fpgashare.bitstream.registry import build_config
+    from fpgashare.hdl_sim.board import SimBoard
+
+    board = SimBoard(zcu104)
+    stages = resolve_chain(chain, {"in_range": {"LO0": 20, "HI0": 90, "LO1": 60, "LO2": 40}})
+    slots = assign_slots(zcu104, stages)
+    for stage, slot in zip(stages, slots, strict=True):
+        board.load_or_raise(slot.index, build_config(zcu104, slot, stage.kind.name))
+    board.route([s.index for s in slots])
+    for stage, slot in zip(stages, slots, strict=True):
+        board.program(slot.index, stage, 1080, 1920)
+    rng = np.random.default_rng(9)
+    frame = cv2.GaussianBlur(rng.integers(0, 256, stages[0].kind.input_shape(1080, 1920), dtype=np.uint8), (5, 5), 0)
+    out, stats = board.stream(frame, (1080, 1920), seed=3, gap_pct=15, stall_pct=25)
+    assert stats.tlast_errors == stats.extra_out == 0
+    assert np.array_equal(out, chain_reference(stages, frame))
+
+
+def test_the_seven_pipeline_suites_run_under_every_scheduler():
+    from fpgashare.bench import bench
+    from fpgashare.sched import POLICIES
+
+    for suite in ("nh_seven_zcu104", "nh_seven_pynq_z2"):
+        report = bench(suite, list(POLICIES))
+        assert [r["scheduler"] for r in report["results"]] == list(POLICIES)
+        for result in report["results"]:
+            # Nothing is lost: every released frame of every pipeline ends in exactly one outcome.
+            for p in result["pipelines"].values():
+                assert p["submitted"] == p["on_time"] + p["late"] + p["dropped"] + p["errors"] > 0

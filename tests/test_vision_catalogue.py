@@ -66,7 +66,8 @@ def test_manifests_ship_every_new_module_in_every_slot(name):
 
 
 def test_two_input_modules_read_the_reference_from_memory():
-    gray, rgb, two = (resolve_chain(c, {}) for c in (["threshold"], ["rgb2gray", "threshold"], ["absdiff", "threshold"]))
+    chains = (["threshold"], ["rgb2gray", "threshold"], ["absdiff", "threshold"])
+    gray, rgb, two = (resolve_chain(c, {}) for c in chains)
     assert frame_memory_bytes(gray, 480, 640) == (640 * 480, 640 * 480)
     assert frame_memory_bytes(rgb, 480, 640) == (3 * 640 * 480, 640 * 480)
     assert frame_memory_bytes(two, 480, 640) == (2 * 640 * 480, 640 * 480)
@@ -163,3 +164,19 @@ def test_the_seven_pipeline_suites_run_under_every_scheduler():
             # Nothing is lost: every released frame of every pipeline ends in exactly one outcome.
             for p in result["pipelines"].values():
                 assert p["submitted"] == p["on_time"] + p["late"] + p["dropped"] + p["errors"] > 0
+
+
+@pytest.mark.rtl
+def test_sim_run_reads_the_moments_registers_after_the_frame(zcu104):
+    from fpgashare.hdl_sim.board import SimBoard
+    from fpgashare.simrun import run_chain
+
+    stages = resolve_chain(["rgb2hsv", "in_range", "moments"], {"in_range": {"LO0": 20, "HI0": 60}})
+    frame = np.random.default_rng(10).integers(0, 256, (120, 161, 3), dtype=np.uint8)
+    result = run_chain(SimBoard(zcu104), stages, frame)
+    assert np.array_equal(result.output, chain_reference(stages, frame))
+    regs = result.results["moments"]
+    want = binary_moments(result.output)
+    assert regs["M00"] == want["M00"] > 0
+    assert regs["M10_LO"] | regs["M10_HI"] << 32 == want["M10"]
+    assert regs["M01_LO"] | regs["M01_HI"] << 32 == want["M01"]

@@ -49,7 +49,8 @@ async def matches_opencv(dut):
         got = await run_frame_rgb_out(tb, frame)
         want = stage_reference(stage, frame)
         bad = np.argwhere(np.any(got != want, axis=-1))[:5]
-        assert np.array_equal(got, want), f"{frame.shape}: at {bad.tolist()} got {got[tuple(bad.T)]} want {want[tuple(bad.T)]}"
+        assert np.array_equal(got, want), \
+            f"{frame.shape}: at {bad.tolist()} got {got[tuple(bad.T)]} want {want[tuple(bad.T)]}"
     assert await tb.read_reg(4) == len(frames)
 
 

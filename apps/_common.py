@@ -164,10 +164,14 @@ class Recorder:
             np.savez_compressed(self.args.dump, inputs=np.stack(self.inputs), outputs=np.stack(self.outputs), **extra)
 
 
-def app_main(doc: str, run: Callable[[argparse.Namespace], dict], argv: list[str] | None) -> int:
-    """Parse the common arguments, run the app, print its counts as key=value words."""
+def app_main(doc: str, run: Callable[[argparse.Namespace], dict], argv: list[str] | None,
+             extra_args: Callable[[argparse.ArgumentParser], None] | None = None) -> int:
+    """Parse the common arguments (and the app's own, ``extra_args``), run the app, print its counts
+    as key=value words."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     add_source_args(parser)
+    if extra_args is not None:
+        extra_args(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
     try:

@@ -125,6 +125,14 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
     chain = [c.strip() for c in args.chain.split(",") if c.strip()]
     stages = resolve_chain(chain, parse_overrides(args.set or [], chain))
     frame = _read_image(args.input, rgb=stages[0].kind.channels_in == 3)
+    if stages[0].kind.channels_in == 2:      # absdiff, bg_update: the frame and its reference side by side
+        if not args.ref:
+            raise FpgashareError(f"{stages[0].name} compares two frames: give the reference with --ref")
+        ref = _read_image(args.ref, rgb=False)
+        if ref.shape != frame.shape:
+            raise FpgashareError(f"--ref {args.ref}: {ref.shape[1]}x{ref.shape[0]}, but --in is "
+                                 f"{frame.shape[1]}x{frame.shape[0]}")
+        frame = np.dstack([frame, ref])
     out_path = Path(args.output)
     if out_path.suffix.lower() not in (".png", ".pgm", ".bmp", ".tif", ".tiff"):
         raise FpgashareError(f"--out {out_path}: use a lossless format (.png, .pgm, .bmp, .tif)")
@@ -138,6 +146,8 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
              f"{result.load_s * 1e3:.3f} ms at {platform.config_port.clock_hz / 1e6:.0f} MHz",
              f"  compute: {result.compute_cycles} cycles = {result.compute_s * 1e3:.3f} ms at "
              f"{platform.fabric_clock_hz / 1e6:.0f} MHz",
+             *(f"  {st:<14} registers after the frame: " + ", ".join(f"{k}={v}" for k, v in regs.items())
+               for st, regs in result.results.items()),
              f"  simulated in {result.wall_s:.2f} s wall; wrote {out_path}"]
     _emit(info, args.json, lines)
     return 0
@@ -333,6 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--chain", required=True, help="comma-separated modules or presets")
     r.add_argument("--set", action="append", metavar="MOD.REG=VALUE", help="register override")
     r.add_argument("--in", dest="input", required=True)
+    r.add_argument("--ref", help="reference frame for a two-input first stage (absdiff, bg_update)")
     r.add_argument("--out", dest="output", required=True)
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_sim_run)

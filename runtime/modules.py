@@ -24,7 +24,8 @@ class ModuleKind:
     module_id: int
     regs: Mapping[str, int]
     read_only: frozenset[str]
-    channels_in: int = 1      #: 1 = 8-bit gray, 3 = 24-bit RGB
+    channels_in: int = 1      #: 1 = 8-bit gray, 2 = two gray frames side by side, 3 = 24-bit RGB
+    channels_out: int = 1     #: 3 = three bytes per pixel (rgb2hsv: H, S, V); a chain ends in 1
     halves: bool = False      #: output is floor(H/2) x floor(W/2)
     defaults: Mapping[str, int] = field(default_factory=dict)
     kernel_kind: str = "vision"  #: "vision" (a pixel stream, presets) or "dnn" (a dnn_tile)
@@ -40,6 +41,10 @@ class ModuleKind:
     def output_shape(self, rows: int, cols: int) -> tuple[int, int]:
         """Output frame shape for an input of rows x cols."""
         return (rows // 2, cols // 2) if self.halves else (rows, cols)
+
+    def input_shape(self, rows: int, cols: int) -> tuple[int, ...]:
+        """Shape of the frame array this module takes: rows x cols, with a channel axis if more than one."""
+        return (rows, cols, self.channels_in) if self.channels_in > 1 else (rows, cols)
 
 
 def _regs(**extra: int) -> dict[str, int]:
@@ -63,6 +68,19 @@ KINDS: dict[str, ModuleKind] = {
                                         W_ENTRIES=10, PG_ENTRIES=11),
                    frozenset({"ID", "STATUS", "FRAMES", "NLAYERS", "IMAGE_CYCLES", "INFO", "ACT_ENTRIES",
                               "W_ENTRIES", "PG_ENTRIES"}), kernel_kind="dnn"),
+        # rank3x3.sv with RANK 0, 8 and 4: one design, three bitstreams.
+        ModuleKind("erode3x3", 7, _regs(), _RO),
+        ModuleKind("dilate3x3", 8, _regs(), _RO),
+        ModuleKind("median3x3", 9, _regs(), _RO),
+        ModuleKind("rgb2hsv", 10, _regs(), _RO, channels_in=3, channels_out=3),
+        ModuleKind("in_range", 11, _regs(LO0=5, HI0=6, LO1=7, HI1=8, LO2=9, HI2=10), _RO, channels_in=3,
+                   defaults={"LO0": 0, "HI0": 255, "LO1": 0, "HI1": 255, "LO2": 0, "HI2": 255}),
+        ModuleKind("moments", 12, _regs(M00=5, M10_LO=6, M10_HI=7, M01_LO=8, M01_HI=9),
+                   _RO | {"M00", "M10_LO", "M10_HI", "M01_LO", "M01_HI"}),
+        # Two-input modules: channel 0 the frame, channel 1 the reference / background.
+        ModuleKind("absdiff", 13, _regs(), _RO, channels_in=2),
+        ModuleKind("bg_update", 14, _regs(K=5), _RO, channels_in=2, defaults={"K": 4}),
+        ModuleKind("fast9", 15, _regs(THRESH=5), _RO, defaults={"THRESH": 10}),
     )
 }
 KINDS_BY_ID = {k.module_id: k for k in KINDS.values()}
@@ -89,6 +107,21 @@ PRESETS: dict[str, tuple[str, dict[str, int]]] = {
 }
 
 
+#: Chain presets: one name for a fixed sequence of stages (each stage its own slot).
+CHAIN_PRESETS: dict[str, tuple[str, ...]] = {
+    "open3x3": ("erode3x3", "dilate3x3"),     # cv2.morphologyEx(MORPH_OPEN), 3x3 rect, BORDER_REPLICATE
+    "close3x3": ("dilate3x3", "erode3x3"),    # cv2.morphologyEx(MORPH_CLOSE)
+}
+
+
+def expand_chain(names: list[str] | tuple[str, ...]) -> list[str]:
+    """Replace every chain preset in ``names`` by its stages."""
+    out: list[str] = []
+    for name in names:
+        out.extend(CHAIN_PRESETS.get(name, (name,)))
+    return out
+
+
 @dataclass(frozen=True)
 class Stage:
     """A pipeline stage: a module and the full set of register values to program."""
@@ -109,7 +142,9 @@ def resolve_stage(name: str, overrides: Mapping[str, int] | None = None) -> Stag
     elif name in KINDS:
         kind_name, regs = name, dict(KINDS[name].defaults)
     else:
-        known = ", ".join(sorted([*KINDS, *PRESETS]))
+        if name in CHAIN_PRESETS:
+            raise ModuleError(f"{name} is a chain of {' -> '.join(CHAIN_PRESETS[name])}, not one stage")
+        known = ", ".join(sorted([*KINDS, *PRESETS, *CHAIN_PRESETS]))
         raise ModuleError(f"unknown module or preset {name!r} (known: {known})")
     kind = KINDS[kind_name]
     if kind.kernel_kind != "vision":

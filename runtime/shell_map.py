@@ -27,11 +27,15 @@ def slot_reg(slot: int, offset: int) -> int:
 
 
 def pack_pixels(frame: np.ndarray) -> np.ndarray:
-    """Frame -> one 32-bit beat per pixel: gray in [7:0]; RGB as R [7:0], G [15:8], B [23:16]."""
+    """Frame -> one 32-bit beat per pixel: gray in [7:0]; channel k of a multi-channel frame in
+    [8k+7:8k] (RGB as R [7:0], G [15:8], B [23:16]; a frame and its reference as [7:0], [15:8])."""
     if frame.ndim == 2:
         return frame.astype(np.uint32).reshape(-1)
-    rgb = frame.astype(np.uint32).reshape(-1, 3)
-    return rgb[:, 0] | (rgb[:, 1] << 8) | (rgb[:, 2] << 16)
+    chans = frame.astype(np.uint32).reshape(-1, frame.shape[2])
+    beats = np.zeros(chans.shape[0], dtype=np.uint32)
+    for k in range(chans.shape[1]):
+        beats |= chans[:, k] << (8 * k)
+    return beats
 
 
 def unpack_pixels(beats: np.ndarray, shape: tuple[int, int]) -> np.ndarray:

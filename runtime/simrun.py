@@ -6,14 +6,15 @@ Used by ``fpgashare sim run`` and, until the daemon exists, by ``fpgashare demo`
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from fpgashare.bitstream.registry import build_config
 from fpgashare.errors import FrameError, ModuleError
-from fpgashare.modules import Stage, resolve_stage
+from fpgashare.modules import COMMON_REGS, Stage, expand_chain, resolve_stage
 from fpgashare.platform import Platform, SlotSpec
 
 MIN_SIDE = 8
@@ -30,13 +31,14 @@ class ChainResult:
     load_s: float
     compute_s: float
     pixels: int
+    results: dict[str, dict[str, int]] = field(default_factory=dict)  #: result registers read after the frame
 
     def as_dict(self) -> dict:
         return {
             "pixels": self.pixels, "load_cycles": self.load_cycles, "load_words": self.load_words,
             "compute_cycles": self.compute_cycles, "load_s": self.load_s, "compute_s": self.compute_s,
             "wall_s": round(self.wall_s, 4), "slots": self.slots,
-            "output_shape": list(self.output.shape),
+            "output_shape": list(self.output.shape), "results": self.results,
         }
 
 
@@ -61,12 +63,23 @@ def parse_overrides(items: Sequence[str], chain: Sequence[str]) -> dict[str, dic
 def resolve_chain(chain: Sequence[str], overrides: Mapping[str, Mapping[str, int]]) -> list[Stage]:
     if not chain:
         raise ModuleError("the chain is empty: give at least one module")
+    chain = expand_chain(chain)
     if len(set(chain)) != len(chain):
         raise ModuleError(f"a stage appears twice in the chain {list(chain)}; each stage needs its own slot")
     stages = [resolve_stage(name, overrides.get(name)) for name in chain]
-    for stage in stages[1:]:
-        if stage.kind.channels_in != 1:
-            raise ModuleError(f"{stage.name} takes RGB input and must be the first stage")
+    for before, stage in itertools.pairwise(stages):
+        if stage.kind.channels_in != before.kind.channels_out:
+            if stage.kind.channels_in == 3:
+                raise ModuleError(f"{stage.name} takes RGB input and must be the first stage "
+                                  f"(or follow a 3-channel stage such as rgb2hsv)")
+            if stage.kind.channels_in == 2:
+                raise ModuleError(f"{stage.name} takes a frame and its reference side by side and must be "
+                                  f"the first stage")
+            raise ModuleError(f"{stage.name} takes gray input, but {before.name} gives "
+                              f"{before.kind.channels_out} channels per pixel")
+    if stages[-1].kind.channels_out != 1:
+        raise ModuleError(f"{stages[-1].name} gives {stages[-1].kind.channels_out} channels per pixel; a chain "
+                          f"ends in one (follow it with a stage such as in_range)")
     return stages
 
 
@@ -87,10 +100,11 @@ def assign_slots(platform: Platform, stages: Sequence[Stage]) -> list[SlotSpec]:
 def check_frame(platform: Platform, stages: Sequence[Stage], frame: np.ndarray) -> None:
     if frame.dtype != np.uint8:
         raise FrameError(f"frames must be uint8, not {frame.dtype}")
-    want_rgb = stages[0].kind.channels_in == 3
-    if want_rgb and (frame.ndim != 3 or frame.shape[2] != 3):
-        raise FrameError(f"{stages[0].name} needs an RGB frame (rows x cols x 3), got shape {frame.shape}")
-    if not want_rgb and frame.ndim != 2:
+    channels = stages[0].kind.channels_in
+    if channels > 1 and (frame.ndim != 3 or frame.shape[2] != channels):
+        what = "an RGB frame" if channels == 3 else f"a {channels}-channel frame (the frame and its reference)"
+        raise FrameError(f"{stages[0].name} needs {what} (rows x cols x {channels}), got shape {frame.shape}")
+    if channels == 1 and frame.ndim != 2:
         raise FrameError(f"{stages[0].name} needs a gray frame (rows x cols), got shape {frame.shape}")
     rows, cols = frame.shape[:2]
     if not (MIN_SIDE <= cols <= platform.max_width and MIN_SIDE <= rows <= platform.max_height):
@@ -120,10 +134,17 @@ def run_chain(board, stages: Sequence[Stage], frame: np.ndarray) -> ChainResult:
         board.program(slot.index, stage, *shape)
         shape = stage.kind.output_shape(*shape)
     out, stats = board.stream(frame, shape)
+    results = {}
+    for stage, slot in zip(stages, slots, strict=True):
+        # A module's own read-only registers (moments' M00 ...) hold results once the frame is through.
+        own = sorted(stage.kind.read_only - set(COMMON_REGS), key=stage.kind.reg_index)
+        if own and stage.kind.kernel_kind == "vision":
+            results[stage.name] = {reg: board.module_read(slot.index, stage.kind.reg_index(reg))[1] for reg in own}
     wall = time.perf_counter() - start
     return ChainResult(
         output=out, slots={st.name: sl.name for st, sl in zip(stages, slots, strict=True)},
         load_cycles=load_cycles, load_words=load_words, compute_cycles=stats.cycles, wall_s=wall,
         load_s=load_cycles / platform.config_port.clock_hz,
         compute_s=stats.cycles / platform.fabric_clock_hz, pixels=int(frame.shape[0] * frame.shape[1]),
+        results=results,
     )

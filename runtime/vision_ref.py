@@ -42,6 +42,81 @@ def conv3x3_reference(frame: np.ndarray, regs: Mapping[str, int]) -> np.ndarray:
     return np.clip(s, 0, 255).astype(np.uint8)
 
 
+_HSV_SHIFT = 12
+
+
+def _hsv_tables() -> tuple[np.ndarray, np.ndarray]:
+    """OpenCV's 12-bit reciprocal tables (cvRound = half to even, as np.rint); entry 0 is 0."""
+    i = np.arange(256, dtype=np.float64)
+    i[0] = 1.0
+    sdiv = np.rint((255 << _HSV_SHIFT) / i).astype(np.int64)
+    hdiv = np.rint((180 << _HSV_SHIFT) / (6.0 * i)).astype(np.int64)
+    sdiv[0] = hdiv[0] = 0
+    return sdiv, hdiv
+
+
+def rgb2hsv_reference(rgb: np.ndarray) -> np.ndarray:
+    """cv2.cvtColor(rgb, COLOR_RGB2HSV) on uint8 by OpenCV's integer rule (what rgb2hsv.sv computes);
+    equal to cv2 on all 2^24 colours (tests/test_vision_catalogue.py)."""
+    sdiv, hdiv = _hsv_tables()
+    r, g, b = (rgb[..., k].astype(np.int64) for k in range(3))
+    v = np.maximum(np.maximum(r, g), b)
+    d = v - np.minimum(np.minimum(r, g), b)
+    half = 1 << (_HSV_SHIFT - 1)
+    s = (d * sdiv[v] + half) >> _HSV_SHIFT
+    h = np.where(v == r, g - b, np.where(v == g, b - r + 2 * d, r - g + 4 * d))
+    h = (h * hdiv[d] + half) >> _HSV_SHIFT
+    h = np.where(h < 0, h + 180, h)
+    return np.stack([h, s, v], axis=-1).astype(np.uint8)
+
+
+def binary_moments(mask: np.ndarray) -> dict[str, int]:
+    """m00, m10, m01 of a mask whose nonzero pixels count 1 (cv2.moments(mask, binaryImage=True)),
+    as exact integers: what the moments module's registers hold after the frame."""
+    ys, xs = np.nonzero(mask)
+    return {"M00": int(xs.size), "M10": int(xs.sum(dtype=np.int64)), "M01": int(ys.sum(dtype=np.int64))}
+
+
+def bg_update_reference(x: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
+    """b + ((x - b) >> k), the shift flooring (OpenCV's accumulateWeighted is float, so numpy)."""
+    b16 = b.astype(np.int16)
+    return (b16 + ((x.astype(np.int16) - b16) >> k)).astype(np.uint8)
+
+
+#: FAST's 16-pixel circle of radius 3 as (dx, dy), in OpenCV's order (arcs are taken cyclically).
+FAST_CIRCLE = ((0, 3), (1, 3), (2, 2), (3, 1), (3, 0), (3, -1), (2, -2), (1, -3),
+               (0, -3), (-1, -3), (-2, -2), (-3, -1), (-3, 0), (-3, 1), (-2, 2), (-1, 3))
+
+
+def fast9_reference(gray: np.ndarray, threshold: int) -> np.ndarray:
+    """FAST-9 with non-maximum suppression as an image: each keypoint's response where
+    cv2.FastFeatureDetector_create(threshold, nonmaxSuppression=True) finds one, 0 elsewhere
+    (what fast9.sv computes; tests/test_vision_catalogue.py holds it to cv2's keypoints)."""
+    rows, cols = gray.shape
+    v = gray.astype(np.int32)
+    pad = np.pad(v, 3, mode="edge")
+    d = np.stack([v - pad[3 + dy:3 + dy + rows, 3 + dx:3 + dx + cols] for dx, dy in FAST_CIRCLE])
+    best = np.full((rows, cols), -256, dtype=np.int32)
+    for k in range(16):
+        arc = d[[(k + m) % 16 for m in range(9)]]
+        best = np.maximum(best, np.maximum(arc.min(axis=0), (-arc).min(axis=0)))
+    score = np.where(best > threshold, best - 1, 0)
+    score[:3], score[rows - 3:], score[:, :3], score[:, cols - 3:] = 0, 0, 0, 0
+    around = np.pad(score, 1)
+    keep = score > 0
+    for dy in (-1, 0, 1):
+        for dx in (-1, 0, 1):
+            if dy or dx:
+                keep &= score > around[1 + dy:1 + dy + rows, 1 + dx:1 + dx + cols]
+    return np.where(keep, score, 0).astype(np.uint8)
+
+
+def fast9_keypoints(out: np.ndarray) -> set[tuple[int, int, int]]:
+    """(x, y, response) of every keypoint in a fast9 output image."""
+    ys, xs = np.nonzero(out)
+    return {(int(x), int(y), int(out[y, x])) for x, y in zip(xs, ys, strict=True)}
+
+
 def preset_reference(name: str, frame: np.ndarray) -> np.ndarray:
     """The OpenCV call each preset stands for."""
     cv2 = _cv2()
@@ -95,6 +170,26 @@ def stage_reference(stage: Stage, frame: np.ndarray) -> np.ndarray:
         rgb = frame.astype(np.int64)
         acc = cr * rgb[..., 0] + cg * rgb[..., 1] + cb * rgb[..., 2] + ((1 << (shift - 1)) if shift else 0)
         return np.clip(acc >> shift, 0, 255).astype(np.uint8)
+    if kind in ("erode3x3", "dilate3x3"):
+        op = cv2.erode if kind == "erode3x3" else cv2.dilate
+        return op(frame, np.ones((3, 3), np.uint8), borderType=cv2.BORDER_REPLICATE)
+    if kind == "median3x3":
+        return cv2.medianBlur(frame, 3)
+    if kind == "rgb2hsv":
+        return cv2.cvtColor(frame, cv2.COLOR_RGB2HSV)
+    if kind == "in_range":
+        # Tuples are cv2 Scalars: per-channel bounds.
+        lo = tuple(float(stage.regs.get(f"LO{k}", 0) & 0xFF) for k in range(3))
+        hi = tuple(float(stage.regs.get(f"HI{k}", 255) & 0xFF) for k in range(3))
+        return cv2.inRange(frame, lo, hi)
+    if kind == "absdiff":
+        return cv2.absdiff(frame[..., 0], frame[..., 1])
+    if kind == "bg_update":
+        return bg_update_reference(frame[..., 0], frame[..., 1], stage.regs.get("K", 4) & 15)
+    if kind == "fast9":
+        return fast9_reference(frame, min(max(stage.regs.get("THRESH", 10), 0), 255))
+    if kind == "moments":
+        return frame.copy()        # the pixels pass through; the moments are registers
     raise KeyError(kind)
 
 

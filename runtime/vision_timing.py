@@ -8,6 +8,11 @@ tail (a 3x3 module still owes its bottom pass, W+1 steps). The constants below a
 latencies of the shell's boundary slices and links, measured on the RTL (tests/test_backends.py
 holds the model to the RTL within 2% on frames of 64x64 and up). Not modelled: a downscale2x
 behind a 3x3 stage on an odd number of rows finishes up to a row earlier than predicted.
+
+Memory: a frame's input is read and its output written by the shell's DMA; a two-input module
+(absdiff, bg_update) reads its reference frame beside the frame, one byte per pixel each, through
+the same stream. The DMA's memory port moves MEM_BYTES_PER_CYCLE, so a frame cannot finish before
+its traffic has moved; at one pixel per clock the stream, not memory, is the bound.
 """
 
 from __future__ import annotations
@@ -16,10 +21,35 @@ from collections.abc import Sequence
 
 from fpgashare.modules import Stage
 
-WINDOWED = frozenset({"conv3x3", "sobel_mag"})
+WINDOWED = frozenset({"conv3x3", "sobel_mag", "erode3x3", "dilate3x3", "median3x3"})
 BASE_LATENCY = 4        #: input slice + first stage + output slice
 STAGE_LATENCY = 3       #: each further stage: its link and its output register
 WINDOW_TAIL_EXTRA = 4   #: a 3x3 stage's bottom pass ends this many cycles after its last input
+INNER_LATENCY = 0       #: between two phases inside one stage (fast9's score feeds its NMS window directly)
+MEM_BYTES_PER_CYCLE = 8  #: assumption: one 64-bit AXI HP port at the fabric clock for the DMA
+
+
+def frame_memory_bytes(stages: Sequence[Stage], rows: int, cols: int) -> tuple[int, int]:
+    """(bytes read, bytes written) in memory by one frame: every input channel (frame, reference,
+    RGB) a byte per pixel, the output a byte per pixel (bg_update's output is the stored background)."""
+    read = rows * cols * stages[0].kind.channels_in
+    h, w = rows, cols
+    for stage in stages:
+        h, w = stage.kind.output_shape(h, w)
+    return read, h * w * stages[-1].kind.channels_out
+
+
+def _phases(name: str, halves: bool, h: int, w: int) -> list[tuple[int, int, int]]:
+    """(steps, tail, start) of each streaming phase of a stage: input steps a frame takes, cycles
+    its last output lags its last input, and steps before its first output."""
+    if name in WINDOWED:
+        return [((h + 1) * (w + 1), w + 1 + WINDOW_TAIL_EXTRA, w + 2)]
+    if name == "fast9":            # a 7x7 window (3 replicated passes and steps), then the 3x3 NMS window
+        return [(3 * w + h * (w + 3), 3 * (w + 3) + WINDOW_TAIL_EXTRA, 3 * w + 4),
+                ((h + 1) * (w + 1), w + 1 + WINDOW_TAIL_EXTRA, w + 2)]
+    if halves:
+        return [((h // 2 * 2) * w, 0, 1)]      # an odd last row is consumed after the last output
+    return [(h * w, 0, 1)]
 
 
 def chain_cycles(stages: Sequence[Stage], rows: int, cols: int) -> int:
@@ -27,15 +57,10 @@ def chain_cycles(stages: Sequence[Stage], rows: int, cols: int) -> int:
     start = end = 0
     h, w = rows, cols
     for k, stage in enumerate(stages):
-        windowed = stage.kind.name in WINDOWED
-        if windowed:
-            steps = (h + 1) * (w + 1)
-        elif stage.kind.halves:
-            steps = (h // 2 * 2) * w      # an odd last row is consumed after the last output
-        else:
-            steps = h * w
-        tail = (w + 1 + WINDOW_TAIL_EXTRA) if windowed else 0
-        end = max(start + steps, end + tail) + (BASE_LATENCY if k == 0 else STAGE_LATENCY)
-        start += (w + 2) if windowed else 1
+        for n, (steps, tail, first) in enumerate(_phases(stage.kind.name, stage.kind.halves, h, w)):
+            latency = (BASE_LATENCY if k == 0 else STAGE_LATENCY) if n == 0 else INNER_LATENCY
+            end = max(start + steps, end + tail) + latency
+            start += first
         h, w = stage.kind.output_shape(h, w)
-    return end
+    read, written = frame_memory_bytes(stages, rows, cols)
+    return max(end, -(-(read + written) // MEM_BYTES_PER_CYCLE))

@@ -6,10 +6,10 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
-from fpgashare.apps import edge_detect, motion
+from fpgashare.apps import colour_track, corners, edge_detect, motion
 from fpgashare.client import connect
 from fpgashare.simrun import resolve_chain
-from fpgashare.vision_ref import chain_reference
+from fpgashare.vision_ref import chain_reference, fast9_keypoints
 
 from tests.test_daemon import RunningDaemon
 
@@ -55,16 +55,75 @@ def test_edge_detect_falls_back_to_the_cpu_where_slots_run_out(tmp_path, video, 
         assert np.array_equal(out, chain_reference(stages, frame))
 
 
-def test_motion_differences_on_the_cpu_and_thresholds_on_the_fpga(tmp_path, video, capsys, caplog):
+def _motion_reference(gray: np.ndarray, previous: np.ndarray) -> np.ndarray:
+    diff = cv2.absdiff(gray, previous)
+    mask = cv2.threshold(diff, motion.PARAMS["threshold"]["THRESH"], 255, cv2.THRESH_BINARY)[1]
+    mask = cv2.erode(mask, np.ones((3, 3), np.uint8), borderType=cv2.BORDER_REPLICATE)
+    return cv2.resize(mask, (mask.shape[1] // 2, mask.shape[0] // 2), interpolation=cv2.INTER_AREA)
+
+
+def test_motion_runs_the_whole_chain_on_the_fpga(tmp_path, video, capsys):
     sock = tmp_path / "s.sock"
     with RunningDaemon(sock, dilation=10.0):
-        summary, diffs, masks = _run(motion, sock, video, tmp_path, capsys)
-    assert summary["frames"] == "5" and summary["on_time"] == "5" and summary["cpu_stages"] == "absdiff"
-    assert "frame differencing runs on the CPU" in caplog.text
-    stages = resolve_chain(motion.CHAIN, motion.PARAMS)
-    for diff, mask in zip(diffs, masks, strict=True):
-        assert np.array_equal(mask, chain_reference(stages, diff))
+        summary, grays, masks = _run(motion, sock, video, tmp_path, capsys)
+    previous = np.load(tmp_path / f"{motion.__name__}.npz")["previous"]
+    assert summary["frames"] == "5" and summary["on_time"] == "5" and summary["cpu_stages"] == "-"
+    for gray, prev, mask in zip(grays, previous, masks, strict=True):
+        assert np.array_equal(mask, _motion_reference(gray, prev))
     assert masks.shape[1:] == (60, 80) and masks.any()
+
+
+def test_motion_moves_the_first_stages_to_the_cpu_on_two_slots(tmp_path, video, capsys, caplog):
+    sock = tmp_path / "s.sock"
+    with RunningDaemon(sock, dilation=10.0, platform="pynq-z2"):
+        summary, grays, masks = _run(motion, sock, video, tmp_path, capsys)
+    previous = np.load(tmp_path / f"{motion.__name__}.npz")["previous"]
+    assert summary["cpu_stages"] == "absdiff,threshold"
+    assert "absdiff/threshold run on the CPU (OpenCV), erode3x3/downscale2x on the FPGA" in caplog.text
+    for gray, prev, mask in zip(grays, previous, masks, strict=True):
+        assert np.array_equal(mask, _motion_reference(gray, prev))
+
+
+def test_colour_track_mask_and_centroid_equal_opencv(tmp_path, video, capsys):
+    sock = tmp_path / "s.sock"
+    with RunningDaemon(sock, dilation=10.0):
+        summary, inputs, _ = _run(colour_track, sock, video, tmp_path, capsys)
+    data = np.load(tmp_path / f"{colour_track.__name__}.npz")
+    assert summary["frames"] == "6" and summary["on_time"] == "6" and summary["cpu_stages"] == "-"
+    assert int(summary["tracked"]) >= 4          # the ball is in view most of the six frames
+    for rgb, mask, centre in zip(inputs, data["masks"], data["centroids"], strict=True):
+        want = cv2.inRange(cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV), colour_track.HSV_LO, colour_track.HSV_HI)
+        assert np.array_equal(mask, want)
+        m = cv2.moments(want, binaryImage=True)
+        if m["m00"]:
+            assert tuple(centre) == (m["m10"] / m["m00"], m["m01"] / m["m00"])
+        else:
+            assert np.isnan(centre).all()
+
+
+def test_corners_equal_opencv_fast(tmp_path, video, capsys):
+    sock = tmp_path / "s.sock"
+    with RunningDaemon(sock, dilation=10.0):
+        summary, inputs, _ = _run(corners, sock, video, tmp_path, capsys)
+    responses = np.load(tmp_path / f"{corners.__name__}.npz")["responses"]
+    assert summary["frames"] == "6" and summary["on_time"] == "6" and summary["cpu_stages"] == "-"
+    total = 0
+    for rgb, response in zip(inputs, responses, strict=True):
+        gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+        want = {(int(k.pt[0]), int(k.pt[1]), int(k.response))
+                for k in cv2.FastFeatureDetector_create(20, True).detect(gray)}
+        assert fast9_keypoints(response) == want
+        total += len(want)
+    assert int(summary["corners"]) == total > 0
+
+
+def test_app_options_are_checked(tmp_path, capsys):
+    sock = tmp_path / "s.sock"
+    with RunningDaemon(sock, dilation=10.0):
+        assert colour_track.main(["--video", "x.avi", "--socket", str(sock), "--hsv-lo", "1,2"]) == 2
+        assert "give H,S,V as three integers" in capsys.readouterr().err
+        assert corners.main(["--video", "x.avi", "--socket", str(sock), "--threshold", "300"]) == 2
+        assert "--threshold 300" in capsys.readouterr().err
 
 
 def test_apps_name_bad_input(tmp_path, capsys):

@@ -43,6 +43,33 @@ module rm_library #(
                 .PG_ENTRIES(DNN_PG_ENTRIES), .MAX_LAYERS(DNN_MAX_LAYERS)
             ) u_rm (.*);
         end
+        7: begin : g_erode3x3
+            rank3x3 #(.DATA_W(DATA_W), .MAX_W(MAX_W), .RANK(0), .MODULE_ID(16'd7)) u_rm (.*);
+        end
+        8: begin : g_dilate3x3
+            rank3x3 #(.DATA_W(DATA_W), .MAX_W(MAX_W), .RANK(8), .MODULE_ID(16'd8)) u_rm (.*);
+        end
+        9: begin : g_median3x3
+            rank3x3 #(.DATA_W(DATA_W), .MAX_W(MAX_W), .RANK(4), .MODULE_ID(16'd9)) u_rm (.*);
+        end
+        10: begin : g_rgb2hsv
+            rgb2hsv #(.DATA_W(DATA_W)) u_rm (.*);
+        end
+        11: begin : g_in_range
+            in_range #(.DATA_W(DATA_W)) u_rm (.*);
+        end
+        12: begin : g_moments
+            moments #(.DATA_W(DATA_W)) u_rm (.*);
+        end
+        13: begin : g_absdiff
+            absdiff #(.DATA_W(DATA_W)) u_rm (.*);
+        end
+        14: begin : g_bg_update
+            bg_update #(.DATA_W(DATA_W)) u_rm (.*);
+        end
+        15: begin : g_fast9
+            fast9 #(.DATA_W(DATA_W), .MAX_W(MAX_W)) u_rm (.*);
+        end
         default: begin : g_unknown
             $error("rm_library: no module with id %0d", MODULE_ID);
         end

@@ -26,7 +26,7 @@ module rp_slot #(
     output wire               decouple_status,
     `include "rm_ports.svh"
 );
-    localparam int NM = 8;   // module ids 0..7 (0 = blank)
+    localparam int NM = 16;  // module ids 0..15 (0 = blank)
 
     // Partition-side signals (inside the decoupler).
     wire [DATA_W-1:0] rp_s_tdata, rp_m_tdata;
@@ -59,8 +59,8 @@ module rp_slot #(
         .rp_axil_rvalid(rp_rvalid), .rp_axil_rready(rp_rready)
     );
 
-    // Per-module signals, indexed by module id. Ids >= 8 do not exist here and select the blank.
-    wire [2:0] sel = active_module[3] ? 3'd0 : active_module[2:0];
+    // Per-module signals, indexed by module id (0 = the blank).
+    wire [3:0] sel = active_module;
     wire [NM-1:0] i_tready, o_tvalid, o_tlast, o_tuser, l_awready, l_wready, l_bvalid, l_arready, l_rvalid;
     wire [DATA_W-1:0] o_tdata [NM];
     wire [1:0] l_bresp [NM];
@@ -83,7 +83,7 @@ module rp_slot #(
 
     for (genvar m = 0; m < NM; m++) begin : g_rm
         if (m == 0 || MODULE_MASK[m]) begin : g_present
-            wire on = (sel == 3'(m));
+            wire on = (sel == 4'(m));
             // The blank (id 0) is the junk source and never stops. Any other module runs only while
             // selected (its clock is gated off otherwise) and is reset by every load into the slot.
             wire run = (m == 0) || on || rst;
@@ -118,7 +118,7 @@ module rp_slot #(
         end
     end
 
-    wire unused_slot = &{1'b0, MODULE_MASK[15:NM], MODULE_MASK[0]};
+    wire unused_slot = &{1'b0, MODULE_MASK[0]};
 endmodule
 
 `resetall

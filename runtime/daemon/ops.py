@@ -55,7 +55,7 @@ class Ops:
             spec = realtime_spec(key, stages, period_ms / 1e3, deadline_ms / 1e3, [rows, cols], self.platform, params)
         except FpgashareError as exc:
             raise ProtocolError("bad_request", f"pipeline {name!r}{exc}") from None
-        in_shape = (*spec.frame, 3) if spec.stages[0].kind.channels_in == 3 else spec.frame
+        in_shape = spec.stages[0].kind.input_shape(*spec.frame)
         out_shape = spec.frame
         for stage in spec.stages:
             out_shape = stage.kind.output_shape(*out_shape)

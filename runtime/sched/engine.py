@@ -286,7 +286,7 @@ class Engine:
         rng = np.random.default_rng(self.workload.seed)
         out = {}
         for p in self.pipelines:
-            shape = (*p.frame, 3) if p.stages[0].kind.channels_in == 3 else p.frame
+            shape = p.stages[0].kind.input_shape(*p.frame)
             out[p.name] = rng.integers(0, 256, shape, dtype=np.uint8)
         return out
 

@@ -1,0 +1,65 @@
+// rank3x3: the RANK-th smallest of each 3x3 window (0 = min, 4 = median, 8 = max), cv2.BORDER_REPLICATE
+// edges. RANK 0 is cv2.erode, 8 cv2.dilate (3x3 rectangle, BORDER_REPLICATE), 4 cv2.medianBlur(.., 3).
+// Each window pixel's rank counts the pixels below it, ties broken by window position, so exactly
+// one pixel holds each rank (36 comparators, no sorting network).
+// Registers: 0 ID (RO), 1 WIDTH, 2 HEIGHT, 3 STATUS (RO; bit0 framing error), 4 FRAMES (RO).
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+module rank3x3 #(
+    parameter int DATA_W = 8,
+    parameter int MAX_W = 1920,
+    parameter int RANK = 4,
+    parameter logic [15:0] MODULE_ID = 16'd9
+) (
+    `include "rm_ports.svh"
+);
+    initial begin
+        if (RANK < 0 || RANK > 8) $error("rank3x3: RANK must be 0..8");
+    end
+    localparam int NREGS = 5;
+    localparam logic [NREGS*32-1:0] RESET_VALS = {32'd0, 32'd0, 32'd480, 32'd640, 32'd0};
+
+    wire [NREGS*32-1:0] regs;
+    wire framing_err;
+    wire [71:0] win;
+    wire win_valid, win_last, win_user, win_eof;
+    // .* connects clk, rst and the s_axil_* port by name.
+    vision_regs #(.NREGS(NREGS), .MODULE_ID(MODULE_ID), .RESET_VALS(RESET_VALS)) u_regs (
+        .*, .status({31'd0, framing_err}), .frame_tick(win_valid && m_axis_tready && win_eof)
+    );
+
+    window3x3 #(.MAX_W(MAX_W)) u_win (
+        .clk, .rst,
+        .cfg_width(regs[1*32 +: 12]), .cfg_height(regs[2*32 +: 12]),
+        .s_pixel(s_axis_tdata[7:0]), .s_valid(s_axis_tvalid), .s_ready(s_axis_tready),
+        .s_last(s_axis_tlast),
+        .m_window(win), .m_valid(win_valid), .m_ready(m_axis_tready),
+        .m_last(win_last), .m_user(win_user), .m_eof(win_eof), .framing_err
+    );
+
+    logic [7:0] pick;
+    always_comb begin
+        pick = '0;
+        for (int i = 0; i < 9; i++) begin
+            automatic logic [3:0] below = '0;
+            for (int j = 0; j < 9; j++) begin
+                if (j != i) begin
+                    if ((win[j*8 +: 8] < win[i*8 +: 8]) || ((win[j*8 +: 8] == win[i*8 +: 8]) && (j < i)))
+                        below = below + 4'd1;
+                end
+            end
+            if (below == 4'(RANK)) pick = win[i*8 +: 8];
+        end
+    end
+
+    assign m_axis_tdata  = DATA_W'(pick);
+    assign m_axis_tvalid = win_valid;
+    assign m_axis_tlast  = win_last;
+    assign m_axis_tuser  = win_user;
+
+    wire unused = &{1'b0, s_axis_tuser, s_axis_tdata, regs};
+endmodule
+
+`resetall

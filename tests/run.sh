@@ -11,9 +11,9 @@ PY=${PYTHON:-python3}
 
 "$PY" -m venv .venv-test
 .venv-test/bin/python -m pip install -q --upgrade pip
-.venv-test/bin/python -m pip install -q -e ".[test]"
+.venv-test/bin/python -m pip install -q -e ".[test,fleet]"
 .venv-test/bin/python -m ruff check runtime hdl_sim tests benchmarks apps setup.py
-.venv-test/bin/python -m pytest -n 2 -q tests --ignore=tests/board
+.venv-test/bin/python -m pytest -n 2 --dist loadfile -q tests --ignore=tests/board
 
 bash tests/wheel_smoke.sh "$PY"
 

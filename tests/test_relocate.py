@@ -39,8 +39,8 @@ def test_registry_shrinks_to_one_file_per_module(tmp_path, name):
     native = build_all(platform, tmp_path / "native")
     relocatable = build_all(platform, tmp_path / "reloc", relocatable=True)
     pairs = sum(len(m.slots) for m in platform.modules.values())
-    assert len(native) == pairs == {"pynq-z2": 10, "zcu104": 24}[name]          # slots x modules
-    assert len(relocatable) == len(platform.modules) == {"pynq-z2": 5, "zcu104": 6}[name]
+    assert len(native) == pairs                                      # slots x modules
+    assert len(relocatable) == len(platform.modules) < pairs        # one per module (slots share a shape)
     assert len(list((tmp_path / "reloc").glob("*.bit"))) == len(platform.modules)
     index = json.loads((tmp_path / "reloc" / "index.json").read_text())
     assert index["relocatable"] and {e["file"] for e in index["bitstreams"]} == {f"{m}.bit" for m in platform.modules}
@@ -134,7 +134,8 @@ def test_only_same_shape_and_relocatable_builds_move(tmp_path, zcu104):
 def test_native_folders_still_load(tmp_path, pynq_z2):
     build_all(pynq_z2, tmp_path)
     registry = Registry(tmp_path, pynq_z2)
-    assert not registry.relocatable and registry.files == len(registry.pairs()) == 10
+    assert not registry.relocatable
+    assert registry.files == len(registry.pairs()) == sum(len(m.slots) for m in pynq_z2.modules.values())
     checked = registry.bitfile(pynq_z2.slots[1], "conv3x3")
     assert checked.inspection.verdict.ok
     assert checked.data == (tmp_path / "composable_pr_1__conv3x3.bit").read_bytes()
@@ -152,7 +153,9 @@ def test_crc_delta_advances_like_zero_writes(delta, writes):
 def test_cli_builds_one_file_per_module(tmp_path, capsys):
     assert main(["bitstream", "build", "zcu104", "--relocatable", "--out", str(tmp_path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert len(out["files"]) == 6 and out["pairs"] == 24
+    zcu104 = load_platform("zcu104")
+    assert len(out["files"]) == len(zcu104.modules)
+    assert out["pairs"] == sum(len(m.slots) for m in zcu104.modules.values())
     assert inspect_bytes((tmp_path / "dnn_tile.bit").read_bytes(), load_platform("zcu104")).verdict.ok
 
 

@@ -360,12 +360,6 @@ class Engine:
             at = self._stream_at = NOT_BUSY if self.stream_free() else min(self._job_ends())
         return self.now if at is NOT_BUSY else at
 
-    def jobs_end_by(self) -> float:
-        """When every frame and DNN batch on the stream now has ended (now if none runs)."""
-        if len(self.running) + len(self.dnn_running) == 1 and not self.stream_free():
-            return self.stream_free_at()      # the one job's end, cached
-        return max(self._job_ends(), default=self.now)
-
     def _job_ends(self) -> list[float]:
         """When each frame and DNN batch on the stream ends."""
         return [f.expected_end for f in self.running.values()] + [j.end for j in self.dnn_running.values()]

@@ -31,3 +31,16 @@ def board(_boards, pynq_z2):
     sim = _boards["pynq-z2"]
     sim.rtl.reset()
     return sim
+
+
+@pytest.fixture(autouse=True)
+def _cwd_unchanged():
+    """A test that leaves the process in another folder breaks every later test's relative paths."""
+    import os
+
+    before = os.getcwd()
+    yield
+    after = os.getcwd()
+    if after != before:
+        os.chdir(before)
+        pytest.fail(f"the test left the working directory at {after} (was {before})")

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 from fpgashare.cli import main
 from fpgashare.modules import resolve_stage
 from fpgashare.vision_ref import chain_reference
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.rtl
@@ -17,7 +20,7 @@ def test_sim_run_equals_opencv(tmp_path, capsys):
 
     frame = np.random.default_rng(4).integers(0, 256, (37, 53), dtype=np.uint8)
     cv2.imwrite(str(tmp_path / "in.png"), frame)
-    code = main(["sim", "run", "--platform", "bitstreams/pynq-z2.toml", "--chain", "box3x3,threshold",
+    code = main(["sim", "run", "--platform", str(REPO / "bitstreams" / "pynq-z2.toml"), "--chain", "box3x3,threshold",
                  "--set", "threshold.THRESH=90", "--set", "threshold.TYPE=3",
                  "--in", str(tmp_path / "in.png"), "--out", str(tmp_path / "out.png"), "--json"])
     assert code == 0

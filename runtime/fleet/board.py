@@ -112,6 +112,14 @@ def outcome_of(future_result) -> dict:
     return {"outcome": "on_time", "output": output}
 
 
+def _submit_failure(exc: Exception) -> str:
+    """Why a submit failed: a daemon that went away (socket error, or its connection lost) is the
+    board lost, said the same way whichever call noticed it; anything else names itself."""
+    if isinstance(exc, OSError) or (isinstance(exc, DaemonError) and exc.kind == "gone"):
+        return BOARD_LOST
+    return f"{type(exc).__name__}: {exc}"
+
+
 class BoardAgent:
     """Speaks for one board's daemon (made a Ray actor by the controller; threaded, so frames of
     many pipelines wait at once). Every call answers; a daemon that went away answers 'board lost'."""
@@ -156,11 +164,8 @@ class BoardAgent:
             fut = pipe.submit(frame)
         except FrameDropped as exc:
             return {"outcome": "dropped", "reason": exc.reason}
-        except OSError as exc:
-            return {"outcome": "error", "reason": f"{BOARD_LOST}: {exc}"}
-        except FpgashareError as exc:     # a closed connection: the daemon went away
-            lost = f"{BOARD_LOST}: " if self.fpga._closed else ""
-            return {"outcome": "error", "reason": f"{lost}{type(exc).__name__}: {exc}"}
+        except (OSError, FpgashareError) as exc:
+            return {"outcome": "error", "reason": _submit_failure(exc)}
         return outcome_of(lambda: fut.result(timeout=self.fpga.timeout))
 
     def infer_batch(self, name: str, images: np.ndarray) -> list[dict]:
@@ -175,15 +180,13 @@ class BoardAgent:
             try:
                 futures.append(pipe.submit(image))
             except (OSError, FpgashareError) as exc:
-                futures.append(exc if self.fpga._closed or isinstance(exc, OSError) else FrameFailed(str(exc)))
+                futures.append(FrameFailed(_submit_failure(exc)))
         outcomes.extend(self._dnn_outcome(f) for f in futures)
         return outcomes
 
     def _dnn_outcome(self, fut) -> dict:
         if isinstance(fut, FrameFailed):
             return {"outcome": "error", "reason": str(fut)}
-        if isinstance(fut, Exception):
-            return {"outcome": "error", "reason": f"{BOARD_LOST}: {fut}"}
         result = outcome_of(lambda: fut.result(timeout=self.fpga.timeout))
         return {**result, "outcome": "done"} if result["outcome"] == "on_time" else result
 

@@ -38,11 +38,11 @@ def check(seed: int, max_s: float) -> dict:
     admit_ms = (time.perf_counter() - started) * 1e3
     kept = {p.name for p in admission.admitted}
     admitted = replace(workload, pipelines=tuple(p for p in workload.pipelines if not p.realtime or p.name in kept))
-    _, summary = run_workload(admitted, ModelBackend(workload.platform), EdfPolicy(), contract=admission.contract)
+    engine, summary = run_workload(admitted, ModelBackend(workload.platform), EdfPolicy(), contract=admission.contract)
     row = {"seed": seed, "platform": workload.platform.name, "pipelines": len(realtime),
            "admitted": len(kept), "duration_s": workload.duration_s, "admit_ms": round(admit_ms, 3),
            "misses": misses(summary, kept), "frames": sum(p["submitted"] for p in summary["pipelines"].values()),
-           "utilisation": round(sum(p.exec_s / p.period_s for p in realtime), 4)}
+           "utilisation": round(sum(p.exec_s / p.period_s for p in realtime), 4), "pin_moves": engine.pin_moves}
     if admission.rejected:
         _, everything = run_workload(workload, ModelBackend(workload.platform), EdfPolicy())
         row["rejected_set_ran_clean"] = misses(everything) == 0
@@ -72,6 +72,8 @@ def main() -> int:
         "sets_within_the_utilisation_bound": len(under_bound),
         "of_those_the_test_rejects_some": len(refused_under_bound),
         "admission_ms_max": max(r["admit_ms"] for r in rows),
+        "pins_moved_to_hide_a_load": sum(r["pin_moves"] for r in rows),
+        "workloads_where_pins_moved": sum(r["pin_moves"] > 0 for r in rows),
         "failures": [r for r in rows if r["misses"]],
     }
     if args.json:

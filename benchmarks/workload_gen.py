@@ -1,8 +1,9 @@
 """Random workloads for claims about "any workload": seeded, on both platforms.
 
-Each workload: 1-6 real-time pipelines (chains of 1..slots vision stages drawn from the library,
-frames 120x160 .. 1080x1920, periods 8-100 ms, deadlines between the chain's run time and the
-period, release jitter 0-2 ms, a random first release), and sometimes a best-effort DNN pipeline.
+Each workload: 1-6 real-time pipelines (chains of 1..slots single-channel vision stages drawn from
+the library, sometimes after an RGB->gray stage; frames 120x160 .. 1080x1920, periods 8-100 ms,
+deadlines between the chain's run time and the period, release jitter 0-2 ms, a random first
+release), and sometimes a best-effort DNN pipeline.
 The run lasts one hyperperiod (periods are whole tenths of a millisecond) or ``max_s``, whichever
 is shorter.
 
@@ -29,7 +30,9 @@ from fpgashare.workload import DNN_MODELS, PipelineSpec, Workload, realtime_spec
 log = logging.getLogger(__name__)
 
 PLATFORMS = ("pynq-z2", "zcu104")
-VISION = sorted({*PRESETS, "sobel_mag", "threshold", "downscale2x"})
+#: Single-channel stages (one frame in, one out). With the rank filters and FAST there are eight
+#: distinct modules for the ZCU104's four slots: residency (pins, swaps) is part of every draw.
+VISION = sorted({*PRESETS, "sobel_mag", "threshold", "downscale2x", "erode3x3", "dilate3x3", "median3x3", "fast9"})
 FRAMES = ((120, 160), (240, 320), (480, 640), (720, 1280), (1080, 1920))
 
 
@@ -47,6 +50,8 @@ def random_workload(seed: int, platform: str | None = None, max_s: float = 10.0,
     for i in range(rng.randint(1, 6)):
         for _ in range(20):      # redraw until the chain fits its period at all
             chain = rng.sample(VISION, rng.randint(1, len(plat.slots)))
+            if len(chain) < len(plat.slots) and rng.random() < 0.25:
+                chain = ["rgb2gray", *chain]        # a colour camera: the chain starts with RGB -> gray
             rows, cols = rng.choice(FRAMES)
             probe = realtime_spec(f"p{i}", chain, 1.0, 1.0, [rows, cols], plat)
             low = max(8e-3, probe.exec_s * 1.02)

@@ -80,6 +80,15 @@ def dnn_bound(workload: Workload, admitted, engine=None) -> dict:
                 images += 1 + int((gap - fill) // step)
             t = max(t, end)
         out["fill_limited_images_per_s"] = round(images / workload.duration_s, 1)
+        # The admission's pins hold slots for good: with fewer tiles than the fastest chain uses,
+        # the bound this run's contract allows (whether another residency could do better is
+        # per workload: the README says where the pinned modules cannot be reloaded in time).
+        tile_slots = set(workload.platform.module("dnn_tile").slots)
+        free = sum(s.name in tile_slots and s.index not in engine.contract.pinned for s in workload.platform.slots)
+        if 0 < free < len(plan.stages):
+            lean = dnn_plan(workload.platform, models[0], free)
+            out["unpinned_tiles"] = free
+            out["unpinned_tiles_images_per_s"] = round(idle * lean.clock_hz / lean.bottleneck_cycles, 1)
     return out
 
 

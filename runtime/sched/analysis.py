@@ -235,13 +235,13 @@ def _pin_sets(pipelines: Sequence[PipelineSpec], slots: int, keep: Counter[str])
     rates = {m: [sum(1.0 / p.period_s for p in pipelines if p.module_counts.get(m, 0) > k)
                  for k in range(wanted[m] + 1)] for m in modules}
     out = []
+    counts = [p.module_counts for p in pipelines]
 
     def walk(i: int, pins: dict[str, int], size: int, rate: float) -> None:
         if i == len(modules):
-            counter = Counter({m: k for m, k in pins.items() if k})
-            loads = [len(_unpinned(p, counter)) for p in pipelines]
-            if max(loads) <= slots - size:
-                out.append((size, rate, counter))
+            room = slots - size       # every chain's unpinned stages (as _unpinned counts them) must fit
+            if all(sum(max(0, c - pins.get(m, 0)) for m, c in mc.items()) <= room for mc in counts):
+                out.append((size, rate, Counter({m: k for m, k in pins.items() if k})))
             return
         m = modules[i]
         for k in range(keep[m], min(wanted[m], slots - size) + 1):

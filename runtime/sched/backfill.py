@@ -16,7 +16,9 @@ made after the real-time dispatch of every event:
   window, less the chain's fill latency per gap, at the chain's real rate) must be at least
   ``WORTH`` times the port time of the two loads it costs (the lend and the reload of what it
   evicts). A lent slot comes back through the ordinary prefetch or demand loads, which evict
-  dnn_tile first (real-time work never needs it).
+  dnn_tile first (real-time work never needs it). When only pinned slots are idle, the tile may
+  When the idle slots hold modules wanted soon, the tile may load hidden into one of them while its
+  module moves into a slot the job on the stream frees (``pin_move.lend_moves``).
 
 A platform with no slot for dnn_tile gives the DNN nothing (``refusal`` says why); never an error.
 """
@@ -27,6 +29,7 @@ from fpgashare.dnn.planning import dnn_plan, dnn_slot_count
 from fpgashare.sched.engine import Engine
 from fpgashare.sched.guard import batch_room, side_load_allowed
 from fpgashare.sched.lookahead import reclaim_at, victims_due
+from fpgashare.sched.pin_move import lend_moves
 from fpgashare.slots import SlotState
 
 #: The longest batch: the stream is free for real-time work again sooner, and a client's images
@@ -148,5 +151,19 @@ def _lend(engine: Engine) -> None:
         gain = lend_gain_s(engine, model, held, gaps, now + engine.port_backlog_s() + load_s, until)
         if gain >= WORTH * 2 * load_s and (best is None or gain > best[0]):
             best = (gain, s.index)
+    # Or a slot whose module goes, hidden, into a slot the job on the stream frees (pin_move.py):
+    # the tile then displaces a module wanted later.
+    moved = None
+    for move in lend_moves(engine, DNN):
+        until = min(reclaim_at(engine, evicting=move.to), engine.end_s, now + LEND_HORIZON_S)
+        load_s = engine.load_seconds(move.into)
+        gain = lend_gain_s(engine, model, held, gaps, now + load_s, until)
+        if gain >= WORTH * 2 * load_s and (best is None or gain > best[0]):
+            best, moved = (gain, move.into), move
     if best is not None and side_load_allowed(engine, best[1]):
+        if moved is not None:
+            if moved.into in engine.slots.pinned:
+                engine.move_pin(moved.into, moved.to)
+            else:
+                engine.plan_reload(moved.to, moved.pinned, engine.earliest_release_s())
         engine.slots.request(best[1], DNN, "dnn")

@@ -28,11 +28,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 
+from fpgashare.sched.backfill import DNN as DNN_TILE
 from fpgashare.sched.backfill import backfill
 from fpgashare.sched.demand import NeedOrder
 from fpgashare.sched.engine import Engine, Frame
 from fpgashare.sched.guard import side_load_allowed
 from fpgashare.sched.lookahead import reclaim_at
+from fpgashare.sched.pin_move import pin_move
 from fpgashare.sched.policy import PriorityPolicy
 from fpgashare.slots import SlotState
 
@@ -81,6 +83,7 @@ class EdfPolicy(PriorityPolicy):
                     and engine.stream_free():
                 engine.start(committed, plan.chosen)
                 committed = None
+                self._load_pins(engine)              # a moved pin goes back first, under this job
             else:
                 self._issue(engine, plan)
                 reserved = plan.used
@@ -113,6 +116,8 @@ class EdfPolicy(PriorityPolicy):
                 if engine.stream_free() and (not later or borrows):
                     engine.start(frame, [s for s in chosen if s is not None])
                     stream_at = engine.stream_free_at()
+                    if engine.committed is None:
+                        self._load_pins(engine)      # a moved pin goes back first, under this job
                     continue
                 reserved |= {s for s in chosen if s is not None}
                 head_seen = True
@@ -135,6 +140,10 @@ class EdfPolicy(PriorityPolicy):
             else:
                 if plan.loads and side_load_allowed(engine, plan.loads[0][1]):
                     engine.slots.request(plan.loads[0][1], plan.loads[0][0], "demand")
+                elif is_head and (move := pin_move(engine, frame, chosen, missing)) is not None:
+                    engine.move_pin(move.into, move.to)          # the load below is hidden; M goes back
+                    engine.slots.request(move.into, move.module, "demand")   # under this frame's stream
+                    plan.used = {s for s in chosen if s is not None} | {move.into}
                 reserved |= plan.used
         if engine.committed is None:
             self._port_idle(engine, reserved)
@@ -210,7 +219,17 @@ class EdfPolicy(PriorityPolicy):
             work(reserved)
 
     def _load_pins(self, engine: Engine, warm_up: bool = False) -> bool:
-        """Load a pinned module its slot does not hold yet (a new admission may pin more)."""
+        """Load a pinned module its slot does not hold yet (a new admission may pin more), or a
+        module a lend moved out of its slot (``Engine.plan_reload``)."""
+        for slot, (module, by) in sorted(engine.planned_reloads.items()):
+            s = engine.slots.slots[slot]
+            if engine.now + engine.load_seconds(slot) > by or s.module == module:
+                del engine.planned_reloads[slot]          # too late to be harmless, or done
+            elif s.state in (SlotState.BLANK, SlotState.READY) and not engine.slots.holds(module) \
+                    and side_load_allowed(engine, slot):
+                del engine.planned_reloads[slot]
+                engine.slots.request(slot, module, "prefetch")
+                return True
         for slot, module in sorted(engine.contract.pinned.items()):
             s = engine.slots.slots[slot]
             if s.module == module and s.state in (SlotState.READY, SlotState.BUSY, SlotState.LOADING):
@@ -229,13 +248,16 @@ class EdfPolicy(PriorityPolicy):
         # frame to hide under, while one put off may be hidden under the next period's first).
         target = self._prefetch_target(engine, waiting)
         stream_end = engine.stream_job_end()
+        dnn = bool(engine.dnn_pipelines and engine.backend.runs_dnn)
         if target is not None and stream_end is not None:
-            # A load hidden under the job on the stream costs nothing: take it now, unless it
-            # would evict a tile the DNN can still use before the module is due.
-            hidden = lambda reserved: self._prefetch(engine, reserved, target, hidden_only=True)  # noqa: E731
-            if not (engine.dnn_pipelines and engine.backend.runs_dnn) or reclaim_at(engine) <= stream_end:
-                return hidden
-        if engine.dnn_pipelines and engine.backend.runs_dnn:
+            # A load hidden under the job on the stream costs nothing: take it now, but not into
+            # a tile the DNN can still use before the module is due.
+            if not dnn or reclaim_at(engine) <= stream_end:
+                return lambda reserved: self._prefetch(engine, reserved, target, hidden_only=True)
+            tiles = {s.index for s in engine.slots.slots if s.module == DNN_TILE}
+            return lambda reserved: self._prefetch(engine, reserved | tiles, target, hidden_only=True) \
+                or self._just_in_time(engine, waiting, reserved)
+        if dnn:
             return lambda reserved: self._just_in_time(engine, waiting, reserved)
         if target is None:
             return None
@@ -277,32 +299,40 @@ class EdfPolicy(PriorityPolicy):
 
     @staticmethod
     def _prefetch(engine: Engine, reserved: set[int], target: tuple[NeedOrder, list[str], str],
-                  hidden_only: bool = False) -> None:
+                  hidden_only: bool = False) -> bool:
         """Load the target module into a victim slot that no pending frame keeps and no module
         needed before it holds, if the load is hidden or the contract allows it (guard.py);
-        ``hidden_only``: only if it ends before the job on the stream."""
+        ``hidden_only``: only if it ends before the job on the stream. Whether it loads."""
         future, needed, module = target
-        victim = engine.slots.victim(module, future, keep=reserved | _holding(engine, needed, module))
+        victim = engine.slots.victim(module, future, keep=reserved | _holding(engine, future, needed, module))
         if hidden_only:
             end = engine.stream_job_end()
             if victim is not None and end is not None and engine.now + engine.load_seconds(victim) <= end \
                     and side_load_allowed(engine, victim):
                 engine.slots.request(victim, module, "prefetch")
-            return
+                return True
+            return False
         if victim is not None and side_load_allowed(engine, victim):
             engine.slots.request(victim, module, "prefetch")
-        elif victim is not None and not engine.pending:
+            return True
+        if victim is not None and not engine.pending:
             # Not allowed now: look again when the stream's job or the next release comes.
             nxt = min(t for t in (engine.stream_job_end(), engine.earliest_release_s()) if t is not None)
             if nxt != float("inf"):
                 engine.wake(nxt)
+        return False
 
 
-def _holding(engine: Engine, needed: list[str], upto: str) -> set[int]:
-    """Slots holding a module needed before ``upto``: prefetch must not evict them."""
+def _holding(engine: Engine, future: NeedOrder, needed: list[str], upto: str) -> set[int]:
+    """Slots holding a module needed before ``upto``, or by the same release as ``upto``:
+    prefetch must not evict them (evicting one to load another the same frame needs only moves
+    the load, and then it cannot be hidden)."""
+    target = future.key(upto)
     keep = set()
     for module in needed:
         if module == upto:
-            break
-        keep |= set(engine.slots.ready_with(module)) | set(engine.slots.busy_with(module))
+            continue
+        key = future.key(module)
+        if key < target or (key[0] == 1 and key[:3] == target[:3]):
+            keep |= set(engine.slots.ready_with(module)) | set(engine.slots.busy_with(module))
     return keep

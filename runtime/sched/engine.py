@@ -20,7 +20,7 @@ import heapq
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from fpgashare.backends.base import Backend, FrameReport, Pending
@@ -146,6 +146,8 @@ class Engine:
         self._wakes: set[float] = set()
         self.on_finish = None      #: called with each frame as it ends (the daemon answers its client)
         self.contract: AdmissionContract = UNCONSTRAINED   #: what edf keeps to (runtime/sched/analysis.py)
+        self.pin_moves = 0                #: pins moved to hide a load (runtime/sched/pin_move.py)
+        self.planned_reloads: dict[int, tuple[str, float]] = {}   #: slot -> (module, by when)
         #: The frame that holds the port for its loads until it streams (edf's commitment), if any.
         self.committed: Frame | None = None
         #: A pin load may straddle a release even if the contract budgets no idle load (the
@@ -190,6 +192,18 @@ class Engine:
         """Keep to ``contract`` from now on: its pinned slots are never evicted."""
         self.contract = contract
         self.slots.pinned = contract.pinned_slots
+
+    def move_pin(self, slot: int, to: int) -> None:
+        """The module pinned at ``slot`` is pinned at ``to`` from now on (runtime/sched/pin_move.py)."""
+        pinned = dict(self.contract.pinned)
+        pinned[to] = pinned.pop(slot)
+        self.set_contract(replace(self.contract, pinned=pinned))
+        self.pin_moves += 1
+
+    def plan_reload(self, slot: int, module: str, by: float) -> None:
+        """Load ``module`` into ``slot`` as soon as it is free, if that can be by ``by`` (a lend
+        moved it out of its slot: runtime/sched/pin_move.py)."""
+        self.planned_reloads[slot] = (module, by)
 
     def begin(self) -> None:
         """Let the policy set up (warm-up loads) before the first event."""
@@ -338,8 +352,10 @@ class Engine:
         chosen: list[int | None] = []
         missing = []
         ready = self.slots.ready_by_module()
+        pinned = self.slots.pinned
         for module in frame.pipeline.modules:
-            for slot in ready.get(module, ()):
+            # Pinned copies first: a swap slot the frame leaves alone may take its other modules.
+            for slot in sorted(ready.get(module, ()), key=lambda s: s not in pinned):
                 if slot not in taken:
                     taken.add(slot)
                     chosen.append(slot)

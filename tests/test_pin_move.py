@@ -1,0 +1,94 @@
+"""Moving a pin to hide a load (runtime/sched/pin_move.py): on crowded boards (more distinct modules
+than slots) edf lends a pinned slot to the next frame's missing module under the job on the stream
+and reloads the pin elsewhere under that frame; admitted pipelines still never miss."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+from fpgashare.modules import resolve_stage
+from fpgashare.platform import load_platform
+from fpgashare.sched.analysis import residency
+from fpgashare.sched.pin_move import _next_at
+from fpgashare.slots import SlotState
+from fpgashare.workload import Workload, realtime_spec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from benchmarks.workload_gen import VISION
+from tests.test_admission import assert_no_miss, run_admitted
+
+
+def crowded(seed: int) -> Workload:
+    """Three or four pipelines on the ZCU104 whose chains need more distinct modules than its four
+    slots, at one common rate with jitter and random offsets (the case pins and swaps are for)."""
+    rng = random.Random(seed)
+    platform = load_platform("zcu104")
+    while True:
+        chains = [rng.sample(VISION, rng.randint(1, 3)) for _ in range(rng.randint(3, 4))]
+        chains = [["rgb2gray", *c] if rng.random() < 0.3 else c for c in chains]
+        if len({resolve_stage(s).kind.name for c in chains for s in c}) > len(platform.slots):
+            break
+    period = rng.choice([16.67e-3, 25e-3, 33.3e-3])
+    frame = rng.choice([[480, 640], [720, 1280]])
+    pipelines = []
+    for i, chain in enumerate(chains):
+        spec = realtime_spec(f"p{i}", chain, period, period, frame, platform, jitter_s=rng.uniform(0, 0.5e-3))
+        pipelines.append(replace(spec, offset_s=round(rng.uniform(0, period), 4)))
+    return Workload(Path(f"crowded_{seed}.toml"), platform, seed, 1.0, tuple(pipelines))
+
+
+def check_pins_after(engine) -> None:
+    """The moved pins still satisfy the analysis's residency condition, and each is in its slot."""
+    pinned = engine.contract.pinned
+    plan = residency(engine.pipelines, engine.backend.platform, Counter(pinned.values()), fixed=pinned)
+    assert not isinstance(plan, str), plan
+    for slot, module in pinned.items():
+        s = engine.slots.slots[slot]
+        assert s.module == module and s.state in (SlotState.READY, SlotState.LOADING), (slot, module, s)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**9))
+def test_admitted_pipelines_never_miss_while_pins_move(seed):
+    _, engine, summary = run_admitted(crowded(seed))
+    assert_no_miss(summary, f"crowded seed {seed}")
+    check_pins_after(engine)
+
+
+def test_pins_move_on_crowded_boards_and_hide_loads():
+    """Over twenty crowded workloads, pins do move, and every admitted frame is on time."""
+    moves = 0
+    for seed in range(20):
+        _, engine, summary = run_admitted(crowded(seed))
+        assert_no_miss(summary, f"crowded seed {seed}")
+        check_pins_after(engine)
+        moves += engine.pin_moves
+    assert moves > 0
+
+
+def _frame(deadline: float, seq: int):
+    return SimpleNamespace(deadline=deadline, seq=seq)
+
+
+def _engine(pending, releases: dict[str, tuple[float, float]]):
+    """A stand-in with what ``_next_at`` reads: pending frames, each pipeline's next release and
+    relative deadline."""
+    pipes = [SimpleNamespace(name=n, deadline_s=d) for n, (_, d) in releases.items()]
+    return SimpleNamespace(pending=pending, pipelines=pipes, next_release_s=lambda p: releases[p.name][0])
+
+
+def test_a_move_waits_until_the_next_frame_is_certain():
+    f = _frame(0.020, 5)
+    # Nothing else pending; the other pipeline's next frame comes after the stream frees: certain.
+    assert _next_at(_engine([f], {"a": (0.030, 0.010)}), f, end=0.012)
+    # It could be released before the stream frees with an earlier deadline: not certain.
+    assert not _next_at(_engine([f], {"a": (0.011, 0.005)}), f, end=0.012)
+    # Released in time but with a later deadline: F still goes first.
+    assert _next_at(_engine([f], {"a": (0.011, 0.015)}), f, end=0.012)
+    # A pending frame ahead of it in EDF order.
+    assert not _next_at(_engine([f, _frame(0.019, 9)], {}), f, end=0.012)

@@ -15,7 +15,7 @@ from fpgashare.platform import load_platform
 from fpgashare.sched.analysis import residency
 from fpgashare.sched.pin_move import _next_at
 from fpgashare.slots import SlotState
-from fpgashare.workload import Workload, realtime_spec
+from fpgashare.workload import DNN_MODELS, PipelineSpec, Workload, realtime_spec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +25,8 @@ from tests.test_admission import assert_no_miss, run_admitted
 
 def crowded(seed: int) -> Workload:
     """Three or four pipelines on the ZCU104 whose chains need more distinct modules than its four
-    slots, at one common rate with jitter and random offsets (the case pins and swaps are for)."""
+    slots, at one common rate with jitter and random offsets (the case pins and swaps are for),
+    half the time with a best-effort DNN beside them."""
     rng = random.Random(seed)
     platform = load_platform("zcu104")
     while True:
@@ -39,6 +40,8 @@ def crowded(seed: int) -> Workload:
     for i, chain in enumerate(chains):
         spec = realtime_spec(f"p{i}", chain, period, period, frame, platform, jitter_s=rng.uniform(0, 0.5e-3))
         pipelines.append(replace(spec, offset_s=round(rng.uniform(0, period), 4)))
+    if rng.random() < 0.5:          # a DNN beside them: its tiles may go through pinned slots too
+        pipelines.append(PipelineSpec("dnn", "besteffort", model=rng.choice(DNN_MODELS)))
     return Workload(Path(f"crowded_{seed}.toml"), platform, seed, 1.0, tuple(pipelines))
 
 

@@ -219,17 +219,8 @@ class EdfPolicy(PriorityPolicy):
             work(reserved)
 
     def _load_pins(self, engine: Engine, warm_up: bool = False) -> bool:
-        """Load a pinned module its slot does not hold yet (a new admission may pin more), or a
-        module a lend moved out of its slot (``Engine.plan_reload``)."""
-        for slot, (module, by) in sorted(engine.planned_reloads.items()):
-            s = engine.slots.slots[slot]
-            if engine.now + engine.load_seconds(slot) > by or s.module == module:
-                del engine.planned_reloads[slot]          # too late to be harmless, or done
-            elif s.state in (SlotState.BLANK, SlotState.READY) and not engine.slots.holds(module) \
-                    and side_load_allowed(engine, slot):
-                del engine.planned_reloads[slot]
-                engine.slots.request(slot, module, "prefetch")
-                return True
+        """Load a pinned module its slot does not hold yet (a new admission may pin more, or a
+        pin moved: pin_move.py), else a module a lend moved out of its slot (``plan_reload``)."""
         for slot, module in sorted(engine.contract.pinned.items()):
             s = engine.slots.slots[slot]
             if s.module == module and s.state in (SlotState.READY, SlotState.BUSY, SlotState.LOADING):
@@ -240,6 +231,15 @@ class EdfPolicy(PriorityPolicy):
                 engine.slots.request(slot, module, "pin")
                 if not warm_up:
                     return True
+        for slot, (module, by) in sorted(engine.planned_reloads.items()):
+            s = engine.slots.slots[slot]
+            if engine.now + engine.load_seconds(slot) > by or s.module == module:
+                del engine.planned_reloads[slot]          # too late to be harmless, or done
+            elif s.state in (SlotState.BLANK, SlotState.READY) and not engine.slots.holds(module) \
+                    and side_load_allowed(engine, slot):
+                del engine.planned_reloads[slot]
+                engine.slots.request(slot, module, "prefetch")
+                return True
         return False
 
     def port_idle_work(self, engine: Engine, waiting: list[Frame]) -> Callable[[set[int]], None] | None:

@@ -50,7 +50,8 @@ def pin_move(engine: Engine, frame: Frame, chosen: list[int | None], missing: li
     end = engine.stream_job_end()
     port = engine.slots.port
     pinned = engine.contract.pinned
-    if end is None or not pinned or engine.committed is not None or port.current is not None or port.queue:
+    if end is None or not pinned or engine.committed is not None or port.current is not None or port.queue \
+            or not _settled(engine):
         return None
     slots = engine.slots
     uses = {s for s in chosen if s is not None}
@@ -82,6 +83,15 @@ def pin_move(engine: Engine, frame: Frame, chosen: list[int | None], missing: li
     return None
 
 
+def _settled(engine: Engine) -> bool:
+    """No earlier move is still on its way back: every pin in its slot, no reload planned (so the
+    one reload a move needs is the only one, and the port takes it at once)."""
+    slots = engine.slots.slots
+    return not engine.planned_reloads and all(
+        slots[s].module == m and slots[s].state in (SlotState.READY, SlotState.BUSY)
+        for s, m in engine.contract.pinned.items())
+
+
 def _next_at(engine: Engine, frame: Frame, end: float) -> bool:
     """Whether ``frame`` comes first in EDF order at ``end`` whatever is released until then."""
     key = (frame.deadline, frame.seq)
@@ -111,7 +121,8 @@ def lend_moves(engine: Engine, module: str) -> list[PinMove]:
     end = engine.stream_job_end()
     port = engine.slots.port
     pinned = engine.contract.pinned
-    if end is None or engine.pending or engine.committed is not None or port.current is not None or port.queue:
+    if end is None or engine.pending or engine.committed is not None or port.current is not None or port.queue \
+            or not _settled(engine):
         return []
     slots = engine.slots
     earliest = engine.earliest_release_s()

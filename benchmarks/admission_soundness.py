@@ -42,7 +42,8 @@ def check(seed: int, max_s: float) -> dict:
     row = {"seed": seed, "platform": workload.platform.name, "pipelines": len(realtime),
            "admitted": len(kept), "duration_s": workload.duration_s, "admit_ms": round(admit_ms, 3),
            "misses": misses(summary, kept), "frames": sum(p["submitted"] for p in summary["pipelines"].values()),
-           "utilisation": round(sum(p.exec_s / p.period_s for p in realtime), 4), "pin_moves": engine.pin_moves}
+           "utilisation": round(sum(p.exec_s / p.period_s for p in realtime), 4), "pin_moves": engine.pin_moves,
+           "admitted_in_passes": sum(len(p.pass_stages) > 1 for p in realtime if p.name in kept)}
     if admission.rejected:
         _, everything = run_workload(workload, ModelBackend(workload.platform), EdfPolicy())
         row["rejected_set_ran_clean"] = misses(everything) == 0
@@ -74,6 +75,7 @@ def main() -> int:
         "admission_ms_max": max(r["admit_ms"] for r in rows),
         "pins_moved_to_hide_a_load": sum(r["pin_moves"] for r in rows),
         "workloads_where_pins_moved": sum(r["pin_moves"] > 0 for r in rows),
+        "admitted_pipelines_run_in_passes": sum(r["admitted_in_passes"] for r in rows),
         "failures": [r for r in rows if r["misses"]],
     }
     if args.json:

@@ -1,9 +1,10 @@
 """Random workloads for claims about "any workload": seeded, on both platforms.
 
 Each workload: 1-6 real-time pipelines (chains of 1..slots single-channel vision stages drawn from
-the library, sometimes after an RGB->gray stage; frames 120x160 .. 1080x1920, periods 8-100 ms,
-deadlines between the chain's run time and the period, release jitter 0-2 ms, a random first
-release), and sometimes a best-effort DNN pipeline.
+the library, sometimes up to twice the slots (run in passes through memory), sometimes after an
+RGB->gray stage; frames 120x160 .. 1080x1920, periods 8-100 ms, deadlines between the chain's
+run time and the period, release jitter 0-2 ms, a random first release), and sometimes a
+best-effort DNN pipeline.
 The run lasts one hyperperiod (periods are whole tenths of a millisecond) or ``max_s``, whichever
 is shorter.
 
@@ -49,7 +50,8 @@ def random_workload(seed: int, platform: str | None = None, max_s: float = 10.0,
     pipelines: list[PipelineSpec] = []
     for i in range(rng.randint(1, 6)):
         for _ in range(20):      # redraw until the chain fits its period at all
-            chain = rng.sample(VISION, rng.randint(1, len(plat.slots)))
+            longest = 2 * len(plat.slots) if rng.random() < 0.15 else len(plat.slots)   # some run in passes
+            chain = rng.sample(VISION, rng.randint(1, longest))
             if len(chain) < len(plat.slots) and rng.random() < 0.25:
                 chain = ["rgb2gray", *chain]        # a colour camera: the chain starts with RGB -> gray
             rows, cols = rng.choice(FRAMES)

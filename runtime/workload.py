@@ -32,6 +32,7 @@ from pathlib import Path
 
 from fpgashare.errors import FpgashareError, WorkloadError
 from fpgashare.modules import Stage
+from fpgashare.passes import pass_inputs, pass_seconds, split_chain
 from fpgashare.platform import Platform, load_platform
 from fpgashare.resources import resolve
 from fpgashare.simrun import MIN_SIDE, resolve_chain
@@ -54,6 +55,8 @@ class PipelineSpec:
     model: str | None = None
     exec_s: float = 0.0                #: the chain's compute time per frame at the fabric clock
     offset_s: float = 0.0              #: the first release, after the registration window
+    passes: tuple[int, ...] = ()       #: stages per pass through memory (runtime/passes.py); () = one
+    pass_exec: tuple[float, ...] = ()  #: each pass's stream time; () = (exec_s,)
 
     def release_s(self, index: int, seed: int) -> float:
         """Frame ``index``'s release from the first one: its nominal time plus its jitter, drawn
@@ -74,8 +77,38 @@ class PipelineSpec:
 
     @cached_property
     def module_counts(self) -> dict[str, int]:
-        """How many copies of each module the chain uses at once."""
-        return dict(Counter(self.modules))
+        """How many copies of each module the chain uses at once (in its busiest pass)."""
+        counts: Counter[str] = Counter()
+        for per_pass in self.pass_module_counts:
+            counts |= Counter(per_pass)
+        return dict(counts)
+
+    @cached_property
+    def pass_stages(self) -> tuple[tuple[Stage, ...], ...]:
+        """The stages of each pass through memory (one pass: the whole chain)."""
+        counts, out, k = self.passes or (len(self.stages),), [], 0
+        for count in counts:
+            out.append(self.stages[k:k + count])
+            k += count
+        return tuple(out)
+
+    @cached_property
+    def pass_modules(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(tuple(s.kind.name for s in stages) for stages in self.pass_stages)
+
+    @cached_property
+    def pass_module_counts(self) -> tuple[dict[str, int], ...]:
+        return tuple(dict(Counter(modules)) for modules in self.pass_modules)
+
+    @cached_property
+    def pass_seconds(self) -> tuple[float, ...]:
+        return self.pass_exec or (self.exec_s,)
+
+    @cached_property
+    def pass_input_shapes(self) -> tuple[tuple[int, ...], ...]:
+        """The array shape each pass reads (rows, cols[, channels])."""
+        sizes = pass_inputs(self.stages, [len(s) for s in self.pass_stages], *self.frame)
+        return tuple(stages[0].kind.input_shape(*size) for stages, size in zip(self.pass_stages, sizes, strict=True))
 
 
 @dataclass(frozen=True)
@@ -182,14 +215,22 @@ def realtime_spec(name: str, stages: list[str], period_s: float, deadline_s: flo
         chain = resolve_chain(stages, overrides or {})
     except FpgashareError as exc:
         raise WorkloadError(f".stages: {exc}") from None
-    if len(chain) > len(platform.slots):
-        raise WorkloadError(f".stages: {len(chain)} stages need {len(chain)} slots; "
-                            f"{platform.name} has {len(platform.slots)}")
     for stage in chain:
         if stage.kind.name not in platform.modules:
             raise WorkloadError(f".stages: {platform.name} has no {stage.kind.name} module")
-    exec_s = chain_cycles(chain, rows, cols) / platform.fabric_clock_hz
-    if exec_s > deadline_s:
-        raise WorkloadError(f": one {rows}x{cols} frame takes {exec_s * 1e3:.2f} ms through "
-                            f"{'/'.join(stages)}, more than its {deadline_s * 1e3:.2f} ms deadline")
-    return PipelineSpec(name, "realtime", period_s, deadline_s, (rows, cols), tuple(chain), jitter_s, None, exec_s)
+    try:
+        counts = split_chain(chain, rows, cols, platform)
+    except FpgashareError as exc:
+        raise WorkloadError(f".stages: {exc}") from None
+    if len(counts) == 1:
+        exec_s = chain_cycles(chain, rows, cols) / platform.fabric_clock_hz
+        if exec_s > deadline_s:
+            raise WorkloadError(f": one {rows}x{cols} frame takes {exec_s * 1e3:.2f} ms through "
+                                f"{'/'.join(stages)}, more than its {deadline_s * 1e3:.2f} ms deadline")
+        return PipelineSpec(name, "realtime", period_s, deadline_s, (rows, cols), tuple(chain), jitter_s, None,
+                            exec_s)
+    # Several passes through memory: whether they (and their loads) meet the deadline is the
+    # admission analysis's question, which names the pass that does not fit.
+    seconds = pass_seconds(chain, counts, rows, cols, platform)
+    return PipelineSpec(name, "realtime", period_s, deadline_s, (rows, cols), tuple(chain), jitter_s, None,
+                        sum(seconds), passes=counts, pass_exec=seconds)

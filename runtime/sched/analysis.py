@@ -13,6 +13,11 @@ The model (README, "Why an admitted set cannot miss", gives the whole argument):
 - A residency plan pins some modules in slots for good (``ResidencyPlan``); each frame of pipeline
   i then needs at most ``n_i`` loads (its unpinned stages), so its job takes at most
   ``S_i = C_i + n_i * L`` (``L``: the longest load) on the virtual processor.
+- A chain longer than the fabric runs in passes through memory (runtime/passes.py): ``C_i`` is the
+  sum of its passes' stream times and ``n_i`` counts every pass's unpinned stages. Its passes are
+  separate jobs (a more urgent frame may go between them), so the frame is limited-preemptive;
+  using the whole frame's ``S_i`` as the blocking term stays sound, since a frame blocks another
+  for at most one pass and its loads (Bertogna & Baruah, IEEE TII 2010).
 - Non-preemptive EDF with release jitter (deadline relative to the actual release), processor
   demand analysis with a blocking term, after Jeffay, Stanat & Martel (RTSS 1991) and George,
   Rivierre & Spuri (INRIA RR-2966, 1996); jitter as in Spuri (INRIA RR-2772, 1996): for every
@@ -83,12 +88,15 @@ def load_seconds(platform: Platform) -> float:
 
 
 # ---- residency ------------------------------------------------------------------------------
-def _unpinned(p: PipelineSpec, pinned: Counter[str]) -> list[str]:
-    """The stages' modules of ``p`` that the pinned copies do not cover (a chain using a module
-    twice needs two copies)."""
+def _unpinned(p: PipelineSpec, pinned: Counter[str]) -> list[list[str]]:
+    """Per pass of ``p`` (runtime/passes.py; one pass when the chain fits), the stages' modules the
+    pinned copies do not cover (a pass using a module twice needs two copies)."""
     out = []
-    for module, count in Counter(p.modules).items():
-        out += [module] * max(0, count - pinned[module])
+    for counts in p.pass_module_counts:
+        rest = []
+        for module, count in counts.items():
+            rest += [module] * max(0, count - pinned[module])
+        out.append(rest)
     return out
 
 
@@ -142,11 +150,12 @@ def residency(pipelines: Sequence[PipelineSpec], platform: Platform, pins: Count
     pool = [s for s in slots if s not in pinned]
     loads = {}
     for p in pipelines:
-        rest = _unpinned(p, pins)
-        if _match(rest, pool, ok) is None:
-            return (f"{p.name}'s stages {', '.join(rest)} do not fit the {len(pool)} slot(s) left "
-                    f"beside the pinned {', '.join(wanted) or 'nothing'}")
-        loads[p.name] = len(rest)
+        passes = _unpinned(p, pins)
+        for rest in passes:
+            if _match(rest, pool, ok) is None:
+                return (f"{p.name}'s stages {', '.join(rest)} do not fit the {len(pool)} slot(s) left "
+                        f"beside the pinned {', '.join(wanted) or 'nothing'}")
+        loads[p.name] = sum(len(rest) for rest in passes)      # every pass loads what is not pinned
     return ResidencyPlan(pinned, loads)
 
 
@@ -232,10 +241,10 @@ def _pin_sets(pipelines: Sequence[PipelineSpec], slots: int, keep: Counter[str])
         wanted[module] = max(wanted[module], count)
     modules = sorted(wanted)
     # Per module, the frames per second that load it unless k copies are pinned.
-    rates = {m: [sum(1.0 / p.period_s for p in pipelines if p.module_counts.get(m, 0) > k)
+    rates = {m: [sum(1.0 / p.period_s for p in pipelines for c in p.pass_module_counts if c.get(m, 0) > k)
                  for k in range(wanted[m] + 1)] for m in modules}
     out = []
-    counts = [p.module_counts for p in pipelines]
+    counts = [c for p in pipelines for c in p.pass_module_counts]      # each pass must fit on its own
 
     def walk(i: int, pins: dict[str, int], size: int, rate: float) -> None:
         if i == len(modules):
@@ -266,6 +275,9 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     L = load_seconds(platform)
     if not pipelines:
         return Verdict(True, contract=AdmissionContract({}, L, True, float("inf")))
+    for p in pipelines:
+        if len(p.pass_stages) > 1 and p.exec_s > p.deadline_s:
+            return Verdict(False, _passes_too_long(p))
     keep: Counter[str] = Counter((keep_pinned or {}).values())
     candidates = _pin_sets(pipelines, len(platform.slots), keep)
     # Load time per second beyond what the stream can take: such a set fails whatever the test.
@@ -291,6 +303,16 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
             best_slack = check.slack_s
             reason = check.reason + (f" (pinned: {', '.join(sorted(plan.pinned.values()))})" if plan.pinned else "")
     return Verdict(False, reason)
+
+
+def _passes_too_long(p: PipelineSpec) -> str:
+    """Why a chain run in passes cannot meet its deadline even alone, naming the pass at fault."""
+    parts = [f"pass {k + 1} ({', '.join(s.name for s in stages)}) {sec * 1e3:.2f} ms"
+             for k, (stages, sec) in enumerate(zip(p.pass_stages, p.pass_seconds, strict=True))]
+    worst = max(range(len(parts)), key=lambda k: p.pass_seconds[k])
+    return (f"{p.name}: a {p.frame[0]}x{p.frame[1]} frame runs in {len(parts)} passes through memory, "
+            f"{'; '.join(parts)}: {p.exec_s * 1e3:.2f} ms of stream alone, more than its "
+            f"{p.deadline_s * 1e3:.2f} ms deadline (the longest is pass {worst + 1})")
 
 
 def _verdict(plan: ResidencyPlan, check: DemandCheck, L: float, S, T, D, J) -> Verdict:

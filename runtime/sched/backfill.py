@@ -97,7 +97,7 @@ def stream_gaps(engine: Engine, horizon_s: float) -> list[tuple[float, float]]:
     pending and due in that window (nominal releases) run back to back in release order."""
     now = engine.now
     end = now + horizon_s
-    jobs = [(now, f.pipeline.exec_s) for f in engine.pending]
+    jobs = [(now, f.remaining_s) for f in engine.pending]
     for p in engine.pipelines:
         t = engine.next_release_s(p)
         while t < end:

@@ -39,7 +39,11 @@ class RrBundlePolicy(Policy):
         waiting = {p.name for p in order if any(f.pipeline.name == p.name for f in engine.pending)}
         current = order[self.turn % len(order)]
         running_current = any(f.pipeline.name == current.name for f in engine.running.values())
-        if not running_current and (self.served >= self.bundle or current.name not in waiting) and waiting:
+        # Bundled by pass: the bundle's frames take pass 1, then pass 2 ...; the turn moves on only
+        # when none of them is between passes.
+        between = any(f.pipeline.name == current.name and f.step > 0 for f in engine.pending)
+        if not running_current and not between and (self.served >= self.bundle or current.name not in waiting) \
+                and waiting:
             for step in range(1, len(order) + 1):
                 candidate = order[(self.turn + step) % len(order)]
                 if candidate.name in waiting:
@@ -47,12 +51,14 @@ class RrBundlePolicy(Policy):
                     break
             self.served = 0
             current = order[self.turn % len(order)]
-        mine = sorted((f for f in engine.pending if f.pipeline.name == current.name), key=lambda f: f.seq)
+        mine = sorted((f for f in engine.pending if f.pipeline.name == current.name), key=lambda f: (f.step, f.seq))
+        if self.served >= self.bundle:
+            mine = [f for f in mine if f.step > 0]       # the bundle is full: only its own later passes
         reserved: set[int] = set()
-        if mine and not running_current and self.served < self.bundle:
+        if mine and not running_current:
             frame = mine[0]
             if self.start_if_resident(engine, frame, set()):
-                self.served += 1
+                self.served += frame.step == 0           # a new frame of the bundle
                 reserved = set(frame.slots)
             else:
                 reserved = self.load_missing(engine, frame, set())
@@ -87,7 +93,7 @@ class StaticPolicy(Policy):
                     break
                 slots.append(slot)
                 free.remove(slot)
-            if len(slots) < len(p.modules):
+            if len(slots) < len(p.modules) or len(p.pass_stages) > 1:   # a chain in passes swaps modules
                 free.extend(slots)
                 continue
             self.assigned[p.name] = slots

@@ -96,8 +96,8 @@ class EdfPolicy(PriorityPolicy):
             if frame is committed:
                 head_seen = True
                 continue
-            exec_s = frame.pipeline.exec_s
-            if stream_at + exec_s > frame.deadline:
+            exec_s = frame.exec_s             # this pass; the drop rule counts the passes after it too
+            if stream_at + frame.remaining_s > frame.deadline:
                 engine.drop(frame, "cannot finish by its deadline: the stream is taken until then")
                 continue
             # While a frame is committed, any other frame streams only in the time its loads
@@ -157,7 +157,7 @@ class EdfPolicy(PriorityPolicy):
         plan = LoadPlan(chosen, {s for s in chosen if s is not None})
         future = None
         waits = engine.now + engine.port_backlog_s()
-        for module, slot in zip(frame.pipeline.modules, chosen, strict=True):
+        for module, slot in zip(frame.modules, chosen, strict=True):
             if slot is not None:
                 continue
             coming = next((s for s in slots.coming_with(module) if s not in plan.used), None)
@@ -194,14 +194,14 @@ class EdfPolicy(PriorityPolicy):
     def hopeless(self, engine: Engine, frame: Frame, missing: Sequence[str], stream_at: float) -> str | None:
         """A reason to drop ``frame`` when it certainly misses: even if the stream took it as soon
         as it frees, or its missing modules loaded back to back at the port's fastest."""
-        exec_s = frame.pipeline.exec_s
+        exec_s = frame.remaining_s          # this pass and the ones after it
         if stream_at + exec_s > frame.deadline:
             return "cannot finish by its deadline: the stream is taken until then"
         if missing:
             # Copies no slot holds, runs or receives must be loaded, whoever keeps the others.
             slots = engine.slots
             new = sum(max(0, need - len(slots.ready_with(m)) - len(slots.busy_with(m)) - len(slots.coming_with(m)))
-                      for m, need in frame.pipeline.module_counts.items() if m in missing)
+                      for m, need in frame.module_counts.items() if m in missing)
             if new and engine.now + new * engine.shortest_load_s() + exec_s > frame.deadline:
                 return f"cannot finish by its deadline: {new} module(s) still to load"
         return None

@@ -55,10 +55,31 @@ class Frame:
     reason: str = ""
     pixels: np.ndarray | None = None    #: the frame's input (None: the workload's test frame)
     output: np.ndarray | None = None    #: the chain's output, when the engine was asked for it
+    step: int = 0                       #: the pass it is at (runtime/passes.py); 0 for one-pass chains
+    carry: np.ndarray | None = None     #: the previous pass's output, parked in memory
+    streamed: list[tuple[float, float]] = field(default_factory=list)   #: (start, end) of each pass
 
     @property
     def key(self) -> str:
         return f"{self.pipeline.name}/{self.index}"
+
+    # The pass at hand: what the scheduler places, loads and streams next.
+    @property
+    def modules(self) -> tuple[str, ...]:
+        return self.pipeline.pass_modules[self.step]
+
+    @property
+    def module_counts(self) -> dict[str, int]:
+        return self.pipeline.pass_module_counts[self.step]
+
+    @property
+    def exec_s(self) -> float:
+        return self.pipeline.pass_seconds[self.step]
+
+    @property
+    def remaining_s(self) -> float:
+        """Stream time of this pass and every later one."""
+        return sum(self.pipeline.pass_seconds[self.step:])
 
 
 @dataclass
@@ -353,7 +374,7 @@ class Engine:
         missing = []
         ready = self.slots.ready_by_module()
         pinned = self.slots.pinned
-        for module in frame.pipeline.modules:
+        for module in frame.modules:
             # Pinned copies first: a swap slot the frame leaves alone may take its other modules.
             for slot in sorted(ready.get(module, ()), key=lambda s: s not in pinned):
                 if slot not in taken:
@@ -393,10 +414,16 @@ class Engine:
         if self.committed is frame:
             self.committed = None
         self.slots.acquire(slots, frame.key)
-        frame.start, frame.slots = self.now, tuple(slots)
+        if frame.step == 0:
+            frame.start = self.now
+        frame.slots = tuple(slots)
         try:
-            pixels = frame.pixels if frame.pixels is not None else self._pixels[frame.pipeline.name]
-            work = self.backend.start_frame(slots, frame.pipeline.stages, pixels, self.want_output)
+            if frame.step:
+                pixels = frame.carry
+            else:
+                pixels = frame.pixels if frame.pixels is not None else self._pixels[frame.pipeline.name]
+            # A pass before the last must hand its pixels on (a backend may skip them only at the end).
+            work = self.backend.start_frame(slots, frame.pipeline.pass_stages[frame.step], pixels, self.want_output)
         except Exception as exc:     # a hardware fault by the backend's contract (errors.HardwareError)
             self.slots.release(slots, self.now)
             self.finish(frame, "error", _fault(exc))
@@ -406,7 +433,8 @@ class Engine:
         self._stream_at = None
         # Hardware time from the start: on a wall clock, the host's time to simulate is not the
         # board's (a dilated clock absorbs it).
-        frame.expected_end = frame.start + work.seconds
+        frame.expected_end = self.now + work.seconds
+        frame.streamed.append((self.now, frame.expected_end))
         self.push(frame.expected_end, JOB_DONE, frame)
 
     def dnn_backlog(self, pipeline: PipelineSpec) -> bool:
@@ -460,15 +488,24 @@ class Engine:
         self._stream_at = None
         end = self.now
         self.slots.release(frame.slots, end)
+        for slot in frame.slots:
+            self.trace.append(TraceEvent(f"slot {slot}", frame.key, frame.streamed[-1][0], end,
+                                         {"pipeline": frame.pipeline.name}))
+        if failure is None and frame.step < len(frame.pipeline.pass_stages) - 1:
+            # The next pass reads this one's output from memory once the port has loaded its stages.
+            frame.step += 1
+            # Timing only (the model backend without outputs): the next pass needs just the size.
+            frame.carry = report.output if report.output is not None else \
+                np.zeros(frame.pipeline.pass_input_shapes[frame.step], np.uint8)
+            frame.expected_end = None
+            self.pending.append(frame)
+            return
         if failure is None:
             frame.end = end
             frame.output = report.output if self.want_output else None
             self.finish(frame, "on_time" if end <= frame.deadline + 1e-12 else "late")
         else:
             self.finish(frame, "error", failure)
-        for slot in frame.slots:
-            self.trace.append(TraceEvent(f"slot {slot}", frame.key, frame.start or 0.0, end,
-                                         {"pipeline": frame.pipeline.name}))
         self.trace.append(TraceEvent(f"pipeline {frame.pipeline.name}", frame.key, frame.release, end,
                                      {"outcome": frame.outcome}))
 
@@ -518,7 +555,7 @@ class Engine:
         now = self.now
         needs: dict[str, float] = {}
         for frame in self.pending:
-            for module in frame.pipeline.modules:
+            for module in frame.modules:
                 needs[module] = now
         played = self._stream_order(dict(needs), set(self.slots.held_modules() if held is None else held))
         if played is not None:
@@ -540,8 +577,8 @@ class Engine:
         the loads put off. None unless every frame would still meet its deadline after that wait."""
         stream_at = self.stream_free_at()
         for frame in self.pending:
-            held.update(frame.pipeline.modules)
-            stream_at += frame.pipeline.exec_s
+            held.update(frame.modules)
+            stream_at += frame.remaining_s
         loaded = set(held)                    # modules no load is owed for
         pipelines, info = self.pipelines, self._stream_info
         inf = float("inf")
@@ -600,7 +637,7 @@ class Engine:
     def need_order(self, first: Sequence[Frame] = ()) -> NeedOrder:
         """Modules in the order they will be needed: the given frames', then those of every
         pipeline's next release by deadline (runtime/sched/demand.py)."""
-        return NeedOrder([frame.pipeline.modules for frame in first], self.demand)
+        return NeedOrder([frame.modules for frame in first], self.demand)
 
     # ---- results
     def summary(self, wall_s: float) -> dict:

@@ -78,7 +78,7 @@ class OnlineEngine(Engine):
     def _job_done(self, frame: Frame) -> None:
         work = self._streaming.get(frame.key)
         if work is not None and not work.ready():
-            limit = self._overdue(frame.start, work.seconds)
+            limit = self._overdue(frame.streamed[-1][0], work.seconds)
             if self.now < limit:                 # the DMA is not done: look again soon
                 frame.expected_end = min(limit, self.now + WATCHDOG_POLL_S)
                 self._stream_at = None

@@ -62,7 +62,7 @@ def pin_move(engine: Engine, frame: Frame, chosen: list[int | None], missing: li
             absent.append(m)
         else:
             uses.add(busy)
-    if len(absent) != 1 or frame.pipeline.module_counts.get(absent[0], 1) != 1:
+    if len(absent) != 1 or frame.module_counts.get(absent[0], 1) != 1:
         return None
     module = absent[0]
     if slots.coming_with(module) or not _next_at(engine, frame, end):
@@ -70,12 +70,12 @@ def pin_move(engine: Engine, frame: Frame, chosen: list[int | None], missing: li
     for s in slots.compatible_slots(module):
         held = pinned.get(s)
         slot = slots.slots[s]
-        if held is None or held in frame.pipeline.modules or s in uses or slot.state is not SlotState.READY \
+        if held is None or held in frame.modules or s in uses or slot.state is not SlotState.READY \
                 or engine.now + engine.load_seconds(s) > end:
             continue
         for r in slots.compatible_slots(held):
             if r == s or r in pinned or r in uses or slots.slots[r].state is SlotState.LOADING \
-                    or slots.slots[r].state is SlotState.FAILED or engine.load_seconds(r) > frame.pipeline.exec_s:
+                    or slots.slots[r].state is SlotState.FAILED or engine.load_seconds(r) > frame.exec_s:
                 continue
             placed = {k: v for k, v in pinned.items() if k != s} | {r: held}
             if _fits(engine, placed):
@@ -97,6 +97,8 @@ def _next_at(engine: Engine, frame: Frame, end: float) -> bool:
     key = (frame.deadline, frame.seq)
     if any((f.deadline, f.seq) < key for f in engine.pending if f is not frame):
         return False
+    if any((f.deadline, f.seq) < key and f.step < len(f.pipeline.pass_stages) - 1 for f in engine.running.values()):
+        return False              # a frame on the stream comes back for its next pass at E
     for p in engine.pipelines:
         release = engine.next_release_s(p)
         if release <= end and release + p.deadline_s <= frame.deadline:
@@ -122,8 +124,8 @@ def lend_moves(engine: Engine, module: str) -> list[PinMove]:
     port = engine.slots.port
     pinned = engine.contract.pinned
     if end is None or engine.pending or engine.committed is not None or port.current is not None or port.queue \
-            or not _settled(engine):
-        return []
+            or not _settled(engine) or any(f.step < len(f.pipeline.pass_stages) - 1 for f in engine.running.values()):
+        return []                 # (a frame on the stream with passes to go waits again at E)
     slots = engine.slots
     earliest = engine.earliest_release_s()
     moves = []

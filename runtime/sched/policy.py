@@ -54,7 +54,7 @@ class Policy(ABC):
         used = set(keep)
         used.update(s for s in chosen if s is not None)
         steps: list[tuple[str, float | None]] = []   # module, when its busy copy frees (None: no copy)
-        for module, slot in zip(frame.pipeline.modules, chosen, strict=True):
+        for module, slot in zip(frame.modules, chosen, strict=True):
             if slot is not None:
                 continue
             coming = next((s for s in engine.slots.coming_with(module) if s not in used), None)
@@ -114,9 +114,9 @@ class Policy(ABC):
         shared = {module for module, free, _ in plan if free is not None}
         wait_start = start(wait_plan)
         t, late = wait_start, False
-        for other in sorted((f for f in engine.pending if shared & set(f.pipeline.modules)),
+        for other in sorted((f for f in engine.pending if shared & set(f.modules)),
                             key=lambda f: (f is not frame, f.deadline, f.seq)):
-            t += other.pipeline.exec_s
+            t += other.exec_s
             late = late or t > other.deadline
         return copy_plan if late and start(copy_plan) < wait_start else wait_plan
 
@@ -152,25 +152,25 @@ class PriorityPolicy(Policy):
         borrowable: set[int] = set()         # idle resident slots the first blocked frame waits with
         lend_until = float("-inf")           # a frame ending by then may run on them meanwhile
         blocked_seen = False
-        blocked: dict[str, list[str]] = {}   # pipeline -> missing modules; slots only get scarcer here
+        blocked: dict[tuple[str, int], list[str]] = {}   # (pipeline, pass) -> missing; slots only get scarcer
         now = engine.now
         work, work_for = None, -1           # the port's work, once asked (and the pending count then)
         idle = set(engine.slots.idle())     # ready or blank; refreshed when a start or a load takes some
         stream_at = engine.stream_free_at()  # refreshed when a frame starts
         frames = sorted(engine.pending, key=self.priority)
         for position, frame in enumerate(frames):
-            borrows = now + frame.pipeline.exec_s <= lend_until
+            borrows = now + frame.exec_s <= lend_until
             keep = reserved - borrowable if borrows else reserved
             if blocked_seen and idle <= keep:
                 if idle <= reserved - borrowable:
                     break   # nothing left to start on, borrow or load into; the rest are judged next time
                 continue
-            if frame.pipeline.name in blocked and not borrows:
-                chosen, missing = [], blocked[frame.pipeline.name]
+            if (frame.pipeline.name, frame.step) in blocked and not borrows:
+                chosen, missing = [], blocked[frame.pipeline.name, frame.step]
             else:
                 chosen, missing = engine.find_slots(frame, keep)
                 if missing and not borrows:
-                    blocked[frame.pipeline.name] = missing
+                    blocked[frame.pipeline.name, frame.step] = missing
             # Once the stream is taken and the first blocked frame has its loads, a blocked frame
             # can neither start nor load: it is judged on the stream alone now, in full next time.
             settled = blocked_seen and missing and not engine.stream_free()
@@ -193,7 +193,7 @@ class PriorityPolicy(Policy):
                 idle = set(engine.slots.idle())
                 if self.borrow:
                     borrowable = resident
-                    lend_until = frame.deadline - frame.pipeline.exec_s - engine.longest_load_s()
+                    lend_until = frame.deadline - frame.remaining_s - engine.longest_load_s()
                 if not engine.stream_free():
                     work = self._port_idle_work(engine, frames)
                     if work is None:

@@ -105,6 +105,11 @@ class PipelineSpec:
         return self.pass_exec or (self.exec_s,)
 
     @cached_property
+    def pass_remaining(self) -> tuple[float, ...]:
+        """Stream time from each pass to the end of the chain."""
+        return tuple(sum(self.pass_seconds[k:]) for k in range(len(self.pass_seconds)))
+
+    @cached_property
     def pass_input_shapes(self) -> tuple[tuple[int, ...], ...]:
         """The array shape each pass reads (rows, cols[, channels])."""
         sizes = pass_inputs(self.stages, [len(s) for s in self.pass_stages], *self.frame)

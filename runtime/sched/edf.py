@@ -221,6 +221,8 @@ class EdfPolicy(PriorityPolicy):
     def _load_pins(self, engine: Engine, warm_up: bool = False) -> bool:
         """Load a pinned module its slot does not hold yet (a new admission may pin more, or a
         pin moved: pin_move.py), else a module a lend moved out of its slot (``plan_reload``)."""
+        if not engine.contract.pinned and not engine.planned_reloads:
+            return False
         for slot, module in sorted(engine.contract.pinned.items()):
             s = engine.slots.slots[slot]
             if s.module == module and s.state in (SlotState.READY, SlotState.BUSY, SlotState.LOADING):

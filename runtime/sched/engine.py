@@ -63,23 +63,18 @@ class Frame:
     def key(self) -> str:
         return f"{self.pipeline.name}/{self.index}"
 
-    # The pass at hand: what the scheduler places, loads and streams next.
-    @property
-    def modules(self) -> tuple[str, ...]:
-        return self.pipeline.pass_modules[self.step]
+    def __post_init__(self) -> None:
+        self._at_pass(0)
 
-    @property
-    def module_counts(self) -> dict[str, int]:
-        return self.pipeline.pass_module_counts[self.step]
-
-    @property
-    def exec_s(self) -> float:
-        return self.pipeline.pass_seconds[self.step]
-
-    @property
-    def remaining_s(self) -> float:
-        """Stream time of this pass and every later one."""
-        return sum(self.pipeline.pass_seconds[self.step:])
+    def _at_pass(self, step: int) -> None:
+        """The pass at hand: what the scheduler places, loads and streams next (plain attributes:
+        the scheduler reads them for every pending frame at every decision)."""
+        p = self.pipeline
+        self.step = step
+        self.modules: tuple[str, ...] = p.pass_modules[step]
+        self.module_counts: dict[str, int] = p.pass_module_counts[step]
+        self.exec_s: float = p.pass_seconds[step]
+        self.remaining_s: float = p.pass_remaining[step]      #: this pass and every later one
 
 
 @dataclass
@@ -375,8 +370,11 @@ class Engine:
         ready = self.slots.ready_by_module()
         pinned = self.slots.pinned
         for module in frame.modules:
-            # Pinned copies first: a swap slot the frame leaves alone may take its other modules.
-            for slot in sorted(ready.get(module, ()), key=lambda s: s not in pinned):
+            copies = ready.get(module, ())
+            if pinned and len(copies) > 1:
+                # Pinned copies first: a swap slot the frame leaves alone may take its other modules.
+                copies = sorted(copies, key=lambda s: s not in pinned)
+            for slot in copies:
                 if slot not in taken:
                     taken.add(slot)
                     chosen.append(slot)
@@ -493,7 +491,7 @@ class Engine:
                                          {"pipeline": frame.pipeline.name}))
         if failure is None and frame.step < len(frame.pipeline.pass_stages) - 1:
             # The next pass reads this one's output from memory once the port has loaded its stages.
-            frame.step += 1
+            frame._at_pass(frame.step + 1)
             # Timing only (the model backend without outputs): the next pass needs just the size.
             frame.carry = report.output if report.output is not None else \
                 np.zeros(frame.pipeline.pass_input_shapes[frame.step], np.uint8)

@@ -24,22 +24,31 @@ from fpgashare.platform import Platform
 from fpgashare.vision_timing import chain_cycles
 
 
-def fits(modules: Sequence[str], platform: Platform) -> bool:
-    """Whether ``modules`` can sit in distinct slots at once (each in a slot it has a partial for)."""
-    owner: dict[str, int] = {}
-    names = [s.name for s in platform.slots]
+def match_slots(modules: Sequence[str], slots: Sequence[int], ok) -> dict[int, str] | None:
+    """Assign each module a distinct slot with ``ok(slot, module)`` (augmenting paths), or None."""
+    owner: dict[int, int] = {}
 
-    def place(i: int, seen: set[str]) -> bool:
-        for slot in platform.module(modules[i]).slots:
-            if slot not in names or slot in seen:
+    def place(i: int, seen: set[int]) -> bool:
+        for s in slots:
+            if s in seen or not ok(s, modules[i]):
                 continue
-            seen.add(slot)
-            if slot not in owner or place(owner[slot], seen):
-                owner[slot] = i
+            seen.add(s)
+            if s not in owner or place(owner[s], seen):
+                owner[s] = i
                 return True
         return False
 
-    return len(modules) <= len(names) and all(place(i, set()) for i in range(len(modules)))
+    for i in range(len(modules)):
+        if not place(i, set()):
+            return None
+    return {s: modules[i] for s, i in owner.items()}
+
+
+def fits(modules: Sequence[str], platform: Platform) -> bool:
+    """Whether ``modules`` can sit in distinct slots at once (each in a slot it has a partial for)."""
+    slots = {s.index: s.name for s in platform.slots}
+    homes = {m: set(platform.module(m).slots) for m in set(modules)}
+    return match_slots(modules, list(slots), lambda s, m: slots[s] in homes[m]) is not None
 
 
 def pass_inputs(stages: Sequence[Stage], counts: Sequence[int], rows: int, cols: int) -> list[tuple[int, int]]:

@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from fpgashare.passes import match_slots
 from fpgashare.platform import Platform
 from fpgashare.workload import PipelineSpec
 
@@ -100,26 +101,6 @@ def _unpinned(p: PipelineSpec, pinned: Counter[str]) -> list[list[str]]:
     return out
 
 
-def _match(modules: Sequence[str], slots: Sequence[int], ok) -> dict[int, str] | None:
-    """Assign each module a distinct slot with ``ok(slot, module)`` (augmenting paths), or None."""
-    owner: dict[int, int] = {}
-
-    def place(i: int, seen: set[int]) -> bool:
-        for s in slots:
-            if s in seen or not ok(s, modules[i]):
-                continue
-            seen.add(s)
-            if s not in owner or place(owner[s], seen):
-                owner[s] = i
-                return True
-        return False
-
-    for i in range(len(modules)):
-        if not place(i, set()):
-            return None
-    return {s: modules[i] for s, i in owner.items()}
-
-
 _COMPATIBLE: dict[int, object] = {}
 
 
@@ -142,7 +123,7 @@ def residency(pipelines: Sequence[PipelineSpec], platform: Platform, pins: Count
     ok = _compatibility(platform)
 
     wanted = [m for m, n in sorted((pins - Counter(fixed.values())).items()) for _ in range(n)]
-    placed = _match(wanted, slots, ok)
+    placed = match_slots(wanted, slots, ok)
     if placed is None:
         return f"{', '.join(wanted)} cannot all stay resident in compatible slots"
     pinned = {**fixed, **placed}
@@ -152,7 +133,7 @@ def residency(pipelines: Sequence[PipelineSpec], platform: Platform, pins: Count
     for p in pipelines:
         passes = _unpinned(p, pins)
         for rest in passes:
-            if _match(rest, pool, ok) is None:
+            if match_slots(rest, pool, ok) is None:
                 return (f"{p.name}'s stages {', '.join(rest)} do not fit the {len(pool)} slot(s) left "
                         f"beside the pinned {', '.join(wanted) or 'nothing'}")
         loads[p.name] = sum(len(rest) for rest in passes)      # every pass loads what is not pinned

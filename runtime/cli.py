@@ -280,6 +280,16 @@ def cmd_rtl_synth(args: argparse.Namespace) -> int:
     if args.module:
         names = [args.module] if args.module == SHELL else [platform.module(args.module).name]
     result = report(platform, synth_platform(platform, names, jobs=args.jobs))
+    if args.update_manifest:
+        from fpgashare.synth import manifest_figures, update_manifest
+
+        stale = {row["module"]: manifest_figures(row["synthesized"]) for row in result["modules"]
+                 if row["module"] != SHELL and not row["headroom_ok"]}
+        if stale:
+            platform.path.write_text(update_manifest(platform.path.read_text(), stale))
+            log.info("%s: resources of %s now from synthesis", platform.path, ", ".join(sorted(stale)))
+            result = report(load_platform(platform.path), synth_platform(load_platform(platform.path), names,
+                                                                          jobs=args.jobs))
 
     def cols(fig: dict[str, int]) -> str:
         return " ".join(f"{fig[r]:>6}" for r in RESOURCES)
@@ -335,6 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
     sy.add_argument("--module", help="one module of the manifest, or 'shell' (default: all and the shell)")
     sy.add_argument("--jobs", type=int, default=2, help="Yosys runs at a time")
     sy.add_argument("--json", action="store_true")
+    sy.add_argument("--update-manifest", action="store_true",
+                    help="write the figures of modules outside 1x..1.5x into the manifest (LUT, FF x1.25)")
     sy.set_defaults(func=cmd_rtl_synth)
 
     sim = sub.add_parser("sim", help="the simulated board").add_subparsers(dest="action", required=True)

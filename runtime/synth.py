@@ -210,3 +210,37 @@ def report(platform: Platform, results: list[SynthResult]) -> dict:
             row["fits"] = all(not s["over"] for s in row["slots"].values())
         rows.append(row)
     return {"platform": platform.name, "modules": rows}
+
+
+#: Headroom the manifest gives LUT and FF over Yosys (Vivado maps and packs differently); the
+#: hard blocks (BRAM36, URAM, DSP) are taken as synthesized.
+LOGIC_HEADROOM = 1.25
+
+
+def manifest_figures(synthesized: dict[str, int]) -> dict[str, int]:
+    """The figures a manifest states for a module Yosys synthesized to ``synthesized``: LUT and FF
+    x1.25 rounded up to tens (never past 1.5x), the rest as synthesized."""
+    out = {}
+    for r in RESOURCES:
+        s = synthesized.get(r, 0)
+        if r in ("lut", "ff") and s:
+            out[r] = min(math.floor(MAX_HEADROOM * s), -(-int(s * LOGIC_HEADROOM) // 10) * 10)
+        else:
+            out[r] = s
+    return out
+
+
+def update_manifest(text: str, figures: dict[str, dict[str, int]]) -> str:
+    """``text`` (a platform manifest) with each named module's ``resources`` line set to
+    ``figures[module]`` and its "estimate" comment dropped; everything else byte for byte."""
+    for name, fig in figures.items():
+        start = text.index(f'name = "{name}"')
+        line = text.index("resources = {", start)
+        end = text.index("}", line) + 1
+        body = ", ".join(f"{r} = {fig[r]}" for r in RESOURCES if fig[r] or r != "uram")
+        text = text[:line] + "resources = { " + body + " }" + text[end:]
+        block = text.rfind("[[module]]", 0, start)
+        note = "# resources: estimate, not synthesized\n"
+        if block >= len(note) and text[block - len(note):block] == note:
+            text = text[:block - len(note)] + text[block:]
+    return text

@@ -128,3 +128,18 @@ def test_baselines_run_passes_too(scheduler):
     pixels = engine._pixels["edges"]
     assert summary["pipelines"]["edges"]["on_time"] == summary["pipelines"]["edges"]["submitted"] > 10
     assert all(np.array_equal(f.output, chain_reference(spec.stages, pixels)) for f in engine.frames)
+
+
+def test_the_twin_agrees_with_the_rtl_on_passes():
+    """Same workload, model and sim backends: same outcomes and outputs, each pass's stream time
+    within 2% (the cycle model is the twin's; the RTL's cycles are the board's)."""
+    platform = load_platform("pynq-z2")
+    spec = realtime_spec("edges", EDGES, 1 / 30, 1 / 30, [40, 56], platform)
+    workload = Workload(Path("edges.toml"), platform, 9, 0.1, (spec,))
+    runs = {b: run_checked(workload, backend=b)[1] for b in ("model", "sim")}
+    model, sim = runs["model"].frames, runs["sim"].frames
+    assert [f.outcome for f in model] == [f.outcome for f in sim] == ["on_time"] * len(model)
+    for a, b in zip(model, sim, strict=True):
+        assert np.array_equal(a.output, b.output)
+        for (s0, e0), (s1, e1) in zip(a.streamed, b.streamed, strict=True):
+            assert abs((e0 - s0) - (e1 - s1)) <= 0.02 * (e1 - s1), (a.key, a.streamed, b.streamed)

@@ -86,7 +86,8 @@ class Progress:
 
 
 def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames: int = 30,
-             backend_name: str = "sim", progress: bool = True, dilation: float = DEMO_DILATION) -> dict:
+             backend_name: str = "sim", progress: bool = True, dilation: float = DEMO_DILATION,
+             size: tuple[int, int] = (120, 160)) -> dict:
     """Run the three apps against a daemon on the simulated board; return the summary."""
     from fpgashare.backends import make_backend
     from fpgashare.daemon import Daemon, DaemonThread
@@ -95,7 +96,7 @@ def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    video = make_video(out / "input.avi", frames)
+    video = make_video(out / "input.avi", frames, size)
     platform = load_platform(platform_name)
     log.info("building or reusing the %s shell model (first run builds it: about a minute)", platform.name)
     backend = make_backend(backend_name, platform)
@@ -112,7 +113,7 @@ def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames
         procs = {}
         for app, extra in commands.items():
             cmd = [sys.executable, "-m", f"fpgashare.apps.{app}", "--video", str(video), "--socket", str(sock),
-                   "--size", "120x160", *extra]
+                   "--size", f"{size[0]}x{size[1]}", *extra]
             procs[app] = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # Each digit in each frame is one image; the motion app skips the first frame.
         expected = frames + (frames - 1) + 3 * frames

@@ -114,7 +114,7 @@ def camera(rng: np.random.Generator, gray: np.ndarray) -> tuple[np.ndarray, np.n
     if sigma > 0.3:
         img = cv2.GaussianBlur(img, (0, 0), sigma)
     img = np.clip(img + rng.normal(0, rng.uniform(0, 8), img.shape), 0, 255).astype(np.uint8)
-    ok, jpg = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(40, 96))])
+    _, jpg = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(40, 96))])
     return cv2.imdecode(jpg, cv2.IMREAD_GRAYSCALE), m
 
 
@@ -123,7 +123,7 @@ def _one_digit(rng: np.random.Generator, digit: int, fonts: tuple[int, ...]) -> 
     rows, cols = int(height * 2.2), int(height * 2.6)
     img = _background(rng, rows, cols)
     font = int(fonts[rng.integers(len(fonts))])
-    thickness = max(1, int(round(height * rng.uniform(0.06, 0.14))))
+    thickness = max(1, round(height * rng.uniform(0.06, 0.14)))
     scale = text_scale(height, font)
     org = (int(cols / 2 - height * 0.35 + rng.uniform(-0.1, 0.1) * height),
            int(rows / 2 + height / 2 + rng.uniform(-0.1, 0.1) * height))

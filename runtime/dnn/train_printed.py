@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 from fpgashare.dnn.network import Network, save_network
 from fpgashare.dnn.printed_digits import DEMO_FONTS, NOT_A_DIGIT, rendered_set
-from fpgashare.dnn.reference import logits
-from fpgashare.dnn.train_digits import ARCH, digits_split, quantize, train
+from fpgashare.dnn.reference import logits, quantize_input
+from fpgashare.dnn.train_digits import ARCH, INPUT_SCALE, digits_split, quantize, train
 
 log = logging.getLogger(__name__)
 
@@ -29,15 +29,20 @@ NAME = "printed_digits"
 DEFAULT_OUT = Path(__file__).resolve().parent / "models" / f"{NAME}.npz"
 PRINTED_ARCH = (*ARCH[:-1], ("fc", NOT_A_DIGIT + 1))
 TRAIN_SEED, HELD_OUT_SEED, DEMO_FONT_SEED = 1, 2, 3
-TRAIN_DIGITS, TRAIN_SHAPES = 3000, 500
+TRAIN_DIGITS, TRAIN_SHAPES = 4000, 600
 HELD_OUT_DIGITS, HELD_OUT_SHAPES = 1000, 200
-EPOCHS = 12
+EPOCHS = 14
 
 
 def training_set() -> tuple[np.ndarray, np.ndarray]:
     printed, printed_labels = rendered_set(TRAIN_SEED, TRAIN_DIGITS, TRAIN_SHAPES)
     hand, hand_labels, _, _ = digits_split()
     return np.concatenate([printed, hand]), np.concatenate([printed_labels, hand_labels])
+
+
+def held_out_set() -> tuple[np.ndarray, np.ndarray]:
+    """The held-out rendered set (all training fonts; digits and non-digits): images, labels."""
+    return rendered_set(HELD_OUT_SEED, HELD_OUT_DIGITS, HELD_OUT_SHAPES)
 
 
 def accuracy(net: Network, images: np.ndarray, labels: np.ndarray) -> float:
@@ -52,12 +57,9 @@ def build() -> tuple[Network, dict[str, float]]:
     images, labels = training_set()
     model = train(images, labels, epochs=EPOCHS, arch=PRINTED_ARCH)
     net = quantize(model, images, NAME)
-    held_x, held_y = rendered_set(HELD_OUT_SEED, HELD_OUT_DIGITS, HELD_OUT_SHAPES)
+    held_x, held_y = held_out_set()
     demo_x, demo_y = rendered_set(DEMO_FONT_SEED, HELD_OUT_DIGITS, fonts=DEMO_FONTS)
     _, _, hand_x, hand_y = digits_split()
-    from fpgashare.dnn.reference import quantize_input
-    from fpgashare.dnn.train_digits import INPUT_SCALE
-
     float_pred = model.forward(quantize_input(held_x).astype(np.float64) * INPUT_SCALE).argmax(1)
     return net, {"rendered": accuracy(net, held_x, held_y), "demo_fonts": accuracy(net, demo_x, demo_y),
                  "handwritten": accuracy(net, hand_x, hand_y),

@@ -19,6 +19,7 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Iterator
 
 import cv2
 import numpy as np
@@ -37,6 +38,15 @@ def crops(gray: np.ndarray) -> list[tuple[tuple[int, int, int, int], np.ndarray]
     return digit_crops(gray, 8)
 
 
+def _submitted(pipe, found: list) -> Iterator[tuple[tuple[int, int, int, int], np.ndarray, object]]:
+    """(box, crop, future or None) of every crop, in order; submitted a ring's worth at a time (a
+    submission waits for a free ring slot, and a slot frees only when its result is taken)."""
+    wave = pipe.ring.spec.slots if pipe else len(found) or 1
+    for start in range(0, len(found), wave):
+        batch = found[start:start + wave]
+        yield from [(box, img, pipe.submit(img) if pipe else None) for box, img in batch]
+
+
 def run(args: argparse.Namespace) -> dict:
     counts = {"frames": 0, "digits": 0, "not_digits": 0, "dropped": 0, "cpu": 0}
     net = get_model(args.model)
@@ -51,10 +61,8 @@ def run(args: argparse.Namespace) -> dict:
         try:
             for rgb in frames(args):
                 gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
-                found = crops(gray)
-                futures = [(box, img, pipe.submit(img) if pipe else None) for box, img in found]
                 picture = rgb.copy()
-                for box, img, fut in futures:
+                for box, img, fut in _submitted(pipe, crops(gray)):
                     try:
                         out = fut.result(timeout=30) if fut else logits(net, img[None])[0]
                         counts["cpu"] += fut is None

@@ -44,14 +44,15 @@ DEMO_DILATION = 4.0
 
 
 def parse_size(text: str) -> tuple[int, int]:
-    """``ROWSxCOLS`` -> (rows, cols): at least 96x128 (the digits must stay readable) and multiples
-    of 4 (the motion app halves the frame; four pixels per clock need widths divisible by 4)."""
+    """``ROWSxCOLS`` -> (rows, cols): at least 240x320 (below it the printed digits are a dozen
+    pixels tall and the reader misses some) and multiples of 4 (the motion app halves the frame;
+    four pixels per clock need widths divisible by 4)."""
     try:
         rows, cols = (int(v) for v in text.lower().split("x"))
     except ValueError:
         raise FpgashareError(f"--size must be ROWSxCOLS, not {text!r}") from None
-    if rows < 96 or cols < 128 or rows % 4 or cols % 4 or rows * cols > 1920 * 1080:
-        raise FpgashareError(f"--size {text}: need at least 96x128, at most 1920x1080 pixels, both multiples of 4")
+    if rows < 240 or cols < 320 or rows % 4 or cols % 4 or rows * cols > 1920 * 1080:
+        raise FpgashareError(f"--size {text}: need at least 240x320, at most 1920x1080 pixels, both multiples of 4")
     return rows, cols
 
 
@@ -86,10 +87,10 @@ def demo_frames(frames: int, size: tuple[int, int] = (120, 160), seed: int = 3):
     rows, cols = size
     rng = np.random.default_rng(seed)
     ground = _texture(rng, rows, cols)
-    big, small = rows / 7, rows / 10
+    big, small = rows / 7, max(16.0, rows / 10)
     groups = [  # (font, height, thickness, x of the first digit, baseline, pitch, drift per frame)
         (DEMO_FONTS[0], big, max(2, round(big / 11)), cols // 16, rows - rows // 12, big * 0.95, 0),
-        (DEMO_FONTS[1], small, max(2, round(small / 10)), cols - cols // 3, rows // 6, small * 0.95, -cols / 160)]
+        (DEMO_FONTS[1], small, max(2, round(small / 10)), cols - cols // 3, rows // 6, small * 1.05, -cols / 160)]
     values: list[np.ndarray] = []
     for k in range(frames):
         if k % 4 == 0:

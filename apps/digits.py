@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> dict:
     counts = {"frames": 0, "digits": 0, "not_digits": 0, "dropped": 0, "cpu": 0}
     net = get_model(args.model)
     readings = []
-    with connect(args.socket) as fpga:
+    with connect(args.socket, timeout=args.timeout) as fpga:
         try:
             pipe = fpga.dnn("digits", model=args.model)
         except DaemonError as exc:

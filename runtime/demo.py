@@ -249,7 +249,7 @@ def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames
     apps_out = {}
     for app, (stdout, stderr) in results.items():
         if procs[app].returncode != 0:
-            raise FpgashareError(f"app {app} failed (exit {procs[app].returncode}): {stderr.strip()[-400:]}")
+            raise FpgashareError(f"app {app} failed (exit {procs[app].returncode}): {stderr.strip()[-2500:]}")
         apps_out[app] = dict(item.split("=", 1) for item in stdout.split())
         apps_out[app]["notes"] = [line for line in stderr.splitlines() if line.startswith("apps:")]
     pipelines = {}

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> dict:
                 picture = rgb.copy()
                 for box, img, fut in _submitted(pipe, crops(gray)):
                     try:
-                        out = fut.result(timeout=30) if fut else logits(net, img[None])[0]
+                        out = fut.result(timeout=args.timeout) if fut else logits(net, img[None])[0]
                         counts["cpu"] += fut is None
                     except FrameDropped as dropped:
                         log.info("digit dropped (%s); the CPU reads it", dropped.reason)

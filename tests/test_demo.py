@@ -22,6 +22,8 @@ def test_demo_runs_three_apps_and_writes_its_files(tmp_path, capsys):
     for p in pipelines.values():
         assert set(p) >= {"class", "frames", "on_time", "late", "dropped", "latency_ms_p99"}
     assert set(summary["totals"]) >= {"reconfigurations", "port_busy_s", "slot_utilization", "dnn_images_per_s"}
+    ops = summary["totals"]["wall_by_operation"]
+    assert ops["frames"]["count"] >= 11 and ops["loads"]["count"] == summary["totals"]["reconfigurations"]
     fabric = summary["totals"]["fabric"]
     assert 0 < fabric["slots_computing"] <= fabric["slots_computing_or_loading"] <= 1
     reader = summary["digit_reader"]                     # six printed digits a frame, scored on their truth

@@ -12,7 +12,8 @@ read right (scored against what the video printed).
 Wall time goes mostly to partial loads: the RTL takes each 1 MB partial word by word (about
 0.8 s of wall time per load here, against about 0.4 s per 640x480 frame through a chain), and
 three real-time chains of 4 stages on 4 slots swap modules every frame. So the default is a
-short video (8 frames): about 45 s of wall time on this 2-core machine with the model built.
+short video (6 frames): about 48 s of wall time on this 2-core machine (shared, load average 4-5)
+with the shell model built.
 
 Time: the daemon's clock runs with the wall clock while the board is idle and stands still while
 the RTL simulation is slower than the hardware it stands for, so every frame and load takes its
@@ -40,13 +41,13 @@ APP_PIPELINES = {"edge_detect": "edges", "motion": "motion", "colour_track": "co
                  "digits": "digits"}
 APPS = ("edge_detect", "motion", "digits")
 DEMO_SIZE = (480, 640)
-DEMO_FRAMES = 8
+DEMO_FRAMES = 6
 
 #: Wall seconds per board second while the board idles. The daemon and three app processes share
 #: the host's cores, and a few ms the daemon waits for one would pass for board time at 1 (loads
 #: and frames already take exactly their hardware time: the clock is held while the RTL runs).
-#: Measured 2026-12-03: at 1, 98-151 loads and late motion frames in some runs; at 4, 38-39 loads,
-#: nothing late, about 19 s of wall time.
+#: Measured 2026-12-03 (160x120, 30 frames): at 1, 98-151 loads and late motion frames in some runs;
+#: at 4, 38-39 loads, nothing late. At 640x480 (6-8 frames) nothing late at 4 either.
 DEMO_DILATION = 4.0
 
 
@@ -86,7 +87,7 @@ def _texture(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
 def demo_frames(frames: int, size: tuple[int, int] = (120, 160), seed: int = 3):
     """The demo's video, frame by frame: (BGR frame, the digits printed on it). A textured ground,
     an orange ball and a blue box moving across, and two groups of printed digits: four large ones
-    at the bottom (cv2.FONT_HERSHEY_SIMPLEX) that change every few frames, two smaller ones at the
+    at the bottom (cv2.FONT_HERSHEY_SIMPLEX) that change every third frame, two smaller ones at the
     top right (DUPLEX) that drift; every frame blurred and noised a little, like a camera's."""
     import cv2
     from fpgashare.dnn.printed_digits import DEMO_FONTS, print_digit, text_scale
@@ -100,7 +101,7 @@ def demo_frames(frames: int, size: tuple[int, int] = (120, 160), seed: int = 3):
         (DEMO_FONTS[1], small, max(2, round(small / 10)), cols - cols // 3, rows // 6, small * 1.05, -cols / 160)]
     values: list[np.ndarray] = []
     for k in range(frames):
-        if k % 4 == 0:
+        if k % 3 == 0:
             values = [rng.integers(0, 10, 4), rng.integers(0, 10, 2)]
         frame = ground.copy()
         radius = rows // 8

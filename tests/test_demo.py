@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from fpgashare.cli import main
 
 
@@ -34,6 +35,18 @@ def test_demo_runs_three_apps_and_writes_its_files(tmp_path, capsys):
               if e["name"] == "thread_name"}
     assert {"port", "pipeline edges", "pipeline motion"} <= tracks
     assert Path(files["gantt"]).read_bytes()[:4] == b"\x89PNG" and Path(files["video"]).stat().st_size > 0
+
+
+@pytest.mark.rtl
+def test_demo_on_the_rtl_misses_nothing(tmp_path, capsys):
+    """The README's command on the simulated board, shorter: every real-time frame on time."""
+    assert main(["demo", "--frames", "3", "--size", "240x320", "--out", str(tmp_path), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["backend"] == "sim"
+    for name, p in summary["pipelines"].items():
+        assert p["late"] == p["dropped"] == 0, name
+    assert summary["digit_reader"]["accuracy"] >= 0.95
+    assert summary["totals"]["wall_by_operation"]["loads"]["count"] > 0
 
 
 def test_demo_runs_the_apps_it_is_given(tmp_path, capsys):

@@ -352,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     dnn = sub.add_parser("dnn", help="int8 networks on dnn_tile chains").add_subparsers(dest="action", required=True)
     e = dnn.add_parser("eval", help="run a model on K tiles and compare with the numpy reference")
-    e.add_argument("--model", required=True, help="digits_cnn, edge_cnn, or a network file (.npz)")
+    e.add_argument("--model", required=True, help="digits_cnn, printed_digits, edge_cnn, or a network file (.npz)")
     e.add_argument("--tiles", type=int, required=True, help="tiles (slots) the network may use")
     e.add_argument("--images", help=".npz with images (N x H x W uint8) and optional labels")
     e.add_argument("--backend", choices=["rtl", "reference"], default="rtl")

@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 from fpgashare.demo import score_readings, write_video
 from fpgashare.dnn.models import MODELS_DIR, printed_digits
-from fpgashare.dnn.printed_digits import NOT_A_DIGIT, digit_crops, match, rendered_set
+from fpgashare.dnn.printed_digits import MIN_SIDE, NOT_A_DIGIT, digit_crops, match, rendered_set
 from fpgashare.dnn.reference import logits
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def test_training_reproduces_committed_weights_and_accuracy():
@@ -27,6 +29,23 @@ def test_training_reproduces_committed_weights_and_accuracy():
                 stored = committed[f"l{i}_{name}"]
                 assert stored.dtype == getattr(layer, name).dtype
                 assert np.array_equal(stored, getattr(layer, name)), f"layer {i} {name} differs"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(24, 160), st.integers(24, 160), st.integers(0, 6))
+def test_crops_are_squares_of_the_input_size_whatever_the_frame(seed, rows, cols, blobs):
+    """Blobs anywhere (cut by the frame's edge too): every crop is side x side uint8 in 0..240, its
+    box a square 1.25 times a digit-sized blob's height, crops in left-to-right order."""
+    rng = np.random.default_rng(seed)
+    gray = rng.integers(0, 120, (rows, cols), dtype=np.uint8)
+    for _ in range(blobs):
+        x, y = int(rng.integers(-10, cols)), int(rng.integers(-10, rows))
+        cv2.rectangle(gray, (x, y), (x + int(rng.integers(1, 40)), y + int(rng.integers(1, 60))), 255, -1)
+    found = digit_crops(gray, 8)
+    for (_, _, w, h), crop in found:
+        assert crop.shape == (8, 8) and crop.dtype == np.uint8 and crop.max() <= 240
+        assert w == h >= int(MIN_SIDE * 1.25)
+    assert [box[0] for box, _ in found] == sorted(box[0] for box, _ in found)
 
 
 def read_video(path, size):

@@ -26,6 +26,9 @@ def add_source_args(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--video", help="video file to read frames from")
     source.add_argument("--camera", type=int, help="camera index (cv2.VideoCapture)")
     parser.add_argument("--socket", help="daemon socket (default $FPGASHARE_SOCKET)")
+    # A daemon admits one pipeline at a time, each after a schedulability trial: on a busy host,
+    # the third of three apps starting together can wait several seconds for its answer.
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a daemon reply")
     parser.add_argument("--frames", type=int, default=0, help="stop after N frames (0: the whole source)")
     parser.add_argument("--size", default="240x320", help="ROWSxCOLS the frames are resized to")
     parser.add_argument("--out", help="write a side-by-side video (input | output) here")

@@ -59,7 +59,7 @@ def draw(rgb: np.ndarray, centre: tuple[float, float] | None) -> np.ndarray:
 def run(args: argparse.Namespace) -> dict:
     lo, hi = hsv_bounds(args.hsv_lo), hsv_bounds(args.hsv_hi)
     counts = {"frames": 0, "on_time": 0, "late": 0, "dropped": 0, "tracked": 0}
-    with connect(args.socket) as fpga:
+    with connect(args.socket, timeout=args.timeout) as fpga:
         split = register(fpga, "colour", CHAIN, PERIOD_MS, frame_size(args.size), params(lo, hi))
         pacer, recorder = Pacer(fpga, PERIOD_MS / 1e3), Recorder(args, 1000 / PERIOD_MS)
         try:

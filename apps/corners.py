@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> dict:
         raise FpgashareError(f"--threshold {args.threshold}: give 0..255")
     counts = {"frames": 0, "on_time": 0, "late": 0, "dropped": 0, "corners": 0}
     params = {"fast9": {"THRESH": args.threshold}}
-    with connect(args.socket) as fpga:
+    with connect(args.socket, timeout=args.timeout) as fpga:
         split = register(fpga, "corners", CHAIN, PERIOD_MS, frame_size(args.size), params)
         pacer, recorder = Pacer(fpga, PERIOD_MS / 1e3), Recorder(args, 1000 / PERIOD_MS)
         try:

@@ -1,92 +1,104 @@
 #!/usr/bin/env python3
 """Digit reader: finds bright digit-sized blobs in each frame and classifies them with the
-``digits_cnn`` network on the FPGA's DNN tiles, best effort (in slot time the real-time apps
+``printed_digits`` network on the FPGA's DNN tiles, best effort (in slot time the real-time apps
 leave).
 
     python apps/digits.py --video in.mp4 [--out digits.mp4] [--frames N] [--socket PATH]
+                          [--model printed_digits] [--readings FILE.json]
 
-Each blob is cropped square, shrunk to the network's 8x8 input and scaled like its training data.
-Where the daemon refuses the pipeline (no dnn_tile on the board) the int8 reference runs on the
-CPU instead, and the app says so; either way the answer is the reference's, bit for bit.
+Each blob is cut out square and shrunk to the network's 8x8 input (fpgashare.dnn.printed_digits,
+the same cutter the network was trained through); a blob the network calls no digit (the
+demo's ball) is marked but not read. Where the daemon refuses the pipeline (no dnn_tile on the
+board) the int8 reference runs on the CPU instead, and the app says so; either way the answer is
+the reference's, bit for bit. ``--readings`` writes every reading (frame, box, label) as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
+from collections.abc import Iterator
 
 import cv2
 import numpy as np
 from fpgashare.apps._common import Recorder, app_main, frames
 from fpgashare.client import DaemonError, FrameDropped, connect
-from fpgashare.dnn.models import digits_cnn
+from fpgashare.dnn.models import get_model
+from fpgashare.dnn.printed_digits import NOT_A_DIGIT, digit_crops
 from fpgashare.dnn.reference import logits
 
-MODEL = "digits_cnn"
-MIN_SIDE, MAX_SIDE = 10, 80       # pixels: what counts as a digit-sized blob
+MODEL = "printed_digits"
 log = logging.getLogger("apps")
 
 
 def crops(gray: np.ndarray) -> list[tuple[tuple[int, int, int, int], np.ndarray]]:
     """(box, 8x8 uint8 crop) of each digit-sized bright blob, left to right."""
-    _, mask = cv2.threshold(gray, 127, 255, cv2.THRESH_BINARY)
-    contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
-    found = []
-    for contour in contours:
-        x, y, w, h = cv2.boundingRect(contour)
-        if not (MIN_SIDE <= h <= MAX_SIDE and w <= h):
-            continue
-        side = int(h * 1.25)               # square, with a margin like the training digits'
-        cx, cy = x + w // 2, y + h // 2
-        x0, y0 = max(0, cx - side // 2), max(0, cy - side // 2)
-        patch = mask[y0:y0 + side, x0:x0 + side]
-        small = cv2.resize(patch, (8, 8), interpolation=cv2.INTER_AREA)
-        # The training digits are 0..16 levels times 15: 0..240.
-        found.append(((x0, y0, side, side), (small.astype(np.uint16) * 240 // 255).astype(np.uint8)))
-    return sorted(found, key=lambda item: item[0][0])
+    return digit_crops(gray, 8)
+
+
+def _submitted(pipe, found: list) -> Iterator[tuple[tuple[int, int, int, int], np.ndarray, object]]:
+    """(box, crop, future or None) of every crop, in order; submitted a ring's worth at a time (a
+    submission waits for a free ring slot, and a slot frees only when its result is taken)."""
+    wave = pipe.ring.spec.slots if pipe else len(found) or 1
+    for start in range(0, len(found), wave):
+        batch = found[start:start + wave]
+        yield from [(box, img, pipe.submit(img) if pipe else None) for box, img in batch]
 
 
 def run(args: argparse.Namespace) -> dict:
-    counts = {"frames": 0, "digits": 0, "dropped": 0, "cpu": 0}
-    net = digits_cnn()
-    with connect(args.socket) as fpga:
+    counts = {"frames": 0, "digits": 0, "not_digits": 0, "dropped": 0, "cpu": 0}
+    net = get_model(args.model)
+    readings = []
+    with connect(args.socket, timeout=args.timeout) as fpga:
         try:
-            pipe = fpga.dnn("digits", model=MODEL)
+            pipe = fpga.dnn("digits", model=args.model)
         except DaemonError as exc:
-            log.warning("digits: the FPGA refused %s (%s); the int8 reference runs on the CPU", MODEL, exc)
+            log.warning("digits: the FPGA refused %s (%s); the int8 reference runs on the CPU", args.model, exc)
             pipe = None
         recorder = Recorder(args, 30.0)
         try:
             for rgb in frames(args):
-                counts["frames"] += 1
                 gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
-                found = crops(gray)
-                futures = [(box, img, pipe.submit(img) if pipe else None) for box, img in found]
                 picture = rgb.copy()
-                for box, img, fut in futures:
+                for box, img, fut in _submitted(pipe, crops(gray)):
                     try:
-                        out = fut.result(timeout=30) if fut else logits(net, img[None])[0]
+                        out = fut.result(timeout=args.timeout) if fut else logits(net, img[None])[0]
                         counts["cpu"] += fut is None
                     except FrameDropped as dropped:
                         log.info("digit dropped (%s); the CPU reads it", dropped.reason)
                         out = logits(net, img[None])[0]
                         counts["dropped"] += 1
-                    counts["digits"] += 1
-                    x, y, w, h = box
-                    cv2.rectangle(picture, (x, y), (x + w, y + h), (0, 255, 0), 1)
-                    cv2.putText(picture, str(int(np.argmax(out))), (x, max(10, y - 2)),
-                                cv2.FONT_HERSHEY_SIMPLEX, 0.4, (255, 255, 0), 1)
+                    label = int(np.argmax(out))
+                    counts["not_digits" if label == NOT_A_DIGIT else "digits"] += 1
+                    readings.append({"frame": counts["frames"], "box": list(box), "label": label})
                     recorder.note("crops", img)
                     recorder.note("logits", out)
+                    x, y, w, h = box
+                    if label == NOT_A_DIGIT:
+                        cv2.rectangle(picture, (x, y), (x + w, y + h), (128, 128, 128), 1)
+                        continue
+                    cv2.rectangle(picture, (x, y), (x + w, y + h), (0, 255, 0), 2)
+                    cv2.putText(picture, str(label), (x, max(12, y - 4)), cv2.FONT_HERSHEY_SIMPLEX,
+                                max(0.4, h / 60), (255, 255, 0), 2)
                 recorder.add(rgb, picture)
+                counts["frames"] += 1
         finally:
             recorder.close()
+    if args.readings:
+        with open(args.readings, "w") as f:
+            json.dump(readings, f)
     return counts
 
 
+def _extra_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default=MODEL, help="the reader's network (a shipped name or a .npz file)")
+    parser.add_argument("--readings", help="write every reading (frame, box, label) here as JSON")
+
+
 def main(argv: list[str] | None = None) -> int:
-    return app_main(__doc__, run, argv)
+    return app_main(__doc__, run, argv, extra_args=_extra_args)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ log = logging.getLogger("apps")
 
 def run(args: argparse.Namespace) -> dict:
     counts = {"frames": 0, "on_time": 0, "late": 0, "dropped": 0}
-    with connect(args.socket) as fpga:
+    with connect(args.socket, timeout=args.timeout) as fpga:
         split = register(fpga, "motion", CHAIN, PERIOD_MS, frame_size(args.size), PARAMS)
         pacer, recorder = Pacer(fpga, PERIOD_MS / 1e3), Recorder(args, 1000 / PERIOD_MS)
         previous = None

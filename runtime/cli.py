@@ -154,12 +154,14 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Three apps share the simulated FPGA through the daemon; exit 1 if a real-time frame missed."""
-    from fpgashare.demo import report_lines, run_demo
+    """The example apps share the simulated FPGA through the daemon; exit 1 if a real-time frame missed."""
+    from fpgashare.demo import DEMO_FRAMES, parse_apps, parse_size, report_lines, run_demo
 
-    if args.frames < 2:
+    frames = DEMO_FRAMES if args.frames is None else args.frames
+    if frames < 2:
         raise FpgashareError("--frames must be at least 2 (the motion app needs two frames to compare)")
-    summary = run_demo(args.platform, args.out, args.frames, args.backend, progress=sys.stderr.isatty())
+    summary = run_demo(args.platform, args.out, frames, args.backend, progress=sys.stderr.isatty(),
+                       size=parse_size(args.size), apps=parse_apps(args.apps))
     _emit(summary, args.json, report_lines(summary))
     missed = sum(p["late"] + p["dropped"] for p in summary["pipelines"].values() if p["class"] == "realtime")
     return 0 if not missed else 1
@@ -362,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     dnn = sub.add_parser("dnn", help="int8 networks on dnn_tile chains").add_subparsers(dest="action", required=True)
     e = dnn.add_parser("eval", help="run a model on K tiles and compare with the numpy reference")
-    e.add_argument("--model", required=True, help="digits_cnn, edge_cnn, or a network file (.npz)")
+    e.add_argument("--model", required=True, help="digits_cnn, printed_digits, edge_cnn, or a network file (.npz)")
     e.add_argument("--tiles", type=int, required=True, help="tiles (slots) the network may use")
     e.add_argument("--images", help=".npz with images (N x H x W uint8) and optional labels")
     e.add_argument("--backend", choices=["rtl", "reference"], default="rtl")
@@ -405,10 +407,13 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=cmd_status)
 
-    d = sub.add_parser("demo", help="three apps share the simulated FPGA through the daemon")
+    d = sub.add_parser("demo", help="the example apps share the simulated FPGA through the daemon")
     d.add_argument("--platform", default="zcu104")
     d.add_argument("--out", default="out/demo", help="folder for the video, trace and pictures")
-    d.add_argument("--frames", type=int, default=30, help="frames of the synthetic video")
+    d.add_argument("--frames", type=int, default=None, help="frames of the synthetic video (default 6)")
+    d.add_argument("--size", default="480x640", help="ROWSxCOLS of the video and of every app's frames")
+    d.add_argument("--apps", default="edge_detect,motion,digits",
+                   help="comma-separated: edge_detect, motion, colour_track, corners, digits")
     d.add_argument("--backend", choices=["sim", "model"], default="sim", help="model: the twin, for a quick look")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=cmd_demo)

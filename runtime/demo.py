@@ -1,11 +1,19 @@
-"""``fpgashare demo``: three apps share one simulated FPGA for real.
+"""``fpgashare demo``: the example apps share one simulated FPGA for real.
 
 A daemon on the simulated board (the shell in RTL: every bitstream through the configuration
 port, every frame through the modules, every DNN image through the dnn_tile) serves the example
-apps, each its own process: the edge detector (30 fps), the motion detector (60 fps) and the digit
-reader (best effort), all on one synthetic video made here with OpenCV (moving shapes and
-digits). Afterwards: a Perfetto trace, a Gantt picture, the edge detector's side-by-side video and
-a summary per pipeline.
+apps, each its own process: by default the edge detector (30 fps), the motion detector (60 fps)
+and the digit reader (best effort, ``printed_digits`` on the DNN tiles), on one synthetic 640x480
+video made here with OpenCV (a textured ground, moving shapes, printed digits). Afterwards: a
+Perfetto trace, a Gantt picture of the whole run, the edge detector's side-by-side video, a
+summary per pipeline, how busy the fabric was, and how many of the printed digits the reader
+read right (scored against what the video printed).
+
+Wall time goes mostly to partial loads: the RTL takes each 1 MB partial word by word (about
+0.8 s of wall time per load here, against about 0.4 s per 640x480 frame through a chain), and
+three real-time chains of 4 stages on 4 slots swap modules every frame. So the default is a
+short video (6 frames): about 48 s of wall time on this 2-core machine (shared, load average 4-5)
+with the shell model built.
 
 Time: the daemon's clock runs with the wall clock while the board is idle and stands still while
 the RTL simulation is slower than the hardware it stands for, so every frame and load takes its
@@ -15,6 +23,7 @@ hardware time on it (see runtime/clock.py).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import subprocess
 import sys
@@ -27,36 +36,171 @@ from fpgashare.errors import FpgashareError
 
 log = logging.getLogger(__name__)
 
+#: The example apps the demo can run, and the pipeline each registers with the daemon.
+APP_PIPELINES = {"edge_detect": "edges", "motion": "motion", "colour_track": "colour", "corners": "corners",
+                 "digits": "digits"}
 APPS = ("edge_detect", "motion", "digits")
+DEMO_SIZE = (480, 640)
+DEMO_FRAMES = 6
 
 #: Wall seconds per board second while the board idles. The daemon and three app processes share
 #: the host's cores, and a few ms the daemon waits for one would pass for board time at 1 (loads
 #: and frames already take exactly their hardware time: the clock is held while the RTL runs).
-#: Measured 2026-12-03: at 1, 98-151 loads and late motion frames in some runs; at 4, 38-39 loads,
-#: nothing late, about 19 s of wall time.
+#: Measured 2026-12-03 (160x120, 30 frames): at 1, 98-151 loads and late motion frames in some runs;
+#: at 4, 38-39 loads, nothing late. At 640x480 (6-8 frames) nothing late at 4 either.
 DEMO_DILATION = 4.0
 
 
-def make_video(path: Path, frames: int, size: tuple[int, int] = (120, 160), seed: int = 3) -> Path:
-    """Moving shapes and a few digits on a dark ground, written with OpenCV (MJPG)."""
+def parse_size(text: str) -> tuple[int, int]:
+    """``ROWSxCOLS`` -> (rows, cols): at least 240x320 (below it the printed digits are a dozen
+    pixels tall and the reader misses some) and multiples of 4 (the motion app halves the frame;
+    four pixels per clock need widths divisible by 4)."""
+    try:
+        rows, cols = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise FpgashareError(f"--size must be ROWSxCOLS, not {text!r}") from None
+    if rows < 240 or cols < 320 or rows % 4 or cols % 4 or rows * cols > 1920 * 1080:
+        raise FpgashareError(f"--size {text}: need at least 240x320, at most 1920x1080 pixels, both multiples of 4")
+    return rows, cols
+
+
+def parse_apps(text: str) -> tuple[str, ...]:
+    """Comma-separated app names -> a tuple, each checked against ``APP_PIPELINES``."""
+    apps = tuple(a.strip() for a in text.split(",") if a.strip())
+    unknown = [a for a in apps if a not in APP_PIPELINES]
+    if unknown or not apps or len(set(apps)) != len(apps):
+        raise FpgashareError(f"--apps {text!r}: give each of {', '.join(APP_PIPELINES)} at most once"
+                             + (f" ({', '.join(unknown)} unknown)" if unknown else ""))
+    return apps
+
+
+def _texture(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
+    """A static dark ground with some texture, tinted, below the digit reader's threshold."""
     import cv2
+
+    low = rng.normal(0, 1, (max(2, rows // 24), max(2, cols // 24), 3))
+    tex = cv2.resize(low, (cols, rows), interpolation=cv2.INTER_CUBIC)
+    fine = rng.normal(0, 1, (rows, cols, 1))
+    return np.clip(45 + 14 * tex + 5 * fine, 10, 90).astype(np.uint8)
+
+
+def demo_frames(frames: int, size: tuple[int, int] = (120, 160), seed: int = 3):
+    """The demo's video, frame by frame: (BGR frame, the digits printed on it). A textured ground,
+    an orange ball and a blue box moving across, and two groups of printed digits: four large ones
+    at the bottom (cv2.FONT_HERSHEY_SIMPLEX) that change every third frame, two smaller ones at the
+    top right (DUPLEX) that drift; every frame blurred and noised a little, like a camera's."""
+    import cv2
+    from fpgashare.dnn.printed_digits import DEMO_FONTS, print_digit, text_scale
 
     rows, cols = size
     rng = np.random.default_rng(seed)
+    ground = _texture(rng, rows, cols)
+    big, small = rows / 7, max(16.0, rows / 10)
+    groups = [  # (font, height, thickness, x of the first digit, baseline, pitch, drift per frame)
+        (DEMO_FONTS[0], big, max(2, round(big / 11)), cols // 16, rows - rows // 12, big * 0.95, 0),
+        (DEMO_FONTS[1], small, max(2, round(small / 10)), cols - cols // 3, rows // 6, small * 1.05, -cols / 160)]
+    values: list[np.ndarray] = []
+    for k in range(frames):
+        if k % 3 == 0:
+            values = [rng.integers(0, 10, 4), rng.integers(0, 10, 2)]
+        frame = ground.copy()
+        radius = rows // 8
+        x = int((k * cols / 24) % (cols + 2 * radius)) - radius
+        cv2.circle(frame, (x, rows // 3), radius, (0, 180, 255), -1, cv2.LINE_AA)
+        bx = cols - cols // 4 - int(k * cols / 48) % (cols // 2)
+        cv2.rectangle(frame, (bx, rows // 2), (bx + cols // 6, rows // 2 + rows // 6), (255, 90, 30), -1)
+        printed = []
+        for (font, height, thick, x0, base, pitch, drift), digits in zip(groups, values, strict=True):
+            for i, digit in enumerate(digits):
+                org = (int(x0 + i * pitch + k * drift), int(base))
+                printed.append(print_digit(frame, int(digit), org, font, text_scale(height, font), thick,
+                                           (235, 235, 235)))
+        frame = cv2.GaussianBlur(frame, (3, 3), 0.7)
+        frame = np.clip(frame + rng.normal(0, 2, frame.shape), 0, 255).astype(np.uint8)
+        yield frame, printed
+
+
+def write_video(path: Path, frames: int, size: tuple[int, int] = (120, 160), seed: int = 3) -> list[list]:
+    """Write :func:`demo_frames` with OpenCV (MJPG) at 30 fps; return the digits printed per frame."""
+    import cv2
+
+    rows, cols = size
     writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 30, (cols, rows))
     if not writer.isOpened():
         raise FpgashareError(f"OpenCV cannot write {path}")
-    digits = "".join(str(d) for d in rng.integers(0, 10, 3))
-    for k in range(frames):
-        frame = np.full((rows, cols, 3), 20, np.uint8)
-        x = int((k * 3) % (cols + 40)) - 20
-        cv2.circle(frame, (x, rows // 3), rows // 8, (0, 180, 255), -1)
-        cv2.rectangle(frame, (cols - 40 - k % 30, rows // 2), (cols - 10 - k % 30, rows // 2 + 25), (255, 90, 30), -1)
-        for i, digit in enumerate(digits):
-            cv2.putText(frame, digit, (10 + 30 * i, rows - 12), cv2.FONT_HERSHEY_SIMPLEX, 0.9, (255, 255, 255), 2)
+    truth = []
+    for frame, printed in demo_frames(frames, size, seed):
         writer.write(frame)
+        truth.append(printed)
     writer.release()
+    return truth
+
+
+def make_video(path: Path, frames: int, size: tuple[int, int] = (120, 160), seed: int = 3) -> Path:
+    """Write the demo's video (:func:`write_video`); return its path."""
+    write_video(path, frames, size, seed)
     return path
+
+
+def score_readings(truth: list[list], readings: list[dict]) -> dict:
+    """How many printed digits the reader read right: each printed digit against the reading whose
+    box holds its centre in the same frame (printed_digits.match)."""
+    from fpgashare.dnn.printed_digits import NOT_A_DIGIT, match
+
+    printed = right = 0
+    for k, digits in enumerate(truth):
+        found = [(tuple(r["box"]), r["label"]) for r in readings if r["frame"] == k]
+        labels = match(digits, found)
+        printed += len(digits)
+        right += sum(label == d.digit for d, label in zip(digits, labels, strict=True))
+    not_digits = sum(r["label"] == NOT_A_DIGIT for r in readings)
+    return {"printed": printed, "read_right": right, "accuracy": round(right / printed, 4) if printed else None,
+            "not_digits": not_digits}
+
+
+def fabric_busy(events, slots: int) -> dict:
+    """Busy fractions over the run's active span (first to last event on a slot or the port): the
+    slots computing (frames and DNN batches), the port loading, and slots either computing or being
+    loaded."""
+    active = [e for e in events if e.track.startswith(("slot", "port"))]
+    if not active:
+        return {"span_s": 0.0, "slots_computing": 0.0, "port_loading": 0.0, "slots_computing_or_loading": 0.0}
+    t0, t1 = min(e.start for e in active), max(e.end for e in active)
+    span = max(t1 - t0, 1e-12)
+    compute = sum(e.end - e.start for e in active if e.track.startswith("slot"))
+    load = sum(e.end - e.start for e in active if e.track == "port")
+    # A load blanks exactly one slot for its duration, so slot time computing or loading adds up.
+    return {"span_s": round(span, 6), "slots_computing": round(compute / (span * slots), 4),
+            "port_loading": round(load / span, 4),
+            "slots_computing_or_loading": round((compute + load) / (span * slots), 4)}
+
+
+#: The backend's methods that do the board's work, and what the demo calls them.
+METERED = (("_load", "loads"), ("_run_frame", "frames"), ("_run_dnn", "dnn_batches"))
+
+
+class WallMeter:
+    """Wall seconds and counts the backend spends in its three operations (partial loads, frames,
+    DNN batches): where a demo's wall time goes. Wraps the backend instance's methods."""
+
+    def __init__(self, backend) -> None:
+        self.wall = {key: 0.0 for _, key in METERED}
+        self.count = {key: 0 for _, key in METERED}
+        for method, key in METERED:
+            setattr(backend, method, self._timed(getattr(backend, method), key))
+
+    def _timed(self, fn, key: str):
+        def timed(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.wall[key] += time.perf_counter() - started
+                self.count[key] += 1
+        return timed
+
+    def summary(self) -> dict:
+        return {key: {"count": self.count[key], "wall_s": round(self.wall[key], 2)} for key in self.wall}
 
 
 class Progress:
@@ -85,55 +229,66 @@ class Progress:
         sys.stderr.write("\n")
 
 
-def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames: int = 30,
-             backend_name: str = "sim", progress: bool = True, dilation: float = DEMO_DILATION) -> dict:
-    """Run the three apps against a daemon on the simulated board; return the summary."""
+def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames: int = DEMO_FRAMES,
+             backend_name: str = "sim", progress: bool = True, dilation: float = DEMO_DILATION,
+             size: tuple[int, int] = DEMO_SIZE, apps: tuple[str, ...] = APPS) -> dict:
+    """Run ``apps`` (names from ``APP_PIPELINES``) as processes against a daemon on the simulated
+    board, on ``frames`` frames of ``size`` (rows, cols); return the summary."""
     from fpgashare.backends import make_backend
     from fpgashare.daemon import Daemon, DaemonThread
     from fpgashare.platform import load_platform
     from fpgashare.trace import write_gantt, write_trace
 
+    unknown = [a for a in apps if a not in APP_PIPELINES]
+    if unknown or not apps:
+        raise FpgashareError(f"demo apps: unknown {', '.join(unknown) or '(none given)'}; "
+                             f"choose from {', '.join(APP_PIPELINES)}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    video = make_video(out / "input.avi", frames)
+    video = out / "input.avi"
+    truth = write_video(video, frames, size)
     platform = load_platform(platform_name)
     log.info("building or reusing the %s shell model (first run builds it: about a minute)", platform.name)
     backend = make_backend(backend_name, platform)
+    meter = WallMeter(backend)
     sock = out / "fpgashare.sock"
-    files = {"trace": str(out / "trace.json"), "gantt": str(out / "gantt.png"), "video": str(out / "edges.mp4")}
+    files = {"trace": str(out / "trace.json"), "gantt": str(out / "gantt.png")}
+    if "edge_detect" in apps:
+        files["video"] = str(out / "edges.mp4")
+    readings = out / "digits.json"
     started = time.perf_counter()
     daemon = Daemon(backend, sock, dilation=dilation)
     with DaemonThread(daemon):
-        commands = {
-            "edge_detect": ["--out", files["video"]],
-            "motion": ["--out", str(out / "motion.mp4")],
-            "digits": ["--out", str(out / "digits.mp4")],
-        }
         procs = {}
-        for app, extra in commands.items():
+        for app in apps:
+            extra = ["--out", files["video"] if app == "edge_detect" else str(out / f"{app}.mp4")]
+            if app == "digits":
+                extra += ["--readings", str(readings)]
             cmd = [sys.executable, "-m", f"fpgashare.apps.{app}", "--video", str(video), "--socket", str(sock),
-                   "--size", "120x160", *extra]
+                   "--size", f"{size[0]}x{size[1]}", *extra]
             procs[app] = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        # Each digit in each frame is one image; the motion app skips the first frame.
-        expected = frames + (frames - 1) + 3 * frames
+        # The motion app skips the first frame; the digit reader sends every bright blob (the six
+        # digits and the ball, most frames).
+        expected = sum({"motion": frames - 1, "digits": 7 * frames}.get(app, frames) for app in apps)
         with Progress(daemon, expected) if progress else contextlib.nullcontext():
             results = {app: proc.communicate(timeout=900) for app, proc in procs.items()}
         engine = daemon.engine
         write_trace(engine.trace, files["trace"], f"fpgashare demo on {platform.name}")
-        # 100 ms of board time from the first frame: streams, loads and DNN batches side by side.
-        first = min((e.start for e in engine.trace if e.track.startswith("slot")), default=0.0)
-        write_gantt(engine.trace, files["gantt"], f"fpgashare demo on the simulated {platform.name}",
-                    (first, first + 0.1))
+        busy = fabric_busy(engine.trace, len(engine.slots.slots))
+        first = min((e.start for e in engine.trace if e.track.startswith(("slot", "port"))), default=0.0)
+        # The whole run from the first load: streams, loads and DNN batches side by side.
+        write_gantt(engine.trace, files["gantt"], f"fpgashare demo on the simulated {platform.name}: "
+                    f"{size[1]}x{size[0]}, slots {100 * busy['slots_computing_or_loading']:.0f}% busy",
+                    (first, first + busy["span_s"]))
         port = engine.slots.port
-        busy = engine.slot_busy_s / max(1e-9, daemon.clock.now() * len(engine.slots.slots))
         board_s = daemon.clock.now()
         dnn_images = sum(engine.dnn_images.values())
-    apps = {}
+    apps_out = {}
     for app, (stdout, stderr) in results.items():
         if procs[app].returncode != 0:
             raise FpgashareError(f"app {app} failed (exit {procs[app].returncode}): {stderr.strip()[-400:]}")
-        apps[app] = dict(item.split("=", 1) for item in stdout.split())
-        apps[app]["notes"] = [line for line in stderr.splitlines() if line.startswith("apps:")]
+        apps_out[app] = dict(item.split("=", 1) for item in stdout.split())
+        apps_out[app]["notes"] = [line for line in stderr.splitlines() if line.startswith("apps:")]
     pipelines = {}
     for name, stats in daemon.per_pipeline.items():
         lat, counts = stats["latencies_ms"], stats["outcomes"]
@@ -141,17 +296,24 @@ def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames
                            "on_time": counts.get("on_time", counts.get("done", 0)), "late": counts.get("late", 0),
                            "dropped": counts.get("dropped", 0),
                            "latency_ms_p99": round(float(np.percentile(lat, 99)), 3) if lat else None}
-    return {"platform": platform.name, "backend": backend.name, "pipelines": pipelines,
-            "totals": {"reconfigurations": port.loads, "port_busy_s": round(port.busy_s, 6),
-                       "slot_utilization": round(busy, 4), "dnn_images": dnn_images,
-                       "dnn_images_per_s": round(dnn_images / board_s, 1) if board_s else 0.0,
-                       "board_s": round(board_s, 3), "wall_s": round(time.perf_counter() - started, 1)},
-            "apps": apps, "files": files}
+    summary = {"platform": platform.name, "backend": backend.name, "size": list(size), "frames": frames,
+               "pipelines": pipelines,
+               "totals": {"reconfigurations": port.loads, "port_busy_s": round(port.busy_s, 6),
+                          "slot_utilization": busy["slots_computing"], "fabric": busy, "dnn_images": dnn_images,
+                          "dnn_images_per_s": round(dnn_images / board_s, 1) if board_s else 0.0,
+                          "board_s": round(board_s, 3), "wall_s": round(time.perf_counter() - started, 1),
+                          "wall_by_operation": meter.summary()},
+               "apps": apps_out, "files": files}
+    if "digits" in apps:
+        summary["digit_reader"] = score_readings(truth, json.loads(readings.read_text()))
+    return summary
 
 
 def report_lines(summary: dict) -> list[str]:
     t = summary["totals"]
-    lines = [f"fpgashare demo: three apps on the simulated {summary['platform']} ({summary['backend']} backend), "
+    rows, cols = summary["size"]
+    lines = [f"fpgashare demo: {len(summary['apps'])} apps on the simulated {summary['platform']} "
+             f"({summary['backend']} backend), {summary['frames']} frames of {cols}x{rows}, "
              f"{t['board_s']:.2f} s of board time in {t['wall_s']:.0f} s of wall time",
              f"  {'pipeline':10s} {'class':10s} {'frames':>6s} {'on time':>7s} {'late':>5s} {'dropped':>7s} "
              f"{'p99 ms':>7s}"]
@@ -159,9 +321,18 @@ def report_lines(summary: dict) -> list[str]:
         p99 = "-" if p["latency_ms_p99"] is None else f"{p['latency_ms_p99']:.2f}"
         lines.append(f"  {name:10s} {p['class']:10s} {p['frames']:6d} {p['on_time']:7d} {p['late']:5d} "
                      f"{p['dropped']:7d} {p99:>7s}")
-    lines.append(f"  {t['reconfigurations']} partial loads, port busy {t['port_busy_s'] * 1e3:.1f} ms, slots "
-                 f"{100 * t['slot_utilization']:.1f}% busy, DNN {t['dnn_images']} images "
-                 f"({t['dnn_images_per_s']:.0f}/s of board time)")
+    fab = t["fabric"]
+    lines.append(f"  {t['reconfigurations']} partial loads, port busy {t['port_busy_s'] * 1e3:.1f} ms; over the "
+                 f"{fab['span_s'] * 1e3:.0f} ms the board worked, slots {100 * fab['slots_computing']:.0f}% computing "
+                 f"({100 * fab['slots_computing_or_loading']:.0f}% with loads), port {100 * fab['port_loading']:.0f}% "
+                 f"loading; DNN {t['dnn_images']} images ({t['dnn_images_per_s']:.0f}/s of board time)")
+    ops = t["wall_by_operation"]
+    lines.append("  wall time in the backend: " + ", ".join(f"{v['count']} {k.replace('_', ' ')} {v['wall_s']:.1f} s"
+                                                           for k, v in ops.items()))
+    if "digit_reader" in summary:
+        d = summary["digit_reader"]
+        lines.append(f"  digit reader: {d['read_right']}/{d['printed']} printed digits read right "
+                     f"({100 * (d['accuracy'] or 0):.1f}%), {d['not_digits']} blobs called no digit")
     for result in summary["apps"].values():
         for note in result["notes"]:
             lines.append(f"  {note.split(':', 1)[1].strip()}")

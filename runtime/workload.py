@@ -40,7 +40,7 @@ from fpgashare.toml_table import TomlTable, read_toml
 from fpgashare.vision_timing import chain_cycles
 
 CLASSES = ("realtime", "besteffort")
-DNN_MODELS = ("digits_cnn", "edge_cnn")
+DNN_MODELS = ("digits_cnn", "printed_digits", "edge_cnn")
 
 
 @dataclass(frozen=True)

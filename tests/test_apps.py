@@ -22,10 +22,10 @@ def video(tmp_path):
     return make_video(tmp_path / "shapes.avi", 6)
 
 
-def _run(app, sock, video, tmp_path, capsys, size="120x160"):
+def _run(app, sock, video, tmp_path, capsys, size="120x160", extra=()):
     dump = tmp_path / f"{app.__name__}.npz"
     assert app.main(["--video", str(video), "--socket", str(sock), "--size", size, "--dump", str(dump),
-                     "--out", str(tmp_path / "out.mp4")]) == 0
+                     "--out", str(tmp_path / "out.mp4"), *extra]) == 0
     summary = dict(item.split("=", 1) for item in capsys.readouterr().out.split())
     data = np.load(dump)
     return summary, data["inputs"], data["outputs"]
@@ -152,16 +152,22 @@ def digit_video(tmp_path):
 
 
 def test_digits_reads_crops_with_the_dnn_tiles(tmp_path, digit_video, capsys):
+    import json
+
     from fpgashare.apps import digits
-    from fpgashare.dnn.models import digits_cnn
+    from fpgashare.dnn.models import printed_digits
     from fpgashare.dnn.reference import logits
 
     sock = tmp_path / "s.sock"
     with RunningDaemon(sock, dilation=10.0):
-        summary, _, _ = _run(digits, sock, digit_video, tmp_path, capsys)
+        summary, _, _ = _run(digits, sock, digit_video, tmp_path, capsys,
+                             extra=["--readings", str(tmp_path / "readings.json")])
     data = np.load(tmp_path / f"{digits.__name__}.npz")
     assert summary["frames"] == "3" and summary["digits"] == "9" and summary["cpu"] == "0"
-    assert np.array_equal(data["logits"], logits(digits_cnn(), data["crops"]))    # bit for bit
+    assert np.array_equal(data["logits"], logits(printed_digits(), data["crops"]))    # bit for bit
+    readings = json.loads((tmp_path / "readings.json").read_text())
+    assert [r["label"] for r in readings] == [3, 0, 7] * 3                               # read right
+    assert [r["frame"] for r in readings] == [0] * 3 + [1] * 3 + [2] * 3
 
 
 def test_digits_falls_back_to_the_cpu_without_dnn_tiles(tmp_path, digit_video, capsys, caplog):

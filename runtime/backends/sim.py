@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from fpgashare.backends.base import Backend, DnnReport, FrameReport, LoadReport
 from fpgashare.bitstream.registry import build_config
@@ -21,9 +23,15 @@ class SimBackend(Backend):
         self.board = SimBoard(platform)
 
     def _load(self, slot: int, module: str) -> LoadReport:
-        result = self.board.load(slot, build_config(self.platform, self.platform.slots[slot], module))
+        result = self.board.load(slot, self._config(slot, module))
         return LoadReport(slot, module, result.error, result.cycles,
                           result.cycles / self.platform.config_port.clock_hz)
+
+    @lru_cache(maxsize=32)  # noqa: B019 - one backend per board, alive as long as it; 1 MB per entry
+    def _config(self, slot: int, module: str) -> np.ndarray:
+        """The partial's words, built once: its CRC in Python costs about as much wall time as the
+        RTL load itself, and the same (slot, module) pairs recur all the time in a daemon."""
+        return build_config(self.platform, self.platform.slots[slot], module)
 
     def _run_frame(self, slots: list[int], stages: list[Stage], frame: np.ndarray,
                    want_output: bool) -> FrameReport:  # the RTL always produces the pixels

@@ -46,6 +46,10 @@ def default_images(net: Network) -> tuple[np.ndarray, np.ndarray | None]:
 
         _, _, images, labels = digits_split()
         return images, labels
+    if net.name == "printed_digits":
+        from fpgashare.dnn.train_printed import held_out_set
+
+        return held_out_set()
     h, w, c = net.input_shape
     shape = (2, h, w) if c == 1 else (2, h, w, c)
     return np.random.default_rng(0).integers(0, 256, shape, dtype=np.uint8), None

@@ -1,4 +1,5 @@
-"""The networks fpgashare ships: ``digits_cnn`` (trained, committed) and ``edge_cnn`` (random)."""
+"""The networks fpgashare ships: ``digits_cnn`` and ``printed_digits`` (trained, committed) and
+``edge_cnn`` (random)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,12 @@ EDGE_CONVS = ((8, 2), (16, 1), (32, 2), (32, 1), (64, 2), (64, 1), (128, 2), (12
 
 def digits_cnn() -> Network:
     return load_network(MODELS_DIR / "digits_cnn.npz")
+
+
+def printed_digits() -> Network:
+    """The demo's digit reader: printed digits as a camera sees them, and class 10 for "no digit"
+    (train_printed.py)."""
+    return load_network(MODELS_DIR / "printed_digits.npz")
 
 
 def random_layer(rng: np.random.Generator, kind: str, oc: int, in_shape: tuple[int, int, int],
@@ -47,7 +54,7 @@ def edge_cnn(seed: int = 0) -> Network:
     return Network("edge_cnn", (128, 128, 1), tuple(layers)).validate()
 
 
-MODELS = {"digits_cnn": digits_cnn, "edge_cnn": edge_cnn}
+MODELS = {"digits_cnn": digits_cnn, "printed_digits": printed_digits, "edge_cnn": edge_cnn}
 
 
 def get_model(name: str) -> Network:

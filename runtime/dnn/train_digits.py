@@ -81,10 +81,12 @@ def pool_bwd(mask, dy):
 @dataclass
 class FloatModel:
     params: list[np.ndarray]   # per parametrised layer: weight [OC, KH, KW, C], bias [OC]
+    arch: tuple[tuple[str, int], ...] = ARCH
 
     def forward(self, x: np.ndarray, keep: bool = False):
         acts, cache, p = [x], [], 0
-        for i, (kind, _) in enumerate(ARCH):
+        arch = self.arch
+        for i, (kind, _) in enumerate(arch):
             if kind == "maxpool":
                 x, mask = pool_fwd(x)
                 cache.append(mask)
@@ -95,7 +97,7 @@ class FloatModel:
                     x = conv_fwd(x, w, b)
                 else:
                     x = np.einsum("nhwc,ohwc->no", x, w)[:, None, None, :] + b
-                if i != len(ARCH) - 1:
+                if i != len(arch) - 1:
                     x = np.maximum(x, 0)
                 cache.append(None)
             acts.append(x)
@@ -112,12 +114,12 @@ class FloatModel:
         d = (d / len(y))[:, None, None, :]
         grads: list[np.ndarray] = [np.empty(0)] * len(self.params)
         p = len(self.params)
-        for i in range(len(ARCH) - 1, -1, -1):
-            kind = ARCH[i][0]
+        for i in range(len(self.arch) - 1, -1, -1):
+            kind = self.arch[i][0]
             if kind == "maxpool":
                 d = pool_bwd(cache[i], d)
                 continue
-            if i != len(ARCH) - 1:
+            if i != len(self.arch) - 1:
                 d = d * (acts[i + 1] > 0)
             p -= 2
             w, xin = self.params[p], acts[i]
@@ -131,9 +133,9 @@ class FloatModel:
         return loss, grads
 
 
-def init_model(rng: np.random.Generator) -> FloatModel:
+def init_model(rng: np.random.Generator, arch: tuple[tuple[str, int], ...] = ARCH) -> FloatModel:
     params, shape = [], (8, 8, 1)
-    for kind, oc in ARCH:
+    for kind, oc in arch:
         if kind == "maxpool":
             shape = (shape[0] // 2, shape[1] // 2, shape[2])
             continue
@@ -141,12 +143,13 @@ def init_model(rng: np.random.Generator) -> FloatModel:
         fan_in = kh * kw * shape[2]
         params += [rng.normal(0, math.sqrt(2 / fan_in), (oc, kh, kw, shape[2])), np.zeros(oc)]
         shape = (shape[0], shape[1], oc) if kind == "conv" else (1, 1, oc)
-    return FloatModel(params)
+    return FloatModel(params, arch)
 
 
-def train(images: np.ndarray, labels: np.ndarray, epochs: int = 40, batch: int = 32) -> FloatModel:
-    rng = np.random.default_rng(SEED)
-    model = init_model(rng)
+def train(images: np.ndarray, labels: np.ndarray, epochs: int = 40, batch: int = 32,
+          arch: tuple[tuple[str, int], ...] = ARCH, seed: int = SEED) -> FloatModel:
+    rng = np.random.default_rng(seed)
+    model = init_model(rng, arch)
     x = quantize_input(images).astype(np.float64) * INPUT_SCALE
     m = [np.zeros_like(p) for p in model.params]
     v = [np.zeros_like(p) for p in model.params]
@@ -169,10 +172,11 @@ def train(images: np.ndarray, labels: np.ndarray, epochs: int = 40, batch: int =
 
 
 # ---- quantization
-def quantize(model: FloatModel, calib: np.ndarray) -> Network:
+def quantize(model: FloatModel, calib: np.ndarray, name: str = "digits_cnn") -> Network:
     acts, _ = model.forward(quantize_input(calib).astype(np.float64) * INPUT_SCALE, keep=True)
     layers, s_in, p = [], INPUT_SCALE, 0
-    for i, (kind, oc) in enumerate(ARCH):
+    arch = model.arch
+    for i, (kind, oc) in enumerate(arch):
         if kind == "maxpool":
             layers.append(Layer("maxpool"))
             continue
@@ -184,10 +188,10 @@ def quantize(model: FloatModel, calib: np.ndarray) -> Network:
         bq = np.round(b / (s_in * s_w)).astype(np.int32)
         ms = [multiplier_shift(s_in * s_w[o] / s_out) for o in range(oc)]
         layers.append(Layer(kind, oc, 3 if kind == "conv" else 1, 1, 1 if kind == "conv" else 0,
-                            relu=i != len(ARCH) - 1, weights=wq, bias=bq,
+                            relu=i != len(arch) - 1, weights=wq, bias=bq,
                             mult=np.array([m for m, _ in ms], np.int32), shift=np.array([s for _, s in ms], np.uint8)))
         s_in = s_out
-    return Network("digits_cnn", (8, 8, 1), tuple(layers)).validate()
+    return Network(name, (8, 8, 1), tuple(layers)).validate()
 
 
 def build() -> tuple[Network, float, float]:

@@ -42,14 +42,15 @@ def test_edge_detect_equals_opencv(tmp_path, video, capsys):
     assert (tmp_path / "out.mp4").stat().st_size > 0
 
 
-def test_edge_detect_falls_back_to_the_cpu_where_slots_run_out(tmp_path, video, capsys, caplog):
+def test_edge_detect_runs_in_passes_on_the_two_slot_board(tmp_path, video, capsys):
+    """Four stages, two slots: the daemon runs each frame in two passes through memory, so no stage
+    falls back to the CPU, and the output is OpenCV's."""
     sock = tmp_path / "s.sock"
     with RunningDaemon(sock, dilation=10.0, platform="pynq-z2"):
         summary, inputs, outputs = _run(edge_detect, sock, video, tmp_path, capsys)
         with connect(sock) as fpga:
             assert fpga.status()["pipelines"] == {}                  # the app's pipeline ended with it
-    assert summary["cpu_stages"] == "rgb2gray,gauss3x3"               # two slots: the last two stages
-    assert "rgb2gray/gauss3x3 run on the CPU (OpenCV), sobel_mag/threshold on the FPGA" in caplog.text
+    assert summary["cpu_stages"] == "-"
     stages = resolve_chain(edge_detect.CHAIN, {})
     for frame, out in zip(inputs, outputs, strict=True):
         assert np.array_equal(out, chain_reference(stages, frame))

@@ -20,7 +20,7 @@ import heapq
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 from fpgashare.backends.base import Backend, FrameReport, Pending
@@ -28,6 +28,8 @@ from fpgashare.clock import Clock, VirtualClock
 from fpgashare.errors import FpgashareError
 from fpgashare.sched.analysis import UNCONSTRAINED, AdmissionContract
 from fpgashare.sched.demand import Demand, NeedOrder
+from fpgashare.sched.foresight import module_needs
+from fpgashare.sched.jobs import DnnJob, DnnRequest, Frame, TraceEvent
 from fpgashare.slots import SlotManager, SlotState
 from fpgashare.workload import PipelineSpec, Workload
 
@@ -38,86 +40,6 @@ OUTCOMES = ("on_time", "late", "dropped", "error")
 VIDEO_STREAMS = 1
 RELEASE, LOAD_DONE, JOB_DONE, WAKE = "release", "load_done", "job_done", "wake"
 NOT_BUSY = float("-inf")     # Engine._stream_at while the stream can take work
-
-
-@dataclass
-class Frame:
-    pipeline: PipelineSpec
-    index: int
-    release: float
-    deadline: float                 #: absolute
-    seq: int
-    start: float | None = None
-    end: float | None = None
-    slots: tuple[int, ...] = ()
-    expected_end: float | None = None   #: when the job running it will end (known at start)
-    outcome: str | None = None
-    reason: str = ""
-    pixels: np.ndarray | None = None    #: the frame's input (None: the workload's test frame)
-    output: np.ndarray | None = None    #: the chain's output, when the engine was asked for it
-    step: int = 0                       #: the pass it is at (runtime/passes.py); 0 for one-pass chains
-    carry: np.ndarray | None = None     #: the previous pass's output, parked in memory
-    streamed: list[tuple[float, float]] = field(default_factory=list)   #: (start, end) of each pass
-
-    @property
-    def key(self) -> str:
-        return f"{self.pipeline.name}/{self.index}"
-
-    def __post_init__(self) -> None:
-        self._at_pass(0)
-
-    def _at_pass(self, step: int) -> None:
-        """The pass at hand: what the scheduler places, loads and streams next (plain attributes:
-        the scheduler reads them for every pending frame at every decision)."""
-        p = self.pipeline
-        self.step = step
-        self.modules: tuple[str, ...] = p.pass_modules[step]
-        self.module_counts: dict[str, int] = p.pass_module_counts[step]
-        self.exec_s: float = p.pass_seconds[step]
-        self.remaining_s: float = p.pass_remaining[step]      #: this pass and every later one
-
-
-@dataclass
-class DnnRequest:
-    """One image a client submitted to a best-effort DNN pipeline (the daemon's; a workload's DNN
-    pipelines are always backlogged with stand-in images instead)."""
-
-    pipeline: PipelineSpec
-    image: np.ndarray
-    seq: int
-    release: float
-    end: float | None = None
-    output: np.ndarray | None = None      #: the network's int8 output, flattened
-    outcome: str | None = None            #: "done", "dropped" or "error"
-    reason: str = ""
-
-
-@dataclass
-class DnnJob:
-    """A batch of images of a best-effort DNN pipeline on dnn_tile slots."""
-
-    pipeline: PipelineSpec
-    slots: tuple[int, ...]
-    images: int
-    start: float
-    end: float
-    requests: list[DnnRequest] = field(default_factory=list)
-    outputs: np.ndarray | None = None
-
-    @property
-    def key(self) -> str:
-        return f"{self.pipeline.name}/dnn@{','.join(map(str, self.slots))}"
-
-
-@dataclass
-class TraceEvent:
-    """One slice of the run: a frame on its slots, a load on the port."""
-
-    track: str
-    name: str
-    start: float
-    end: float
-    args: dict = field(default_factory=dict)
 
 
 class Engine:
@@ -157,7 +79,7 @@ class Engine:
         self.exposed_by_reason: dict[str, float] = {}
         self._next_index = {p.name: 0 for p in self.pipelines}   # next frame not yet released
         self.demand = Demand(self._need_time)
-        self._stream_info: list[tuple[float, float, frozenset[str]]] = []   # per pipeline: deadline, run time, modules
+        self.stream_info: list[tuple[float, float, frozenset[str]]] = []   # per pipeline: deadline, run time, modules
         self.pipelines_changed()
         self._wakes: set[float] = set()
         self.on_finish = None      #: called with each frame as it ends (the daemon answers its client)
@@ -261,7 +183,7 @@ class Engine:
             for module, count in p.module_counts.items():
                 self._copies[module] = max(self._copies.get(module, 0), count)
         self.demand.reset(self.pipelines)
-        self._stream_info = [(p.deadline_s, p.exec_s, frozenset(p.modules)) for p in self.pipelines]
+        self.stream_info = [(p.deadline_s, p.exec_s, frozenset(p.modules)) for p in self.pipelines]
 
     def _released(self, frame: Frame) -> None:
         self._next_index[frame.pipeline.name] = frame.index + 1
@@ -547,82 +469,9 @@ class Engine:
         return self.t0 + pipeline.offset_s + k * pipeline.period_s
 
     def module_needs(self, held: set[str] | None = None) -> dict[str, float]:
-        """For each module real-time work will want: the earliest time it is wanted. A pending
-        frame's modules are wanted now; otherwise a module is wanted at the next release of a
-        pipeline that uses it, unless the stream allows a later time (``_stream_order``)."""
-        now = self.now
-        needs: dict[str, float] = {}
-        for frame in self.pending:
-            for module in frame.modules:
-                needs[module] = now
-        played = self._stream_order(dict(needs), set(self.slots.held_modules() if held is None else held))
-        if played is not None:
-            return played
-        for p in self.pipelines:
-            t = self.next_release_s(p)
-            for module in p.modules:
-                if t < needs.get(module, float("inf")):
-                    needs[module] = t
-        return needs
-
-    def _stream_order(self, needs: dict[str, float], held: set[str]) -> dict[str, float] | None:
-        """Module needs with the next releases played out on the one video stream, as dispatch
-        would run them: among the frames released by then, one whose modules are all ``held``
-        starts first, else the earliest deadline (nominal releases, ties by name); a frame's
-        modules are wanted when it starts. So what the second frame of a burst lacks may be
-        loaded while the first streams, in slots the stream leaves idle anyway.
-        The guess of who goes first can be wrong (jitter): then the frame that does waits for
-        the loads put off. None unless every frame would still meet its deadline after that wait."""
-        stream_at = self.stream_free_at()
-        for frame in self.pending:
-            held.update(frame.modules)
-            stream_at += frame.remaining_s
-        loaded = set(held)                    # modules no load is owed for
-        pipelines, info = self.pipelines, self._stream_info
-        inf = float("inf")
-        upcoming = sorted((t, p.name, i) for i, p in enumerate(pipelines) if (t := self.next_release_s(p)) != inf)
-        position, count = 0, len(upcoming)
-        ready: list[tuple[float, str, int, float]] = []    # released, every module held: a heap by deadline
-        waiting: list[tuple[float, str, int, float]] = []  # released, some module not held
-        played: list[tuple[float, float, float, PipelineSpec]] = []     # start, deadline, release, pipeline
-        heappush, heappop, issuperset = heapq.heappush, heapq.heappop, held.issuperset
-        while position < count or ready or waiting:
-            if not ready and not waiting and upcoming[position][0] > stream_at:
-                stream_at = upcoming[position][0]
-            while position < count and upcoming[position][0] <= stream_at:
-                t, name, i = upcoming[position]
-                entry = (t + info[i][0], name, i, t)
-                if issuperset(info[i][2]):
-                    heappush(ready, entry)
-                else:
-                    waiting.append(entry)
-                position += 1
-            if ready:
-                chosen = heappop(ready)
-            else:
-                chosen = min(waiting)
-                waiting.remove(chosen)
-            i = chosen[2]
-            modules = info[i][2]
-            played.append((stream_at, chosen[0], chosen[3], pipelines[i]))
-            if waiting and not issuperset(modules):
-                held |= modules
-                for entry in [e for e in waiting if issuperset(info[e[2]][2])]:
-                    waiting.remove(entry)
-                    heappush(ready, entry)
-            else:
-                held |= modules
-            stream_at += info[i][1]
-        postponed = 0
-        for start, _, release, p in played:
-            for module in p.modules:
-                if module not in needs:
-                    needs[module] = start
-                    postponed += module not in loaded and start > release
-        wait = postponed * self.longest_load_s()
-        if all(start + wait + p.exec_s <= deadline for start, deadline, _, p in played):
-            return needs
-        return None
+        """For each module real-time work will want: the earliest time it is wanted
+        (runtime/sched/foresight.py)."""
+        return module_needs(self, held)
 
     def _need_time(self, pipeline: PipelineSpec) -> float:
         """The deadline of ``pipeline``'s next unreleased frame, as the demand order ranks it (inf

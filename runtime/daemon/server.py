@@ -54,6 +54,7 @@ log = logging.getLogger("fpgashare.daemon")
 
 DEFAULT_SOCKET = Path(os.environ.get("FPGASHARE_SOCKET", "/run/fpgashare/fpgashare.sock"))
 CLIENT_GONE = "client gone"
+SHUTTING_DOWN = "daemon shutting down"
 SHUTDOWN_GRACE_S = 5.0    #: wall seconds frames on the fabric get to finish when the daemon stops
 FD_SEND_WAIT_S = 5.0      #: how long a ring's descriptor waits for room in a client's socket
 
@@ -121,6 +122,7 @@ class Daemon(Ops):
         self.stats = Stats()
         self.failure: BaseException | None = None     #: what stopped the daemon, if a bug did
         self._stopping: asyncio.Future | None = None
+        self.shutting_down = False    #: once stop() begins: requests are refused ``gone``
         self.lock = BoardLock(self.socket_path)
         self.metrics_port = metrics_port
         self.metrics = None
@@ -177,16 +179,20 @@ class Daemon(Ops):
         reason, frames on the fabric too), rings are unmapped, the socket file goes."""
         if self._stopped.is_set():
             return
+        self.shutting_down = True
         if self._server is not None:
             self._server.close()
-        for client in list(self.clients.values()):
-            self._client_gone(client, "daemon shutting down")
-            client.writer.close()           # its reader sees the end and its task finishes
+        leaving = list(self.clients.values())
+        for client in leaving:
+            self._client_gone(client, SHUTTING_DOWN)
+        # Frames on the fabric end first, each answered dropped with the reason, then the sockets close.
         deadline = time.monotonic() + SHUTDOWN_GRACE_S
         while self.states and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         for client, state in list(self.states.values()):
             self._retire(client, state)
+        for client in leaving:
+            client.writer.close()           # its reader sees the end and its task finishes
         if self._timer is not None:
             self._timer.cancel()
         if self.metrics is not None:
@@ -272,6 +278,9 @@ class Daemon(Ops):
         rid = message["id"]
         op = message.get("op")
         handler = getattr(self, f"_op_{op}", None) if isinstance(op, str) and op.isidentifier() else None
+        if self.shutting_down:
+            self._send(client, error_reply(rid, ProtocolError("gone", SHUTTING_DOWN)))
+            return
         if handler is None:
             self._send(client, error_reply(rid, ProtocolError("unknown_op", f"unknown op {op!r}")))
             return

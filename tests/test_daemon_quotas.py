@@ -10,11 +10,13 @@ import time
 import numpy as np
 import pytest
 from fpgashare.backends import make_backend
-from fpgashare.client import DaemonError, QuotaExceeded, connect
+from fpgashare.client import QuotaExceeded, connect
+from fpgashare.client.connection import Connection
 from fpgashare.clock import VirtualClock
 from fpgashare.daemon import Daemon, DaemonThread, Limits
+from fpgashare.daemon.limits import refuse
 from fpgashare.platform import load_platform
-from fpgashare.protocol import encode
+from fpgashare.protocol import encode, error_reply
 from fpgashare.sched import make_policy
 from fpgashare.sched.online import OnlineEngine
 from fpgashare.workload import realtime_spec
@@ -183,14 +185,31 @@ def test_a_client_that_never_reads_its_replies_cannot_grow_the_daemon(sock):
 
 
 def test_connections(sock):
+    """The refusal is a parting error on a socket the daemon closes at once: the client reads it
+    even when its hello finds the socket already closed, and raises it typed."""
     with running(sock, clients=2) as daemon:
         victim = Victim(sock)
         victim.stream()
         with connect(sock):
-            # The refusal is a parting error on a socket the daemon closes at once; a client that
-            # reads the close before the error sees the daemon gone. Known race (closing note).
-            with pytest.raises(DaemonError) as refused:
-                connect(sock)
-            if isinstance(refused.value, QuotaExceeded):
-                assert "too many connections: limit clients = 2" in str(refused.value)
+            for _ in range(20):
+                with pytest.raises(QuotaExceeded, match="too many connections: limit clients = 2"):
+                    connect(sock)
             victim.check(daemon)
+
+
+def test_a_refusal_sent_before_the_close_is_read_even_when_the_send_fails(tmp_path):
+    """The race made deterministic: the daemon's side writes its refusal and closes before the
+    client's first request; the send fails (EPIPE) and the client still reads the refusal."""
+    path = tmp_path / "refuser.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(1)
+    conn = Connection(path, timeout=5.0)
+    conn._connect()
+    peer, _ = server.accept()
+    peer.sendall(error_reply(-1, refuse("clients", 2, "too many connections")))
+    peer.close()
+    with pytest.raises(QuotaExceeded, match="too many connections: limit clients = 2"):
+        conn._send("hello")
+    conn._shut()
+    server.close()

@@ -43,7 +43,9 @@ class Pipeline:
     def submit(self, frame: np.ndarray, timeout: float | None = None) -> FrameFuture:
         """Hand a frame to the daemon; returns at once unless every ring slot is in flight (then
         waits up to ``timeout`` for one)."""
-        check_frame(frame, self.ring.spec.in_shape, self.ring.spec.dtype)
+        spec = self.ring.spec
+        if not (type(frame) is np.ndarray and frame.shape == spec.in_shape and frame.dtype == spec.np_dtype):
+            check_frame(frame, spec.in_shape, spec.dtype)     # says what is wrong
         self.fpga._ensure()                      # a new ring first, if the daemon was replaced
         if not self._free.acquire(timeout=self.fpga.timeout if timeout is None else timeout):
             raise FrameDropped(f"all {self.ring.spec.slots} ring slots of {self.name!r} are still in flight")
@@ -51,8 +53,8 @@ class Pipeline:
             slot, generation, ring = self._slots.pop(), self.generation, self.ring
         ring.input(slot)[...] = frame
         try:
-            _, future = self.fpga._send(self.op, pipeline=self.name, slot=slot, shape=list(frame.shape),
-                                        dtype=str(frame.dtype))
+            _, future = self.fpga._send(self.op, pipeline=self.name, slot=slot, shape=list(ring.spec.in_shape),
+                                        dtype=ring.spec.dtype)
         except Exception:
             self._release(slot, generation)
             raise

@@ -118,7 +118,7 @@ def bad_output(item: Frame | DnnRequest, ring: FrameRing) -> str | None:
             return None
         what = f"shape {getattr(out, 'shape', None)}, dtype {getattr(out, 'dtype', type(out).__name__)}"
         return f"the board returned a DNN output of {what}, not int8 values"
-    if isinstance(out, np.ndarray) and out.shape == ring.spec.out_shape and out.dtype == np.dtype(ring.spec.dtype):
+    if isinstance(out, np.ndarray) and out.shape == ring.spec.out_shape and out.dtype == ring.spec.np_dtype:
         return None
     what = f"shape {getattr(out, 'shape', None)}, dtype {getattr(out, 'dtype', type(out).__name__)}"
     return f"the board returned a frame of {what}; the pipeline's output is {ring.spec.out_shape} {ring.spec.dtype}"

@@ -151,8 +151,10 @@ class Daemon(Ops, Driver, Sessions):
             raise FpgashareError(f"the daemon stopped on an internal error: {self.failure!r}")
 
     async def stop(self) -> None:
-        """Stop taking requests; every client's pipelines end (waiting frames are dropped with a
-        reason, frames on the fabric too), rings are unmapped, the socket file goes."""
+        """Stop taking requests (those still arriving get ``gone``); every client's pipelines end:
+        waiting frames are answered dropped at once, frames on the fabric dropped when they end
+        (within SHUTDOWN_GRACE_S), and only then do the clients' sockets close, so each frame's
+        answer reaches its client. Rings are unmapped, the socket file goes."""
         if self._stopped.is_set():
             return
         self.shutting_down = True

@@ -46,6 +46,10 @@ class RingSpec:
         return int(np.prod(self.in_shape)) * np.dtype(self.dtype).itemsize
 
     @cached_property
+    def np_dtype(self) -> np.dtype:
+        return np.dtype(self.dtype)
+
+    @cached_property
     def slot_bytes(self) -> int:
         return self.in_bytes + int(np.prod(self.out_shape)) * np.dtype(self.dtype).itemsize
 
@@ -194,8 +198,8 @@ def check_frame(frame: np.ndarray, shape: tuple[int, ...], dtype: str = "uint8")
 def check_layout(shape: tuple[int, ...], dtype: str, want_shape: tuple[int, ...], want_dtype: str) -> None:
     """Refuse a frame of ``shape`` and ``dtype`` where the pipeline takes ``want_shape`` and
     ``want_dtype``, saying what was expected."""
-    try:
-        same_dtype = np.dtype(dtype) == np.dtype(want_dtype)
+    try:       # the same name is the same dtype: no parsing on a frame's path
+        same_dtype = dtype == want_dtype or np.dtype(dtype) == np.dtype(want_dtype)
     except (TypeError, ValueError, SyntaxError):     # numpy parses dtype strings and raises all three
         raise FrameError(f"frame dtype {dtype!r} is not a numpy dtype; the pipeline takes {want_dtype}") from None
     if not same_dtype:

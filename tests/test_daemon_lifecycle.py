@@ -4,6 +4,7 @@ reconnect, and a frame whose pipeline closes under it is never answered as a res
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 from fpgashare.backends import make_backend
 from fpgashare.client import DaemonError, DeadlineMissed, FrameDropped, connect
+from fpgashare.clock import VirtualClock
 from fpgashare.daemon import Daemon, DaemonRunningError, DaemonThread
 from fpgashare.platform import load_platform
 from fpgashare.simrun import resolve_chain
@@ -20,7 +22,10 @@ from fpgashare.vision_ref import chain_reference
 
 SHAPE = (60, 80)
 SENTINEL = 77
-ROUNDS = 1000     #: close rounds of the sentinel test
+STAGES = ["gauss3x3", "threshold"]
+ROUNDS = 30       #: close rounds of the sentinel test (benchmarks/close_sentinel.py runs 1,000)
+STOP_ROUNDS = 10  #: daemon-stop rounds
+STEP_S = 10e-6    #: how much later in virtual time the end comes, round after round
 
 
 @pytest.fixture
@@ -94,59 +99,76 @@ def test_reconnect_registers_the_pipelines_with_a_new_daemon(sock):
         fpga.close()
 
 
-def _round(fpga, stages, frame, name):
-    """One pipeline, four frames, closed at once: each frame ends dropped, or as a result whose
-    output was written (never the sentinel the client left in the output slot)."""
-    pipe = fpga.pipeline(name, ["gauss3x3", "threshold"], period_ms=2.0, frame_shape=SHAPE)
+def _sentinel_round(daemon: Daemon, fpga, name: str, after_s: float, end) -> list[str]:
+    """One pipeline (modules loaded by a first frame), its output slots filled with the sentinel,
+    four frames in, then ``end()`` ``after_s`` of virtual time later; runs every frame out. Each
+    frame ends dropped, or as a result whose output was written (never the sentinel)."""
+    stages = resolve_chain(STAGES, {})
+    frame = np.full(SHAPE, 200, np.uint8)           # its output is 255s, never the sentinel
+    # A period shorter than the frames' fabric time: they are released back to back.
+    pipe = fpga.pipeline(name, STAGES, period_ms=0.05, deadline_ms=50.0, frame_shape=SHAPE)
+    warm = pipe.submit(frame)
+    fpga.clock()                                    # the frame is in
+    daemon.run_until(daemon.clock.now() + 0.020)
+    warm.result(timeout=20)
     for slot in range(4):
         pipe.ring.output(slot)[...] = SENTINEL
+    start = daemon.clock.now()
     futures = [pipe.submit(frame) for _ in range(4)]
-    fpga._send("close", pipeline=name)            # straight behind the frames, without waiting
+    fpga.clock()
+    daemon.run_until(start + after_s)
+    end()
+    daemon.run_until(start + 0.020)
     outcomes = []
     for future in futures:
         try:
             out = future.result(timeout=20)
-        except DeadlineMissed as late:            # late is a result too: its output must be there
+        except DeadlineMissed as late:              # late is a result too: its output must be there
             out = late.output
         except FrameDropped as exc:
             outcomes.append(exc.reason)
             continue
         assert np.array_equal(out, chain_reference(stages, frame)), "a result without its output written"
         outcomes.append("result")
-    fpga.pipelines.pop(name).ring.close()
     return outcomes
 
 
 def test_frames_of_a_closing_pipeline_are_never_answered_as_results(sock):
-    """The sentinel test: 1,000 rounds of close with frames on the fabric, then rounds where the
-    daemon stops (what SIGTERM runs) instead."""
-    stages = resolve_chain(["gauss3x3", "threshold"], {})
-    frame = np.full(SHAPE, 200, np.uint8)           # its output is 255s, never the sentinel
+    """The sentinel test, on a virtual clock: ``close`` lands at a different point of the frames'
+    fabric time each round (before, during, between and after them). benchmarks/close_sentinel.py
+    runs 1,000 rounds of close and of a real SIGTERM on the wall clock."""
     seen: dict[str, int] = {}
-    with daemon_on(sock, dilation=10.0), connect(sock) as fpga:
-        for i in range(ROUNDS):
-            for outcome in _round(fpga, stages, frame, f"r{i}"):
-                seen[outcome] = seen.get(outcome, 0) + 1
-    assert seen.get("pipeline closed while the frame was on the fabric", 0) > 0, seen
+    with DaemonThread(Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock())) as daemon:
+        with connect(sock) as fpga:
+            for i in range(ROUNDS):
+                name = f"r{i}"
+                for outcome in _sentinel_round(daemon, fpga, name, i * STEP_S,
+                                               lambda name=name: fpga.request("close", pipeline=name)):
+                    seen[outcome] = seen.get(outcome, 0) + 1
+                fpga.pipelines.pop(name).ring.close()
+            assert daemon.states == {}
     assert sum(seen.values()) == 4 * ROUNDS
-    stopped = 0
-    for _ in range(20):
-        with daemon_on(sock, dilation=10.0) as daemon:
-            fpga = connect(sock)
-            pipe = fpga.pipeline("s", ["gauss3x3", "threshold"], period_ms=2.0, frame_shape=SHAPE)
-            for slot in range(4):
-                pipe.ring.output(slot)[...] = SENTINEL
-            futures = [pipe.submit(frame) for _ in range(4)]
-            fpga.clock()                          # the frames are in
-        for future in futures:
-            try:
-                out = future.result(timeout=20)
-            except DeadlineMissed as late:
-                out = late.output
-            except (FrameDropped, DaemonError):
-                stopped += 1
-                continue
-            assert np.array_equal(out, chain_reference(stages, frame)), "a result without its output written"
-        assert daemon.states == {}
-        fpga.close()
-    assert stopped > 0
+    assert seen.get("pipeline closed while the frame was on the fabric", 0) > 0, seen
+    assert seen.get("result", 0) > 0 and seen.get("pipeline closed", 0) > 0, seen
+
+
+def test_frames_on_the_fabric_when_the_daemon_stops_are_never_answered_as_results(sock):
+    """The same with the daemon stopping (what its SIGTERM handler runs) instead of ``close``: the
+    stop waits for the frames on the fabric (virtual time moved by the test meanwhile) and answers
+    them dropped before the socket closes."""
+    seen: dict[str, int] = {}
+    for i in range(STOP_ROUNDS):
+        runner = DaemonThread(Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock()))
+        with runner as daemon, connect(sock) as fpga:
+            stopping = []
+
+            def stop(daemon=daemon, loop=runner.loop, stopping=stopping):
+                stopping.append(asyncio.run_coroutine_threadsafe(daemon.stop(), loop))
+
+            for outcome in _sentinel_round(daemon, fpga, "s", i * 3 * STEP_S, stop):
+                seen[outcome] = seen.get(outcome, 0) + 1
+            stopping[0].result(timeout=20)
+            assert daemon.states == {}
+    assert sum(seen.values()) == 4 * STOP_ROUNDS
+    assert seen.get("daemon shutting down while the frame was on the fabric", 0) > 0, seen
+    assert seen.get("result", 0) > 0 and seen.get("daemon shutting down", 0) > 0, seen

@@ -4,22 +4,74 @@ are held to it (on a virtual clock), so they cannot take the time admission prom
 
 from __future__ import annotations
 
+import mmap
 import socket
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 from fpgashare.backends import make_backend
-from fpgashare.client import DaemonError, QuotaExceeded, connect
+from fpgashare.client import QuotaExceeded, connect
+from fpgashare.client.connection import Connection
 from fpgashare.clock import VirtualClock
 from fpgashare.daemon import Daemon, DaemonThread, Limits
+from fpgashare.daemon.limits import refuse
 from fpgashare.platform import load_platform
-from fpgashare.protocol import encode
+from fpgashare.protocol import encode, error_reply
 from fpgashare.sched import make_policy
 from fpgashare.sched.online import OnlineEngine
 from fpgashare.workload import realtime_spec
 
-SHAPE = (60, 80)
+SHAPE = (64, 80)           #: a ring of it (4 slots of input and output) is 40,960 bytes: whole pages
+RING = 4 * 2 * SHAPE[0] * SHAPE[1]
+SHM_TOTAL = 16 * RING      #: the configured totals unless a test sets its own
+RSS_ALLOWANCE = 32 << 20   #: the daemon's own working memory may move this much while a client abuses it
+
+
+class Footprint:
+    """This process's memory as the kernel counts it (daemon and clients both live here): the frame
+    rings mapped (anonymous memory files named fpgashare-*, by inode), fpgashare files in
+    /dev/shm, and resident set sizes (VmRSS; RssShmem, the rings' touched pages among them)."""
+
+    def __init__(self) -> None:
+        self.rings: dict[int, int] = {}
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                parts = line.split()
+                if len(parts) >= 6 and parts[5].startswith("/memfd:fpgashare-"):
+                    start, end = (int(v, 16) for v in parts[0].split("-"))
+                    inode = int(parts[4])
+                    self.rings[inode] = max(self.rings.get(inode, 0), end - start)
+        shm = Path("/dev/shm")
+        self.dev_shm = {e.name: e.stat().st_size for e in shm.iterdir() if e.name.startswith("fpgashare")} \
+            if shm.is_dir() else {}
+        with open("/proc/self/status") as status:
+            fields = dict(line.split(":", 1) for line in status)
+        self.rss = int(fields["VmRSS"].split()[0]) * 1024
+        self.rss_shmem = int(fields["RssShmem"].split()[0]) * 1024
+
+
+def touch(pipe) -> None:
+    """Write every byte of a pipeline's ring, as a client streaming through it does: its pages resident."""
+    for slot in range(pipe.ring.spec.slots):
+        pipe.ring.input(slot)[...] = 1
+        pipe.ring.output(slot)[...] = 1
+
+
+def assert_within_totals(daemon, before: Footprint, warm: Footprint) -> None:
+    """The rings that exist, in /dev/shm or mapped, stay under the configured total, and so does what
+    the process's RSS grew by while the abuser ran (``warm``: after the victim's first frames)."""
+    now = Footprint()
+    total = daemon.limits.shm_bytes_total
+    mapped = sum(size for inode, size in now.rings.items() if inode not in before.rings)
+    assert 0 < mapped <= total, (mapped, total)
+    pages = sum(-(-state.ring.nbytes // mmap.PAGESIZE) * mmap.PAGESIZE for _, state in daemon.states.values())
+    assert mapped == pages                        # the daemon's count is what the kernel maps (in whole pages)
+    dev_shm = sum(size for name, size in now.dev_shm.items() if name not in before.dev_shm)
+    assert dev_shm <= total and dev_shm == 0      # private rings: nothing in /dev/shm at all
+    assert now.rss_shmem - warm.rss_shmem <= total, (now.rss_shmem - warm.rss_shmem, total)
+    assert now.rss - warm.rss <= total + RSS_ALLOWANCE, (now.rss - warm.rss, total)
 
 
 @pytest.fixture
@@ -28,6 +80,7 @@ def sock(tmp_path):
 
 
 def running(sock, **limits):
+    limits = {"shm_bytes_per_client": SHM_TOTAL, "shm_bytes_total": SHM_TOTAL, **limits}
     return DaemonThread(Daemon(make_backend("model", load_platform("zcu104")), sock, dilation=20.0,
                                limits=Limits(**limits)))
 
@@ -51,50 +104,62 @@ class Victim:
 
 
 def test_pipelines_per_client(sock):
+    before = Footprint()
     with running(sock, pipelines_per_client=2) as daemon:
         victim = Victim(sock)
         victim.stream()
+        warm = Footprint()
         with connect(sock) as abuser:
             for i in range(2):
-                abuser.pipeline(f"p{i}", ["threshold"], period_ms=50.0, frame_shape=SHAPE)
+                touch(abuser.pipeline(f"p{i}", ["threshold"], period_ms=50.0, frame_shape=SHAPE))
             with pytest.raises(QuotaExceeded, match="limit pipelines_per_client = 2") as err:
                 abuser.pipeline("p2", ["threshold"], period_ms=50.0, frame_shape=SHAPE)
             assert err.value.kind == "quota"
+            assert_within_totals(daemon, before, warm)
             victim.check(daemon)
 
 
 def test_dnn_per_client(sock):
+    before = Footprint()
     with running(sock, dnn_per_client=1) as daemon:
         victim = Victim(sock)
         victim.stream()
+        warm = Footprint()
         with connect(sock) as abuser:
             abuser.dnn("d0", "digits_cnn")
             with pytest.raises(QuotaExceeded, match="limit dnn_per_client = 1"):
                 abuser.dnn("d1", "digits_cnn")
+            assert_within_totals(daemon, before, warm)
             victim.check(daemon)
 
 
 @pytest.mark.parametrize("limit", ["shm_bytes_per_client", "shm_bytes_total"])
 def test_shared_memory_bytes(sock, limit):
-    ring = 4 * 2 * SHAPE[0] * SHAPE[1]            # the victim's ring: 4 slots of input and output
+    ring = RING                                   # the victim's ring: 4 slots of input and output
     limits = {"shm_bytes_per_client": 10 * ring, "shm_bytes_total": 10 * ring}
     limits[limit] = 3 * ring if limit == "shm_bytes_per_client" else 4 * ring
+    before = Footprint()
     with running(sock, **limits) as daemon:
         victim = Victim(sock)
         victim.stream()
+        warm = Footprint()
         with connect(sock) as abuser:
             for i in range(3):
-                abuser.pipeline(f"p{i}", ["threshold"], period_ms=50.0, frame_shape=SHAPE)
-            with pytest.raises(QuotaExceeded, match=f"limit {limit} = {limits[limit]}"):
-                abuser.pipeline("p3", ["threshold"], period_ms=50.0, frame_shape=SHAPE)
+                touch(abuser.pipeline(f"p{i}", ["threshold"], period_ms=50.0, frame_shape=SHAPE))
+            for _ in range(20):                   # asking again and again takes nothing more
+                with pytest.raises(QuotaExceeded, match=f"limit {limit} = {limits[limit]}"):
+                    abuser.pipeline("p3", ["threshold"], period_ms=50.0, frame_shape=SHAPE)
             assert daemon.shm_bytes == 4 * ring <= limits["shm_bytes_total"]
+            assert_within_totals(daemon, before, warm)
             victim.check(daemon)
 
 
 def test_outstanding_requests_per_client(sock):
+    before = Footprint()
     with running(sock, outstanding_per_client=2) as daemon:
         victim = Victim(sock)
         victim.stream()
+        warm = Footprint()
         with connect(sock) as abuser:
             pipes = [abuser.pipeline(f"p{i}", ["threshold"], period_ms=1000.0, frame_shape=SHAPE) for i in range(2)]
             frame = np.zeros(SHAPE, np.uint8)
@@ -103,14 +168,17 @@ def test_outstanding_requests_per_client(sock):
             abuser.clock()
             with pytest.raises(QuotaExceeded, match="limit outstanding_per_client = 2"):
                 pipes[1].submit(frame).result(timeout=20)
+            assert_within_totals(daemon, before, warm)
             victim.check(daemon)
         assert len(held) == 2                  # they end dropped with the connection (client gone)
 
 
 def test_message_rate(sock):
+    before = Footprint()
     with running(sock, messages_per_s=200.0) as daemon:
         victim = Victim(sock)
         victim.stream()
+        warm = Footprint()
         raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         raw.connect(str(sock))
         raw.sendall(b"".join(encode({"op": "clock", "id": i}) for i in range(1000)))
@@ -119,6 +187,7 @@ def test_message_rate(sock):
         while replies.count(b"\xa2ok") < 1000:
             replies += raw.recv(1 << 16)
         assert b"limit messages_per_s = 200.0" in replies
+        assert_within_totals(daemon, before, warm)
         raw.close()
         victim.check(daemon)
 
@@ -156,9 +225,11 @@ def test_frames_faster_than_their_period_are_held_and_others_keep_their_deadline
 def test_a_client_that_never_reads_its_replies_cannot_grow_the_daemon(sock):
     """Its requests stop being read once its replies back up (the socket's buffers and the
     transport's 64 KiB high-water mark); the daemon's buffer for it stays small."""
+    before = Footprint()
     with running(sock, messages_per_s=1e9) as daemon:
         victim = Victim(sock)
         victim.stream()
+        warm = Footprint()
         hog = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         hog.connect(str(sock))
         hog.setblocking(False)
@@ -178,19 +249,40 @@ def test_a_client_that_never_reads_its_replies_cannot_grow_the_daemon(sock):
         hog_client = max(daemon.clients.values(), key=lambda c: c.id)
         buffered = hog_client.writer.transport.get_write_buffer_size()
         assert buffered < 2 * 1024 * 1024, buffered
+        assert_within_totals(daemon, before, warm)
         victim.check(daemon)
         hog.close()
 
 
 def test_connections(sock):
+    """The refusal is a parting error on a socket the daemon closes at once: the client reads it
+    even when its hello finds the socket already closed, and raises it typed."""
+    before = Footprint()
     with running(sock, clients=2) as daemon:
         victim = Victim(sock)
         victim.stream()
+        warm = Footprint()
         with connect(sock):
-            # The refusal is a parting error on a socket the daemon closes at once; a client that
-            # reads the close before the error sees the daemon gone. Known race (closing note).
-            with pytest.raises(DaemonError) as refused:
-                connect(sock)
-            if isinstance(refused.value, QuotaExceeded):
-                assert "too many connections: limit clients = 2" in str(refused.value)
+            for _ in range(20):
+                with pytest.raises(QuotaExceeded, match="too many connections: limit clients = 2"):
+                    connect(sock)
+            assert_within_totals(daemon, before, warm)
             victim.check(daemon)
+
+
+def test_a_refusal_sent_before_the_close_is_read_even_when_the_send_fails(tmp_path):
+    """The race made deterministic: the daemon's side writes its refusal and closes before the
+    client's first request; the send fails (EPIPE) and the client still reads the refusal."""
+    path = tmp_path / "refuser.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(1)
+    conn = Connection(path, timeout=5.0)
+    conn._connect()
+    peer, _ = server.accept()
+    peer.sendall(error_reply(-1, refuse("clients", 2, "too many connections")))
+    peer.close()
+    with pytest.raises(QuotaExceeded, match="too many connections: limit clients = 2"):
+        conn._send("hello")
+    conn._shut()
+    server.close()

@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING
 
 from fpgashare.daemon import checks
 from fpgashare.daemon.limits import refuse
+from fpgashare.daemon.sessions import Client, PipelineState
 from fpgashare.errors import FpgashareError, FrameError
 from fpgashare.protocol import VERSION, ProtocolError, reply
 from fpgashare.shm import FrameRing, check_layout
 from fpgashare.workload import DNN_MODELS, PipelineSpec, realtime_spec
 
 if TYPE_CHECKING:
-    from fpgashare.daemon.server import Client, Daemon
+    from fpgashare.daemon.server import Daemon
 
 log = logging.getLogger("fpgashare.daemon")
 
@@ -117,8 +118,6 @@ class Ops:
 
     def _register(self: Daemon, client: Client, name: str, spec: PipelineSpec, in_shape, out_shape) -> FrameRing:
         """Ring, engine, names and counts, all or nothing."""
-        from fpgashare.daemon.server import PipelineState
-
         ring = FrameRing.create_private(RING_SLOTS, tuple(in_shape), tuple(out_shape), tag=f"c{client.id}")
         state = PipelineState(name, spec.name, ring, set(range(RING_SLOTS)))
         added = False

@@ -4,6 +4,7 @@ board's clock dilation."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 import time
 
@@ -45,9 +46,15 @@ class DaemonThread:
         return self.daemon
 
     def __exit__(self, *exc) -> None:
-        if self.thread.is_alive():
-            asyncio.run_coroutine_threadsafe(self.daemon.stop(), self.loop).result(30)
-            self.thread.join(30)
+        if self.thread.is_alive() and not self.daemon._stopped.is_set():
+            stopping = asyncio.run_coroutine_threadsafe(self.daemon.stop(), self.loop)
+            deadline = time.monotonic() + 30
+            # A stop begun elsewhere may end the loop before this one runs: then the thread ends.
+            while not stopping.done() and self.thread.is_alive() and time.monotonic() < deadline:
+                concurrent.futures.wait([stopping], timeout=0.05)
+            if stopping.done():
+                stopping.result()
+        self.thread.join(30)
 
 
 def calibrate_dilation(backend: Backend, margin: float = 2.0) -> float:

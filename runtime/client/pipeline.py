@@ -1,0 +1,140 @@
+"""A registered pipeline and its frames' futures: frames go into the pipeline's ring (shared
+memory), only the slot's index crosses the socket, and each frame's reply settles its future into
+one outcome (the output, or ``DeadlineMissed`` / ``FrameDropped`` / ``FrameFailed`` / ``DaemonError``)."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from typing import TYPE_CHECKING
+
+import numpy as np
+from fpgashare.client.errors import DaemonError, DeadlineMissed, FrameDropped, FrameFailed, daemon_error
+from fpgashare.shm import FrameRing, check_frame
+
+if TYPE_CHECKING:
+    from fpgashare.client.fpga import Fpga
+
+
+class Pipeline:
+    """A registered pipeline: frames in, results out, through its shared-memory ring."""
+
+    op, op_register = "submit", "pipeline"
+
+    def __init__(self, fpga: Fpga, name: str, ring: FrameRing, info: dict, registration: dict) -> None:
+        self.fpga, self.name = fpga, name
+        self.registration = registration        #: the request that registered it (again, after a reconnect)
+        self._lock = threading.Lock()
+        self._renew(ring, info)
+
+    def _renew(self, ring: FrameRing, info: dict) -> None:
+        """A (new) ring: every slot free; futures of an older ring give theirs back to nothing."""
+        old = getattr(self, "ring", None)
+        with self._lock:
+            self.ring = ring
+            self.deadline_ms, self.exec_ms = info.get("deadline_ms"), info.get("exec_ms")
+            self._free = threading.Semaphore(ring.spec.slots)
+            self._slots = list(range(ring.spec.slots))
+            self.generation = getattr(self, "generation", -1) + 1
+        if old is not None:
+            old.close()
+
+    def submit(self, frame: np.ndarray, timeout: float | None = None) -> FrameFuture:
+        """Hand a frame to the daemon; returns at once unless every ring slot is in flight (then
+        waits up to ``timeout`` for one)."""
+        spec = self.ring.spec
+        if not (type(frame) is np.ndarray and frame.shape == spec.in_shape and frame.dtype == spec.np_dtype):
+            check_frame(frame, spec.in_shape, spec.dtype)     # says what is wrong
+        self.fpga._ensure()                      # a new ring first, if the daemon was replaced
+        if not self._free.acquire(timeout=self.fpga.timeout if timeout is None else timeout):
+            raise FrameDropped(f"all {self.ring.spec.slots} ring slots of {self.name!r} are still in flight")
+        with self._lock:
+            slot, generation, ring = self._slots.pop(), self.generation, self.ring
+        ring.input(slot)[...] = frame
+        try:
+            _, future = self.fpga._send(self.op, pipeline=self.name, slot=slot, shape=list(ring.spec.in_shape),
+                                        dtype=ring.spec.dtype)
+        except Exception:
+            self._release(slot, generation)
+            raise
+        return self.future(slot, future, generation, ring)
+
+    def future(self, slot: int, future: concurrent.futures.Future, generation: int, ring: FrameRing) -> FrameFuture:
+        return FrameFuture(self, slot, future, generation, ring)
+
+    async def asubmit(self, frame: np.ndarray) -> np.ndarray:
+        """``submit`` for asyncio code: the output, or the same exceptions."""
+        fut = self.submit(frame)
+        return await asyncio.get_running_loop().run_in_executor(None, fut.result)
+
+    def _release(self, slot: int, generation: int) -> None:
+        with self._lock:
+            if generation != self.generation:
+                return                  # a slot of a ring replaced since (reconnect)
+            self._slots.append(slot)
+            self._free.release()
+
+    def close(self) -> None:
+        """End the pipeline (its frames in flight end ``dropped``); a daemon already gone ended it."""
+        try:
+            self.fpga.request("close", pipeline=self.name)
+        except DaemonError as exc:
+            if exc.kind != "gone":
+                raise
+        self.ring.close()
+        self.fpga.pipelines.pop(self.name, None)
+
+
+class DnnPipeline(Pipeline):
+    """A best-effort DNN pipeline: ``submit(image).result()`` is the network's int8 output."""
+
+    op, op_register = "infer", "dnn"
+
+    def future(self, slot: int, future: concurrent.futures.Future, generation: int, ring: FrameRing) -> FrameFuture:
+        return DnnFuture(self, slot, future, generation, ring)
+
+
+class FrameFuture:
+    """The outcome of one submitted frame."""
+
+    def __init__(self, pipe: Pipeline, slot: int, future: concurrent.futures.Future, generation: int,
+                 ring: FrameRing) -> None:
+        self.pipe, self.slot, self._future = pipe, slot, future
+        self._generation, self._ring = generation, ring
+        self._outcome: np.ndarray | Exception | None = None
+
+    def result(self, timeout: float | None = None) -> np.ndarray:
+        if self._outcome is None:
+            message = self.pipe.fpga.wait(self._future, timeout)
+            try:
+                self._outcome = self._settle(message)
+            finally:
+                self.pipe._release(self.slot, self._generation)
+        if isinstance(self._outcome, Exception):
+            raise self._outcome
+        return self._outcome
+
+    def _settle(self, message: dict) -> np.ndarray | Exception:
+        if not message.get("ok"):
+            return daemon_error(message["error"])
+        outcome = message["outcome"]
+        if outcome == "dropped":
+            return FrameDropped(message.get("reason") or "no reason given")
+        if outcome == "error":
+            return FrameFailed(message.get("reason") or "the hardware path failed")
+        output = self._ring.output(self.slot).copy()     # the slot is reused after this
+        if outcome == "late":
+            return DeadlineMissed(message["latency_ms"], output)
+        return output
+
+
+class DnnFuture(FrameFuture):
+    def _settle(self, message: dict) -> np.ndarray | Exception:
+        if not message.get("ok"):
+            return super()._settle(message)
+        if message["outcome"] == "error":
+            return FrameFailed(message.get("reason") or "the hardware path failed")
+        if message["outcome"] != "done":
+            return FrameDropped(message.get("reason") or "no reason given")
+        return np.array(message["output"], dtype=np.int8)

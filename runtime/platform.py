@@ -17,6 +17,10 @@ from fpgashare.resources import resolve
 from fpgashare.toml_table import TomlTable, read_toml
 
 
+#: Pixels per clock a platform's modules can be built for (module parameter NPPC).
+PIXELS_PER_CLOCK = (1, 4)
+
+
 @dataclass(frozen=True)
 class ConfigPortSpec:
     """The configuration port: one ``width_bits`` word per cycle of ``clock_hz``."""
@@ -83,6 +87,8 @@ class Platform:
     modules: dict[str, ModuleSpec]
     max_width: int = 1920
     max_height: int = 1080
+    #: gray pixels per 32-bit stream beat (1 or 4): the variant of every module the bitstreams carry
+    pixels_per_clock: int = 1
 
     def slot(self, name_or_index: str | int) -> SlotSpec:
         """Find a slot by name or index; ManifestError when there is none."""
@@ -129,6 +135,7 @@ class Platform:
             "LINK_LANE_W": self.link.lane_bits,
             "LINK_LATENCY": self.link.latency_cycles,
             "LINK_CREDITS": self.link.credits,
+            "NPPC": self.pixels_per_clock,
             **DEFAULT_TILE.rtl_parameters(),
         }
 
@@ -227,7 +234,18 @@ def load_platform(path: str | Path) -> Platform:
         full_bitstream_bytes=p.positive("full_bitstream_bytes"),
         bitstream_date=p.get("bitstream_date", str), bitstream_time=p.get("bitstream_time", str),
         config_port=port_spec, link=link_spec, slots=tuple(slots), modules=modules,
+        pixels_per_clock=p.get("pixels_per_clock", int, 1),
     )
+    if platform.pixels_per_clock not in PIXELS_PER_CLOCK:
+        raise ManifestError(f"{file}: platform.pixels_per_clock must be 1 or 4, not {platform.pixels_per_clock}")
+    if platform.pixels_per_clock > 1:
+        # Four pixels fill the 32-bit stream only when a pixel is one byte.
+        wide = sorted(n for n in modules if KINDS[n].kernel_kind == "vision"
+                      and (KINDS[n].channels_in > 1 or KINDS[n].channels_out > 1))
+        if wide:
+            raise ManifestError(f"{file}: platform.pixels_per_clock = {platform.pixels_per_clock} packs that many "
+                                f"gray pixels in a 32-bit beat; modules with several channels per pixel "
+                                f"({', '.join(wide)}) run at 1 pixel per clock only")
     p.get("sources", dict, {})  # free-form provenance notes, kept in the file for readers
     if platform.family not in ("zynq7000", "zynqmp"):
         raise ManifestError(f"{file}: platform.family must be 'zynq7000' or 'zynqmp'")

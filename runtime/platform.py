@@ -6,6 +6,7 @@ A manifest is validated when loaded; every error names the file, the key and the
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +16,6 @@ from fpgashare.errors import ManifestError
 from fpgashare.modules import KINDS
 from fpgashare.resources import resolve
 from fpgashare.toml_table import TomlTable, read_toml
-
 
 #: Pixels per clock a platform's modules can be built for (module parameter NPPC).
 PIXELS_PER_CLOCK = (1, 4)
@@ -254,3 +254,26 @@ def load_platform(path: str | Path) -> Platform:
     p.done()
     top.done()
     return platform
+
+
+def manifest_at_pixels_per_clock(path: str | Path, nppc: int, dest: Path) -> Path:
+    """Write to ``dest`` a copy of a manifest whose bitstreams carry the ``nppc`` variant of every module:
+    it declares ``pixels_per_clock = nppc``, is named ``<name>-x<nppc>``, and keeps only the modules
+    that exist at that width (one byte per pixel, and the DNN tile). Returns ``dest``."""
+    if nppc not in PIXELS_PER_CLOCK:
+        raise ManifestError(f"pixels_per_clock must be one of {PIXELS_PER_CLOCK}, not {nppc}")
+    base = load_platform(path)
+    head, *blocks = base.path.read_text().split("\n[[module]]\n")
+    head = re.sub(r"(?m)^pixels_per_clock\s*=.*\n", "", head)
+    head = head.replace("[platform]\n", f"[platform]\npixels_per_clock = {nppc}\n", 1)
+    head = head.replace(f'name = "{base.name}"', f'name = "{base.name}-x{nppc}"', 1)
+    kept = [b for b in blocks if nppc == 1 or _single_channel(b)]
+    dest.write_text("\n[[module]]\n".join([head, *kept]))
+    load_platform(dest)  # validate what was written
+    return dest
+
+
+def _single_channel(block: str) -> bool:
+    name = block.split('name = "', 1)[1].split('"', 1)[0]
+    kind = KINDS[name]
+    return kind.kernel_kind != "vision" or (kind.channels_in == 1 and kind.channels_out == 1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -256,10 +257,12 @@ def load_platform(path: str | Path) -> Platform:
     return platform
 
 
-def manifest_at_pixels_per_clock(path: str | Path, nppc: int, dest: Path) -> Path:
+def manifest_at_pixels_per_clock(path: str | Path, nppc: int, dest: Path,
+                                 modules: Iterable[str] | None = None) -> Path:
     """Write to ``dest`` a copy of a manifest whose bitstreams carry the ``nppc`` variant of every module:
     it declares ``pixels_per_clock = nppc``, is named ``<name>-x<nppc>``, and keeps only the modules
-    that exist at that width (one byte per pixel, and the DNN tile). Returns ``dest``."""
+    that exist at that width (one byte per pixel, and the DNN tile), and of those only ``modules`` when
+    given (a smaller library per slot: fewer modules for the simulator to evaluate). Returns ``dest``."""
     if nppc not in PIXELS_PER_CLOCK:
         raise ManifestError(f"pixels_per_clock must be one of {PIXELS_PER_CLOCK}, not {nppc}")
     base = load_platform(path)
@@ -267,13 +270,17 @@ def manifest_at_pixels_per_clock(path: str | Path, nppc: int, dest: Path) -> Pat
     head = re.sub(r"(?m)^pixels_per_clock\s*=.*\n", "", head)
     head = head.replace("[platform]\n", f"[platform]\npixels_per_clock = {nppc}\n", 1)
     head = head.replace(f'name = "{base.name}"', f'name = "{base.name}-x{nppc}"', 1)
-    kept = [b for b in blocks if nppc == 1 or _single_channel(b)]
+    wanted = None if modules is None else set(modules)
+    kept = [b for b in blocks if (nppc == 1 or _single_channel(b)) and (wanted is None or _name(b) in wanted)]
     dest.write_text("\n[[module]]\n".join([head, *kept]))
     load_platform(dest)  # validate what was written
     return dest
 
 
+def _name(block: str) -> str:
+    return block.split('name = "', 1)[1].split('"', 1)[0]
+
+
 def _single_channel(block: str) -> bool:
-    name = block.split('name = "', 1)[1].split('"', 1)[0]
-    kind = KINDS[name]
+    kind = KINDS[_name(block)]
     return kind.kernel_kind != "vision" or (kind.channels_in == 1 and kind.channels_out == 1)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -55,21 +56,23 @@ def harness_rate(platform, repeats: int) -> dict:
         assert board.load(k, build_config(platform, platform.slots[k], stage.kind.name)).ok
     board.route(list(range(len(stages))))
     rng = np.random.default_rng(0)
-    seconds, cycles = {}, {}
+    seconds, cpu, cycles = {}, {}, {}
     for rows, cols in SIZES:
         for k, stage in enumerate(stages):
             board.program(k, stage, rows, cols)
         frame = rng.integers(0, 256, (rows, cols), dtype=np.uint8)
-        times = []
+        times, cpu_times = [], []
         for _ in range(repeats):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             out, stats = board.stream(frame, (rows, cols))
             times.append(time.perf_counter() - start)
+            cpu_times.append(time.process_time() - start_cpu)
         if not np.array_equal(out, chain_reference(stages, frame)):
             raise RuntimeError(f"harness output differs from the reference at {rows}x{cols}")
-        seconds[rows, cols], cycles[rows, cols] = min(times), stats.cycles
+        seconds[rows, cols], cpu[rows, cols], cycles[rows, cols] = min(times), min(cpu_times), stats.cycles
     small = SIZES[0]
-    return {"marginal_pixels_per_s": _marginal(seconds), "frame_pixels_per_s": small[0] * small[1] / seconds[small],
+    return {"marginal_pixels_per_s": _marginal(seconds), "marginal_pixels_per_cpu_s": _marginal(cpu),
+            "frame_pixels_per_s": small[0] * small[1] / seconds[small],
             "cycles_per_s": cycles[small] / seconds[small], "cycles_640x480": cycles[small]}
 
 
@@ -77,24 +80,27 @@ def cli_rate(manifest: Path, repeats: int, tmp: Path) -> dict:
     """``fpgashare sim run`` on each frame size, ``repeats`` times (after one warm-up), the median kept."""
     exe = shutil.which("fpgashare") or str(Path(sys.executable).parent / "fpgashare")
     rng = np.random.default_rng(1)
-    seconds = {}
+    seconds, cpu = {}, {}
     for rows, cols in SIZES:
         image = tmp / f"in_{rows}x{cols}.png"
         cv2.imwrite(str(image), rng.integers(0, 256, (rows, cols), dtype=np.uint8))
         cmd = [exe, "sim", "run", "--platform", str(manifest), "--chain", ",".join(CHAIN), "--in", str(image),
                "--out", str(tmp / "out.png"), "--json"]
-        times = []
+        times, cpu_times = [], []
         for n in range(repeats + 1):
-            start = time.perf_counter()
+            start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
             subprocess.run(cmd, check=True, capture_output=True, env=os.environ)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
             if n:   # the first run may build the harness
                 times.append(time.perf_counter() - start)
+                cpu_times.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         expected = chain_reference([resolve_stage(s) for s in CHAIN], cv2.imread(str(image), cv2.IMREAD_GRAYSCALE))
         if not np.array_equal(cv2.imread(str(tmp / "out.png"), cv2.IMREAD_GRAYSCALE), expected):
             raise RuntimeError(f"fpgashare sim run output differs from the reference at {rows}x{cols}")
-        seconds[rows, cols] = statistics.median(times)
+        seconds[rows, cols], cpu[rows, cols] = statistics.median(times), statistics.median(cpu_times)
     small = SIZES[0]
-    return {"marginal_pixels_per_s": _marginal(seconds), "process_s_640x480": seconds[small],
+    return {"marginal_pixels_per_s": _marginal(seconds), "marginal_pixels_per_cpu_s": _marginal(cpu),
+            "process_s_640x480": seconds[small],
             "process_s_640x960": seconds[SIZES[1]]}
 
 
@@ -157,10 +163,12 @@ def main() -> int:
         for nppc in (1, 4):
             h = row[f"nppc{nppc}"]["harness"]
             c = row[f"nppc{nppc}"].get("cli")
-            cli = (f"fpgashare sim run {c['marginal_pixels_per_s'] / 1e6:7.3f} M px/s (a 640x480 run takes "
+            cli = (f"fpgashare sim run {c['marginal_pixels_per_s'] / 1e6:7.3f} M px/s wall, "
+                   f"{c['marginal_pixels_per_cpu_s'] / 1e6:.3f} per CPU s (a 640x480 run takes "
                    f"{c['process_s_640x480']:.2f} s); " if c else "")
-            print(f"    NPPC {nppc}: {cli}in-process harness {h['marginal_pixels_per_s'] / 1e6:7.3f} M px/s, "
-                  f"{h['cycles_per_s'] / 1e6:.3f} M cycles/s, {h['cycles_640x480']} cycles a 640x480 frame")
+            print(f"    NPPC {nppc}: {cli}in-process harness {h['marginal_pixels_per_s'] / 1e6:7.3f} M px/s wall, "
+                  f"{h['marginal_pixels_per_cpu_s'] / 1e6:.3f} per CPU s, {h['cycles_per_s'] / 1e6:.3f} M cycles/s, "
+                  f"{h['cycles_640x480']} cycles a 640x480 frame")
         ratios = ", ".join(f"{row[f'ratio_{p}']:.2f}x {p}" for p in ("cli", "harness") if f"ratio_{p}" in row)
         print(f"    NPPC 4 / NPPC 1: {ratios}")
     if args.cocotb_pixels:

@@ -112,7 +112,8 @@ def test_full_hd_frame_through_every_module(board, pynq_z2):
     gray[200:400, 300:900] = 255
     rgb = rng.integers(0, 256, (1080, 1920, 3), dtype=np.uint8)
     cases = [("gauss3x3", gray), ("sobel_mag", gray), ("threshold", gray), ("downscale2x", gray),
-             ("rgb2gray", rgb)]
+             ("rgb2gray", rgb), ("erode3x3", gray), ("dilate3x3", gray), ("median3x3", gray), ("moments", gray),
+             ("fast9", gray)]
     for n, (name, frame) in enumerate(cases):
         stage = resolve_stage(name)
         slot = n % 2

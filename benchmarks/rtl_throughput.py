@@ -2,7 +2,7 @@
 zcu104 shell, at 1 and at 4 pixels per clock, in one run:
 
 - through ``fpgashare sim run`` (a process per frame: start-up, harness load, bitstream loads and
-  one frame), as the marginal rate between 640x480 and 640x960 frames, so the fixed costs cancel;
+  one frame), as the marginal rate between 640x480 and 640x1080 frames, so the fixed costs cancel;
 - through the bulk harness in this process, the same marginal rate between the two sizes;
 - optionally through cocotb driving the same RTL per cycle (``--cocotb-pixels N``, NPPC 1).
 
@@ -39,7 +39,7 @@ from fpgashare.vision_ref import chain_reference
 
 CHAIN = ("gauss3x3", "sobel_mag", "threshold")
 CHAIN_MODULES = ("conv3x3", "sobel_mag", "threshold")   #: the modules (bitstreams) the chain loads
-SIZES = ((480, 640), (960, 640))   #: the marginal rate is taken between these two frame sizes
+SIZES = ((480, 640), (1080, 640))   #: the marginal rate is taken between these two frame sizes
 TARGET = 5e6
 
 
@@ -110,7 +110,7 @@ def cli_rate(manifest: Path, repeats: int, tmp: Path) -> dict:
     return {"marginal_pixels_per_s": _marginal(stream), "process_marginal_pixels_per_s": _marginal(seconds),
             "process_marginal_pixels_per_cpu_s": _marginal(cpu), "process_s_640x480": seconds[small],
             "load_wall_s_640x480": load[small],
-            "process_s_640x960": seconds[SIZES[1]]}
+            "process_s_640x1080": seconds[SIZES[1]]}
 
 
 def cocotb_rate(platform_name: str, pixels: int) -> dict:
@@ -132,7 +132,7 @@ def cocotb_rate(platform_name: str, pixels: int) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cocotb-pixels", type=int, default=0, help="also drive the RTL from cocotb (NPPC 1)")
     parser.add_argument("--platform", default="zcu104")
     parser.add_argument("--library", choices=["chain", "full", "both"], default="both")

@@ -1,7 +1,8 @@
 """The simulated board: a platform's shell in RTL, loaded and driven like the real one.
 
 Bitstreams go through the configuration port word by word; frames go through the stream switch
-and the slots' modules pixel by pixel. Times come from RTL cycles at the platform's clocks.
+and the slots' modules beat by beat (one pixel, or four gray pixels at pixels_per_clock = 4).
+Times come from RTL cycles at the platform's clocks.
 """
 
 from __future__ import annotations
@@ -29,7 +30,34 @@ from fpgashare.shell_map import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ACTIVATION_CYCLES", "LoadResult", "SimBoard", "SlotStatus", "pack_pixels"]
+__all__ = ["ACTIVATION_CYCLES", "LoadResult", "SimBoard", "SlotStatus", "pack_beats", "pack_pixels", "unpack_beats"]
+
+
+def pack_beats(frame: np.ndarray, nppc: int) -> np.ndarray:
+    """Frame -> 32-bit stream beats at ``nppc`` pixels per beat. At 1, one pixel (all its channels) per
+    beat (``pack_pixels``). At 4, four gray pixels per beat, pixel 0 in the low byte (as Vitis Vision
+    packs them), each row padded with zeros to whole beats: the DMA reads rows from a stride rounded up
+    to the bus width, and the modules know the width from their registers, so the spare lanes of a
+    row's last beat carry nothing they use."""
+    if nppc == 1:
+        return pack_pixels(frame)
+    if frame.ndim != 2:
+        raise FrameError(f"at {nppc} pixels per clock frames are gray (rows x cols), got shape {frame.shape}")
+    rows, cols = frame.shape
+    beats = -(-cols // nppc)
+    padded = np.zeros((rows, beats * nppc), dtype=np.uint8)
+    padded[:, :cols] = frame
+    return padded.view(np.dtype("<u4")).reshape(-1).astype(np.uint32)
+
+
+def unpack_beats(beats: np.ndarray, shape: tuple[int, int], nppc: int) -> np.ndarray:
+    """Output beats -> a gray frame, dropping the spare lanes of each row's last beat."""
+    if nppc == 1:
+        return unpack_pixels(beats, shape)
+    rows, cols = shape
+    per_row = -(-cols // nppc)
+    raw = np.ascontiguousarray(beats, dtype="<u4").reshape(rows, per_row).view(np.uint8)
+    return raw[:, :cols].copy()
 
 SLOT_STATES = ("blank", "loading", "ready", "failed")
 
@@ -126,11 +154,13 @@ class SimBoard(ShellControl):
         """Send one frame through the routed chain; return the output frame and what was seen."""
         rows, cols = frame.shape[:2]
         out_rows, out_cols = out_shape
-        timeout = 20 * (rows + 2) * (cols + 2) + 4096 + (0 if cfg is None else 4 * len(cfg))
-        out, stats = self.rtl.run(pack_pixels(frame), cols, out_rows * out_cols, out_cols, cfg=cfg,
+        nppc = self.platform.pixels_per_clock
+        in_beats, out_beats = -(-cols // nppc), -(-out_cols // nppc)   # per row
+        timeout = 20 * (rows + 2) * (in_beats + 2) + 4096 + (0 if cfg is None else 4 * len(cfg))
+        out, stats = self.rtl.run(pack_beats(frame, nppc), in_beats, out_rows * out_beats, out_beats, cfg=cfg,
                                   cfg_delay=cfg_delay, seed=seed, gap_pct=gap_pct, stall_pct=stall_pct,
                                   settle=settle, max_cycles=timeout)
         if not stats.finished:
-            raise FrameError(f"frame did not complete: {stats.sent}/{rows * cols} pixels in, "
-                             f"{stats.received}/{out_rows * out_cols} out after {timeout} cycles")
-        return unpack_pixels(out, (out_rows, out_cols)), stats
+            raise FrameError(f"frame did not complete: {stats.sent}/{rows * in_beats} beats in, "
+                             f"{stats.received}/{out_rows * out_beats} out after {timeout} cycles")
+        return unpack_beats(out, (out_rows, out_cols), nppc), stats

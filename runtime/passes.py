@@ -67,7 +67,7 @@ def pass_seconds(stages: Sequence[Stage], counts: Sequence[int], rows: int, cols
     """Each pass's stream time at the fabric clock."""
     out, k = [], 0
     for count, (h, w) in zip(counts, pass_inputs(stages, counts, rows, cols), strict=True):
-        out.append(chain_cycles(stages[k:k + count], h, w) / platform.fabric_clock_hz)
+        out.append(chain_cycles(stages[k:k + count], h, w, platform.pixels_per_clock) / platform.fabric_clock_hz)
         k += count
     return tuple(out)
 

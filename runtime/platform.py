@@ -6,6 +6,8 @@ A manifest is validated when loaded; every error names the file, the key and the
 from __future__ import annotations
 
 import itertools
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +17,9 @@ from fpgashare.errors import ManifestError
 from fpgashare.modules import KINDS
 from fpgashare.resources import resolve
 from fpgashare.toml_table import TomlTable, read_toml
+
+#: Pixels per clock a platform's modules can be built for (module parameter NPPC).
+PIXELS_PER_CLOCK = (1, 4)
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,8 @@ class Platform:
     modules: dict[str, ModuleSpec]
     max_width: int = 1920
     max_height: int = 1080
+    #: gray pixels per 32-bit stream beat (1 or 4): the variant of every module the bitstreams carry
+    pixels_per_clock: int = 1
 
     def slot(self, name_or_index: str | int) -> SlotSpec:
         """Find a slot by name or index; ManifestError when there is none."""
@@ -129,6 +136,7 @@ class Platform:
             "LINK_LANE_W": self.link.lane_bits,
             "LINK_LATENCY": self.link.latency_cycles,
             "LINK_CREDITS": self.link.credits,
+            "NPPC": self.pixels_per_clock,
             **DEFAULT_TILE.rtl_parameters(),
         }
 
@@ -227,7 +235,18 @@ def load_platform(path: str | Path) -> Platform:
         full_bitstream_bytes=p.positive("full_bitstream_bytes"),
         bitstream_date=p.get("bitstream_date", str), bitstream_time=p.get("bitstream_time", str),
         config_port=port_spec, link=link_spec, slots=tuple(slots), modules=modules,
+        pixels_per_clock=p.get("pixels_per_clock", int, 1),
     )
+    if platform.pixels_per_clock not in PIXELS_PER_CLOCK:
+        raise ManifestError(f"{file}: platform.pixels_per_clock must be 1 or 4, not {platform.pixels_per_clock}")
+    if platform.pixels_per_clock > 1:
+        # Four pixels fill the 32-bit stream only when a pixel is one byte.
+        wide = sorted(n for n in modules if KINDS[n].kernel_kind == "vision"
+                      and (KINDS[n].channels_in > 1 or KINDS[n].channels_out > 1))
+        if wide:
+            raise ManifestError(f"{file}: platform.pixels_per_clock = {platform.pixels_per_clock} packs that many "
+                                f"gray pixels in a 32-bit beat; modules with several channels per pixel "
+                                f"({', '.join(wide)}) run at 1 pixel per clock only")
     p.get("sources", dict, {})  # free-form provenance notes, kept in the file for readers
     if platform.family not in ("zynq7000", "zynqmp"):
         raise ManifestError(f"{file}: platform.family must be 'zynq7000' or 'zynqmp'")
@@ -236,3 +255,32 @@ def load_platform(path: str | Path) -> Platform:
     p.done()
     top.done()
     return platform
+
+
+def manifest_at_pixels_per_clock(path: str | Path, nppc: int, dest: Path,
+                                 modules: Iterable[str] | None = None) -> Path:
+    """Write to ``dest`` a copy of a manifest whose bitstreams carry the ``nppc`` variant of every module:
+    it declares ``pixels_per_clock = nppc``, is named ``<name>-x<nppc>``, and keeps only the modules
+    that exist at that width (one byte per pixel, and the DNN tile), and of those only ``modules`` when
+    given (a smaller library per slot: fewer modules for the simulator to evaluate). Returns ``dest``."""
+    if nppc not in PIXELS_PER_CLOCK:
+        raise ManifestError(f"pixels_per_clock must be one of {PIXELS_PER_CLOCK}, not {nppc}")
+    base = load_platform(path)
+    head, *blocks = base.path.read_text().split("\n[[module]]\n")
+    head = re.sub(r"(?m)^pixels_per_clock\s*=.*\n", "", head)
+    head = head.replace("[platform]\n", f"[platform]\npixels_per_clock = {nppc}\n", 1)
+    head = head.replace(f'name = "{base.name}"', f'name = "{base.name}-x{nppc}"', 1)
+    wanted = None if modules is None else set(modules)
+    kept = [b for b in blocks if (nppc == 1 or _single_channel(b)) and (wanted is None or _name(b) in wanted)]
+    dest.write_text("\n[[module]]\n".join([head, *kept]))
+    load_platform(dest)  # validate what was written
+    return dest
+
+
+def _name(block: str) -> str:
+    return block.split('name = "', 1)[1].split('"', 1)[0]
+
+
+def _single_channel(block: str) -> bool:
+    kind = KINDS[_name(block)]
+    return kind.kernel_kind != "vision" or (kind.channels_in == 1 and kind.channels_out == 1)

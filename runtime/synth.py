@@ -119,7 +119,7 @@ def _script(name: str, family: str, platform: Platform) -> tuple[str, str]:
         sv = [*sv, SYNTH_DIR / "rm_partition.sv"]
         top = "rm_partition"
         overrides = {"MODULE_ID": KINDS[name].module_id,
-                     **{k: v for k, v in params.items() if k.startswith("DNN_")}}
+                     **{k: v for k, v in params.items() if k.startswith("DNN_") or k == "NPPC"}}
     gen = " ".join(f"-G {k}={v}" for k, v in overrides.items())
     files = " ".join(str(f) for f in sv)
     script = "\n".join([

@@ -1,5 +1,7 @@
 """Cycle model of a vision chain in the shell: when the last output pixel of a frame leaves.
 
+A stream beat carries the platform's pixels_per_clock (NPPC) pixels and every row is whole beats, so
+below W is a row's beats, ceil(width / NPPC); a window's right-edge context is ceil(R / NPPC) beats.
 Each stage consumes its input at one step per cycle: a 3x3 module takes (H+1)*(W+1) steps (one
 replicated bottom pass and one replicated right-edge step per row), a pointwise module or
 downscale2x H*W. A stage starts once its upstream has produced its first pixel (a 3x3 module
@@ -29,38 +31,44 @@ INNER_LATENCY = 0       #: between two phases inside one stage (fast9's score fe
 MEM_BYTES_PER_CYCLE = 8  #: assumption: one 64-bit AXI HP port at the fabric clock for the DMA
 
 
-def frame_memory_bytes(stages: Sequence[Stage], rows: int, cols: int) -> tuple[int, int]:
+def frame_memory_bytes(stages: Sequence[Stage], rows: int, cols: int, nppc: int = 1) -> tuple[int, int]:
     """(bytes read, bytes written) in memory by one frame: every input channel (frame, reference,
-    RGB) a byte per pixel, the output a byte per pixel (bg_update's output is the stored background)."""
-    read = rows * cols * stages[0].kind.channels_in
+    RGB) a byte per pixel, the output a byte per pixel (bg_update's output is the stored background);
+    at NPPC > 1 rows are whole beats (their stride padded to the bus width)."""
+    def row_bytes(width: int) -> int:
+        return -(-width // nppc) * nppc
+
+    read = rows * row_bytes(cols) * stages[0].kind.channels_in
     h, w = rows, cols
     for stage in stages:
         h, w = stage.kind.output_shape(h, w)
-    return read, h * w * stages[-1].kind.channels_out
+    return read, h * row_bytes(w) * stages[-1].kind.channels_out
 
 
-def _phases(name: str, halves: bool, h: int, w: int) -> list[tuple[int, int, int]]:
+def _phases(name: str, halves: bool, h: int, w: int, nppc: int = 1) -> list[tuple[int, int, int]]:
     """(steps, tail, start) of each streaming phase of a stage: input steps a frame takes, cycles
-    its last output lags its last input, and steps before its first output."""
+    its last output lags its last input, and steps before its first output. ``w`` is in beats."""
     if name in WINDOWED:
         return [((h + 1) * (w + 1), w + 1 + WINDOW_TAIL_EXTRA, w + 2)]
-    if name == "fast9":            # a 7x7 window (3 replicated passes and steps), then the 3x3 NMS window
-        return [(3 * w + h * (w + 3), 3 * (w + 3) + WINDOW_TAIL_EXTRA, 3 * w + 4),
+    if name == "fast9":            # a 7x7 window (3 replicated passes, ceil(3/NPPC) steps), then the 3x3 NMS
+        rb = -(-3 // nppc)
+        return [(3 * w + h * (w + rb), 3 * (w + rb) + WINDOW_TAIL_EXTRA, 3 * w + rb + 1),
                 ((h + 1) * (w + 1), w + 1 + WINDOW_TAIL_EXTRA, w + 2)]
     if halves:
         return [((h // 2 * 2) * w, 0, 1)]      # an odd last row is consumed after the last output
     return [(h * w, 0, 1)]
 
 
-def chain_cycles(stages: Sequence[Stage], rows: int, cols: int) -> int:
-    """Fabric cycles from a frame's first input pixel to its last output pixel."""
+def chain_cycles(stages: Sequence[Stage], rows: int, cols: int, nppc: int = 1) -> int:
+    """Fabric cycles from a frame's first input beat to its last output beat, at ``nppc`` pixels per beat."""
     start = end = 0
     h, w = rows, cols
     for k, stage in enumerate(stages):
-        for n, (steps, tail, first) in enumerate(_phases(stage.kind.name, stage.kind.halves, h, w)):
+        beats = -(-w // nppc)
+        for n, (steps, tail, first) in enumerate(_phases(stage.kind.name, stage.kind.halves, h, beats, nppc)):
             latency = (BASE_LATENCY if k == 0 else STAGE_LATENCY) if n == 0 else INNER_LATENCY
             end = max(start + steps, end + tail) + latency
             start += first
         h, w = stage.kind.output_shape(h, w)
-    read, written = frame_memory_bytes(stages, rows, cols)
+    read, written = frame_memory_bytes(stages, rows, cols, nppc)
     return max(end, -(-(read + written) // MEM_BYTES_PER_CYCLE))

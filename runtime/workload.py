@@ -228,7 +228,7 @@ def realtime_spec(name: str, stages: list[str], period_s: float, deadline_s: flo
     except FpgashareError as exc:
         raise WorkloadError(f".stages: {exc}") from None
     if len(counts) == 1:
-        exec_s = chain_cycles(chain, rows, cols) / platform.fabric_clock_hz
+        exec_s = chain_cycles(chain, rows, cols, platform.pixels_per_clock) / platform.fabric_clock_hz
         if exec_s > deadline_s:
             raise WorkloadError(f": one {rows}x{cols} frame takes {exec_s * 1e3:.2f} ms through "
                                 f"{'/'.join(stages)}, more than its {deadline_s * 1e3:.2f} ms deadline")

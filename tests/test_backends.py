@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from fpgashare.backends import make_backend
 from fpgashare.errors import FpgashareError
+from fpgashare.platform import load_platform, manifest_at_pixels_per_clock
 from fpgashare.simrun import assign_slots, resolve_chain
 
 CHAINS = [["gauss3x3", "sobel_mag", "threshold"], ["rgb2gray", "box3x3", "downscale2x"],
@@ -34,6 +35,33 @@ def test_twin_matches_rtl(twins, zcu104, chain):
         a, b = model.run_frame(slots, stages, frame), sim.run_frame(slots, stages, frame)
         assert np.array_equal(a.output, b.output)
         assert abs(a.cycles - b.cycles) <= 0.02 * b.cycles, (a.cycles, b.cycles)
+
+
+CHAINS_X4 = [["gauss3x3", "sobel_mag", "threshold"], ["downscale2x", "sharpen3x3"], ["fast9"],
+             ["erode3x3", "median3x3", "moments"], ["sobel_x", "downscale2x", "dilate3x3"]]
+
+
+@pytest.fixture(scope="module")
+def twins_x4(tmp_path_factory):
+    """The zcu104 at 4 pixels per clock: the model's cycles must follow the manifest."""
+    platform = load_platform(manifest_at_pixels_per_clock("zcu104", 4, tmp_path_factory.mktemp("x4") / "z.toml"))
+    return platform, make_backend("model", platform), make_backend("sim", platform)
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("chain", CHAINS_X4, ids=["+".join(c) for c in CHAINS_X4])
+def test_twin_matches_rtl_at_four_pixels_per_clock(twins_x4, chain):
+    platform, model, sim = twins_x4
+    stages = resolve_chain(chain, {})
+    slots = [s.index for s in assign_slots(platform, stages)]
+    for slot, stage in zip(slots, stages, strict=True):
+        assert model.load(slot, stage.kind.name).ok and sim.load(slot, stage.kind.name).ok
+    rng = np.random.default_rng(len(chain))
+    for rows, cols in ((64, 64), (97, 203), (240, 322)):
+        frame = rng.integers(0, 256, (rows, cols), dtype=np.uint8)
+        a, b = model.run_frame(slots, stages, frame), sim.run_frame(slots, stages, frame)
+        assert np.array_equal(a.output, b.output)
+        assert abs(a.cycles - b.cycles) <= 0.02 * b.cycles, (rows, cols, a.cycles, b.cycles)
 
 
 def test_backends_refuse_what_a_slot_does_not_hold(zcu104):

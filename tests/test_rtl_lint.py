@@ -38,3 +38,20 @@ def test_module_lints_clean(top):
 @pytest.mark.parametrize("name", ["pynq-z2", "zcu104"])
 def test_shell_lints_clean_with_platform_parameters(name):
     assert lint("shell", load_platform(name).rtl_parameters()) == ""
+
+
+#: The modules with a pixels-per-beat parameter, linted at NPPC 4 too.
+NPPC_MODULES = ["window_nxn", "conv3x3", "sobel_mag", "threshold", "rank3x3", "downscale2x", "moments", "fast9",
+                "pixel_stage"]
+
+
+@pytest.mark.parametrize("top", NPPC_MODULES)
+def test_module_lints_clean_at_four_pixels_per_beat(top):
+    assert lint(top, {"NPPC": 4} if top == "window_nxn" else {"NPPC": 4, "DATA_W": 32}) == ""
+
+
+def test_shell_lints_clean_at_four_pixels_per_clock(tmp_path):
+    from fpgashare.platform import manifest_at_pixels_per_clock
+
+    platform = load_platform(manifest_at_pixels_per_clock("zcu104", 4, tmp_path / "x4.toml"))
+    assert lint("shell", platform.rtl_parameters()) == ""

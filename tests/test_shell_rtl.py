@@ -112,7 +112,8 @@ def test_full_hd_frame_through_every_module(board, pynq_z2):
     gray[200:400, 300:900] = 255
     rgb = rng.integers(0, 256, (1080, 1920, 3), dtype=np.uint8)
     cases = [("gauss3x3", gray), ("sobel_mag", gray), ("threshold", gray), ("downscale2x", gray),
-             ("rgb2gray", rgb)]
+             ("rgb2gray", rgb), ("erode3x3", gray), ("dilate3x3", gray), ("median3x3", gray), ("moments", gray),
+             ("fast9", gray)]
     for n, (name, frame) in enumerate(cases):
         stage = resolve_stage(name)
         slot = n % 2
@@ -122,4 +123,41 @@ def test_full_hd_frame_through_every_module(board, pynq_z2):
         shape = stage.kind.output_shape(1080, 1920)
         out, stats = board.stream(frame, shape, seed=n + 1, gap_pct=5, stall_pct=5)
         assert stats.tlast_errors == 0 and stats.tuser_errors == 0 and stats.extra_out == 0
+        assert np.array_equal(out, stage_reference(stage, frame)), name
+
+
+@pytest.fixture(scope="module")
+def x4(tmp_path_factory):
+    """The zcu104 shell built at 4 pixels per clock (its single-channel modules), in RTL."""
+    from fpgashare.hdl_sim.board import SimBoard
+    from fpgashare.platform import load_platform, manifest_at_pixels_per_clock
+
+    path = manifest_at_pixels_per_clock("zcu104", 4, tmp_path_factory.mktemp("x4") / "zcu104-x4.toml")
+    platform = load_platform(path)
+    return platform, SimBoard(platform)
+
+
+X4_MODULES = ["gauss3x3", "sobel_mag", "threshold", "downscale2x", "erode3x3", "dilate3x3", "median3x3",
+              "moments", "fast9"]
+
+
+@pytest.mark.parametrize("rows,cols", [(1080, 1920), (1079, 1917), (31, 13)])
+def test_every_single_channel_module_at_four_pixels_per_clock(x4, rows, cols):
+    """Full HD and widths that are not a multiple of 4 (rows padded to whole beats), with input gaps
+    and output stalls, bit-exact; a beat carries 4 pixels, so a frame takes about a quarter of the beats."""
+    platform, board = x4
+    board.rtl.reset()
+    rng = np.random.default_rng(rows + cols)
+    frame = rng.integers(0, 256, (rows, cols), dtype=np.uint8)
+    frame[rows // 5:rows // 3, cols // 4:cols // 2] = 255
+    for n, name in enumerate(X4_MODULES):
+        stage = resolve_stage(name)
+        slot = n % len(platform.slots)
+        assert board.load(slot, build_config(platform, platform.slots[slot], stage.kind.name)).ok
+        board.route([slot])
+        board.program(slot, stage, rows, cols)
+        shape = stage.kind.output_shape(rows, cols)
+        out, stats = board.stream(frame, shape, seed=n + 1, gap_pct=5, stall_pct=5)
+        assert stats.tlast_errors == 0 and stats.tuser_errors == 0 and stats.extra_out == 0, name
+        assert stats.received == shape[0] * -(-shape[1] // 4), name
         assert np.array_equal(out, stage_reference(stage, frame)), name

@@ -11,7 +11,7 @@ import json
 
 import pytest
 from fpgashare.errors import ManifestError
-from fpgashare.platform import load_platform
+from fpgashare.platform import load_platform, manifest_at_pixels_per_clock
 from fpgashare.synth import (
     RESOURCES,
     SHELL,
@@ -19,6 +19,7 @@ from fpgashare.synth import (
     fits,
     headroom_problems,
     report,
+    synth_one,
     synth_platform,
     yosys_version,
 )
@@ -109,3 +110,14 @@ def test_cli_prints_synthesized_manifest_and_fit(synthesized, capsys):
     assert set(row["slots"]) == {s.name for s in load_platform("zcu104").slots_for("dnn_tile")}
     assert main(["rtl", "synth", "--platform", "zcu104", "--module", "nonesuch"]) == 2
     assert "no module 'nonesuch'" in capsys.readouterr().err
+
+
+@pytest.mark.rtl
+def test_a_module_synthesizes_at_four_pixels_per_clock(tmp_path):
+    """sobel_mag with NPPC = 4 (four Sobel datapaths behind one window generator) synthesizes, fits a
+    zcu104 slot, and costs more logic than at NPPC 1 (not four times: the line buffers are shared)."""
+    one = synth_one(load_platform("zcu104"), "sobel_mag").figures
+    x4_platform = load_platform(manifest_at_pixels_per_clock("zcu104", 4, tmp_path / "x4.toml"))
+    four = synth_one(x4_platform, "sobel_mag").figures
+    assert fits(four, x4_platform.slot(0).resources) == []
+    assert one["lut"] < four["lut"] < 4 * one["lut"] + 1000, (one, four)

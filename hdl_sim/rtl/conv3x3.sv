@@ -10,7 +10,8 @@
 `default_nettype none
 
 module conv3x3 #(
-    parameter int DATA_W = 8,        // stream width; the pixel is tdata[7:0]
+    parameter int DATA_W = 8,        // stream width; pixel k of a beat is tdata[8k+7:8k]
+    parameter int NPPC = 1,          // pixels per beat (rows padded to whole beats, see window_nxn)
     parameter int MAX_W = 1920,
     parameter logic [15:0] MODULE_ID = 16'd1
 ) (
@@ -31,7 +32,7 @@ module conv3x3 #(
 
     wire [NREGS*32-1:0] regs;
     wire framing_err;
-    wire [71:0] win;
+    wire [NPPC*72-1:0] win;
     wire win_valid, win_last, win_user, win_eof;
     // .* connects clk, rst and the s_axil_* port by name.
     vision_regs #(.NREGS(NREGS), .MODULE_ID(MODULE_ID), .RESET_VALS(RESET_VALS)) u_regs (
@@ -39,32 +40,35 @@ module conv3x3 #(
     );
 
 
-    window3x3 #(.MAX_W(MAX_W)) u_win (
+    window_nxn #(.N(3), .NPPC(NPPC), .MAX_W(MAX_W)) u_win (
         .clk, .rst,
         .cfg_width(regs[1*32 +: 12]), .cfg_height(regs[2*32 +: 12]),
-        .s_pixel(s_axis_tdata[7:0]), .s_valid(s_axis_tvalid), .s_ready(s_axis_tready),
+        .s_pixel(s_axis_tdata[NPPC*8-1:0]), .s_valid(s_axis_tvalid), .s_ready(s_axis_tready),
         .s_last(s_axis_tlast),
         .m_window(win), .m_valid(win_valid), .m_ready(m_axis_tready),
         .m_last(win_last), .m_user(win_user), .m_eof(win_eof), .framing_err
     );
 
-    // Window byte 8 is p00 (top-left), byte 0 is p22, so K[n] pairs with byte 8-n.
-    logic signed [31:0] acc;
-    logic signed [49:0] scaled;
-    logic signed [49:0] shifted;
-    logic signed [49:0] mag;
-    logic [7:0] pix;
+    // Window byte 8 is p00 (top-left), byte 0 is p22, so K[n] pairs with byte 8-n. One datapath per lane.
     wire [4:0] shift = regs[15*32 +: 5];
-    always_comb begin
-        acc = '0;
-        for (int n = 0; n < 9; n++) begin
-            acc = acc + $signed({1'b0, win[(8-n)*8 +: 8]}) * $signed(regs[(5+n)*32 +: 16]);
+    wire [NPPC*8-1:0] pix;
+    for (genvar k = 0; k < NPPC; k++) begin : g_lane
+        wire [71:0] w = win[k*72 +: 72];
+        logic signed [31:0] acc;
+        logic signed [49:0] scaled;
+        logic signed [49:0] shifted;
+        logic signed [49:0] mag;
+        always_comb begin
+            acc = '0;
+            for (int n = 0; n < 9; n++) begin
+                acc = acc + $signed({1'b0, w[(8-n)*8 +: 8]}) * $signed(regs[(5+n)*32 +: 16]);
+            end
+            scaled = $signed(acc) * $signed({1'b0, regs[14*32 +: 16]});
+            if (shift != 0) scaled = scaled + (50'sd1 <<< (shift - 5'd1));
+            shifted = scaled >>> shift;
+            mag = (regs[16*32] && shifted < 0) ? -shifted : shifted;
         end
-        scaled = $signed(acc) * $signed({1'b0, regs[14*32 +: 16]});
-        if (shift != 0) scaled = scaled + (50'sd1 <<< (shift - 5'd1));
-        shifted = scaled >>> shift;
-        mag = (regs[16*32] && shifted < 0) ? -shifted : shifted;
-        pix = (mag < 0) ? 8'd0 : (mag > 255) ? 8'd255 : mag[7:0];
+        assign pix[k*8 +: 8] = (mag < 0) ? 8'd0 : (mag > 255) ? 8'd255 : mag[7:0];
     end
 
     assign m_axis_tdata  = DATA_W'(pix);

@@ -5,8 +5,8 @@
 //   a pixel at least 3 from every edge is a corner when max(A, B) > THRESH, scoring max(A, B) - 1
 //   (OpenCV's cornerScore); other pixels score 0. A corner is kept when its score is above all 8
 //   neighbours' (strictly), as OpenCV's suppression does.
-// A 7x7 window (window_nxn) feeds the scores, a 3x3 window (window3x3) over the scores the
-// suppression; frame edges are replicated by both but only scored pixels (3 in) can be kept.
+// A 7x7 window feeds the scores, a 3x3 window over the scores the suppression (both window_nxn,
+// NPPC lanes each); frame edges are replicated by both but only scored pixels (3 in) can be kept.
 // Registers: 0 ID (RO), 1 WIDTH, 2 HEIGHT, 3 STATUS (RO; bit0 framing error), 4 FRAMES (RO),
 // 5 THRESH (0..255).
 `resetall
@@ -14,7 +14,8 @@
 `default_nettype none
 
 module fast9 #(
-    parameter int DATA_W = 8,
+    parameter int DATA_W = 8,        // stream width; pixel k of a beat is tdata[8k+7:8k]
+    parameter int NPPC = 1,          // pixels per beat (rows padded to whole beats, see window_nxn)
     parameter int MAX_W = 1920,
     parameter logic [15:0] MODULE_ID = 16'd15
 ) (
@@ -25,7 +26,7 @@ module fast9 #(
 
     wire [NREGS*32-1:0] regs;
     wire err7, err3;
-    wire [71:0] nms_win;
+    wire [NPPC*72-1:0] nms_win;
     wire nms_valid, nms_last, nms_user, nms_eof;
     // .* connects clk, rst and the s_axil_* port by name.
     vision_regs #(.NREGS(NREGS), .MODULE_ID(MODULE_ID), .RESET_VALS(RESET_VALS)) u_regs (
@@ -35,11 +36,11 @@ module fast9 #(
     wire [11:0] cfg_h = regs[2*32 +: 12];
     wire signed [9:0] thresh = $signed({2'b0, regs[5*32 +: 8]});
 
-    wire [7*7*8-1:0] win;
+    wire [NPPC*7*7*8-1:0] win;
     wire win_valid, win_last, win_user, win_eof, score_ready;
-    window_nxn #(.N(7), .MAX_W(MAX_W)) u_win7 (
+    window_nxn #(.N(7), .NPPC(NPPC), .MAX_W(MAX_W)) u_win7 (
         .clk, .rst, .cfg_width(cfg_w), .cfg_height(cfg_h),
-        .s_pixel(s_axis_tdata[7:0]), .s_valid(s_axis_tvalid), .s_ready(s_axis_tready), .s_last(s_axis_tlast),
+        .s_pixel(s_axis_tdata[NPPC*8-1:0]), .s_valid(s_axis_tvalid), .s_ready(s_axis_tready), .s_last(s_axis_tlast),
         .m_window(win), .m_valid(win_valid), .m_ready(score_ready),
         .m_last(win_last), .m_user(win_user), .m_eof(win_eof), .framing_err(err7)
     );
@@ -51,26 +52,34 @@ module fast9 #(
     localparam int CR [16] = '{0, 0, 1, 2, 3, 4, 5, 6, 6, 6, 5, 4, 3, 2, 1, 0};
     localparam int CC [16] = '{3, 4, 5, 6, 6, 6, 5, 4, 3, 2, 1, 0, 0, 0, 1, 2};
 
-    // Output position of the window being scored (the edge test).
+    // Output position of the beat being scored (the edge test): x_q counts beats.
     logic [11:0] x_q, y_q;
-    logic [7:0] score;
-    always_comb begin
-        automatic logic signed [9:0] d [16];
-        automatic logic signed [9:0] best = -10'sd256;
-        for (int k = 0; k < 16; k++) d[k] = p(win, 3, 3) - p(win, CR[k], CC[k]);
-        for (int k = 0; k < 16; k++) begin
-            automatic logic signed [9:0] lo = 10'sd255;     // min of d over the arc
-            automatic logic signed [9:0] hi = -10'sd255;    // max of d over the arc
-            for (int m = 0; m < 9; m++) begin
-                if (d[(k + m) % 16] < lo) lo = d[(k + m) % 16];
-                if (d[(k + m) % 16] > hi) hi = d[(k + m) % 16];
+    wire [NPPC*8-1:0] score;
+    for (genvar lane = 0; lane < NPPC; lane++) begin : g_score
+        wire [7*7*8-1:0] w = win[lane*7*7*8 +: 7*7*8];
+        /* verilator lint_off WIDTHTRUNC */
+        wire [12:0] x = 13'(32'(x_q) * NPPC + lane);
+        /* verilator lint_on WIDTHTRUNC */
+        logic [7:0] s;
+        always_comb begin
+            automatic logic signed [9:0] d [16];
+            automatic logic signed [9:0] best = -10'sd256;
+            for (int k = 0; k < 16; k++) d[k] = p(w, 3, 3) - p(w, CR[k], CC[k]);
+            for (int k = 0; k < 16; k++) begin
+                automatic logic signed [9:0] lo = 10'sd255;     // min of d over the arc
+                automatic logic signed [9:0] hi = -10'sd255;    // max of d over the arc
+                for (int m = 0; m < 9; m++) begin
+                    if (d[(k + m) % 16] < lo) lo = d[(k + m) % 16];
+                    if (d[(k + m) % 16] > hi) hi = d[(k + m) % 16];
+                end
+                if (lo > best) best = lo;
+                if (-hi > best) best = -hi;
             end
-            if (lo > best) best = lo;
-            if (-hi > best) best = -hi;
+            s = 8'd0;
+            if (best > thresh && x >= 3 && y_q >= 3 && x + 13'd3 < 13'(cfg_w) && 13'(y_q) + 13'd3 < 13'(cfg_h))
+                s = 8'(best - 10'sd1);
         end
-        score = 8'd0;
-        if (best > thresh && x_q >= 3 && y_q >= 3 && 13'(x_q) + 13'd3 < 13'(cfg_w) && 13'(y_q) + 13'd3 < 13'(cfg_h))
-            score = 8'(best - 10'sd1);
+        assign score[lane*8 +: 8] = s;
     end
 
     always_ff @(posedge clk) begin
@@ -91,22 +100,25 @@ module fast9 #(
         end
     end
 
-    window3x3 #(.MAX_W(MAX_W)) u_win3 (
+    window_nxn #(.N(3), .NPPC(NPPC), .MAX_W(MAX_W)) u_win3 (
         .clk, .rst, .cfg_width(cfg_w), .cfg_height(cfg_h),
         .s_pixel(score), .s_valid(win_valid), .s_ready(score_ready), .s_last(win_last),
         .m_window(nms_win), .m_valid(nms_valid), .m_ready(m_axis_tready),
         .m_last(nms_last), .m_user(nms_user), .m_eof(nms_eof), .framing_err(err3)
     );
 
-    logic keep;
+    logic [NPPC*8-1:0] kept;
     always_comb begin
-        keep = 1'b1;
-        for (int n = 0; n < 9; n++) begin
-            if (n != 4 && !(nms_win[4*8 +: 8] > nms_win[n*8 +: 8])) keep = 1'b0;
+        for (int k = 0; k < NPPC; k++) begin
+            automatic logic keep = 1'b1;
+            for (int n = 0; n < 9; n++) begin
+                if (n != 4 && !(nms_win[k*72 + 4*8 +: 8] > nms_win[k*72 + n*8 +: 8])) keep = 1'b0;
+            end
+            kept[k*8 +: 8] = keep ? nms_win[k*72 + 4*8 +: 8] : 8'd0;
         end
     end
 
-    assign m_axis_tdata  = DATA_W'(keep ? nms_win[4*8 +: 8] : 8'd0);
+    assign m_axis_tdata  = DATA_W'(kept);
     assign m_axis_tvalid = nms_valid;
     assign m_axis_tlast  = nms_last;
     assign m_axis_tuser  = nms_user;

@@ -11,7 +11,8 @@
 `default_nettype none
 
 module moments #(
-    parameter int DATA_W = 8,
+    parameter int DATA_W = 8,        // stream width; pixel k of a beat is tdata[8k+7:8k]
+    parameter int NPPC = 1,          // pixels per beat (rows padded to whole beats; spare lanes not counted)
     parameter logic [15:0] MODULE_ID = 16'd12
 ) (
     `include "rm_ports.svh"
@@ -47,16 +48,30 @@ module moments #(
     wire [11:0] w_eff = at_start ? regs[1*32 +: 12] : w_q;
     wire [11:0] h_eff = at_start ? regs[2*32 +: 12] : h_q;
     wire take = s_axis_tvalid && s_axis_tready;
-    wire one = |s_axis_tdata[7:0];
-    wire row_end = (x_q == w_eff - 1);
+    // x_q counts beats; lane k of a beat is column x_q * NPPC + k, counted while inside the row.
+    wire [11:0] wb = 12'((32'(w_eff) + NPPC - 1) / NPPC);
+    wire row_end = (x_q == wb - 1);
     wire frame_end = row_end && (y_q == h_eff - 1);
-    // The sums so far including this pixel (what is latched on the frame's last pixel).
-    wire [31:0] s00 = (at_start ? 32'd0 : n00) + 32'(one);
-    wire [47:0] s10 = (at_start ? 48'd0 : n10) + (one ? 48'(x_q) : 48'd0);
-    wire [47:0] s01 = (at_start ? 48'd0 : n01) + (one ? 48'(y_q) : 48'd0);
+    logic [3:0] ones;          // set pixels in this beat
+    logic [15:0] xsum;         // sum of their columns
+    always_comb begin
+        ones = '0;
+        xsum = '0;
+        for (int k = 0; k < NPPC; k++) begin
+            automatic logic [15:0] col = 16'(32'(x_q) * NPPC + k);
+            if (|s_axis_tdata[k*8 +: 8] && col < 16'(w_eff)) begin
+                ones = ones + 4'd1;
+                xsum = xsum + col;
+            end
+        end
+    end
+    // The sums so far including this beat (what is latched on the frame's last beat).
+    wire [31:0] s00 = (at_start ? 32'd0 : n00) + 32'(ones);
+    wire [47:0] s10 = (at_start ? 48'd0 : n10) + 48'(xsum);
+    wire [47:0] s01 = (at_start ? 48'd0 : n01) + 48'(y_q) * 48'(ones);
 
-    pixel_stage #(.DATA_W(DATA_W)) u_out (
-        .clk, .rst, .s_pixel(s_axis_tdata[7:0]), .s_valid(s_axis_tvalid), .s_ready(s_axis_tready),
+    pixel_stage #(.DATA_W(DATA_W), .NPPC(NPPC)) u_out (
+        .clk, .rst, .s_pixel(s_axis_tdata[NPPC*8-1:0]), .s_valid(s_axis_tvalid), .s_ready(s_axis_tready),
         .s_last(s_axis_tlast), .s_user(s_axis_tuser), .m_tdata(m_axis_tdata), .m_tvalid(m_axis_tvalid),
         .m_tready(m_axis_tready), .m_tlast(m_axis_tlast), .m_tuser(m_axis_tuser)
     );

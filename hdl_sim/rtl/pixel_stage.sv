@@ -1,15 +1,16 @@
-// pixel_stage: the output register of a pointwise module: one 8-bit result per accepted input
-// beat, TLAST/TUSER carried along, full throughput (ready while empty or draining).
+// pixel_stage: the output register of a pointwise module: NPPC 8-bit results per accepted input
+// beat (pixel k in [8k+7:8k]), TLAST/TUSER carried along, full throughput (ready while empty or draining).
 `resetall
 `timescale 1ns / 1ps
 `default_nettype none
 
 module pixel_stage #(
-    parameter int DATA_W = 8
+    parameter int DATA_W = 8,
+    parameter int NPPC = 1
 ) (
     input  wire               clk,
     input  wire               rst,
-    input  wire [7:0]         s_pixel,     // the result for the beat on the input
+    input  wire [NPPC*8-1:0]  s_pixel,     // the results for the beat on the input
     input  wire               s_valid,
     output wire               s_ready,
     input  wire               s_last,
@@ -20,7 +21,7 @@ module pixel_stage #(
     output wire               m_tlast,
     output wire               m_tuser
 );
-    logic [7:0] y_q;
+    logic [NPPC*8-1:0] y_q;
     logic valid_q, last_q, user_q;
     assign s_ready  = !valid_q || m_tready;
     assign m_tdata  = DATA_W'(y_q);

@@ -8,7 +8,8 @@
 `default_nettype none
 
 module rank3x3 #(
-    parameter int DATA_W = 8,
+    parameter int DATA_W = 8,        // stream width; pixel k of a beat is tdata[8k+7:8k]
+    parameter int NPPC = 1,          // pixels per beat (rows padded to whole beats, see window_nxn)
     parameter int MAX_W = 1920,
     parameter int RANK = 4,
     parameter logic [15:0] MODULE_ID = 16'd9
@@ -23,34 +24,37 @@ module rank3x3 #(
 
     wire [NREGS*32-1:0] regs;
     wire framing_err;
-    wire [71:0] win;
+    wire [NPPC*72-1:0] win;
     wire win_valid, win_last, win_user, win_eof;
     // .* connects clk, rst and the s_axil_* port by name.
     vision_regs #(.NREGS(NREGS), .MODULE_ID(MODULE_ID), .RESET_VALS(RESET_VALS)) u_regs (
         .*, .status({31'd0, framing_err}), .frame_tick(win_valid && m_axis_tready && win_eof)
     );
 
-    window3x3 #(.MAX_W(MAX_W)) u_win (
+    window_nxn #(.N(3), .NPPC(NPPC), .MAX_W(MAX_W)) u_win (
         .clk, .rst,
         .cfg_width(regs[1*32 +: 12]), .cfg_height(regs[2*32 +: 12]),
-        .s_pixel(s_axis_tdata[7:0]), .s_valid(s_axis_tvalid), .s_ready(s_axis_tready),
+        .s_pixel(s_axis_tdata[NPPC*8-1:0]), .s_valid(s_axis_tvalid), .s_ready(s_axis_tready),
         .s_last(s_axis_tlast),
         .m_window(win), .m_valid(win_valid), .m_ready(m_axis_tready),
         .m_last(win_last), .m_user(win_user), .m_eof(win_eof), .framing_err
     );
 
-    logic [7:0] pick;
+    logic [NPPC*8-1:0] pick;
     always_comb begin
         pick = '0;
-        for (int i = 0; i < 9; i++) begin
-            automatic logic [3:0] below = '0;
-            for (int j = 0; j < 9; j++) begin
-                if (j != i) begin
-                    if ((win[j*8 +: 8] < win[i*8 +: 8]) || ((win[j*8 +: 8] == win[i*8 +: 8]) && (j < i)))
-                        below = below + 4'd1;
+        for (int k = 0; k < NPPC; k++) begin
+            for (int i = 0; i < 9; i++) begin
+                automatic logic [3:0] below = '0;
+                for (int j = 0; j < 9; j++) begin
+                    if (j != i) begin
+                        if ((win[k*72 + j*8 +: 8] < win[k*72 + i*8 +: 8]) ||
+                            ((win[k*72 + j*8 +: 8] == win[k*72 + i*8 +: 8]) && (j < i)))
+                            below = below + 4'd1;
+                    end
                 end
+                if (below == 4'(RANK)) pick[k*8 +: 8] = win[k*72 + i*8 +: 8];
             end
-            if (below == 4'(RANK)) pick = win[i*8 +: 8];
         end
     end
 

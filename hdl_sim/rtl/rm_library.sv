@@ -1,6 +1,9 @@
 // rm_library: the reconfigurable modules a slot can hold, one per MODULE_ID (the id a partial
 // bitstream's frame data names; runtime/modules.py keeps the same numbering). The slot wrapper
-// instantiates one per compatible id; ports are the common RM port list.
+// instantiates one per compatible id; ports are the common RM port list. NPPC (1 or 4) is the
+// pixels per beat of the single-channel modules; the multi-channel ones (rgb2gray, rgb2hsv,
+// in_range, absdiff, bg_update) carry one pixel's channels per 32-bit beat and exist at NPPC 1 only
+// (the platform manifest refuses them at 4).
 `resetall
 `timescale 1ns / 1ps
 `default_nettype none
@@ -9,6 +12,7 @@ module rm_library #(
     parameter int MODULE_ID = 0,
     parameter int DATA_W = 32,
     parameter int MAX_W = 1920,
+    parameter int NPPC = 1,            // gray pixels per beat of the single-channel modules
     parameter logic [31:0] SEED = 32'h1234_5678,
     parameter int DNN_P = 8,
     parameter int DNN_ACT_ENTRIES = 4096,
@@ -23,16 +27,16 @@ module rm_library #(
             rm_blank #(.DATA_W(DATA_W), .SEED(SEED)) u_rm (.*);
         end
         1: begin : g_conv3x3
-            conv3x3 #(.DATA_W(DATA_W), .MAX_W(MAX_W)) u_rm (.*);
+            conv3x3 #(.DATA_W(DATA_W), .NPPC(NPPC), .MAX_W(MAX_W)) u_rm (.*);
         end
         2: begin : g_sobel_mag
-            sobel_mag #(.DATA_W(DATA_W), .MAX_W(MAX_W)) u_rm (.*);
+            sobel_mag #(.DATA_W(DATA_W), .NPPC(NPPC), .MAX_W(MAX_W)) u_rm (.*);
         end
         3: begin : g_threshold
-            threshold #(.DATA_W(DATA_W)) u_rm (.*);
+            threshold #(.DATA_W(DATA_W), .NPPC(NPPC)) u_rm (.*);
         end
         4: begin : g_downscale2x
-            downscale2x #(.DATA_W(DATA_W), .MAX_W(MAX_W)) u_rm (.*);
+            downscale2x #(.DATA_W(DATA_W), .NPPC(NPPC), .MAX_W(MAX_W)) u_rm (.*);
         end
         5: begin : g_rgb2gray
             rgb2gray #(.DATA_W(DATA_W)) u_rm (.*);
@@ -44,13 +48,13 @@ module rm_library #(
             ) u_rm (.*);
         end
         7: begin : g_erode3x3
-            rank3x3 #(.DATA_W(DATA_W), .MAX_W(MAX_W), .RANK(0), .MODULE_ID(16'd7)) u_rm (.*);
+            rank3x3 #(.DATA_W(DATA_W), .NPPC(NPPC), .MAX_W(MAX_W), .RANK(0), .MODULE_ID(16'd7)) u_rm (.*);
         end
         8: begin : g_dilate3x3
-            rank3x3 #(.DATA_W(DATA_W), .MAX_W(MAX_W), .RANK(8), .MODULE_ID(16'd8)) u_rm (.*);
+            rank3x3 #(.DATA_W(DATA_W), .NPPC(NPPC), .MAX_W(MAX_W), .RANK(8), .MODULE_ID(16'd8)) u_rm (.*);
         end
         9: begin : g_median3x3
-            rank3x3 #(.DATA_W(DATA_W), .MAX_W(MAX_W), .RANK(4), .MODULE_ID(16'd9)) u_rm (.*);
+            rank3x3 #(.DATA_W(DATA_W), .NPPC(NPPC), .MAX_W(MAX_W), .RANK(4), .MODULE_ID(16'd9)) u_rm (.*);
         end
         10: begin : g_rgb2hsv
             rgb2hsv #(.DATA_W(DATA_W)) u_rm (.*);
@@ -59,7 +63,7 @@ module rm_library #(
             in_range #(.DATA_W(DATA_W)) u_rm (.*);
         end
         12: begin : g_moments
-            moments #(.DATA_W(DATA_W)) u_rm (.*);
+            moments #(.DATA_W(DATA_W), .NPPC(NPPC)) u_rm (.*);
         end
         13: begin : g_absdiff
             absdiff #(.DATA_W(DATA_W)) u_rm (.*);
@@ -68,7 +72,7 @@ module rm_library #(
             bg_update #(.DATA_W(DATA_W)) u_rm (.*);
         end
         15: begin : g_fast9
-            fast9 #(.DATA_W(DATA_W), .MAX_W(MAX_W)) u_rm (.*);
+            fast9 #(.DATA_W(DATA_W), .NPPC(NPPC), .MAX_W(MAX_W)) u_rm (.*);
         end
         default: begin : g_unknown
             $error("rm_library: no module with id %0d", MODULE_ID);

@@ -12,6 +12,7 @@
 module rp_slot #(
     parameter int DATA_W = 32,
     parameter int MAX_W = 1920,
+    parameter int NPPC = 1,
     parameter logic [15:0] MODULE_MASK = 16'b0000_0000_0011_1110,
     parameter logic [31:0] SEED = 32'h1234_5678,
     parameter int DNN_P = 8,
@@ -91,7 +92,7 @@ module rp_slot #(
             wire gclk;
             clock_gate u_gate (.clk, .en(run), .gclk);
             rm_library #(
-                .MODULE_ID(m), .DATA_W(DATA_W), .MAX_W(MAX_W), .SEED(SEED), .DNN_P(DNN_P),
+                .MODULE_ID(m), .DATA_W(DATA_W), .MAX_W(MAX_W), .NPPC(NPPC), .SEED(SEED), .DNN_P(DNN_P),
                 .DNN_ACT_ENTRIES(DNN_ACT_ENTRIES), .DNN_W_ENTRIES(DNN_W_ENTRIES),
                 .DNN_PG_ENTRIES(DNN_PG_ENTRIES), .DNN_MAX_LAYERS(DNN_MAX_LAYERS)
             ) u_rm (

@@ -17,6 +17,7 @@ module shell #(
     parameter int NUM_SLOTS = 2,
     parameter int DATA_W = 32,
     parameter int MAX_W = 1920,
+    parameter int NPPC = 1,                 // gray pixels per 32-bit stream beat (platform pixels_per_clock)
     parameter logic [31:0] SHELL_ID = 32'hF5A5_0001,
     parameter logic [31:0] IDCODE = 32'h03727093,
     parameter int FRAME_WORDS = 101,
@@ -195,7 +196,7 @@ module shell #(
         wire dec = (slot_module[k*4 +: 4] == 0 || slot_loading[k] || slot_failed[k]) && !bypass_decouplers;
 
         rp_slot #(
-            .DATA_W(DATA_W), .MAX_W(MAX_W), .MODULE_MASK(SLOT_MODULES[k*16 +: 16]),
+            .DATA_W(DATA_W), .MAX_W(MAX_W), .NPPC(NPPC), .MODULE_MASK(SLOT_MODULES[k*16 +: 16]),
             .SEED(32'h9E37_79B9 * (k + 1)), .DNN_P(DNN_P), .DNN_ACT_ENTRIES(DNN_ACT_ENTRIES),
             .DNN_W_ENTRIES(DNN_W_ENTRIES), .DNN_PG_ENTRIES(DNN_PG_ENTRIES), .DNN_MAX_LAYERS(DNN_MAX_LAYERS)
         ) u_slot (

@@ -8,7 +8,8 @@
 `default_nettype none
 
 module threshold #(
-    parameter int DATA_W = 8,
+    parameter int DATA_W = 8,        // stream width; pixel k of a beat is tdata[8k+7:8k]
+    parameter int NPPC = 1,          // pixels per beat
     parameter logic [15:0] MODULE_ID = 16'd3
 ) (
     `include "rm_ports.svh"
@@ -24,24 +25,26 @@ module threshold #(
         .*, .status({30'd0, bad_type_q, 1'b0}), .frame_tick(s_axis_tvalid && s_axis_tready && s_axis_tuser)
     );
 
-    wire [7:0] x = s_axis_tdata[7:0];
     wire [7:0] t = regs[5*32 +: 8];
     wire [7:0] mx = regs[6*32 +: 8];
     wire [2:0] typ = regs[7*32 +: 3];
-    wire above = x > t;
-    logic [7:0] y;
+    logic [NPPC*8-1:0] y;
     always_comb begin
-        case (typ)
-            3'd0: y = above ? mx : 8'd0;
-            3'd1: y = above ? 8'd0 : mx;
-            3'd2: y = above ? t : x;
-            3'd3: y = above ? x : 8'd0;
-            3'd4: y = above ? 8'd0 : x;
-            default: y = x;
-        endcase
+        for (int k = 0; k < NPPC; k++) begin
+            automatic logic [7:0] x = s_axis_tdata[k*8 +: 8];
+            automatic logic above = x > t;
+            case (typ)
+                3'd0: y[k*8 +: 8] = above ? mx : 8'd0;
+                3'd1: y[k*8 +: 8] = above ? 8'd0 : mx;
+                3'd2: y[k*8 +: 8] = above ? t : x;
+                3'd3: y[k*8 +: 8] = above ? x : 8'd0;
+                3'd4: y[k*8 +: 8] = above ? 8'd0 : x;
+                default: y[k*8 +: 8] = x;
+            endcase
+        end
     end
 
-    pixel_stage #(.DATA_W(DATA_W)) u_out (
+    pixel_stage #(.DATA_W(DATA_W), .NPPC(NPPC)) u_out (
         .clk, .rst, .s_pixel(y), .s_valid(s_axis_tvalid), .s_ready(s_axis_tready), .s_last(s_axis_tlast),
         .s_user(s_axis_tuser), .m_tdata(m_axis_tdata), .m_tvalid(m_axis_tvalid), .m_tready(m_axis_tready),
         .m_tlast(m_axis_tlast), .m_tuser(m_axis_tuser)

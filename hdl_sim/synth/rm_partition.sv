@@ -10,6 +10,7 @@ module rm_partition #(
     parameter int MODULE_ID = 1,
     parameter int DATA_W = 32,
     parameter int MAX_W = 1920,
+    parameter int NPPC = 1,
     parameter int DNN_P = 8,
     parameter int DNN_ACT_ENTRIES = 4096,
     parameter int DNN_W_ENTRIES = 1024,
@@ -19,7 +20,7 @@ module rm_partition #(
     `include "rm_ports.svh"
 );
     rm_library #(
-        .MODULE_ID(MODULE_ID), .DATA_W(DATA_W), .MAX_W(MAX_W), .DNN_P(DNN_P),
+        .MODULE_ID(MODULE_ID), .DATA_W(DATA_W), .MAX_W(MAX_W), .NPPC(NPPC), .DNN_P(DNN_P),
         .DNN_ACT_ENTRIES(DNN_ACT_ENTRIES), .DNN_W_ENTRIES(DNN_W_ENTRIES),
         .DNN_PG_ENTRIES(DNN_PG_ENTRIES), .DNN_MAX_LAYERS(DNN_MAX_LAYERS)
     ) u_rm (.*);

@@ -44,6 +44,7 @@ endmodule
 module rp_slot #(
     parameter int DATA_W = 32,
     parameter int MAX_W = 1920,
+    parameter int NPPC = 1,           // the modules' pixels per beat: the static side does not depend on it
     parameter logic [15:0] MODULE_MASK = 16'b0000_0000_0011_1110,
     parameter logic [31:0] SEED = 32'h1234_5678,
     parameter int DNN_P = 8,

@@ -44,7 +44,7 @@ class ModelBackend(Backend):
         key = tuple(stage.kind.name for stage in stages), rows, cols
         cycles = self._chain_cycles.get(key)
         if cycles is None:
-            cycles = self._chain_cycles[key] = chain_cycles(stages, rows, cols)
+            cycles = self._chain_cycles[key] = chain_cycles(stages, rows, cols, self.platform.pixels_per_clock)
         return cycles
 
     def _run_dnn(self, slots: list[int], model: str, plan, images: int | np.ndarray) -> DnnReport:

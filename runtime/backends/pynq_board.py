@@ -179,7 +179,8 @@ class PynqBackend(Backend):
         goes on, and ``report()`` waits for the DMA. Expected time: the chain's cycle model."""
         self._check_chain(slots, stages)
         finish = self._start_dma(list(slots), list(stages), frame)
-        expected_s = chain_cycles(stages, *frame.shape[:2]) / self.platform.fabric_clock_hz
+        cycles = chain_cycles(stages, *frame.shape[:2], self.platform.pixels_per_clock)
+        expected_s = cycles / self.platform.fabric_clock_hz
         return Pending(expected_s, finish, _ready=self._dma_idle)  # polled by the daemon, never waited on
 
     def _dma_idle(self) -> bool:

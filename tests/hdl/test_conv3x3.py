@@ -10,7 +10,7 @@ import pytest
 from fpgashare.modules import PRESETS, resolve_stage
 from fpgashare.vision_ref import conv3x3_reference, stage_reference
 
-from tests.hdl.vision_tb import VisionTB, sizes_to_test
+from tests.hdl.vision_tb import VisionTB, run_module, sizes_to_test
 
 
 @cocotb.test(timeout_time=20, timeout_unit="ms")
@@ -57,8 +57,9 @@ async def framing_error_is_flagged(dut):
     await tb.reset()
     stage = resolve_stage("gauss3x3")
     await tb.program(stage, 4, 8)
-    # Rows of 6 pixels where 8 are expected: TLAST comes early.
-    frame = np.arange(4 * 6, dtype=np.uint8).reshape(4, 6)
+    # Rows of 6 pixels (one beat of 4 at NPPC 4) where 8 (two beats) are expected: TLAST comes early.
+    cols = 6 if tb.nppc == 1 else tb.nppc
+    frame = np.arange(4 * cols, dtype=np.uint8).reshape(4, cols)
     for r in range(4):
         await tb.source.send(frame[r].tobytes())
     await tb.source.wait()
@@ -66,8 +67,7 @@ async def framing_error_is_flagged(dut):
 
 
 @pytest.mark.rtl
-def test_conv3x3_rtl():
-    from fpgashare.hdl_sim.build import run_cocotb
-
-    tests, failed = run_cocotb("conv3x3", __name__)
+@pytest.mark.parametrize("nppc", [1, 4])
+def test_conv3x3_rtl(nppc):
+    tests, failed = run_module("conv3x3", __name__, nppc)
     assert tests == 3 and failed == 0, f"{failed} of {tests} cocotb tests failed"

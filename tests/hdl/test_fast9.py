@@ -13,7 +13,7 @@ import pytest
 from fpgashare.modules import resolve_stage
 from fpgashare.vision_ref import fast9_keypoints, stage_reference
 
-from tests.hdl.vision_tb import VisionTB
+from tests.hdl.vision_tb import VisionTB, run_module
 
 
 def make_frame(rng: np.random.Generator, n: int, rows: int, cols: int) -> np.ndarray:
@@ -59,8 +59,7 @@ async def full_hd_frame(dut):
 
 
 @pytest.mark.rtl
-def test_fast9_rtl():
-    from fpgashare.hdl_sim.build import run_cocotb
-
-    tests, failed = run_cocotb("fast9", __name__, extra_env={"FAST9_BIG": os.environ.get("FAST9_BIG", "0")})
+@pytest.mark.parametrize("nppc", [1, 4])
+def test_fast9_rtl(nppc):
+    tests, failed = run_module("fast9", __name__, nppc, env={"FAST9_BIG": os.environ.get("FAST9_BIG", "0")})
     assert tests >= 1 and failed == 0

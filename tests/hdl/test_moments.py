@@ -12,7 +12,7 @@ import pytest
 from fpgashare.modules import resolve_stage
 from fpgashare.vision_ref import binary_moments
 
-from tests.hdl.vision_tb import VisionTB, sizes_to_test
+from tests.hdl.vision_tb import VisionTB, run_module, sizes_to_test
 
 
 async def read_moments(tb: VisionTB) -> dict[str, int]:
@@ -48,8 +48,7 @@ async def matches_opencv(dut):
 
 
 @pytest.mark.rtl
-def test_moments_rtl():
-    from fpgashare.hdl_sim.build import run_cocotb
-
-    tests, failed = run_cocotb("moments", __name__)
+@pytest.mark.parametrize("nppc", [1, 4])
+def test_moments_rtl(nppc):
+    tests, failed = run_module("moments", __name__, nppc)
     assert tests == 1 and failed == 0

@@ -13,7 +13,7 @@ import pytest
 from fpgashare.modules import resolve_stage
 from fpgashare.vision_ref import stage_reference
 
-from tests.hdl.vision_tb import VisionTB, sizes_to_test
+from tests.hdl.vision_tb import VisionTB, run_module, sizes_to_test
 
 #: RANK parameter -> the catalogue module that bitstream is.
 KIND_BY_RANK = {0: "erode3x3", 8: "dilate3x3", 4: "median3x3"}
@@ -60,12 +60,10 @@ async def full_hd_frame(dut):
 
 
 @pytest.mark.rtl
+@pytest.mark.parametrize("nppc", [1, 4])
 @pytest.mark.parametrize("rank", sorted(KIND_BY_RANK))
-def test_rank3x3_rtl(rank):
-    from fpgashare.hdl_sim.build import run_cocotb
-
-    big = os.environ.get("RANK3X3_BIG", "0")
+def test_rank3x3_rtl(rank, nppc):
     module_id = resolve_stage(KIND_BY_RANK[rank]).kind.module_id
-    tests, failed = run_cocotb("rank3x3", __name__, parameters={"RANK": rank, "MODULE_ID": module_id},
-                               extra_env={"RANK3X3_RANK": str(rank), "RANK3X3_BIG": big})
+    env = {"RANK3X3_RANK": str(rank), "RANK3X3_BIG": os.environ.get("RANK3X3_BIG", "0")}
+    tests, failed = run_module("rank3x3", __name__, nppc, {"RANK": rank, "MODULE_ID": module_id}, env)
     assert tests >= 1 and failed == 0, f"{failed} of {tests} cocotb tests failed"

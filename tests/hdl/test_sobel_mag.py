@@ -10,7 +10,7 @@ import pytest
 from fpgashare.modules import resolve_stage
 from fpgashare.vision_ref import stage_reference
 
-from tests.hdl.vision_tb import VisionTB, sizes_to_test
+from tests.hdl.vision_tb import VisionTB, run_module, sizes_to_test
 
 
 @cocotb.test(timeout_time=20, timeout_unit="ms")
@@ -33,8 +33,7 @@ async def matches_opencv(dut):
 
 
 @pytest.mark.rtl
-def test_sobel_mag_rtl():
-    from fpgashare.hdl_sim.build import run_cocotb
-
-    tests, failed = run_cocotb("sobel_mag", __name__)
+@pytest.mark.parametrize("nppc", [1, 4])
+def test_sobel_mag_rtl(nppc):
+    tests, failed = run_module("sobel_mag", __name__, nppc)
     assert tests == 1 and failed == 0

@@ -8,7 +8,7 @@ import pytest
 from fpgashare.modules import THRESHOLD_TYPES, resolve_stage
 from fpgashare.vision_ref import stage_reference
 
-from tests.hdl.vision_tb import VisionTB
+from tests.hdl.vision_tb import VisionTB, run_module
 
 
 @cocotb.test(timeout_time=20, timeout_unit="ms")
@@ -42,8 +42,7 @@ async def bad_type_passes_through_and_is_flagged(dut):
 
 
 @pytest.mark.rtl
-def test_threshold_rtl():
-    from fpgashare.hdl_sim.build import run_cocotb
-
-    tests, failed = run_cocotb("threshold", __name__)
+@pytest.mark.parametrize("nppc", [1, 4])
+def test_threshold_rtl(nppc):
+    tests, failed = run_module("threshold", __name__, nppc)
     assert tests == 2 and failed == 0

@@ -1,8 +1,15 @@
-"""Shared cocotb testbench for the vision modules: clock, AXI-Stream BFMs, AXI-Lite master."""
+"""Shared cocotb testbench for the vision modules: clock, AXI-Stream BFMs, AXI-Lite master.
+
+Pixels per beat come from the environment (NPPC, default 1; ``run_module`` sets it with the RTL
+parameters). At NPPC > 1 a gray row goes as ceil(W / NPPC) beats, pixel 0 in the low byte, the last
+beat's spare lanes filled with junk (as a DMA reading a padded row stride would), and the output's
+spare lanes are ignored.
+"""
 
 from __future__ import annotations
 
 import itertools
+import os
 import random
 
 import numpy as np
@@ -39,6 +46,7 @@ class VisionTB:
 
     def __init__(self, dut, seed: int = 1) -> None:
         self.dut = dut
+        self.nppc = int(os.environ.get("NPPC", "1"))
         self.rng = random.Random(seed)
         Clock(dut.clk, 10, unit="ns").start()
         self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
@@ -74,17 +82,30 @@ class VisionTB:
         """Send ``frame`` row by row (TLAST per row, TUSER on the first pixel); return the output."""
         rows = frame.shape[0]
         flat = frame.reshape(rows, -1)
+        lanes = frame.shape[2] if frame.ndim == 3 else 1
+        if self.nppc > 1:
+            assert lanes == 1, "several pixels per beat are gray pixels"
+            beats = -(-flat.shape[1] // self.nppc)
+            padded = np.frombuffer(self.rng.randbytes(rows * beats * self.nppc), np.uint8).reshape(rows, -1).copy()
+            padded[:, :flat.shape[1]] = flat
+            flat, lanes = padded, self.nppc
         for r in range(rows):
             data = flat[r].tobytes()
-            lanes = frame.shape[2] if frame.ndim == 3 else 1
             # cocotbext-axi takes TUSER per byte lane: mark every lane of the first beat.
             tuser = [1 if (r == 0 and i < lanes) else 0 for i in range(len(data))]
             await self.source.send(AxiStreamFrame(data, tuser=tuser))
         out = np.zeros(out_shape, dtype=np.uint8)
         for r in range(out_shape[0]):
             got = await self.sink.recv()
-            # Lane 0 (tdata[7:0]) carries the pixel; wider outputs zero-extend it.
-            row = np.frombuffer(bytes(got.tdata), dtype=np.uint8)[:: self.sink.byte_lanes]
+            data = np.frombuffer(bytes(got.tdata), dtype=np.uint8)
+            if self.nppc > 1:
+                # Whole beats of NPPC pixels; the last one's spare lanes are unspecified.
+                want = -(-out_shape[1] // self.nppc) * self.nppc
+                assert data.size == want, f"output row {r}: {data.size} bytes, expected {want}"
+                row = data[:out_shape[1]]
+            else:
+                # Lane 0 (tdata[7:0]) carries the pixel; wider outputs zero-extend it.
+                row = data[:: self.sink.byte_lanes]
             assert row.size == out_shape[1], f"output row {r}: {row.size} pixels, expected {out_shape[1]}"
             if r == 0:
                 first = got.tuser[0] if isinstance(got.tuser, list) else got.tuser
@@ -98,3 +119,14 @@ def sizes_to_test(rng: random.Random, count: int) -> list[tuple[int, int]]:
     fixed = [(9, 17), (8, 8), (3, 2), (1, 5), (12, 31)]
     extra = [(rng.randint(1, 24), rng.randint(1, 40)) for _ in range(count)]
     return list(itertools.islice(itertools.chain(fixed, extra), len(fixed) + count))
+
+
+def run_module(toplevel: str, test_module: str, nppc: int, parameters: dict | None = None,
+               env: dict[str, str] | None = None) -> tuple[int, int]:
+    """Build and run a vision module's cocotb tests at ``nppc`` pixels per beat (DATA_W 8 * NPPC)."""
+    from fpgashare.hdl_sim.build import run_cocotb
+
+    params = dict(parameters or {})
+    if nppc > 1:
+        params.update(NPPC=nppc, DATA_W=8 * nppc)
+    return run_cocotb(toplevel, test_module, params, extra_env={**(env or {}), "NPPC": str(nppc)})

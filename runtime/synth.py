@@ -121,9 +121,11 @@ def _script(name: str, family: str, platform: Platform) -> tuple[str, str]:
         overrides = {"MODULE_ID": KINDS[name].module_id,
                      **{k: v for k, v in params.items() if k.startswith("DNN_") or k == "NPPC"}}
     gen = " ".join(f"-G {k}={v}" for k, v in overrides.items())
-    files = " ".join(str(f) for f in sv)
+    # Sources by name under src/, copied into the build folder: YoWASP's sandbox sees the build
+    # folder, not necessarily the checkout (a clone under /tmp was invisible to it).
+    files = " ".join(f"src/{f.name}" for f in sv)
     script = "\n".join([
-        f"read_slang -j 1 -I {RTL_DIR} --top {top} {gen} {files}",
+        f"read_slang -j 1 -I src --top {top} {gen} {files}",
         f"synth_xilinx -family {family} -top {top} -noiopad -noclkbuf",
         "tee -o stat.json stat -json",
     ])
@@ -156,6 +158,10 @@ def synth_one(platform: Platform, name: str) -> SynthResult:
         if result_file.exists():
             data = json.loads(result_file.read_text())
             return SynthResult(name, family, data["figures"], data["cells"], data["tool"], cached=True)
+        src = build_dir / "src"
+        src.mkdir(parents=True, exist_ok=True)
+        for f in _sources():
+            shutil.copyfile(f, src / f.name)
         (build_dir / "synth.ys").write_text(script + "\n")
         log.info("synthesizing %s for %s (%s)", name, family, build_dir)
         proc = subprocess.run([*yosys_command(), "-q", "-l", "yosys.log", "synth.ys"], cwd=build_dir,

@@ -10,6 +10,7 @@
 module rp_slot #(
     parameter int DATA_W = 32,
     parameter int MAX_W = 1920,
+    parameter int NPPC = 1,                 // the partials' pixels per beat (each RM is built at it)
     parameter logic [15:0] MODULE_MASK = 16'b0000_0000_0011_1110,
     parameter logic [31:0] SEED = 32'h1234_5678,
     parameter int DNN_P = 8,
@@ -26,6 +27,7 @@ module rp_slot #(
 );
     initial begin
         if (DATA_W != 32) $error("rp_slot (board): the partition's ports are 32 bits wide");
+        if (NPPC != 1 && NPPC != 4) $error("rp_slot (board): NPPC must be 1 or 4");
     end
 
     wire [DATA_W-1:0] rp_s_tdata, rp_m_tdata;

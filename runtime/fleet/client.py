@@ -289,7 +289,7 @@ class FleetFuture:
                 answer = self._pending.result(timeout=timeout)
             except concurrent.futures.TimeoutError:
                 raise TimeoutError(f"no outcome within {timeout} s") from None
-            except ray.exceptions.RayActorError:  # the agent died with its board
+            except (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError):   # died with its board
                 answer = {"outcome": "error", "reason": BOARD_LOST}
             except ray.exceptions.RayError as exc:
                 answer = {"outcome": "error", "reason": f"{type(exc).__name__}: {exc}"}

@@ -165,5 +165,5 @@ def _lend(engine: Engine) -> None:
             if moved.into in engine.slots.pinned:
                 engine.move_pin(moved.into, moved.to)
             else:
-                engine.plan_reload(moved.to, moved.pinned, engine.earliest_release_s())
+                engine.plan_reload(moved.to, moved.held, engine.earliest_release_s())
         engine.slots.request(best[1], DNN, "dnn")

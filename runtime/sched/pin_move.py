@@ -41,7 +41,7 @@ from fpgashare.slots import SlotState
 class PinMove:
     module: str       #: X: the frame's missing module, loaded into ``into``
     into: int         #: s: the pinned slot X takes
-    pinned: str       #: M: the pinned module s held
+    held: str         #: M: the module s held (pinned, or for a lend any module)
     to: int           #: r: where M is pinned from now on (reloaded under F's stream)
 
 

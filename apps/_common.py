@@ -1,6 +1,6 @@
 """What the example apps share: a frame source (video file or camera), pacing by the daemon's
-clock, and registering a chain with the stages the FPGA cannot take falling back to OpenCV on the
-CPU (and saying so)."""
+clock, and registering a chain with ``fallback="cpu"`` (the daemon runs the stages the FPGA cannot
+take on its CPU, and the app says which)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,12 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
-from fpgashare.client import DaemonError, DeadlineMissed, Fpga, FrameDropped, Pipeline
+from fpgashare.client import DeadlineMissed, Fpga, FrameDropped, Pipeline
 from fpgashare.errors import FpgashareError
-from fpgashare.modules import Stage
-from fpgashare.simrun import resolve_chain
-from fpgashare.vision_ref import chain_reference
 
 log = logging.getLogger("apps")
 
@@ -63,53 +60,46 @@ def frames(args: argparse.Namespace):
 
 
 @dataclass
-class SplitChain:
-    """A chain whose first ``cpu`` stages run in OpenCV and the rest on the FPGA pipeline."""
+class Chain:
+    """A registered chain: the daemon places each stage on the fabric or, where the fabric cannot
+    take it, on its own CPU (``fallback="cpu"``); the app just submits frames."""
 
-    cpu: list[Stage]
-    pipeline: Pipeline | None
-    fpga_stages: list[Stage] = field(default_factory=list)
+    pipeline: Pipeline
+    last: np.ndarray | None = None
+
+    @property
+    def cpu_stages(self) -> str:
+        """The stages the daemon runs on the host, comma-separated ("-" for none)."""
+        return ",".join(stage for stage, where in self.pipeline.placement if where == "cpu") or "-"
 
     def process(self, frame: np.ndarray, counts: dict) -> np.ndarray:
-        """The chain's output for ``frame``, its outcome counted; a dropped frame is filled in by
-        OpenCV so the output stream has no holes."""
-        ahead = chain_reference(self.cpu, frame) if self.cpu else frame
+        """The chain's output for ``frame``, its outcome counted; a dropped frame repeats the last
+        output (or is blank), so the output stream has no holes."""
         counts["frames"] += 1
-        if self.pipeline is None:
-            counts["on_time"] += 1
-            return ahead
         try:
-            out = self.pipeline.submit(np.ascontiguousarray(ahead)).result(timeout=30)
+            out = self.pipeline.submit(np.ascontiguousarray(frame)).result(timeout=30)
             counts["on_time"] += 1
         except DeadlineMissed as late:
             out = late.output
             counts["late"] += 1
         except FrameDropped as dropped:
-            log.info("frame %d dropped (%s); OpenCV fills in", counts["frames"], dropped.reason)
-            out = chain_reference(self.fpga_stages, ahead)
+            log.info("frame %d dropped (%s)", counts["frames"], dropped.reason)
+            out = self.last if self.last is not None else np.zeros(self.pipeline.ring.spec.out_shape, np.uint8)
             counts["dropped"] += 1
+        self.last = out
         return out
 
 
 def register(fpga: Fpga, name: str, chain: list[str], period_ms: float, shape: tuple[int, int],
-             params: dict | None = None) -> SplitChain:
-    """Ask for the whole chain; while the daemon refuses (admission, a module the board lacks, too
-    few slots), move the first stage to the CPU and ask again."""
-    stages = resolve_chain(chain, params or {})
-    for split in range(len(chain)):
-        try:
-            pipe = fpga.pipeline(name, chain[split:], period_ms=period_ms, frame_shape=shape,
-                                 params={k: v for k, v in (params or {}).items() if k in chain[split:]})
-        except DaemonError as exc:         # admission, a module the board lacks, too few slots
-            log.warning("%s: %s on the FPGA refused (%s); %s moves to the CPU", name, "/".join(chain[split:]),
-                        exc, chain[split])
-            continue
-        if split:
-            log.warning("%s: %s run on the CPU (OpenCV), %s on the FPGA", name, "/".join(chain[:split]),
-                        "/".join(chain[split:]))
-        return SplitChain(stages[:split], pipe, stages[split:])
-    log.warning("%s: the FPGA took no part of %s; every stage runs on the CPU", name, "/".join(chain))
-    return SplitChain(stages, None)
+             params: dict | None = None) -> Chain:
+    """Register ``chain``; stages the fabric does not take run in the daemon on its CPU (the
+    daemon's fallback), and the app says which."""
+    pipe = fpga.pipeline(name, chain, period_ms=period_ms, frame_shape=shape, params=params or {}, fallback="cpu")
+    registered = Chain(pipe)
+    if registered.cpu_stages != "-":
+        log.warning("%s: %s run on the daemon's CPU, %s on the FPGA", name, registered.cpu_stages,
+                    ",".join(s for s, where in pipe.placement if where == "fpga") or "nothing")
+    return registered
 
 
 class Pacer:

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> dict:
                 recorder.note("centroids", np.array(centre if centre is not None else (np.nan, np.nan)))
         finally:
             recorder.close()
-    counts["cpu_stages"] = ",".join(s.name for s in split.cpu) or "-"
+    counts["cpu_stages"] = split.cpu_stages
     return counts
 
 

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> dict:
                 recorder.note("responses", response)
         finally:
             recorder.close()
-    counts["cpu_stages"] = ",".join(s.name for s in split.cpu) or "-"
+    counts["cpu_stages"] = split.cpu_stages
     return counts
 
 

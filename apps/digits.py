@@ -8,9 +8,10 @@ leave).
 
 Each blob is cut out square and shrunk to the network's 8x8 input (fpgashare.dnn.printed_digits,
 the same cutter the network was trained through); a blob the network calls no digit (the
-demo's ball) is marked but not read. Where the daemon refuses the pipeline (no dnn_tile on the
-board) the int8 reference runs on the CPU instead, and the app says so; either way the answer is
-the reference's, bit for bit. ``--readings`` writes every reading (frame, box, label) as JSON.
+demo's ball) is marked but not read. On a board without DNN tiles the daemon runs the int8
+reference on its CPU (``fallback="cpu"``), and the app says so (``cpu``: crops read on the host);
+either way the answer is the reference's, bit for bit. A dropped crop is not read.
+``--readings`` writes every reading (frame, box, label) as JSON.
 """
 
 from __future__ import annotations
@@ -24,10 +25,8 @@ from collections.abc import Iterator
 import cv2
 import numpy as np
 from fpgashare.apps._common import Recorder, app_main, frames
-from fpgashare.client import DaemonError, FrameDropped, connect
-from fpgashare.dnn.models import get_model
+from fpgashare.client import FrameDropped, connect
 from fpgashare.dnn.printed_digits import NOT_A_DIGIT, digit_crops
-from fpgashare.dnn.reference import logits
 
 MODEL = "printed_digits"
 log = logging.getLogger("apps")
@@ -39,24 +38,22 @@ def crops(gray: np.ndarray) -> list[tuple[tuple[int, int, int, int], np.ndarray]
 
 
 def _submitted(pipe, found: list) -> Iterator[tuple[tuple[int, int, int, int], np.ndarray, object]]:
-    """(box, crop, future or None) of every crop, in order; submitted a ring's worth at a time (a
+    """(box, crop, future) of every crop, in order; submitted a ring's worth at a time (a
     submission waits for a free ring slot, and a slot frees only when its result is taken)."""
-    wave = pipe.ring.spec.slots if pipe else len(found) or 1
+    wave = pipe.ring.spec.slots
     for start in range(0, len(found), wave):
         batch = found[start:start + wave]
-        yield from [(box, img, pipe.submit(img) if pipe else None) for box, img in batch]
+        yield from [(box, img, pipe.submit(img)) for box, img in batch]
 
 
 def run(args: argparse.Namespace) -> dict:
     counts = {"frames": 0, "digits": 0, "not_digits": 0, "dropped": 0, "cpu": 0}
-    net = get_model(args.model)
     readings = []
     with connect(args.socket, timeout=args.timeout) as fpga:
-        try:
-            pipe = fpga.dnn("digits", model=args.model)
-        except DaemonError as exc:
-            log.warning("digits: the FPGA refused %s (%s); the int8 reference runs on the CPU", args.model, exc)
-            pipe = None
+        pipe = fpga.dnn("digits", model=args.model, fallback="cpu")
+        on_host = pipe.placement and pipe.placement[0][1] == "cpu"
+        if on_host:
+            log.warning("digits: no DNN tiles on this board; the daemon runs %s on its CPU", args.model)
         recorder = Recorder(args, 30.0)
         try:
             for rgb in frames(args):
@@ -64,12 +61,12 @@ def run(args: argparse.Namespace) -> dict:
                 picture = rgb.copy()
                 for box, img, fut in _submitted(pipe, crops(gray)):
                     try:
-                        out = fut.result(timeout=args.timeout) if fut else logits(net, img[None])[0]
-                        counts["cpu"] += fut is None
+                        out = fut.result(timeout=args.timeout)
                     except FrameDropped as dropped:
-                        log.info("digit dropped (%s); the CPU reads it", dropped.reason)
-                        out = logits(net, img[None])[0]
+                        log.info("digit dropped (%s)", dropped.reason)
                         counts["dropped"] += 1
+                        continue
+                    counts["cpu"] += bool(on_host)
                     label = int(np.argmax(out))
                     counts["not_digits" if label == NOT_A_DIGIT else "digits"] += 1
                     readings.append({"frame": counts["frames"], "box": list(box), "label": label})
@@ -93,7 +90,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def _extra_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default=MODEL, help="the reader's network (a shipped name or a .npz file)")
+    parser.add_argument("--model", default=MODEL, help="the reader's network (a model the daemon ships)")
     parser.add_argument("--readings", help="write every reading (frame, box, label) here as JSON")
 
 

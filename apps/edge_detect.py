@@ -3,8 +3,9 @@
 
     python apps/edge_detect.py --video in.mp4 [--out edges.mp4] [--frames N] [--socket PATH]
 
-Stages the daemon refuses (admission, or a board without the module or the slots) run in OpenCV
-on the CPU instead, and the app says which. The FPGA's output equals OpenCV's on the same frame.
+Stages the fabric cannot take (admission, a board without the module, a quarantined slot) run
+in the daemon on its CPU (``fallback="cpu"``), and the app says which (``cpu_stages``). The
+output equals OpenCV's on the same frame wherever each stage ran.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def run(args: argparse.Namespace) -> dict:
                 recorder.add(frame, split.process(frame, counts))
         finally:
             recorder.close()
-    counts["cpu_stages"] = ",".join(s.name for s in split.cpu) or "-"
+    counts["cpu_stages"] = split.cpu_stages
     return counts
 
 

@@ -4,8 +4,8 @@
     python apps/motion.py --video in.mp4 [--out motion.mp4] [--frames N] [--socket PATH]
 
 The absdiff module takes the frame and the previous one side by side (the shell's DMA reads both
-from memory), so the whole chain runs on the fabric; stages the daemon refuses (admission, too few
-slots) move to OpenCV on the CPU, first stage first, and the app says which.
+from memory), so the whole chain runs on the fabric; stages the fabric cannot take run in the
+daemon on its CPU (``fallback="cpu"``), and the app says which.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> dict:
                 previous = gray
         finally:
             recorder.close()
-    counts["cpu_stages"] = ",".join(s.name for s in split.cpu) or "-"
+    counts["cpu_stages"] = split.cpu_stages
     return counts
 
 

@@ -57,6 +57,13 @@ class PipelineSpec:
     offset_s: float = 0.0              #: the first release, after the registration window
     passes: tuple[int, ...] = ()       #: stages per pass through memory (runtime/passes.py); () = one
     pass_exec: tuple[float, ...] = ()  #: each pass's stream time; () = (exec_s,)
+    #: Stages the host runs before and after the fabric's (``fallback="cpu"``, runtime/sched/cpu_work.py),
+    #: and their CPU bounds; ``deadline_s`` is then the fabric part's: the frame's minus both bounds.
+    cpu_before: tuple[Stage, ...] = ()
+    cpu_after: tuple[Stage, ...] = ()
+    cpu_before_s: float = 0.0
+    cpu_after_s: float = 0.0
+    host: bool = False                 #: runs wholly on the host: no stage (or no DNN tile) on the fabric
 
     def release_s(self, index: int, seed: int) -> float:
         """Frame ``index``'s release from the first one: its nominal time plus its jitter, drawn
@@ -69,6 +76,25 @@ class PipelineSpec:
     @property
     def realtime(self) -> bool:
         return self.klass == "realtime"
+
+    @property
+    def due_s(self) -> float:
+        """The frame's deadline from its release, CPU stages included (what the app asked for)."""
+        return self.deadline_s + self.cpu_before_s + self.cpu_after_s
+
+    @property
+    def on_cpu_only(self) -> bool:
+        """A pipeline the fabric takes no part of: it runs wholly on the host."""
+        return self.host
+
+    @property
+    def placement(self) -> tuple[tuple[str, str], ...]:
+        """(stage, "cpu" or "fpga") for every stage of the chain the app registered, in order (a
+        DNN pipeline: its model)."""
+        if not self.realtime:
+            return ((self.model or "", "cpu" if self.host else "fpga"),)
+        return tuple([(s.name, "cpu") for s in self.cpu_before] + [(s.name, "fpga") for s in self.stages]
+                     + [(s.name, "cpu") for s in self.cpu_after])
 
     @cached_property
     def modules(self) -> tuple[str, ...]:

@@ -1,5 +1,6 @@
 """The example apps against a daemon on the model backend: outputs equal OpenCV on the same frames,
-and stages the daemon refuses move to the CPU (saying so) without changing the answer."""
+and stages the fabric cannot take run on the daemon's CPU (the apps register with
+``fallback="cpu"`` and say which stages ran there) without changing the answer."""
 
 from __future__ import annotations
 
@@ -51,6 +52,23 @@ def test_edge_detect_runs_in_passes_on_the_two_slot_board(tmp_path, video, capsy
         with connect(sock) as fpga:
             assert fpga.status()["pipelines"] == {}                  # the app's pipeline ended with it
     assert summary["cpu_stages"] == "-"
+    stages = resolve_chain(edge_detect.CHAIN, {})
+    for frame, out in zip(inputs, outputs, strict=True):
+        assert np.array_equal(out, chain_reference(stages, frame))
+
+
+@pytest.mark.parametrize(("board", "lacking"), [("zcu104", "sobel_mag"), ("pynq-z2", "rgb2gray")])
+def test_edge_detect_on_a_board_lacking_a_module_runs_it_on_the_daemons_cpu(tmp_path, video, capsys, board,
+                                                                            lacking):
+    """The app unchanged; the daemon places the missing module's stage on its CPU, the app says so,
+    and every frame is OpenCV's and on time."""
+    from tests.test_cpu_fallback import without_modules
+
+    sock = tmp_path / "s.sock"
+    with RunningDaemon(sock, dilation=10.0, platform=without_modules(tmp_path, board, {lacking})):
+        summary, inputs, outputs = _run(edge_detect, sock, video, tmp_path, capsys)
+    assert lacking in summary["cpu_stages"].split(",")
+    assert summary["frames"] == summary["on_time"] == "6"
     stages = resolve_chain(edge_detect.CHAIN, {})
     for frame, out in zip(inputs, outputs, strict=True):
         assert np.array_equal(out, chain_reference(stages, frame))
@@ -178,4 +196,4 @@ def test_digits_falls_back_to_the_cpu_without_dnn_tiles(tmp_path, digit_video, c
     with RunningDaemon(sock, dilation=10.0, platform="pynq-z2"):
         summary, _, _ = _run(digits, sock, digit_video, tmp_path, capsys)
     assert summary["cpu"] == summary["digits"] == "9"
-    assert "the int8 reference runs on the CPU" in caplog.text
+    assert "the daemon runs printed_digits on its CPU" in caplog.text

@@ -98,12 +98,18 @@ class Fpga(Connection):
         return self.request("status")
 
     def pipeline(self, name: str, stages: list[str], period_ms: float, frame_shape: tuple[int, int],
-                 deadline_ms: float | None = None, params: dict | None = None) -> Pipeline:
-        """Register a real-time pipeline; raises AdmissionRejected with the reason if it does not fit."""
+                 deadline_ms: float | None = None, params: dict | None = None,
+                 fallback: str | None = None) -> Pipeline:
+        """Register a real-time pipeline; raises AdmissionRejected with the reason if it does not fit.
+        ``fallback="cpu"``: stages the fabric does not take (admission, a module the board lacks, a
+        quarantined slot) run on the host, in the daemon, with OpenCV; ``Pipeline.placement`` says
+        where each stage runs, and results are the same either way."""
         fields = {"name": name, "stages": list(stages), "period_ms": float(period_ms),
                   "frame_shape": [int(v) for v in frame_shape], "params": params or {}}
         if deadline_ms is not None:
             fields["deadline_ms"] = float(deadline_ms)
+        if fallback is not None:
+            fields["fallback"] = fallback
         answer = self.request("pipeline", **fields)
         pipe = Pipeline(self, name, self._attach(answer), answer, fields)
         self.pipelines[name] = pipe
@@ -118,11 +124,15 @@ class Fpga(Connection):
             return FrameRing.attach_fd(spec, answer["fd"])
         return FrameRing.attach(spec)
 
-    def dnn(self, name: str, model: str) -> DnnPipeline:
+    def dnn(self, name: str, model: str, fallback: str | None = None) -> DnnPipeline:
         """Register a best-effort DNN pipeline (``digits_cnn``, ``edge_cnn``): its images run in
-        the slot time real-time pipelines leave."""
-        answer = self.request("dnn", name=name, model=model)
-        pipe = DnnPipeline(self, name, self._attach(answer), answer, {"name": name, "model": model})
+        the slot time real-time pipelines leave. ``fallback="cpu"``: on a board without working
+        dnn_tile slots, the daemon runs the int8 reference on the host (same outputs)."""
+        fields = {"name": name, "model": model}
+        if fallback is not None:
+            fields["fallback"] = fallback
+        answer = self.request("dnn", **fields)
+        pipe = DnnPipeline(self, name, self._attach(answer), answer, fields)
         self.pipelines[name] = pipe
         return pipe
 

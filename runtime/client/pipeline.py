@@ -34,6 +34,8 @@ class Pipeline:
         with self._lock:
             self.ring = ring
             self.deadline_ms, self.exec_ms = info.get("deadline_ms"), info.get("exec_ms")
+            #: (stage, "fpga" or "cpu") for each stage, in order (a DNN pipeline: its model's place)
+            self.placement = [tuple(p) for p in info.get("placement", ())]
             self._free = threading.Semaphore(ring.spec.slots)
             self._slots = list(range(ring.spec.slots))
             self.generation = getattr(self, "generation", -1) + 1

@@ -121,3 +121,14 @@ def short_string(message: dict, key: str, max_len: int = 16) -> str:
     if not isinstance(value, str) or not 1 <= len(value) <= max_len:
         raise _bad(message, key, f"must be a string of 1..{max_len} characters, got {_show(value)}")
     return value
+
+
+FALLBACKS = ("cpu",)
+
+
+def fallback(message: dict, key: str = "fallback") -> str | None:
+    """Where stages the fabric does not take may run: None (nowhere: refused) or "cpu"."""
+    value = message.get(key)
+    if value is not None and value not in FALLBACKS:
+        raise _bad(message, key, f"must be one of {', '.join(map(repr, FALLBACKS))} or absent, got {_show(value)}")
+    return value

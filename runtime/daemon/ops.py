@@ -13,7 +13,11 @@ from fpgashare.daemon.limits import refuse
 from fpgashare.daemon.sessions import Client, PipelineState
 from fpgashare.errors import FpgashareError, FrameError
 from fpgashare.protocol import VERSION, ProtocolError, reply
+from fpgashare.sched.cpu_fallback import cpu_share, fallback_candidates
+from fpgashare.sched.cpu_work import chain_shape
 from fpgashare.shm import FrameRing, check_layout
+from fpgashare.simrun import resolve_chain
+from fpgashare.slots import SlotState
 from fpgashare.workload import DNN_MODELS, PipelineSpec, realtime_spec
 
 if TYPE_CHECKING:
@@ -46,6 +50,7 @@ class Ops:
                                     low_open=True)
         rows, cols = checks.int_list(message, "frame_shape", 2, 2, 1, checks.MAX_SIDE)
         params = checks.params(message)
+        fallback = checks.fallback(message)
         self._check_name_free(client, name)
         count = sum(1 for s in client.pipelines.values() if s.ring.spec.out_shape != (1,))
         if count >= self.limits.pipelines_per_client:
@@ -53,25 +58,61 @@ class Ops:
                          f"pipeline {name!r}: this client has {count} real-time pipelines")
         key = self._engine_name(client, name)
         try:
+            chain = resolve_chain(stages, params)
+        except FpgashareError as exc:
+            raise ProtocolError("bad_request", f"pipeline {name!r}: stages: {exc}") from None
+        try:
             spec = realtime_spec(key, stages, period_ms / 1e3, deadline_ms / 1e3, [rows, cols], self.platform, params)
         except FpgashareError as exc:
-            raise ProtocolError("bad_request", f"pipeline {name!r}{exc}") from None
-        in_shape = spec.stages[0].kind.input_shape(*spec.frame)
-        out_shape = spec.frame
-        for stage in spec.stages:
-            out_shape = stage.kind.output_shape(*out_shape)
+            if not _capacity(exc):
+                raise ProtocolError("bad_request", f"pipeline {name!r}{exc}") from None
+            if fallback is None:        # a valid request the fabric cannot take
+                raise ProtocolError("admission", f"pipeline {name!r} not admitted{exc}") from None
+            spec = None                 # the fabric cannot take it whole: placements below
+        in_shape = chain[0].kind.input_shape(rows, cols)
+        out_shape = chain_shape(chain, rows, cols)
         async with self._registering:
             self._check_name_free(client, name)          # the same client may have raced itself
             self._check_shm(client, name, RING_SLOTS * _ring_bytes(in_shape, out_shape))
-            # The admission trial runs on a worker thread, on a snapshot: frames keep flowing.
-            test = self.engine.admission_test(spec)
-            reason = await asyncio.get_running_loop().run_in_executor(None, test)
-            if reason:
-                raise ProtocolError("admission", f"pipeline {name!r} not admitted: {reason}")
+            if fallback is None:
+                reason = await self._admission(spec)
+                if reason:
+                    raise ProtocolError("admission", f"pipeline {name!r} not admitted: {reason}")
+            else:
+                spec = await self._place(key, chain, period_ms / 1e3, deadline_ms / 1e3, (rows, cols), params)
+                if isinstance(spec, str):
+                    raise ProtocolError("admission", f"pipeline {name!r} not admitted: {spec}")
             ring = self._register(client, name, spec, in_shape, tuple(out_shape))
-        log.info("client %d: pipeline %s admitted as %s (%s)", client.id, name, key, "/".join(spec.modules))
-        answer = {"ring": ring.spec.to_wire(), "deadline_ms": spec.deadline_s * 1e3, "exec_ms": spec.exec_s * 1e3}
+        log.info("client %d: pipeline %s admitted as %s (%s)", client.id, name, key,
+                 ", ".join(f"{stage} on {where}" for stage, where in spec.placement))
+        answer = {"ring": ring.spec.to_wire(), "deadline_ms": spec.due_s * 1e3, "exec_ms": spec.exec_s * 1e3,
+                  "placement": [list(p) for p in spec.placement]}
         await self._answer_with_ring(client, message["id"], answer, ring)
+
+    async def _admission(self: Daemon, spec: PipelineSpec) -> str | None:
+        """Why ``spec`` is not admitted (None: it is). The trial runs on a worker thread, on a
+        snapshot: frames keep flowing."""
+        test = self.engine.admission_test(spec)
+        return await asyncio.get_running_loop().run_in_executor(None, test)
+
+    async def _place(self: Daemon, key: str, chain, period_s: float, deadline_s: float, frame: tuple[int, int],
+                     params: dict) -> PipelineSpec | str:
+        """The first placement of ``chain`` admission accepts (runtime/sched/cpu_fallback.py), or
+        why none is: the whole chain's reason and the last placement's."""
+        engine = self.engine
+        failed = frozenset(m for m in self.platform.modules
+                           if all(engine.slots.slots[s.index].state is SlotState.FAILED
+                                  for s in self.platform.slots_for(m)))
+        used = cpu_share([*engine.pipelines, *engine.cpu_pipelines])
+        reasons = []
+        for spec, why in fallback_candidates(key, chain, period_s, deadline_s, frame, self.platform, params,
+                                             self.cpu_cost, failed, used):
+            if spec is not None:
+                why = await self._admission(spec)
+                if not why:
+                    return spec
+            reasons.append(why)
+        return f"{reasons[0]}; no placement with stages on the host fits either ({reasons[-1]})"
 
     async def _op_dnn(self: Daemon, client: Client, message: dict) -> None:
         """A best-effort DNN pipeline: images go into its ring, outputs come back in the reply."""
@@ -79,6 +120,7 @@ class Ops:
 
         name = checks.name(message, "name")
         model = checks.name(message, "model")
+        fallback = checks.fallback(message)
         if model not in DNN_MODELS:
             raise ProtocolError("bad_request", f"dnn {name!r}: unknown model {model!r} ({', '.join(DNN_MODELS)})")
         self._check_name_free(client, name)
@@ -86,17 +128,27 @@ class Ops:
         if count >= self.limits.dnn_per_client:
             raise refuse("dnn_per_client", self.limits.dnn_per_client,
                          f"dnn {name!r}: this client has {count} DNN pipelines")
-        if "dnn_tile" not in self.platform.modules:
-            raise ProtocolError("admission", f"dnn {name!r} not admitted: {self.platform.name} has no dnn_tile "
-                                f"slots for {model}")
+        tiles = [s for s in self.platform.slots_for("dnn_tile")
+                 if self.engine.slots.slots[s.index].state is not SlotState.FAILED] \
+            if "dnn_tile" in self.platform.modules else []
+        key = self._engine_name(client, name)
+        spec = PipelineSpec(key, "besteffort", model=model)
+        if not tiles:
+            if fallback is None:
+                why = "no dnn_tile slots" if "dnn_tile" not in self.platform.modules else \
+                    "all its dnn_tile slots quarantined"
+                raise ProtocolError("admission", f"dnn {name!r} not admitted: {self.platform.name} has {why} for {model}")
+            # Best effort on the host: one image at a time on a worker, bounded by its measured cost.
+            seconds = await asyncio.get_running_loop().run_in_executor(None, self.cpu_cost.infer_seconds, model)
+            spec = PipelineSpec(key, "besteffort", model=model, host=True, cpu_before_s=seconds)
         shape = network(model).input_shape
         in_shape = shape[:2] if shape[2] == 1 else shape
-        key = self._engine_name(client, name)
         async with self._registering:
             self._check_name_free(client, name)
             self._check_shm(client, name, RING_SLOTS * _ring_bytes(in_shape, (1,)))
-            ring = self._register(client, name, PipelineSpec(key, "besteffort", model=model), in_shape, (1,))
-        await self._answer_with_ring(client, message["id"], {"ring": ring.spec.to_wire(), "model": model}, ring)
+            ring = self._register(client, name, spec, in_shape, (1,))
+        answer = {"ring": ring.spec.to_wire(), "model": model, "placement": [list(p) for p in spec.placement]}
+        await self._answer_with_ring(client, message["id"], answer, ring)
 
     def _check_name_free(self: Daemon, client: Client, name: str) -> None:
         # Names are the client's own (a closing pipeline keeps its name until retired).
@@ -135,7 +187,8 @@ class Ops:
                 self.shm_bytes -= ring.nbytes
             self.states.pop(spec.name, None)
             engine = self.engine
-            if added or any(p.name == spec.name for p in (*engine.pipelines, *engine.dnn_pipelines)):
+            every = (*engine.pipelines, *engine.dnn_pipelines, *engine.cpu_pipelines)
+            if added or any(p.name == spec.name for p in every):
                 self._step(engine.remove_pipeline, spec.name, "registration failed")
             ring.close()
             if isinstance(exc, FpgashareError) and not isinstance(exc, ProtocolError):
@@ -193,6 +246,13 @@ class Ops:
             raise ProtocolError("bad_request", f"close: no pipeline {name!r} of this client")
         self._end_pipeline(client, name, "pipeline closed")
         return {"closed": name}
+
+
+def _capacity(exc: FpgashareError) -> bool:
+    """Whether a refusal of the whole chain is about what the fabric can do (a module it lacks, a
+    frame too slow for the deadline) rather than a bad request (the frame's size)."""
+    text = str(exc)
+    return text.startswith(".stages") or text.startswith(": one ")
 
 
 def _ring_bytes(in_shape, out_shape) -> int:

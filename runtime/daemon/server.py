@@ -49,6 +49,7 @@ from fpgashare.errors import FpgashareError
 from fpgashare.eventloop import tighten_timer_slack
 from fpgashare.protocol import ProtocolError, error_reply, read_message, reply
 from fpgashare.sched import make_policy
+from fpgashare.sched.cpu_work import CpuCost, CpuExecutor, ModelledCpuCost
 from fpgashare.sched.engine import DnnRequest, Frame
 from fpgashare.sched.online import OnlineEngine
 
@@ -59,17 +60,21 @@ CLIENT_GONE = "client gone"
 SHUTTING_DOWN = "daemon shutting down"
 SHUTDOWN_GRACE_S = 5.0    #: wall seconds frames on the fabric get to finish when the daemon stops
 FD_SEND_WAIT_S = 5.0      #: how long a ring's descriptor waits for room in a client's socket
+CPU_WORKERS = 2           #: threads running CPU stages of fallback="cpu" pipelines (one per core here)
 
 
 class Daemon(Ops, Driver, Sessions):
     def __init__(self, backend: Backend, socket_path: str | Path = DEFAULT_SOCKET, dilation: float = 1.0,
                  scheduler: str = "edf", metrics_port: int | None = None, limits: Limits | None = None,
-                 socket_group: str | None = None, clock=None, watchdog_margin: float | None = None) -> None:
+                 socket_group: str | None = None, clock=None, watchdog_margin: float | None = None,
+                 cpu_cost: CpuCost | None = None) -> None:
         """``metrics_port``: serve Prometheus metrics on 127.0.0.1 at that port (0: any free one);
         ``socket_group``: the group the socket (mode 0660) belongs to (default: the daemon's);
         ``clock``: a VirtualClock for tests (no timers: the test moves time with ``run_until``),
         else a WallClock at ``dilation``; ``watchdog_margin``: how far past its expected time (a
-        fraction of it) a load or frame may run before the watchdog ends it (runtime/sched/online.py)."""
+        fraction of it) a load or frame may run before the watchdog ends it (runtime/sched/online.py);
+        ``cpu_cost``: the bounds of stages run on the host for ``fallback="cpu"`` pipelines (default:
+        measured here; a virtual clock's daemon uses a fixed-rate model, the same on every machine)."""
         self.backend, self.platform = backend, backend.platform
         self.socket_path = Path(socket_path)
         self.socket_group = socket_group
@@ -82,6 +87,9 @@ class Daemon(Ops, Driver, Sessions):
         self.engine = OnlineEngine(self.platform, backend, make_policy(scheduler), self.clock)
         if watchdog_margin is not None:
             self.engine.watchdog_margin = watchdog_margin
+        self.cpu_cost = cpu_cost or (ModelledCpuCost() if self.virtual else CpuCost())
+        if not self.virtual:            # CPU stages compute on worker threads while the loop goes on
+            self.engine.cpu = CpuExecutor(CPU_WORKERS)
         # Items that end during an engine call are answered once it returns, never from inside it.
         self._ended: deque[Frame | DnnRequest] = deque()
         self.engine.on_finish = self._ended.append
@@ -177,6 +185,7 @@ class Daemon(Ops, Driver, Sessions):
             self.metrics.close()
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
+        self.engine.cpu.close()
         self.lock.release()
         self._stopped.set()
 

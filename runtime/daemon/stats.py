@@ -52,9 +52,10 @@ def status(daemon, client) -> dict:
     for frame in engine.frames:
         in_flight[frame.pipeline.name] = in_flight.get(frame.pipeline.name, 0) + 1
     per = {}
-    for p in engine.pipelines:
+    for p in (*engine.pipelines, *engine.cpu_pipelines):
         if p.name in shown:
-            per[p.name] = {"class": p.klass, "modules": list(p.modules), "in_flight": in_flight.get(p.name, 0)}
+            per[p.name] = {"class": p.klass, "modules": list(p.modules), "in_flight": in_flight.get(p.name, 0),
+                           "placement": [list(where) for where in p.placement]}
     for p in engine.dnn_pipelines:
         if p.name in shown:
             per[p.name] = {"class": p.klass, "modules": ["dnn_tile"], "model": p.model,

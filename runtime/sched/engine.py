@@ -27,9 +27,22 @@ from fpgashare.backends.base import Backend, FrameReport, Pending
 from fpgashare.clock import Clock, VirtualClock
 from fpgashare.errors import FpgashareError
 from fpgashare.sched.analysis import UNCONSTRAINED, AdmissionContract
+from fpgashare.sched.cpu_jobs import CpuJobs
+from fpgashare.sched.cpu_work import CpuExecutor
 from fpgashare.sched.demand import Demand, NeedOrder
 from fpgashare.sched.foresight import module_needs
-from fpgashare.sched.jobs import DnnJob, DnnRequest, Frame, TraceEvent
+from fpgashare.sched.jobs import (
+    CPU_DONE,
+    CPU_START,
+    JOB_DONE,
+    LOAD_DONE,
+    RELEASE,
+    WAKE,
+    DnnJob,
+    DnnRequest,
+    Frame,
+    TraceEvent,
+)
 from fpgashare.slots import SlotManager, SlotState
 from fpgashare.workload import PipelineSpec, Workload
 
@@ -38,11 +51,10 @@ log = logging.getLogger(__name__)
 OUTCOMES = ("on_time", "late", "dropped", "error")
 #: Frames or DNN batches the shell can stream at once: it has one video input and one output.
 VIDEO_STREAMS = 1
-RELEASE, LOAD_DONE, JOB_DONE, WAKE = "release", "load_done", "job_done", "wake"
 NOT_BUSY = float("-inf")     # Engine._stream_at while the stream can take work
 
 
-class Engine:
+class Engine(CpuJobs):
     """Runs ``workload``'s real-time pipelines under ``policy`` on ``backend``."""
 
     def __init__(self, workload: Workload, backend: Backend, policy, clock: Clock | None = None,
@@ -55,6 +67,7 @@ class Engine:
         self.drain_s = drain_s
         self.pipelines = [p for p in workload.pipelines if p.realtime]
         self.dnn_pipelines = [p for p in workload.pipelines if not p.realtime]
+        self.cpu_pipelines: list[PipelineSpec] = []   #: real-time pipelines wholly on the host (the daemon's)
         self.dnn_running: dict[str, DnnJob] = {}     #: by job key (one job per slot group)
         self.dnn_images: dict[str, int] = {p.name: 0 for p in self.dnn_pipelines}
         self.frames: list[Frame] = []
@@ -91,6 +104,10 @@ class Engine:
         #: A pin load may straddle a release even if the contract budgets no idle load (the
         #: daemon: the pipelines admitted before the one waiting for it had room for one).
         self.pin_idle_ok = False
+        self.cpu = CpuExecutor()          #: the host's worker for CPU stages (the daemon's has threads)
+        self.on_cpu: dict[str, tuple[Frame, str, object]] = {}   #: frame key -> (frame, "before"/"after", Pending)
+        self.cpu_overruns = 0             #: CPU parts that took longer than their bound
+        self._cpu_late: set[str] = set()
         if contract is not None:
             self.set_contract(contract)
         # Pipelines register before their first frame: the policy may fill every slot once
@@ -118,8 +135,9 @@ class Engine:
         horizon = self.t0 + self.workload.duration_s + self.drain_s
         self.advance_to(horizon)
         self._advance(max(self.now, min(horizon, self.t0 + self.workload.duration_s)))
-        for frame in [*self.pending, *self.running.values()]:
+        for frame in [*self.pending, *self.running.values(), *(f for f, _, _ in self.on_cpu.values())]:
             self.finish(frame, "dropped", "the run ended before it completed")
+        self.on_cpu.clear()
         self.pending.clear()
         self.running.clear()
         self._streaming.clear()
@@ -164,6 +182,10 @@ class Engine:
                 self._wakes.discard(t)
             elif kind == LOAD_DONE:
                 self._load_done()
+            elif kind == CPU_START:
+                self._cpu_start(data)
+            elif kind == CPU_DONE:
+                self._cpu_done(data)
             elif kind == JOB_DONE:
                 if isinstance(data, DnnJob):
                     self._dnn_done(data)
@@ -420,10 +442,15 @@ class Engine:
             frame.expected_end = None
             self.pending.append(frame)
             return
+        if failure is None and frame.pipeline.cpu_after:
+            pixels = report.output if report.output is not None else np.zeros(
+                frame.pipeline.cpu_after[0].kind.input_shape(*_out_size(frame.pipeline)), np.uint8)
+            self._run_on_cpu(frame, "after", pixels)
+            return
         if failure is None:
             frame.end = end
             frame.output = report.output if self.want_output else None
-            self.finish(frame, "on_time" if end <= frame.deadline + 1e-12 else "late")
+            self.finish(frame, "on_time" if end <= frame.due + 1e-12 else "late")
         else:
             self.finish(frame, "error", failure)
         self.trace.append(TraceEvent(f"pipeline {frame.pipeline.name}", frame.key, frame.release, end,
@@ -491,7 +518,7 @@ class Engine:
         per: dict[str, dict] = {}
         for p in self.pipelines:
             frames = [f for f in self.frames if f.pipeline.name == p.name]
-            lat = [1e3 * (f.end - f.release) for f in frames if f.end is not None]
+            lat = [1e3 * (f.end - f.origin) for f in frames if f.end is not None]
             counts = {o: sum(f.outcome == o for f in frames) for o in OUTCOMES}
             per[p.name] = {"submitted": len(frames), "on_time": counts["on_time"], "late": counts["late"],
                            "dropped": counts["dropped"], "errors": counts["error"],
@@ -514,6 +541,14 @@ class Engine:
             "dnn_images": dnn, "dnn_images_per_s": round(dnn / sim_s, 2),
             "dnn_compute_s": round(self.dnn_busy_s, 6),
             "sim_s": sim_s, "wall_s": round(wall_s, 3)}}
+
+
+def _out_size(p: PipelineSpec) -> tuple[int, int]:
+    """(rows, cols) of what the fabric part of ``p`` outputs."""
+    rows, cols = p.frame
+    for stage in p.stages:
+        rows, cols = stage.kind.output_shape(rows, cols)
+    return rows, cols
 
 
 def _fault(exc: Exception) -> str:

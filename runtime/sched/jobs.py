@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from fpgashare.workload import PipelineSpec
 
+#: The engine's event kinds (runtime/sched/engine.py, cpu_jobs.py).
+RELEASE, LOAD_DONE, JOB_DONE, WAKE = "release", "load_done", "job_done", "wake"
+CPU_START, CPU_DONE = "cpu_start", "cpu_done"
+
 
 @dataclass
 class Frame:
@@ -27,13 +31,23 @@ class Frame:
     step: int = 0                       #: the pass it is at (runtime/passes.py); 0 for one-pass chains
     carry: np.ndarray | None = None     #: the previous pass's output, parked in memory
     streamed: list[tuple[float, float]] = field(default_factory=list)   #: (start, end) of each pass
+    #: When the app's frame came (its latency counts from here): ``release`` unless CPU stages run
+    #: first, then ``release`` is when the fabric takes it (runtime/sched/cpu_work.py).
+    origin: float | None = None
 
     @property
     def key(self) -> str:
         return f"{self.pipeline.name}/{self.index}"
 
     def __post_init__(self) -> None:
+        if self.origin is None:
+            self.origin = self.release
         self._at_pass(0)
+
+    @property
+    def due(self) -> float:
+        """The frame's own deadline, CPU stages included (``deadline`` is the fabric part's)."""
+        return self.origin + self.pipeline.due_s
 
     def _at_pass(self, step: int) -> None:
         """The pass at hand: what the scheduler places, loads and streams next (plain attributes:

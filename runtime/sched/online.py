@@ -25,7 +25,9 @@ from fpgashare.clock import Clock
 from fpgashare.errors import FpgashareError, HardwareTimeout
 from fpgashare.platform import Platform
 from fpgashare.sched.analysis import analyse
-from fpgashare.sched.engine import JOB_DONE, LOAD_DONE, RELEASE, DnnRequest, Engine, Frame
+from fpgashare.sched.cpu_work import host_inference
+from fpgashare.sched.engine import DnnRequest, Engine, Frame
+from fpgashare.sched.jobs import CPU_START, JOB_DONE, LOAD_DONE, RELEASE
 from fpgashare.slots import SlotState
 from fpgashare.workload import PipelineSpec, Workload
 
@@ -58,6 +60,7 @@ class OnlineEngine(Engine):
         self._held: dict[str, list[Frame]] = {}    # frames submitted while their pipeline warms up
         self.watchdog_margin, self.watchdog_floor_s = WATCHDOG_MARGIN, WATCHDOG_FLOOR_S
         self.watchdog_fired = 0                  #: loads and frames the watchdog ended
+        self._host_nets: dict[str, host_inference] = {}   # DNN pipelines on the host: their networks
 
     # ---- the watchdog: hardware completions are polled (Pending.ready), never waited for
     def _overdue(self, started: float, seconds: float) -> float:
@@ -100,7 +103,7 @@ class OnlineEngine(Engine):
         taken = self._name_taken(spec.name)
         if taken:
             return lambda: taken
-        if not spec.realtime or not self.policy.admission:
+        if not spec.realtime or not self.policy.admission or spec.on_cpu_only:
             return lambda: None
         candidate = [*self.pipelines, spec]
         platform, pinned = self.backend.platform, dict(self.contract.pinned)
@@ -113,7 +116,7 @@ class OnlineEngine(Engine):
         return test
 
     def _name_taken(self, name: str) -> str | None:
-        if name in {p.name for p in (*self.pipelines, *self.dnn_pipelines)}:
+        if name in {p.name for p in (*self.pipelines, *self.dnn_pipelines, *self.cpu_pipelines)}:
             return f"a pipeline named {name!r} is already registered"
         return None
 
@@ -126,6 +129,12 @@ class OnlineEngine(Engine):
         reason = self._name_taken(spec.name) or (None if admitted else self.admission_test(spec)())
         if reason:
             raise FpgashareError(reason)
+        if spec.on_cpu_only:                # the host's alone: nothing on the fabric changes
+            self.cpu_pipelines.append(spec)
+            if not spec.realtime:
+                self.dnn_images[spec.name] = 0
+                self._host_nets[spec.name] = host_inference(spec.model)
+            return
         if not spec.realtime and "dnn_tile" not in self.backend.platform.modules:
             raise FpgashareError(f"{self.backend.platform.name} has no dnn_tile slots for {spec.model}")
         if spec.realtime:
@@ -173,8 +182,13 @@ class OnlineEngine(Engine):
             self.finish(frame, "dropped", reason)
         for request in self.dnn_queue.pop(name, []):
             self.finish_dnn(request, "dropped", reason)
+        for request, _, _ in [e for e in self.on_cpu.values() if isinstance(e[0], DnnRequest)]:
+            if request.pipeline.name == name and request.outcome is None:
+                self.finish_dnn(request, "dropped", reason)
+        self._host_nets.pop(name, None)
         self.pipelines = [p for p in self.pipelines if p.name != name]
         self.dnn_pipelines = [p for p in self.dnn_pipelines if p.name != name]
+        self.cpu_pipelines = [p for p in self.cpu_pipelines if p.name != name]
         if self.policy.admission:
             # Pins of modules no pipeline uses any more are given back; the rest keep their slots
             # (the set left has less demand than the one admitted, with the same loads per frame).
@@ -198,7 +212,7 @@ class OnlineEngine(Engine):
     def submit(self, name: str, pixels: np.ndarray) -> Frame:
         """Release a frame of pipeline ``name`` now, or hold it to its declared period (see the
         module's doc); its deadline is its release + the pipeline's."""
-        spec = next((p for p in self.pipelines if p.name == name), None)
+        spec = next((p for p in (*self.pipelines, *self.cpu_pipelines) if p.name == name), None)
         if spec is None:
             raise FpgashareError(f"no real-time pipeline {name!r}")
         index = self._counts.get(name, 0)
@@ -206,9 +220,13 @@ class OnlineEngine(Engine):
         release = max(self.now, self._due.get(name, self.now))
         self._due[name] = release + spec.period_s
         self._seq += 1
-        frame = Frame(spec, index, release, release + spec.deadline_s, self._seq, pixels=pixels)
+        # CPU stages first: the fabric takes the frame when their bound has passed (cpu_work.py).
+        fabric = release + spec.cpu_before_s
+        frame = Frame(spec, index, fabric, fabric + spec.deadline_s, self._seq, pixels=pixels, origin=release)
         self.frames.append(frame)
-        if name in self._warming:
+        if spec.cpu_before:
+            self.push(release, CPU_START, frame)
+        elif name in self._warming:
             self._held.setdefault(name, []).append(frame)     # released once its pins are in
         else:
             self.push(release, RELEASE, frame)
@@ -226,17 +244,29 @@ class OnlineEngine(Engine):
             if not waiting:
                 del self._warming[name]
                 for frame in self._held.pop(name, []):
-                    frame.release = max(now, frame.release)
+                    shift = max(0.0, now - frame.release)        # its deadline counts from now
+                    frame.release += shift
+                    frame.origin += shift
                     frame.deadline = frame.release + frame.pipeline.deadline_s
                     self.push(frame.release, RELEASE, frame)
 
+    def _fabric_release(self, frame: Frame) -> None:
+        if frame.pipeline.name in self._warming:
+            self._held.setdefault(frame.pipeline.name, []).append(frame)
+        else:
+            super()._fabric_release(frame)
+
     def submit_dnn(self, name: str, image: np.ndarray) -> DnnRequest:
         """Queue an image for best-effort DNN pipeline ``name``; it runs in the next batch."""
-        spec = next((p for p in self.dnn_pipelines if p.name == name), None)
+        spec = next((p for p in (*self.dnn_pipelines, *self.cpu_pipelines) if p.name == name and not p.realtime),
+                    None)
         if spec is None:
             raise FpgashareError(f"no DNN pipeline {name!r}")
         self._seq += 1
         request = DnnRequest(spec, image, self._seq, self.now)
+        if spec.host:
+            self.run_dnn_on_host(request, spec.cpu_before_s, self._host_nets[name])
+            return request
         self.dnn_queue[name].append(request)
         self.poke()                        # let the backfill see it at the next step
         return request

@@ -90,6 +90,9 @@ class Platform:
     max_height: int = 1080
     #: gray pixels per 32-bit stream beat (1 or 4): the variant of every module the bitstreams carry
     pixels_per_clock: int = 1
+    #: DDR bytes per second the fabric's frames (video streams and passes through memory) may move,
+    #: reads and writes together ([memory] ddr_bytes_per_s, with its source)
+    ddr_bytes_per_s: float = float("inf")
 
     def slot(self, name_or_index: str | int) -> SlotSpec:
         """Find a slot by name or index; ManifestError when there is none."""
@@ -147,7 +150,7 @@ class Platform:
     def slot_load_cycles(self, slot: int) -> int:
         """Port cycles of a correct load into ``slot``: its partial bitstream's length (set by the
         slot's frame range) at one word per port cycle, plus the activation cycle."""
-        return load_port_cycles(self.slots[slot].frames * self.frame_words)
+        return load_port_cycles(self.slot(slot).frames * self.frame_words)
 
     def slot_load_seconds(self, slot: int) -> float:
         """Port time of one partial load into ``slot``."""
@@ -166,6 +169,10 @@ def load_platform(path: str | Path) -> Platform:
     p = TomlTable(file, "platform", top.get("platform", dict))
     port = TomlTable(file, "config_port", top.get("config_port", dict))
     link = TomlTable(file, "link", top.get("link", dict))
+    memory = TomlTable(file, "memory", top.get("memory", dict))
+    ddr_bytes_per_s = float(memory.positive("ddr_bytes_per_s", (int, float)))
+    memory.get("source", str)
+    memory.done()
 
     port_spec = ConfigPortSpec(
         kind=port.get("kind", str), width_bits=port.positive("width_bits"),
@@ -235,7 +242,7 @@ def load_platform(path: str | Path) -> Platform:
         full_bitstream_bytes=p.positive("full_bitstream_bytes"),
         bitstream_date=p.get("bitstream_date", str), bitstream_time=p.get("bitstream_time", str),
         config_port=port_spec, link=link_spec, slots=tuple(slots), modules=modules,
-        pixels_per_clock=p.get("pixels_per_clock", int, 1),
+        pixels_per_clock=p.get("pixels_per_clock", int, 1), ddr_bytes_per_s=ddr_bytes_per_s,
     )
     if platform.pixels_per_clock not in PIXELS_PER_CLOCK:
         raise ManifestError(f"{file}: platform.pixels_per_clock must be 1 or 4, not {platform.pixels_per_clock}")

@@ -53,6 +53,7 @@ class SlotManager:
         self._compatible_slots: dict[str, tuple[int, ...]] = {}
         #: Slots whose module stays for good (the admission's residency plan): never a victim.
         self.pinned: frozenset[int] = frozenset()
+        self.quarantined = 0           #: slots FAILED (never loaded or used again)
 
     def _changed(self) -> None:
         self._holders = None
@@ -201,6 +202,7 @@ class SlotManager:
             return
         log.error("slot %d: load of %s failed twice; slot quarantined", request.slot, request.module)
         slot.state, slot.module = SlotState.FAILED, None
+        self.quarantined += 1
 
     def reset(self, slots: Sequence[int], now: float) -> None:
         """Slots whose job the watchdog ended: reset on the board and BLANK (reloaded when needed)."""

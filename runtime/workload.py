@@ -136,6 +136,18 @@ class PipelineSpec:
         return tuple(sum(self.pass_seconds[k:]) for k in range(len(self.pass_seconds)))
 
     @cached_property
+    def ddr_bytes_per_frame(self) -> int:
+        """Bytes one frame moves to and from DDR: each pass's DMA reads its input and writes its
+        output (a chain in passes parks each intermediate frame there and reads it back)."""
+        total, (rows, cols) = 0, self.frame
+        for stages in self.pass_stages if self.stages else ():
+            total += math.prod(stages[0].kind.input_shape(rows, cols))
+            for stage in stages:
+                rows, cols = stage.kind.output_shape(rows, cols)
+            total += rows * cols * max(1, stages[-1].kind.channels_out)
+        return total
+
+    @cached_property
     def pass_input_shapes(self) -> tuple[tuple[int, ...], ...]:
         """The array shape each pass reads (rows, cols[, channels])."""
         sizes = pass_inputs(self.stages, [len(s) for s in self.pass_stages], *self.frame)

@@ -216,3 +216,34 @@ def test_closing_drops_frames_still_on_the_host(tmp_path):
         with pytest.raises(FrameDropped, match="closed"):
             future.result(timeout=10)
         assert daemon.engine.on_cpu == {}
+
+
+def test_quarantined_slots_send_a_new_pipeline_to_the_host(tmp_path):
+    """Every slot of the board quarantined (loads failing): a pipeline registered with the fallback
+    runs wholly on the host and gets OpenCV's output; one without it is refused."""
+    from fpgashare.slots import SlotState
+
+    sock = tmp_path / "d.sock"
+    backend = make_backend("faulty", load_platform("pynq-z2"))
+    daemon = Daemon(backend, sock, clock=VirtualClock())
+    frame = np.random.default_rng(4).integers(0, 256, (48, 64), dtype=np.uint8)
+    with DaemonThread(daemon), connect(sock) as fpga:
+        backend.arm("load_raises", 4)                  # two failed loads quarantine a slot
+        first = fpga.pipeline("first", ["threshold", "erode3x3"], period_ms=20.0, frame_shape=(48, 64))
+        futures = []
+        for k in range(3):
+            daemon.run_until(0.02 * k)
+            futures.append(first.submit(frame))
+            fpga.clock()
+        daemon.run_until(0.1)
+        for future in futures:                         # each ends, in one outcome: no slot to run on
+            with pytest.raises(FrameDropped):
+                future.result(timeout=10)
+        assert [s.state for s in daemon.engine.slots.slots] == [SlotState.FAILED] * 2
+        with pytest.raises(AdmissionRejected):
+            fpga.pipeline("strict", ["gauss3x3"], period_ms=20.0, frame_shape=(48, 64))
+        pipe = fpga.pipeline("soft", ["gauss3x3", "sobel_mag"], period_ms=20.0, frame_shape=(48, 64),
+                             fallback="cpu")
+        assert [w for _, w in pipe.placement] == ["cpu", "cpu"]
+        [out] = run_frames(daemon, pipe, [frame], 0.02, t0=0.2)
+    assert np.array_equal(out, chain_reference(resolve_chain(["gauss3x3", "sobel_mag"], {}), frame))

@@ -143,3 +143,25 @@ def test_the_twin_agrees_with_the_rtl_on_passes():
         assert np.array_equal(a.output, b.output)
         for (s0, e0), (s1, e1) in zip(a.streamed, b.streamed, strict=True):
             assert abs((e0 - s0) - (e1 - s1)) <= 0.02 * (e1 - s1), (a.key, a.streamed, b.streamed)
+
+
+def test_ddr_traffic_counts_every_pass_and_admission_keeps_to_the_budget(tmp_path):
+    """Each pass reads its input and writes its output: two passes move twice a one-pass chain's
+    intermediate traffic; a set whose traffic exceeds [memory] ddr_bytes_per_s is refused, naming it."""
+    from fpgashare.platform import resolve_platform_path
+    from fpgashare.sched.analysis import analyse
+
+    zcu, z2 = load_platform("zcu104"), load_platform("pynq-z2")
+    one = realtime_spec("e", EDGES, 1 / 30, 1 / 30, [480, 640], zcu)
+    two = realtime_spec("e", EDGES, 1 / 30, 1 / 30, [480, 640], z2)
+    assert len(one.pass_stages) == 1 and len(two.pass_stages) == 2
+    assert one.ddr_bytes_per_frame == 480 * 640 * 3 + 480 * 640
+    assert two.ddr_bytes_per_frame == one.ddr_bytes_per_frame + 2 * 480 * 640
+    text = resolve_platform_path("pynq-z2").read_text()
+    small = tmp_path / "small.toml"
+    small.write_text(text.replace("ddr_bytes_per_s = 1_050_000_000", "ddr_bytes_per_s = 50_000_000"))
+    tight = load_platform(small)
+    spec = realtime_spec("e", EDGES, 1 / 30, 1 / 30, [480, 640], tight)
+    assert analyse([spec], z2).ok
+    verdict = analyse([spec], tight)
+    assert not verdict.ok and "ddr_bytes_per_s" in verdict.reason and "MB/s" in verdict.reason

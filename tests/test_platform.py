@@ -32,6 +32,8 @@ def _edit(tmp_path: Path, old: str, new: str) -> Path:
         ("frame_words = 101", "frame_words = -1", "platform.frame_words must be > 0"),
         ("clock_hz = 100_000_000\nsource", 'clock_hz = "fast"\nsource', "config_port.clock_hz must be"),
         ('kind = "pcap"', 'kind = "jtag"', "config_port.kind"),
+        ("ddr_bytes_per_s = 1_050_000_000", "ddr_bytes_per_s = 0", "memory.ddr_bytes_per_s must be > 0"),
+        ("[memory]", "[memory_]", "memory"),
         ("far_base = 4000", "far_base = 2100", "overlap"),
         ('name = "rgb2gray"', 'name = "fft"', "module[4].name 'fft' is not a known module"),
         ('slots = ["composable/pr_0", "composable/pr_1"]', 'slots = ["composable/pr_9"]',

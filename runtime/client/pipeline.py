@@ -42,7 +42,7 @@ class Pipeline:
         if old is not None:
             old.close()
 
-    def submit(self, frame: np.ndarray, timeout: float | None = None) -> FrameFuture:
+    def submit(self, frame: np.ndarray, timeout: float | None = None, _again: bool = True) -> FrameFuture:
         """Hand a frame to the daemon; returns at once unless every ring slot is in flight (then
         waits up to ``timeout`` for one)."""
         spec = self.ring.spec
@@ -57,8 +57,11 @@ class Pipeline:
         try:
             _, future = self.fpga._send(self.op, pipeline=self.name, slot=slot, shape=list(ring.spec.in_shape),
                                         dtype=ring.spec.dtype)
-        except Exception:
+        except Exception as exc:
             self._release(slot, generation)
+            if _again and isinstance(exc, DaemonError) and exc.kind == "gone" and self.fpga.reconnect:
+                # The daemon went before this connection noticed: once more, into the new daemon's ring.
+                return self.submit(frame, timeout, _again=False)
             raise
         return self.future(slot, future, generation, ring)
 

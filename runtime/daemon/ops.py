@@ -137,7 +137,8 @@ class Ops:
             if fallback is None:
                 why = "no dnn_tile slots" if "dnn_tile" not in self.platform.modules else \
                     "all its dnn_tile slots quarantined"
-                raise ProtocolError("admission", f"dnn {name!r} not admitted: {self.platform.name} has {why} for {model}")
+                raise ProtocolError("admission",
+                                    f"dnn {name!r} not admitted: {self.platform.name} has {why} for {model}")
             # Best effort on the host: one image at a time on a worker, bounded by its measured cost.
             seconds = await asyncio.get_running_loop().run_in_executor(None, self.cpu_cost.infer_seconds, model)
             spec = PipelineSpec(key, "besteffort", model=model, host=True, cpu_before_s=seconds)

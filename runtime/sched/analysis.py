@@ -259,6 +259,11 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     for p in pipelines:
         if len(p.pass_stages) > 1 and p.exec_s > p.deadline_s:
             return Verdict(False, _passes_too_long(p))
+    ddr = sum(p.ddr_bytes_per_frame / p.period_s for p in pipelines)
+    if ddr > platform.ddr_bytes_per_s:
+        return Verdict(False, f"the frames would move {ddr / 1e6:.0f} MB/s to and from DDR (passes through memory "
+                              f"included), more than the {platform.ddr_bytes_per_s / 1e6:.0f} MB/s "
+                              f"{platform.name} gives the fabric ([memory] ddr_bytes_per_s)")
     keep: Counter[str] = Counter((keep_pinned or {}).values())
     candidates = _pin_sets(pipelines, len(platform.slots), keep)
     # Load time per second beyond what the stream can take: such a set fails whatever the test.

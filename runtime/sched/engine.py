@@ -191,8 +191,22 @@ class Engine(CpuJobs):
                     self._dnn_done(data)
                 else:
                     self._job_done(data)
+            if self.slots.quarantined:
+                self._drop_unplaceable()
             self.policy.dispatch(self)
             self._kick_port()
+
+    def _drop_unplaceable(self) -> None:
+        """Frames needing more copies of a module than working (not quarantined) slots can hold
+        end ``dropped`` now: no schedule can run them, and every frame must end."""
+        platform = self.backend.platform
+        for frame in list(self.pending):
+            for module, need in frame.module_counts.items():
+                working = sum(1 for s in platform.slots_for(module)
+                              if self.slots.slots[s.index].state is not SlotState.FAILED)
+                if working < need:
+                    self.drop(frame, f"no working slot can hold {module}: its slots are quarantined")
+                    break
 
     def copies_needed(self) -> dict[str, int]:
         """For each module, the most copies one real-time chain uses at once."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -106,7 +107,12 @@ class OnlineEngine(Engine):
         if not spec.realtime or not self.policy.admission or spec.on_cpu_only:
             return lambda: None
         candidate = [*self.pipelines, spec]
-        platform, pinned = self.backend.platform, dict(self.contract.pinned)
+        platform = self.working_platform()
+        working = {s.index for s in platform.slots}
+        pinned = {s: m for s, m in self.contract.pinned.items() if s in working}
+        lost = [m for m in spec.modules if not platform.slots_for(m)]
+        if lost:
+            return lambda: f"every slot that can hold {lost[0]} is quarantined"
 
         def test() -> str | None:
             verdict = analyse(candidate, platform, keep_pinned=pinned, few_pins=True)
@@ -114,6 +120,15 @@ class OnlineEngine(Engine):
             return None if verdict.ok else verdict.reason
 
         return test
+
+    def working_platform(self) -> Platform:
+        """The platform without its quarantined slots: what admission may count on (slots keep
+        their indices)."""
+        platform = self.backend.platform
+        failed = {s.index for s in self.slots.slots if s.state is SlotState.FAILED}
+        if not failed:
+            return platform
+        return replace(platform, slots=tuple(s for s in platform.slots if s.index not in failed))
 
     def _name_taken(self, name: str) -> str | None:
         if name in {p.name for p in (*self.pipelines, *self.dnn_pipelines, *self.cpu_pipelines)}:
@@ -141,7 +156,7 @@ class OnlineEngine(Engine):
             if self.policy.admission:
                 verdict = self._verdicts.pop(spec.name, None)
                 if verdict is None or not verdict.ok:
-                    verdict = analyse([*self.pipelines, spec], self.backend.platform,
+                    verdict = analyse([*self.pipelines, spec], self.working_platform(),
                                       keep_pinned=dict(self.contract.pinned), few_pins=True)
                 if not verdict.ok:
                     raise FpgashareError(verdict.reason)
@@ -194,7 +209,7 @@ class OnlineEngine(Engine):
             # (the set left has less demand than the one admitted, with the same loads per frame).
             used = {m for p in self.pipelines for m in p.modules}
             kept = {s: m for s, m in self.contract.pinned.items() if m in used}
-            verdict = analyse(self.pipelines, self.backend.platform, keep_pinned=kept, few_pins=True)
+            verdict = analyse(self.pipelines, self.working_platform(), keep_pinned=kept, few_pins=True)
             if verdict.ok:
                 self.set_contract(verdict.contract)
         held = [f for f in self.frames if f.pipeline.name == name and f.outcome is None
@@ -255,6 +270,14 @@ class OnlineEngine(Engine):
             self._held.setdefault(frame.pipeline.name, []).append(frame)
         else:
             super()._fabric_release(frame)
+
+    def _drop_unplaceable(self) -> None:
+        super()._drop_unplaceable()
+        if "dnn_tile" in self.backend.platform.modules and not self.working_platform().slots_for("dnn_tile"):
+            for queue in self.dnn_queue.values():
+                for request in queue:
+                    self.finish_dnn(request, "dropped", "every dnn_tile slot is quarantined")
+                queue.clear()
 
     def submit_dnn(self, name: str, image: np.ndarray) -> DnnRequest:
         """Queue an image for best-effort DNN pipeline ``name``; it runs in the next batch."""

@@ -4,6 +4,7 @@ tests) and wall-clock time (the daemon on a board)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 
@@ -37,11 +38,13 @@ class WallClock:
     ``dilation`` d, one second of this clock lasts d seconds of wall time (the simulated board is
     slower than the hardware it stands for, so a daemon on it runs time d times slower)."""
 
-    def __init__(self, dilation: float = 1.0) -> None:
+    def __init__(self, dilation: float = 1.0, monotonic: Callable[[], float] = time.monotonic) -> None:
+        """``monotonic``: the host's time source (a test's fake one keeps the test off the wall clock)."""
         if not dilation > 0:
             raise ValueError(f"dilation must be > 0, got {dilation}")
         self.dilation = dilation
-        self._t0 = time.monotonic()
+        self._monotonic = monotonic
+        self._t0 = monotonic()
         self._held = 0.0                    # wall seconds the clock stood still
         self._frozen: float | None = None   # the reading while an operation is being simulated
 
@@ -49,7 +52,7 @@ class WallClock:
         frozen = self._frozen
         if frozen is not None:
             return frozen
-        return (time.monotonic() - self._t0 - self._held) / self.dilation
+        return (self._monotonic() - self._t0 - self._held) / self.dilation
 
     def hold(self) -> None:
         """A simulated operation starts: the clock stands still until ``release``."""

@@ -103,9 +103,10 @@ def test_motion_runs_in_passes_on_two_slots(tmp_path, video, capsys):
         assert np.array_equal(mask, _motion_reference(gray, prev))
 
 
-def test_colour_track_mask_and_centroid_equal_opencv(tmp_path, video, capsys):
+@pytest.mark.parametrize("board", ["zcu104", "pynq-z2"])
+def test_colour_track_mask_and_centroid_equal_opencv(tmp_path, video, capsys, board):
     sock = tmp_path / "s.sock"
-    with RunningDaemon(sock, dilation=10.0):
+    with RunningDaemon(sock, dilation=10.0, platform=board):
         summary, inputs, _ = _run(colour_track, sock, video, tmp_path, capsys)
     data = np.load(tmp_path / f"{colour_track.__name__}.npz")
     assert summary["frames"] == "6" and summary["on_time"] == "6" and summary["cpu_stages"] == "-"
@@ -120,9 +121,10 @@ def test_colour_track_mask_and_centroid_equal_opencv(tmp_path, video, capsys):
             assert np.isnan(centre).all()
 
 
-def test_corners_equal_opencv_fast(tmp_path, video, capsys):
+@pytest.mark.parametrize("board", ["zcu104", "pynq-z2"])
+def test_corners_equal_opencv_fast(tmp_path, video, capsys, board):
     sock = tmp_path / "s.sock"
-    with RunningDaemon(sock, dilation=10.0):
+    with RunningDaemon(sock, dilation=10.0, platform=board):
         summary, inputs, _ = _run(corners, sock, video, tmp_path, capsys)
     responses = np.load(tmp_path / f"{corners.__name__}.npz")["responses"]
     assert summary["frames"] == "6" and summary["on_time"] == "6" and summary["cpu_stages"] == "-"

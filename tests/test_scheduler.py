@@ -408,18 +408,19 @@ def test_the_daemon_holds_a_frame_to_a_period_after_the_last():
 def test_a_held_wall_clock_counts_hardware_time_not_host_time():
     """While a simulated operation runs the clock stands still; afterwards it has moved by the
     operation's hardware time only (and never goes back)."""
-    import time
-
     from fpgashare.clock import WallClock
 
-    clock = WallClock()
+    host = [100.0]                                # a fake host time source: no wall-clock luck
+    clock = WallClock(monotonic=lambda: host[0])
     clock.hold()
     start = clock.now()
-    time.sleep(0.05)                              # the host simulating, slower than the hardware
+    host[0] += 0.05                               # the host simulating, slower than the hardware
     assert clock.now() == start
     clock.release(wall_s=0.05, board_s=0.001)
     after = clock.now()
-    assert start + 0.001 <= after < start + 0.02
+    assert after == pytest.approx(start + 0.001)
+    host[0] += 0.01
+    assert clock.now() == pytest.approx(after + 0.01)
     clock.hold()
     clock.release(wall_s=0.0, board_s=0.5)        # faster than the hardware: nothing held back
     assert clock.now() >= after

@@ -14,7 +14,8 @@ from fpgashare.modules import PRESETS
 from fpgashare.platform import load_platform
 from fpgashare.sched import POLICIES, make_policy
 from fpgashare.sched.demand import Demand, NeedOrder
-from fpgashare.sched.engine import OUTCOMES, run_workload
+from fpgashare.sched.engine import run_workload
+from fpgashare.sched.run_summary import OUTCOMES
 from fpgashare.simrun import resolve_chain
 from fpgashare.slots import SlotManager
 from fpgashare.vision_timing import chain_cycles

@@ -25,12 +25,12 @@ from dataclasses import replace
 import numpy as np
 from fpgashare.backends.base import Backend, FrameReport, Pending
 from fpgashare.clock import Clock, VirtualClock
-from fpgashare.errors import FpgashareError
 from fpgashare.sched.analysis import UNCONSTRAINED, AdmissionContract
 from fpgashare.sched.cpu_jobs import CpuJobs
 from fpgashare.sched.cpu_work import CpuExecutor
-from fpgashare.sched.demand import Demand, NeedOrder
-from fpgashare.sched.foresight import module_needs
+from fpgashare.sched.demand import Demand
+from fpgashare.sched.dnn_jobs import DnnJobs
+from fpgashare.sched.foresight import Foresight
 from fpgashare.sched.jobs import (
     CPU_DONE,
     CPU_START,
@@ -42,19 +42,21 @@ from fpgashare.sched.jobs import (
     DnnRequest,
     Frame,
     TraceEvent,
+    fault_reason,
 )
+from fpgashare.sched.port_use import PortUse
+from fpgashare.sched.run_summary import summarize
 from fpgashare.slots import SlotManager, SlotState
 from fpgashare.workload import PipelineSpec, Workload
 
 log = logging.getLogger(__name__)
 
-OUTCOMES = ("on_time", "late", "dropped", "error")
 #: Frames or DNN batches the shell can stream at once: it has one video input and one output.
 VIDEO_STREAMS = 1
 NOT_BUSY = float("-inf")     # Engine._stream_at while the stream can take work
 
 
-class Engine(CpuJobs):
+class Engine(PortUse, DnnJobs, CpuJobs, Foresight):
     """Runs ``workload``'s real-time pipelines under ``policy`` on ``backend``."""
 
     def __init__(self, workload: Workload, backend: Backend, policy, clock: Clock | None = None,
@@ -278,46 +280,6 @@ class Engine(CpuJobs):
             out[p.name] = rng.integers(0, 256, shape, dtype=np.uint8)
         return out
 
-    # ---- loads
-    def _kick_port(self) -> None:
-        now = self.now
-        request = self.slots.port.queue[0] if self.slots.port.queue else None
-        end = self.slots.start_next(now)
-        if end is not None and request is not None:
-            self._load_started[request.slot] = now
-            self.push(end, LOAD_DONE, None)
-
-    def _load_done(self) -> None:
-        request, ok = self.slots.finish(self.now)
-        started = self._load_started.pop(request.slot, self.now)
-        self.port_by_reason[request.reason] = self.port_by_reason.get(request.reason, 0.0) + self.now - started
-        self.trace.append(TraceEvent("port", f"load {request.module} -> slot {request.slot}", started, self.now,
-                                     {"ok": ok, "reason": request.reason}))
-        if not ok and self.slots.slots[request.slot].state == SlotState.FAILED:
-            log.error("slot %d quarantined", request.slot)
-
-    def port_backlog_s(self) -> float:
-        """Port time still owed: the load in flight plus every queued one (estimated)."""
-        port = self.slots.port
-        owed = (port.busy_until - self.now) if port.busy_until is not None else 0.0
-        return owed + sum(self.load_seconds(r.slot) for r in port.queue) if port.queue else owed
-
-    def load_seconds(self, slot: int) -> float:
-        """Port time of one load into ``slot`` (a partial bitstream's length is set by its slot)."""
-        if slot not in self._load_s:
-            self._load_s[slot] = self.backend.platform.slot_load_seconds(slot)
-        return self._load_s[slot]
-
-    def shortest_load_s(self) -> float:
-        """Port time of the shortest load into any slot (a lower bound for any load)."""
-        return min((self.load_seconds(s.index) for s in self.slots.slots), default=0.0)
-
-    def longest_load_s(self) -> float:
-        """Port time of the longest load into any slot (an estimate when the slot is not chosen yet)."""
-        if self._longest_load_s is None:
-            self._longest_load_s = max((self.load_seconds(s.index) for s in self.slots.slots), default=0.0)
-        return self._longest_load_s
-
     # ---- jobs
     def find_slots(self, frame: Frame, reserved: set[int]) -> tuple[list[int | None], list[str]]:
         """For each stage, a READY slot holding its module (None where there is none), and the
@@ -382,7 +344,7 @@ class Engine(CpuJobs):
             work = self.backend.start_frame(slots, frame.pipeline.pass_stages[frame.step], pixels, self.want_output)
         except Exception as exc:     # a hardware fault by the backend's contract (errors.HardwareError)
             self.slots.release(slots, self.now)
-            self.finish(frame, "error", _fault(exc))
+            self.finish(frame, "error", fault_reason(exc))
             return
         self.running[frame.key] = frame
         self._streaming[frame.key] = work
@@ -393,53 +355,12 @@ class Engine(CpuJobs):
         frame.streamed.append((self.now, frame.expected_end))
         self.push(frame.expected_end, JOB_DONE, frame)
 
-    def dnn_backlog(self, pipeline: PipelineSpec) -> bool:
-        """Whether ``pipeline`` has images waiting (a workload's DNN pipelines always do)."""
-        return True
-
-    def take_dnn_work(self, pipeline: PipelineSpec, images: int) -> tuple[int | np.ndarray, list[DnnRequest]]:
-        """Up to ``images`` images of ``pipeline`` for one batch: a count of stand-in images here."""
-        return images, []
-
-    def start_dnn(self, pipeline: PipelineSpec, slots: Sequence[int], images: int) -> DnnJob | None:
-        """Run a batch of up to ``images`` images of a best-effort DNN pipeline on dnn_tile ``slots``."""
-        if not self.stream_free():
-            raise RuntimeError(f"a {pipeline.name} batch cannot start: the video stream is carrying other work")
-        start = self.now
-        work, requests = self.take_dnn_work(pipeline, images)
-        try:
-            report = self.backend.run_dnn(slots, pipeline.model, work)
-        except Exception as exc:     # a hardware fault: the images taken end with the reason
-            for request in requests:
-                self.finish_dnn(request, "error", _fault(exc))
-            return None
-        job = DnnJob(pipeline, tuple(slots), report.images, start, start + report.seconds, requests, report.outputs)
-        self.slots.acquire(slots, job.key)
-        self.dnn_running[job.key] = job
-        self._stream_at = None
-        self.push(job.end, JOB_DONE, job)
-        return job
-
-    def _dnn_done(self, job: DnnJob) -> None:
-        self.dnn_running.pop(job.key)
-        self._stream_at = None
-        self.slots.release(job.slots, self.now)
-        if self.now <= self.end_s + 1e-12:
-            self.dnn_images[job.pipeline.name] += job.images
-            self.dnn_busy_s += job.end - job.start
-        for i, request in enumerate(job.requests):
-            request.end, request.output = self.now, job.outputs[i]
-            self.finish_dnn(request, "done")
-        for slot in job.slots:
-            self.trace.append(TraceEvent(f"slot {slot}", f"{job.pipeline.name} x{job.images}", job.start, job.end,
-                                         {"pipeline": job.pipeline.name, "images": job.images}))
-
     def _job_done(self, frame: Frame) -> None:
         failure = None
         try:
             report = self._streaming.pop(frame.key).report()   # on a board: waits for the DMA if need be
         except Exception as exc:     # a hardware fault by the backend's contract
-            failure = _fault(exc)
+            failure = fault_reason(exc)
         self.running.pop(frame.key)
         self._stream_at = None
         end = self.now
@@ -470,6 +391,10 @@ class Engine(CpuJobs):
         self.trace.append(TraceEvent(f"pipeline {frame.pipeline.name}", frame.key, frame.release, end,
                                      {"outcome": frame.outcome}))
 
+    def summary(self, wall_s: float) -> dict:
+        """Outcomes and latencies per pipeline, port and slot figures (runtime/sched/run_summary.py)."""
+        return summarize(self, wall_s)
+
     def finish(self, frame: Frame, outcome: str, reason: str = "") -> None:
         if frame.outcome is not None:
             raise RuntimeError(f"frame {frame.key} already ended {frame.outcome}")
@@ -490,84 +415,12 @@ class Engine(CpuJobs):
         self.pending.remove(frame)
         self.finish(frame, "dropped", reason)
 
-    # ---- what the future holds (for Belady replacement and prefetch)
-    def earliest_release_s(self) -> float:
-        """The earliest a real-time frame not yet released may arrive (now if one may arrive any
-        moment; inf if none will): a load or a DNN batch that ends by then delays no frame."""
-        now = self.now
-        return min((max(now, self.next_release_s(p)) for p in self.pipelines), default=float("inf"))
-
-    def stream_job_end(self) -> float | None:
-        """When the frame or DNN batch on the stream ends (None if the stream is free)."""
-        return None if self.stream_free() else self.stream_free_at()
-
-    def next_release_s(self, pipeline: PipelineSpec) -> float:
-        """Earliest time the next unreleased frame of ``pipeline`` can arrive (its nominal release;
-        jitter only delays it); inf after the last one."""
-        k = self._next_index[pipeline.name]
-        if pipeline.offset_s + k * pipeline.period_s >= self.workload.duration_s:
-            return float("inf")
-        return self.t0 + pipeline.offset_s + k * pipeline.period_s
-
-    def module_needs(self, held: set[str] | None = None) -> dict[str, float]:
-        """For each module real-time work will want: the earliest time it is wanted
-        (runtime/sched/foresight.py)."""
-        return module_needs(self, held)
-
-    def _need_time(self, pipeline: PipelineSpec) -> float:
-        """The deadline of ``pipeline``'s next unreleased frame, as the demand order ranks it (inf
-        after the last one)."""
-        k = self._next_index[pipeline.name]
-        if pipeline.offset_s + k * pipeline.period_s >= self.workload.duration_s:
-            return float("inf")
-        return pipeline.offset_s + k * pipeline.period_s + pipeline.deadline_s
-
-    def need_order(self, first: Sequence[Frame] = ()) -> NeedOrder:
-        """Modules in the order they will be needed: the given frames', then those of every
-        pipeline's next release by deadline (runtime/sched/demand.py)."""
-        return NeedOrder([frame.modules for frame in first], self.demand)
-
-    # ---- results
-    def summary(self, wall_s: float) -> dict:
-        per: dict[str, dict] = {}
-        for p in self.pipelines:
-            frames = [f for f in self.frames if f.pipeline.name == p.name]
-            lat = [1e3 * (f.end - f.origin) for f in frames if f.end is not None]
-            counts = {o: sum(f.outcome == o for f in frames) for o in OUTCOMES}
-            per[p.name] = {"submitted": len(frames), "on_time": counts["on_time"], "late": counts["late"],
-                           "dropped": counts["dropped"], "errors": counts["error"],
-                           "latency_ms_p50": round(float(np.percentile(lat, 50)), 3) if lat else None,
-                           "latency_ms_p99": round(float(np.percentile(lat, 99)), 3) if lat else None}
-        sim_s = self.workload.duration_s
-        port = self.slots.port
-        dnn = sum(self.dnn_images.values())
-        return {"pipelines": per, "totals": {
-            "reconfigurations": port.loads, "port_busy_s": round(port.busy_s, 6),
-            "exposed_reconfig_s": round(self.exposed_reconfig_s, 6),
-            "stalled_reconfig_s": round(self.stalled_reconfig_s, 6),
-            # From the first release on: before it, pipelines register and nothing can compute.
-            "steady_port_s": round(sum(max(0.0, e.end - max(e.start, self.t0)) for e in self.trace
-                                       if e.track == "port"), 6),
-            "steady_exposed_s": round(self.steady_exposed_s, 6),
-            "port_s_by_reason": {k: round(v, 6) for k, v in sorted(self.port_by_reason.items())},
-            "exposed_s_by_reason": {k: round(v, 6) for k, v in sorted(self.exposed_by_reason.items())},
-            "slot_utilization": round(self.slot_busy_s / ((self.now or sim_s) * len(self.slots.slots)), 4),
-            "dnn_images": dnn, "dnn_images_per_s": round(dnn / sim_s, 2),
-            "dnn_compute_s": round(self.dnn_busy_s, 6),
-            "sim_s": sim_s, "wall_s": round(wall_s, 3)}}
-
-
 def _out_size(p: PipelineSpec) -> tuple[int, int]:
     """(rows, cols) of what the fabric part of ``p`` outputs."""
     rows, cols = p.frame
     for stage in p.stages:
         rows, cols = stage.kind.output_shape(rows, cols)
     return rows, cols
-
-
-def _fault(exc: Exception) -> str:
-    """The reason a frame or image ends ``error`` when the backend raised ``exc``."""
-    return str(exc) if isinstance(exc, FpgashareError) else f"hardware fault: {type(exc).__name__}: {exc}"
 
 
 def run_workload(workload: Workload, backend: Backend, policy, **kw) -> tuple[Engine, dict]:

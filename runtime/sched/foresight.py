@@ -5,10 +5,14 @@ prefetch and lending read it through ``Engine.module_needs``)."""
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+from fpgashare.sched.demand import NeedOrder
 
 if TYPE_CHECKING:
     from fpgashare.sched.engine import Engine
+    from fpgashare.sched.jobs import Frame
     from fpgashare.workload import PipelineSpec
 
 
@@ -89,3 +93,44 @@ def _stream_order(engine: Engine, needs: dict[str, float], held: set[str]) -> di
     if all(start + wait + p.exec_s <= deadline for start, deadline, _, p in played):
         return needs
     return None
+
+
+class Foresight:
+    """What the future holds, for Belady replacement, prefetch and lending (a mixin of ``Engine``;
+    the daemon's engine overrides the release forecasts: its frames come when apps send them)."""
+
+    def earliest_release_s(self: Engine) -> float:
+        """The earliest a real-time frame not yet released may arrive (now if one may arrive any
+        moment; inf if none will): a load or a DNN batch that ends by then delays no frame."""
+        now = self.now
+        return min((max(now, self.next_release_s(p)) for p in self.pipelines), default=float("inf"))
+
+    def stream_job_end(self: Engine) -> float | None:
+        """When the frame or DNN batch on the stream ends (None if the stream is free)."""
+        return None if self.stream_free() else self.stream_free_at()
+
+    def next_release_s(self: Engine, pipeline: PipelineSpec) -> float:
+        """Earliest time the next unreleased frame of ``pipeline`` can arrive (its nominal release;
+        jitter only delays it); inf after the last one."""
+        k = self._next_index[pipeline.name]
+        if pipeline.offset_s + k * pipeline.period_s >= self.workload.duration_s:
+            return float("inf")
+        return self.t0 + pipeline.offset_s + k * pipeline.period_s
+
+    def module_needs(self: Engine, held: set[str] | None = None) -> dict[str, float]:
+        """For each module real-time work will want: the earliest time it is wanted
+        (runtime/sched/foresight.py)."""
+        return module_needs(self, held)
+
+    def _need_time(self: Engine, pipeline: PipelineSpec) -> float:
+        """The deadline of ``pipeline``'s next unreleased frame, as the demand order ranks it (inf
+        after the last one)."""
+        k = self._next_index[pipeline.name]
+        if pipeline.offset_s + k * pipeline.period_s >= self.workload.duration_s:
+            return float("inf")
+        return pipeline.offset_s + k * pipeline.period_s + pipeline.deadline_s
+
+    def need_order(self: Engine, first: Sequence[Frame] = ()) -> NeedOrder:
+        """Modules in the order they will be needed: the given frames', then those of every
+        pipeline's next release by deadline (runtime/sched/demand.py)."""
+        return NeedOrder([frame.modules for frame in first], self.demand)

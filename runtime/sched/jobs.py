@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from fpgashare.errors import FpgashareError
 from fpgashare.workload import PipelineSpec
 
 #: The engine's event kinds (runtime/sched/engine.py, cpu_jobs.py).
@@ -101,3 +102,8 @@ class TraceEvent:
     start: float
     end: float
     args: dict = field(default_factory=dict)
+
+
+def fault_reason(exc: Exception) -> str:
+    """The reason a frame or image ends ``error`` when the backend raised ``exc``."""
+    return str(exc) if isinstance(exc, FpgashareError) else f"hardware fault: {type(exc).__name__}: {exc}"

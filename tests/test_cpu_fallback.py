@@ -247,3 +247,18 @@ def test_quarantined_slots_send_a_new_pipeline_to_the_host(tmp_path):
         assert [w for _, w in pipe.placement] == ["cpu", "cpu"]
         [out] = run_frames(daemon, pipe, [frame], 0.02, t0=0.2)
     assert np.array_equal(out, chain_reference(resolve_chain(["gauss3x3", "sobel_mag"], {}), frame))
+
+
+def test_latency_counts_from_the_apps_frame_not_the_fabrics_release(tmp_path):
+    """A CPU head runs first: the reported latency includes it (and its bound holds the fabric)."""
+    platform = load_platform(without_modules(tmp_path, "pynq-z2", {"rgb2gray"}))
+    sock = tmp_path / "d.sock"
+    cost = ModelledCpuCost()
+    daemon = Daemon(make_backend("model", platform), sock, clock=VirtualClock(), cpu_cost=cost)
+    frame = np.zeros((40, 56, 3), np.uint8)
+    with DaemonThread(daemon), connect(sock) as fpga:
+        pipe = fpga.pipeline("edges", EDGES, period_ms=33.3, frame_shape=(40, 56), fallback="cpu")
+        run_frames(daemon, pipe, [frame], 0.0333)
+        [latency] = daemon.stats.per_pipeline["edges"]["latencies_ms"]
+    head = cost.seconds(resolve_chain(["rgb2gray"], {}), 40, 56)
+    assert latency > head * 1e3                 # the host's bound, then the fabric's passes

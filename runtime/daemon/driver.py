@@ -86,7 +86,10 @@ class Driver:
             garbage = bad_output(frame, state.ring)
             if garbage:                     # the board's DMA returned something else: not a result
                 outcome, reason = "error", garbage
-        latency = None if frame.end is None else (frame.end - frame.release) * 1e3
+        # From when the app's frame came (a DNN image: its submission; a frame with CPU stages
+        # first: its release, not the fabric's).
+        came = frame.release if isinstance(frame, DnnRequest) else frame.origin
+        latency = None if frame.end is None else (frame.end - came) * 1e3
         self.stats.ended(frame.pipeline.name, frame.pipeline.klass, outcome, latency)
         slot = state.in_flight.pop(frame.seq)
         rid = client.submits.pop(frame.seq, -1)

@@ -90,6 +90,7 @@ class Daemon(Ops, Driver, Sessions):
         self.cpu_cost = cpu_cost or (ModelledCpuCost() if self.virtual else CpuCost())
         if not self.virtual:            # CPU stages compute on worker threads while the loop goes on
             self.engine.cpu = CpuExecutor(CPU_WORKERS)
+            self.engine.cpu_besteffort = CpuExecutor(1)
         # Items that end during an engine call are answered once it returns, never from inside it.
         self._ended: deque[Frame | DnnRequest] = deque()
         self.engine.on_finish = self._ended.append
@@ -186,6 +187,7 @@ class Daemon(Ops, Driver, Sessions):
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
         self.engine.cpu.close()
+        self.engine.cpu_besteffort.close()
         self.lock.release()
         self._stopped.set()
 

@@ -45,7 +45,7 @@ class CpuJobs:
     def run_dnn_on_host(self: Engine, request: DnnRequest, seconds: float, infer) -> None:
         """A best-effort image of a DNN pipeline the fabric cannot take: ``infer(image)`` on the host."""
         image = request.image
-        self.on_cpu[_key(request)] = (request, "dnn", self.cpu.start(seconds, lambda: infer(image)))
+        self.on_cpu[_key(request)] = (request, "dnn", self.cpu_besteffort.start(seconds, lambda: infer(image)))
         self.push(self.now + seconds, CPU_DONE, request)
 
     def _cpu_done(self: Engine, frame: Frame | DnnRequest) -> None:

@@ -107,6 +107,9 @@ class Engine(PortUse, DnnJobs, CpuJobs, Foresight):
         #: daemon: the pipelines admitted before the one waiting for it had room for one).
         self.pin_idle_ok = False
         self.cpu = CpuExecutor()          #: the host's worker for CPU stages (the daemon's has threads)
+        #: best-effort work on the host (DNN images) has workers of its own: it never queues ahead
+        #: of a real-time frame's CPU stages
+        self.cpu_besteffort = CpuExecutor()
         self.on_cpu: dict[str, tuple[Frame, str, object]] = {}   #: frame key -> (frame, "before"/"after", Pending)
         self.cpu_overruns = 0             #: CPU parts that took longer than their bound
         self._cpu_late: set[str] = set()

@@ -1,6 +1,6 @@
 """frame_pos: each accepted beat's row and beat-in-row, row and frame ends, for frames of random
-sizes (rows padded to whole beats of NPPC pixels) with gaps between beats; a size written during a
-frame applies to the next one; an early or late TLAST sets the sticky framing error."""
+sizes (rows padded to whole beats of NPPC pixels) with gaps between beats; a width written during a
+frame leaves that frame's size alone; an early or late TLAST sets the sticky framing error."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ async def run_frames(dut, model: Model, rng: random.Random, frames: list[tuple[i
         sent = 0
         while sent < beats:
             if n == 1 and sent == beats // 2:
-                cfg_w = cols + 3                         # written mid-frame: applies to the next frame
+                cfg_w = cols + 3                         # written mid-frame: this frame keeps its width
             take = rng.random() < 0.7
             want = model.outputs(cfg_w, rows)
             dut.cfg_width.value, dut.cfg_height.value = cfg_w, rows

@@ -19,17 +19,15 @@ from fpgashare.synth import (
     fits,
     headroom_problems,
     report,
+    synth_many,
     synth_one,
-    synth_platform,
     yosys_version,
 )
 from fpgashare.toml_table import read_toml
 
 PLATFORMS = ["pynq-z2", "zcu104"]
-#: Modules whose manifest figures come from synthesis. The modules issue 19 added still carry
-#: estimates (marked so in the manifests): synthesizing them is left open, not hidden.
-SYNTHESIZED = ("conv3x3", "sobel_mag", "threshold", "downscale2x", "rgb2gray", "dnn_tile")
-CASES = [(p, m) for p in PLATFORMS for m in load_platform(p).modules if m in SYNTHESIZED]
+#: Every module of every platform: each manifest figure comes from synthesis.
+CASES = [(p, m) for p in PLATFORMS for m in load_platform(p).modules]
 
 
 def test_cells_map_to_resources_with_bram18_as_half():
@@ -63,14 +61,31 @@ def test_load_platform_refuses_a_module_over_its_slot(tmp_path):
         load_platform(path)
 
 
+def test_runs_start_largest_first_and_come_back_in_order(monkeypatch):
+    import fpgashare.synth as synth
+
+    started = []
+
+    def fake(platform, name):
+        started.append(name)
+        return synth.SynthResult(name, "xcup", {}, {}, "fake", cached=True)
+
+    monkeypatch.setattr(synth, "synth_one", fake)
+    zcu104 = load_platform("zcu104")
+    work = [(zcu104, m) for m in ("threshold", "dnn_tile", SHELL, "fast9")]
+    assert [r.name for r in synth_many(work, jobs=1)] == ["threshold", "dnn_tile", SHELL, "fast9"]
+    assert started == ["dnn_tile", "fast9", SHELL, "threshold"]
+
+
 @pytest.fixture(scope="session")
 def synthesized():
     """Every module of both platforms and the shells, synthesized once (cached across sessions)."""
-    out = {}
-    for name in PLATFORMS:
-        platform = load_platform(name)
-        names = [m for m in platform.modules if m in SYNTHESIZED] + ["shell"]
-        out[name] = {r.name: r for r in synth_platform(platform, names)}
+    platforms = [load_platform(name) for name in PLATFORMS]
+    # One pool for both platforms, so the longest run (zcu104's dnn_tile) overlaps all the others.
+    work = [(p, m) for p in platforms for m in [*p.modules, SHELL]]
+    out: dict[str, dict] = {p.name: {} for p in platforms}
+    for (platform, _), result in zip(work, synth_many(work), strict=True):
+        out[platform.name][result.name] = result
     return out
 
 

@@ -19,20 +19,26 @@ module downscale2x #(
     localparam logic [NREGS*32-1:0] RESET_VALS = {32'd0, 32'd0, 32'd480, 32'd640, 32'd0};
 
     wire [NREGS*32-1:0] regs;
-    logic framing_err;
+    wire framing_err;
     wire frame_done;
     // .* connects clk, rst and the s_axil_* port by name.
     vision_regs #(.NREGS(NREGS), .MODULE_ID(MODULE_ID), .RESET_VALS(RESET_VALS)) u_regs (
         .*, .status({31'd0, framing_err}), .frame_tick(frame_done)
     );
 
+    // c_q: the input beat's index in its row (its column at NPPC 1), r_q: its row.
+    wire take = s_axis_tvalid && s_axis_tready;
+    wire [11:0] c_q, r_q, w_eff, h_eff, wb;
+    wire row_end, frame_end_unused;
+    frame_pos #(.NPPC(NPPC)) u_pos (
+        .clk, .rst, .cfg_width(regs[1*32 +: 12]), .cfg_height(regs[2*32 +: 12]), .take, .last(s_axis_tlast),
+        .x(c_q), .y(r_q), .width(w_eff), .height(h_eff), .row_beats(wb), .row_end, .frame_end(frame_end_unused),
+        .framing_err
+    );
+
     if (NPPC == 1) begin : g_one
         logic [8:0] lb [MAX_W/2];      // horizontal pair sums of the even row
-        logic [11:0] r_q, c_q, w_q, h_q;
         logic [7:0] left_q;
-        wire at_start = (r_q == 0) && (c_q == 0);
-        wire [11:0] w_eff = at_start ? regs[1*32 +: 12] : w_q;
-        wire [11:0] h_eff = at_start ? regs[2*32 +: 12] : h_q;
         wire [11:0] ow = w_eff >> 1;
         wire [11:0] oh = h_eff >> 1;
         localparam int KW = $clog2(MAX_W / 2);
@@ -42,7 +48,7 @@ module downscale2x #(
         wire in_row = ({1'b0, r_q[11:1]} < oh);
         wire [8:0] pair = 9'(left_q) + 9'(s_axis_tdata[7:0]);
         wire emit = c_q[0] && r_q[0] && in_col && in_row;
-        assign frame_done = s_axis_tvalid && s_axis_tready && emit && ({1'b0, k} == ow - 1) &&
+        assign frame_done = take && emit && ({1'b0, k} == ow - 1) &&
                           ({1'b0, r_q[11:1]} == oh - 1);
 
         pixel_stage #(.DATA_W(DATA_W)) u_out (
@@ -53,29 +59,11 @@ module downscale2x #(
         );
 
         always_ff @(posedge clk) begin
-            if (at_start) begin
-                w_q <= regs[1*32 +: 12];
-                h_q <= regs[2*32 +: 12];
-            end
-            if (s_axis_tvalid && s_axis_tready) begin
-                if (s_axis_tlast != (c_q == w_eff - 1)) framing_err <= 1'b1;
+            if (take) begin
                 left_q <= s_axis_tdata[7:0];
                 if (c_q[0] && !r_q[0] && in_col) lb[kk] <= pair;
-                if (c_q == w_eff - 1) begin
-                    c_q <= '0;
-                    r_q <= (r_q == h_eff - 1) ? '0 : r_q + 1;
-                end else begin
-                    c_q <= c_q + 1;
-                end
             end
-            if (rst) begin
-                r_q <= '0;
-                c_q <= '0;
-                w_q <= '0;
-                h_q <= '0;
-                left_q <= '0;
-                framing_err <= 1'b0;
-            end
+            if (rst) left_q <= '0;
         end
 
     end else begin : g_wide
@@ -87,17 +75,12 @@ module downscale2x #(
         localparam int MAX_B = (MAX_W + NPPC - 1) / NPPC;
         localparam int BW = (MAX_B > 1) ? $clog2(MAX_B) : 1;
         logic [HALF*9-1:0] lb [MAX_B];     // horizontal pair sums of the even row, per beat
-        logic [11:0] r_q, g_q, w_q, h_q;
         logic [HALF*8-1:0] half_q;
-        wire at_start = (r_q == 0) && (g_q == 0);
-        wire [11:0] w_eff = at_start ? regs[1*32 +: 12] : w_q;
-        wire [11:0] h_eff = at_start ? regs[2*32 +: 12] : h_q;
-        wire [11:0] wb = 12'((32'(w_eff) + NPPC - 1) / NPPC);          // input beats per row
+        wire [11:0] g_q = c_q;                                          // input beat in the row
         wire [11:0] ob = 12'((32'(w_eff >> 1) + NPPC - 1) / NPPC);     // output beats per row
         wire [11:0] oh = h_eff >> 1;
         wire [11:0] m = g_q >> 1;
         wire [BW-1:0] gg = g_q[BW-1:0];
-        wire row_end = (g_q == wb - 1);
         wire in_row = ((r_q >> 1) < oh);
         logic [HALF*9-1:0] pairs;
         logic [HALF*8-1:0] res;
@@ -108,7 +91,6 @@ module downscale2x #(
             end
         end
         wire emit = r_q[0] && in_row && (g_q[0] || row_end) && (m < ob);
-        wire take = s_axis_tvalid && s_axis_tready;
         assign frame_done = take && emit && (m == ob - 1) && ((r_q >> 1) == oh - 1);
 
         pixel_stage #(.DATA_W(DATA_W), .NPPC(NPPC)) u_out (
@@ -119,33 +101,15 @@ module downscale2x #(
         );
 
         always_ff @(posedge clk) begin
-            if (at_start) begin
-                w_q <= regs[1*32 +: 12];
-                h_q <= regs[2*32 +: 12];
-            end
             if (take) begin
-                if (s_axis_tlast != row_end) framing_err <= 1'b1;
                 if (!r_q[0]) lb[gg] <= pairs;
                 if (!g_q[0]) half_q <= res;
-                if (row_end) begin
-                    g_q <= '0;
-                    r_q <= (r_q == h_eff - 1) ? '0 : r_q + 1;
-                end else begin
-                    g_q <= g_q + 1;
-                end
             end
-            if (rst) begin
-                r_q <= '0;
-                g_q <= '0;
-                w_q <= '0;
-                h_q <= '0;
-                half_q <= '0;
-                framing_err <= 1'b0;
-            end
+            if (rst) half_q <= '0;
         end
     end
 
-    wire unused = &{1'b0, s_axis_tuser, s_axis_tdata, regs};
+    wire unused = &{1'b0, s_axis_tuser, s_axis_tdata, regs, wb, row_end, frame_end_unused};
 endmodule
 
 `resetall

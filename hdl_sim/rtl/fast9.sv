@@ -62,18 +62,32 @@ module fast9 #(
         /* verilator lint_on WIDTHTRUNC */
         logic [7:0] s;
         always_comb begin
+            // Min and max of d over the 9-arc from each k, by doubling: runs of 2, 4, 8, then the 9th,
+            // sharing every run between the arcs that contain it (4 x 16 comparisons each, not 8 x 16).
             automatic logic signed [9:0] d [16];
+            automatic logic signed [9:0] lo [16];     // min of d over the run from k (length 2, 4, 8, 9)
+            automatic logic signed [9:0] hi [16];     // max of the same
+            automatic logic signed [9:0] lo_prev [16];
+            automatic logic signed [9:0] hi_prev [16];
             automatic logic signed [9:0] best = -10'sd256;
-            for (int k = 0; k < 16; k++) d[k] = p(w, 3, 3) - p(w, CR[k], CC[k]);
             for (int k = 0; k < 16; k++) begin
-                automatic logic signed [9:0] lo = 10'sd255;     // min of d over the arc
-                automatic logic signed [9:0] hi = -10'sd255;    // max of d over the arc
-                for (int m = 0; m < 9; m++) begin
-                    if (d[(k + m) % 16] < lo) lo = d[(k + m) % 16];
-                    if (d[(k + m) % 16] > hi) hi = d[(k + m) % 16];
+                d[k] = p(w, 3, 3) - p(w, CR[k], CC[k]);
+                lo[k] = d[k];
+                hi[k] = d[k];
+            end
+            for (int span = 1; span < 8; span = 2 * span) begin
+                lo_prev = lo;
+                hi_prev = hi;
+                for (int k = 0; k < 16; k++) begin
+                    if (lo_prev[(k + span) % 16] < lo_prev[k]) lo[k] = lo_prev[(k + span) % 16];
+                    if (hi_prev[(k + span) % 16] > hi_prev[k]) hi[k] = hi_prev[(k + span) % 16];
                 end
-                if (lo > best) best = lo;
-                if (-hi > best) best = -hi;
+            end
+            for (int k = 0; k < 16; k++) begin
+                if (d[(k + 8) % 16] < lo[k]) lo[k] = d[(k + 8) % 16];
+                if (d[(k + 8) % 16] > hi[k]) hi[k] = d[(k + 8) % 16];
+                if (lo[k] > best) best = lo[k];
+                if (-hi[k] > best) best = -hi[k];
             end
             s = 8'd0;
             if (best > thresh && x >= 3 && y_q >= 3 && x + 13'd3 < 13'(cfg_w) && 13'(y_q) + 13'd3 < 13'(cfg_h))

@@ -25,8 +25,8 @@ module moments #(
     wire [NREGS*32-1:0] regs;
     logic [31:0] frames_q, m00_q, n00;
     logic [47:0] m10_q, m01_q, n10, n01;   // latched results and running sums
-    logic [11:0] x_q, y_q, w_q, h_q;
-    logic framing_err;
+    wire [11:0] x_q, y_q, w_eff, h_eff, wb;
+    wire framing_err, row_end, frame_end;
 
     logic [NREGS*32-1:0] ro;
     always_comb begin
@@ -44,14 +44,13 @@ module moments #(
         .*, .ro_values(ro), .wr_stb(wr_stb_unused)
     );
 
-    wire at_start = (x_q == '0) && (y_q == '0);
-    wire [11:0] w_eff = at_start ? regs[1*32 +: 12] : w_q;
-    wire [11:0] h_eff = at_start ? regs[2*32 +: 12] : h_q;
     wire take = s_axis_tvalid && s_axis_tready;
     // x_q counts beats; lane k of a beat is column x_q * NPPC + k, counted while inside the row.
-    wire [11:0] wb = 12'((32'(w_eff) + NPPC - 1) / NPPC);
-    wire row_end = (x_q == wb - 1);
-    wire frame_end = row_end && (y_q == h_eff - 1);
+    frame_pos #(.NPPC(NPPC)) u_pos (
+        .clk, .rst, .cfg_width(regs[1*32 +: 12]), .cfg_height(regs[2*32 +: 12]), .take, .last(s_axis_tlast),
+        .x(x_q), .y(y_q), .width(w_eff), .height(h_eff), .row_beats(wb), .row_end, .frame_end, .framing_err
+    );
+    wire at_start = (x_q == '0) && (y_q == '0);
     logic [3:0] ones;          // set pixels in this beat
     logic [15:0] xsum;         // sum of their columns
     always_comb begin
@@ -77,34 +76,18 @@ module moments #(
     );
 
     always_ff @(posedge clk) begin
-        if (at_start) begin
-            w_q <= regs[1*32 +: 12];
-            h_q <= regs[2*32 +: 12];
-        end
         if (take) begin
-            if (s_axis_tlast != row_end) framing_err <= 1'b1;
             n00 <= s00;
             n10 <= s10;
             n01 <= s01;
             if (frame_end) begin
-                x_q <= '0;
-                y_q <= '0;
                 m00_q <= s00;
                 m10_q <= s10;
                 m01_q <= s01;
                 frames_q <= frames_q + 1;
-            end else if (row_end) begin
-                x_q <= '0;
-                y_q <= y_q + 1;
-            end else begin
-                x_q <= x_q + 1;
             end
         end
         if (rst) begin
-            x_q <= '0;
-            y_q <= '0;
-            w_q <= '0;
-            h_q <= '0;
             n00 <= '0;
             n10 <= '0;
             n01 <= '0;
@@ -112,11 +95,10 @@ module moments #(
             m10_q <= '0;
             m01_q <= '0;
             frames_q <= '0;
-            framing_err <= 1'b0;
         end
     end
 
-    wire unused = &{1'b0, s_axis_tuser, s_axis_tdata, regs, wr_stb_unused};
+    wire unused = &{1'b0, s_axis_tuser, s_axis_tdata, regs, wr_stb_unused, h_eff, wb, row_end};
 endmodule
 
 `resetall

@@ -1,7 +1,7 @@
 // rank3x3: the RANK-th smallest of each 3x3 window (0 = min, 4 = median, 8 = max), cv2.BORDER_REPLICATE
 // edges. RANK 0 is cv2.erode, 8 cv2.dilate (3x3 rectangle, BORDER_REPLICATE), 4 cv2.medianBlur(.., 3).
-// Each window pixel's rank counts the pixels below it, ties broken by window position, so exactly
-// one pixel holds each rank (36 comparators, no sorting network).
+// A sorting network orders each window; the RANK-th value is unique whatever the order of equal
+// pixels, so the output is exactly OpenCV's.
 // Registers: 0 ID (RO), 1 WIDTH, 2 HEIGHT, 3 STATUS (RO; bit0 framing error), 4 FRAMES (RO).
 `resetall
 `timescale 1ns / 1ps
@@ -40,21 +40,25 @@ module rank3x3 #(
         .m_last(win_last), .m_user(win_user), .m_eof(win_eof), .framing_err
     );
 
+    // A 9-input sorting network (25 compare-exchanges, depth 7; Floyd's, in Knuth TAOCP 5.3.4), of
+    // which synthesis keeps only the exchanges output RANK depends on (11 to 21).
+    localparam int NCE = 25;
+    localparam int CE_LO [NCE] = '{0, 1, 2, 4, 0, 2, 3, 5, 0, 1, 4, 7, 1, 3, 5, 0, 2, 3, 6, 2, 4, 6, 1, 3, 5};
+    localparam int CE_HI [NCE] = '{3, 7, 5, 8, 7, 4, 8, 6, 2, 3, 5, 8, 4, 6, 7, 1, 4, 5, 8, 3, 5, 7, 2, 4, 6};
     logic [NPPC*8-1:0] pick;
     always_comb begin
-        pick = '0;
         for (int k = 0; k < NPPC; k++) begin
-            for (int i = 0; i < 9; i++) begin
-                automatic logic [3:0] below = '0;
-                for (int j = 0; j < 9; j++) begin
-                    if (j != i) begin
-                        if ((win[k*72 + j*8 +: 8] < win[k*72 + i*8 +: 8]) ||
-                            ((win[k*72 + j*8 +: 8] == win[k*72 + i*8 +: 8]) && (j < i)))
-                            below = below + 4'd1;
-                    end
+            automatic logic [7:0] v [9];
+            for (int i = 0; i < 9; i++) v[i] = win[k*72 + i*8 +: 8];
+            for (int e = 0; e < NCE; e++) begin
+                automatic logic [7:0] a = v[CE_LO[e]];
+                automatic logic [7:0] b = v[CE_HI[e]];
+                if (a > b) begin
+                    v[CE_LO[e]] = b;
+                    v[CE_HI[e]] = a;
                 end
-                if (below == 4'(RANK)) pick[k*8 +: 8] = win[k*72 + i*8 +: 8];
             end
+            pick[k*8 +: 8] = v[RANK];
         end
     end
 

@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -95,7 +96,9 @@ class BuildError(RuntimeError):
 
 def run_step(cmd: Sequence[str], cwd: Path) -> None:
     """Run one build command; raise BuildError with the tail of its output if it fails."""
+    started = time.perf_counter()
     result = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True)
+    log.debug("%.1f s: %s", time.perf_counter() - started, " ".join(cmd)[-160:])
     if result.returncode != 0:
         tail = (result.stdout + result.stderr)[-6000:]
         raise BuildError(f"build step failed: {' '.join(cmd[:3])} ...\n{tail}")

@@ -32,6 +32,10 @@ log = logging.getLogger(__name__)
 
 VERILATOR_FLAGS = ["-O3", "--x-assign", "fast", "--x-initial", "fast", "-Wno-fatal", "--noassert"]
 COMPILE = CompileOptions()
+#: Verilator configuration of the model. dnn_tile is the largest module and every slot holds an identical
+#: copy: kept as one class rather than inlined four times, the model's C++ is a quarter smaller (a second
+#: less to compile here) and simulates as fast (measured 2026-12-04 on partial loads and DNN batches).
+VERILATOR_CONFIG = '`verilator_config\nno_inline -module "dnn_tile"\n'
 
 
 class HarnessError(RuntimeError):
@@ -44,7 +48,8 @@ def build_harness(parameters: Mapping[str, int]) -> Path:
     sources = rtl_sources()
     cpp = HARNESS_DIR / "shell_harness.cpp"
     key = content_key("harness", [*sources, *rtl_headers(), cpp],
-                      {"params": dict(parameters), "flags": VERILATOR_FLAGS, "compile": asdict(COMPILE)})
+                      {"params": dict(parameters), "flags": VERILATOR_FLAGS, "config": VERILATOR_CONFIG,
+                       "compile": asdict(COMPILE)})
     build_dir = cache_root() / "harness" / key
     lib = build_dir / "libshell.so"
     with build_lock(build_dir):
@@ -52,9 +57,11 @@ def build_harness(parameters: Mapping[str, int]) -> Path:
             return lib
         log.info("building the RTL harness in %s (first use, about 15 s on two cores)", build_dir)
         obj = build_dir / "obj"
+        config = build_dir / "shell.vlt"
+        config.write_text(VERILATOR_CONFIG)
         gparams = [f"-G{k}={format_parameter(v)}" for k, v in parameters.items()]
         verilate = ["verilator", "--cc", "--top-module", "shell", "-Mdir", str(obj), f"-I{RTL_DIR}",
-                    *VERILATOR_FLAGS, *gparams, *map(str, sources)]
+                    *VERILATOR_FLAGS, *gparams, str(config), *map(str, sources)]
         try:
             compile_shared_library(verilate, obj, "Vshell", [cpp], lib, COMPILE)
         except BuildError as exc:

@@ -264,9 +264,11 @@ class Progress:
 
 def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames: int = DEMO_FRAMES,
              backend_name: str = "sim", progress: bool = True, dilation: float = DEMO_DILATION,
-             size: tuple[int, int] = DEMO_SIZE, apps: tuple[str, ...] = APPS) -> dict:
+             size: tuple[int, int] = DEMO_SIZE, apps: tuple[str, ...] = APPS, dump: bool = False) -> dict:
     """Run ``apps`` (names from ``APP_PIPELINES``) as processes against a daemon on the simulated
-    board, on ``frames`` frames of ``size`` (rows, cols); return the summary."""
+    board, on ``frames`` frames of ``size`` (rows, cols); return the summary. With ``dump``, the
+    vision apps also write their inputs and outputs to ``out/<app>.npz`` (``files['dump_<app>']``)
+    for checking against OpenCV."""
     from fpgashare.backends import make_backend
     from fpgashare.daemon import Daemon, DaemonThread
     from fpgashare.platform import load_platform
@@ -299,6 +301,9 @@ def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames
             extra = ["--out", files["video"] if app == "edge_detect" else str(out / f"{app}.mp4")]
             if app == "digits":
                 extra += ["--readings", str(readings)]
+            elif dump:
+                files[f"dump_{app}"] = str(out / f"{app}.npz")
+                extra += ["--dump", files[f"dump_{app}"]]
             cmd = [sys.executable, "-m", f"fpgashare.apps.{app}", "--video", str(video), "--socket", str(sock),
                    "--size", f"{size[0]}x{size[1]}", *extra]
             procs[app] = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

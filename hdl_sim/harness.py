@@ -55,7 +55,7 @@ def build_harness(parameters: Mapping[str, int]) -> Path:
     with build_lock(build_dir):
         if lib.exists():
             return lib
-        log.info("building the RTL harness in %s (first use, about 15 s on two cores)", build_dir)
+        log.info("building the RTL harness in %s (first use: about 15 s of CPU, on every core)", build_dir)
         obj = build_dir / "obj"
         config = build_dir / "shell.vlt"
         config.write_text(VERILATOR_CONFIG)

@@ -285,7 +285,7 @@ def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames
     truth = write_video(video, frames, size)
     board_name = load_platform(platform_name).name
     platform = demo_platform(platform_name, apps, out)
-    log.info("building or reusing the %s shell model with %s (first run builds it: about 20 s)", board_name,
+    log.info("building or reusing the %s shell model with %s (first run builds it: about 15 s of CPU)", board_name,
              ", ".join(platform.modules))
     backend = make_backend(backend_name, platform)
     meter = WallMeter(backend)

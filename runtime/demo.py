@@ -14,7 +14,8 @@ Wall time goes mostly to partial loads: the RTL takes each 1 MB partial word by 
 real-time chains of 4 stages on 4 slots swap modules every frame. The shell model is built with only
 the modules the apps use (``app_modules``): a third of the C++ of the whole catalogue, 2-3 times
 faster per cycle. So the default is a short video (6 frames), and from an empty build cache the
-whole demo (build included) takes about 40 s of CPU on this 2-core machine.
+whole demo takes about 45 s of CPU on this 2-core machine (the build about 18 s of it), 28 s once
+the model is built.
 
 Time: the daemon's clock runs with the wall clock while the board is idle and stands still while
 the RTL simulation is slower than the hardware it stands for, so every frame and load takes its

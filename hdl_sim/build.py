@@ -163,7 +163,7 @@ def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user
     than the few translation units they would serve), the model compiled as one translation unit per
     core, the run-once code at -O0, and the runtime library compiled (as one unit) while Verilator
     still runs. On the demo's shell (2026-12-04): 17-20 s of CPU against 24-26 s for the makefile at
-    the same -O levels, and against 66 s for the makefile as this harness used it before (-O2 throughout).
+    the same -O levels, and against 45 s for the makefile as this harness used it before (-O2 throughout).
     """
     jobs = jobs or os.cpu_count() or 2
     inc = verilator_root() / "include"

@@ -2,7 +2,8 @@
 
 Two kinds of build share one cache: cocotb builds (a VPI model per top level and parameter set,
 driven by ``cocotb_tools.runner``) and the bulk harness (a shared library with a C ABI, see
-``harness.py``). A build's key hashes every RTL source, the harness source, the parameters and
+``harness.py``, compiled by ``compile_shared_library`` here rather than by Verilator's makefile).
+A build's key hashes every RTL source, the harness source, the parameters and
 the Verilator flags, so an edit rebuilds and an unchanged tree reuses the build; a cocotb model's
 key also names the cocotb and Verilator it was built with (its Makefile and binary point into
 them), so venvs and checkouts sharing the cache do not trip over each other's builds. A file lock makes
@@ -16,9 +17,14 @@ import hashlib
 import json
 import logging
 import os
+import re
+import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from fpgashare.hdl_sim.toolchain import setup_environment, verilator_root
@@ -82,6 +88,117 @@ def format_parameter(value: object) -> str:
         bits = max(32, value.bit_length())
         return f"{bits}'h{value:x}"
     return str(value)
+
+
+class BuildError(RuntimeError):
+    """A build step (Verilator, the C++ compiler) failed; the message ends with its output."""
+
+
+def run_step(cmd: Sequence[str], cwd: Path) -> None:
+    """Run one build command; raise BuildError with the tail of its output if it fails."""
+    started = time.perf_counter()
+    result = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True)
+    log.debug("%.1f s: %s", time.perf_counter() - started, " ".join(cmd)[-160:])
+    if result.returncode != 0:
+        tail = (result.stdout + result.stderr)[-6000:]
+        raise BuildError(f"build step failed: {' '.join(cmd[:3])} ...\n{tail}")
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """g++ optimisation per kind of translation unit. Verilator's "fast" files hold the per-cycle
+    code; its "slow" files (constructors, initial values) and its runtime library (verilated.cpp:
+    context, messages, nothing per cycle) run once, so they are not worth optimising."""
+
+    fast: str = "-O1"      #: as fast per cycle as -O2 on the shell (measured 2026-12-04), 35% less compile
+    slow: str = "-O0"
+    runtime: str = "-O0"
+    user: str = "-O2"      #: the harness's own sources
+    cxxflags: tuple[str, ...] = ("-fPIC", "-std=c++17")
+
+
+#: What the runtime library is compiled for; it must match the model (checked after Verilator ran).
+VERILATED_DEFINES = {"VM_COVERAGE": "0", "VM_SC": "0", "VM_TIMING": "0", "VM_TRACE": "0", "VM_TRACE_FST": "0",
+                     "VM_TRACE_VCD": "0", "VM_TRACE_SAIF": "0"}
+RUNTIME_SOURCES = ("verilated.cpp", "verilated_threads.cpp")
+
+
+def _classes(obj: Path, prefix: str) -> dict[str, list[str]]:
+    """Variables of Verilator's ``<prefix>_classes.mk``: VM_CLASSES_FAST and the like -> names."""
+    out: dict[str, list[str]] = {}
+    text = (obj / f"{prefix}_classes.mk").read_text().replace("\\\n", " ")
+    for line in text.splitlines():
+        match = re.match(r"\s*(VM_\w+)\s*\+?=\s*(.*)", line)
+        if match:
+            out.setdefault(match.group(1), []).extend(match.group(2).split())
+    return out
+
+
+def _unity(obj: Path, name: str, files: list[str]) -> Path:
+    """One translation unit including ``files`` (Verilator's own non-parallel build does the same)."""
+    path = obj / f"{name}.cpp"
+    path.write_text("".join(f'#include "{f}.cpp"\n' for f in files))
+    return path
+
+
+def _balanced(files: list[str], obj: Path, parts: int) -> list[list[str]]:
+    """Split ``files`` into at most ``parts`` groups of about equal source size (largest first)."""
+    groups: list[list[str]] = [[] for _ in range(max(1, min(parts, len(files))))]
+    sizes = [0] * len(groups)
+    for name in sorted(files, key=lambda f: -(obj / f"{f}.cpp").stat().st_size):
+        k = sizes.index(min(sizes))
+        groups[k].append(name)
+        sizes[k] += (obj / f"{name}.cpp").stat().st_size
+    return [g for g in groups if g]
+
+
+def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user_sources: Sequence[Path],
+                           out: Path, options: CompileOptions = CompileOptions(), jobs: int | None = None) -> None:
+    """Run ``verilate`` (a Verilator --cc command writing to ``obj`` a model whose class is ``prefix``,
+    ``V<top>`` unless --prefix says otherwise), compile its output, Verilator's runtime library and
+    ``user_sources`` with g++ on ``jobs`` cores (default: all), and link them into the shared library
+    ``out``.
+
+    Faster than Verilator's makefile for a model built once: no precompiled headers (two cost more
+    than the few translation units they would serve), the model compiled as one translation unit per
+    core, the run-once code at -O0, and the runtime library compiled (as one unit) while Verilator
+    still runs. On the demo's shell (2026-12-04): 17-20 s of CPU against 24-26 s for the makefile at
+    the same -O levels, and against 45 s for the makefile as this harness used it before (-O2 throughout).
+    """
+    jobs = jobs or os.cpu_count() or 2
+    inc = verilator_root() / "include"
+    flags = [*options.cxxflags, f"-I{obj}", f"-I{inc}", f"-I{inc / 'vltstd'}", "-DVERILATOR=1",
+             *(f"-D{k}={v}" for k, v in VERILATED_DEFINES.items())]
+    cwd = obj.parent
+    obj.mkdir(parents=True, exist_ok=True)   # the runtime library compiles into it while Verilator runs
+
+    def compile_unit(source: Path, opt: str, name: str) -> Path:
+        target = obj / f"{name}.o"
+        run_step(["g++", opt, *flags, "-c", str(source), "-o", str(target)], cwd)
+        return target
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        model = pool.submit(run_step, list(verilate), cwd)
+        # One unit for the runtime library: its two files share most of their (large) headers.
+        runtime = _unity(obj, "verilated_runtime", [Path(src).stem for src in RUNTIME_SOURCES])
+        objects: list[Future[Path]] = [pool.submit(compile_unit, runtime, options.runtime, runtime.stem)]
+        model.result()
+        classes = _classes(obj, prefix)
+        wrong = {k: v for k, v in VERILATED_DEFINES.items() if classes.get(k, [v]) != [v]}
+        if wrong:
+            raise BuildError(f"{obj}: the model was verilated with {', '.join(wrong)} set; the runtime library "
+                             f"is compiled without")
+        fast = classes.get("VM_CLASSES_FAST", []) + classes.get("VM_SUPPORT_FAST", [])
+        slow = classes.get("VM_CLASSES_SLOW", []) + classes.get("VM_SUPPORT_SLOW", [])
+        units = [(_unity(obj, f"{prefix}__fast{k}", group), options.fast, f"{prefix}__fast{k}")
+                 for k, group in enumerate(_balanced(fast, obj, jobs))]
+        units += [(_unity(obj, f"{prefix}__slow", slow), options.slow, f"{prefix}__slow")]
+        units += [(src, options.user, src.stem) for src in user_sources]
+        objects += [pool.submit(compile_unit, *unit) for unit in units]
+        built = [f.result() for f in objects]
+    tmp = out.with_name(out.name + ".tmp")
+    run_step(["g++", "-shared", "-o", str(tmp), *map(str, built), "-pthread"], cwd)
+    tmp.rename(out)
 
 
 def cocotb_toolchain() -> dict[str, str]:

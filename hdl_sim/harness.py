@@ -8,28 +8,34 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 from fpgashare.hdl_sim.build import (
     HARNESS_DIR,
     RTL_DIR,
+    BuildError,
+    CompileOptions,
     build_lock,
     cache_root,
+    compile_shared_library,
     content_key,
     format_parameter,
     rtl_headers,
     rtl_sources,
 )
-from fpgashare.hdl_sim.toolchain import setup_environment, verilator_root
+from fpgashare.hdl_sim.toolchain import setup_environment
 
 log = logging.getLogger(__name__)
 
 VERILATOR_FLAGS = ["-O3", "--x-assign", "fast", "--x-initial", "fast", "-Wno-fatal", "--noassert"]
-CXXFLAGS = ["-O2", "-fPIC", "-std=c++17"]
+COMPILE = CompileOptions()
+#: Verilator configuration of the model. dnn_tile is the largest module and every slot holds an identical
+#: copy: kept as one class rather than inlined four times, the model's C++ is a quarter smaller (a second
+#: less to compile here) and simulates as fast (measured 2026-12-04 on partial loads and DNN batches).
+VERILATOR_CONFIG = '`verilator_config\nno_inline -module "dnn_tile"\n'
 
 
 class HarnessError(RuntimeError):
@@ -41,34 +47,26 @@ def build_harness(parameters: Mapping[str, int]) -> Path:
     setup_environment()
     sources = rtl_sources()
     cpp = HARNESS_DIR / "shell_harness.cpp"
-    key = content_key("harness", [*sources, *rtl_headers(), cpp], {"params": dict(parameters), "flags": VERILATOR_FLAGS,
-                                                  "cxx": CXXFLAGS})
+    key = content_key("harness", [*sources, *rtl_headers(), cpp],
+                      {"params": dict(parameters), "flags": VERILATOR_FLAGS, "config": VERILATOR_CONFIG,
+                       "compile": asdict(COMPILE)})
     build_dir = cache_root() / "harness" / key
     lib = build_dir / "libshell.so"
     with build_lock(build_dir):
         if lib.exists():
             return lib
-        log.info("building the RTL harness in %s (first use, about a minute)", build_dir)
+        log.info("building the RTL harness in %s (first use: about 15 s of CPU, on every core)", build_dir)
         obj = build_dir / "obj"
+        config = build_dir / "shell.vlt"
+        config.write_text(VERILATOR_CONFIG)
         gparams = [f"-G{k}={format_parameter(v)}" for k, v in parameters.items()]
-        cmd = ["verilator", "--cc", "--top-module", "shell", "-Mdir", str(obj), f"-I{RTL_DIR}", *VERILATOR_FLAGS,
-               "-CFLAGS", " ".join(CXXFLAGS), *gparams, *map(str, sources)]
-        _run(cmd, build_dir)
-        _run(["make", "-s", "-C", str(obj), "-f", "Vshell.mk", "-j2", "OPT_FAST=-O2"], build_dir)
-        inc = verilator_root() / "include"
-        tmp = build_dir / "libshell.so.tmp"
-        _run(["g++", "-shared", *CXXFLAGS, "-o", str(tmp), str(cpp), f"-I{obj}", f"-I{inc}",
-              f"-I{inc / 'vltstd'}", str(obj / "Vshell__ALL.a"), str(obj / "libverilated.a"), "-pthread"],
-             build_dir)
-        tmp.rename(lib)
+        verilate = ["verilator", "--cc", "--top-module", "shell", "-Mdir", str(obj), f"-I{RTL_DIR}",
+                    *VERILATOR_FLAGS, *gparams, str(config), *map(str, sources)]
+        try:
+            compile_shared_library(verilate, obj, "Vshell", [cpp], lib, COMPILE)
+        except BuildError as exc:
+            raise HarnessError(str(exc)) from exc
     return lib
-
-
-def _run(cmd: list[str], cwd: Path) -> None:
-    result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    if result.returncode != 0:
-        tail = (result.stdout + result.stderr)[-6000:]
-        raise HarnessError(f"build step failed: {' '.join(cmd[:3])} ...\n{tail}")
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,11 @@ summary per pipeline, how busy the fabric was, and how many of the printed digit
 read right (scored against what the video printed).
 
 Wall time goes mostly to partial loads: the RTL takes each 1 MB partial word by word (about
-0.8 s of wall time per load here, against about 0.4 s per 640x480 frame through a chain), and
-three real-time chains of 4 stages on 4 slots swap modules every frame. So the default is a
-short video (6 frames): about 48 s of wall time on this 2-core machine (shared, load average 4-5)
-with the shell model built.
+0.4 s of CPU per load here, against about 0.35 s per 640x480 frame through a chain), and three
+real-time chains of 4 stages on 4 slots swap modules every frame. The shell model is built with only
+the modules the apps use (``app_modules``). So the default is a short video (6 frames), and from an
+empty build cache the whole demo takes 37-48 s of CPU on this 2-core machine (the build about 18 s
+of it), about 25 s once the model is built (measured 2026-12-04).
 
 Time: the daemon's clock runs with the wall clock while the board is idle and stands still while
 the RTL simulation is slower than the hardware it stands for, so every frame and load takes its
@@ -49,6 +50,40 @@ DEMO_FRAMES = 6
 #: Measured 2026-12-03 (160x120, 30 frames): at 1, 98-151 loads and late motion frames in some runs;
 #: at 4, 38-39 loads, nothing late. At 640x480 (6-8 frames) nothing late at 4 either.
 DEMO_DILATION = 4.0
+
+
+def app_modules(apps: tuple[str, ...]) -> list[str]:
+    """The module kinds the apps' pipelines use (presets resolved to their module): the demo's
+    library. The shell model instantiates every module of a slot's library in every slot, so a
+    library of only these is about a third of the C++ of the platform's whole catalogue (it builds in
+    about 18 s of CPU here instead of 30 with the same flags) and simulates a little faster (measured
+    2026-12-04: partial loads 15%, frames 25%, idle cycles 2x)."""
+    import importlib
+
+    from fpgashare.modules import expand_chain, resolve_stage
+
+    kinds: set[str] = set()
+    for app in apps:
+        if app == "digits":   # the reader's network runs on the DNN tiles
+            kinds.add("dnn_tile")
+            continue
+        chain = importlib.import_module(f"fpgashare.apps.{app}").CHAIN
+        kinds.update(resolve_stage(name).kind.name for name in expand_chain(chain))
+    return sorted(kinds)
+
+
+def demo_platform(platform_name: str, apps: tuple[str, ...], folder: Path):
+    """The platform with its catalogue cut down to ``app_modules(apps)``, written to ``folder``:
+    same slots, clocks, port and module ids, so the same schedules and outputs."""
+    from fpgashare.platform import load_platform, manifest_at_pixels_per_clock
+
+    base = load_platform(platform_name)
+    wanted = app_modules(apps)
+    missing = [m for m in wanted if m not in base.modules]
+    if missing:
+        raise FpgashareError(f"platform {base.name} has no {', '.join(missing)}, which the demo's apps need")
+    return load_platform(manifest_at_pixels_per_clock(base.path, base.pixels_per_clock, folder / "platform.toml",
+                                                      wanted))
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -231,9 +266,11 @@ class Progress:
 
 def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames: int = DEMO_FRAMES,
              backend_name: str = "sim", progress: bool = True, dilation: float = DEMO_DILATION,
-             size: tuple[int, int] = DEMO_SIZE, apps: tuple[str, ...] = APPS) -> dict:
+             size: tuple[int, int] = DEMO_SIZE, apps: tuple[str, ...] = APPS, dump: bool = False) -> dict:
     """Run ``apps`` (names from ``APP_PIPELINES``) as processes against a daemon on the simulated
-    board, on ``frames`` frames of ``size`` (rows, cols); return the summary."""
+    board, on ``frames`` frames of ``size`` (rows, cols); return the summary. With ``dump``, the
+    vision apps also write their inputs and outputs to ``out/<app>.npz`` (``files['dump_<app>']``)
+    for checking against OpenCV."""
     from fpgashare.backends import make_backend
     from fpgashare.daemon import Daemon, DaemonThread
     from fpgashare.platform import load_platform
@@ -247,8 +284,10 @@ def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames
     out.mkdir(parents=True, exist_ok=True)
     video = out / "input.avi"
     truth = write_video(video, frames, size)
-    platform = load_platform(platform_name)
-    log.info("building or reusing the %s shell model (first run builds it: about a minute)", platform.name)
+    board_name = load_platform(platform_name).name
+    platform = demo_platform(platform_name, apps, out)
+    log.info("building or reusing the %s shell model with %s (first run builds it: about 15 s of CPU)", board_name,
+             ", ".join(platform.modules))
     backend = make_backend(backend_name, platform)
     meter = WallMeter(backend)
     sock = out / "fpgashare.sock"
@@ -264,6 +303,9 @@ def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames
             extra = ["--out", files["video"] if app == "edge_detect" else str(out / f"{app}.mp4")]
             if app == "digits":
                 extra += ["--readings", str(readings)]
+            elif dump:
+                files[f"dump_{app}"] = str(out / f"{app}.npz")
+                extra += ["--dump", files[f"dump_{app}"]]
             cmd = [sys.executable, "-m", f"fpgashare.apps.{app}", "--video", str(video), "--socket", str(sock),
                    "--size", f"{size[0]}x{size[1]}", *extra]
             procs[app] = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -273,11 +315,11 @@ def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames
         with Progress(daemon, expected) if progress else contextlib.nullcontext():
             results = {app: proc.communicate(timeout=900) for app, proc in procs.items()}
         engine = daemon.engine
-        write_trace(engine.trace, files["trace"], f"fpgashare demo on {platform.name}")
+        write_trace(engine.trace, files["trace"], f"fpgashare demo on {board_name}")
         busy = fabric_busy(engine.trace, len(engine.slots.slots))
         first = min((e.start for e in engine.trace if e.track.startswith(("slot", "port"))), default=0.0)
         # The whole run from the first load: streams, loads and DNN batches side by side.
-        write_gantt(engine.trace, files["gantt"], f"fpgashare demo on the simulated {platform.name}: "
+        write_gantt(engine.trace, files["gantt"], f"fpgashare demo on the simulated {board_name}: "
                     f"{size[1]}x{size[0]}, slots {100 * busy['slots_computing_or_loading']:.0f}% busy",
                     (first, first + busy["span_s"]))
         port = engine.slots.port
@@ -296,7 +338,8 @@ def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames
                            "on_time": counts.get("on_time", counts.get("done", 0)), "late": counts.get("late", 0),
                            "dropped": counts.get("dropped", 0),
                            "latency_ms_p99": round(float(np.percentile(lat, 99)), 3) if lat else None}
-    summary = {"platform": platform.name, "backend": backend.name, "size": list(size), "frames": frames,
+    summary = {"platform": board_name, "modules": list(platform.modules), "backend": backend.name,
+               "size": list(size), "frames": frames,
                "pipelines": pipelines,
                "totals": {"reconfigurations": port.loads, "port_busy_s": round(port.busy_s, 6),
                           "slot_utilization": busy["slots_computing"], "fabric": busy, "dnn_images": dnn_images,

@@ -90,9 +90,11 @@ class Platform:
     max_height: int = 1080
     #: gray pixels per 32-bit stream beat (1 or 4): the variant of every module the bitstreams carry
     pixels_per_clock: int = 1
-    #: DDR bytes per second the fabric's frames (video streams and passes through memory) may move,
-    #: reads and writes together ([memory] ddr_bytes_per_s, with its source)
-    ddr_bytes_per_s: float = float("inf")
+    #: video streams of the shell (1..slots): an input and an output stream port each, on a board one DMA
+    #: channel pair. The shell carries them at once on disjoint routes; the scheduler does not use them yet.
+    streams: int = 1
+    #: DDR bandwidth every stream's DMA shares, bytes/s (peak; the manifest names its source)
+    ddr_bytes_per_s: float = 0.0
 
     def slot(self, name_or_index: str | int) -> SlotSpec:
         """Find a slot by name or index; ManifestError when there is none."""
@@ -131,6 +133,7 @@ class Platform:
             mods |= self.slot_module_mask(slot) << (16 * slot.index)
         return {
             "NUM_SLOTS": len(self.slots),
+            "NUM_STREAMS": self.streams,
             "IDCODE": self.idcode,
             "FRAME_WORDS": self.frame_words,
             "SLOT_FAR_BASE": f"{32 * len(self.slots)}'h{base:x}",
@@ -157,6 +160,15 @@ class Platform:
         return self.slot_load_cycles(slot) / self.config_port.clock_hz
 
 
+def _streams(file: Path, p: TomlTable, slots: int) -> int:
+    """platform.streams: an int from 1 to the number of slots (a stream's route holds its own slots)."""
+    streams = p.get("streams", int)
+    if not 1 <= streams <= slots:
+        raise ManifestError(f"{file}: platform.streams must be 1..{slots} (at most one stream per slot; "
+                            f"the manifest has {slots} slots), not {streams}")
+    return streams
+
+
 def resolve_platform_path(path: str | Path) -> Path:
     """A manifest path as given, or a platform shipped with the package by name (``zcu104``)."""
     return resolve("platform", path)
@@ -169,10 +181,6 @@ def load_platform(path: str | Path) -> Platform:
     p = TomlTable(file, "platform", top.get("platform", dict))
     port = TomlTable(file, "config_port", top.get("config_port", dict))
     link = TomlTable(file, "link", top.get("link", dict))
-    memory = TomlTable(file, "memory", top.get("memory", dict))
-    ddr_bytes_per_s = float(memory.positive("ddr_bytes_per_s", (int, float)))
-    memory.get("source", str)
-    memory.done()
 
     port_spec = ConfigPortSpec(
         kind=port.get("kind", str), width_bits=port.positive("width_bits"),
@@ -242,7 +250,9 @@ def load_platform(path: str | Path) -> Platform:
         full_bitstream_bytes=p.positive("full_bitstream_bytes"),
         bitstream_date=p.get("bitstream_date", str), bitstream_time=p.get("bitstream_time", str),
         config_port=port_spec, link=link_spec, slots=tuple(slots), modules=modules,
-        pixels_per_clock=p.get("pixels_per_clock", int, 1), ddr_bytes_per_s=ddr_bytes_per_s,
+        pixels_per_clock=p.get("pixels_per_clock", int, 1),
+        streams=_streams(file, p, len(slots)),
+        ddr_bytes_per_s=float(p.positive("ddr_bytes_per_s", (int, float))),
     )
     if platform.pixels_per_clock not in PIXELS_PER_CLOCK:
         raise ManifestError(f"{file}: platform.pixels_per_clock must be 1 or 4, not {platform.pixels_per_clock}")
@@ -254,7 +264,12 @@ def load_platform(path: str | Path) -> Platform:
             raise ManifestError(f"{file}: platform.pixels_per_clock = {platform.pixels_per_clock} packs that many "
                                 f"gray pixels in a 32-bit beat; modules with several channels per pixel "
                                 f"({', '.join(wide)}) run at 1 pixel per clock only")
-    p.get("sources", dict, {})  # free-form provenance notes, kept in the file for readers
+    # Provenance notes, kept in the file for readers; the stream figures must have theirs.
+    sources = TomlTable(file, "platform.sources", p.get("sources", dict, {}))
+    for key in ("streams", "ddr_bytes_per_s"):
+        if not sources.get(key, str, "").strip():
+            raise ManifestError(f"{file}: missing key platform.sources.{key}: platform.{key} needs its source "
+                                f"(a document, or 'assumption: ...')")
     if platform.family not in ("zynq7000", "zynqmp"):
         raise ManifestError(f"{file}: platform.family must be 'zynq7000' or 'zynqmp'")
     if not 0 < platform.idcode < 2**32:

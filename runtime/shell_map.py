@@ -1,5 +1,10 @@
 """The static shell's AXI-Lite register map (hdl_sim/rtl/shell.sv) and what every board does
-through it: route a chain of slots through the stream switch and program a stage's module.
+through it: route a chain of slots through the stream switch for one of the shell's video streams,
+and program a stage's module.
+
+Routes of different streams must be disjoint: the shell refuses a route word that would put a slot
+into two streams (hdl_sim/rtl/route_table.sv, the ROUTE_ERR register), and ``check_routes`` refuses
+such a set of routes before anything is written.
 
 The simulated board and the pynq board share this code; they differ only in how a register word
 is read and written (the RTL harness's AXI-Lite master, or pynq's MMIO).
@@ -8,22 +13,61 @@ is read and written (the RTL harness's AXI-Lite master, or pynq's MMIO).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 
 import numpy as np
-from fpgashare.errors import LoadError
+from fpgashare.errors import FpgashareError, LoadError
 from fpgashare.modules import Stage, register_words
 
 # Shell register word indices.
 REG_SHELL_ID, REG_INFO, REG_CYCLES_LO, REG_CYCLES_HI = 0, 1, 2, 3
 REG_CFG_CTRL, REG_CFG_STATUS, REG_CFG_WORDS, REG_CFG_CYCLES, REG_CFG_LOADS = 4, 5, 6, 7, 8
 REG_DEBUG, REG_ROUTE_OUT, REG_IDCODE, REG_LINK_ERR = 9, 10, 11, 12
+REG_ROUTE_ERR, REG_STREAMS = 13, 14   #: refused route writes (a write clears it); the shell's stream count
 ROUTE_ENABLE = 1 << 31
+ROUTE_STREAM_SHIFT = 8     #: a slot route's stream field, bits [10:8]
+ROUTE_ERR_STREAM, ROUTE_ERR_SHARED = 1 << 0, 1 << 1   #: ROUTE_ERR causes: stream >= streams; slot in two streams
 MODULE_WINDOW = 0x1000     #: slot k's module registers start at byte MODULE_WINDOW * (k + 1)
+
+
+class RouteError(FpgashareError, ValueError):
+    """A set of stream routes the shell cannot carry: a slot in two routes (or twice in one), a slot
+    or stream the shell does not have."""
 
 
 def slot_reg(slot: int, offset: int) -> int:
     """Word index of a slot's register in the shell block (0: status, 1: route)."""
     return 16 + 4 * slot + offset
+
+
+def route_out_reg(stream: int, slot_count: int) -> int:
+    """Word index of the route register of ``stream``'s output (stream 0's is ROUTE_OUT)."""
+    return REG_ROUTE_OUT if stream == 0 else 16 + 4 * slot_count + stream - 1
+
+
+def route_word(source: int, stream: int = 0) -> int:
+    """An enabled route: ``source`` 0 is the stream's input, k + 1 is slot k's output."""
+    return ROUTE_ENABLE | stream << ROUTE_STREAM_SHIFT | source
+
+
+def check_routes(routes: Mapping[int, Sequence[int]], streams: int, slots: int) -> None:
+    """Refuse, with a RouteError naming the stream, the slot and the problem, a set of routes
+    (stream -> chain of slot indices) that the shell could not carry at once: a stream index outside
+    0..streams-1, a slot outside 0..slots-1, a slot twice in one chain, or a slot in two streams' chains."""
+    owner: dict[int, int] = {}
+    for stream, chain in sorted(routes.items()):
+        if isinstance(stream, bool) or not isinstance(stream, int) or not 0 <= stream < streams:
+            raise RouteError(f"route for stream {stream!r}: the shell has {streams} stream(s), 0..{streams - 1}")
+        for slot in chain:
+            if isinstance(slot, bool) or not isinstance(slot, int) or not 0 <= slot < slots:
+                raise RouteError(f"stream {stream}'s route {list(chain)} names slot {slot!r}; "
+                                 f"the shell has slots 0..{slots - 1}")
+            if owner.get(slot) == stream:
+                raise RouteError(f"a slot appears twice in the chain {list(chain)} (slot {slot}, stream {stream})")
+            if slot in owner:
+                raise RouteError(f"slot {slot} is in the routes of streams {owner[slot]} and {stream}: "
+                                 f"a slot carries one stream at a time")
+            owner[slot] = stream
 
 
 def pack_pixels(frame: np.ndarray) -> np.ndarray:
@@ -47,6 +91,7 @@ class ShellControl(ABC):
     """Route and program through the shell's registers; subclasses say how a word is written."""
 
     slot_count: int
+    stream_count: int = 1   #: video streams of the shell (platform streams); subclasses set it to use more
 
     @abstractmethod
     def shell_write(self, index: int, value: int) -> None: ...
@@ -55,17 +100,32 @@ class ShellControl(ABC):
     def module_write(self, slot: int, index: int, value: int) -> int:
         """Write a module register of ``slot``; the AXI write response (0 = OKAY)."""
 
-    def route(self, chain: list[int]) -> None:
-        """Route input -> chain[0] -> chain[1] ... -> output; every other slot input is cut."""
-        if len(set(chain)) != len(chain):
-            raise ValueError(f"a slot appears twice in the chain {chain}")
+    @property
+    def routes(self) -> dict[int, list[int]]:
+        """The chain last routed for each stream (what this object wrote; a reset of the shell
+        behind its back is not seen: call ``forget_routes`` then)."""
+        return self.__dict__.setdefault("_stream_routes", {})
+
+    def forget_routes(self) -> None:
+        """The shell was reset: no stream holds a slot any more."""
+        self.routes.clear()
+
+    def route(self, chain: list[int], stream: int = 0) -> None:
+        """Route ``stream``'s input -> chain[0] -> chain[1] ... -> its output. Every slot input not
+        held by another stream's route is cut first; routes of other streams are left running.
+        RouteError, before any write, when the routes together would share a slot (``check_routes``)."""
+        wanted = {**self.routes, stream: list(chain)}
+        check_routes(wanted, self.stream_count, self.slot_count)
+        held = {slot for other, slots in wanted.items() if other != stream for slot in slots}
         for k in range(self.slot_count):
-            self.shell_write(slot_reg(k, 1), 0)
+            if k not in held:
+                self.shell_write(slot_reg(k, 1), 0)
         source = 0
         for slot in chain:
-            self.shell_write(slot_reg(slot, 1), ROUTE_ENABLE | source)
+            self.shell_write(slot_reg(slot, 1), route_word(source, stream))
             source = slot + 1
-        self.shell_write(REG_ROUTE_OUT, ROUTE_ENABLE | source)
+        self.shell_write(route_out_reg(stream, self.slot_count), ROUTE_ENABLE | source)
+        self.routes[stream] = list(chain)
 
     def program(self, slot: int, stage: Stage, rows: int, cols: int) -> None:
         """Write ``stage``'s parameters and the frame size into the module in ``slot``."""

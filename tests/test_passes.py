@@ -147,7 +147,7 @@ def test_the_twin_agrees_with_the_rtl_on_passes():
 
 def test_ddr_traffic_counts_every_pass_and_admission_keeps_to_the_budget(tmp_path):
     """Each pass reads its input and writes its output: two passes move twice a one-pass chain's
-    intermediate traffic; a set whose traffic exceeds [memory] ddr_bytes_per_s is refused, naming it."""
+    intermediate traffic; a set whose traffic exceeds the fabric's share of platform.ddr_bytes_per_s is refused, naming it."""
     from fpgashare.platform import resolve_platform_path
     from fpgashare.sched.analysis import analyse
 
@@ -159,7 +159,7 @@ def test_ddr_traffic_counts_every_pass_and_admission_keeps_to_the_budget(tmp_pat
     assert two.ddr_bytes_per_frame == one.ddr_bytes_per_frame + 2 * 480 * 640
     text = resolve_platform_path("pynq-z2").read_text()
     small = tmp_path / "small.toml"
-    small.write_text(text.replace("ddr_bytes_per_s = 1_050_000_000", "ddr_bytes_per_s = 50_000_000"))
+    small.write_text(text.replace("ddr_bytes_per_s = 2_100_000_000", "ddr_bytes_per_s = 100_000_000"))
     tight = load_platform(small)
     spec = realtime_spec("e", EDGES, 1 / 30, 1 / 30, [480, 640], tight)
     assert analyse([spec], z2).ok

@@ -1,20 +1,27 @@
 // shell: the static region of the simulated board. NUM_SLOTS reconfigurable partitions, each with an
-// output link into a register-routed stream switch, a configuration port, and a register file.
+// output link into a register-routed stream switch, NUM_STREAMS video streams (an AXI4-Stream input
+// and output each; on a board one DMA channel pair), a configuration port, and a register file.
+// Stream 0 is the s_axis / m_axis pair; streams 1..NUM_STREAMS-1 are the slices of the *_more ports
+// (width 1 and unused when NUM_STREAMS = 1, so a one-stream shell has the ports it always had).
 //
 // Address map (AXI4-Lite, 16-bit): 0x0000 shell registers, 0x1000 * (k + 1) slot k's module.
 // Shell registers (word index): 0 SHELL_ID, 1 INFO {NUM_SLOTS[31:24], FRAME_WORDS[23:8], 8'h01},
 // 2/3 CYCLES lo/hi, 4 CFG_CTRL (write arms a load into slot [3:0]), 5 CFG_STATUS {target[19:16],
 // error[15:8], status[1:0]}, 6 CFG_WORDS, 7 CFG_CYCLES, 8 CFG_LOADS, 9 DEBUG (bit0 bypasses every
-// decoupler: a fault-injection hook for tests), 10 ROUTE_OUT, 11 IDCODE, 12 LINK_ERR,
-// 16 + 4k SLOT_STATUS {decoupled[16], error[15:8], module[7:4], state[1:0]}, 17 + 4k SLOT_ROUTE,
-// 18 + 4k SLOT_BEATS_IN, 19 + 4k SLOT_BEATS_OUT. A route is {enable[31], source[3:0]}, source 0 =
-// the shell's input stream, source k + 1 = slot k's output link.
+// decoupler: a fault-injection hook for tests), 10 ROUTE_OUT (stream 0's output), 11 IDCODE,
+// 12 LINK_ERR, 13 ROUTE_ERR (write clears), 14 STREAMS, 16 + 4k SLOT_STATUS {decoupled[16],
+// error[15:8], module[7:4], state[1:0]}, 17 + 4k SLOT_ROUTE, 18 + 4k SLOT_BEATS_IN,
+// 19 + 4k SLOT_BEATS_OUT, 16 + 4 * NUM_SLOTS + s - 1 ROUTE_OUT of stream s >= 1.
+// A route is {enable[31], stream[10:8] (slot routes), source[3:0]}: source 0 = the input of the
+// route's stream, source k + 1 = slot k's output link. route_table.sv refuses a route that would
+// join two streams (a slot in two streams' routes, or a stream >= NUM_STREAMS) and says why in ROUTE_ERR.
 `resetall
 `timescale 1ns / 1ps
 `default_nettype none
 
 module shell #(
     parameter int NUM_SLOTS = 2,
+    parameter int NUM_STREAMS = 1,          // video streams, 1..NUM_SLOTS (platform streams)
     parameter int DATA_W = 32,
     parameter int MAX_W = 1920,
     parameter int NPPC = 1,                 // gray pixels per 32-bit stream beat (platform pixels_per_clock)
@@ -65,13 +72,25 @@ module shell #(
     input  wire [31:0]        s_axis_cfg_tdata,
     input  wire               s_axis_cfg_tvalid,
     output wire               s_axis_cfg_tready,
-    input  wire               s_axis_cfg_tlast
+    input  wire               s_axis_cfg_tlast,
+    // streams 1..NUM_STREAMS-1, stream s in slice s - 1
+    input  wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)*DATA_W-1:0] s_axis_more_tdata,
+    input  wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        s_axis_more_tvalid,
+    output wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        s_axis_more_tready,
+    input  wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        s_axis_more_tlast,
+    input  wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        s_axis_more_tuser,
+    output wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)*DATA_W-1:0] m_axis_more_tdata,
+    output wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        m_axis_more_tvalid,
+    input  wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        m_axis_more_tready,
+    output wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        m_axis_more_tlast,
+    output wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        m_axis_more_tuser
 );
     initial begin
         if (NUM_SLOTS < 1 || NUM_SLOTS > 8) $error("shell: NUM_SLOTS must be 1..8");
+        if (NUM_STREAMS < 1 || NUM_STREAMS > NUM_SLOTS) $error("shell: NUM_STREAMS must be 1..NUM_SLOTS");
     end
     localparam int NP = NUM_SLOTS + 1;
-    localparam int NREGS = 16 + 4 * NUM_SLOTS;
+    localparam int NREGS = 16 + 4 * NUM_SLOTS + NUM_STREAMS - 1;
     localparam int SEL_W = 4;
 
     // ---- AXI-Lite fabric
@@ -97,14 +116,12 @@ module shell #(
         .m_axil_rvalid(p_rvalid), .m_axil_rready(p_rready)
     );
 
-    // ---- shell register file
+    // ---- shell register file (route registers live in the route table, which may refuse a write)
     function automatic logic [NREGS-1:0] ro_mask();
         logic [NREGS-1:0] m;
         m = '1;
         m[4] = 1'b0;   // CFG_CTRL
         m[9] = 1'b0;   // DEBUG
-        m[10] = 1'b0;  // ROUTE_OUT
-        for (int k = 0; k < NUM_SLOTS; k++) m[17 + 4*k] = 1'b0;  // SLOT_ROUTE
         return m;
     endfunction
 
@@ -126,7 +143,7 @@ module shell #(
     // ---- register slices on every stream crossing the shell boundary: the static region's
     // ports start and end in flops, as timing closure on a real shell would want, so nothing
     // inside depends combinationally on the processor side (and the model settles in one pass).
-    wire [2:0] slice_waits;   // valid while full: ordinary backpressure at a boundary, not an error
+    wire [2*NUM_STREAMS:0] slice_waits;   // valid while full: ordinary backpressure at a boundary, not an error
     wire [31:0] cfg_tdata;
     wire cfg_tvalid, cfg_tready, cfg_tlast;
     sync_fifo #(.W(33), .DEPTH(2)) u_cfg_slice (
@@ -158,9 +175,10 @@ module shell #(
         .words(cfg_words), .cycles(cfg_cycles), .loads(cfg_loads)
     );
 
-    // ---- slots, links and switch
-    localparam int NSRC = NUM_SLOTS + 1;
-    localparam int NSNK = NUM_SLOTS + 1;
+    // ---- slots, links and switch. Sources: 0 stream 0's input, k + 1 slot k's link, NUM_SLOTS + s
+    // stream s's input; sinks: k slot k's input, NUM_SLOTS + s stream s's output.
+    localparam int NSRC = NUM_SLOTS + NUM_STREAMS;
+    localparam int NSNK = NUM_SLOTS + NUM_STREAMS;
     wire [DATA_W-1:0] src_tdata [NSRC];
     wire [DATA_W-1:0] snk_tdata [NSNK];
     // split_var: these vectors join every slot to every other through the switch; as whole vectors
@@ -169,7 +187,7 @@ module shell #(
     wire [NSRC-1:0] src_tlast /*verilator split_var*/, src_tuser /*verilator split_var*/;
     wire [NSNK-1:0] snk_tvalid /*verilator split_var*/, snk_tready /*verilator split_var*/;
     wire [NSNK-1:0] snk_tlast /*verilator split_var*/, snk_tuser /*verilator split_var*/;
-    logic [NSNK*(SEL_W+1)-1:0] route;
+    wire [NSNK*(SEL_W+1)-1:0] route;
     wire [NUM_SLOTS-1:0] link_err, decoupled;
     logic [31:0] beats_in [NUM_SLOTS];
     logic [31:0] beats_out [NUM_SLOTS];
@@ -188,6 +206,32 @@ module shell #(
         .m_data({m_axis_tuser, m_axis_tlast, m_axis_tdata}), .m_valid(m_axis_tvalid),
         .m_ready(m_axis_tready), .overflow(slice_waits[2])
     );
+
+    for (genvar s = 1; s < NUM_STREAMS; s++) begin : g_stream
+        sync_fifo #(.W(DATA_W + 2), .DEPTH(2)) u_in_slice (
+            .clk, .rst,
+            .s_data({s_axis_more_tuser[s-1], s_axis_more_tlast[s-1], s_axis_more_tdata[(s-1)*DATA_W +: DATA_W]}),
+            .s_valid(s_axis_more_tvalid[s-1]), .s_ready(s_axis_more_tready[s-1]),
+            .m_data({src_tuser[NUM_SLOTS+s], src_tlast[NUM_SLOTS+s], src_tdata[NUM_SLOTS+s]}),
+            .m_valid(src_tvalid[NUM_SLOTS+s]), .m_ready(src_tready[NUM_SLOTS+s]), .overflow(slice_waits[2*s+1])
+        );
+        sync_fifo #(.W(DATA_W + 2), .DEPTH(2)) u_out_slice (
+            .clk, .rst,
+            .s_data({snk_tuser[NUM_SLOTS+s], snk_tlast[NUM_SLOTS+s], snk_tdata[NUM_SLOTS+s]}),
+            .s_valid(snk_tvalid[NUM_SLOTS+s]), .s_ready(snk_tready[NUM_SLOTS+s]),
+            .m_data({m_axis_more_tuser[s-1], m_axis_more_tlast[s-1], m_axis_more_tdata[(s-1)*DATA_W +: DATA_W]}),
+            .m_valid(m_axis_more_tvalid[s-1]), .m_ready(m_axis_more_tready[s-1]), .overflow(slice_waits[2*s+2])
+        );
+    end
+    if (NUM_STREAMS == 1) begin : g_one_stream
+        assign s_axis_more_tready = '0;
+        assign m_axis_more_tdata = '0;
+        assign m_axis_more_tvalid = '0;
+        assign m_axis_more_tlast = '0;
+        assign m_axis_more_tuser = '0;
+        wire unused_more = &{1'b0, s_axis_more_tdata, s_axis_more_tvalid, s_axis_more_tlast, s_axis_more_tuser,
+                             m_axis_more_tready};
+    end
 
     for (genvar k = 0; k < NUM_SLOTS; k++) begin : g_slot
         wire [DATA_W-1:0] o_tdata;
@@ -235,9 +279,23 @@ module shell #(
                 beats_out[k] <= '0;
             end
         end
-        assign route[k*(SEL_W+1) +: SEL_W+1] = {regs[(17+4*k)*32 + 31], regs[(17+4*k)*32 +: SEL_W]};
     end
-    assign route[NUM_SLOTS*(SEL_W+1) +: SEL_W+1] = {regs[10*32 + 31], regs[10*32 +: SEL_W]};
+
+    // ---- routes: one word per switch sink, written through the register file, checked by the table
+    wire [NSNK-1:0] route_wr;
+    wire [NSNK*32-1:0] route_words;
+    wire [31:0] route_err;
+    for (genvar k = 0; k < NUM_SLOTS; k++) begin : g_route_wr
+        assign route_wr[k] = wr_stb[17 + 4*k];
+    end
+    assign route_wr[NUM_SLOTS] = wr_stb[10];
+    for (genvar s = 1; s < NUM_STREAMS; s++) begin : g_route_out_wr
+        assign route_wr[NUM_SLOTS + s] = wr_stb[16 + 4*NUM_SLOTS + s - 1];
+    end
+    route_table #(.NUM_SLOTS(NUM_SLOTS), .NUM_STREAMS(NUM_STREAMS), .SEL_W(SEL_W)) u_routes (
+        .clk, .rst, .wr(route_wr), .wdata(p_wdata), .err_clear(wr_stb[13]),
+        .words(route_words), .route, .err(route_err)
+    );
 
     stream_switch #(.DATA_W(DATA_W), .NSRC(NSRC), .NSNK(NSNK), .SEL_W(SEL_W)) u_switch (
         .s_tdata(src_tdata), .s_tvalid(src_tvalid), .s_tready(src_tready), .s_tlast(src_tlast),
@@ -264,12 +322,17 @@ module shell #(
         ro[8*32 +: 32] = cfg_loads;
         ro[11*32 +: 32] = IDCODE;
         ro[12*32 +: 32] = 32'(link_err);
+        ro[13*32 +: 32] = route_err;
+        ro[14*32 +: 32] = 32'(NUM_STREAMS);
+        ro[10*32 +: 32] = route_words[NUM_SLOTS*32 +: 32];
+        for (int s = 1; s < NUM_STREAMS; s++) ro[(16 + 4*NUM_SLOTS + s - 1)*32 +: 32] = route_words[(NUM_SLOTS+s)*32 +: 32];
         for (int k = 0; k < NUM_SLOTS; k++) begin
             logic [1:0] state;
             state = slot_failed[k] ? 2'd3 : slot_loading[k] ? 2'd1 : (slot_module[k*4 +: 4] != 0) ? 2'd2 : 2'd0;
             ro[(16+4*k)*32 +: 32] = {15'd0, decoupled[k], slot_error[k*8 +: 8], slot_module[k*4 +: 4], 2'd0, state};
             ro[(18+4*k)*32 +: 32] = beats_in[k];
             ro[(19+4*k)*32 +: 32] = beats_out[k];
+            ro[(17+4*k)*32 +: 32] = route_words[k*32 +: 32];
         end
     end
 

@@ -1,7 +1,7 @@
 // stream_switch: register-routed AXI-Stream crossbar (Nguyen & Hoe's configurable interconnect).
 // Each sink picks one source by route[sink] = {enable, source index}; a source feeds at most one
-// sink (the runtime enforces it). Unrouted sources see TREADY = 0 and wait; a sink routed to a
-// source that does not exist sees nothing.
+// sink (the runtime routes chains; route_table.sv keeps the shell's streams from sharing a slot).
+// Unrouted sources see TREADY = 0 and wait; a sink routed to a source that does not exist sees nothing.
 `resetall
 `timescale 1ns / 1ps
 `default_nettype none

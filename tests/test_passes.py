@@ -147,7 +147,8 @@ def test_the_twin_agrees_with_the_rtl_on_passes():
 
 def test_ddr_traffic_counts_every_pass_and_admission_keeps_to_the_budget(tmp_path):
     """Each pass reads its input and writes its output: two passes move twice a one-pass chain's
-    intermediate traffic; a set whose traffic exceeds the fabric's share of platform.ddr_bytes_per_s is refused, naming it."""
+    intermediate traffic; a set whose traffic exceeds the fabric's share of platform.ddr_bytes_per_s is
+    refused, naming it."""
     from fpgashare.platform import resolve_platform_path
     from fpgashare.sched.analysis import analyse
 

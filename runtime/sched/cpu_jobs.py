@@ -48,25 +48,35 @@ class CpuJobs:
         self.on_cpu[_key(request)] = (request, "dnn", self.cpu_besteffort.start(seconds, lambda: infer(image)))
         self.push(self.now + seconds, CPU_DONE, request)
 
+    def _settled(self: Engine, key: str, item: Frame | DnnRequest):
+        """The finished CPU job of ``item`` (taken off ``on_cpu``), or None: the item ended
+        meanwhile (its pipeline closed), or the host is still at it past the bound (counted as an
+        overrun, looked at again in CPU_POLL_S)."""
+        entry = self.on_cpu.get(key)
+        if entry is None or entry[0] is not item:
+            return None
+        if item.outcome is not None:
+            del self.on_cpu[key]
+            return None
+        work = entry[2]
+        if not work.ready():
+            if key not in self._cpu_late:
+                self._cpu_late.add(key)
+                self.cpu_overruns += 1
+            self.push(self.now + CPU_POLL_S, CPU_DONE, item)
+            return None
+        del self.on_cpu[key]
+        self._cpu_late.discard(key)
+        return entry
+
     def _cpu_done(self: Engine, frame: Frame | DnnRequest) -> None:
         if isinstance(frame, DnnRequest):
             self._dnn_on_host_done(frame)
             return
-        entry = self.on_cpu.get(frame.key)
-        if entry is None or entry[0] is not frame:
-            return
-        if frame.outcome is not None:       # dropped meanwhile (its pipeline ended)
-            del self.on_cpu[frame.key]
+        entry = self._settled(frame.key, frame)
+        if entry is None:
             return
         _, phase, work = entry
-        if not work.ready():                # the host is slower than the bound: look again soon
-            if frame.key not in self._cpu_late:
-                self._cpu_late.add(frame.key)
-                self.cpu_overruns += 1
-            self.push(self.now + CPU_POLL_S, CPU_DONE, frame)
-            return
-        del self.on_cpu[frame.key]
-        self._cpu_late.discard(frame.key)
         try:
             out = work.report()
         except Exception as exc:            # a bug in a CPU stage ends this frame, not the daemon
@@ -89,23 +99,11 @@ class CpuJobs:
 
     def _dnn_on_host_done(self: Engine, request: DnnRequest) -> None:
         key = _key(request)
-        entry = self.on_cpu.get(key)
-        if entry is None or entry[0] is not request:
+        entry = self._settled(key, request)
+        if entry is None:
             return
-        if request.outcome is not None:
-            del self.on_cpu[key]
-            return
-        work = entry[2]
-        if not work.ready():
-            if key not in self._cpu_late:
-                self._cpu_late.add(key)
-                self.cpu_overruns += 1
-            self.push(self.now + CPU_POLL_S, CPU_DONE, request)
-            return
-        del self.on_cpu[key]
-        self._cpu_late.discard(key)
         try:
-            request.output = np.asarray(work.report())
+            request.output = np.asarray(entry[2].report())
         except Exception as exc:
             log.error("the host's inference of %s failed", key, exc_info=True)
             self.finish_dnn(request, "error", f"CPU inference failed: {type(exc).__name__}: {exc}")

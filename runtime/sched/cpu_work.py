@@ -15,7 +15,6 @@ CPU part that overruns it is counted (``overruns``) and delays only its own fram
 from __future__ import annotations
 
 import concurrent.futures
-import logging
 import time
 from collections.abc import Callable, Sequence
 
@@ -23,8 +22,6 @@ import numpy as np
 from fpgashare.backends.base import Pending
 from fpgashare.modules import Stage
 from fpgashare.vision_ref import chain_reference
-
-log = logging.getLogger(__name__)
 
 #: A measured CPU bound is the slowest of MEASURE_RUNS runs x MARGIN + FLOOR_S: the host shares
 #: its cores with the apps and the daemon, and a frame's CPU part must rarely exceed its bound.
@@ -123,22 +120,11 @@ class CpuExecutor:
     def __init__(self, workers: int = 0) -> None:
         self.workers = workers
         self._pool = concurrent.futures.ThreadPoolExecutor(workers, "fpgashare-cpu") if workers else None
-        self.jobs = 0
-        self.busy_s = 0.0          #: host seconds spent on CPU stages
 
     def start(self, seconds: float, work: Callable[[], np.ndarray]) -> Pending[np.ndarray]:
-        self.jobs += 1
-
-        def timed() -> np.ndarray:
-            begin = time.perf_counter()
-            try:
-                return work()
-            finally:
-                self.busy_s += time.perf_counter() - begin
-
         if self._pool is None:
             try:
-                out = timed()
+                out = work()
             except Exception as exc:           # reported at the job's end, as hardware faults are
                 failure = exc
 
@@ -146,7 +132,7 @@ class CpuExecutor:
                     raise failure
                 return Pending(seconds, fail)
             return Pending(seconds, lambda: out)
-        future = self._pool.submit(timed)
+        future = self._pool.submit(work)
         return Pending(seconds, future.result, _ready=future.done)
 
     def run_stages(self, stages: Sequence[Stage], seconds: float, pixels: np.ndarray) -> Pending[np.ndarray]:

@@ -27,7 +27,7 @@ from fpgashare.backends.base import Backend, FrameReport, Pending
 from fpgashare.clock import Clock, VirtualClock
 from fpgashare.sched.analysis import UNCONSTRAINED, AdmissionContract
 from fpgashare.sched.cpu_jobs import CpuJobs
-from fpgashare.sched.cpu_work import CpuExecutor
+from fpgashare.sched.cpu_work import CpuExecutor, chain_shape
 from fpgashare.sched.demand import Demand
 from fpgashare.sched.dnn_jobs import DnnJobs
 from fpgashare.sched.foresight import Foresight
@@ -381,8 +381,9 @@ class Engine(PortUse, DnnJobs, CpuJobs, Foresight):
             self.pending.append(frame)
             return
         if failure is None and frame.pipeline.cpu_after:
+            p = frame.pipeline
             pixels = report.output if report.output is not None else np.zeros(
-                frame.pipeline.cpu_after[0].kind.input_shape(*_out_size(frame.pipeline)), np.uint8)
+                p.cpu_after[0].kind.input_shape(*chain_shape(p.stages, *p.frame)), np.uint8)
             self._run_on_cpu(frame, "after", pixels)
             return
         if failure is None:
@@ -417,14 +418,6 @@ class Engine(PortUse, DnnJobs, CpuJobs, Foresight):
     def drop(self, frame: Frame, reason: str) -> None:
         self.pending.remove(frame)
         self.finish(frame, "dropped", reason)
-
-def _out_size(p: PipelineSpec) -> tuple[int, int]:
-    """(rows, cols) of what the fabric part of ``p`` outputs."""
-    rows, cols = p.frame
-    for stage in p.stages:
-        rows, cols = stage.kind.output_shape(rows, cols)
-    return rows, cols
-
 
 def run_workload(workload: Workload, backend: Backend, policy, **kw) -> tuple[Engine, dict]:
     start = time.perf_counter()

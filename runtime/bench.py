@@ -9,8 +9,11 @@ from fpgashare.backends import make_backend
 from fpgashare.errors import FpgashareError
 from fpgashare.sched import POLICIES, make_policy
 from fpgashare.sched.admission import admit
+from fpgashare.sched.backfill import DNN as DNN_TILE
 from fpgashare.sched.backfill import refusal
 from fpgashare.sched.engine import run_workload
+from fpgashare.sched.stream_plan import plan_streams
+from fpgashare.sched.streams import run_streams
 from fpgashare.trace import write_gantt, write_trace
 from fpgashare.workload import Workload, load_workload
 
@@ -23,20 +26,27 @@ def misses(summary: dict) -> int:
     return sum(p["late"] + p["dropped"] + p["errors"] for p in summary["pipelines"].values())
 
 
-def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bool = True) -> tuple[object, dict]:
-    """One scheduler on one workload. ``edf`` admits pipelines first (runtime/sched/admission.py);
-    the baselines admit everything."""
+def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bool = True,
+            streams: int | None = None) -> tuple[object, dict]:
+    """One scheduler on one workload. ``edf`` admits pipelines first (runtime/sched/admission.py;
+    on several streams runtime/sched/stream_plan.py); the baselines admit everything.
+    ``streams``: at most this many video streams (default: as many as the shell and the backend
+    carry)."""
     policy = make_policy(scheduler)
     rejected: list[dict] = []
     full = workload
     contract = None
+    board = make_backend(backend, workload.platform)
+    streams = min(board.concurrent_streams, workload.platform.streams, streams or workload.platform.streams)
+    if policy.admission and streams > 1:
+        return _run_on_streams(workload, scheduler, board, streams, check_rejected)
     if policy.admission:
         admission = admit(workload)
         rejected, contract = admission.rejected, admission.contract
         keep = {p.name for p in admission.admitted}
         workload = replace(workload, pipelines=tuple(p for p in workload.pipelines
                                                      if not p.realtime or p.name in keep))
-    engine, summary = run_workload(workload, make_backend(backend, workload.platform), policy, contract=contract)
+    engine, summary = run_workload(workload, board, policy, contract=contract)
     result = {"scheduler": scheduler, "admitted": [p.name for p in engine.pipelines], "rejected": rejected,
               **summary, "bound": dnn_bound(workload, engine.pipelines, engine)}
     if contract is not None:
@@ -49,6 +59,49 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
         _, everything = run_workload(full, make_backend("model", full.platform), make_policy(scheduler))
         result["rejected_set_misses"] = misses(everything)
     return engine, result
+
+
+def _run_on_streams(workload: Workload, scheduler: str, board, streams: int,
+                    check_rejected: bool) -> tuple[object, dict]:
+    """``scheduler`` (one with admission) on several streams: pipelines partitioned over streams and
+    slots (runtime/sched/stream_plan.py), one engine per partition (runtime/sched/streams.py)."""
+    plan = plan_streams(workload, streams)
+    engine, summary = run_streams(workload, board, plan, lambda: make_policy(scheduler))
+    result = {"scheduler": scheduler, "admitted": [p.name for p in plan.admitted], "rejected": plan.rejected,
+              **summary, "bound": streams_dnn_bound(workload, plan, engine)}
+    result["contract"] = {f"stream {part.stream}": {
+        "slots": list(part.slots), "pipelines": [p.name for p in part.pipelines], "dnn": part.dnn,
+        "pinned": {str(part.slots[k]): v for k, v in sorted(part.verdict.contract.pinned.items())},
+        "idle_loads": part.verdict.contract.idle_loads} for part in plan.partitions}
+    if plan.rejected and check_rejected:
+        _, everything = run_workload(workload, make_backend("model", workload.platform), make_policy(scheduler))
+        result["rejected_set_misses"] = misses(everything)
+    return engine, result
+
+
+def streams_dnn_bound(workload: Workload, plan, engine=None) -> dict:
+    """Upper bound on DNN throughput beside ``plan``'s admitted real-time work: the DNN streams on
+    the partition it was given, at most the stream time that partition's frames leave, at the
+    partitioner's fastest rate on that partition's tile slots (fill latency and loads free)."""
+    from fpgashare.dnn.planning import dnn_plan
+    from fpgashare.sched.stream_plan import partition_platform
+
+    models = [p.model for p in workload.pipelines if not p.realtime]
+    part = next((q for q in plan.partitions if q.dnn), None)
+    no_tile = refusal(workload.platform) if models else None
+    if not models or no_tile or part is None:
+        out = {"idle_stream_fraction": 0.0, "dnn_images_per_s": 0.0, "assumes": "no partition runs the DNN"}
+        if no_tile:
+            out["refused"] = no_tile
+        return out
+    sub = partition_platform(workload.platform, part.slots)
+    tiles = len(sub.slots_for(DNN_TILE))
+    idle = max(0.0, 1.0 - sum(p.exec_s / p.period_s for p in part.pipelines))
+    rate = max(dnn_plan(sub, m, tiles).images_per_s for m in models) if tiles else 0.0
+    return {"idle_stream_fraction": round(idle, 4), "dnn_images_per_s": round(idle * rate, 1),
+            "stream": part.stream, "tiles": tiles,
+            "assumes": "stream time the DNN's partition's frames leave x the fastest chain on its tile slots; "
+                       "fill latency and loads free"}
 
 
 def dnn_bound(workload: Workload, admitted, engine=None) -> dict:
@@ -92,7 +145,7 @@ def dnn_bound(workload: Workload, admitted, engine=None) -> dict:
     return out
 
 
-def sweep(workload: Workload, scheduler: str, backend: str, pipeline: str) -> dict:
+def sweep(workload: Workload, scheduler: str, backend: str, pipeline: str, streams: int | None = None) -> dict:
     """Copies of real-time ``pipeline`` are added one at a time until the scheduler misses a
     deadline of a pipeline it runs or, for a scheduler with admission control, refuses a copy.
     ``max_pipelines`` is the largest count with zero misses; ``others_refused`` names the other
@@ -101,7 +154,7 @@ def sweep(workload: Workload, scheduler: str, backend: str, pipeline: str) -> di
     for count in range(1, MAX_SWEEP + 1):
         trial = workload.with_copies(pipeline, count)
         copies = {p.name for p in trial.pipelines if p.name.startswith(f"{pipeline}#")}
-        _, result = run_one(trial, scheduler, backend, check_rejected=False)
+        _, result = run_one(trial, scheduler, backend, check_rejected=False, streams=streams)
         if misses(result) or any(r["name"] in copies for r in result["rejected"]):
             break
         best, refused = count, [r["name"] for r in result["rejected"]]
@@ -109,7 +162,7 @@ def sweep(workload: Workload, scheduler: str, backend: str, pipeline: str) -> di
 
 
 def bench(path: str, schedulers: list[str], backend: str = "model", trace: str | None = None,
-          sweep_pipeline: str | bool | None = None, gantt: str | None = None) -> dict:
+          sweep_pipeline: str | bool | None = None, gantt: str | None = None, streams: int | None = None) -> dict:
     """Run ``path``'s workload under each scheduler; ``sweep_pipeline`` True sweeps the
     workload's own ``sweep`` pipeline."""
     for name in schedulers:
@@ -122,7 +175,7 @@ def bench(path: str, schedulers: list[str], backend: str = "model", trace: str |
         sweep_pipeline = workload.sweep
     results = []
     for name in schedulers:
-        engine, result = run_one(workload, name, backend)
+        engine, result = run_one(workload, name, backend, streams=streams)
         if trace:
             out = trace if len(schedulers) == 1 else trace.replace(".json", f".{name}.json")
             write_trace(engine.trace, out, f"{workload.path.stem} / {name}")
@@ -133,7 +186,7 @@ def bench(path: str, schedulers: list[str], backend: str = "model", trace: str |
             write_gantt(engine.trace, out, f"{workload.path.stem}: {name}", (t0, t0 + 0.1))
             result["gantt"] = out
         if sweep_pipeline:
-            result["sweep"] = sweep(workload, name, backend, sweep_pipeline)
+            result["sweep"] = sweep(workload, name, backend, sweep_pipeline, streams)
         results.append(result)
     report = {"workload": str(workload.path), "platform": workload.platform.name, "backend": backend,
               "results": results}

@@ -14,6 +14,17 @@ from fpgashare.errors import FpgashareError
 log = logging.getLogger("fpgashare")
 
 
+def _positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (argparse names the option on error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def _emit(obj: dict, as_json: bool, lines: list[str]) -> None:
     if as_json:
         sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
@@ -180,7 +191,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from fpgashare.bench import bench, report_lines
 
     schedulers = [s.strip() for s in args.scheduler.split(",") if s.strip()]
-    report = bench(args.workload, schedulers, args.backend, args.trace, args.sweep, args.gantt)
+    report = bench(args.workload, schedulers, args.backend, args.trace, args.sweep, args.gantt, args.streams)
     _emit(report, args.json, report_lines(report))
     return 0
 
@@ -380,6 +391,8 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--sweep", metavar="PIPELINE", nargs="?", const=True,
                     help="add copies of this real-time pipeline (default: the workload's sweep key) until a miss")
     bn.add_argument("--gantt", help="write a Gantt chart of the first 100 ms (PNG; one per scheduler)")
+    bn.add_argument("--streams", type=_positive_int, default=None,
+                    help="use at most this many of the shell's video streams (default: all the backend carries)")
     bn.add_argument("--json", action="store_true")
     bn.set_defaults(func=cmd_bench)
 

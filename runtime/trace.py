@@ -28,7 +28,8 @@ def write_trace(events: Sequence[TraceEvent], path: str | Path, process: str = "
 
 def write_gantt(events: Sequence[TraceEvent], path: str | Path, title: str = "",
                 window: tuple[float, float] | None = None) -> None:
-    """A Gantt chart (PNG): one row per slot and one for the port; frames coloured by pipeline."""
+    """A Gantt chart (PNG): one row per video stream, per slot and one for the port; frames
+    coloured by pipeline."""
     try:
         import matplotlib
 
@@ -36,8 +37,8 @@ def write_gantt(events: Sequence[TraceEvent], path: str | Path, title: str = "",
         import matplotlib.pyplot as plt
     except ImportError:
         raise FpgashareError("--gantt needs matplotlib: install 'fpgashare[plot]'") from None
-    rows = sorted({e.track for e in events if e.track.startswith(("slot", "port"))},
-                  key=lambda t: (t != "port", t))
+    rows = sorted({e.track for e in events if e.track.startswith(("stream", "slot", "port"))},
+                  key=lambda t: (not t.startswith("stream"), t != "port", t))
     shown = [e for e in events if e.track in rows and (window is None or (e.end >= window[0] and
                                                                            e.start <= window[1]))]
     names = sorted({e.args.get("pipeline", "load") for e in shown})

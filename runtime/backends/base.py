@@ -87,6 +87,9 @@ class Backend(ABC):
 
     name: str
     runs_dnn: bool = False      #: whether run_dnn is implemented (schedulers skip DNN backfill otherwise)
+    #: Video streams this backend can carry at once (frames or DNN batches on disjoint slots). The
+    #: sim harness and the pynq DMA drive stream 0 only so far; the model twin carries the platform's.
+    concurrent_streams: int = 1
     #: A clock with hold() / release(host s, hardware s) around every operation, so a daemon's clock
     #: stands still while a simulated board is slower than its hardware (runtime/clock.py).
     held_clock = None

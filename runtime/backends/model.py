@@ -25,6 +25,7 @@ class ModelBackend(Backend):
 
     def __init__(self, platform: Platform) -> None:
         super().__init__(platform)
+        self.concurrent_streams = platform.streams     # its time is a model: streams overlap freely
         self._chain_cycles: dict[tuple[tuple[str, ...], int, int], int] = {}
 
     def _load(self, slot: int, module: str) -> LoadReport:

@@ -259,19 +259,23 @@ def ddr_budget(platform: Platform) -> float:
 
 
 def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: dict[int, str] | None = None,
-            few_pins: bool = False) -> Verdict:
+            few_pins: bool = False, port_share: int = 1, check_ddr: bool = True) -> Verdict:
     """Whether ``pipelines`` (real-time) pass the test on ``platform``, and with which pins.
     Pin sets are tried in order of the load time their frames still need (least first), or, with
     ``few_pins`` (best-effort work wants slots to borrow), fewest pins first. ``keep_pinned``:
-    pins already in force (a daemon's), kept."""
-    L = load_seconds(platform)
+    pins already in force (a daemon's), kept. ``port_share``: how many partitions of the fabric
+    (streams with slots of their own, runtime/sched/stream_plan.py) may load through the one port;
+    each load may then wait behind one load of every other (runtime/sched/port_share.py), so L
+    counts ``port_share`` loads. ``check_ddr`` False: the caller checks the DDR budget over every
+    stream at once."""
+    L = load_seconds(platform) * port_share
     if not pipelines:
         return Verdict(True, contract=AdmissionContract({}, L, True, float("inf")))
     for p in pipelines:
         if len(p.pass_stages) > 1 and p.exec_s > p.deadline_s:
             return Verdict(False, _passes_too_long(p))
     ddr, budget = sum(p.ddr_bytes_per_frame / p.period_s for p in pipelines), ddr_budget(platform)
-    if ddr > budget:
+    if check_ddr and ddr > budget:
         return Verdict(False, f"the frames would move {ddr / 1e6:.0f} MB/s to and from DDR (passes through memory "
                               f"included), more than the {budget / 1e6:.0f} MB/s {platform.name} gives the fabric "
                               f"({DDR_FABRIC_SHARE:.0%} of platform.ddr_bytes_per_s, the DDR's peak)")

@@ -53,6 +53,7 @@ class DnnJobs:
         for i, request in enumerate(job.requests):
             request.end, request.output = self.now, job.outputs[i]
             self.finish_dnn(request, "done")
+        self._trace_stream(f"{job.pipeline.name} x{job.images}", job.start, job.end, job.pipeline.name)
         for slot in job.slots:
             self.trace.append(TraceEvent(f"slot {slot}", f"{job.pipeline.name} x{job.images}", job.start, job.end,
                                          {"pipeline": job.pipeline.name, "images": job.images}))

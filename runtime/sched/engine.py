@@ -113,6 +113,13 @@ class Engine(PortUse, DnnJobs, CpuJobs, Foresight):
         self.on_cpu: dict[str, tuple[Frame, str, object]] = {}   #: frame key -> (frame, "before"/"after", Pending)
         self.cpu_overruns = 0             #: CPU parts that took longer than their bound
         self._cpu_late: set[str] = set()
+        #: The shared port's round-robin grants when this engine runs one partition of the fabric
+        #: (runtime/sched/port_share.py, streams.py); None: the port is this engine's alone.
+        self.port_arbiter = None
+        self.stream_id = 0                #: the shell's video stream this engine's work takes (trace)
+        #: False: no load but a committed frame's after the first release (a partition whose every
+        #: module is pinned: runtime/sched/stream_plan.py counts no port time for it)
+        self.loads_after_t0 = True
         if contract is not None:
             self.set_contract(contract)
         # Pipelines register before their first frame: the policy may fill every slot once
@@ -137,8 +144,18 @@ class Engine(PortUse, DnnJobs, CpuJobs, Foresight):
         """The whole workload under virtual (or wall) time, then every unfinished frame dropped."""
         self._schedule_releases()
         self.begin()
-        horizon = self.t0 + self.workload.duration_s + self.drain_s
-        self.advance_to(horizon)
+        self.advance_to(self.horizon_s)
+        self.end_run()
+        return self
+
+    @property
+    def horizon_s(self) -> float:
+        """When a run stops taking events: the releases, then ``drain_s`` for the last frames."""
+        return self.t0 + self.workload.duration_s + self.drain_s
+
+    def end_run(self) -> None:
+        """The run is over: every frame not finished yet ends ``dropped``."""
+        horizon = self.horizon_s
         self._advance(max(self.now, min(horizon, self.t0 + self.workload.duration_s)))
         for frame in [*self.pending, *self.running.values(), *(f for f, _, _ in self.on_cpu.values())]:
             self.finish(frame, "dropped", "the run ended before it completed")
@@ -147,7 +164,6 @@ class Engine(PortUse, DnnJobs, CpuJobs, Foresight):
         self.running.clear()
         self._streaming.clear()
         self._stream_at = None
-        return self
 
     def set_contract(self, contract: AdmissionContract) -> None:
         """Keep to ``contract`` from now on: its pinned slots are never evicted."""
@@ -307,6 +323,11 @@ class Engine(PortUse, DnnJobs, CpuJobs, Foresight):
                 missing.append(module)
         return chosen, missing
 
+    @property
+    def port_shared(self) -> bool:
+        """Whether other partitions load through the same port (their loads may come between)."""
+        return self.port_arbiter is not None and len(self.port_arbiter.engines) > 1
+
     def stream_free(self) -> bool:
         """Whether the shell's video stream can take a frame or a DNN batch now."""
         return len(self.running) + len(self.dnn_running) < VIDEO_STREAMS
@@ -368,6 +389,7 @@ class Engine(PortUse, DnnJobs, CpuJobs, Foresight):
         self._stream_at = None
         end = self.now
         self.slots.release(frame.slots, end)
+        self._trace_stream(frame.key, frame.streamed[-1][0], end, frame.pipeline.name)
         for slot in frame.slots:
             self.trace.append(TraceEvent(f"slot {slot}", frame.key, frame.streamed[-1][0], end,
                                          {"pipeline": frame.pipeline.name}))
@@ -394,6 +416,9 @@ class Engine(PortUse, DnnJobs, CpuJobs, Foresight):
             self.finish(frame, "error", failure)
         self.trace.append(TraceEvent(f"pipeline {frame.pipeline.name}", frame.key, frame.release, end,
                                      {"outcome": frame.outcome}))
+
+    def _trace_stream(self, name: str, start: float, end: float, pipeline: str) -> None:
+        self.trace.append(TraceEvent(f"stream {self.stream_id}", name, start, end, {"pipeline": pipeline}))
 
     def summary(self, wall_s: float) -> dict:
         """Outcomes and latencies per pipeline, port and slot figures (runtime/sched/run_summary.py)."""

@@ -23,8 +23,9 @@ def side_load_allowed(engine: Engine, slot: int, pin: bool = False) -> bool:
     an idle load if the pipelines admitted before it had room for one (``Engine.pin_idle_ok``)."""
     if engine.committed is not None:
         return False                      # the committed frame owns the port
-    port = engine.slots.port
-    if port.current is not None or port.queue:
+    if not engine.loads_after_t0 and engine.now >= engine.t0:
+        return False                      # a quiet partition: the others' analysis counts no load of it
+    if not engine.port_free():
         return False                      # one load at a time: nothing queues behind another
     end = engine.now + engine.load_seconds(slot)
     stream_end = engine.stream_job_end()

@@ -48,9 +48,8 @@ class PinMove:
 def pin_move(engine: Engine, frame: Frame, chosen: list[int | None], missing: list[str]) -> PinMove | None:
     """A move that hides ``frame``'s one missing load under the job on the stream, or None."""
     end = engine.stream_job_end()
-    port = engine.slots.port
     pinned = engine.contract.pinned
-    if end is None or not pinned or engine.committed is not None or port.current is not None or port.queue \
+    if end is None or not pinned or engine.committed is not None or not engine.port_free() or engine.port_shared \
             or not _settled(engine):
         return None
     slots = engine.slots
@@ -121,9 +120,8 @@ def lend_moves(engine: Engine, module: str) -> list[PinMove]:
     at the latest, ends by the earliest possible release); with a batch on the tile from E, the
     reload is hidden under it. ``PinMove.to`` is r."""
     end = engine.stream_job_end()
-    port = engine.slots.port
     pinned = engine.contract.pinned
-    if end is None or engine.pending or engine.committed is not None or port.current is not None or port.queue \
+    if end is None or engine.pending or engine.committed is not None or not engine.port_free() or engine.port_shared \
             or not _settled(engine) or any(f.step < len(f.pipeline.pass_stages) - 1 for f in engine.running.values()):
         return []                 # (a frame on the stream with passes to go waits again at E)
     slots = engine.slots

@@ -17,14 +17,29 @@ log = logging.getLogger("fpgashare.sched.engine")
 
 class PortUse:
     def _kick_port(self: Engine) -> None:
+        arbiter = self.port_arbiter
+        if arbiter is not None and not arbiter.may_start(self):
+            return                  # another partition's load is on the port, or its turn is first
         now = self.now
         request = self.slots.port.queue[0] if self.slots.port.queue else None
         end = self.slots.start_next(now)
         if end is not None and request is not None:
             self._load_started[request.slot] = now
             self.push(end, LOAD_DONE, None)
+            if arbiter is not None:
+                arbiter.started(self, end)
+
+    def port_free(self: Engine) -> bool:
+        """Whether a load queued now would start at once (no load in flight or queued, here or, on a
+        shared port, in another partition)."""
+        port = self.slots.port
+        if port.current is not None or port.queue:
+            return False
+        return self.port_arbiter is None or self.port_arbiter.free_for(self)
 
     def _load_done(self: Engine) -> None:
+        if self.port_arbiter is not None:
+            self.port_arbiter.finished(self)
         request, ok = self.slots.finish(self.now)
         started = self._load_started.pop(request.slot, self.now)
         self.port_by_reason[request.reason] = self.port_by_reason.get(request.reason, 0.0) + self.now - started
@@ -37,6 +52,8 @@ class PortUse:
         """Port time still owed: the load in flight plus every queued one (estimated)."""
         port = self.slots.port
         owed = (port.busy_until - self.now) if port.busy_until is not None else 0.0
+        if self.port_arbiter is not None:
+            owed += self.port_arbiter.owed_elsewhere(self, self.now)
         return owed + sum(self.load_seconds(r.slot) for r in port.queue) if port.queue else owed
 
     def load_seconds(self: Engine, slot: int) -> float:

@@ -1,0 +1,232 @@
+"""Admission over several video streams: real-time pipelines are partitioned onto streams, each
+stream with slots of its own, and every partition must pass the one-stream analysis.
+
+Why partitions (the README's "Admitted means guaranteed, on S streams" gives the whole argument):
+
+- A partition is a stream and a disjoint set of slots. Its frames and loads use only its own
+  slots and stream, so inside it the one-stream model of ``analysis.py`` holds as it is: one
+  non-preemptive job at a time on a virtual processor, a frame's loads before its stream.
+- What partitions share is the configuration port. Loads are granted round-robin over the
+  partitions and each keeps at most one load queued or in flight (``port_share.py``), so a load
+  ends within ``P x L`` of its request (P partitions). Each partition is analysed with ``P x L`` as
+  its load time (``analyse(port_share=P)``): every term that counts a load counts the wait too.
+- Pin moves (``pin_move.py``) assume the port is free when the job on the stream ends; with other
+  partitions loading it may not be, so they are off when P > 1.
+- DDR bandwidth is shared by every stream: the admitted frames of all partitions together must fit
+  the budget (``analysis.ddr_budget``).
+
+Pipelines are taken in registration order and an earlier one is never evicted: a pipeline goes to
+the first existing partition that passes with it (growing it by free slots if need be), else to a
+new partition on a free stream with as many free slots as pin its whole chain (fewer if fewer are
+free, never fewer than its longest pass), else it is refused with the reason of the closest try.
+Adding a partition raises P for every partition, so every partition is checked again each time.
+Best-effort DNN work gets its own partition from the streams and tile slots left; failing that it
+backfills inside the real-time partition with the most slack, which then pins as few modules as
+it can (as on one stream).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from fpgashare.backends.slot_view import sub_platform
+from fpgashare.dnn.planning import dnn_slot_count
+from fpgashare.passes import match_slots
+from fpgashare.platform import Platform
+from fpgashare.sched.analysis import DDR_FABRIC_SHARE, Verdict, analyse, ddr_budget
+from fpgashare.sched.backfill import DNN
+from fpgashare.workload import PipelineSpec, Workload
+
+
+@dataclass
+class Partition:
+    """One stream and the slots only its work uses."""
+
+    stream: int
+    slots: tuple[int, ...]                    #: the board's slot indices
+    pipelines: list[PipelineSpec] = field(default_factory=list)
+    verdict: Verdict | None = None            #: the analysis of its pipelines on its slots
+    dnn: bool = False                         #: best-effort DNN work runs here too
+    quiet: bool = False                       #: every module pinned: no load after the first release
+
+
+@dataclass
+class StreamPlan:
+    partitions: list[Partition]
+    rejected: list[dict] = field(default_factory=list)     #: {"name", "reason"}
+
+    @property
+    def admitted(self) -> list[PipelineSpec]:
+        return [p for part in self.partitions for p in part.pipelines]
+
+    @property
+    def port_share(self) -> int:
+        """Partitions that load through the one port after the first release."""
+        return max(1, sum(not q.quiet for q in self.partitions))
+
+
+_SUBS: dict[tuple[int, tuple[int, ...]], tuple[Platform, Platform]] = {}
+
+
+def partition_platform(platform: Platform, slots: tuple[int, ...]) -> Platform:
+    """The platform a partition's analysis and engine see (cached: the analysis caches by object)."""
+    key = (id(platform), slots)
+    hit = _SUBS.get(key)
+    if hit is None or hit[0] is not platform:
+        hit = _SUBS[key] = (platform, sub_platform(platform, slots))
+    return hit[1]
+
+
+def _quiet(part: Partition, platform: Platform) -> Verdict | None:
+    """The verdict that pins every module ``part``'s chains use, if it passes: such a partition
+    never loads once its pins are in (before the first release), so it takes no port time from the
+    others and nobody's loads delay it (its engine is told: ``Engine.loads_after_t0``)."""
+    if part.dnn:
+        return None
+    v = analyse(part.pipelines, partition_platform(platform, part.slots), port_share=1, check_ddr=False)
+    if v.ok and v.plan is not None and not any(v.plan.loads.values()):
+        return replace(v, contract=replace(v.contract, idle_loads=False))
+    return None
+
+
+def _check(part: Partition, platform: Platform, share: int) -> Verdict:
+    quiet = _quiet(part, platform)
+    if quiet is not None:
+        return quiet
+    return analyse(part.pipelines, partition_platform(platform, part.slots), few_pins=part.dnn,
+                   port_share=share, check_ddr=False)
+
+
+def _loaders(parts: list[Partition], platform: Platform) -> int:
+    """Partitions that may load after the first release (every one but the quiet ones)."""
+    return sum(_quiet(q, platform) is None for q in parts)
+
+
+def _all_pass(parts: list[Partition], platform: Platform, extra: int) -> tuple[list[Verdict], str]:
+    """Every partition's verdict, the port shared by the partitions that load (and ``extra`` more:
+    the DNN's own, while a stream may still be left for it), or the first failure's reason."""
+    share = max(1, _loaders(parts, platform) + extra)
+    verdicts = []
+    for part in parts:
+        v = _check(part, platform, share)
+        if not v.ok:
+            return [], v.reason
+        verdicts.append(v)
+    return verdicts, ""
+
+
+def _compatible(platform: Platform):
+    names = {s.index: s.name for s in platform.slots}
+    return lambda slot, module: names[slot] in platform.module(module).slots
+
+
+def _new_slots(p: PipelineSpec, platform: Platform, free: list[int]) -> list[tuple[int, ...]]:
+    """Slot sets for a new partition holding ``p``, best first: every copy its chain uses pinned,
+    else each of its passes in turn (the partition then swaps modules)."""
+    ok = _compatible(platform)
+    copies = [m for m, n in sorted({m: max(c.get(m, 0) for c in p.pass_module_counts) for m in p.modules}.items())
+              for _ in range(n)]
+    out = []
+    whole = match_slots(copies, free, ok)
+    if whole is not None:
+        out.append(tuple(sorted(whole)))
+    for stages in sorted(p.pass_modules, key=len, reverse=True):
+        placed = match_slots(list(stages), free, ok)
+        if placed is not None and tuple(sorted(placed)) not in out:
+            out.append(tuple(sorted(placed)))
+    return out
+
+
+def plan_streams(workload: Workload, streams: int) -> StreamPlan:
+    """Partition ``workload``'s real-time pipelines over ``streams`` streams (module docstring)."""
+    platform = workload.platform
+    streams = max(1, min(streams, platform.streams, len(platform.slots)))
+    dnn = any(not p.realtime for p in workload.pipelines) and DNN in platform.modules \
+        and dnn_slot_count(platform) > 0
+    parts: list[Partition] = []
+    rejected: list[dict] = []
+    free = [s.index for s in platform.slots]
+    budget, ddr = ddr_budget(platform), 0.0
+    for p in (q for q in workload.pipelines if q.realtime):
+        rate = p.ddr_bytes_per_frame / p.period_s
+        if ddr + rate > budget:
+            rejected.append({"name": p.name, "reason": (
+                f"the frames of every stream would move {(ddr + rate) / 1e6:.0f} MB/s to and from DDR, more than "
+                f"the {budget / 1e6:.0f} MB/s {platform.name} gives the fabric ({DDR_FABRIC_SHARE:.0%} of "
+                "platform.ddr_bytes_per_s, the DDR's peak)")})
+            continue
+        placed, reason = _place(p, parts, free, platform, streams, dnn)
+        if placed:
+            ddr += rate
+        else:
+            rejected.append({"name": p.name, "reason": reason})
+    if dnn:
+        _place_dnn(parts, free, platform, streams)
+    if not parts:        # nothing admitted: one partition of every slot (the DNN's, if any)
+        parts = [Partition(0, tuple(free), dnn=dnn)]
+    share = max(1, _loaders(parts, platform))
+    for part in parts:
+        part.verdict = _check(part, platform, share)
+        part.quiet = _quiet(part, platform) is not None
+        if not part.verdict.ok:     # fewer partitions than checked for only shortens the loads counted
+            raise RuntimeError(f"stream {part.stream}'s admitted set fails its final check: {part.verdict.reason}")
+    return StreamPlan(parts, rejected)
+
+
+def _share(parts: list[Partition], dnn: bool, streams: int) -> int:
+    """1 while a stream may still be left for the DNN's own partition (it loads tiles), else 0."""
+    return 1 if dnn and len(parts) < streams and not any(q.dnn for q in parts) else 0
+
+
+def _place(p: PipelineSpec, parts: list[Partition], free: list[int], platform: Platform, streams: int,
+           dnn: bool) -> tuple[bool, str]:
+    """Put ``p`` into a partition (changing ``parts`` and ``free``) if every partition then passes:
+    an existing partition as it is, else a new one on a free stream, else an existing one grown by
+    free slots."""
+    reason = "no partition's stream and slots can take it"
+    share = _share(parts, dnn, streams)
+    for part in parts:
+        verdicts, why = _all_pass([replace(part, pipelines=[*part.pipelines, p]) if q is part else q
+                                   for q in parts], platform, share)
+        if verdicts:
+            part.pipelines.append(p)
+            return True, ""
+        reason = why
+    if len(parts) < streams:
+        options = _new_slots(p, platform, free)
+        for slots in options:
+            trial = Partition(len(parts), slots, [p])
+            verdicts, why = _all_pass([*parts, trial], platform, _share([*parts, trial], dnn, streams))
+            if verdicts:
+                parts.append(trial)
+                free[:] = [s for s in free if s not in slots]
+                return True, ""
+            reason = why
+        if not options and not parts:
+            reason = f"its chain does not fit the {len(free)} slot(s) of {platform.name}"
+    for part in parts:
+        for extra in range(1, len(free) + 1):
+            trial = replace(part, pipelines=[*part.pipelines, p], slots=tuple(sorted((*part.slots, *free[:extra]))))
+            verdicts, why = _all_pass([trial if q is part else q for q in parts], platform, share)
+            if verdicts:
+                part.pipelines, part.slots = trial.pipelines, trial.slots
+                del free[:extra]
+                return True, ""
+    return False, reason + (f" ({len(parts)} of {streams} stream(s) taken)" if streams > 1 else "")
+
+
+def _place_dnn(parts: list[Partition], free: list[int], platform: Platform, streams: int) -> None:
+    """Best-effort DNN work: its own partition from the free tile slots on a free stream; else the
+    real-time partition with the most slack takes it (and any free slots) if it still passes."""
+    tiles = [s for s in free if platform.slot(s).name in platform.module(DNN).slots]
+    if tiles and len(parts) < streams:
+        parts.append(Partition(len(parts), tuple(free), dnn=True))
+        free.clear()
+        return
+    by_slack = sorted(parts, key=lambda q: -(_check(q, platform, len(parts)).slack_s))
+    for part in by_slack:
+        trial = replace(part, dnn=True, slots=tuple(sorted((*part.slots, *free))))
+        if _all_pass([trial if q is part else q for q in parts], platform, 0)[0]:
+            part.dnn, part.slots = True, trial.slots
+            free.clear()
+            return

@@ -6,13 +6,18 @@ admitted pipeline is a soundness failure (the script exits 1). It also measures 
 pessimism: of the sets it rejects, how many in fact ran clean under edf without admission; and of
 the sets a utilisation bound accepts (frames alone fill at most the stream), how many it rejects.
 
-    python benchmarks/admission_soundness.py [--count 200] [--seed 0] [--max-s 10] [--json]
+With ``--streams`` each workload runs on 1..S streams (S: the platform's; drawn per workload):
+pipelines are partitioned over streams and slots (runtime/sched/stream_plan.py) and every
+partition's engine shares the one configuration port (runtime/sched/streams.py).
+
+    python benchmarks/admission_soundness.py [--count 200] [--seed 0] [--max-s 10] [--streams] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 import time
 from dataclasses import replace
@@ -21,6 +26,8 @@ from fpgashare.backends.model import ModelBackend
 from fpgashare.sched.admission import admit
 from fpgashare.sched.edf import EdfPolicy
 from fpgashare.sched.engine import run_workload
+from fpgashare.sched.stream_plan import plan_streams
+from fpgashare.sched.streams import run_streams
 
 from benchmarks.workload_gen import random_workload
 
@@ -30,16 +37,27 @@ def misses(summary: dict, names: set[str] | None = None) -> int:
                if names is None or n in names)
 
 
-def check(seed: int, max_s: float) -> dict:
+def check(seed: int, max_s: float, streams: bool = False) -> dict:
     workload = random_workload(seed, max_s=max_s)
     realtime = [p for p in workload.pipelines if p.realtime]
     started = time.perf_counter()
-    admission = admit(workload)
-    admit_ms = (time.perf_counter() - started) * 1e3
-    kept = {p.name for p in admission.admitted}
-    admitted = replace(workload, pipelines=tuple(p for p in workload.pipelines if not p.realtime or p.name in kept))
-    engine, summary = run_workload(admitted, ModelBackend(workload.platform), EdfPolicy(), contract=admission.contract)
-    row = {"seed": seed, "platform": workload.platform.name, "pipelines": len(realtime),
+    if streams:
+        count = random.Random(seed).randint(1, workload.platform.streams)
+        plan = plan_streams(workload, count)
+        admit_ms = (time.perf_counter() - started) * 1e3
+        kept = {p.name for p in plan.admitted}
+        engine, summary = run_streams(workload, ModelBackend(workload.platform), plan, EdfPolicy)
+        engine.pin_moves = sum(e.pin_moves for e in engine.parts)
+    else:
+        count = 1
+        admission = admit(workload)
+        admit_ms = (time.perf_counter() - started) * 1e3
+        kept = {p.name for p in admission.admitted}
+        admitted = replace(workload, pipelines=tuple(p for p in workload.pipelines
+                                                     if not p.realtime or p.name in kept))
+        engine, summary = run_workload(admitted, ModelBackend(workload.platform), EdfPolicy(),
+                                       contract=admission.contract)
+    row = {"seed": seed, "platform": workload.platform.name, "streams": count, "pipelines": len(realtime),
            "admitted": len(kept), "duration_s": workload.duration_s, "admit_ms": round(admit_ms, 3),
            "misses": misses(summary, kept), "frames": sum(p["submitted"] for p in summary["pipelines"].values()),
            "utilisation": round(sum(p.exec_s / p.period_s for p in realtime), 4), "pin_moves": engine.pin_moves,
@@ -55,9 +73,10 @@ def main() -> int:
     ap.add_argument("--count", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-s", type=float, default=10.0)
+    ap.add_argument("--streams", action="store_true", help="run each workload on 1..S streams")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    rows = [check(seed, args.max_s) for seed in range(args.seed, args.seed + args.count)]
+    rows = [check(seed, args.max_s, args.streams) for seed in range(args.seed, args.seed + args.count)]
     rejected = [r for r in rows if "rejected_set_ran_clean" in r]
     clean = [r for r in rejected if r["rejected_set_ran_clean"]]
     under_bound = [r for r in rows if r["utilisation"] <= 1.0]
@@ -65,6 +84,7 @@ def main() -> int:
     report = {
         "workloads": len(rows),
         "by_platform": {p: sum(r["platform"] == p for r in rows) for p in ("pynq-z2", "zcu104")},
+        "by_streams": {s: sum(r["streams"] == s for r in rows) for s in sorted({r["streams"] for r in rows})},
         "frames": sum(r["frames"] for r in rows), "admitted_pipelines": sum(r["admitted"] for r in rows),
         "pipelines": sum(r["pipelines"] for r in rows),
         "workloads_with_a_miss_of_an_admitted_pipeline": sum(r["misses"] > 0 for r in rows),

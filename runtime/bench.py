@@ -38,7 +38,7 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
     contract = None
     board = make_backend(backend, workload.platform)
     streams = min(board.concurrent_streams, workload.platform.streams, streams or workload.platform.streams)
-    if policy.admission and streams > 1:
+    if streams > 1 and (policy.admission or hasattr(policy, "partitions")):
         return _run_on_streams(workload, scheduler, board, streams, check_rejected)
     if policy.admission:
         admission = admit(workload)
@@ -63,16 +63,19 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
 
 def _run_on_streams(workload: Workload, scheduler: str, board, streams: int,
                     check_rejected: bool) -> tuple[object, dict]:
-    """``scheduler`` (one with admission) on several streams: pipelines partitioned over streams and
-    slots (runtime/sched/stream_plan.py), one engine per partition (runtime/sched/streams.py)."""
-    plan = plan_streams(workload, streams)
+    """``scheduler`` on several streams: pipelines partitioned over streams and slots (edf: by its
+    admission, runtime/sched/stream_plan.py; a space-sharing baseline: by its own rule), one
+    engine per partition (runtime/sched/streams.py)."""
+    policy = make_policy(scheduler)
+    plan = plan_streams(workload, streams) if policy.admission else policy.partitions(workload, streams)
     engine, summary = run_streams(workload, board, plan, lambda: make_policy(scheduler))
     result = {"scheduler": scheduler, "admitted": [p.name for p in plan.admitted], "rejected": plan.rejected,
               **summary, "bound": streams_dnn_bound(workload, plan, engine)}
     result["contract"] = {f"stream {part.stream}": {
         "slots": list(part.slots), "pipelines": [p.name for p in part.pipelines], "dnn": part.dnn,
-        "pinned": {str(part.slots[k]): v for k, v in sorted(part.verdict.contract.pinned.items())},
-        "idle_loads": part.verdict.contract.idle_loads} for part in plan.partitions}
+        **({"pinned": {str(part.slots[k]): v for k, v in sorted(part.verdict.contract.pinned.items())},
+            "idle_loads": part.verdict.contract.idle_loads, "quiet": part.quiet} if part.verdict else {})}
+        for part in plan.partitions}
     if plan.rejected and check_rejected:
         _, everything = run_workload(workload, make_backend("model", workload.platform), make_policy(scheduler))
         result["rejected_set_misses"] = misses(everything)

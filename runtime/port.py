@@ -12,6 +12,7 @@ class LoadRequest:
     module: str
     reason: str = "demand"          #: "demand" (a job waits for it) or "prefetch"
     attempts: int = 0
+    stamp: float = 0.0              #: when the work it serves was requested (a FIFO port orders by it)
 
 
 @dataclass

@@ -146,13 +146,13 @@ class SlotManager:
         return max(candidates, key=lambda s: (future.key(s.module), -s.last_used, -s.index)).index
 
     # ---- loads
-    def request(self, slot: int, module: str, reason: str = "demand") -> None:
+    def request(self, slot: int, module: str, reason: str = "demand", stamp: float = 0.0) -> None:
         s = self.slots[slot]
         if s.state not in (SlotState.BLANK, SlotState.READY):
             raise RuntimeError(f"slot {slot} is {s.state.value}; it cannot take a load now")
         s.state, s.module = SlotState.LOADING, module
         self._changed()
-        self.port.queue.append(LoadRequest(slot, module, reason))
+        self.port.queue.append(LoadRequest(slot, module, reason, stamp=stamp))
 
     def start_next(self, now: float) -> float | None:
         """If the port is idle and a load waits, run it on the backend; return when it ends."""

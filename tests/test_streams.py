@@ -122,3 +122,16 @@ def test_a_slot_view_speaks_board_slots_and_refuses_a_repeated_slot():
     assert [s.name for s in view.platform.slots] == [platform.slots[2].name, platform.slots[3].name]
     with pytest.raises(FpgashareError, match="distinct slots"):
         sub_platform(platform, (1, 1))
+
+
+def test_streams_that_together_move_more_than_the_ddr_carries_are_refused_naming_it():
+    # With the shipped manifests' figures no set of streams reaches the DDR budget (README): the
+    # mechanism is checked on a board whose DDR peaks at 600 MB/s (300 MB/s the fabric's share).
+    platform = replace(load_platform("pynq-z2"), ddr_bytes_per_s=600e6)
+    cams = [replace(realtime_spec(f"cam{i}", ["rgb2gray"], 1 / 30, 1 / 30, [1080, 1920], platform), offset_s=i * 1e-3)
+            for i in range(2)]
+    assert all(c.ddr_bytes_per_frame / c.period_s == pytest.approx(248.8e6, rel=1e-3) for c in cams)
+    plan = plan_streams(Workload(Path("ddr.toml"), platform, 1, 1.0, tuple(cams)), 2)
+    assert [p.name for p in plan.admitted] == ["cam0"]
+    reason = plan.rejected[0]["reason"]
+    assert plan.rejected[0]["name"] == "cam1" and "498 MB/s" in reason and "300 MB/s" in reason, reason

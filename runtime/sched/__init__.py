@@ -5,10 +5,11 @@ from __future__ import annotations
 from fpgashare.errors import FpgashareError
 from fpgashare.sched.baselines import FcfsPolicy, RrBundlePolicy, StaticPolicy
 from fpgashare.sched.edf import EdfPolicy
+from fpgashare.sched.fred import FredPolicy
 from fpgashare.sched.policy import Policy
 
 POLICIES: dict[str, type[Policy]] = {"edf": EdfPolicy, "rr-bundle": RrBundlePolicy, "fcfs": FcfsPolicy,
-                                     "static": StaticPolicy}
+                                     "static": StaticPolicy, "fred": FredPolicy}
 
 
 def make_policy(name: str) -> Policy:

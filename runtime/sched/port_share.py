@@ -1,5 +1,6 @@
 """One configuration port shared by several partitions of the fabric (runtime/sched/streams.py):
-loads are granted round-robin over the partitions that have one queued.
+loads are granted round-robin over the partitions that have one queued (``edf``), or in the order
+of their requests' time stamps (``fifo``: FRED's reconfiguration queue, runtime/sched/fred.py).
 
 Why this bounds the wait: every partition keeps at most one load queued or in flight (``edf``
 issues a committed frame's loads one at a time and a side load only onto an idle port), and the
@@ -22,7 +23,10 @@ if TYPE_CHECKING:
 class PortArbiter:
     """Round-robin grants of the one port to partition engines."""
 
-    def __init__(self) -> None:
+    def __init__(self, order: str = "round-robin") -> None:
+        if order not in ("round-robin", "fifo"):
+            raise ValueError(f"unknown port order {order!r}: round-robin or fifo")
+        self.order = order
         self.engines: list[Engine] = []
         self.owner: Engine | None = None
         self.busy_until: float | None = None
@@ -39,7 +43,10 @@ class PortArbiter:
 
     def _order(self) -> list[Engine]:
         n = len(self.engines)
-        return [self.engines[(self._next + k) % n] for k in range(n)]
+        rr = [self.engines[(self._next + k) % n] for k in range(n)]
+        if self.order == "fifo":
+            return sorted(rr, key=lambda e: e.slots.port.queue[0].stamp if e.slots.port.queue else float("inf"))
+        return rr
 
     def may_start(self, engine: Engine) -> bool:
         """Whether ``engine``'s queued load may take the port now (it is idle and this is the first

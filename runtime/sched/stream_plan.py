@@ -15,10 +15,12 @@ Why partitions (the README's "Admitted means guaranteed, on S streams" gives the
 - DDR bandwidth is shared by every stream: the admitted frames of all partitions together must fit
   the budget (``analysis.ddr_budget``).
 
-Pipelines are taken in registration order and an earlier one is never evicted: a pipeline goes to
-the first existing partition that passes with it (growing it by free slots if need be), else to a
-new partition on a free stream with as many free slots as pin its whole chain (fewer if fewer are
-free, never fewer than its longest pass), else it is refused with the reason of the closest try.
+Pipelines are taken in registration order and an earlier one is never evicted. A pipeline goes to
+an existing partition that stays *quiet* with it (every module pinned: it never loads after the
+first release, so it costs the others no port time), the one with most slack; else to a new
+partition on a free stream with as many free slots as pin its whole chain (fewer if fewer are
+free, never fewer than its longest pass); else to the existing partition that loads least for it;
+else to one grown by free slots; else it is refused with the reason of the last try.
 Adding a partition raises P for every partition, so every partition is checked again each time.
 Best-effort DNN work gets its own partition from the streams and tile slots left; failing that it
 backfills inside the real-time partition with the most slack, which then pins as few modules as
@@ -34,7 +36,7 @@ from fpgashare.dnn.planning import dnn_slot_count
 from fpgashare.passes import match_slots
 from fpgashare.platform import Platform
 from fpgashare.sched.analysis import DDR_FABRIC_SHARE, Verdict, analyse, ddr_budget
-from fpgashare.sched.backfill import DNN
+from fpgashare.sched.backfill import DNN, refusal
 from fpgashare.workload import PipelineSpec, Workload
 
 
@@ -138,7 +140,30 @@ def _new_slots(p: PipelineSpec, platform: Platform, free: list[int]) -> list[tup
 
 
 def plan_streams(workload: Workload, streams: int) -> StreamPlan:
-    """Partition ``workload``'s real-time pipelines over ``streams`` streams (module docstring)."""
+    """Partition ``workload``'s real-time pipelines over ``streams`` streams (module docstring), or
+    keep them on one stream with every slot when that admits more (partitioning splits the slots,
+    and a chain that needs them all, or a set that shares modules, can fit only one partition)."""
+    spread = _partitioned(workload, streams)
+    if streams > 1 and len(spread.partitions) > 1:
+        one = one_stream(workload)
+        if len(one.admitted) > len(spread.admitted):
+            return one
+    return spread
+
+
+def one_stream(workload: Workload) -> StreamPlan:
+    """Every slot and one stream: the one-stream admission (runtime/sched/admission.py) as a plan."""
+    from fpgashare.sched.admission import admit
+
+    admission = admit(workload)
+    dnn = any(not p.realtime for p in workload.pipelines) and refusal(workload.platform) is None
+    part = Partition(0, tuple(s.index for s in workload.platform.slots), list(admission.admitted),
+                     admission.verdict or analyse([], workload.platform), dnn=dnn)
+    part.quiet = not dnn and part.verdict.plan is not None and not any(part.verdict.plan.loads.values())
+    return StreamPlan([part], admission.rejected)
+
+
+def _partitioned(workload: Workload, streams: int) -> StreamPlan:
     platform = workload.platform
     streams = max(1, min(streams, platform.streams, len(platform.slots)))
     dnn = any(not p.realtime for p in workload.pipelines) and DNN in platform.modules \
@@ -181,17 +206,27 @@ def _share(parts: list[Partition], dnn: bool, streams: int) -> int:
 def _place(p: PipelineSpec, parts: list[Partition], free: list[int], platform: Platform, streams: int,
            dnn: bool) -> tuple[bool, str]:
     """Put ``p`` into a partition (changing ``parts`` and ``free``) if every partition then passes:
-    an existing partition as it is, else a new one on a free stream, else an existing one grown by
-    free slots."""
+    an existing partition that stays quiet with it, else a new one on a free stream, else the
+    existing partition that loads least for it, else one grown by free slots."""
     reason = "no partition's stream and slots can take it"
     share = _share(parts, dnn, streams)
+    quiet: list[tuple[float, Partition]] = []
+    loading: list[tuple[tuple[float, float], Partition]] = []
     for part in parts:
-        verdicts, why = _all_pass([replace(part, pipelines=[*part.pipelines, p]) if q is part else q
-                                   for q in parts], platform, share)
-        if verdicts:
-            part.pipelines.append(p)
-            return True, ""
-        reason = why
+        trial = replace(part, pipelines=[*part.pipelines, p])
+        verdicts, why = _all_pass([trial if q is part else q for q in parts], platform, share)
+        if not verdicts:
+            reason = why
+            continue
+        v = verdicts[parts.index(part)]
+        if _quiet(trial, platform) is not None:
+            quiet.append((-v.slack_s, part))
+        else:
+            rate = sum(v.plan.loads[q.name] / q.period_s for q in trial.pipelines) if v.plan else 0.0
+            loading.append(((rate, -v.slack_s), part))
+    if quiet:
+        min(quiet, key=lambda c: c[0])[1].pipelines.append(p)
+        return True, ""
     if len(parts) < streams:
         options = _new_slots(p, platform, free)
         for slots in options:
@@ -204,6 +239,9 @@ def _place(p: PipelineSpec, parts: list[Partition], free: list[int], platform: P
             reason = why
         if not options and not parts:
             reason = f"its chain does not fit the {len(free)} slot(s) of {platform.name}"
+    if loading:
+        min(loading, key=lambda c: c[0])[1].pipelines.append(p)
+        return True, ""
     for part in parts:
         for extra in range(1, len(free) + 1):
             trial = replace(part, pipelines=[*part.pipelines, p], slots=tuple(sorted((*part.slots, *free[:extra]))))

@@ -35,7 +35,9 @@ class StreamsEngine:
                  clock: Clock | None = None, want_output: bool = False) -> None:
         self.workload, self.backend, self.plan = workload, backend, plan
         self.clock = clock or VirtualClock()
-        self.arbiter = PortArbiter()
+        probe = make_policy()
+        self.arbiter = PortArbiter(getattr(probe, "port_order", "round-robin"))
+        replacement = getattr(probe, "replacement", "belady")
         self.views: list[SlotView] = []
         self.parts: list[Engine] = []
         dnn = tuple(p for p in workload.pipelines if not p.realtime)
@@ -44,7 +46,8 @@ class StreamsEngine:
             sub = replace(workload, platform=view.platform,
                           pipelines=(*part.pipelines, *(dnn if part.dnn else ())))
             contract = part.verdict.contract if part.verdict is not None else None
-            engine = Engine(sub, view, make_policy(), clock=self.clock, want_output=want_output, contract=contract)
+            engine = Engine(sub, view, make_policy(), clock=self.clock, want_output=want_output, contract=contract,
+                            replacement=replacement)
             engine.stream_id = part.stream
             engine.loads_after_t0 = not part.quiet
             self.views.append(view)

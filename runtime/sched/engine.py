@@ -20,7 +20,6 @@ import heapq
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 
 import numpy as np
 from fpgashare.backends.base import Backend, FrameReport, Pending
@@ -46,6 +45,7 @@ from fpgashare.sched.jobs import (
 )
 from fpgashare.sched.port_use import PortUse
 from fpgashare.sched.run_summary import summarize
+from fpgashare.sched.slot_use import SlotUse
 from fpgashare.slots import SlotManager, SlotState
 from fpgashare.workload import PipelineSpec, Workload
 
@@ -56,7 +56,7 @@ VIDEO_STREAMS = 1
 NOT_BUSY = float("-inf")     # Engine._stream_at while the stream can take work
 
 
-class Engine(PortUse, DnnJobs, CpuJobs, Foresight):
+class Engine(PortUse, SlotUse, DnnJobs, CpuJobs, Foresight):
     """Runs ``workload``'s real-time pipelines under ``policy`` on ``backend``."""
 
     def __init__(self, workload: Workload, backend: Backend, policy, clock: Clock | None = None,
@@ -165,23 +165,6 @@ class Engine(PortUse, DnnJobs, CpuJobs, Foresight):
         self._streaming.clear()
         self._stream_at = None
 
-    def set_contract(self, contract: AdmissionContract) -> None:
-        """Keep to ``contract`` from now on: its pinned slots are never evicted."""
-        self.contract = contract
-        self.slots.pinned = contract.pinned_slots
-
-    def move_pin(self, slot: int, to: int) -> None:
-        """The module pinned at ``slot`` is pinned at ``to`` from now on (runtime/sched/pin_move.py)."""
-        pinned = dict(self.contract.pinned)
-        pinned[to] = pinned.pop(slot)
-        self.set_contract(replace(self.contract, pinned=pinned))
-        self.pin_moves += 1
-
-    def plan_reload(self, slot: int, module: str, by: float) -> None:
-        """Load ``module`` into ``slot`` as soon as it is free, if that can be by ``by`` (a lend
-        moved it out of its slot: runtime/sched/pin_move.py)."""
-        self.planned_reloads[slot] = (module, by)
-
     def begin(self) -> None:
         """Let the policy set up (warm-up loads) before the first event."""
         self.policy.setup(self)
@@ -216,22 +199,6 @@ class Engine(PortUse, DnnJobs, CpuJobs, Foresight):
                 self._drop_unplaceable()
             self.policy.dispatch(self)
             self._kick_port()
-
-    def _drop_unplaceable(self) -> None:
-        """Frames needing more copies of a module than working (not quarantined) slots can hold
-        end ``dropped`` now: no schedule can run them, and every frame must end."""
-        platform = self.backend.platform
-        for frame in list(self.pending):
-            for module, need in frame.module_counts.items():
-                working = sum(1 for s in platform.slots_for(module)
-                              if self.slots.slots[s.index].state is not SlotState.FAILED)
-                if working < need:
-                    self.drop(frame, f"no working slot can hold {module}: its slots are quarantined")
-                    break
-
-    def copies_needed(self) -> dict[str, int]:
-        """For each module, the most copies one real-time chain uses at once."""
-        return self._copies
 
     def pipelines_changed(self) -> None:
         """The set of real-time pipelines changed: look-ahead state starts over."""
@@ -300,29 +267,6 @@ class Engine(PortUse, DnnJobs, CpuJobs, Foresight):
         return out
 
     # ---- jobs
-    def find_slots(self, frame: Frame, reserved: set[int]) -> tuple[list[int | None], list[str]]:
-        """For each stage, a READY slot holding its module (None where there is none), and the
-        modules missing."""
-        taken = set(reserved)
-        chosen: list[int | None] = []
-        missing = []
-        ready = self.slots.ready_by_module()
-        pinned = self.slots.pinned
-        for module in frame.modules:
-            copies = ready.get(module, ())
-            if pinned and len(copies) > 1:
-                # Pinned copies first: a swap slot the frame leaves alone may take its other modules.
-                copies = sorted(copies, key=lambda s: s not in pinned)
-            for slot in copies:
-                if slot not in taken:
-                    taken.add(slot)
-                    chosen.append(slot)
-                    break
-            else:
-                chosen.append(None)
-                missing.append(module)
-        return chosen, missing
-
     @property
     def port_shared(self) -> bool:
         """Whether other partitions load through the same port (their loads may come between)."""
@@ -342,12 +286,6 @@ class Engine(PortUse, DnnJobs, CpuJobs, Foresight):
     def _job_ends(self) -> list[float]:
         """When each frame and DNN batch on the stream ends."""
         return [f.expected_end for f in self.running.values()] + [j.end for j in self.dnn_running.values()]
-
-    def free_at(self, slot: int) -> float | None:
-        """When a busy slot's job ends (None if the slot is not running a job)."""
-        owner = self.slots.slots[slot].owner
-        frame = self.running.get(owner) if owner else None
-        return frame.expected_end if frame else None
 
     def start(self, frame: Frame, slots: Sequence[int]) -> None:
         if not self.stream_free():

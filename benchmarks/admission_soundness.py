@@ -42,7 +42,7 @@ def check(seed: int, max_s: float, streams: bool = False) -> dict:
     realtime = [p for p in workload.pipelines if p.realtime]
     started = time.perf_counter()
     if streams:
-        count = random.Random(seed).randint(1, workload.platform.streams)
+        count = random.Random(seed ^ 0x5EED).randint(1, workload.platform.streams)
         plan = plan_streams(workload, count)
         admit_ms = (time.perf_counter() - started) * 1e3
         kept = {p.name for p in plan.admitted}

@@ -4,9 +4,11 @@ baselines in the same process (model backend, virtual time):
 - misses of admitted real-time pipelines under edf, and how many frames the rejected set misses
   when run anyway (is admission control more than caution?);
 - sweep: for every real-time pipeline of the suite, the largest number of copies each scheduler
-  runs with zero misses, the ratio edf / rr-bundle, and the stream cap: the copies the one video
-  stream could carry beside the other pipelines if reconfiguration were free (no scheduler can
-  pass it);
+  runs with zero misses (edf and fred on every stream the shell has, the others on one), the
+  ratios edf / rr-bundle and edf / fred, and two caps no scheduler can pass, reconfiguration
+  free: the copies one video stream could carry beside the other pipelines, and the copies the
+  shell's S streams and its slots could (frame time per period at most S, and slot time, a frame
+  holding a slot per stage, at most the slots);
 - DNN images/s under edf as a fraction of the offline bound;
 - exposed reconfiguration (port time with no slot computing) as a fraction of port time, all of
   it and in steady state (from the first release on: the loads made while pipelines register,
@@ -27,7 +29,7 @@ from fpgashare.bench import misses, run_one, sweep
 from fpgashare.workload import load_workload
 
 SUITES = Path(__file__).resolve().parent / "workloads"
-SCHEDULERS = ("edf", "rr-bundle", "fcfs", "static")
+SCHEDULERS = ("edf", "rr-bundle", "fcfs", "static", "fred")
 
 
 def share(part: float, whole: float) -> float | None:
@@ -58,7 +60,9 @@ def score(path: Path) -> dict:
     for p in (q for q in workload.pipelines if q.realtime):
         counts = {s: sweep(workload, s, "model", p.name)["max_pipelines"] for s in SCHEDULERS}
         row["sweeps"][p.name] = {**counts, "edf_over_rr_bundle": ratio(counts["edf"], counts["rr-bundle"]),
-                                 "stream_cap": stream_cap(workload, p.name)}
+                                 "edf_over_fred": ratio(counts["edf"], counts["fred"]),
+                                 "stream_cap": stream_cap(workload, p.name),
+                                 "streams_cap": streams_cap(workload, p.name)}
     return row
 
 
@@ -68,6 +72,20 @@ def stream_cap(workload, name: str) -> int:
     the frame times per period of all of them cannot exceed one."""
     load = {p.name: p.exec_s / p.period_s for p in workload.pipelines if p.realtime}
     return max(0, math.floor((1.0 - sum(load.values()) + load[name]) / load[name] + 1e-9))
+
+
+def streams_cap(workload, name: str) -> int:
+    """Copies of ``name`` the shell's streams and slots could carry beside the other pipelines if
+    reconfiguration cost nothing: frame time per period at most one per stream, and slot time (a
+    streaming frame holds a slot per stage of its pass) at most one per slot."""
+    realtime = [p for p in workload.pipelines if p.realtime]
+    load = {p.name: p.exec_s / p.period_s for p in realtime}
+    slot_load = {p.name: sum(len(m) * t for m, t in zip(p.pass_modules, p.pass_seconds, strict=True)) / p.period_s
+                 for p in realtime}
+    streams, slots = workload.platform.streams, len(workload.platform.slots)
+    by_stream = (streams - sum(load.values()) + load[name]) / load[name]
+    by_slot = (slots - sum(slot_load.values()) + slot_load[name]) / slot_load[name]
+    return max(0, math.floor(min(by_stream, by_slot) + 1e-9))
 
 
 def fmt(x) -> str:
@@ -92,20 +110,21 @@ def main() -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'suite':22s} {'edf miss':>8s} {'rejected (misses if run)':>26s} {'exposed':>8s} {'steady':>7s} "
+    print(f"{'suite':26s} {'edf miss':>8s} {'rejected (misses if run)':>26s} {'exposed':>8s} {'steady':>7s} "
           f"{'stalled':>8s} {'rr stalled':>10s} {'DNN/bound':>9s}")
     for r in rows:
         rej = f"{len(r['rejected'])} ({r['rejected_set_misses']})" if r["rejected"] else "0"
-        print(f"{r['suite']:22s} {r['edf_admitted_misses']:8d} {rej:>26s} {pct(r['exposed_fraction']):>8s} "
+        print(f"{r['suite']:26s} {r['edf_admitted_misses']:8d} {rej:>26s} {pct(r['exposed_fraction']):>8s} "
               f"{pct(r['steady_exposed_fraction']):>7s} {pct(r['stalled_fraction']):>8s} "
               f"{pct(r['rr_bundle_stalled_fraction']):>10s} {fmt(r.get('dnn_fraction_of_bound')):>9s}")
     print()
-    print(f"{'suite':22s} {'swept':10s} " + " ".join(f"{s:>9s}" for s in SCHEDULERS) + f" {'edf/rr':>7s}"
-          f" {'stream cap':>10s}")
+    print(f"{'suite':26s} {'swept':10s} " + " ".join(f"{s:>9s}" for s in SCHEDULERS) + f" {'edf/rr':>7s}"
+          f" {'edf/fred':>8s} {'1-stream cap':>12s} {'S-stream cap':>12s}")
     for r in rows:
         for name, s in r["sweeps"].items():
-            print(f"{r['suite']:22s} {name:10s} " + " ".join(f"{s[k]:9d}" for k in SCHEDULERS)
-                  + f" {fmt(s['edf_over_rr_bundle']):>7s} {s['stream_cap']:10d}")
+            print(f"{r['suite']:26s} {name:10s} " + " ".join(f"{s[k]:9d}" for k in SCHEDULERS)
+                  + f" {fmt(s['edf_over_rr_bundle']):>7s} {fmt(s['edf_over_fred']):>8s} {s['stream_cap']:12d}"
+                  f" {s['streams_cap']:12d}")
     return 0
 
 

@@ -144,7 +144,7 @@ def plan_streams(workload: Workload, streams: int) -> StreamPlan:
     keep them on one stream with every slot when that admits more (partitioning splits the slots,
     and a chain that needs them all, or a set that shares modules, can fit only one partition)."""
     spread = _partitioned(workload, streams)
-    if streams > 1 and len(spread.partitions) > 1:
+    if streams > 1:
         one = one_stream(workload)
         if len(one.admitted) > len(spread.admitted):
             return one

@@ -9,9 +9,11 @@ seconds; under a WallClock the same code paces itself to real time.
 Every released frame ends in exactly one outcome: ``on_time``, ``late``, ``dropped`` (with a
 reason) or ``error``.
 
-Slots are not the only shared resource: the shell has one video input and one output stream
-(hdl_sim/rtl/shell.sv: route source 0 and ROUTE_OUT), so it streams one frame or one DNN batch at
-a time, whatever slots are free (``stream_free``).
+Slots are not the only shared resource: an engine drives one of the shell's video streams (an
+input and an output, hdl_sim/rtl/shell.sv), so it streams one frame or one DNN batch at a time,
+whatever slots are free (``stream_free``). A shell with several streams runs one engine per
+partition of the fabric, a stream and slots of its own, on one clock and one configuration port
+(runtime/sched/streams.py).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from fpgashare.workload import PipelineSpec, Workload
 
 log = logging.getLogger(__name__)
 
-#: Frames or DNN batches the shell can stream at once: it has one video input and one output.
+#: Frames or DNN batches one engine streams at once: one video input and one output of the shell.
 VIDEO_STREAMS = 1
 NOT_BUSY = float("-inf")     # Engine._stream_at while the stream can take work
 

@@ -146,9 +146,15 @@ def plan_streams(workload: Workload, streams: int) -> StreamPlan:
     spread = _partitioned(workload, streams)
     if streams > 1:
         one = one_stream(workload)
-        if len(one.admitted) > len(spread.admitted):
+        if (len(one.admitted), -_load_rate(one)) > (len(spread.admitted), -_load_rate(spread)):
             return one
     return spread
+
+
+def _load_rate(plan: StreamPlan) -> float:
+    """Loads per second the plan's frames may need at most (the analysis's n_i / T_i)."""
+    return sum(part.verdict.plan.loads[p.name] / p.period_s for part in plan.partitions
+               if part.verdict is not None and part.verdict.plan is not None for p in part.pipelines)
 
 
 def one_stream(workload: Workload) -> StreamPlan:
@@ -187,6 +193,7 @@ def _partitioned(workload: Workload, streams: int) -> StreamPlan:
             rejected.append({"name": p.name, "reason": reason})
     if dnn:
         _place_dnn(parts, free, platform, streams)
+    _spread_free(parts, free, platform)
     if not parts:        # nothing admitted: one partition of every slot (the DNN's, if any)
         parts = [Partition(0, tuple(free), dnn=dnn)]
     share = max(1, _loaders(parts, platform))
@@ -251,6 +258,29 @@ def _place(p: PipelineSpec, parts: list[Partition], free: list[int], platform: P
                 del free[:extra]
                 return True, ""
     return False, reason + (f" ({len(parts)} of {streams} stream(s) taken)" if streams > 1 else "")
+
+
+def _spread_free(parts: list[Partition], free: list[int], platform: Platform) -> None:
+    """Slots no partition took go, one at a time, to a partition that loads, if it then loads less
+    (more of its modules pinned) and every partition still passes."""
+    for slot in list(free):
+        share = max(1, _loaders(parts, platform))
+        best: tuple[float, Partition] | None = None
+        for part in parts:
+            if part.dnn or _quiet(part, platform) is not None or not part.pipelines:
+                continue
+            before = _check(part, platform, share)
+            trial = replace(part, slots=tuple(sorted((*part.slots, slot))))
+            verdicts, _ = _all_pass([trial if q is part else q for q in parts], platform, 0)
+            if not verdicts or before.plan is None:
+                continue
+            after = verdicts[parts.index(part)]
+            gain = sum((before.plan.loads[p.name] - after.plan.loads[p.name]) / p.period_s for p in part.pipelines)
+            if gain > 0 and (best is None or gain > best[0]):
+                best = (gain, part)
+        if best is not None:
+            best[1].slots = tuple(sorted((*best[1].slots, slot)))
+            free.remove(slot)
 
 
 def _place_dnn(parts: list[Partition], free: list[int], platform: Platform, streams: int) -> None:

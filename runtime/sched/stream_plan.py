@@ -143,7 +143,7 @@ def plan_streams(workload: Workload, streams: int) -> StreamPlan:
     """Partition ``workload``'s real-time pipelines over ``streams`` streams (module docstring), or
     keep them on one stream with every slot when that admits more (partitioning splits the slots,
     and a chain that needs them all, or a set that shares modules, can fit only one partition)."""
-    spread = _partitioned(workload, streams)
+    spread = spread_plan(workload, streams)
     if streams > 1:
         one = one_stream(workload)
         if (len(one.admitted), -_load_rate(one)) > (len(spread.admitted), -_load_rate(spread)):
@@ -169,7 +169,8 @@ def one_stream(workload: Workload) -> StreamPlan:
     return StreamPlan([part], admission.rejected)
 
 
-def _partitioned(workload: Workload, streams: int) -> StreamPlan:
+def spread_plan(workload: Workload, streams: int) -> StreamPlan:
+    """The partitioned plan alone (module docstring); ``plan_streams`` may prefer one stream."""
     platform = workload.platform
     streams = max(1, min(streams, platform.streams, len(platform.slots)))
     dnn = any(not p.realtime for p in workload.pipelines) and DNN in platform.modules \

@@ -220,6 +220,10 @@ def report_lines(report: dict) -> list[str]:
                       "bound")
         for rej in r["rejected"]:
             lines.append(f"{'':10s} rejected {rej['name']}: {rej['reason']}")
+        for part in t.get("streams", ()) if len(t.get("streams", ())) > 1 else ():
+            lines.append(f"{'':10s} stream {part['stream']}: slots {part['slots']}, "
+                         f"{', '.join(part['pipelines']) or 'no real-time pipeline'}{' + DNN' if part['dnn'] else ''}, "
+                         f"busy {100 * part['stream_busy']:.0f}%")
         lines.append(f"{'':10s} {t['reconfigurations']} loads, port {t['port_busy_s'] * 1e3:.1f} ms "
                      f"(exposed {t['exposed_reconfig_s'] * 1e3:.1f} ms, a frame waiting for "
                      f"{t['stalled_reconfig_s'] * 1e3:.1f} ms of it), slots {100 * t['slot_utilization']:.1f}% "

@@ -385,7 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bn = sub.add_parser("bench", help="run a workload under several schedulers side by side")
     bn.add_argument("workload", help="workload file (TOML), or a shipped suite by name (e.g. nh_720p60_zcu104)")
-    bn.add_argument("--scheduler", default="edf,rr-bundle,fcfs,static", help="comma-separated schedulers")
+    bn.add_argument("--scheduler", default="edf,rr-bundle,fcfs,static,fred", help="comma-separated schedulers")
     bn.add_argument("--backend", choices=["model", "sim"], default="model")
     bn.add_argument("--trace", help="write a Chrome/Perfetto trace (one file per scheduler)")
     bn.add_argument("--sweep", metavar="PIPELINE", nargs="?", const=True,

@@ -138,6 +138,11 @@ class StreamsEngine:
                 self.stalled_reconfig_s += dt
         self._last = t
 
+    def _stream_busy_s(self, engine: Engine) -> float:
+        """Time ``engine``'s stream carried frames or batches between the first release and the end."""
+        return sum(max(0.0, min(t.end, self.end_s) - max(t.start, self.t0)) for t in engine.trace
+                   if t.track == f"stream {engine.stream_id}")
+
     def summary(self, wall_s: float) -> dict:
         """The figures of ``Engine.summary`` for the whole board, plus per-stream ones."""
         parts = [summarize(e, wall_s) for e in self.parts]
@@ -162,8 +167,7 @@ class StreamsEngine:
             "sim_s": sim_s, "wall_s": round(wall_s, 3),
             "streams": [{"stream": e.stream_id, "slots": list(v.global_slots),
                          "pipelines": [p.name for p in e.pipelines], "dnn": bool(e.dnn_pipelines),
-                         "stream_busy": round(sum(t.end - t.start for t in e.trace
-                                                  if t.track == f"stream {e.stream_id}") / sim_s, 4)}
+                         "stream_busy": round(self._stream_busy_s(e) / sim_s, 4)}
                         for e, v in zip(self.parts, self.views, strict=True)]})
         return {"pipelines": pipelines, "totals": totals}
 

@@ -26,10 +26,10 @@ A platform with no slot for dnn_tile gives the DNN nothing (``refusal`` says why
 from __future__ import annotations
 
 from fpgashare.dnn.planning import dnn_plan, dnn_slot_count
-from fpgashare.sched.engine import Engine
 from fpgashare.sched.guard import batch_room, side_load_allowed
 from fpgashare.sched.lookahead import reclaim_at, victims_due
 from fpgashare.sched.pin_move import lend_moves
+from fpgashare.sched.view import EngineView
 from fpgashare.slots import SlotState
 
 #: The longest batch: the stream is free for real-time work again sooner, and a client's images
@@ -49,15 +49,15 @@ def refusal(platform) -> str | None:
     return None
 
 
-def backfill(engine: Engine) -> None:
-    if not engine.dnn_pipelines or not engine.backend.runs_dnn or refusal(engine.backend.platform):
+def backfill(engine: EngineView) -> None:
+    if not engine.dnn_pipelines or not engine.runs_dnn or refusal(engine.platform):
         return
     _lend(engine)
     _run(engine)
 
 
-def _chain_plan(engine: Engine, model: str, tiles: int):
-    return dnn_plan(engine.backend.platform, model, tiles)
+def _chain_plan(engine: EngineView, model: str, tiles: int):
+    return dnn_plan(engine.platform, model, tiles)
 
 
 def _until(due: list[float], idle_others: int) -> float:
@@ -69,7 +69,7 @@ def _until(due: list[float], idle_others: int) -> float:
     return float("inf")
 
 
-def _run(engine: Engine) -> None:
+def _run(engine: EngineView) -> None:
     if engine.pending or not engine.stream_free():
         return      # frames first, and the stream carries one thing at a time
     idle = [s.index for s in engine.slots.slots if s.state == SlotState.READY and s.module == DNN]
@@ -92,7 +92,7 @@ def _run(engine: Engine) -> None:
     engine.start_dnn(pipeline, idle[:size], images)
 
 
-def stream_gaps(engine: Engine, horizon_s: float) -> list[tuple[float, float]]:
+def stream_gaps(engine: EngineView, horizon_s: float) -> list[tuple[float, float]]:
     """The stream's idle intervals from now to ``horizon_s`` from now if the real-time frames
     pending and due in that window (nominal releases) run back to back in release order."""
     now = engine.now
@@ -113,7 +113,7 @@ def stream_gaps(engine: Engine, horizon_s: float) -> list[tuple[float, float]]:
     return gaps
 
 
-def lend_gain_s(engine: Engine, model: str, held: int, gaps: list[tuple[float, float]], ready_s: float,
+def lend_gain_s(engine: EngineView, model: str, held: int, gaps: list[tuple[float, float]], ready_s: float,
                 until_s: float) -> float:
     """DNN compute time one more tile buys: in the stream's idle ``gaps`` between the tile's
     arrival (``ready_s``) and its return (``until_s``), each less the chain's fill latency, at the
@@ -128,13 +128,13 @@ def lend_gain_s(engine: Engine, model: str, held: int, gaps: list[tuple[float, f
     return max(0.0, usable * (fewer.bottleneck_cycles / more.bottleneck_cycles - 1.0))
 
 
-def _lend(engine: Engine) -> None:
+def _lend(engine: EngineView) -> None:
     port = engine.slots.port
     if port.current is not None or port.queue or engine.pending or engine.committed is not None \
             or not any(engine.dnn_backlog(p) for p in engine.dnn_pipelines):
         return
     model = min(engine.dnn_pipelines, key=lambda p: p.name).model
-    platform = engine.backend.platform
+    platform = engine.platform
     # One batch at a time runs on one chain: a slot beyond the fastest chain's tiles adds nothing.
     held = sum(s.module == DNN and s.state != SlotState.FAILED for s in engine.slots.slots)
     if held >= len(_chain_plan(engine, model, dnn_slot_count(platform)).stages):

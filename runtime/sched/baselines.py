@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from fpgashare.sched.engine import Engine, Frame
+from fpgashare.sched.engine import Frame
 from fpgashare.sched.policy import Policy, PriorityPolicy
+from fpgashare.sched.view import EngineView
 from fpgashare.slots import SlotState
 
 
@@ -32,7 +33,7 @@ class RrBundlePolicy(Policy):
         self.turn = 0
         self.served = 0
 
-    def dispatch(self, engine: Engine) -> None:
+    def dispatch(self, engine: EngineView) -> None:
         order = engine.pipelines
         if not order:
             return
@@ -66,7 +67,7 @@ class RrBundlePolicy(Policy):
             reserved = {s for f in engine.running.values() for s in f.slots}
         self._overlap_next(engine, current, reserved)
 
-    def _overlap_next(self, engine: Engine, current, reserved: set[int]) -> None:
+    def _overlap_next(self, engine: EngineView, current, reserved: set[int]) -> None:
         """Load the next pipeline's modules into slots the current one does not use."""
         order = engine.pipelines
         nxt = order[(self.turn + 1) % len(order)]
@@ -83,7 +84,7 @@ class StaticPolicy(Policy):
     def __init__(self) -> None:
         self.assigned: dict[str, list[int]] = {}
 
-    def setup(self, engine: Engine) -> None:
+    def setup(self, engine: EngineView) -> None:
         free = [s.index for s in engine.slots.slots]
         for p in engine.pipelines:
             slots = []
@@ -100,7 +101,7 @@ class StaticPolicy(Policy):
             for slot, module in zip(slots, p.modules, strict=True):
                 engine.slots.request(slot, module, "static")
 
-    def dispatch(self, engine: Engine) -> None:
+    def dispatch(self, engine: EngineView) -> None:
         for frame in sorted(engine.pending, key=lambda f: (f.release, f.seq)):
             slots = self.assigned.get(frame.pipeline.name)
             if slots is None:

@@ -31,11 +31,12 @@ from operator import attrgetter
 from fpgashare.sched.backfill import DNN as DNN_TILE
 from fpgashare.sched.backfill import backfill
 from fpgashare.sched.demand import NeedOrder
-from fpgashare.sched.engine import Engine, Frame
+from fpgashare.sched.engine import Frame
 from fpgashare.sched.guard import side_load_allowed
 from fpgashare.sched.lookahead import reclaim_at
 from fpgashare.sched.pin_move import pin_move
 from fpgashare.sched.policy import PriorityPolicy
+from fpgashare.sched.view import EngineView
 from fpgashare.slots import SlotState
 
 
@@ -58,17 +59,17 @@ class EdfPolicy(PriorityPolicy):
 
     priority = attrgetter("deadline", "seq")      # a C-level key: sorted() calls it for every pending frame
 
-    def setup(self, engine: Engine) -> None:
+    def setup(self, engine: EngineView) -> None:
         """Pins first, each into its slot; then the usual warm-up for what the first frames need."""
         self._load_pins(engine, warm_up=True)
         super().setup(engine)
 
     # ---- dispatch --------------------------------------------------------------------------
-    def dispatch(self, engine: Engine) -> None:
+    def dispatch(self, engine: EngineView) -> None:
         self._dispatch(engine)
         backfill(engine)
 
-    def _dispatch(self, engine: Engine) -> None:
+    def _dispatch(self, engine: EngineView) -> None:
         now = engine.now
         committed = engine.committed
         reserved: set[int] = set()
@@ -148,7 +149,7 @@ class EdfPolicy(PriorityPolicy):
         if engine.committed is None:
             self._port_idle(engine, reserved)
 
-    def _plan(self, engine: Engine, frame: Frame, keep: set[int]) -> LoadPlan:
+    def _plan(self, engine: EngineView, frame: Frame, keep: set[int]) -> LoadPlan:
         """Sources for ``frame``'s stages: a free resident slot, a slot being loaded with the
         module, a busy slot holding it (free when its job ends: with one stream, sooner than a
         new copy could be), or a victim slot to load."""
@@ -182,7 +183,7 @@ class EdfPolicy(PriorityPolicy):
         return plan
 
     @staticmethod
-    def _issue(engine: Engine, plan: LoadPlan) -> None:
+    def _issue(engine: EngineView, plan: LoadPlan) -> None:
         """The committed frame's next load, when the port is free (one at a time: a frame that
         commits later never waits behind loads queued for another)."""
         port = engine.slots.port
@@ -191,7 +192,7 @@ class EdfPolicy(PriorityPolicy):
             engine.slots.request(victim, module, "demand")
 
     # ---- drops -----------------------------------------------------------------------------
-    def hopeless(self, engine: Engine, frame: Frame, missing: Sequence[str], stream_at: float) -> str | None:
+    def hopeless(self, engine: EngineView, frame: Frame, missing: Sequence[str], stream_at: float) -> str | None:
         """A reason to drop ``frame`` when it certainly misses: even if the stream took it as soon
         as it frees, or its missing modules loaded back to back at the port's fastest."""
         exec_s = frame.remaining_s          # this pass and the ones after it
@@ -207,7 +208,7 @@ class EdfPolicy(PriorityPolicy):
         return None
 
     # ---- the port when no frame owns it ----------------------------------------------------
-    def _port_idle(self, engine: Engine, reserved: set[int]) -> None:
+    def _port_idle(self, engine: EngineView, reserved: set[int]) -> None:
         port = engine.slots.port
         if port.current is not None or port.queue:
             return
@@ -218,7 +219,7 @@ class EdfPolicy(PriorityPolicy):
         if work is not None:
             work(reserved)
 
-    def _load_pins(self, engine: Engine, warm_up: bool = False) -> bool:
+    def _load_pins(self, engine: EngineView, warm_up: bool = False) -> bool:
         """Load a pinned module its slot does not hold yet (a new admission may pin more, or a
         pin moved: pin_move.py), else a module a lend moved out of its slot (``plan_reload``)."""
         if not engine.contract.pinned and not engine.planned_reloads:
@@ -244,13 +245,13 @@ class EdfPolicy(PriorityPolicy):
                 return True
         return False
 
-    def port_idle_work(self, engine: Engine, waiting: list[Frame]) -> Callable[[set[int]], None] | None:
+    def port_idle_work(self, engine: EngineView, waiting: list[Frame]) -> Callable[[set[int]], None] | None:
         # Just in time, not as early as possible, where an early load gains nothing: with DNN work
         # (idle slots may be lent), and in the gap after a period's frames (a load there has no
         # frame to hide under, while one put off may be hidden under the next period's first).
         target = self._prefetch_target(engine, waiting)
         stream_end = engine.stream_job_end()
-        dnn = bool(engine.dnn_pipelines and engine.backend.runs_dnn)
+        dnn = bool(engine.dnn_pipelines and engine.runs_dnn)
         if target is not None and stream_end is not None:
             # A load hidden under the job on the stream costs nothing: take it now, but not into
             # a tile the DNN can still use before the module is due.
@@ -267,7 +268,7 @@ class EdfPolicy(PriorityPolicy):
             return lambda reserved: self._just_in_time(engine, waiting, reserved, target)
         return lambda reserved: self._prefetch(engine, reserved, target)
 
-    def _just_in_time(self, engine: Engine, waiting: list[Frame], reserved: set[int],
+    def _just_in_time(self, engine: EngineView, waiting: list[Frame], reserved: set[int],
                       target: tuple[NeedOrder, list[str], str] | None = None) -> None:
         target = target or self._prefetch_target(engine, waiting)
         if target is not None and engine.slots.holds(target[2]):
@@ -282,7 +283,7 @@ class EdfPolicy(PriorityPolicy):
             self._prefetch(engine, reserved, target)
 
     @staticmethod
-    def _prefetch_target(engine: Engine, waiting: list[Frame]) -> tuple[NeedOrder, list[str], str] | None:
+    def _prefetch_target(engine: EngineView, waiting: list[Frame]) -> tuple[NeedOrder, list[str], str] | None:
         """The module to prefetch next, with the need order: the first of the modules the next
         needs will want (as many as there are slots) that no slot holds, runs or receives.
         ``waiting``: the pending frames by deadline."""
@@ -300,7 +301,7 @@ class EdfPolicy(PriorityPolicy):
         return None if module is None else (future, needed, module)
 
     @staticmethod
-    def _prefetch(engine: Engine, reserved: set[int], target: tuple[NeedOrder, list[str], str],
+    def _prefetch(engine: EngineView, reserved: set[int], target: tuple[NeedOrder, list[str], str],
                   hidden_only: bool = False) -> bool:
         """Load the target module into a victim slot that no pending frame keeps and no module
         needed before it holds, if the load is hidden or the contract allows it (guard.py);
@@ -325,7 +326,7 @@ class EdfPolicy(PriorityPolicy):
         return False
 
 
-def _holding(engine: Engine, future: NeedOrder, needed: list[str], upto: str) -> set[int]:
+def _holding(engine: EngineView, future: NeedOrder, needed: list[str], upto: str) -> set[int]:
     """Slots holding a module needed before ``upto``, or by the same release as ``upto``:
     prefetch must not evict them (evicting one to load another the same frame needs only moves
     the load, and then it cannot be hidden)."""

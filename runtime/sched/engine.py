@@ -270,6 +270,16 @@ class Engine(PortUse, SlotUse, DnnJobs, CpuJobs, Foresight):
 
     # ---- jobs
     @property
+    def platform(self):
+        """The platform of the slots this engine drives (a partition's view on several streams)."""
+        return self.backend.platform
+
+    @property
+    def runs_dnn(self) -> bool:
+        """Whether the backend runs DNN batches."""
+        return self.backend.runs_dnn
+
+    @property
     def port_shared(self) -> bool:
         """Whether other partitions load through the same port (their loads may come between)."""
         return self.port_arbiter is not None and len(self.port_arbiter.engines) > 1

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from fpgashare.passes import match_slots
 from fpgashare.platform import Platform
-from fpgashare.sched.engine import Engine
 from fpgashare.sched.policy import Policy
 from fpgashare.sched.stream_plan import Partition, StreamPlan
+from fpgashare.sched.view import EngineView
 from fpgashare.workload import PipelineSpec, Workload
 
 
@@ -41,10 +41,10 @@ class FredPolicy(Policy):
         """FRED's static binding of pipelines to partitions of slots (module docstring)."""
         return fred_partitions(workload, streams)
 
-    def setup(self, engine: Engine) -> None:
+    def setup(self, engine: EngineView) -> None:
         """No warm-up beyond the first requests: FRED reconfigures on demand."""
 
-    def dispatch(self, engine: Engine) -> None:
+    def dispatch(self, engine: EngineView) -> None:
         if not engine.pending:
             return
         head = min(engine.pending, key=lambda f: (f.release, f.seq))       # the partition's FIFO queue

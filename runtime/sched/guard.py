@@ -14,10 +14,10 @@ stream inside time the analysis already counts.
 
 from __future__ import annotations
 
-from fpgashare.sched.engine import Engine
+from fpgashare.sched.view import EngineView
 
 
-def side_load_allowed(engine: Engine, slot: int, pin: bool = False) -> bool:
+def side_load_allowed(engine: EngineView, slot: int, pin: bool = False) -> bool:
     """Whether a load into ``slot`` that serves no committed frame may be queued now. ``pin``: a
     module a newly admitted pipeline waits for (its frames are held meanwhile), which may also use
     an idle load if the pipelines admitted before it had room for one (``Engine.pin_idle_ok``)."""
@@ -36,14 +36,14 @@ def side_load_allowed(engine: Engine, slot: int, pin: bool = False) -> bool:
     return engine.contract.idle_loads or (pin and engine.pin_idle_ok) or end <= engine.earliest_release_s()
 
 
-def batch_allowed(engine: Engine, seconds: float) -> bool:
+def batch_allowed(engine: EngineView, seconds: float) -> bool:
     """Whether a DNN batch of ``seconds`` may start now (the stream is free and no frame waits)."""
     if engine.pending or engine.committed is not None:
         return False
     return seconds <= engine.contract.dnn_block_s or engine.now + seconds <= engine.earliest_release_s()
 
 
-def batch_room(engine: Engine) -> float:
+def batch_room(engine: EngineView) -> float:
     """The longest DNN batch that may start now (0 if none)."""
     if engine.pending or engine.committed is not None:
         return 0.0

@@ -10,17 +10,17 @@ port are free for other work (DNN batches, lending a slot to dnn_tile).
 
 from __future__ import annotations
 
-from fpgashare.sched.engine import Engine
+from fpgashare.sched.view import EngineView
 
 
-def missing_needs(engine: Engine, evicting: int | None = None) -> list[tuple[float, str]]:
+def missing_needs(engine: EngineView, evicting: int | None = None) -> list[tuple[float, str]]:
     """(need time, module) of every wanted module no slot holds or is receiving, earliest first;
     with ``evicting``, as if that slot's module were gone."""
     held = engine.slots.held_modules(excluding=evicting)
     return sorted((t, module) for module, t in engine.module_needs(held).items() if module not in held)
 
 
-def latest_load_starts(engine: Engine, evicting: int | None = None) -> list[float]:
+def latest_load_starts(engine: EngineView, evicting: int | None = None) -> list[float]:
     """Latest start times of the missing real-time loads, in port order, such that every missing
     module is in by its need time. Loads are assumed to take the longest slot's load time, since
     the victim slots are not chosen yet."""
@@ -37,14 +37,14 @@ def latest_load_starts(engine: Engine, evicting: int | None = None) -> list[floa
 SLACK_LOADS = 0.1
 
 
-def victims_due(engine: Engine, evicting: int | None = None) -> list[float]:
+def victims_due(engine: EngineView, evicting: int | None = None) -> list[float]:
     """When the 1st, 2nd, ... idle victim slot must be available for real-time loads: each
     load's latest start, less some slack."""
     slack = SLACK_LOADS * engine.longest_load_s()
     return [t - slack for t in latest_load_starts(engine, evicting)]
 
 
-def reclaim_at(engine: Engine, evicting: int | None = None) -> float:
+def reclaim_at(engine: EngineView, evicting: int | None = None) -> float:
     """When the first idle slot must be back for real-time loads (inf when nothing is missing)."""
     due = victims_due(engine, evicting)
     return due[0] if due else float("inf")

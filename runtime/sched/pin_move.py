@@ -33,7 +33,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from fpgashare.sched.analysis import residency
-from fpgashare.sched.engine import Engine, Frame
+from fpgashare.sched.engine import Frame
+from fpgashare.sched.view import EngineView
 from fpgashare.slots import SlotState
 
 
@@ -45,7 +46,7 @@ class PinMove:
     to: int           #: r: where M is pinned from now on (reloaded under F's stream)
 
 
-def pin_move(engine: Engine, frame: Frame, chosen: list[int | None], missing: list[str]) -> PinMove | None:
+def pin_move(engine: EngineView, frame: Frame, chosen: list[int | None], missing: list[str]) -> PinMove | None:
     """A move that hides ``frame``'s one missing load under the job on the stream, or None."""
     end = engine.stream_job_end()
     pinned = engine.contract.pinned
@@ -82,7 +83,7 @@ def pin_move(engine: Engine, frame: Frame, chosen: list[int | None], missing: li
     return None
 
 
-def _settled(engine: Engine) -> bool:
+def _settled(engine: EngineView) -> bool:
     """No earlier move is still on its way back: every pin in its slot, no reload planned (so the
     one reload a move needs is the only one, and the port takes it at once)."""
     slots = engine.slots.slots
@@ -91,7 +92,7 @@ def _settled(engine: Engine) -> bool:
         for s, m in engine.contract.pinned.items())
 
 
-def _next_at(engine: Engine, frame: Frame, end: float) -> bool:
+def _next_at(engine: EngineView, frame: Frame, end: float) -> bool:
     """Whether ``frame`` comes first in EDF order at ``end`` whatever is released until then."""
     key = (frame.deadline, frame.seq)
     if any((f.deadline, f.seq) < key for f in engine.pending if f is not frame):
@@ -105,13 +106,13 @@ def _next_at(engine: Engine, frame: Frame, end: float) -> bool:
     return True
 
 
-def _fits(engine: Engine, placed: dict[int, str]) -> bool:
+def _fits(engine: EngineView, placed: dict[int, str]) -> bool:
     """The residency condition with the pins at ``placed``: same loads per frame as before."""
-    plan = residency(engine.pipelines, engine.backend.platform, Counter(placed.values()), fixed=placed)
+    plan = residency(engine.pipelines, engine.platform, Counter(placed.values()), fixed=placed)
     return not isinstance(plan, str)
 
 
-def lend_moves(engine: Engine, module: str) -> list[PinMove]:
+def lend_moves(engine: EngineView, module: str) -> list[PinMove]:
     """Moves that let ``module`` (a DNN tile) load hidden into an idle slot s under the job on the
     stream, although s holds M, a module real-time work wants back before the tile would pay:
     M goes into a slot r that the job frees at its end E, whose module is wanted later. If s is

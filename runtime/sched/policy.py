@@ -5,7 +5,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 
-from fpgashare.sched.engine import Engine, Frame
+from fpgashare.sched.engine import Frame
+from fpgashare.sched.view import EngineView
 from fpgashare.slots import SlotState
 
 
@@ -13,7 +14,7 @@ class Policy(ABC):
     name: str = "policy"
     admission: bool = False     #: True: pipelines pass runtime/sched/admission.py before they run
 
-    def setup(self, engine: Engine) -> None:
+    def setup(self, engine: EngineView) -> None:
         """Before the first release: fill blank slots with the modules the first frames need, in
         the order they are needed (the same warm-up for every policy that does not override it)."""
         future = engine.need_order()
@@ -26,12 +27,12 @@ class Policy(ABC):
             engine.slots.request(victim, module, "warm-up")
 
     @abstractmethod
-    def dispatch(self, engine: Engine) -> None:
+    def dispatch(self, engine: EngineView) -> None:
         """Start what can start now; queue the loads that are needed."""
 
     # Shared steps -------------------------------------------------------------------------
     @staticmethod
-    def start_if_resident(engine: Engine, frame: Frame, reserved: set[int]) -> bool:
+    def start_if_resident(engine: EngineView, frame: Frame, reserved: set[int]) -> bool:
         """Start ``frame`` if every stage's module is resident in a free slot and the video stream is free."""
         chosen, missing = engine.find_slots(frame, reserved)
         if missing or not engine.stream_free():
@@ -40,7 +41,7 @@ class Policy(ABC):
         return True
 
     @staticmethod
-    def load_missing(engine: Engine, frame: Frame, keep: set[int], reason: str = "demand") -> set[int]:
+    def load_missing(engine: EngineView, frame: Frame, keep: set[int], reason: str = "demand") -> set[int]:
         """Queue the loads ``frame`` needs, if they let it start sooner than waiting would.
 
         Each stage's module comes from a free resident slot, a slot already being loaded with it, a
@@ -95,7 +96,7 @@ class Policy(ABC):
         return used
 
     @staticmethod
-    def _copies_or_waits(engine: Engine, frame: Frame, plan: list[tuple[str, float | None, int | None]],
+    def _copies_or_waits(engine: EngineView, frame: Frame, plan: list[tuple[str, float | None, int | None]],
                          stream_at: float) -> list[tuple[str, float | None, int | None]]:
         """The loads of ``plan`` to queue when some stages' modules are held by busy slots (a
         step's second field: when that slot frees): a copy costs a load and evicts something, so
@@ -135,19 +136,19 @@ class PriorityPolicy(Policy):
     def priority(self, frame: Frame) -> tuple:
         """Sort key: smaller goes first."""
 
-    def hopeless(self, engine: Engine, frame: Frame, missing: Sequence[str], stream_at: float) -> str | None:
+    def hopeless(self, engine: EngineView, frame: Frame, missing: Sequence[str], stream_at: float) -> str | None:
         """A reason to drop ``frame`` now (``missing``: its modules not resident in a free slot;
         ``stream_at``: when the video stream can next take it), or None to keep it (the default:
         never drop)."""
         return None
 
-    def port_idle_work(self, engine: Engine, waiting: list[Frame]) -> Callable[[set[int]], None] | None:
+    def port_idle_work(self, engine: EngineView, waiting: list[Frame]) -> Callable[[set[int]], None] | None:
         """What to do at the end of a dispatch that leaves the port idle (``waiting``: the pending
         frames in priority order), given the slots pending frames keep (``reserved``), or None
         for nothing (the default)."""
         return None
 
-    def dispatch(self, engine: Engine) -> None:
+    def dispatch(self, engine: EngineView) -> None:
         reserved: set[int] = set()
         borrowable: set[int] = set()         # idle resident slots the first blocked frame waits with
         lend_until = float("-inf")           # a frame ending by then may run on them meanwhile
@@ -212,7 +213,7 @@ class PriorityPolicy(Policy):
         if work is not None:
             work(reserved)
 
-    def _port_idle_work(self, engine: Engine, frames: list[Frame]) -> Callable[[set[int]], None] | None:
+    def _port_idle_work(self, engine: EngineView, frames: list[Frame]) -> Callable[[set[int]], None] | None:
         port = engine.slots.port
         if port.queue or port.current is not None:
             return None

@@ -1,5 +1,5 @@
-"""Run traces as Chrome/Perfetto trace-event JSON: a track per slot, one for the configuration
-port, one per pipeline; frames and loads as complete ("X") slices in microseconds."""
+"""Run traces as Chrome/Perfetto trace-event JSON: a track per video stream, per slot, one for the
+configuration port, one per pipeline; frames and loads as complete ("X") slices in microseconds."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from fpgashare.sched.engine import TraceEvent
 
 
 def trace_events(events: Sequence[TraceEvent], process: str = "fpgashare") -> dict:
-    tracks = sorted({e.track for e in events}, key=lambda t: (not t.startswith("port"), t))
+    tracks = sorted({e.track for e in events}, key=lambda t: (not t.startswith("stream"), not t.startswith("port"), t))
     tid = {t: i + 1 for i, t in enumerate(tracks)}
     out = [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": process}}]
     out += [{"ph": "M", "name": "thread_name", "pid": 1, "tid": tid[t], "args": {"name": t}} for t in tracks]

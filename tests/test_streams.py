@@ -20,6 +20,7 @@ from fpgashare.sched.edf import EdfPolicy
 from fpgashare.sched.port_share import PortArbiter
 from fpgashare.sched.stream_plan import plan_streams, spread_plan
 from fpgashare.sched.streams import run_streams
+from fpgashare.trace import trace_events
 from fpgashare.workload import Workload, load_workload, realtime_spec
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -78,6 +79,8 @@ def test_two_cameras_stream_at_once_each_in_its_time_alone():
     assert all(p["on_time"] == p["submitted"] > 0 for p in summary["pipelines"].values())
     spans = {s: [(e.start, e.end) for e in engine.trace if e.track == f"stream {s}"] for s in (0, 1)}
     assert any(a0 < b1 and b0 < a1 for a0, a1 in spans[0] for b0, b1 in spans[1]), "the streams never overlapped"
+    names = [e["args"]["name"] for e in trace_events(engine.trace)["traceEvents"] if e["name"] == "thread_name"]
+    assert names[:3] == ["stream 0", "stream 1", "port"]            # Perfetto: the streams first
     for p, e in zip(plan.partitions, engine.parts, strict=True):    # each frame takes its time alone
         alone = p.pipelines[0].exec_s
         assert all(abs((f.end - f.start) - alone) < 1e-9 for f in e.frames if f.end is not None)

@@ -194,16 +194,20 @@ def bench(path: str, schedulers: list[str], backend: str = "model", trace: str |
     report = {"workload": str(workload.path), "platform": workload.platform.name, "backend": backend,
               "results": results}
     swept = {r["scheduler"]: r["sweep"]["max_pipelines"] for r in results if "sweep" in r}
-    if "edf" in swept and "rr-bundle" in swept:
-        rr = swept["rr-bundle"]
-        report["sweep_ratio_edf_over_rr_bundle"] = (swept["edf"] / rr) if rr else (None if not swept["edf"] else "inf")
+    for base in ("rr-bundle", "fred"):
+        if "edf" in swept and base in swept:
+            b = swept[base]
+            report[f"sweep_ratio_edf_over_{base.replace('-', '_')}"] = \
+                (swept["edf"] / b) if b else (None if not swept["edf"] else "inf")
     return report
 
 
 def report_lines(report: dict) -> list[str]:
     lines = [f"{report['workload']} on {report['platform']} ({report['backend']} backend)"]
-    if "sweep_ratio_edf_over_rr_bundle" in report:
-        lines.append(f"sweep: edf sustains {report['sweep_ratio_edf_over_rr_bundle']} x the copies rr-bundle does")
+    for base in ("rr_bundle", "fred"):
+        if f"sweep_ratio_edf_over_{base}" in report:
+            lines.append(f"sweep: edf sustains {report[f'sweep_ratio_edf_over_{base}']} x the copies "
+                         f"{base.replace('_', '-')} does")
     header = f"{'scheduler':10s} {'pipeline':14s} {'frames':>6s} {'on_time':>7s} {'late':>5s} {'drop':>5s} " \
              f"{'p50 ms':>7s} {'p99 ms':>7s}"
     lines.append(header)

@@ -403,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="socket path (default $FPGASHARE_SOCKET or /run/fpgashare/fpgashare.sock)")
     dm.add_argument("--dilation", default="1",
                     help="wall s per daemon s when idle (auto: how much slower than the hardware the backend runs)")
-    dm.add_argument("--scheduler", default="edf", help="edf, rr-bundle, fcfs or static")
+    dm.add_argument("--scheduler", default="edf", help="edf, rr-bundle, fcfs, static or fred (on one stream)")
     dm.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on 127.0.0.1:PORT")
     dm.add_argument("--bitstreams", help="pynq: folder of partial bitstreams with index.json")
     dm.add_argument("--overlay", help="pynq: the shell overlay (.bit with its .hwh beside it)")

@@ -86,8 +86,7 @@ def streams_dnn_bound(workload: Workload, plan, engine=None) -> dict:
     """Upper bound on DNN throughput beside ``plan``'s admitted real-time work: the DNN streams on
     the partition it was given, at most the stream time that partition's frames leave, at the
     partitioner's fastest rate on that partition's tile slots (fill latency and loads free)."""
-    from fpgashare.dnn.planning import dnn_plan
-    from fpgashare.sched.stream_plan import partition_platform
+    from fpgashare.sched.stream_plan import dnn_bound_of, partition_platform
 
     models = [p.model for p in workload.pipelines if not p.realtime]
     part = next((q for q in plan.partitions if q.dnn), None)
@@ -97,12 +96,11 @@ def streams_dnn_bound(workload: Workload, plan, engine=None) -> dict:
         if no_tile:
             out["refused"] = no_tile
         return out
-    sub = partition_platform(workload.platform, part.slots)
-    tiles = len(sub.slots_for(DNN_TILE))
     idle = max(0.0, 1.0 - sum(p.exec_s / p.period_s for p in part.pipelines))
-    rate = max(dnn_plan(sub, m, tiles).images_per_s for m in models) if tiles else 0.0
-    return {"idle_stream_fraction": round(idle, 4), "dnn_images_per_s": round(idle * rate, 1),
-            "stream": part.stream, "tiles": tiles,
+    return {"idle_stream_fraction": round(idle, 4),
+            "dnn_images_per_s": round(dnn_bound_of(part, workload.platform, models), 1),
+            "stream": part.stream,
+            "tiles": len(partition_platform(workload.platform, part.slots).slots_for(DNN_TILE)),
             "assumes": "stream time the DNN's partition's frames leave x the fastest chain on its tile slots; "
                        "fill latency and loads free"}
 

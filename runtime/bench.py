@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from fpgashare.backends import make_backend
+from fpgashare.backends import backend_class, make_backend
 from fpgashare.errors import FpgashareError
 from fpgashare.sched import POLICIES, make_policy
 from fpgashare.sched.admission import admit
@@ -189,7 +189,10 @@ def bench(path: str, schedulers: list[str], backend: str = "model", trace: str |
         if sweep_pipeline:
             result["sweep"] = sweep(workload, name, backend, sweep_pipeline, streams)
         results.append(result)
+    carried = backend_class(backend).streams_carried(workload.platform)
     report = {"workload": str(workload.path), "platform": workload.platform.name, "backend": backend,
+              "streams": {"shell": workload.platform.streams, "backend": carried,
+                          "used": min(workload.platform.streams, carried, streams or workload.platform.streams)},
               "results": results}
     swept = {r["scheduler"]: r["sweep"]["max_pipelines"] for r in results if "sweep" in r}
     for base in ("rr-bundle", "fred"):
@@ -202,6 +205,10 @@ def bench(path: str, schedulers: list[str], backend: str = "model", trace: str |
 
 def report_lines(report: dict) -> list[str]:
     lines = [f"{report['workload']} on {report['platform']} ({report['backend']} backend)"]
+    st = report.get("streams")
+    if st and st["used"] < st["shell"]:
+        lines.append(f"streams: {st['used']} of the shell's {st['shell']} (the {report['backend']} backend carries "
+                     f"{st['backend']} at once{'; --streams' if st['used'] < st['backend'] else ''})")
     for base in ("rr_bundle", "fred"):
         if f"sweep_ratio_edf_over_{base}" in report:
             lines.append(f"sweep: edf sustains {report[f'sweep_ratio_edf_over_{base}']} x the copies "

@@ -12,6 +12,27 @@ from fpgashare.platform import Platform
 BACKENDS = ("model", "sim", "pynq", "faulty")
 
 
+def backend_class(name: str) -> type[Backend]:
+    """The class of the backend called ``name`` (without building it: the sim backend compiles RTL)."""
+    if name == "model":
+        from fpgashare.backends.model import ModelBackend
+
+        return ModelBackend
+    if name == "faulty":
+        from fpgashare.backends.faulty import FaultyBackend
+
+        return FaultyBackend
+    if name == "sim":
+        from fpgashare.backends.sim import SimBackend
+
+        return SimBackend
+    if name == "pynq":
+        from fpgashare.backends.pynq_board import PynqBackend
+
+        return PynqBackend
+    raise FpgashareError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
+
+
 def make_backend(name: str, platform: Platform, **options) -> Backend:
     """The backend called ``name`` for ``platform`` (``pynq`` takes ``bitstreams=`` and the
     optional ``firmware_dir=`` / ``fpga_manager=`` paths)."""
@@ -34,4 +55,4 @@ def make_backend(name: str, platform: Platform, **options) -> Backend:
     raise FpgashareError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
 
 
-__all__ = ["BACKENDS", "Backend", "FrameReport", "LoadReport", "make_backend"]
+__all__ = ["BACKENDS", "Backend", "FrameReport", "LoadReport", "backend_class", "make_backend"]

@@ -87,15 +87,22 @@ class Backend(ABC):
 
     name: str
     runs_dnn: bool = False      #: whether run_dnn is implemented (schedulers skip DNN backfill otherwise)
-    #: Video streams this backend can carry at once (frames or DNN batches on disjoint slots). The
-    #: sim harness and the pynq DMA drive stream 0 only so far; the model twin carries the platform's.
+    #: Video streams this backend can carry at once (frames or DNN batches on disjoint slots):
+    #: ``streams_carried(platform)``, set at construction.
     concurrent_streams: int = 1
+
+    @classmethod
+    def streams_carried(cls, platform: Platform) -> int:
+        """Streams of ``platform`` this kind of backend carries at once: the sim harness and the
+        pynq DMA drive stream 0 only so far (the model twin overrides this)."""
+        return 1
     #: A clock with hold() / release(host s, hardware s) around every operation, so a daemon's clock
     #: stands still while a simulated board is slower than its hardware (runtime/clock.py).
     held_clock = None
 
     def __init__(self, platform: Platform) -> None:
         self.platform = platform
+        self.concurrent_streams = self.streams_carried(platform)
         self._resident: list[str | None] = [None] * len(platform.slots)
         self._programmed: dict[int, tuple[str, int, int]] = {}   # slot -> DNN segment its tile holds
 
@@ -195,6 +202,16 @@ class Backend(ABC):
     def _release(self, started: float, hardware_s: float) -> None:
         if self.held_clock is not None:
             self.held_clock.release(time.perf_counter() - started, hardware_s)
+
+    def dnn_setup_s(self, slots: Sequence[int], model: str, plan) -> float:
+        """Fabric time a batch of ``model`` on ``slots`` spends first giving tiles that lack their
+        segment of ``plan`` their layers (one word a cycle); 0 when every tile holds it."""
+        from fpgashare.dnn.planning import program_words
+
+        words = sum(program_words(model, stage.start, stage.stop)
+                    for slot, stage in zip(slots, plan.stages, strict=True)
+                    if self._programmed.get(slot) != (model, stage.start, stage.stop))
+        return words / self.platform.fabric_clock_hz
 
     def unprogrammed(self, slots: Sequence[int], model: str, plan) -> list[tuple[int, int, int]]:
         """(slot, first layer, end layer) of each tile in ``slots`` that does not hold its segment of

@@ -5,14 +5,11 @@ healthy port: a corrupted bitstream is the sim backend's (and the board's) busin
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 from fpgashare.backends.base import Backend, DnnReport, FrameReport, LoadReport
 from fpgashare.bitstream.packets import PortError
-from fpgashare.dnn.planning import network
+from fpgashare.dnn.planning import network, program_words
 from fpgashare.dnn.reference import logits
-from fpgashare.dnn.tile_format import load_stream
 from fpgashare.modules import Stage
 from fpgashare.platform import Platform
 from fpgashare.vision_ref import chain_reference
@@ -25,8 +22,12 @@ class ModelBackend(Backend):
 
     def __init__(self, platform: Platform) -> None:
         super().__init__(platform)
-        self.concurrent_streams = platform.streams     # its time is a model: streams overlap freely
         self._chain_cycles: dict[tuple[tuple[str, ...], int, int], int] = {}
+
+    @classmethod
+    def streams_carried(cls, platform: Platform) -> int:
+        """Every stream of the shell: the twin's time is a model, frames on disjoint slots overlap."""
+        return platform.streams
 
     def _load(self, slot: int, module: str) -> LoadReport:
         # The generator's stream through a correct port: every word, then the activation cycle.
@@ -55,9 +56,3 @@ class ModelBackend(Backend):
         cycles = int(program + plan.latency_cycles + (count - 1) * plan.bottleneck_cycles)
         outputs = None if isinstance(images, int) else logits(network(model), images)
         return DnnReport(count, cycles, cycles / self.platform.fabric_clock_hz, outputs)
-
-
-@lru_cache(maxsize=64)
-def program_words(model: str, start: int, stop: int) -> int:
-    """Words of the load stream that gives a tile layers [start, stop) of ``model``."""
-    return int(load_stream(network(model), start, stop).size)

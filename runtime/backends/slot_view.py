@@ -54,6 +54,9 @@ class SlotView(Backend):
     def run_dnn(self, slots: Sequence[int], model: str, images: int | np.ndarray) -> DnnReport:
         return self.inner.run_dnn([self._g(s) for s in slots], model, images)
 
+    def dnn_setup_s(self, slots: Sequence[int], model: str, plan) -> float:
+        return self.inner.dnn_setup_s([self._g(s) for s in slots], model, plan)
+
     def reset_slot(self, slot: int) -> None:
         self.inner.reset_slot(self._g(slot))
 

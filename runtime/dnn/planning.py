@@ -18,6 +18,14 @@ def network(model: str):
     return get_model(model)
 
 
+@lru_cache(maxsize=64)
+def program_words(model: str, start: int, stop: int) -> int:
+    """Words of the load stream that gives a tile layers [start, stop) of ``model`` (one a cycle)."""
+    from fpgashare.dnn.tile_format import load_stream
+
+    return int(load_stream(network(model), start, stop).size)
+
+
 def link_model(platform: Platform) -> LinkModel:
     return LinkModel(platform.link.lane_bits, platform.link.latency_cycles, platform.link.credits)
 

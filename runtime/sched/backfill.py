@@ -80,7 +80,8 @@ def _run(engine: EngineView) -> None:
     plan = _chain_plan(engine, pipeline.model, len(idle))
     size = len(plan.stages)
     now = engine.now
-    latency_s = plan.latency_cycles / plan.clock_hz
+    # Tiles new to their layers are programmed first: the batch is that much longer.
+    latency_s = plan.latency_cycles / plan.clock_hz + engine.dnn_setup_s(idle[:size], pipeline.model, plan)
     room = min(_until(victims_due(engine), len(idle) - size) - now, batch_room(engine), engine.end_s - now)
     if engine.slots.coming_with(DNN):
         # A tile is on its way: end this batch when it is in, so the next runs on the faster chain.

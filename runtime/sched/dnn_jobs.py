@@ -24,6 +24,10 @@ class DnnJobs:
         """Up to ``images`` images of ``pipeline`` for one batch: a count of stand-in images here."""
         return images, []
 
+    def dnn_setup_s(self: Engine, slots: Sequence[int], model: str, plan) -> float:
+        """Fabric time a batch on ``slots`` would spend first programming tiles new to their layers."""
+        return self.backend.dnn_setup_s(slots, model, plan)
+
     def start_dnn(self: Engine, pipeline: PipelineSpec, slots: Sequence[int], images: int) -> DnnJob | None:
         """Run a batch of up to ``images`` images of a best-effort DNN pipeline on dnn_tile ``slots``."""
         if not self.stream_free():

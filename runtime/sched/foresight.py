@@ -25,6 +25,9 @@ def module_needs(engine: Engine, held: set[str] | None = None) -> dict[str, floa
     for frame in engine.pending:
         for module in frame.modules:
             needs[module] = now
+    for frame, modules in next_passes(engine):     # wanted again when the pass on the stream ends
+        for module in modules:
+            needs[module] = min(needs.get(module, float("inf")), frame.expected_end)
     played = _stream_order(engine, dict(needs), set(engine.slots.held_modules() if held is None else held))
     if played is not None:
         return played
@@ -34,6 +37,13 @@ def module_needs(engine: Engine, held: set[str] | None = None) -> dict[str, floa
             if t < needs.get(module, float("inf")):
                 needs[module] = t
     return needs
+
+def next_passes(engine: Engine) -> list[tuple[Frame, tuple[str, ...]]]:
+    """Frames on the stream with passes to go, each with the modules of its next pass: they are
+    pending again, wanting those modules, as soon as their pass ends."""
+    return [(f, f.pipeline.pass_modules[f.step + 1]) for f in engine.running.values()
+            if f.step < len(f.pipeline.pass_stages) - 1]
+
 
 def _stream_order(engine: Engine, needs: dict[str, float], held: set[str]) -> dict[str, float] | None:
     """Module needs with the next releases played out on the one video stream, as dispatch
@@ -47,6 +57,9 @@ def _stream_order(engine: Engine, needs: dict[str, float], held: set[str]) -> di
     for frame in engine.pending:
         held.update(frame.modules)
         stream_at += frame.remaining_s
+    for frame, modules in next_passes(engine):
+        held.update(modules)
+        stream_at += frame.remaining_s - frame.exec_s
     loaded = set(held)                    # modules no load is owed for
     pipelines, info = engine.pipelines, engine.stream_info
     inf = float("inf")
@@ -131,6 +144,7 @@ class Foresight:
         return pipeline.offset_s + k * pipeline.period_s + pipeline.deadline_s
 
     def need_order(self: Engine, first: Sequence[Frame] = ()) -> NeedOrder:
-        """Modules in the order they will be needed: the given frames', then those of every
-        pipeline's next release by deadline (runtime/sched/demand.py)."""
-        return NeedOrder([frame.modules for frame in first], self.demand)
+        """Modules in the order they will be needed: the given frames', the next passes of frames
+        on the stream, then those of every pipeline's next release by deadline
+        (runtime/sched/demand.py)."""
+        return NeedOrder([frame.modules for frame in first] + [m for _, m in next_passes(self)], self.demand)

@@ -6,20 +6,26 @@ zcu104 shell, at 1 and at 4 pixels per clock, in one run:
 - through the bulk harness in this process, the same marginal rate between the two sizes;
 - optionally through cocotb driving the same RTL per cycle (``--cocotb-pixels N``, NPPC 1).
 
-    python benchmarks/rtl_throughput.py [--repeats N] [--library chain|full|both] [--cocotb-pixels N] [--json]
+    python benchmarks/rtl_throughput.py [--repeats N] [--library chain,slot,full] [--cocotb-pixels N] [--json]
 
-Two module libraries per slot: ``full``, the zcu104 manifest's (every module that exists at that NPPC
-in every slot; the simulator evaluates every module a slot can hold), and ``chain``, a board whose
-slots hold only the chain's three modules. The NPPC 4 platform is the zcu104 manifest rewritten to
-pixels_per_clock = 4 (its single-channel modules). Prints pixels/s and the NPPC 4 / NPPC 1 ratio;
-the target at NPPC 4 is >= 5 M pixels/s through the CLI.
+Three module libraries per slot: ``full``, the zcu104 manifest's (every module that exists at that NPPC
+in every slot; the simulator evaluates every module a slot can hold), ``chain``, a board whose slots
+hold only the chain's three modules (as ``fpgashare demo`` cuts its platform down), and ``slot``, a
+board whose slots 0, 1, 2 hold one module each, the one the chain loads there (slot 3 none). The
+NPPC 4 platform is the zcu104 manifest rewritten to pixels_per_clock = 4 (its single-channel modules).
+Every library simulates the same shell RTL with the same stream-0 behaviour; a smaller library only
+leaves out modules that the run never loads. Prints pixels/s (per CPU second and per wall second),
+the NPPC 4 / NPPC 1 ratio, the date and the machine's load; the target at NPPC 4 is >= 5 M pixels per
+CPU second through the CLI with the ``chain`` library.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -41,6 +47,35 @@ CHAIN = ("gauss3x3", "sobel_mag", "threshold")
 CHAIN_MODULES = ("conv3x3", "sobel_mag", "threshold")   #: the modules (bitstreams) the chain loads
 SIZES = ((480, 640), (1080, 640))   #: the marginal rate is taken between these two frame sizes
 TARGET = 5e6
+LIBRARIES = ("chain", "slot", "full")
+TARGET_LIBRARY = "chain"   #: the library the target is stated for
+
+
+def one_module_per_slot(path: Path, modules: tuple[str, ...]) -> Path:
+    """Rewrite the manifest at ``path`` so that module ``modules[k]`` fits slot k only; returns ``path``."""
+    head, *blocks = path.read_text().split("\n[[module]]\n")
+    slots = load_platform(path).slots
+    out = []
+    for block in blocks:
+        name = block.split('name = "', 1)[1].split('"', 1)[0]
+        if name in modules:
+            block = re.sub(r'(?m)^slots = \[.*\]$', f'slots = ["{slots[modules.index(name)].name}"]', block, count=1)
+        out.append(block)
+    path.write_text("\n[[module]]\n".join([head, *out]))
+    platform = load_platform(path)   # validate what was written
+    assert [platform.slots_for(m)[0].index for m in modules] == list(range(len(modules)))
+    return path
+
+
+def library_manifest(platform: str, library: str, nppc: int, dest: Path) -> Path:
+    """The benchmark's platform at ``nppc`` pixels per clock with the given per-slot library."""
+    modules = None if library == "full" else CHAIN_MODULES
+    path = manifest_at_pixels_per_clock(platform, nppc, dest, modules)
+    return one_module_per_slot(path, CHAIN_MODULES) if library == "slot" else path
+
+
+def machine_load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _marginal(seconds: dict[tuple[int, int], float]) -> float:
@@ -138,20 +173,24 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cocotb-pixels", type=int, default=0, help="also drive the RTL from cocotb (NPPC 1)")
     parser.add_argument("--platform", default="zcu104")
-    parser.add_argument("--library", choices=["chain", "full", "both"], default="both")
+    parser.add_argument("--library", default=",".join(LIBRARIES),
+                        help=f"comma-separated per-slot libraries to measure, of {', '.join(LIBRARIES)}")
     parser.add_argument("--no-cli", action="store_true", help="skip the fpgashare sim run measurement")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    libraries = ["chain", "full"] if args.library == "both" else [args.library]
+    libraries = [lib.strip() for lib in args.library.split(",") if lib.strip()]
+    if not libraries or any(lib not in LIBRARIES for lib in libraries):
+        parser.error(f"--library {args.library!r}: give some of {', '.join(LIBRARIES)}")
+    started = datetime.datetime.now(datetime.timezone.utc)
     result: dict = {"chain": list(CHAIN), "sizes": [list(s) for s in SIZES], "platform": args.platform,
+                    "started_utc": started.strftime("%Y-%m-%d %H:%M"), "load_at_start": machine_load(),
                     "libraries": {}}
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         for library in libraries:
-            modules = CHAIN_MODULES if library == "chain" else None
             row: dict = {}
             for nppc in (1, 4):
-                manifest = manifest_at_pixels_per_clock(args.platform, nppc, tmp / f"{library}-x{nppc}.toml", modules)
+                manifest = library_manifest(args.platform, library, nppc, tmp / f"{library}-x{nppc}.toml")
                 row[f"nppc{nppc}"] = {"harness": harness_rate(load_platform(manifest), args.repeats)}
                 if not args.no_cli:
                     row[f"nppc{nppc}"]["cli"] = cli_rate(manifest, args.repeats, tmp)
@@ -162,15 +201,19 @@ def main() -> int:
             result["libraries"][library] = row
     if args.cocotb_pixels:
         result["cocotb_nppc1"] = cocotb_rate(args.platform, args.cocotb_pixels)
+    result["load_at_end"] = machine_load()
     # Wall time on a shared machine swings by 2x between runs; CPU time is the steadier figure.
-    best = max((r["nppc4"]["cli"]["marginal_pixels_per_cpu_s"] for r in result["libraries"].values()
-                if "cli" in r["nppc4"]), default=0.0)
-    result.update(target_pixels_per_s=TARGET, meets_target=best >= TARGET)
+    cli4 = {lib: r["nppc4"]["cli"]["marginal_pixels_per_cpu_s"] for lib, r in result["libraries"].items()
+            if "cli" in r["nppc4"]}
+    result.update(target_pixels_per_s=TARGET, target_library=TARGET_LIBRARY,
+                  meets_target=cli4.get(TARGET_LIBRARY, 0.0) >= TARGET)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
     print(f"3-stage chain {' -> '.join(CHAIN)}, rows of 640, {args.platform} shell; marginal rate "
           f"between {SIZES[0][1]}x{SIZES[0][0]} and {SIZES[1][1]}x{SIZES[1][0]} frames")
+    print(f"  {result['started_utc']} UTC, {os.cpu_count()} CPUs; {result['load_at_start']} at the start, "
+          f"{result['load_at_end']} at the end")
     for library, row in result["libraries"].items():
         print(f"  library per slot: {library}")
         for nppc in (1, 4):
@@ -187,8 +230,10 @@ def main() -> int:
         print(f"    NPPC 4 / NPPC 1 (per CPU second): {ratios}")
     if args.cocotb_pixels:
         print(f"  cocotb (NPPC 1, per-cycle Python): {result['cocotb_nppc1']['pixels_per_s'] / 1e6:.4f} M px/s")
-    print(f"  target  : >= {TARGET / 1e6:.0f} M pixels per CPU second at NPPC 4 through fpgashare sim run: "
-          f"{'met' if result['meets_target'] else 'NOT met'} (best {best / 1e6:.2f} M)")
+    figures = ", ".join(f"{lib} library {rate / 1e6:.2f} M" for lib, rate in cli4.items())
+    verdict = ("met" if result["meets_target"] else "NOT met") if TARGET_LIBRARY in cli4 else "not measured"
+    print(f"  target  : >= {TARGET / 1e6:.0f} M pixels per CPU second at NPPC 4 through fpgashare sim run with the "
+          f"{TARGET_LIBRARY} library: {verdict} ({figures})")
     return 0
 
 

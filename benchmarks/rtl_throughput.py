@@ -84,27 +84,31 @@ def _marginal(seconds: dict[tuple[int, int], float]) -> float:
 
 
 def harness_rate(platform, repeats: int) -> dict:
-    """The chain loaded once; each frame size streamed ``repeats`` times, the fastest kept."""
+    """The chain loaded once; the two frame sizes streamed in turn, ``repeats`` times each (taking turns,
+    a burst of load on the shared machine slows both sizes rather than one), the fastest of each kept."""
     board = SimBoard(platform)
     stages = [resolve_stage(n) for n in CHAIN]
     for k, stage in enumerate(stages):
         assert board.load(k, build_config(platform, platform.slots[k], stage.kind.name)).ok
     board.route(list(range(len(stages))))
     rng = np.random.default_rng(0)
-    seconds, cpu, cycles = {}, {}, {}
-    for rows, cols in SIZES:
-        for k, stage in enumerate(stages):
-            board.program(k, stage, rows, cols)
-        frame = rng.integers(0, 256, (rows, cols), dtype=np.uint8)
-        times, cpu_times = [], []
-        for _ in range(repeats):
+    frames = {size: rng.integers(0, 256, size, dtype=np.uint8) for size in SIZES}
+    times: dict = {size: [] for size in SIZES}
+    cpu_times: dict = {size: [] for size in SIZES}
+    cycles = {}
+    for _ in range(repeats):
+        for size, frame in frames.items():
+            for k, stage in enumerate(stages):
+                board.program(k, stage, *size)
             start, start_cpu = time.perf_counter(), time.process_time()
-            out, stats = board.stream(frame, (rows, cols))
-            times.append(time.perf_counter() - start)
-            cpu_times.append(time.process_time() - start_cpu)
-        if not np.array_equal(out, chain_reference(stages, frame)):
-            raise RuntimeError(f"harness output differs from the reference at {rows}x{cols}")
-        seconds[rows, cols], cpu[rows, cols], cycles[rows, cols] = min(times), min(cpu_times), stats.cycles
+            out, stats = board.stream(frame, size)
+            times[size].append(time.perf_counter() - start)
+            cpu_times[size].append(time.process_time() - start_cpu)
+            if not np.array_equal(out, chain_reference(stages, frame)):
+                raise RuntimeError(f"harness output differs from the reference at {size[0]}x{size[1]}")
+            cycles[size] = stats.cycles
+    seconds = {size: min(t) for size, t in times.items()}
+    cpu = {size: min(t) for size, t in cpu_times.items()}
     small = SIZES[0]
     return {"marginal_pixels_per_s": _marginal(seconds), "marginal_pixels_per_cpu_s": _marginal(cpu),
             "frame_pixels_per_s": small[0] * small[1] / seconds[small],
@@ -112,37 +116,42 @@ def harness_rate(platform, repeats: int) -> dict:
 
 
 def cli_rate(manifest: Path, repeats: int, tmp: Path) -> dict:
-    """``fpgashare sim run`` on each frame size, ``repeats`` times (after one warm-up), the median kept:
-    the process's wall and CPU time, and the frame's stream time as the command reports it (its JSON
-    ``stream_wall_s``). A process spends seconds on fixed costs (start-up, generating three partial
-    bitstreams in Python, loading them through the RTL configuration port), so the process-time
-    marginal is noise-bound on a shared machine; the reported stream time is the CLI's own frame."""
+    """``fpgashare sim run`` on each frame size, ``repeats`` times after one warm-up round, the sizes taking
+    turns: the median of the process's wall and CPU time, and the fastest of the frame's stream time as
+    the command reports it (its JSON ``stream_wall_s`` and ``stream_cpu_s``). A process spends a second
+    or more on fixed costs (start-up, generating three partial bitstreams in Python, loading them through
+    the RTL configuration port), so the process-time marginal is noise-bound on a shared machine; the
+    reported stream time is the CLI's own frame."""
     exe = shutil.which("fpgashare") or str(Path(sys.executable).parent / "fpgashare")
     rng = np.random.default_rng(1)
-    seconds, cpu, stream, stream_cpu, load = {}, {}, {}, {}, {}
+    images, cmds = {}, {}
     for rows, cols in SIZES:
-        image = tmp / f"in_{rows}x{cols}.png"
+        images[rows, cols] = image = tmp / f"in_{rows}x{cols}.png"
         cv2.imwrite(str(image), rng.integers(0, 256, (rows, cols), dtype=np.uint8))
-        cmd = [exe, "sim", "run", "--platform", str(manifest), "--chain", ",".join(CHAIN), "--in", str(image),
-               "--out", str(tmp / "out.png"), "--json"]
-        times, cpu_times, stream_times, stream_cpu_times, load_times = [], [], [], [], []
-        for n in range(repeats + 1):
+        cmds[rows, cols] = [exe, "sim", "run", "--platform", str(manifest), "--chain", ",".join(CHAIN), "--in",
+                            str(image), "--out", str(tmp / f"out_{rows}x{cols}.png"), "--json"]
+    runs: dict = {size: {"process": [], "cpu": [], "stream": [], "stream_cpu": [], "load": []} for size in SIZES}
+    for n in range(repeats + 1):
+        for size in SIZES:   # the sizes take turns, as in harness_rate
             start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-            done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=os.environ)
+            done = subprocess.run(cmds[size], check=True, capture_output=True, text=True, env=os.environ)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            if n:   # the first run may build the harness
-                times.append(time.perf_counter() - start)
-                cpu_times.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-                report = json.loads(done.stdout)
-                stream_times.append(report["stream_wall_s"])
-                stream_cpu_times.append(report["stream_cpu_s"])
-                load_times.append(report["load_wall_s"])
+            if n:   # the first round may build the harness
+                report, got = json.loads(done.stdout), runs[size]
+                got["process"].append(time.perf_counter() - start)
+                got["cpu"].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+                got["stream"].append(report["stream_wall_s"])
+                got["stream_cpu"].append(report["stream_cpu_s"])
+                got["load"].append(report["load_wall_s"])
+    for (rows, cols), image in images.items():
         expected = chain_reference([resolve_stage(s) for s in CHAIN], cv2.imread(str(image), cv2.IMREAD_GRAYSCALE))
-        if not np.array_equal(cv2.imread(str(tmp / "out.png"), cv2.IMREAD_GRAYSCALE), expected):
+        if not np.array_equal(cv2.imread(str(tmp / f"out_{rows}x{cols}.png"), cv2.IMREAD_GRAYSCALE), expected):
             raise RuntimeError(f"fpgashare sim run output differs from the reference at {rows}x{cols}")
-        seconds[rows, cols], cpu[rows, cols] = statistics.median(times), statistics.median(cpu_times)
-        stream[rows, cols], load[rows, cols] = min(stream_times), statistics.median(load_times)
-        stream_cpu[rows, cols] = min(stream_cpu_times)
+    seconds = {size: statistics.median(r["process"]) for size, r in runs.items()}
+    cpu = {size: statistics.median(r["cpu"]) for size, r in runs.items()}
+    load = {size: statistics.median(r["load"]) for size, r in runs.items()}
+    stream = {size: min(r["stream"]) for size, r in runs.items()}
+    stream_cpu = {size: min(r["stream_cpu"]) for size, r in runs.items()}
     small = SIZES[0]
     return {"marginal_pixels_per_s": _marginal(stream), "marginal_pixels_per_cpu_s": _marginal(stream_cpu),
             "process_marginal_pixels_per_s": _marginal(seconds),

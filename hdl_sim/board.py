@@ -2,7 +2,8 @@
 
 Bitstreams go through the configuration port word by word; frames go through the stream switch
 and the slots' modules beat by beat (one pixel, or four gray pixels at pixels_per_clock = 4).
-Times come from RTL cycles at the platform's clocks.
+Times come from RTL cycles at the platform's clocks. The shell is built with the streams the
+harness drives (stream 0: ``harness_parameters``), whatever the platform's stream count.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from fpgashare.bitstream.packets import ACTIVATION_CYCLES, PortError
 from fpgashare.errors import FrameError, LoadError
-from fpgashare.hdl_sim.harness import HarnessError, RunStats, ShellHarness
+from fpgashare.hdl_sim.harness import HarnessError, RunStats, ShellHarness, harness_parameters
 from fpgashare.platform import Platform
 from fpgashare.shell_map import (
     MODULE_WINDOW,
@@ -91,7 +92,9 @@ class SimBoard(ShellControl):
     def __init__(self, platform: Platform) -> None:
         self.platform = platform
         self.slot_count = len(platform.slots)
-        self.rtl = ShellHarness(platform.rtl_parameters())
+        parameters = harness_parameters(platform.rtl_parameters())
+        self.stream_count = int(parameters["NUM_STREAMS"])   # routes for other streams are refused before a write
+        self.rtl = ShellHarness(parameters)
 
     # -- registers
     def shell_read(self, index: int) -> int:

@@ -107,14 +107,25 @@ def run_step(cmd: Sequence[str], cwd: Path) -> None:
 @dataclass(frozen=True)
 class CompileOptions:
     """g++ optimisation per kind of translation unit. Verilator's "fast" files hold the per-cycle
-    code; its "slow" files (constructors, initial values) and its runtime library (verilated.cpp:
-    context, messages, nothing per cycle) run once, so they are not worth optimising."""
+    code; its "slow" files (constructors, initial values) run once, so they are not worth optimising.
+    Its runtime library is mostly run-once code too (context, messages), but every ``eval()`` goes
+    through two of its functions (``VlDeleter::deleteAll`` and ``Verilated::endOfEval``, a lock and a
+    message-queue check each), so it is compiled like the model: at -O0 those two took about 15% of
+    the harness's time on the zcu104 shell at four pixels per clock (perf, 2026-12-04).
 
-    fast: str = "-O1"      #: as fast per cycle as -O2 on the shell (measured 2026-12-04), 35% less compile
+    ``cxxflags`` go to every unit: -fno-semantic-interposition lets g++ inline and call directly the
+    model's functions although they are compiled -fPIC (without it every call between them may be
+    interposed and goes through the PLT; with it the zcu104 shell runs 2-4% faster). ``model_flags``
+    go to the model's and the runtime's units only: hidden visibility keeps their symbols out of the
+    library's dynamic table (the user sources, the harness's C ABI, keep default visibility so ctypes
+    finds them)."""
+
+    fast: str = "-O1"      #: -O2 is 2-3% faster per cycle but costs a third more compile (zcu104, 2026-12-04)
     slow: str = "-O0"
-    runtime: str = "-O0"
+    runtime: str = "-O2"   #: +2 s of CPU on a build, while Verilator runs (wall unchanged)
     user: str = "-O2"      #: the harness's own sources
-    cxxflags: tuple[str, ...] = ("-fPIC", "-std=c++17")
+    cxxflags: tuple[str, ...] = ("-fPIC", "-std=c++17", "-fno-semantic-interposition")
+    model_flags: tuple[str, ...] = ("-fvisibility=hidden",)
 
 
 #: What the runtime library is compiled for; it must match the model (checked after Verilator ran).
@@ -164,6 +175,8 @@ def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user
     core, the run-once code at -O0, and the runtime library compiled (as one unit) while Verilator
     still runs. On the demo's shell (2026-12-04): 17-20 s of CPU against 24-26 s for the makefile at
     the same -O levels, and against 45 s for the makefile as this harness used it before (-O2 throughout).
+    With the runtime library at -O2 (per eval it runs two of its functions) the zcu104 shell's build
+    takes 17 s of CPU instead of 15 s and the same wall time (2026-12-04).
     """
     jobs = jobs or os.cpu_count() or 2
     inc = verilator_root() / "include"
@@ -172,9 +185,9 @@ def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user
     cwd = obj.parent
     obj.mkdir(parents=True, exist_ok=True)   # the runtime library compiles into it while Verilator runs
 
-    def compile_unit(source: Path, opt: str, name: str) -> Path:
+    def compile_unit(source: Path, opt: str, name: str, extra: Sequence[str] = options.model_flags) -> Path:
         target = obj / f"{name}.o"
-        run_step(["g++", opt, *flags, "-c", str(source), "-o", str(target)], cwd)
+        run_step(["g++", opt, *flags, *extra, "-c", str(source), "-o", str(target)], cwd)
         return target
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -193,7 +206,7 @@ def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user
         units = [(_unity(obj, f"{prefix}__fast{k}", group), options.fast, f"{prefix}__fast{k}")
                  for k, group in enumerate(_balanced(fast, obj, jobs))]
         units += [(_unity(obj, f"{prefix}__slow", slow), options.slow, f"{prefix}__slow")]
-        units += [(src, options.user, src.stem) for src in user_sources]
+        units += [(src, options.user, src.stem, ()) for src in user_sources]
         objects += [pool.submit(compile_unit, *unit) for unit in units]
         built = [f.result() for f in objects]
     tmp = out.with_name(out.name + ".tmp")

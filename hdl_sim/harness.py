@@ -38,6 +38,22 @@ COMPILE = CompileOptions()
 VERILATOR_CONFIG = '`verilator_config\nno_inline -module "dnn_tile"\n'
 
 
+#: Video streams shell_harness.cpp drives: stream 0's s_axis / m_axis pair, not the shell's *_more ports.
+DRIVEN_STREAMS = 1
+
+
+def harness_parameters(parameters: Mapping[str, int | str]) -> dict[str, int | str]:
+    """A platform's shell parameters (``Platform.rtl_parameters()``) for a harness build: NUM_STREAMS
+    cut to the streams the harness drives. The other streams' register slices and switch ports would
+    be simulated every cycle for nothing (their inputs are tied off); stream 0 is the same logic with
+    the same latency either way (tests/test_harness_streams.py compares a frame's output and cycles on
+    both). Multi-stream shells are tested through cocotb (tests/hdl/test_shell_streams.py), which
+    drives every stream and builds with the platform's own NUM_STREAMS."""
+    out = dict(parameters)
+    out["NUM_STREAMS"] = min(int(out.get("NUM_STREAMS", 1)), DRIVEN_STREAMS)
+    return out
+
+
 class HarnessError(RuntimeError):
     """The harness could not be built or the RTL did not respond in time."""
 

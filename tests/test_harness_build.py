@@ -5,6 +5,7 @@ small model built end to end and run through ctypes."""
 from __future__ import annotations
 
 import ctypes
+import subprocess
 
 import fpgashare.hdl_sim.build as build
 import pytest
@@ -90,3 +91,8 @@ def test_a_model_is_verilated_compiled_and_linked(tmp_path):
                                   str(tmp_path / "counter.sv")], obj, "Vcounter", [tmp_path / "count.cpp"], lib,
                                  jobs=2)
     assert ctypes.CDLL(str(lib)).count_after(300) == 300 % 256
+    # The model's and the runtime's symbols stay inside the library; the user source's C ABI is exported.
+    exported = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True,
+                              check=True).stdout.split()
+    assert "count_after" in exported
+    assert not [s for s in exported if "___024root" in s or "VlDeleter" in s]

@@ -80,28 +80,16 @@ class Timed:
         self.backend_samples.append(counter._in_backend)
 
 
-def workload(n: int) -> Workload:
-    platform = load_platform("zcu104")
-    pipelines = []
-    for i in range(n):
-        stages = tuple(resolve_chain(CHAINS[i % len(CHAINS)], {}))
-        rows, cols = (240, 320)
-        exec_s = chain_cycles(stages, rows, cols) / platform.fabric_clock_hz
-        period = exec_s * n * 2.5        # about 40% of one chain's time for the whole set
-        pipelines.append(PipelineSpec(f"p{i}", "realtime", period, period, (rows, cols), stages, 0.1 * period,
-                                      None, exec_s))
-    return Workload(Path(f"cost{n}"), platform, 1, 1.0, tuple(pipelines))
-
-
 STREAM_CHAINS = (["gauss3x3"], ["sobel_mag"], ["threshold"], ["downscale2x"])
 
 
-def workload_streams(n: int, streams: int = 4) -> Workload:
-    """``n`` one-module chains, one module per stream's slot, together about 40% of each stream."""
+def workload(n: int, chains=CHAINS, streams: int = 1) -> Workload:
+    """``n`` pipelines cycling through ``chains`` (240x320 frames), together about 40% of each of
+    ``streams`` streams' time (for several streams: one module a chain, one chain a stream's slot)."""
     platform = load_platform("zcu104")
     pipelines = []
     for i in range(n):
-        stages = tuple(resolve_chain(STREAM_CHAINS[i % len(STREAM_CHAINS)], {}))
+        stages = tuple(resolve_chain(chains[i % len(chains)], {}))
         rows, cols = (240, 320)
         exec_s = chain_cycles(stages, rows, cols) / platform.fabric_clock_hz
         period = exec_s * max(1, n // streams) * 2.5
@@ -129,7 +117,7 @@ def main() -> int:
                 if name == "edf/4 streams":
                     timed = Timed(make_policy("edf"))
                     timed.watch(backend)                 # every partition's view calls this backend
-                    ws = workload_streams(n)
+                    ws = workload(n, STREAM_CHAINS, 4)
                     plan = plan_streams(ws, 4)
                     if len(plan.partitions) != min(n, 4) or plan.rejected:
                         raise SystemExit(f"{n} one-module chains did not spread over {min(n, 4)} streams")

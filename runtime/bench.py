@@ -86,7 +86,8 @@ def streams_dnn_bound(workload: Workload, plan, engine=None) -> dict:
     """Upper bound on DNN throughput beside ``plan``'s admitted real-time work: the DNN streams on
     the partition it was given, at most the stream time that partition's frames leave, at the
     partitioner's fastest rate on that partition's tile slots (fill latency and loads free)."""
-    from fpgashare.sched.stream_plan import dnn_bound_of, partition_platform
+    from fpgashare.backends.slot_view import sub_platform
+    from fpgashare.sched.stream_plan import dnn_bound_of
 
     models = [p.model for p in workload.pipelines if not p.realtime]
     part = next((q for q in plan.partitions if q.dnn), None)
@@ -100,7 +101,7 @@ def streams_dnn_bound(workload: Workload, plan, engine=None) -> dict:
     return {"idle_stream_fraction": round(idle, 4),
             "dnn_images_per_s": round(dnn_bound_of(part, workload.platform, models), 1),
             "stream": part.stream,
-            "tiles": len(partition_platform(workload.platform, part.slots).slots_for(DNN_TILE)),
+            "tiles": len(sub_platform(workload.platform, part.slots).slots_for(DNN_TILE)),
             "assumes": "stream time the DNN's partition's frames leave x the fastest chain on its tile slots; "
                        "fill latency and loads free"}
 

@@ -14,13 +14,20 @@ from fpgashare.errors import FpgashareError
 from fpgashare.modules import Stage
 from fpgashare.platform import Platform
 
+_SUBS: dict[tuple[int, tuple[int, ...]], tuple[Platform, Platform]] = {}
+
 
 def sub_platform(platform: Platform, slots: Sequence[int]) -> Platform:
-    """``platform`` with only ``slots`` (renumbered 0..) and one stream."""
+    """``platform`` with only ``slots`` (renumbered 0..) and one stream; one object per slot set (the
+    analysis caches by object)."""
+    slots = tuple(slots)
     if len(set(slots)) != len(slots) or not slots:
         raise FpgashareError(f"a partition needs distinct slots of {platform.name}, got {list(slots)}")
-    chosen = tuple(replace(platform.slot(g), index=i) for i, g in enumerate(slots))
-    return replace(platform, slots=chosen, streams=1)
+    hit = _SUBS.get((id(platform), slots))
+    if hit is None or hit[0] is not platform:
+        chosen = tuple(replace(platform.slot(g), index=i) for i, g in enumerate(slots))
+        hit = _SUBS[id(platform), slots] = (platform, replace(platform, slots=chosen, streams=1))
+    return hit[1]
 
 
 class SlotView(Backend):

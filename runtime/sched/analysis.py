@@ -104,7 +104,7 @@ def _unpinned(p: PipelineSpec, pinned: Counter[str]) -> list[list[str]]:
 _COMPATIBLE: dict[int, object] = {}
 
 
-def _compatibility(platform: Platform):
+def slot_compatibility(platform: Platform):
     """``ok(slot, module)``: whether the slot's partition has a partial of the module (cached)."""
     key = id(platform)
     if key not in _COMPATIBLE or _COMPATIBLE[key][0] is not platform:
@@ -120,7 +120,7 @@ def residency(pipelines: Sequence[PipelineSpec], platform: Platform, pins: Count
     pipeline's unpinned stages must fit the slots left."""
     fixed = fixed or {}
     slots = [s.index for s in platform.slots if s.index not in fixed]
-    ok = _compatibility(platform)
+    ok = slot_compatibility(platform)
 
     wanted = [m for m, n in sorted((pins - Counter(fixed.values())).items()) for _ in range(n)]
     placed = match_slots(wanted, slots, ok)
@@ -259,16 +259,19 @@ def ddr_budget(platform: Platform) -> float:
 
 
 def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: dict[int, str] | None = None,
-            few_pins: bool = False, port_share: int = 1, check_ddr: bool = True) -> Verdict:
+            few_pins: bool = False, port_share: int = 1, check_ddr: bool = True,
+            board_load_s: float | None = None) -> Verdict:
     """Whether ``pipelines`` (real-time) pass the test on ``platform``, and with which pins.
     Pin sets are tried in order of the load time their frames still need (least first), or, with
     ``few_pins`` (best-effort work wants slots to borrow), fewest pins first. ``keep_pinned``:
     pins already in force (a daemon's), kept. ``port_share``: how many partitions of the fabric
     (streams with slots of their own, runtime/sched/stream_plan.py) may load through the one port;
-    each load may then wait behind one load of every other (runtime/sched/port_share.py), so L
-    counts ``port_share`` loads. ``check_ddr`` False: the caller checks the DDR budget over every
-    stream at once."""
-    L = load_seconds(platform) * port_share
+    each load may then wait behind one load of every other (runtime/sched/port_share.py), so L is
+    this platform's longest load plus ``port_share - 1`` of the board's (``board_load_s``: the
+    longest into any slot of the whole board, whose other partitions' slots may be larger).
+    ``check_ddr`` False: the caller checks the DDR budget over every stream at once."""
+    own = load_seconds(platform)
+    L = own + (port_share - 1) * (own if board_load_s is None else max(own, board_load_s))
     if not pipelines:
         return Verdict(True, contract=AdmissionContract({}, L, True, float("inf")))
     for p in pipelines:

@@ -130,8 +130,7 @@ def lend_gain_s(engine: EngineView, model: str, held: int, gaps: list[tuple[floa
 
 
 def _lend(engine: EngineView) -> None:
-    port = engine.slots.port
-    if port.current is not None or port.queue or engine.pending or engine.committed is not None \
+    if not engine.port_free() or engine.pending or engine.committed is not None \
             or not any(engine.dnn_backlog(p) for p in engine.dnn_pipelines):
         return
     model = min(engine.dnn_pipelines, key=lambda p: p.name).model

@@ -209,9 +209,8 @@ class EdfPolicy(PriorityPolicy):
 
     # ---- the port when no frame owns it ----------------------------------------------------
     def _port_idle(self, engine: EngineView, reserved: set[int]) -> None:
-        port = engine.slots.port
-        if port.current is not None or port.queue:
-            return
+        if not engine.port_free():
+            return          # (on a shared port the engine is asked again when the port frees)
         if self._load_pins(engine):
             return
         waiting = sorted((f for f in engine.pending if f.start is None), key=self.priority)

@@ -281,8 +281,10 @@ class Engine(PortUse, SlotUse, DnnJobs, CpuJobs, Foresight):
 
     @property
     def port_shared(self) -> bool:
-        """Whether other partitions load through the same port (their loads may come between)."""
-        return self.port_arbiter is not None and len(self.port_arbiter.engines) > 1
+        """Whether another partition may load through the same port after the first release (its
+        loads may come between this one's; a quiet partition's never do)."""
+        return self.port_arbiter is not None and any(e.loads_after_t0 for e in self.port_arbiter.engines
+                                                     if e is not self)
 
     def stream_free(self) -> bool:
         """Whether the shell's video stream can take a frame or a DNN batch now."""

@@ -23,7 +23,8 @@ hand. Like the other baselines it admits everything and never drops a frame; FRE
 
 from __future__ import annotations
 
-from fpgashare.passes import match_slots
+from fpgashare.backends.slot_view import sub_platform
+from fpgashare.passes import fits
 from fpgashare.platform import Platform
 from fpgashare.sched.policy import Policy
 from fpgashare.sched.stream_plan import Partition, StreamPlan
@@ -68,9 +69,9 @@ class FredPolicy(Policy):
 
 
 def _fits(p: PipelineSpec, platform: Platform, slots: tuple[int, ...]) -> bool:
-    names = {s.index: s.name for s in platform.slots}
-    return all(match_slots(list(stages), list(slots), lambda s, m: names[s] in platform.module(m).slots)
-               is not None for stages in p.pass_modules)
+    """Whether every pass of ``p`` fits ``slots`` at once."""
+    sub = sub_platform(platform, slots)
+    return all(fits(stages, sub) for stages in p.pass_modules)
 
 
 def fred_partitions(workload: Workload, streams: int) -> StreamPlan:

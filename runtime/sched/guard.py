@@ -14,6 +14,7 @@ stream inside time the analysis already counts.
 
 from __future__ import annotations
 
+from fpgashare.sched.foresight import next_passes
 from fpgashare.sched.view import EngineView
 
 
@@ -31,13 +32,9 @@ def side_load_allowed(engine: EngineView, slot: int, pin: bool = False) -> bool:
     stream_end = engine.stream_job_end()
     if stream_end is not None and end <= stream_end:
         return True                       # hidden under the job on the stream
-    if engine.pending or _passes_to_go(engine):
+    if engine.pending or next_passes(engine):
         return False                      # (a frame between passes is pending again when its pass ends)
     return engine.contract.idle_loads or (pin and engine.pin_idle_ok) or end <= engine.earliest_release_s()
-
-
-def _passes_to_go(engine: EngineView) -> bool:
-    return any(f.step < len(f.pipeline.pass_stages) - 1 for f in engine.running.values())
 
 
 def batch_allowed(engine: EngineView, seconds: float) -> bool:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from fpgashare.sched.analysis import residency
 from fpgashare.sched.engine import Frame
+from fpgashare.sched.foresight import next_passes
 from fpgashare.sched.view import EngineView
 from fpgashare.slots import SlotState
 
@@ -123,7 +124,7 @@ def lend_moves(engine: EngineView, module: str) -> list[PinMove]:
     end = engine.stream_job_end()
     pinned = engine.contract.pinned
     if end is None or engine.pending or engine.committed is not None or not engine.port_free() or engine.port_shared \
-            or not _settled(engine) or any(f.step < len(f.pipeline.pass_stages) - 1 for f in engine.running.values()):
+            or not _settled(engine) or next_passes(engine):
         return []                 # (a frame on the stream with passes to go waits again at E)
     slots = engine.slots
     earliest = engine.earliest_release_s()

@@ -17,6 +17,8 @@ log = logging.getLogger("fpgashare.sched.engine")
 
 class PortUse:
     def _kick_port(self: Engine) -> None:
+        if not self.slots.port.queue:
+            return
         arbiter = self.port_arbiter
         if arbiter is not None and not arbiter.may_start(self):
             return                  # another partition's load is on the port, or its turn is first

@@ -35,7 +35,7 @@ from fpgashare.backends.slot_view import sub_platform
 from fpgashare.dnn.planning import dnn_plan, dnn_slot_count
 from fpgashare.passes import match_slots
 from fpgashare.platform import Platform
-from fpgashare.sched.analysis import DDR_FABRIC_SHARE, Verdict, analyse, ddr_budget
+from fpgashare.sched.analysis import DDR_FABRIC_SHARE, Verdict, analyse, ddr_budget, load_seconds, slot_compatibility
 from fpgashare.sched.backfill import DNN, refusal
 from fpgashare.workload import PipelineSpec, Workload
 
@@ -49,7 +49,12 @@ class Partition:
     pipelines: list[PipelineSpec] = field(default_factory=list)
     verdict: Verdict | None = None            #: the analysis of its pipelines on its slots
     dnn: bool = False                         #: best-effort DNN work runs here too
-    quiet: bool = False                       #: every module pinned: no load after the first release
+
+    @property
+    def quiet(self) -> bool:
+        """Every module its chains use pinned: no load after the first release."""
+        v = self.verdict
+        return not self.dnn and v is not None and v.plan is not None and not any(v.plan.loads.values())
 
 
 @dataclass
@@ -61,22 +66,17 @@ class StreamPlan:
     def admitted(self) -> list[PipelineSpec]:
         return [p for part in self.partitions for p in part.pipelines]
 
-    @property
-    def port_share(self) -> int:
-        """Partitions that load through the one port after the first release."""
-        return max(1, sum(not q.quiet for q in self.partitions))
+#: Verdicts of one ``plan_streams`` call, by (pipelines, slots, share, dnn): trials re-check the
+#: partitions they leave alone. Cleared at every call (keys hold object ids, alive during it).
+_MEMO: dict[tuple, Verdict] = {}
 
 
-_SUBS: dict[tuple[int, tuple[int, ...]], tuple[Platform, Platform]] = {}
-
-
-def partition_platform(platform: Platform, slots: tuple[int, ...]) -> Platform:
-    """The platform a partition's analysis and engine see (cached: the analysis caches by object)."""
-    key = (id(platform), slots)
-    hit = _SUBS.get(key)
-    if hit is None or hit[0] is not platform:
-        hit = _SUBS[key] = (platform, sub_platform(platform, slots))
-    return hit[1]
+def _analyse(part: Partition, platform: Platform, share: int) -> Verdict:
+    key = (tuple(id(p) for p in part.pipelines), part.slots, share, part.dnn)
+    if key not in _MEMO:
+        _MEMO[key] = analyse(part.pipelines, sub_platform(platform, part.slots), few_pins=part.dnn,
+                             port_share=share, check_ddr=False, board_load_s=load_seconds(platform))
+    return _MEMO[key]
 
 
 def _quiet(part: Partition, platform: Platform) -> Verdict | None:
@@ -85,18 +85,12 @@ def _quiet(part: Partition, platform: Platform) -> Verdict | None:
     others and nobody's loads delay it (its engine is told: ``Engine.loads_after_t0``)."""
     if part.dnn:
         return None
-    v = analyse(part.pipelines, partition_platform(platform, part.slots), port_share=1, check_ddr=False)
-    if v.ok and v.plan is not None and not any(v.plan.loads.values()):
-        return replace(v, contract=replace(v.contract, idle_loads=False))
-    return None
+    v = _analyse(part, platform, 1)
+    return v if v.ok and v.plan is not None and not any(v.plan.loads.values()) else None
 
 
 def _check(part: Partition, platform: Platform, share: int) -> Verdict:
-    quiet = _quiet(part, platform)
-    if quiet is not None:
-        return quiet
-    return analyse(part.pipelines, partition_platform(platform, part.slots), few_pins=part.dnn,
-                   port_share=share, check_ddr=False)
+    return _quiet(part, platform) or _analyse(part, platform, share)
 
 
 def _loaders(parts: list[Partition], platform: Platform) -> int:
@@ -117,17 +111,11 @@ def _all_pass(parts: list[Partition], platform: Platform, extra: int) -> tuple[l
     return verdicts, ""
 
 
-def _compatible(platform: Platform):
-    names = {s.index: s.name for s in platform.slots}
-    return lambda slot, module: names[slot] in platform.module(module).slots
-
-
 def _new_slots(p: PipelineSpec, platform: Platform, free: list[int]) -> list[tuple[int, ...]]:
     """Slot sets for a new partition holding ``p``, best first: every copy its chain uses pinned,
     else each of its passes in turn (the partition then swaps modules)."""
-    ok = _compatible(platform)
-    copies = [m for m, n in sorted({m: max(c.get(m, 0) for c in p.pass_module_counts) for m in p.modules}.items())
-              for _ in range(n)]
+    ok = slot_compatibility(platform)
+    copies = [m for m, n in sorted(p.module_counts.items()) for _ in range(n)]
     out = []
     whole = match_slots(copies, free, ok)
     if whole is not None:
@@ -143,6 +131,7 @@ def plan_streams(workload: Workload, streams: int) -> StreamPlan:
     """Partition ``workload``'s real-time pipelines over ``streams`` streams (module docstring), or
     keep them on one stream with every slot when that admits more (partitioning splits the slots,
     and a chain that needs them all, or a set that shares modules, can fit only one partition)."""
+    _MEMO.clear()
     spread = spread_plan(workload, streams)
     if streams > 1:
         one = one_stream(workload)
@@ -153,8 +142,13 @@ def plan_streams(workload: Workload, streams: int) -> StreamPlan:
 
 def _load_rate(plan: StreamPlan) -> float:
     """Loads per second the plan's frames may need at most (the analysis's n_i / T_i)."""
-    return sum(part.verdict.plan.loads[p.name] / p.period_s for part in plan.partitions
-               if part.verdict is not None and part.verdict.plan is not None for p in part.pipelines)
+    return sum(_loads_per_s(part.verdict, part.pipelines) for part in plan.partitions)
+
+
+def _loads_per_s(verdict: Verdict | None, pipelines: list[PipelineSpec]) -> float:
+    if verdict is None or verdict.plan is None:
+        return 0.0
+    return sum(verdict.plan.loads[p.name] / p.period_s for p in pipelines)
 
 
 def one_stream(workload: Workload) -> StreamPlan:
@@ -165,12 +159,18 @@ def one_stream(workload: Workload) -> StreamPlan:
     dnn = any(not p.realtime for p in workload.pipelines) and refusal(workload.platform) is None
     part = Partition(0, tuple(s.index for s in workload.platform.slots), list(admission.admitted),
                      admission.verdict or analyse([], workload.platform), dnn=dnn)
-    part.quiet = not dnn and part.verdict.plan is not None and not any(part.verdict.plan.loads.values())
     return StreamPlan([part], admission.rejected)
 
 
 def spread_plan(workload: Workload, streams: int) -> StreamPlan:
     """The partitioned plan alone (module docstring); ``plan_streams`` may prefer one stream."""
+    try:
+        return _spread(workload, streams)
+    finally:
+        _MEMO.clear()
+
+
+def _spread(workload: Workload, streams: int) -> StreamPlan:
     platform = workload.platform
     streams = max(1, min(streams, platform.streams, len(platform.slots)))
     dnn = any(not p.realtime for p in workload.pipelines) and DNN in platform.modules \
@@ -200,7 +200,6 @@ def spread_plan(workload: Workload, streams: int) -> StreamPlan:
     share = max(1, _loaders(parts, platform))
     for part in parts:
         part.verdict = _check(part, platform, share)
-        part.quiet = _quiet(part, platform) is not None
         if not part.verdict.ok:     # fewer partitions than checked for only shortens the loads counted
             raise RuntimeError(f"stream {part.stream}'s admitted set fails its final check: {part.verdict.reason}")
     return StreamPlan(parts, rejected)
@@ -230,8 +229,7 @@ def _place(p: PipelineSpec, parts: list[Partition], free: list[int], platform: P
         if _quiet(trial, platform) is not None:
             quiet.append((-v.slack_s, part))
         else:
-            rate = sum(v.plan.loads[q.name] / q.period_s for q in trial.pipelines) if v.plan else 0.0
-            loading.append(((rate, -v.slack_s), part))
+            loading.append(((_loads_per_s(v, trial.pipelines), -v.slack_s), part))
     if quiet:
         min(quiet, key=lambda c: c[0])[1].pipelines.append(p)
         return True, ""
@@ -276,7 +274,7 @@ def _spread_free(parts: list[Partition], free: list[int], platform: Platform) ->
             if not verdicts or before.plan is None:
                 continue
             after = verdicts[parts.index(part)]
-            gain = sum((before.plan.loads[p.name] - after.plan.loads[p.name]) / p.period_s for p in part.pipelines)
+            gain = _loads_per_s(before, part.pipelines) - _loads_per_s(after, part.pipelines)
             if gain > 0 and (best is None or gain > best[0]):
                 best = (gain, part)
         if best is not None:
@@ -306,7 +304,7 @@ def _place_dnn(parts: list[Partition], free: list[int], platform: Platform, stre
 def dnn_bound_of(part: Partition, platform: Platform, models: list[str]) -> float:
     """Images per second the DNN could get at most in ``part``: the stream time its frames leave,
     at the partitioner's fastest chain over its tile slots (fill latency and loads free)."""
-    sub = partition_platform(platform, part.slots)
+    sub = sub_platform(platform, part.slots)
     tiles = len(sub.slots_for(DNN))
     if not tiles or not models:
         return 0.0

@@ -5,11 +5,11 @@ of their requests' time stamps (``fifo``: FRED's reconfiguration queue, runtime/
 Why this bounds the wait: every partition keeps at most one load queued or in flight (``edf``
 issues a committed frame's loads one at a time and a side load only onto an idle port), and the
 grant goes to the next partition after the last one served. So between a partition's request and
-its load's start, at most one load of every other partition runs: a load ends within
-``partitions x L`` of its request, which is the load time the analysis of each partition counts
-(``analysis.analyse(port_share=...)``). A side load (prefetch, pins, lending) that must be hidden
-under a running job is issued only when no other partition waits and the port is idle
-(``free_for``), so it starts at once and its own L is all it takes.
+its load's start, at most one load of every other partition runs: a load ends within its own
+time plus ``partitions - 1`` of the board's longest, the load time the analysis of each partition
+counts (``analysis.analyse(port_share=..., board_load_s=...)``). A side load (prefetch, pins,
+lending) that must be hidden under a running job is issued only when no other partition waits and
+the port is idle (``free_for``), so it starts at once and its own L is all it takes.
 """
 
 from __future__ import annotations

@@ -8,10 +8,11 @@ Why partitions (the README's "Admitted means guaranteed, on S streams" gives the
   non-preemptive job at a time on a virtual processor, a frame's loads before its stream.
 - What partitions share is the configuration port. Loads are granted round-robin over the
   partitions and each keeps at most one load queued or in flight (``port_share.py``), so a load
-  ends within ``P x L`` of its request (P partitions). Each partition is analysed with ``P x L`` as
-  its load time (``analyse(port_share=P)``): every term that counts a load counts the wait too.
+  ends within ``L + (P - 1) x L_board`` of its request (P partitions that load; L the partition's
+  longest load, L_board the board's). Each partition is analysed with that as its load time
+  (``analyse(port_share=P, board_load_s=...)``): every term that counts a load counts the wait too.
 - Pin moves (``pin_move.py``) assume the port is free when the job on the stream ends; with other
-  partitions loading it may not be, so they are off when P > 1.
+  partitions loading it may not be, so they are off while another partition loads.
 - DDR bandwidth is shared by every stream: the admitted frames of all partitions together must fit
   the budget (``analysis.ddr_budget``).
 

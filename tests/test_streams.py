@@ -235,3 +235,16 @@ def test_partitions_that_both_load_through_the_one_port_keep_every_deadline(peri
     if periods == [0.04, 0.04, 0.05, 0.05]:   # the example: all four, two loading partitions
         assert len(plan.admitted) == 4
         assert sum(not q.quiet for q in plan.partitions) == 2 and summary["totals"]["reconfigurations"] > 100
+
+
+def test_a_loads_wait_at_the_port_counts_the_boards_longest_load():
+    """Another partition's load may go into a larger slot: the wait is the board's longest load."""
+    from fpgashare.sched.analysis import analyse, load_seconds
+
+    base = load_platform("zcu104")
+    board = replace(base, slots=(*base.slots[:3], replace(base.slots[3], frames=3 * base.slots[3].frames)))
+    cam = realtime_spec("cam", ["threshold", "sobel_mag"], 0.05, 0.05, [240, 320], board)
+    small = sub_platform(board, (0, 1))
+    verdict = analyse([cam], small, port_share=2, board_load_s=load_seconds(board))
+    assert load_seconds(board) == pytest.approx(3 * load_seconds(small), rel=1e-3)
+    assert verdict.contract.load_s == pytest.approx(load_seconds(small) + load_seconds(board))

@@ -248,3 +248,28 @@ def test_a_loads_wait_at_the_port_counts_the_boards_longest_load():
     verdict = analyse([cam], small, port_share=2, board_load_s=load_seconds(board))
     assert load_seconds(board) == pytest.approx(3 * load_seconds(small), rel=1e-3)
     assert verdict.contract.load_s == pytest.approx(load_seconds(small) + load_seconds(board))
+
+
+def test_a_fault_in_one_partition_stays_there_and_every_frame_ends_once():
+    """A slot that fails its load twice is quarantined and a frame that fails to start ends
+    ``error``: the partition that owns them loses those frames (with the reason), the others run on
+    time, the port is given back, and every frame ends in exactly one outcome."""
+    from fpgashare.backends.faulty import FaultyBackend
+
+    workload = load_workload("multicam_zcu104")
+    board = FaultyBackend(workload.platform)
+    board.arm("load_raises", 2)           # the first load (partition 0's pin) fails twice
+    board.arm("frame_raises", 1)          # and the first frame to start fails
+    plan = plan_streams(workload, workload.platform.streams)
+    engine, _ = run_streams(workload, board, plan, EdfPolicy)
+    assert board.fired == {"load_raises": 2, "frame_raises": 1}
+    assert all(f.outcome is not None for f in engine.frames)
+    hit = engine.parts[0]
+    assert hit.slots.quarantined == 1
+    lost = [f for f in hit.frames if f.outcome != "on_time"]
+    assert lost and all(f.outcome == "dropped" and "quarantined" in f.reason for f in lost)
+    errors = [f for f in engine.frames if f.outcome == "error"]
+    assert len(errors) == 1 and "injected" in errors[0].reason
+    for e in engine.parts[1:]:            # the other partitions lose at most the frame that failed
+        assert all(f.outcome == "on_time" or f in errors for f in e.frames)
+    assert not _overlaps([(ev.start, ev.end) for ev in engine.trace if ev.track == "port"])

@@ -77,9 +77,22 @@ def _run_on_streams(workload: Workload, scheduler: str, board, streams: int,
             "idle_loads": part.verdict.contract.idle_loads, "quiet": part.quiet} if part.verdict else {})}
         for part in plan.partitions}
     if plan.rejected and check_rejected:
-        _, everything = run_workload(workload, make_backend("model", workload.platform), make_policy(scheduler))
-        result["rejected_set_misses"] = misses(everything)
+        result["rejected_set_misses"] = unadmitted_misses(workload, scheduler, streams)
     return engine, result
+
+
+def unadmitted_misses(workload: Workload, scheduler: str, streams: int = 1) -> int:
+    """Misses of the whole set run without admission: on one stream, and with several streams also
+    spread over them as FRED's binding spreads pipelines (``fred.fred_partitions``); the fewer of the
+    two (is the admission test more than caution, on the streams it plans for?)."""
+    from fpgashare.sched.fred import fred_partitions
+
+    _, one = run_workload(workload, make_backend("model", workload.platform), make_policy(scheduler))
+    if streams <= 1:
+        return misses(one)
+    _, spread = run_streams(workload, make_backend("model", workload.platform), fred_partitions(workload, streams),
+                            lambda: make_policy(scheduler))
+    return min(misses(one), misses(spread))
 
 
 def streams_dnn_bound(workload: Workload, plan, engine=None) -> dict:

@@ -178,3 +178,48 @@ def test_the_daemon_holds_a_new_pipelines_frames_until_its_pinned_modules_are_in
     engine.advance_to(1.0)
     assert [f.outcome for f in frames] == ["on_time"] * 5
     assert frames[0].release >= 2 * engine.load_seconds(0) - 1e-9     # held while both copies loaded
+
+
+def _exact_violation(cost, period, dl, jit, until) -> bool:
+    """Whether the demand test fails at some step point up to ``until``, in exact rationals."""
+    from fractions import Fraction
+
+    cost, period, dl, jit = ([Fraction(float(x)) for x in a] for a in (cost, period, dl, jit))
+    n = len(cost)
+    points = set()
+    for i in range(n):
+        t, k = dl[i], 0
+        while t <= until:
+            points.add(t)
+            k += 1
+            t = dl[i] - jit[i] + k * period[i]
+    for t in points:
+        demand = sum((((t - dl[j] + jit[j]) // period[j]) + 1) * cost[j] for j in range(n) if t >= dl[j])
+        block = max([cost[j] for j in range(n) if dl[j] > t], default=Fraction(0))
+        if t - demand - block < 0:
+            return True
+    return False
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(20, 400), st.floats(0.3, 1.0), st.floats(0.05, 0.99), st.floats(0.0, 0.2)),
+                min_size=1, max_size=3))
+def test_the_demand_check_never_misses_a_violation_exact_arithmetic_finds(tasks):
+    """Floating point must not drop a frame at a step point (a release exactly at D - J + k*T once
+    slipped through: seed 133178 of the streams property test)."""
+    period = np.array([t[0] / 10_000 for t in tasks])               # whole tenths of a ms
+    dl = np.array([max(1e-4, t[1] * p) for t, p in zip(tasks, period, strict=True)])
+    cost = np.array([min(d, t[2] * p) for t, p, d in zip(tasks, period, dl, strict=True)])
+    jit = np.array([t[3] * p for t, p in zip(tasks, period, strict=True)])
+    check = demand_check(cost, period, dl, jit, 0.0)
+    if _exact_violation(cost, period, dl, jit, until=float(dl.max() + 4 * period.max())):
+        assert not check.ok, (cost, period, dl, jit)
+
+
+def test_a_frame_released_at_a_step_point_is_counted():
+    """The smallest case the property test found: one 720p chain whose jitter lets two frames come
+    8.76 ms apart while each streams 9.24 ms: the second misses, so admission must refuse it."""
+    workload = random_workload(133178, max_s=4.0)
+    admission = admit(workload)
+    assert "p0" in {r["name"] for r in admission.rejected}
+    assert "18.47 ms" in next(r["reason"] for r in admission.rejected if r["name"] == "p0")

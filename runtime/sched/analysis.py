@@ -44,6 +44,9 @@ from fpgashare.passes import match_slots
 from fpgashare.platform import Platform
 from fpgashare.workload import PipelineSpec
 
+#: Added to (t - D + J) / T before the floor in the demand: floating point must never drop a frame.
+STEP_TOLERANCE = 1e-9
+
 #: Most demand steps checked; a set whose busy period needs more (utilisation within a hair of
 #: one) is refused as unverifiable rather than checked partly.
 MAX_POINTS = 400_000
@@ -162,7 +165,7 @@ def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, ext
     b_max = float(S.max()) + extra_block_s
     horizon = max(float(D.max()), min((float(np.sum(S / T * (T - D + J))) + b_max) / (1.0 - U),
                                       busy_period(S, T, J, b_max)))
-    counts = np.floor(np.maximum(0.0, horizon - (D - J)) / T).astype(np.int64)   # steps after the first
+    counts = np.floor(np.maximum(0.0, horizon - (D - J)) / T + STEP_TOLERANCE).astype(np.int64)  # steps after the first
     total = int(counts.sum()) + S.size
     if total > MAX_POINTS:
         return DemandCheck(False, -float("inf"), horizon, total,
@@ -170,8 +173,10 @@ def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, ext
                            f"({total} demand steps)")
     points = np.concatenate([D] + [D[i] - J[i] + T[i] * np.arange(1, counts[i] + 1) for i in range(S.size)])
     points = np.unique(points[points <= horizon + 1e-12])
-    # dbf_i(t) for every point at once: (points x tasks)
-    steps = np.floor((points[:, None] - D[None, :] + J[None, :]) / T[None, :]) + 1.0
+    # dbf_i(t) for every point at once: (points x tasks). A point is some task's D - J + k*T; in
+    # floating point (t - D + J) / T can land a hair below k there and floor drop the k-th frame:
+    # the tolerance counts a frame released within a part in 1e9 of a period of t (pessimistic).
+    steps = np.floor((points[:, None] - D[None, :] + J[None, :]) / T[None, :] + STEP_TOLERANCE) + 1.0
     steps[points[:, None] < D[None, :]] = 0.0
     demand = steps @ S
     # Blocking: the longest job whose relative deadline is beyond t.
@@ -195,7 +200,7 @@ def busy_period(S: np.ndarray, T: np.ndarray, J: np.ndarray, block_s: float, ste
     not settle within ``steps`` iterations."""
     w = block_s + float(S.sum())
     for _ in range(steps):
-        nxt = block_s + float(np.ceil((w + J) / T) @ S)
+        nxt = block_s + float(np.ceil((w + J) / T + STEP_TOLERANCE) @ S)     # (over-counting is safe)
         if nxt <= w:
             return w
         w = nxt

@@ -202,14 +202,14 @@ def _exact_violation(cost, period, dl, jit, until) -> bool:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(20, 400), st.floats(0.3, 1.0), st.floats(0.05, 0.99), st.floats(0.0, 0.2)),
+@given(st.lists(st.tuples(st.integers(20, 400), st.floats(0.3, 1.0), st.floats(0.3, 0.99), st.floats(0.0, 0.2)),
                 min_size=1, max_size=3))
 def test_the_demand_check_never_misses_a_violation_exact_arithmetic_finds(tasks):
     """Floating point must not drop a frame at a step point (a release exactly at D - J + k*T once
     slipped through: seed 133178 of the streams property test)."""
     period = np.array([t[0] / 10_000 for t in tasks])               # whole tenths of a ms
     dl = np.array([max(1e-4, t[1] * p) for t, p in zip(tasks, period, strict=True)])
-    cost = np.array([min(d, t[2] * p) for t, p, d in zip(tasks, period, dl, strict=True)])
+    cost = np.array([t[2] * d for t, d in zip(tasks, dl, strict=True)])       # tight: near the deadline
     jit = np.array([t[3] * p for t, p in zip(tasks, period, strict=True)])
     check = demand_check(cost, period, dl, jit, 0.0)
     if _exact_violation(cost, period, dl, jit, until=float(dl.max() + 4 * period.max())):

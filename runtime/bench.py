@@ -26,6 +26,11 @@ def misses(summary: dict) -> int:
     return sum(p["late"] + p["dropped"] + p["errors"] for p in summary["pipelines"].values())
 
 
+def streams_used(platform, carried: int, cap: int | None) -> int:
+    """Video streams a run uses: the shell's, as many as the backend carries at once, at most ``cap``."""
+    return min(platform.streams, carried, cap or platform.streams)
+
+
 def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bool = True,
             streams: int | None = None) -> tuple[object, dict]:
     """One scheduler on one workload. ``edf`` admits pipelines first (runtime/sched/admission.py;
@@ -37,7 +42,7 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
     full = workload
     contract = None
     board = make_backend(backend, workload.platform)
-    streams = min(board.concurrent_streams, workload.platform.streams, streams or workload.platform.streams)
+    streams = streams_used(workload.platform, board.concurrent_streams, streams)
     if streams > 1 and (policy.admission or hasattr(policy, "partitions")):
         return _run_on_streams(workload, scheduler, board, streams, check_rejected)
     if policy.admission:
@@ -56,8 +61,7 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
                               else round(contract.dnn_block_s * 1e3, 3)}
     if rejected and check_rejected:
         # Is the admission test more than caution? Run the whole set anyway and count the misses.
-        _, everything = run_workload(full, make_backend("model", full.platform), make_policy(scheduler))
-        result["rejected_set_misses"] = misses(everything)
+        result["rejected_set_misses"] = unadmitted_misses(full, scheduler)
     return engine, result
 
 
@@ -100,7 +104,7 @@ def streams_dnn_bound(workload: Workload, plan, engine=None) -> dict:
     the partition it was given, at most the stream time that partition's frames leave, at the
     partitioner's fastest rate on that partition's tile slots (fill latency and loads free)."""
     from fpgashare.backends.slot_view import sub_platform
-    from fpgashare.sched.stream_plan import dnn_bound_of
+    from fpgashare.sched.stream_plan import dnn_bound_of, idle_fraction
 
     models = [p.model for p in workload.pipelines if not p.realtime]
     part = next((q for q in plan.partitions if q.dnn), None)
@@ -110,8 +114,7 @@ def streams_dnn_bound(workload: Workload, plan, engine=None) -> dict:
         if no_tile:
             out["refused"] = no_tile
         return out
-    idle = max(0.0, 1.0 - sum(p.exec_s / p.period_s for p in part.pipelines))
-    return {"idle_stream_fraction": round(idle, 4),
+    return {"idle_stream_fraction": round(idle_fraction(part), 4),
             "dnn_images_per_s": round(dnn_bound_of(part, workload.platform, models), 1),
             "stream": part.stream,
             "tiles": len(sub_platform(workload.platform, part.slots).slots_for(DNN_TILE)),
@@ -206,7 +209,7 @@ def bench(path: str, schedulers: list[str], backend: str = "model", trace: str |
     carried = backend_class(backend).streams_carried(workload.platform)
     report = {"workload": str(workload.path), "platform": workload.platform.name, "backend": backend,
               "streams": {"shell": workload.platform.streams, "backend": carried,
-                          "used": min(workload.platform.streams, carried, streams or workload.platform.streams)},
+                          "used": streams_used(workload.platform, carried, streams)},
               "results": results}
     swept = {r["scheduler"]: r["sweep"]["max_pipelines"] for r in results if "sweep" in r}
     for base in ("rr-bundle", "fred"):

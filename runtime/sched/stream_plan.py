@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from fpgashare.backends.slot_view import sub_platform
-from fpgashare.dnn.planning import dnn_plan, dnn_slot_count
+from fpgashare.dnn.planning import dnn_plan
 from fpgashare.passes import match_slots
 from fpgashare.platform import Platform
 from fpgashare.sched.analysis import DDR_FABRIC_SHARE, Verdict, analyse, ddr_budget, load_seconds, slot_compatibility
@@ -157,10 +157,19 @@ def one_stream(workload: Workload) -> StreamPlan:
     from fpgashare.sched.admission import admit
 
     admission = admit(workload)
-    dnn = any(not p.realtime for p in workload.pipelines) and refusal(workload.platform) is None
     part = Partition(0, tuple(s.index for s in workload.platform.slots), list(admission.admitted),
-                     admission.verdict or analyse([], workload.platform), dnn=dnn)
+                     admission.verdict or analyse([], workload.platform), dnn=_runs_dnn(workload))
     return StreamPlan([part], admission.rejected)
+
+
+def _runs_dnn(workload: Workload) -> bool:
+    """Whether ``workload`` has best-effort DNN work its platform has a tile slot for."""
+    return any(not p.realtime for p in workload.pipelines) and refusal(workload.platform) is None
+
+
+def idle_fraction(part: Partition) -> float:
+    """The share of its stream's time ``part``'s real-time frames leave."""
+    return max(0.0, 1.0 - sum(p.exec_s / p.period_s for p in part.pipelines))
 
 
 def spread_plan(workload: Workload, streams: int) -> StreamPlan:
@@ -174,8 +183,7 @@ def spread_plan(workload: Workload, streams: int) -> StreamPlan:
 def _spread(workload: Workload, streams: int) -> StreamPlan:
     platform = workload.platform
     streams = max(1, min(streams, platform.streams, len(platform.slots)))
-    dnn = any(not p.realtime for p in workload.pipelines) and DNN in platform.modules \
-        and dnn_slot_count(platform) > 0
+    dnn = _runs_dnn(workload)
     parts: list[Partition] = []
     rejected: list[dict] = []
     free = [s.index for s in platform.slots]
@@ -309,5 +317,4 @@ def dnn_bound_of(part: Partition, platform: Platform, models: list[str]) -> floa
     tiles = len(sub.slots_for(DNN))
     if not tiles or not models:
         return 0.0
-    idle = max(0.0, 1.0 - sum(p.exec_s / p.period_s for p in part.pipelines))
-    return idle * max(dnn_plan(sub, m, tiles).images_per_s for m in models)
+    return idle_fraction(part) * max(dnn_plan(sub, m, tiles).images_per_s for m in models)

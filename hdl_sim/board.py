@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from fpgashare.bitstream.packets import ACTIVATION_CYCLES, PortError
 from fpgashare.errors import FrameError, LoadError
+from fpgashare.hdl_sim.cosim import Job, PortPhase, StreamPhase
 from fpgashare.hdl_sim.harness import HarnessError, RunStats, ShellHarness, harness_parameters
 from fpgashare.platform import Platform
 from fpgashare.shell_map import (
@@ -89,10 +90,10 @@ class SlotStatus:
 class SimBoard(ShellControl):
     """A platform's shell in Verilator, with the operations a runtime backend needs."""
 
-    def __init__(self, platform: Platform) -> None:
+    def __init__(self, platform: Platform, streams: int = 1) -> None:
         self.platform = platform
         self.slot_count = len(platform.slots)
-        parameters = harness_parameters(platform.rtl_parameters())
+        parameters = harness_parameters(platform.rtl_parameters(), streams)
         self.stream_count = int(parameters["NUM_STREAMS"])   # routes for other streams are refused before a write
         self.rtl = ShellHarness(parameters)
 
@@ -142,6 +143,33 @@ class SimBoard(ShellControl):
         error = PortError((status >> 8) & 0xFF)
         return LoadResult(slot, error, self.shell_read(REG_CFG_WORDS), self.shell_read(REG_CFG_CYCLES),
                           self.slot_status(slot).module_id)
+
+    def load_job(self, slot: int, words: np.ndarray) -> Job:
+        """``load`` as a job of the co-simulation (hdl_sim/cosim.py): the port's words run beside
+        whatever the streams carry; the job returns the LoadResult."""
+        self.shell_write(REG_CFG_CTRL, slot)
+        _, stats = yield PortPhase(words, ACTIVATION_CYCLES + 3, 4 * len(words) + 4096)
+        return self._load_result(slot, stats)
+
+    def frame_job(self, stream: int, slots: list[int], stages: list, frame: np.ndarray) -> Job:
+        """One frame through ``slots`` on video stream ``stream``, as a job of the co-simulation: route,
+        program, stream; the route is released at the end. Returns (output frame, RunStats)."""
+        self.route(slots, stream)
+        shape = frame.shape[:2]
+        for slot, stage in zip(slots, stages, strict=True):
+            self.program(slot, stage, *shape)
+            shape = stage.kind.output_shape(*shape)
+        rows, cols = frame.shape[:2]
+        nppc = self.platform.pixels_per_clock
+        in_beats, out_beats = -(-cols // nppc), -(-shape[1] // nppc)
+        timeout = 20 * (rows + 2) * (in_beats + 2) + 4096
+        out, stats = yield StreamPhase(stream, pack_beats(frame, nppc), in_beats, shape[0] * out_beats, out_beats,
+                                       timeout, settle=0)
+        self.release_route(stream)
+        if stats.tlast_errors or stats.tuser_errors or stats.extra_out:
+            raise FrameError(f"stream {stream}: frame framing broken in RTL: {stats.tlast_errors} TLAST and "
+                             f"{stats.tuser_errors} TUSER errors, {stats.extra_out} extra beats")
+        return unpack_beats(out, shape, nppc), stats
 
     def load_or_raise(self, slot: int, words: np.ndarray) -> LoadResult:
         result = self.load(slot, words)

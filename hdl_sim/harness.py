@@ -42,15 +42,14 @@ VERILATOR_CONFIG = '`verilator_config\nno_inline -module "dnn_tile"\n'
 DRIVEN_STREAMS = 1
 
 
-def harness_parameters(parameters: Mapping[str, int | str]) -> dict[str, int | str]:
+def harness_parameters(parameters: Mapping[str, int | str], streams: int = DRIVEN_STREAMS) -> dict[str, int | str]:
     """A platform's shell parameters (``Platform.rtl_parameters()``) for a harness build: NUM_STREAMS
-    cut to the streams the harness drives. The other streams' register slices and switch ports would
-    be simulated every cycle for nothing (their inputs are tied off); stream 0 is the same logic with
-    the same latency either way (tests/test_harness_streams.py compares a frame's output and cycles on
-    both). Multi-stream shells are tested through cocotb (tests/hdl/test_shell_streams.py), which
-    drives every stream and builds with the platform's own NUM_STREAMS."""
+    cut to the streams the harness drives (one for the one-stream backend; the co-simulation,
+    hdl_sim/cosim.py, asks for as many as it runs). Streams nobody drives would be simulated every
+    cycle for nothing (their inputs are tied off); stream 0 is the same logic with the same latency
+    either way (tests/test_harness_streams.py compares a frame's output and cycles on both)."""
     out = dict(parameters)
-    out["NUM_STREAMS"] = min(int(out.get("NUM_STREAMS", 1)), DRIVEN_STREAMS)
+    out["NUM_STREAMS"] = max(1, min(int(out.get("NUM_STREAMS", 1)), streams))
     return out
 
 
@@ -104,6 +103,24 @@ class RunStats:
         return self.cycles >= 0
 
 
+#: Channel index of the configuration port in the harness (streams are 0..15).
+PORT_CHANNEL = 16
+
+
+@dataclass(frozen=True)
+class ChannelStats:
+    """What one armed channel saw, in absolute harness cycles."""
+
+    sent: int
+    received: int
+    extra_out: int
+    tlast_errors: int
+    tuser_errors: int
+    start: int
+    last_word: int      #: the last output word (the port: the last bitstream word)
+    end: int            #: done: settle (the port: activation) cycles after that
+
+
 _U32P = np.ctypeslib.ndpointer(dtype=np.uint32, flags="C_CONTIGUOUS")
 
 
@@ -129,7 +146,24 @@ class ShellHarness:
                              _U32P, u64, u64, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, u64, u64,
                              np.ctypeslib.ndpointer(dtype=np.uint64, flags="C_CONTIGUOUS")]
         L.fs_run.restype = ctypes.c_int64
+        L.fs_set_streams.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        L.fs_chan_stream.argtypes = [ctypes.c_void_p, ctypes.c_int, _U32P, u64, ctypes.c_uint32, _U32P, u64,
+                                     ctypes.c_uint32, u64]
+        L.fs_chan_stream.restype = ctypes.c_int
+        L.fs_chan_cfg.argtypes = [ctypes.c_void_p, _U32P, u64, u64]
+        L.fs_chan_cfg.restype = ctypes.c_int
+        L.fs_advance.argtypes = [ctypes.c_void_p, u64]
+        L.fs_advance.restype = ctypes.c_uint32
+        L.fs_chan_collect.argtypes = [ctypes.c_void_p, ctypes.c_int,
+                                      np.ctypeslib.ndpointer(dtype=np.uint64, flags="C_CONTIGUOUS")]
+        L.fs_chan_collect.restype = ctypes.c_int
+        L.fs_chan_abort.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        L.fs_armed.argtypes = [ctypes.c_void_p]
+        L.fs_armed.restype = ctypes.c_uint32
+        self.streams = int(parameters.get("NUM_STREAMS", 1))
         self.handle = L.fs_create()
+        L.fs_set_streams(self.handle, self.streams)
+        self._buffers: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # arrays the C side points into
         self.reset()
 
     def close(self) -> None:
@@ -177,4 +211,47 @@ class ShellHarness:
         cycles = self.lib.fs_run(self.handle, inp.reshape(-1), n_in, in_cols, out, n_out, out_cols,
                                  words.reshape(-1), n_cfg, cfg_delay, seed, gap_pct, stall_pct, settle,
                                  max_cycles, stats)
+        if cycles == -2:
+            raise HarnessError("fs_run while channels are armed: stream 0 and the port are theirs")
         return out[:n_out], RunStats(int(cycles), *(int(s) for s in stats))
+
+    # ---- channels: work on several streams and the port in the same cycles (hdl_sim/cosim.py)
+    def arm_stream(self, stream: int, words: np.ndarray, in_cols: int, n_out: int, out_cols: int,
+                   settle: int = 64) -> None:
+        """Arm ``stream``: ``words`` in, ``n_out`` words out; it runs during every later call."""
+        inp = np.ascontiguousarray(words if words.size else np.zeros(1, np.uint32), dtype=np.uint32).reshape(-1)
+        out = np.zeros(max(n_out, 1), dtype=np.uint32)
+        if self.lib.fs_chan_stream(self.handle, stream, inp, words.size, in_cols, out, n_out, out_cols, settle):
+            raise HarnessError(f"stream {stream} cannot be armed: the shell has {self.streams} stream(s), "
+                               "or it carries work already")
+        self._buffers[stream] = (inp, out)
+
+    def arm_port(self, words: np.ndarray, tail: int) -> None:
+        """Arm the configuration port: ``words``, done ``tail`` cycles after the last one."""
+        inp = np.ascontiguousarray(words, dtype=np.uint32).reshape(-1)
+        if self.lib.fs_chan_cfg(self.handle, inp, inp.size, tail):
+            raise HarnessError("the configuration port carries a load already")
+        self._buffers[PORT_CHANNEL] = (inp, inp)
+
+    def advance(self, until: int) -> int:
+        """Run to absolute cycle ``until`` or until a channel is done; the mask of done channels
+        (bit s: stream s; bit PORT_CHANNEL: the port)."""
+        return int(self.lib.fs_advance(self.handle, until))
+
+    @property
+    def armed(self) -> int:
+        """Channels armed and not done."""
+        return int(self.lib.fs_armed(self.handle))
+
+    def abort(self, channel: int) -> None:
+        """Give up on an armed channel (a timeout): its inputs go idle."""
+        self.lib.fs_chan_abort(self.handle, channel)
+        self._buffers.pop(channel, None)
+
+    def collect(self, channel: int) -> tuple[np.ndarray, ChannelStats]:
+        """A done channel's output words and what it saw; the channel is free again."""
+        stats = np.zeros(8, dtype=np.uint64)
+        if self.lib.fs_chan_collect(self.handle, channel, stats):
+            raise HarnessError(f"channel {channel} is not done")
+        _, out = self._buffers.pop(channel)
+        return out, ChannelStats(*(int(v) for v in stats))

@@ -41,8 +41,9 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
     rejected: list[dict] = []
     full = workload
     contract = None
-    board = make_backend(backend, workload.platform)
-    streams = streams_used(workload.platform, board.concurrent_streams, streams)
+    streams = streams_used(workload.platform, backend_class(backend).streams_carried(workload.platform), streams)
+    # Several streams: the backend carries them at once (the simulated board co-simulates them)
+    board = make_backend(backend, workload.platform, streams=streams if streams > 1 else None)
     if streams > 1 and (policy.admission or hasattr(policy, "partitions")):
         return _run_on_streams(workload, scheduler, board, streams, check_rejected)
     if policy.admission:

@@ -127,6 +127,13 @@ class ShellControl(ABC):
         self.shell_write(route_out_reg(stream, self.slot_count), ROUTE_ENABLE | source)
         self.routes[stream] = list(chain)
 
+    def release_route(self, stream: int) -> None:
+        """``stream``'s work ended: cut its slots' inputs and its output, so they can join another
+        stream's route."""
+        for slot in self.routes.pop(stream, []):
+            self.shell_write(slot_reg(slot, 1), 0)
+        self.shell_write(route_out_reg(stream, self.slot_count), 0)
+
     def program(self, slot: int, stage: Stage, rows: int, cols: int) -> None:
         """Write ``stage``'s parameters and the frame size into the module in ``slot``."""
         for index, value in register_words(stage, rows, cols):

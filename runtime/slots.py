@@ -154,6 +154,11 @@ class SlotManager:
         self._changed()
         self.port.queue.append(LoadRequest(slot, module, reason, stamp=stamp))
 
+    @property
+    def in_flight(self) -> Pending[LoadReport] | None:
+        """The backend's handle on the load on the port, if any."""
+        return self._pending
+
     def start_next(self, now: float) -> float | None:
         """If the port is idle and a load waits, run it on the backend; return when it ends."""
         if self.port.current is not None or not self.port.queue:

@@ -106,17 +106,21 @@ model = "digits_cnn"
 @pytest.mark.rtl
 def test_dnn_backfill_on_the_rtl_agrees_with_the_twin(tmp_path):
     """DNN batches through the dnn_tile RTL (tiles programmed over AXI-Stream when a slot is new)
-    take the time the twin predicts, so the same slots are lent and the same images counted."""
+    take the time the twin predicts, so the same slots are lent and the same images counted: on one
+    stream (each operation alone through the RTL) and on every stream (co-simulated: the DNN streams
+    beside the frames)."""
     from fpgashare.bench import bench
 
     path = tmp_path / "tiny_dnn.toml"
     path.write_text(TINY_DNN)
-    sim, = bench(str(path), ["edf"], backend="sim")["results"]
-    model, = bench(str(path), ["edf"], backend="model", streams=1)["results"]    # the harness drives one stream
-    assert sim["pipelines"]["edges"]["on_time"] == model["pipelines"]["edges"]["on_time"] == 2
-    assert sim["totals"]["reconfigurations"] == model["totals"]["reconfigurations"]
-    assert model["totals"]["dnn_images"] > 0
-    assert sim["totals"]["dnn_images"] == pytest.approx(model["totals"]["dnn_images"], rel=0.02)
+    for streams in (1, None):
+        sim, = bench(str(path), ["edf"], backend="sim", streams=streams)["results"]
+        model, = bench(str(path), ["edf"], backend="model", streams=streams)["results"]
+        assert sim["pipelines"]["edges"]["on_time"] == model["pipelines"]["edges"]["on_time"] == 2
+        assert sim["totals"]["reconfigurations"] == model["totals"]["reconfigurations"]
+        assert model["totals"]["dnn_images"] > 0
+        assert sim["totals"]["dnn_images"] == pytest.approx(model["totals"]["dnn_images"], rel=0.02)
+        assert len(sim["totals"].get("streams", [{}])) == len(model["totals"].get("streams", [{}]))
 
 
 def test_scorecard_reports_every_acceptance_number():

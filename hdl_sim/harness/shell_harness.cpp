@@ -1,21 +1,115 @@
 // Bulk harness for the Verilated shell: a C ABI that Python calls through ctypes, so frames and
 // bitstreams move through the RTL without a Python call per cycle. One clock; every call advances
 // the model by whole cycles and returns what it saw.
+//
+// Two ways to drive it. fs_run: one frame on stream 0 and/or one bitstream, run to the end (the
+// one-stream backend). Channels (fs_chan_*, fs_advance): work armed on any video stream and on the
+// configuration port runs in the same cycles, whatever else the caller does meanwhile - every cycle
+// of every call (register accesses, idling) drives every armed channel - and each channel records
+// the cycle it ended (the co-simulation of hdl_sim/cosim.py).
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 
 #include "Vshell.h"
 #include "verilated.h"
 
 namespace {
 
+constexpr int MAX_STREAMS = 16;
+constexpr int CFG_CHANNEL = MAX_STREAMS;     // channel index of the configuration port
+
+// One video stream's DMA pair: words in (TLAST every in_cols, TUSER on the first), words out.
+struct StreamChannel {
+    bool armed = false, done = false;
+    const uint32_t* in = nullptr;
+    uint32_t* out = nullptr;
+    uint64_t n_in = 0, n_out = 0, i_in = 0, i_out = 0;
+    uint32_t in_cols = 0, out_cols = 0;
+    uint64_t extra = 0, last_err = 0, user_err = 0, settle = 0, after = 0;
+    uint64_t start = 0, out_end = 0, end = 0;     // absolute cycles
+    bool in_on = false;
+};
+
+// The configuration port: words in (TLAST on the last); done `tail` cycles after the last word
+// (activation), so a load's end is where the shell says the slot is ready.
+struct CfgChannel {
+    bool armed = false, done = false;
+    const uint32_t* words = nullptr;
+    uint64_t n = 0, i = 0, tail = 0, after = 0;
+    uint64_t start = 0, words_end = 0, end = 0;
+    bool on = false;
+};
+
 struct Harness {
     std::unique_ptr<VerilatedContext> ctx;
     std::unique_ptr<Vshell> top;
     uint64_t cycle = 0;
     uint32_t rng = 1;
+    int streams = 1;                  // video streams the Verilated shell has (NUM_STREAMS)
+    StreamChannel chan[MAX_STREAMS];
+    CfgChannel cfg;
+    int armed = 0;                    // channels armed and not done
+    uint32_t done_mask = 0;           // channels done and not collected (bit CFG_CHANNEL: the port)
 };
+
+// Port access for stream s: stream 0 is s_axis / m_axis, stream s > 0 slice s - 1 of the *_more
+// vectors, whose C++ type Verilator picks by width (an integer up to 64 bits, VlWide above).
+template <typename T>
+inline void put_word(T& v, int i, uint32_t x) {
+    if constexpr (std::is_integral_v<T>) {
+        if constexpr (sizeof(T) <= 4) {
+            v = x;
+        } else {
+            const uint64_t mask = 0xFFFFFFFFULL << (32 * i);
+            v = (v & ~mask) | (static_cast<uint64_t>(x) << (32 * i));
+        }
+    } else {
+        v[i] = x;
+    }
+}
+
+template <typename T>
+inline uint32_t get_word(T& v, int i) {
+    if constexpr (std::is_integral_v<T>) {
+        return static_cast<uint32_t>(static_cast<uint64_t>(v) >> (32 * i));
+    } else {
+        return v[i];
+    }
+}
+
+template <typename T>
+inline void put_bit(T& v, int i, bool b) {
+    v = static_cast<T>((v & ~(T(1) << i)) | (T(b) << i));
+}
+
+template <typename T>
+inline bool get_bit(T v, int i) {
+    return (v >> i) & 1;
+}
+
+inline void drive_stream(Vshell* t, int s, bool valid, uint32_t data, bool last, bool user, bool ready) {
+    if (s == 0) {
+        t->s_axis_tvalid = valid;
+        t->s_axis_tdata = data;
+        t->s_axis_tlast = last;
+        t->s_axis_tuser = user;
+        t->m_axis_tready = ready;
+        return;
+    }
+    put_bit(t->s_axis_more_tvalid, s - 1, valid);
+    put_word(t->s_axis_more_tdata, s - 1, data);
+    put_bit(t->s_axis_more_tlast, s - 1, last);
+    put_bit(t->s_axis_more_tuser, s - 1, user);
+    put_bit(t->m_axis_more_tready, s - 1, ready);
+}
+
+inline bool in_ready(Vshell* t, int s) { return s == 0 ? t->s_axis_tready : get_bit(t->s_axis_more_tready, s - 1); }
+inline bool out_valid(Vshell* t, int s) { return s == 0 ? t->m_axis_tvalid : get_bit(t->m_axis_more_tvalid, s - 1); }
+inline uint32_t out_data(Vshell* t, int s) { return s == 0 ? t->m_axis_tdata : get_word(t->m_axis_more_tdata, s - 1); }
+inline bool out_last(Vshell* t, int s) { return s == 0 ? t->m_axis_tlast : get_bit(t->m_axis_more_tlast, s - 1); }
+inline bool out_user(Vshell* t, int s) { return s == 0 ? t->m_axis_tuser : get_bit(t->m_axis_more_tuser, s - 1); }
 
 inline uint32_t next_rand(Harness* h) {  // xorshift32: cheap, deterministic per seed
     uint32_t x = h->rng;
@@ -28,15 +122,100 @@ inline uint32_t next_rand(Harness* h) {  // xorshift32: cheap, deterministic per
 
 // A cycle is two evaluations: with the clock low (new inputs settle, combinational outputs are
 // read) and at the rising edge. Reading outputs in the low phase saves a third eval per cycle.
+void drive_channels(Harness* h);
+void sample_channels(Harness* h);
+void commit_channels(Harness* h);
+
 inline void settle_low(Harness* h) {
+    if (h->armed) drive_channels(h);
     h->top->clk = 0;
     h->top->eval();
+    if (h->armed) sample_channels(h);
 }
 
 inline void rise(Harness* h) {
     h->top->clk = 1;
     h->top->eval();
     h->cycle++;
+    if (h->armed) commit_channels(h);
+}
+
+// Per cycle, for every armed channel: present the next word (low phase), see what fired before the
+// edge, count it after the edge. Outputs are always ready (a DMA writing to memory), inputs never
+// gap: the co-simulation measures the hardware's own cycles, not a bus's.
+bool out_fire[MAX_STREAMS];
+bool in_fire[MAX_STREAMS];
+bool cfg_fire;
+
+void drive_channels(Harness* h) {
+    Vshell* t = h->top.get();
+    for (int s = 0; s < h->streams; s++) {
+        StreamChannel& c = h->chan[s];
+        if (!c.armed || c.done) continue;
+        c.in_on = c.i_in < c.n_in;
+        uint32_t data = c.in_on ? c.in[c.i_in] : 0;
+        bool last = c.in_on && c.in_cols && (c.i_in % c.in_cols) == c.in_cols - 1;
+        drive_stream(t, s, c.in_on, data, last, c.in_on && c.i_in == 0, true);
+    }
+    CfgChannel& g = h->cfg;
+    if (g.armed && !g.done) {
+        g.on = g.i < g.n;
+        t->s_axis_cfg_tvalid = g.on;
+        if (g.on) {
+            t->s_axis_cfg_tdata = g.words[g.i];
+            t->s_axis_cfg_tlast = g.i == g.n - 1;
+        }
+    }
+}
+
+void sample_channels(Harness* h) {
+    Vshell* t = h->top.get();
+    for (int s = 0; s < h->streams; s++) {
+        StreamChannel& c = h->chan[s];
+        in_fire[s] = out_fire[s] = false;
+        if (!c.armed || c.done) continue;
+        in_fire[s] = c.in_on && in_ready(t, s);
+        if (out_valid(t, s)) {
+            out_fire[s] = true;
+            if (c.i_out < c.n_out) {
+                if (c.out) c.out[c.i_out] = out_data(t, s);
+                bool want_last = c.out_cols && (c.i_out % c.out_cols) == c.out_cols - 1;
+                if (out_last(t, s) != want_last) c.last_err++;
+                if (out_user(t, s) != (c.i_out == 0)) c.user_err++;
+            } else {
+                c.extra++;
+            }
+        }
+    }
+    cfg_fire = h->cfg.armed && !h->cfg.done && h->cfg.on && t->s_axis_cfg_tready;
+}
+
+void commit_channels(Harness* h) {
+    Vshell* t = h->top.get();
+    for (int s = 0; s < h->streams; s++) {
+        StreamChannel& c = h->chan[s];
+        if (!c.armed || c.done) continue;
+        if (in_fire[s]) c.i_in++;
+        if (out_fire[s] && c.i_out < c.n_out && ++c.i_out == c.n_out) c.out_end = h->cycle;
+        if (c.i_in >= c.n_in && c.i_out >= c.n_out && ++c.after > c.settle) {
+            c.done = true;
+            c.end = h->cycle;
+            drive_stream(t, s, false, 0, false, false, false);
+            h->armed--;
+            h->done_mask |= 1u << s;
+        }
+    }
+    CfgChannel& g = h->cfg;
+    if (g.armed && !g.done) {
+        if (cfg_fire && ++g.i == g.n) g.words_end = h->cycle;
+        if (g.i >= g.n && ++g.after > g.tail) {
+            g.done = true;
+            g.end = h->cycle;
+            t->s_axis_cfg_tvalid = 0;
+            h->armed--;
+            h->done_mask |= 1u << CFG_CHANNEL;
+        }
+    }
 }
 
 inline void tick(Harness* h) {
@@ -44,7 +223,7 @@ inline void tick(Harness* h) {
     rise(h);
 }
 
-void idle_inputs(Vshell* t) {
+void idle_inputs(Vshell* t) {  // stream and port inputs of armed channels are driven again every cycle
     t->s_axil_awvalid = 0;
     t->s_axil_wvalid = 0;
     t->s_axil_bready = 0;
@@ -58,6 +237,100 @@ void idle_inputs(Vshell* t) {
 }  // namespace
 
 extern "C" {
+
+// ---- channels: work on every stream and the port in the same cycles
+void fs_set_streams(void* p, int streams) {
+    auto* h = static_cast<Harness*>(p);
+    h->streams = streams < 1 ? 1 : streams > MAX_STREAMS ? MAX_STREAMS : streams;
+}
+
+// Arm stream s: n_in words in, n_out words out; done settle cycles after the last output (extra
+// beats then count as errors). Returns 0, or -1 if s is not a stream or is armed already.
+int fs_chan_stream(void* p, int s, const uint32_t* in, uint64_t n_in, uint32_t in_cols, uint32_t* out,
+                   uint64_t n_out, uint32_t out_cols, uint64_t settle) {
+    auto* h = static_cast<Harness*>(p);
+    if (s < 0 || s >= h->streams || (h->chan[s].armed && !h->chan[s].done) || (h->done_mask >> s & 1)) return -1;
+    StreamChannel& c = h->chan[s];
+    c = StreamChannel();
+    c.armed = true;
+    c.in = in;
+    c.out = out;
+    c.n_in = n_in;
+    c.n_out = n_out;
+    c.in_cols = in_cols;
+    c.out_cols = out_cols;
+    c.settle = settle;
+    c.start = h->cycle;
+    h->armed++;
+    return 0;
+}
+
+// Arm the configuration port: n words, done tail cycles after the last one.
+int fs_chan_cfg(void* p, const uint32_t* words, uint64_t n, uint64_t tail) {
+    auto* h = static_cast<Harness*>(p);
+    if ((h->cfg.armed && !h->cfg.done) || (h->done_mask >> CFG_CHANNEL & 1)) return -1;
+    h->cfg = CfgChannel();
+    h->cfg.armed = true;
+    h->cfg.words = words;
+    h->cfg.n = n;
+    h->cfg.tail = tail;
+    h->cfg.start = h->cycle;
+    h->armed++;
+    return 0;
+}
+
+// Run until a channel is done (any not collected yet, including ones done during earlier calls)
+// or `until` (an absolute cycle) is reached. Returns the mask of done channels.
+uint32_t fs_advance(void* p, uint64_t until) {
+    auto* h = static_cast<Harness*>(p);
+    while (!h->done_mask && h->armed && h->cycle < until) tick(h);
+    if (!h->armed && !h->done_mask && h->cycle < until) {
+        // nothing armed: idle cycles change nothing the caller sees, but the caller asked for them
+        while (h->cycle < until) tick(h);
+    }
+    return h->done_mask;
+}
+
+// Collect a done channel (streams 0.., the port at CFG_CHANNEL): stats (8 entries) in sent,
+// out received, extra out beats, TLAST errors, TUSER errors, start cycle, last-output (port: last
+// word) cycle, end cycle. Returns 0, or -1 if the channel is not done.
+int fs_chan_collect(void* p, int channel, uint64_t* stats) {
+    auto* h = static_cast<Harness*>(p);
+    if (channel < 0 || channel > CFG_CHANNEL || !(h->done_mask >> channel & 1)) return -1;
+    h->done_mask &= ~(1u << channel);
+    if (channel == CFG_CHANNEL) {
+        CfgChannel& g = h->cfg;
+        uint64_t v[8] = {g.i, 0, 0, 0, 0, g.start, g.words_end, g.end};
+        std::memcpy(stats, v, sizeof v);
+        g.armed = false;
+        return 0;
+    }
+    StreamChannel& c = h->chan[channel];
+    uint64_t v[8] = {c.i_in, c.i_out, c.extra, c.last_err, c.user_err, c.start, c.out_end, c.end};
+    std::memcpy(stats, v, sizeof v);
+    c.armed = false;
+    return 0;
+}
+
+// Give up on an armed channel (the caller's timeout): its inputs go idle, its done bit clears.
+void fs_chan_abort(void* p, int channel) {
+    auto* h = static_cast<Harness*>(p);
+    if (channel < 0 || channel > CFG_CHANNEL) return;
+    h->done_mask &= ~(1u << channel);
+    if (channel == CFG_CHANNEL) {
+        if (h->cfg.armed && !h->cfg.done) h->armed--;
+        h->cfg.armed = false;
+        h->top->s_axis_cfg_tvalid = 0;
+        return;
+    }
+    if (channel >= h->streams) return;
+    StreamChannel& c = h->chan[channel];
+    if (c.armed && !c.done) h->armed--;
+    c.armed = false;
+    drive_stream(h->top.get(), channel, false, 0, false, false, false);
+}
+
+uint32_t fs_armed(void* p) { return static_cast<uint32_t>(static_cast<Harness*>(p)->armed); }
 
 void* fs_create() {
     auto* h = new Harness;
@@ -162,6 +435,7 @@ int64_t fs_run(void* p, const uint32_t* in, uint64_t n_in, uint32_t in_cols, uin
                uint64_t cfg_delay, uint32_t seed, uint32_t gap_pct, uint32_t stall_pct,
                uint64_t settle, uint64_t max_cycles, uint64_t* stats) {
     auto* h = static_cast<Harness*>(p);
+    if (h->armed || h->done_mask) return -2;   // stream 0 and the port belong to armed channels
     Vshell* t = h->top.get();
     h->rng = seed ? seed : 1;
     uint64_t i_in = 0, i_out = 0, i_cfg = 0, extra = 0, last_err = 0, user_err = 0;

@@ -33,21 +33,23 @@ def backend_class(name: str) -> type[Backend]:
     raise FpgashareError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
 
 
-def make_backend(name: str, platform: Platform, **options) -> Backend:
+def make_backend(name: str, platform: Platform, streams: int | None = None, **options) -> Backend:
     """The backend called ``name`` for ``platform`` (``pynq`` takes ``bitstreams=`` and the
-    optional ``firmware_dir=`` / ``fpga_manager=`` paths)."""
+    optional ``firmware_dir=`` / ``fpga_manager=`` paths). ``streams``: run that many video streams
+    at once (capped by what the backend carries); the simulated board then co-simulates overlapping
+    work (backends/sim.py). Without it the sim backend runs one operation at a time on stream 0."""
     if name == "model":
         from fpgashare.backends.model import ModelBackend
 
-        return ModelBackend(platform)
+        return ModelBackend(platform, streams)
     if name == "faulty":
         from fpgashare.backends.faulty import FaultyBackend
 
-        return FaultyBackend(platform)
+        return FaultyBackend(platform, streams)
     if name == "sim":
         from fpgashare.backends.sim import SimBackend
 
-        return SimBackend(platform)
+        return SimBackend(platform, streams)
     if name == "pynq":
         from fpgashare.backends.pynq_board import PynqBackend
 

@@ -53,7 +53,7 @@ class DnnReport:
     outputs: np.ndarray | None = None   #: int8 [images, outputs] when the caller gave the images
 
 
-Report = TypeVar("Report", LoadReport, FrameReport)
+Report = TypeVar("Report", LoadReport, FrameReport, DnnReport)
 
 
 @dataclass
@@ -66,6 +66,8 @@ class Pending(Generic[Report]):
     _result: Callable[[], Report]
     _report: Report | None = None
     _ready: Callable[[], bool] | None = None     #: whether report() would return at once (None: always)
+    #: False: the work ends ``seconds`` after its start; True (HardwarePending): the backend reports it
+    timed_by_hardware = False
 
     def ready(self) -> bool:
         """Whether the hardware is done (``report()`` would not wait); never blocks."""
@@ -75,6 +77,42 @@ class Pending(Generic[Report]):
         if self._report is None:
             self._report = self._result()
         return self._report
+
+
+class HardwarePending(Pending[Report]):
+    """Work whose end the hardware reports as an event: the backend calls ``ended`` from
+    ``Backend.run_hardware`` at the board time it ended (the co-simulated board), and whoever waits
+    for it (the engine) registers with ``when_done`` instead of assuming start + ``seconds``
+    (``seconds`` is then the twin's estimate)."""
+
+    timed_by_hardware = True
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(seconds, self._outcome, _ready=lambda: self.ended_at is not None)
+        self.ended_at: float | None = None
+        self._error: BaseException | None = None
+        self._on_end: Callable[[float], None] | None = None
+
+    def _outcome(self) -> Report:
+        if self.ended_at is None:
+            raise RuntimeError("the hardware has not reported this work's end yet")
+        if self._error is not None:
+            raise self._error
+        return self._report
+
+    def ended(self, t: float, report: Report | None, error: BaseException | None) -> None:
+        """The hardware finished at board time ``t`` (the backend calls this)."""
+        self.ended_at, self._error = t, error
+        if error is None:
+            self._report = report
+        if self._on_end is not None:
+            self._on_end(t)
+
+    def when_done(self, callback: Callable[[float], None]) -> None:
+        """Call ``callback(t)`` when the hardware reports the end (at once if it has)."""
+        self._on_end = callback
+        if self.ended_at is not None:
+            callback(self.ended_at)
 
 
 def done(report: Report) -> Pending[Report]:
@@ -93,16 +131,20 @@ class Backend(ABC):
 
     @classmethod
     def streams_carried(cls, platform: Platform) -> int:
-        """Streams of ``platform`` this kind of backend carries at once: the sim harness and the
-        pynq DMA drive stream 0 only so far (the model twin overrides this)."""
+        """Streams of ``platform`` this kind of backend can carry at once: the pynq DMA drives stream
+        0 only so far (the twin and the co-simulated board override this)."""
         return 1
     #: A clock with hold() / release(host s, hardware s) around every operation, so a daemon's clock
     #: stands still while a simulated board is slower than its hardware (runtime/clock.py).
     held_clock = None
 
-    def __init__(self, platform: Platform) -> None:
+    def __init__(self, platform: Platform, streams: int | None = None) -> None:
+        """``streams``: run at most this many streams at once (default: all it carries)."""
         self.platform = platform
-        self.concurrent_streams = self.streams_carried(platform)
+        carried = self.streams_carried(platform)
+        if streams is not None and not 1 <= streams <= platform.streams:
+            raise FpgashareError(f"{platform.name} has {platform.streams} video stream(s); asked for {streams}")
+        self.concurrent_streams = min(carried, streams or carried)
         self._resident: list[str | None] = [None] * len(platform.slots)
         self._programmed: dict[int, tuple[str, int, int]] = {}   # slot -> DNN segment its tile holds
 
@@ -156,11 +198,27 @@ class Backend(ABC):
         return report
 
     def start_frame(self, slots: Sequence[int], stages: Sequence[Stage], frame: np.ndarray,
-                    want_output: bool = True) -> Pending[FrameReport]:
-        """``run_frame``, returning at once where the hardware allows it (the board: the DMA
-        streams the frame while the daemon serves requests and starts loads). Here the frame runs
-        to its end first."""
+                    want_output: bool = True, stream: int = 0) -> Pending[FrameReport]:
+        """``run_frame`` on video stream ``stream``, returning at once where the hardware allows it
+        (the board: the DMA streams the frame while the daemon serves requests and starts loads).
+        Here the frame runs to its end first."""
         return done(self.run_frame(slots, stages, frame, want_output))
+
+    def start_dnn(self, slots: Sequence[int], model: str, images: int | np.ndarray,
+                  stream: int = 0) -> Pending[DnnReport]:
+        """``run_dnn`` on video stream ``stream``, returning at once where the hardware allows it.
+        Here the batch runs to its end first."""
+        return done(self.run_dnn(slots, model, images))
+
+    def run_hardware(self, until_s: float) -> None:
+        """Advance hardware that keeps time with the scheduler's clock (the co-simulated board) to
+        ``until_s``, or to the first end of work before it (its ``HardwarePending.ended`` runs).
+        Nothing to do where work ends at its start (here) or on a board's own clock."""
+        return None
+
+    def hardware_busy(self) -> bool:
+        """Whether work reported through ``run_hardware`` is under way."""
+        return False
 
     def _check_chain(self, slots: Sequence[int], stages: Sequence[Stage]) -> None:
         if len(slots) != len(stages) or not slots:
@@ -174,6 +232,18 @@ class Backend(ABC):
         """A batch of ``model`` through dnn_tile slots ``slots`` (layer-pipelined): ``images``
         is a count (throughput only: stand-in inputs, no outputs) or uint8 images [N, H, W(, C)],
         whose int8 outputs the report then carries."""
+        plan, _ = self._check_dnn(slots, model, images)
+        started = self._hold()
+        try:
+            report = self._run_dnn(list(slots), model, plan, images)
+        except Exception:
+            self._release(started, 0.0)
+            raise
+        self._release(started, report.seconds)
+        return report
+
+    def _check_dnn(self, slots: Sequence[int], model: str, images: int | np.ndarray) -> tuple[object, int]:
+        """The plan of ``model`` over ``slots`` and the image count, or FpgashareError naming the problem."""
         for slot in slots:
             if self.resident(slot) != "dnn_tile":
                 raise FpgashareError(f"slot {slot} holds {self.resident(slot) or 'nothing'}, not dnn_tile")
@@ -185,14 +255,7 @@ class Backend(ABC):
         plan = dnn_plan(self.platform, model, len(slots))   # the caller gives as many slots as it uses
         if len(plan.stages) != len(slots):
             raise FpgashareError(f"{model} splits over {len(plan.stages)} tile(s), not {len(slots)}")
-        started = self._hold()
-        try:
-            report = self._run_dnn(list(slots), model, plan, images)
-        except Exception:
-            self._release(started, 0.0)
-            raise
-        self._release(started, report.seconds)
-        return report
+        return plan, count
 
     def _hold(self) -> float:
         if self.held_clock is not None:

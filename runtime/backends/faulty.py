@@ -31,8 +31,8 @@ POINTS = ("load_raises", "load_hangs", "frame_raises", "frame_hangs", "dma_garba
 class FaultyBackend(ModelBackend):
     name = "faulty"
 
-    def __init__(self, platform) -> None:
-        super().__init__(platform)
+    def __init__(self, platform, streams: int | None = None) -> None:
+        super().__init__(platform, streams)
         self._armed: Counter[str] = Counter()
         self._lock = threading.Lock()            # armed from a test's thread, taken on the daemon's
         self.fired: Counter[str] = Counter()     #: faults injected so far, by point
@@ -61,7 +61,7 @@ class FaultyBackend(ModelBackend):
         return super().start_load(slot, module)
 
     def start_frame(self, slots: Sequence[int], stages: Sequence[Stage], frame: np.ndarray,
-                    want_output: bool = True) -> Pending[FrameReport]:
+                    want_output: bool = True, stream: int = 0) -> Pending[FrameReport]:
         if self._take("harness_raises"):
             raise ZeroDivisionError("injected: the harness itself failed")
         if self._take("frame_raises"):
@@ -72,7 +72,7 @@ class FaultyBackend(ModelBackend):
         if self._take("dma_garbage"):
             report = self.run_frame(slots, stages, frame, want_output)
             return done(FrameReport(np.full(7, 0xAB, np.int16), report.cycles, report.seconds))
-        return super().start_frame(slots, stages, frame, want_output)
+        return super().start_frame(slots, stages, frame, want_output, stream)
 
     def run_dnn(self, slots, model, images):
         if self._take("dnn_raises"):

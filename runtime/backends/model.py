@@ -20,8 +20,8 @@ class ModelBackend(Backend):
     name = "model"
     runs_dnn = True
 
-    def __init__(self, platform: Platform) -> None:
-        super().__init__(platform)
+    def __init__(self, platform: Platform, streams: int | None = None) -> None:
+        super().__init__(platform, streams)
         self._chain_cycles: dict[tuple[tuple[str, ...], int, int], int] = {}
 
     @classmethod

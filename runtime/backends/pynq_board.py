@@ -174,9 +174,12 @@ class PynqBackend(Backend):
         return self._buffers[key]
 
     def start_frame(self, slots: Sequence[int], stages: Sequence[Stage], frame: np.ndarray,
-                    want_output: bool = True) -> Pending[FrameReport]:
+                    want_output: bool = True, stream: int = 0) -> Pending[FrameReport]:
         """Route, program, start both DMA channels and return: the frame streams while the caller
-        goes on, and ``report()`` waits for the DMA. Expected time: the chain's cycle model."""
+        goes on, and ``report()`` waits for the DMA. Expected time: the chain's cycle model. The
+        overlay has one DMA: ``stream`` must be 0 (``streams_carried``)."""
+        if stream != 0:
+            raise FpgashareError(f"stream {stream}: the pynq backend drives stream 0 only")
         self._check_chain(slots, stages)
         finish = self._start_dma(list(slots), list(stages), frame)
         cycles = chain_cycles(stages, *frame.shape[:2], self.platform.pixels_per_clock)

@@ -51,8 +51,18 @@ class SlotView(Backend):
         return self.inner.load(self._g(slot), module)
 
     def start_frame(self, slots: Sequence[int], stages: Sequence[Stage], frame: np.ndarray,
-                    want_output: bool = True) -> Pending[FrameReport]:
-        return self.inner.start_frame([self._g(s) for s in slots], stages, frame, want_output)
+                    want_output: bool = True, stream: int = 0) -> Pending[FrameReport]:
+        return self.inner.start_frame([self._g(s) for s in slots], stages, frame, want_output, stream)
+
+    def start_dnn(self, slots: Sequence[int], model: str, images: int | np.ndarray,
+                  stream: int = 0) -> Pending[DnnReport]:
+        return self.inner.start_dnn([self._g(s) for s in slots], model, images, stream)
+
+    def run_hardware(self, until_s: float) -> None:
+        self.inner.run_hardware(until_s)
+
+    def hardware_busy(self) -> bool:
+        return self.inner.hardware_busy()
 
     def run_frame(self, slots: Sequence[int], stages: Sequence[Stage], frame: np.ndarray,
                   want_output: bool = True) -> FrameReport:

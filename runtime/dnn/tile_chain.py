@@ -18,6 +18,7 @@ from fpgashare.dnn.partition import Plan
 from fpgashare.dnn.reference import quantize_input
 from fpgashare.dnn.tile_format import DEFAULT_TILE, TileSpec, load_stream, pack_activations, unpack_activations
 from fpgashare.errors import FrameError, NetworkError
+from fpgashare.hdl_sim.cosim import Job, StreamPhase, run_alone
 from fpgashare.modules import KINDS
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,8 @@ class TileChain:
 
     By default each tile first enters its slot through the configuration port and then receives
     its segment; with ``configure=False`` the slots already hold dnn_tile (the scheduler loaded
-    them) and ``program`` gives each tile its segment when the caller says it lacks it."""
+    them) and ``program`` gives each tile its segment when the caller says it lacks it; nothing is
+    routed until a job runs (on the stream the caller names)."""
 
     def __init__(self, board, net: Network, plan: Plan, slots: list[int] | None = None,
                  spec: TileSpec = DEFAULT_TILE, configure: bool = True) -> None:
@@ -63,10 +65,14 @@ class TileChain:
                 self.load_words += result.words
                 self.load_cycles += result.cycles
                 self.program(slot, stage.start, stage.stop)
-        board.route(slots)
+            board.route(slots)
 
     def program(self, slot: int, start: int, stop: int) -> int:
         """Send the load stream of layers [start, stop) to the tile in ``slot``; its cycles."""
+        return run_alone(self.board, self.program_job(slot, start, stop))
+
+    def program_job(self, slot: int, start: int, stop: int, stream: int = 0) -> Job:
+        """``program`` as a job of the co-simulation (hdl_sim/cosim.py), on video stream ``stream``."""
         board = self.board
         sizes = [board.module_read(slot, r)[1] for r in (REG_ACT_ENTRIES, REG_W_ENTRIES, REG_PG_ENTRIES)]
         p = board.module_read(slot, REG_INFO)[1] >> 16 & 0xFF
@@ -74,10 +80,10 @@ class TileChain:
         if sizes != want or p != self.spec.p:
             raise NetworkError(f"slot {slot}: the tile in RTL has P={p}, sizes {sizes}; the runtime expects "
                                f"P={self.spec.p}, sizes {want}")
-        board.route([slot])
+        board.route([slot], stream)
         board.module_write(slot, REG_MODE, 1)
         words = load_stream(self.net, start, stop, self.spec)
-        _, stats = board.rtl.run(words, in_cols=words.size, max_cycles=4 * words.size + 1000)
+        _, stats = yield StreamPhase(stream, words, words.size, 0, 0, 4 * words.size + 1000, settle=0)
         board.module_write(slot, REG_MODE, 0)
         status, layers = board.module_read(slot, REG_STATUS)[1], board.module_read(slot, REG_NLAYERS)[1]
         if not stats.finished or status != 0 or layers != stop - start:
@@ -88,6 +94,10 @@ class TileChain:
 
     def run(self, images: np.ndarray) -> ChainRun:
         """uint8 images [N, H, W] (or [N, H, W, C]) through the chain, back to back."""
+        return run_alone(self.board, self.run_job(images))
+
+    def run_job(self, images: np.ndarray, stream: int = 0) -> Job:
+        """``run`` as a job of the co-simulation, on video stream ``stream`` (routed here)."""
         x = quantize_input(images)
         if x.shape[1:] != self.net.input_shape:
             raise FrameError(f"{self.net.name} takes images of {self.net.input_shape[:2]} "
@@ -98,8 +108,9 @@ class TileChain:
         n = len(x)
         budget = int(self.plan.latency_cycles + n * self.plan.bottleneck_cycles) * 2 + 10_000
         start = time.perf_counter()
-        out, stats = self.board.rtl.run(words, in_cols=per_in, n_out=n * per_out, out_cols=per_out,
-                                        max_cycles=budget)
+        if stream != 0 or self.board.routes.get(stream) != list(self.slots):
+            self.board.route(self.slots, stream)
+        out, stats = yield StreamPhase(stream, words, per_in, n * per_out, per_out, budget, settle=0)
         wall = time.perf_counter() - start
         if not stats.finished or stats.tlast_errors:
             raise FrameError(f"{self.net.name}: {stats.received}/{n * per_out} output words, "

@@ -35,22 +35,31 @@ class DnnJobs:
         start = self.now
         work, requests = self.take_dnn_work(pipeline, images)
         try:
-            report = self.backend.run_dnn(slots, pipeline.model, work)
+            pending = self.backend.start_dnn(slots, pipeline.model, work, stream=self.stream_id)
         except Exception as exc:     # a hardware fault: the images taken end with the reason
             for request in requests:
                 self.finish_dnn(request, "error", fault_reason(exc))
             return None
-        job = DnnJob(pipeline, tuple(slots), report.images, start, start + report.seconds, requests, report.outputs)
+        count = work if isinstance(work, int) else len(work)
+        job = DnnJob(pipeline, tuple(slots), count, start, start + pending.seconds, requests, work=pending)
         self.slots.acquire(slots, job.key)
         self.dnn_running[job.key] = job
         self._stream_at = None
-        self.push(job.end, JOB_DONE, job)
+        self.when_done(pending, job.end, JOB_DONE, job)
         return job
 
     def _dnn_done(self: Engine, job: DnnJob) -> None:
         self.dnn_running.pop(job.key)
         self._stream_at = None
         self.slots.release(job.slots, self.now)
+        job.end = self.now
+        try:
+            report = job.work.report()
+        except Exception as exc:     # a hardware fault: the batch's images end with the reason
+            for request in job.requests:
+                self.finish_dnn(request, "error", fault_reason(exc))
+            return
+        job.images, job.outputs = report.images, report.outputs
         if self.now <= self.end_s + 1e-12:
             self.dnn_images[job.pipeline.name] += job.images
             self.dnn_busy_s += job.end - job.start

@@ -176,9 +176,21 @@ class Engine(PortUse, SlotUse, DnnJobs, CpuJobs, Foresight):
         """When the next event is due (None when nothing is scheduled)."""
         return self._events[0][0] if self._events else None
 
+    def when_done(self, work: Pending, end: float, kind: str, data: object) -> None:
+        """Take ``work``'s end as event ``kind``: at ``end`` (start + its seconds), or where the
+        backend reports it (a HardwarePending: the co-simulated board's cycles)."""
+        if work.timed_by_hardware:
+            work.when_done(lambda t: self.push(max(t, self.now), kind, data))
+        else:
+            self.push(end, kind, data)
+
     def advance_to(self, horizon: float) -> None:
-        """Take every event due by ``horizon``, in order; after each, the policy decides."""
-        while self._events and self._events[0][0] <= horizon:
+        """Take every event due by ``horizon``, in order; after each, the policy decides. Hardware
+        that keeps time with this clock runs up to each event first (its ends may come before it)."""
+        while True:
+            self.backend.run_hardware(min(self._events[0][0], horizon) if self._events else horizon)
+            if not self._events or self._events[0][0] > horizon:
+                break
             t, _, kind, data = heapq.heappop(self._events)
             self._advance(t)
             if kind == RELEASE:
@@ -317,7 +329,8 @@ class Engine(PortUse, SlotUse, DnnJobs, CpuJobs, Foresight):
             else:
                 pixels = frame.pixels if frame.pixels is not None else self._pixels[frame.pipeline.name]
             # A pass before the last must hand its pixels on (a backend may skip them only at the end).
-            work = self.backend.start_frame(slots, frame.pipeline.pass_stages[frame.step], pixels, self.want_output)
+            work = self.backend.start_frame(slots, frame.pipeline.pass_stages[frame.step], pixels, self.want_output,
+                                            stream=self.stream_id)
         except Exception as exc:     # a hardware fault by the backend's contract (errors.HardwareError)
             self.slots.release(slots, self.now)
             self.finish(frame, "error", fault_reason(exc))
@@ -329,7 +342,7 @@ class Engine(PortUse, SlotUse, DnnJobs, CpuJobs, Foresight):
         # board's (a dilated clock absorbs it).
         frame.expected_end = self.now + work.seconds
         frame.streamed.append((self.now, frame.expected_end))
-        self.push(frame.expected_end, JOB_DONE, frame)
+        self.when_done(work, frame.expected_end, JOB_DONE, frame)
 
     def _job_done(self, frame: Frame) -> None:
         failure = None

@@ -87,6 +87,7 @@ class DnnJob:
     end: float
     requests: list[DnnRequest] = field(default_factory=list)
     outputs: np.ndarray | None = None
+    work: object = None         #: the backend's Pending[DnnReport]
 
     @property
     def key(self) -> str:

@@ -27,7 +27,7 @@ class PortUse:
         end = self.slots.start_next(now)
         if end is not None and request is not None:
             self._load_started[request.slot] = now
-            self.push(end, LOAD_DONE, None)
+            self.when_done(self.slots.in_flight, end, LOAD_DONE, None)
             if arbiter is not None:
                 arbiter.started(self, end)
 

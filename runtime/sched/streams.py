@@ -104,6 +104,10 @@ class StreamsEngine:
         self.arbiter.grant()
         horizon = max(e.horizon_s for e in self.parts)
         while True:
+            # Hardware on this clock (the co-simulated board) first runs to the next event: an end of
+            # work before it is then the next event.
+            due = [t for t in (e.next_event_s() for e in self.parts) if t is not None]
+            self.backend.run_hardware(min(min(due, default=horizon), horizon))
             due = [t for t in (e.next_event_s() for e in self.parts) if t is not None]
             t = min(due, default=None)
             if t is None or t > horizon:

@@ -1,0 +1,148 @@
+"""Is RTL time board time? Random multi-stream workloads run on the twin (``model``) and on the
+co-simulated RTL board (``sim`` with streams: loads, frames and DNN batches that overlap in the
+schedule overlap in the RTL), with the same stream plan, and compared.
+
+Workloads are drawn like ``workload_gen.py``'s, scaled to what an RTL simulation runs in seconds:
+frames 48x64 .. 160x240, periods 1-5 ms, 30 ms of schedule, on the ZCU104 and PYNQ-Z2 shells with
+partitions shrunk to 60 configuration frames (28 us loads) and the modules the draws use. Per
+workload: the streams used, frames, misses of admitted pipelines on the RTL, whether every frame's
+output is identical, the largest relative difference of a frame's, a DNN batch's and a load's time
+(RTL against twin, matched by name), and how often work overlapped in the RTL (frames on different
+streams, frames beside DNN batches, loads during frames).
+
+    python benchmarks/cosim_agreement.py --count 12 [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import logging
+import random
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from fpgashare.backends.model import ModelBackend
+from fpgashare.backends.sim import SimBackend
+from fpgashare.platform import load_platform, manifest_at_pixels_per_clock
+from fpgashare.sched.edf import EdfPolicy
+from fpgashare.sched.stream_plan import plan_streams
+from fpgashare.sched.streams import run_streams
+from fpgashare.workload import load_workload
+
+log = logging.getLogger(__name__)
+
+STAGES = ("gauss3x3", "box3x3", "sobel_mag", "threshold", "erode3x3", "dilate3x3", "downscale2x")
+MODULES = ("conv3x3", "sobel_mag", "threshold", "erode3x3", "dilate3x3", "downscale2x", "dnn_tile")
+SIDES = ((48, 64), (64, 96), (96, 128), (120, 160), (160, 240))
+
+
+def small_platform(name: str, folder: Path) -> Path:
+    path = manifest_at_pixels_per_clock(name, 1, folder / f"{name}-cosim.toml", modules=MODULES)
+    text = path.read_text()
+    frames = {s.frames for s in load_platform(name).slots}
+    for f in frames:
+        text = text.replace(f"frames = {f}\n", "frames = 60\n")
+    path.write_text(text)
+    return path
+
+
+def random_toml(seed: int, platform: Path, slots: int) -> str:
+    rng = random.Random(seed)
+    lines = [f'platform = "{platform}"', "duration_s = 0.03", f"seed = {seed}"]
+    for i in range(rng.randint(2, 4)):
+        chain = rng.sample(STAGES, rng.randint(1, min(3, slots)))
+        rows, cols = rng.choice(SIDES)
+        period = rng.choice((1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0))
+        lines += ["", "[[pipeline]]", f'name = "p{i}"', 'class = "realtime"', f"period_ms = {period}",
+                  f"offset_ms = {rng.uniform(0, period):.3f}", f"frame = [{rows}, {cols}]",
+                  f"stages = {list(chain)!r}".replace("'", '"')]
+    if rng.random() < 0.6:
+        lines += ["", "[[pipeline]]", 'name = "reader"', 'class = "besteffort"', 'model = "digits_cnn"']
+    return "\n".join(lines) + "\n"
+
+
+def _by_name(engine) -> dict[tuple[str, str], list[float]]:
+    out: dict[tuple[str, str], list[float]] = {}
+    for e in engine.trace:
+        if e.track.startswith(("stream", "port")):
+            out.setdefault((e.track, e.name), []).append(e.end - e.start)
+    return out
+
+
+def _overlaps(a, b) -> int:
+    return sum(x.start < y.end and y.start < x.end for x in a for y in b)
+
+
+def compare(path: Path) -> dict:
+    workload = load_workload(path)
+    platform = workload.platform
+    streams = random.Random(workload.seed).randint(2, platform.streams)
+    plan = plan_streams(workload, streams)
+    start = time.perf_counter()
+    model, _ = run_streams(workload, ModelBackend(platform, streams), plan, EdfPolicy, want_output=True)
+    sim, summary = run_streams(workload, SimBackend(platform, streams), plan, EdfPolicy, want_output=True)
+    wall = time.perf_counter() - start
+    outputs = {f.key: f.output for f in model.frames}
+    done = [f for f in sim.frames if f.output is not None]
+    worst = {"frame": 0.0, "dnn": 0.0, "load": 0.0}
+    a, b = _by_name(model), _by_name(sim)
+    for key in a.keys() & b.keys():
+        kind = "load" if key[0] == "port" else "frame" if "/" in key[1] else "dnn"
+        for tm, ts in zip(a[key], b[key], strict=False):
+            if tm > 0:
+                worst[kind] = max(worst[kind], abs(ts / tm - 1))
+    tracks = {}
+    for e in sim.trace:
+        if e.track.startswith("stream"):
+            tracks.setdefault(e.track, []).append(e)
+    frames = {t: [e for e in v if "/" in e.name] for t, v in tracks.items()}
+    batches = [e for v in tracks.values() for e in v if "/" not in e.name]
+    loads = [e for e in sim.trace if e.track == "port" and e.start >= sim.t0]
+    return {
+        "workload": path.name, "platform": platform.name, "streams": streams, "partitions": len(plan.partitions),
+        "frames": len(sim.frames),
+        "misses": sum(p["submitted"] - p["on_time"] for p in summary["pipelines"].values()),
+        "identical": len(done) == len([f for f in model.frames if f.output is not None])
+        and all(np.array_equal(f.output, outputs[f.key]) for f in done),
+        "matched": len(a.keys() & b.keys()) / max(1, len(a.keys() | b.keys())),
+        **{f"worst_{k}": round(v, 4) for k, v in worst.items()},
+        "frame_x_frame": sum(_overlaps(frames[s], frames[t]) for s, t in itertools.combinations(sorted(frames), 2)),
+        "frame_x_dnn": _overlaps([e for v in frames.values() for e in v], batches),
+        "load_x_frame": _overlaps(loads, [e for v in frames.values() for e in v]),
+        "dnn_images": (model.summary(0)["totals"]["dnn_images"], summary["totals"]["dnn_images"]),
+        "wall_s": round(wall, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=12)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        platforms = {name: small_platform(name, folder) for name in ("zcu104", "pynq-z2")}
+        rows = []
+        for i in range(args.count):
+            seed = args.seed + i
+            name = ("zcu104", "pynq-z2")[i % 2]
+            path = folder / f"cosim_{seed}.toml"
+            path.write_text(random_toml(seed, platforms[name], len(load_platform(platforms[name]).slots)))
+            row = compare(path)
+            rows.append(row)
+            print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+    print(f"\n{len(rows)} workloads: misses {sum(r['misses'] for r in rows)}, "
+          f"outputs identical {sum(r['identical'] for r in rows)}/{len(rows)}, "
+          f"worst frame {max(r['worst_frame'] for r in rows):.2%}, "
+          f"worst DNN batch {max(r['worst_dnn'] for r in rows):.2%}, "
+          f"worst load {max(r['worst_load'] for r in rows):.2%}, "
+          f"overlaps: frame/frame {sum(r['frame_x_frame'] for r in rows)}, "
+          f"frame/DNN {sum(r['frame_x_dnn'] for r in rows)}, load/frame {sum(r['load_x_frame'] for r in rows)}")
+
+
+if __name__ == "__main__":
+    main()

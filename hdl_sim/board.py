@@ -155,17 +155,19 @@ class SimBoard(ShellControl):
         """One frame through ``slots`` on video stream ``stream``, as a job of the co-simulation: route,
         program, stream; the route is released at the end. Returns (output frame, RunStats)."""
         self.route(slots, stream)
-        shape = frame.shape[:2]
-        for slot, stage in zip(slots, stages, strict=True):
-            self.program(slot, stage, *shape)
-            shape = stage.kind.output_shape(*shape)
-        rows, cols = frame.shape[:2]
-        nppc = self.platform.pixels_per_clock
-        in_beats, out_beats = -(-cols // nppc), -(-shape[1] // nppc)
-        timeout = 20 * (rows + 2) * (in_beats + 2) + 4096
-        out, stats = yield StreamPhase(stream, pack_beats(frame, nppc), in_beats, shape[0] * out_beats, out_beats,
-                                       timeout, settle=0)
-        self.release_route(stream)
+        try:
+            shape = frame.shape[:2]
+            for slot, stage in zip(slots, stages, strict=True):
+                self.program(slot, stage, *shape)
+                shape = stage.kind.output_shape(*shape)
+            rows, cols = frame.shape[:2]
+            nppc = self.platform.pixels_per_clock
+            in_beats, out_beats = -(-cols // nppc), -(-shape[1] // nppc)
+            timeout = 20 * (rows + 2) * (in_beats + 2) + 4096
+            out, stats = yield StreamPhase(stream, pack_beats(frame, nppc), in_beats, shape[0] * out_beats,
+                                           out_beats, timeout, settle=0)
+        finally:        # a frame that fails (a refused register write, a hung stream) frees its slots too
+            self.release_route(stream)
         if stats.tlast_errors or stats.tuser_errors or stats.extra_out:
             raise FrameError(f"stream {stream}: frame framing broken in RTL: {stats.tlast_errors} TLAST and "
                              f"{stats.tuser_errors} TUSER errors, {stats.extra_out} extra beats")

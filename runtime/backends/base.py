@@ -91,7 +91,7 @@ class HardwarePending(Pending[Report]):
         super().__init__(seconds, self._outcome, _ready=lambda: self.ended_at is not None)
         self.ended_at: float | None = None
         self._error: BaseException | None = None
-        self._on_end: Callable[[float], None] | None = None
+        self._on_end: list[Callable[[float], None]] = []
 
     def _outcome(self) -> Report:
         if self.ended_at is None:
@@ -105,12 +105,13 @@ class HardwarePending(Pending[Report]):
         self.ended_at, self._error = t, error
         if error is None:
             self._report = report
-        if self._on_end is not None:
-            self._on_end(t)
+        for callback in self._on_end:
+            callback(t)
 
     def when_done(self, callback: Callable[[float], None]) -> None:
-        """Call ``callback(t)`` when the hardware reports the end (at once if it has)."""
-        self._on_end = callback
+        """Call ``callback(t)`` when the hardware reports the end (at once if it has); callbacks
+        run in the order they were given."""
+        self._on_end.append(callback)
         if self.ended_at is not None:
             callback(self.ended_at)
 

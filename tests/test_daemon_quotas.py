@@ -1,11 +1,14 @@
 """Quotas and backpressure: each limit refuses its abuser with a ``quota`` error naming it, while
 another client's admitted pipeline meets every deadline; frames faster than their declared period
-are held to it (on a virtual clock), so they cannot take the time admission promised others."""
+are held to it, so they cannot take the time admission promised others. Every daemon here runs on a
+virtual clock: outcomes do not depend on the host's load."""
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -79,10 +82,30 @@ def sock(tmp_path):
     return tmp_path / "fpgashare.sock"
 
 
+@contextlib.contextmanager
 def running(sock, **limits):
+    """A daemon with ``limits`` on a virtual clock that a ticker thread moves on (0.5 ms a step,
+    a step at most every wall millisecond): frames complete, yet whether one is on time depends on
+    board time only, never on how loaded the host is."""
     limits = {"shm_bytes_per_client": SHM_TOTAL, "shm_bytes_total": SHM_TOTAL, **limits}
-    return DaemonThread(Daemon(make_backend("model", load_platform("zcu104")), sock, dilation=20.0,
-                               limits=Limits(**limits)))
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock(),
+                    limits=Limits(**limits))
+    with DaemonThread(daemon) as started:
+        stop = threading.Event()
+        ticker = threading.Thread(target=_tick, args=(daemon, stop), daemon=True)
+        ticker.start()
+        try:
+            yield started
+        finally:
+            stop.set()
+            ticker.join()
+
+
+def _tick(daemon: Daemon, stop: threading.Event) -> None:
+    t = 0.0
+    while not stop.wait(0.001):
+        t += 0.0005
+        daemon.run_until(t)
 
 
 class Victim:

@@ -3,7 +3,8 @@
 Events (frame releases, load completions, job completions) are taken in (time, sequence) order;
 after each one the policy decides what to start and what to load. Hardware work goes to the
 backend, which reports its duration in hardware time (cycles at the platform's clocks); the engine
-schedules the completion that far ahead. Under a VirtualClock a run of thousands of frames takes
+schedules the completion that far ahead, or takes the end a co-simulated board reports (its RTL
+runs up to each event first, ``run_hardware``: an end before it becomes the next event). Under a VirtualClock a run of thousands of frames takes
 seconds; under a WallClock the same code paces itself to real time.
 
 Every released frame ends in exactly one outcome: ``on_time``, ``late``, ``dropped`` (with a
@@ -185,8 +186,7 @@ class Engine(PortUse, SlotUse, DnnJobs, CpuJobs, Foresight):
             self.push(end, kind, data)
 
     def advance_to(self, horizon: float) -> None:
-        """Take every event due by ``horizon``, in order; after each, the policy decides. Hardware
-        that keeps time with this clock runs up to each event first (its ends may come before it)."""
+        """Take every event due by ``horizon``, in order; after each, the policy decides."""
         while True:
             self.backend.run_hardware(min(self._events[0][0], horizon) if self._events else horizon)
             if not self._events or self._events[0][0] > horizon:

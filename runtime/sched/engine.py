@@ -4,8 +4,9 @@ Events (frame releases, load completions, job completions) are taken in (time, s
 after each one the policy decides what to start and what to load. Hardware work goes to the
 backend, which reports its duration in hardware time (cycles at the platform's clocks); the engine
 schedules the completion that far ahead, or takes the end a co-simulated board reports (its RTL
-runs up to each event first, ``run_hardware``: an end before it becomes the next event). Under a VirtualClock a run of thousands of frames takes
-seconds; under a WallClock the same code paces itself to real time.
+runs up to each event first, ``run_hardware``: an end before it becomes the next event). Under a
+VirtualClock a run of thousands of frames takes seconds; under a WallClock the same code paces
+itself to real time.
 
 Every released frame ends in exactly one outcome: ``on_time``, ``late``, ``dropped`` (with a
 reason) or ``error``.

@@ -7,10 +7,11 @@ Workloads are drawn like ``workload_gen.py``'s, scaled to what an RTL simulation
 frames 48x64 .. 160x240, periods 1-5 ms, 30 ms of schedule, on the ZCU104 and PYNQ-Z2 shells with
 partitions shrunk to 60 configuration frames (28 us loads) and the modules the draws use. Per
 workload: the streams used, frames, misses of admitted pipelines on the RTL, whether every frame's
-output is identical to the twin's, for every operation the RTL ran the largest relative and absolute
-difference between its board time (start to end, register accesses included) and the twin's estimate
-of that same operation, and how often work overlapped in the RTL (frames on different streams,
-frames beside DNN batches, loads during frames).
+output is identical to the twin's, the least slack of a frame (deadline minus end, on the RTL), for
+every operation the RTL ran the largest relative and absolute difference between its board time
+(start to end, register accesses included) and the twin's estimate of that same operation, and how
+often work overlapped in the RTL (frames on different streams, frames beside DNN batches, loads
+during frames).
 
     python benchmarks/cosim_agreement.py --count 12 [--seed 0]
 """
@@ -112,6 +113,7 @@ def compare(path: Path) -> dict:
         "workload": path.name, "platform": platform.name, "streams": streams, "partitions": len(plan.partitions),
         "admitted": len(plan.admitted), "frames": len(sim.frames), "ops": len(board.timed),
         "misses": sum(p["submitted"] - p["on_time"] for p in summary["pipelines"].values()),
+        "min_slack_us": round(1e6 * min((f.due - f.end for f in sim.frames if f.end is not None), default=0.0), 1),
         "identical": len(done) == len([f for f in model.frames if f.output is not None])
         and all(np.array_equal(f.output, outputs[f.key]) for f in done),
         **{f"worst_{k}": f"{v[0]:.2%}/{v[1]}cyc" for k, v in worst.items()},
@@ -146,6 +148,7 @@ def main() -> None:
           f"operations on the RTL: misses {sum(r['misses'] for r in rows)}, outputs identical "
           f"{sum(r['identical'] for r in rows)}/{len(rows)}; board time against the twin, worst: "
           + ", ".join(f"{k} {v[0]:.2%} ({v[1]} cycles)" for k, v in worst.items())
+          + f"; least slack of a frame on the RTL {min(r['min_slack_us'] for r in rows):.1f} us"
           + f"; overlaps: frame/frame {sum(r['frame_x_frame'] for r in rows)}, "
           f"frame/DNN {sum(r['frame_x_dnn'] for r in rows)}, load/frame {sum(r['load_x_frame'] for r in rows)}")
 

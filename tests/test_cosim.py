@@ -10,6 +10,8 @@ import pytest
 from fpgashare.backends.model import ModelBackend
 from fpgashare.backends.sim import SimBackend
 from fpgashare.errors import FpgashareError
+from fpgashare.hdl_sim.board import pack_beats
+from fpgashare.hdl_sim.cosim import StreamPhase
 from fpgashare.modules import resolve_stage
 from fpgashare.platform import load_platform, manifest_at_pixels_per_clock
 from fpgashare.sched.edf import EdfPolicy
@@ -17,6 +19,8 @@ from fpgashare.sched.stream_plan import plan_streams
 from fpgashare.sched.streams import run_streams
 from fpgashare.vision_ref import chain_reference
 from fpgashare.workload import load_workload
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytestmark = pytest.mark.rtl
 
@@ -161,3 +165,77 @@ def test_the_twin_agrees_with_the_rtl_on_overlapping_frames_batches_and_loads(sm
     assert overlaps(frames[first], frames[second]) > 0
     assert overlaps(frames[first], batches) > 0
     assert overlaps(loads, [e for v in frames.values() for e in v]) > 0
+
+
+def test_failed_and_hung_frames_end_in_errors_and_give_their_stream_back(small_zcu104):
+    """A frame whose module registers are refused (a blank, decoupled slot) and a frame that never
+    completes (it waits for more output than the chain gives, until its cycle budget runs out) each
+    end with an error saying why; the stream and the route are free again, and a frame on the same
+    stream then runs bit-exact."""
+    board = SimBackend(small_zcu104, streams=2)
+    cosim, shell = board.cosim, board.board
+    frame = np.random.default_rng(3).integers(0, 256, (32, 40), np.uint8)
+    stage = resolve_stage("threshold")
+    errors: list = []
+
+    def on_end(t, report, error):
+        errors.append(error)
+
+    def hung():
+        shell.route([2], 1)
+        shell.program(2, stage, *frame.shape)
+        try:
+            cols = frame.shape[1]
+            yield StreamPhase(1, pack_beats(frame, 1), cols, frame.size + 50, cols, 20_000, settle=0)
+        finally:
+            shell.release_route(1)
+
+    cosim.start(shell.frame_job(1, [2], [stage], frame), on_end)        # slot 2 is blank
+    _run(board)
+    board.start_load(2, "threshold")
+    _run(board)
+    cosim.start(hung(), on_end)
+    _run(board)
+    assert "register write refused" in str(errors[0]) and "did not finish" in str(errors[1])
+    assert 1 not in shell.routes and not cosim.busy()
+    again = board.start_frame([2], [stage], frame, stream=1)
+    _run(board)
+    assert np.array_equal(again.report().output, chain_reference([stage], frame))
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6))
+def test_work_on_disjoint_slots_does_not_disturb_other_work(small_zcu104, seed):
+    """Random frames on random disjoint chains and streams, started at random cycles, with a load
+    into a free slot among them: each frame's output and stream cycles are those it has alone."""
+    rng = np.random.default_rng(seed)
+    board = SimBackend(small_zcu104, streams=4)
+    kinds = ("conv3x3", "sobel_mag", "threshold", "erode3x3")
+    modules = [str(m) for m in rng.permutation(kinds)]
+    for slot, module in enumerate(modules):
+        board.start_load(slot, module)
+        _run(board)
+    stage_of = {"conv3x3": "gauss3x3", "sobel_mag": "sobel_mag", "threshold": "threshold",
+                "erode3x3": "erode3x3"}
+    cut = sorted(rng.choice(np.arange(1, 4), size=rng.integers(1, 3), replace=False).tolist())
+    chains = [[int(s) for s in c] for c in np.split(np.arange(4), cut)]
+    reload = chains.pop(int(rng.integers(len(chains))))[0] if len(chains) > 1 else None
+    jobs = []
+    for stream, chain in enumerate(chains):
+        stages = [resolve_stage(stage_of[modules[s]]) for s in chain]
+        rows, cols = int(rng.integers(16, 48)), int(rng.integers(16, 64))
+        jobs.append((stream, chain, stages, rng.integers(0, 256, (rows, cols), np.uint8)))
+    hz = small_zcu104.fabric_clock_hz
+    started = []
+    for stream, chain, stages, frame in jobs:
+        board.run_hardware(board.cosim.cycle / hz + int(rng.integers(0, 400)) / hz)
+        started.append(board.start_frame(chain, stages, frame, stream=stream))
+    if reload is not None:
+        board.start_load(reload, modules[reload])
+    _run(board)
+    for (stream, chain, stages, frame), pending in zip(jobs, started, strict=True):
+        together = pending.report()
+        alone = board.start_frame(chain, stages, frame, stream=stream)
+        _run(board)
+        assert np.array_equal(together.output, chain_reference(stages, frame))
+        assert together.cycles == alone.report().cycles

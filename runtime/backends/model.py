@@ -37,12 +37,12 @@ class ModelBackend(Backend):
 
     def _run_frame(self, slots: list[int], stages: list[Stage], frame: np.ndarray,
                    want_output: bool) -> FrameReport:
-        cycles = self._cycles(stages, *frame.shape[:2])
+        cycles = self.frame_cycles(stages, *frame.shape[:2])
         output = chain_reference(stages, frame) if want_output else None
         return FrameReport(output, cycles, cycles / self.platform.fabric_clock_hz)
 
-    def _cycles(self, stages: list[Stage], rows: int, cols: int) -> int:
-        # A pipeline's frames all take the same cycles: worked out once per chain and frame size.
+    def frame_cycles(self, stages: list[Stage], rows: int, cols: int) -> int:
+        """Fabric cycles of one rows x cols frame through ``stages`` (worked out once per chain and size)."""
         key = tuple(stage.kind.name for stage in stages), rows, cols
         cycles = self._chain_cycles.get(key)
         if cycles is None:

@@ -35,6 +35,10 @@ class SimBackend(Backend):
 
         if streams is None:
             self.concurrent_streams = 1
+        elif platform.config_port.clock_hz != platform.fabric_clock_hz:
+            raise FpgashareError(f"{platform.path}: the co-simulated shell has one clock; config_port.clock_hz "
+                                 f"{platform.config_port.clock_hz:g} differs from fabric_clock_hz "
+                                 f"{platform.fabric_clock_hz:g}")
         self.board = SimBoard(platform, streams=self.concurrent_streams)
         self.cosim = CoSim(self.board, platform.fabric_clock_hz) if streams is not None else None
         self._twin = None
@@ -89,7 +93,7 @@ class SimBackend(Backend):
         if self.cosim is None:
             return super().start_frame(slots, stages, frame, want_output, stream)
         self._check_chain(slots, stages)
-        estimate = self._estimate()._cycles(list(stages), *frame.shape[:2]) / self.platform.fabric_clock_hz
+        estimate = self._estimate().frame_cycles(list(stages), *frame.shape[:2]) / self.platform.fabric_clock_hz
 
         def finish(result, t: float) -> FrameReport:
             out, stats = result

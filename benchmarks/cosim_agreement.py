@@ -30,6 +30,7 @@ import numpy as np
 from fpgashare.backends.model import ModelBackend
 from fpgashare.backends.sim import SimBackend
 from fpgashare.platform import load_platform, manifest_at_pixels_per_clock
+from fpgashare.sched.control_traffic import control_seconds
 from fpgashare.sched.edf import EdfPolicy
 from fpgashare.sched.stream_plan import spread_plan
 from fpgashare.sched.streams import run_streams
@@ -99,6 +100,8 @@ def compare(path: Path) -> dict:
     outputs = {f.key: f.output for f in model.frames}
     done = [f for f in sim.frames if f.output is not None]
     worst = {k: (0.0, 0) for k in ("frame", "dnn", "load")}
+    allowance = control_seconds(platform)
+    over = sum(board_s > estimate + allowance for _, estimate, board_s in board.timed)
     for kind, estimate, board_s in board.timed:
         rel, cycles = abs(board_s / estimate - 1), round(abs(board_s - estimate) * platform.fabric_clock_hz)
         worst[kind] = max(worst[kind], (rel, cycles))
@@ -113,6 +116,7 @@ def compare(path: Path) -> dict:
         "workload": path.name, "platform": platform.name, "streams": streams, "partitions": len(plan.partitions),
         "admitted": len(plan.admitted), "frames": len(sim.frames), "ops": len(board.timed),
         "misses": sum(p["submitted"] - p["on_time"] for p in summary["pipelines"].values()),
+        "over_allowance": over,
         "min_slack_us": round(1e6 * min((f.due - f.end for f in sim.frames if f.end is not None), default=0.0), 1),
         "identical": len(done) == len([f for f in model.frames if f.output is not None])
         and all(np.array_equal(f.output, outputs[f.key]) for f in done),
@@ -146,7 +150,8 @@ def main() -> None:
     worst = {k: max(r["_worst"][k] for r in rows) for k in ("frame", "dnn", "load")}
     print(f"\n{len(rows)} workloads, {sum(r['frames'] for r in rows)} frames, {sum(r['ops'] for r in rows)} "
           f"operations on the RTL: misses {sum(r['misses'] for r in rows)}, outputs identical "
-          f"{sum(r['identical'] for r in rows)}/{len(rows)}; board time against the twin, worst: "
+          f"{sum(r['identical'] for r in rows)}/{len(rows)}; operations past the twin's estimate plus the "
+          f"register-traffic allowance: {sum(r['over_allowance'] for r in rows)}; board time against the twin, worst: "
           + ", ".join(f"{k} {v[0]:.2%} ({v[1]} cycles)" for k, v in worst.items())
           + f"; least slack of a frame on the RTL {min(r['min_slack_us'] for r in rows):.1f} us"
           + f"; overlaps: frame/frame {sum(r['frame_x_frame'] for r in rows)}, "

@@ -18,6 +18,7 @@ from fpgashare.bench import run_one
 from fpgashare.platform import load_platform
 from fpgashare.sched.admission import admit
 from fpgashare.sched.analysis import analyse, demand_check
+from fpgashare.sched.control_traffic import control_seconds
 from fpgashare.sched.edf import EdfPolicy
 from fpgashare.sched.engine import run_workload
 from fpgashare.workload import PipelineSpec, Workload, realtime_spec
@@ -87,7 +88,8 @@ def test_a_chain_that_needs_two_copies_of_a_module_is_admitted_and_served():
 @given(st.sampled_from(["pynq-z2", "zcu104"]), st.integers(0, 10**6))
 def test_a_pipeline_that_fits_the_empty_board_alone_is_admitted_and_served(platform_name, seed):
     """Alone on an empty board, a chain whose frame plus its jitter fits its period and whose run
-    time fits its deadline is admitted (its modules are pinned) and never misses."""
+    time fits its deadline, each with the register traffic the analysis counts (its own X and X of
+    blocking), is admitted (its modules are pinned) and never misses."""
     import random
 
     rng = random.Random(seed)
@@ -96,8 +98,9 @@ def test_a_pipeline_that_fits_the_empty_board_alone_is_admitted_and_served(platf
     rows, cols = rng.choice([(120, 160), (480, 640), (720, 1280), (1080, 1920)])
     probe = realtime_spec("p", chain, 1.0, 1.0, [rows, cols], platform)
     jitter = rng.uniform(0, 2e-3)
-    period = probe.exec_s + jitter + rng.uniform(0, 0.02)
-    deadline = rng.uniform(probe.exec_s, period)
+    run = probe.exec_s + 2 * control_seconds(platform)
+    period = run + jitter + rng.uniform(0, 0.02)
+    deadline = rng.uniform(run, period)
     spec = realtime_spec("p", chain, period, deadline, [rows, cols], platform, jitter_s=jitter)
     workload = Workload(Path("alone.toml"), platform, seed, min(1.0, 40 * period), (spec,))
     admission, _, summary = run_admitted(workload)
@@ -222,4 +225,27 @@ def test_a_frame_released_at_a_step_point_is_counted():
     workload = random_workload(133178, max_s=4.0)
     admission = admit(workload)
     assert "p0" in {r["name"] for r in admission.rejected}
-    assert "18.47 ms" in next(r["reason"] for r in admission.rejected if r["name"] == "p0")
+    # Both frames (9.24 ms each and their register traffic X), and X of blocking.
+    p0 = next(p for p in workload.pipelines if p.name == "p0")
+    x = control_seconds(workload.platform)
+    need = f"{(2 * (p0.exec_s + x) + x) * 1e3:.2f} ms"
+    assert need in next(r["reason"] for r in admission.rejected if r["name"] == "p0")
+
+
+def test_every_frame_and_load_is_counted_with_its_register_traffic():
+    """A frame's job is its stream time plus the register traffic X it and the operations beside it
+    may cost (runtime/sched/control_traffic.py), and X more of blocking: one pinned chain whose
+    deadline leaves 1.5 X beyond its stream time is refused, 2.5 X admitted; the contract's load is
+    L + X and the DNN's budget is the slack less X."""
+    platform = load_platform("zcu104")
+    x = control_seconds(platform)
+    probe = realtime_spec("cam", ["threshold"], 1.0, 1.0, [480, 640], platform)
+    for margin, ok in ((1.5, False), (2.5, True)):
+        d = probe.exec_s + margin * x
+        spec = realtime_spec("cam", ["threshold"], d, d, [480, 640], platform)
+        verdict = analyse([spec], platform)
+        assert verdict.ok == ok, (margin, verdict.reason)
+    assert verdict.contract.load_s == pytest.approx(platform.slot_load_seconds(0) + x)
+    # The slack left is 0.5 X (too little for an idle load); a DNN batch would overrun it by up to X.
+    assert verdict.slack_s == pytest.approx(0.5 * x) and not verdict.contract.idle_loads
+    assert verdict.contract.dnn_block_s == 0.0

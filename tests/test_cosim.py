@@ -14,6 +14,7 @@ from fpgashare.hdl_sim.board import pack_beats
 from fpgashare.hdl_sim.cosim import StreamPhase
 from fpgashare.modules import resolve_stage
 from fpgashare.platform import load_platform, manifest_at_pixels_per_clock
+from fpgashare.sched.control_traffic import control_seconds
 from fpgashare.sched.edf import EdfPolicy
 from fpgashare.sched.stream_plan import plan_streams
 from fpgashare.sched.streams import run_streams
@@ -21,6 +22,8 @@ from fpgashare.vision_ref import chain_reference
 from fpgashare.workload import load_workload
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from benchmarks.cosim_agreement import TimedSim
 
 pytestmark = pytest.mark.rtl
 
@@ -131,8 +134,12 @@ def test_the_twin_agrees_with_the_rtl_on_overlapping_frames_batches_and_loads(sm
     plan = plan_streams(workload, 4)
     assert len(plan.partitions) >= 2 and not plan.rejected
     runs = {}
-    for name, board in (("model", ModelBackend(small_zcu104, 4)), ("sim", SimBackend(small_zcu104, 4))):
+    rtl = TimedSim(small_zcu104, 4)
+    for name, board in (("model", ModelBackend(small_zcu104, 4)), ("sim", rtl)):
         runs[name] = run_streams(workload, board, plan, EdfPolicy, want_output=True)
+    # Every operation ends on the RTL within the register traffic the analysis counts of its estimate.
+    x = control_seconds(small_zcu104)
+    assert len(rtl.timed) > 100 and all(board_s <= estimate + x for _, estimate, board_s in rtl.timed)
     (model, model_sum), (sim, sim_sum) = runs["model"], runs["sim"]
     # The same outcomes, images and loads; every frame's output identical.
     for name, p in model_sum["pipelines"].items():

@@ -240,14 +240,17 @@ def test_partitions_that_both_load_through_the_one_port_keep_every_deadline(peri
 def test_a_loads_wait_at_the_port_counts_the_boards_longest_load():
     """Another partition's load may go into a larger slot: the wait is the board's longest load."""
     from fpgashare.sched.analysis import analyse, load_seconds
+    from fpgashare.sched.control_traffic import control_seconds
 
     base = load_platform("zcu104")
     board = replace(base, slots=(*base.slots[:3], replace(base.slots[3], frames=3 * base.slots[3].frames)))
     cam = realtime_spec("cam", ["threshold", "sobel_mag"], 0.05, 0.05, [240, 320], board)
     small = sub_platform(board, (0, 1))
-    verdict = analyse([cam], small, port_share=2, board_load_s=load_seconds(board))
+    x = control_seconds(board)
+    verdict = analyse([cam], small, port_share=2, board_load_s=load_seconds(board), control_s=x)
     assert load_seconds(board) == pytest.approx(3 * load_seconds(small), rel=1e-3)
-    assert verdict.contract.load_s == pytest.approx(load_seconds(small) + load_seconds(board))
+    # Each load with its register traffic (runtime/sched/control_traffic.py).
+    assert verdict.contract.load_s == pytest.approx(load_seconds(small) + x + load_seconds(board) + x)
 
 
 def test_a_fault_in_one_partition_stays_there_and_every_frame_ends_once():

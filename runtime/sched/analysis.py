@@ -12,7 +12,10 @@ The model (README, "Why an admitted set cannot miss", gives the whole argument):
   the virtual processor nothing.
 - A residency plan pins some modules in slots for good (``ResidencyPlan``); each frame of pipeline
   i then needs at most ``n_i`` loads (its unpinned stages), so its job takes at most
-  ``S_i = C_i + n_i * L`` (``L``: the longest load) on the virtual processor.
+  ``S_i = C_i + p_i * X + n_i * L`` (``L``: the longest load, ``p_i`` passes) on the virtual
+  processor, where every operation (a pass, a load) counts ``X``, the shell-register traffic it and
+  the operations beside it may cost beyond its stream or port cycles (``control_traffic.py``; a
+  load's ``L`` includes its ``X``).
 - A chain longer than the fabric runs in passes through memory (runtime/passes.py): ``C_i`` is the
   sum of its passes' stream times and ``n_i`` counts every pass's unpinned stages. Its passes are
   separate jobs (a more urgent frame may go between them), so the frame is limited-preemptive;
@@ -23,8 +26,10 @@ The model (README, "Why an admitted set cannot miss", gives the whole argument):
   Rivierre & Spuri (INRIA RR-2966, 1996); jitter as in Spuri (INRIA RR-2772, 1996): for every
   t >= min D_i,
       sum_i dbf_i(t) + B(t) <= t,   dbf_i(t) = (floor((t - D_i + J_i) / T_i) + 1) * S_i  (t >= D_i)
-      B(t) = max({S_j : D_j > t} ∪ {0}) + dnn_block + L * idle_loads
-  where ``dnn_block`` is the longest DNN batch allowed to overlap a possible release and
+      B(t) = max({S_j : D_j > t} ∪ {0}) + dnn_block + L * idle_loads + X
+  where ``dnn_block`` is the longest DNN batch allowed to overlap a possible release (the
+  contract hands the scheduler ``dnn_block - X``: a batch's own traffic may add X), the last X is
+  a load or batch timed to end by a release running over by its traffic, and
   ``idle_loads`` says whether one load that serves no pending frame (prefetch, lending, pins) may
   be on the port when a frame arrives. Checked at every step of the demand up to the standard
   bound on the busy period, with numpy.
@@ -42,6 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from fpgashare.passes import match_slots
 from fpgashare.platform import Platform
+from fpgashare.sched.control_traffic import control_seconds
 from fpgashare.workload import PipelineSpec
 
 #: Added to (t - D + J) / T before the floor in the demand: floating point must never drop a frame.
@@ -207,8 +213,10 @@ def busy_period(S: np.ndarray, T: np.ndarray, J: np.ndarray, block_s: float, ste
     return float("inf")
 
 
-def _arrays(pipelines: Sequence[PipelineSpec], loads: dict[str, int], load_s: float):
-    S = np.array([p.exec_s + loads[p.name] * load_s for p in pipelines], dtype=np.float64)
+def _arrays(pipelines: Sequence[PipelineSpec], loads: dict[str, int], load_s: float, control_s: float = 0.0):
+    """S (each frame's job: its passes' stream time and register traffic, and its loads), T, D, J."""
+    S = np.array([p.exec_s + len(p.pass_seconds) * control_s + loads[p.name] * load_s for p in pipelines],
+                 dtype=np.float64)
     T = np.array([p.period_s for p in pipelines], dtype=np.float64)
     D = np.array([p.deadline_s for p in pipelines], dtype=np.float64)
     J = np.array([p.jitter_s for p in pipelines], dtype=np.float64)
@@ -265,7 +273,7 @@ def ddr_budget(platform: Platform) -> float:
 
 def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: dict[int, str] | None = None,
             few_pins: bool = False, port_share: int = 1, check_ddr: bool = True,
-            board_load_s: float | None = None) -> Verdict:
+            board_load_s: float | None = None, control_s: float | None = None) -> Verdict:
     """Whether ``pipelines`` (real-time) pass the test on ``platform``, and with which pins.
     Pin sets are tried in order of the load time their frames still need (least first), or, with
     ``few_pins`` (best-effort work wants slots to borrow), fewest pins first. ``keep_pinned``:
@@ -274,9 +282,12 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     each load may then wait behind one load of every other (runtime/sched/port_share.py), so L is
     this platform's longest load plus ``port_share - 1`` of the board's (``board_load_s``: the
     longest into any slot of the whole board, whose other partitions' slots may be larger).
-    ``check_ddr`` False: the caller checks the DDR budget over every stream at once."""
-    own = load_seconds(platform)
-    L = own + (port_share - 1) * (own if board_load_s is None else max(own, board_load_s))
+    ``check_ddr`` False: the caller checks the DDR budget over every stream at once. ``control_s``:
+    the register traffic one operation may cost beyond its stream or port cycles (default: this
+    platform's, ``control_traffic.control_seconds``; a partition passes its board's)."""
+    X = control_seconds(platform) if control_s is None else control_s
+    own = load_seconds(platform) + X
+    L = own + (port_share - 1) * (own if board_load_s is None else max(own, board_load_s + X))
     if not pipelines:
         return Verdict(True, contract=AdmissionContract({}, L, True, float("inf")))
     for p in pipelines:
@@ -290,7 +301,7 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     keep: Counter[str] = Counter((keep_pinned or {}).values())
     candidates = _pin_sets(pipelines, len(platform.slots), keep)
     # Load time per second beyond what the stream can take: such a set fails whatever the test.
-    base = sum(p.exec_s / p.period_s for p in pipelines)
+    base = sum((p.exec_s + len(p.pass_seconds) * X) / p.period_s for p in pipelines)
     feasible = [c for c in candidates if base + L * c[1] < 1.0]
     if not feasible and candidates:
         best = min(candidates, key=lambda c: c[1])
@@ -304,10 +315,10 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
         plan = residency(pipelines, platform, pins, keep_pinned)
         if isinstance(plan, str):
             continue
-        S, T, D, J = _arrays(pipelines, plan.loads, L)
-        check = demand_check(S, T, D, J, 0.0)
+        S, T, D, J = _arrays(pipelines, plan.loads, L, X)
+        check = demand_check(S, T, D, J, X)
         if check.ok:
-            return _verdict(plan, check, L, S, T, D, J)
+            return _verdict(plan, check, L, X, S, T, D, J)
         if best_slack is None or check.slack_s > best_slack:
             best_slack = check.slack_s
             reason = check.reason + (f" (pinned: {', '.join(sorted(plan.pinned.values()))})" if plan.pinned else "")
@@ -324,12 +335,14 @@ def _passes_too_long(p: PipelineSpec) -> str:
             f"{p.deadline_s * 1e3:.2f} ms deadline (the longest is pass {worst + 1})")
 
 
-def _verdict(plan: ResidencyPlan, check: DemandCheck, L: float, S, T, D, J) -> Verdict:
+def _verdict(plan: ResidencyPlan, check: DemandCheck, L: float, X: float, S, T, D, J) -> Verdict:
     """Share out the slack: one idle load first (prefetch, lending, pins may then straddle a
-    release), the rest as the longest DNN batch allowed to overlap a possible release."""
+    release), the rest as the longest DNN batch allowed to overlap a possible release. The scheduler
+    sizes batches by their stream time, and a batch's register traffic may add up to X to that:
+    the budget it is given is X shorter."""
     slack = check.slack_s
     idle = slack >= L
     if idle:
-        slack = demand_check(S, T, D, J, L).slack_s
-    contract = AdmissionContract(dict(plan.pinned), L, idle, max(0.0, slack))
+        slack = demand_check(S, T, D, J, X + L).slack_s
+    contract = AdmissionContract(dict(plan.pinned), L, idle, max(0.0, slack - X))
     return Verdict(True, "", contract, plan, check.slack_s, float(np.sum(S / T)))

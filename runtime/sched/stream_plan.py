@@ -38,6 +38,7 @@ from fpgashare.passes import match_slots
 from fpgashare.platform import Platform
 from fpgashare.sched.analysis import DDR_FABRIC_SHARE, Verdict, analyse, ddr_budget, load_seconds, slot_compatibility
 from fpgashare.sched.backfill import DNN, refusal
+from fpgashare.sched.control_traffic import control_seconds
 from fpgashare.workload import PipelineSpec, Workload
 
 
@@ -76,7 +77,8 @@ def _analyse(part: Partition, platform: Platform, share: int) -> Verdict:
     key = (tuple(id(p) for p in part.pipelines), part.slots, share, part.dnn)
     if key not in _MEMO:
         _MEMO[key] = analyse(part.pipelines, sub_platform(platform, part.slots), few_pins=part.dnn,
-                             port_share=share, check_ddr=False, board_load_s=load_seconds(platform))
+                             port_share=share, check_ddr=False, board_load_s=load_seconds(platform),
+                             control_s=control_seconds(platform))
     return _MEMO[key]
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from fpgashare.bitstream.packets import ACTIVATION_CYCLES, PortError
 from fpgashare.errors import FrameError, LoadError
-from fpgashare.hdl_sim.cosim import Job, PortPhase, StreamPhase
+from fpgashare.hdl_sim.cosim import Job, PortPhase, StreamPhase, run_alone
 from fpgashare.hdl_sim.harness import HarnessError, RunStats, ShellHarness, harness_parameters
 from fpgashare.platform import Platform
 from fpgashare.shell_map import (
@@ -129,10 +129,7 @@ class SimBoard(ShellControl):
 
         Does not raise on a rejected bitstream: the result carries the port's error code.
         """
-        self.shell_write(REG_CFG_CTRL, slot)
-        _, stats = self.rtl.run(cfg=words)
-        self.rtl.idle(ACTIVATION_CYCLES + 3)
-        return self._load_result(slot, stats)
+        return run_alone(self, self.load_job(slot, words))
 
     def _load_result(self, slot: int, stats: RunStats) -> LoadResult:
         if not stats.finished:
@@ -151,9 +148,10 @@ class SimBoard(ShellControl):
         _, stats = yield PortPhase(words, ACTIVATION_CYCLES + 3, 4 * len(words) + 4096)
         return self._load_result(slot, stats)
 
-    def frame_job(self, stream: int, slots: list[int], stages: list, frame: np.ndarray) -> Job:
-        """One frame through ``slots`` on video stream ``stream``, as a job of the co-simulation: route,
-        program, stream; the route is released at the end. Returns (output frame, RunStats)."""
+    def frame_job(self, stream: int, slots: list[int], stages: list, frame: np.ndarray, settle: int = 0) -> Job:
+        """One frame through ``slots`` on video stream ``stream``: route, program, stream; the route is
+        released at the end. Returns (output frame, RunStats). A job of the co-simulation, or run
+        alone (``run_alone``) with ``settle`` cycles watched for extra output beats after the last."""
         self.route(slots, stream)
         try:
             shape = frame.shape[:2]
@@ -165,12 +163,15 @@ class SimBoard(ShellControl):
             in_beats, out_beats = -(-cols // nppc), -(-shape[1] // nppc)
             timeout = 20 * (rows + 2) * (in_beats + 2) + 4096
             out, stats = yield StreamPhase(stream, pack_beats(frame, nppc), in_beats, shape[0] * out_beats,
-                                           out_beats, timeout, settle=0)
+                                           out_beats, timeout, settle=settle)
         finally:        # a frame that fails (a refused register write, a hung stream) frees its slots too
             self.release_route(stream)
-        if stats.tlast_errors or stats.tuser_errors or stats.extra_out:
-            raise FrameError(f"stream {stream}: frame framing broken in RTL: {stats.tlast_errors} TLAST and "
-                             f"{stats.tuser_errors} TUSER errors, {stats.extra_out} extra beats")
+        if not stats.finished:
+            raise FrameError(f"stream {stream}: frame did not complete: {stats.sent}/{rows * in_beats} beats in, "
+                             f"{stats.received}/{shape[0] * out_beats} out after {timeout} cycles")
+        if stats.tlast_errors or stats.extra_out:
+            raise FrameError(f"stream {stream}: frame framing broken in RTL: {stats.tlast_errors} TLAST errors, "
+                             f"{stats.extra_out} extra beats")
         return unpack_beats(out, shape, nppc), stats
 
     def load_or_raise(self, slot: int, words: np.ndarray) -> LoadResult:

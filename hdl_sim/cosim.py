@@ -138,6 +138,7 @@ class CoSim:
             if now >= running.deadline:
                 self.rtl.abort(channel)
                 del self._running[channel]
+                running.job.close()         # its cleanup (a route released) runs now
                 error = FrameError(f"the RTL did not finish a {type(running.phase).__name__} on channel "
                                    f"{channel} in {running.phase.max_cycles} cycles")
                 self._end(running.on_end, self.cycle, None, error)

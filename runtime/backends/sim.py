@@ -8,7 +8,7 @@ from functools import lru_cache
 import numpy as np
 from fpgashare.backends.base import Backend, DnnReport, FrameReport, HardwarePending, LoadReport, Pending
 from fpgashare.bitstream.registry import build_config
-from fpgashare.errors import FpgashareError, FrameError
+from fpgashare.errors import FpgashareError
 from fpgashare.modules import Stage
 from fpgashare.platform import Platform
 
@@ -148,15 +148,9 @@ class SimBackend(Backend):
     def _run_frame(self, slots: list[int], stages: list[Stage], frame: np.ndarray,
                    want_output: bool) -> FrameReport:  # the RTL always produces the pixels
         self._blocking("a blocking frame")
-        self.board.route(slots)
-        shape = frame.shape[:2]
-        for slot, stage in zip(slots, stages, strict=True):
-            self.board.program(slot, stage, *shape)
-            shape = stage.kind.output_shape(*shape)
-        out, stats = self.board.stream(frame, shape)
-        if stats.tlast_errors or stats.extra_out:
-            raise FrameError(f"frame framing broken in RTL: {stats.tlast_errors} TLAST errors, "
-                             f"{stats.extra_out} extra beats")
+        from fpgashare.hdl_sim.cosim import run_alone
+
+        out, stats = run_alone(self.board, self.board.frame_job(0, slots, stages, frame, settle=64))
         return FrameReport(out, stats.out_end_cycle, stats.out_end_cycle / self.platform.fabric_clock_hz)
 
     def _run_dnn(self, slots: list[int], model: str, plan, images: int | np.ndarray) -> DnnReport:

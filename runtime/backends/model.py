@@ -53,6 +53,6 @@ class ModelBackend(Backend):
         # A tile that lacks its layers first takes its load stream, one word per cycle.
         program = sum(program_words(model, start, stop) for _, start, stop in self.unprogrammed(slots, model, plan))
         count = images if isinstance(images, int) else len(images)
-        cycles = int(program + plan.latency_cycles + (count - 1) * plan.bottleneck_cycles)
+        cycles = int(program + plan.batch_cycles(count))
         outputs = None if isinstance(images, int) else logits(network(model), images)
         return DnnReport(count, cycles, cycles / self.platform.fabric_clock_hz, outputs)

@@ -106,8 +106,7 @@ class SimBackend(Backend):
         if self.cosim is None:
             return super().start_dnn(slots, model, images, stream)
         plan, count = self._check_dnn(slots, model, images)
-        estimate = self.dnn_setup_s(slots, model, plan) + (
-            plan.latency_cycles + (count - 1) * plan.bottleneck_cycles) / self.platform.fabric_clock_hz
+        estimate = self.dnn_setup_s(slots, model, plan) + plan.batch_cycles(count) / self.platform.fabric_clock_hz
         return self._started(self._dnn_job(list(slots), model, plan, images, stream), estimate,
                              lambda report, t: report)
 
@@ -155,18 +154,9 @@ class SimBackend(Backend):
 
     def _run_dnn(self, slots: list[int], model: str, plan, images: int | np.ndarray) -> DnnReport:
         self._blocking("a blocking DNN batch")
-        from fpgashare.dnn.planning import network
-        from fpgashare.dnn.tile_chain import TileChain
+        from fpgashare.hdl_sim.cosim import run_alone
 
-        net = network(model)
-        chain = TileChain(self.board, net, plan, slots, configure=False)
-        program = sum(chain.program(slot, start, stop) for slot, start, stop in self.unprogrammed(slots, model, plan))
-        self.board.route(slots)
-        given = not isinstance(images, int)
-        run = chain.run(images if given else self._dnn_inputs(net.input_shape, images))
-        cycles = program + run.cycles
-        outputs = run.outputs.reshape(len(run.outputs), -1) if given else None
-        return DnnReport(len(run.outputs), cycles, cycles / self.platform.fabric_clock_hz, outputs)
+        return run_alone(self.board, self._dnn_job(slots, model, plan, images, 0))
 
     def _dnn_inputs(self, shape: tuple[int, ...], images: int) -> np.ndarray:
         """Seeded stand-in camera crops; the scheduler asks for throughput, not answers."""

@@ -55,6 +55,11 @@ class Plan:
     def images_per_s(self) -> float:
         return self.clock_hz / self.bottleneck_cycles
 
+    def batch_cycles(self, images: int) -> float:
+        """``images`` back to back through the stages: the first fills the chain, each next one
+        follows a bottleneck stage later (the tiles' own layers; their programming is extra)."""
+        return self.latency_cycles + (images - 1) * self.bottleneck_cycles
+
     def as_dict(self) -> dict:
         return {"network": self.network, "tiles_available": self.tiles, "tiles_used": len(self.stages),
                 "segments": self.segments, "stage_cycles": [round(s.cycles) for s in self.stages],

@@ -108,7 +108,7 @@ class TileChain:
         n = len(x)
         budget = int(self.plan.latency_cycles + n * self.plan.bottleneck_cycles) * 2 + 10_000
         start = time.perf_counter()
-        if stream != 0 or self.board.routes.get(stream) != list(self.slots):
+        if self.board.routes.get(stream) != list(self.slots):
             self.board.route(self.slots, stream)
         out, stats = yield StreamPhase(stream, words, per_in, n * per_out, per_out, budget, settle=0)
         wall = time.perf_counter() - start

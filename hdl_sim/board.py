@@ -26,6 +26,7 @@ from fpgashare.shell_map import (
     REG_DEBUG,
     ShellControl,
     pack_pixels,
+    slot_module_of,
     slot_reg,
     unpack_pixels,
 )
@@ -112,7 +113,7 @@ class SimBoard(ShellControl):
 
     def slot_status(self, slot: int) -> SlotStatus:
         value = self.shell_read(slot_reg(slot, 0))
-        return SlotStatus(SLOT_STATES[value & 3], (value >> 4) & 0xF, PortError((value >> 8) & 0xFF),
+        return SlotStatus(SLOT_STATES[value & 3], slot_module_of(value), PortError((value >> 8) & 0xFF),
                           bool(value >> 16 & 1))
 
     @property

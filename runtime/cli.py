@@ -166,13 +166,14 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """The example apps share the simulated FPGA through the daemon; exit 1 if a real-time frame missed."""
-    from fpgashare.demo import DEMO_FRAMES, parse_apps, parse_size, report_lines, run_demo
+    from fpgashare.demo import DEMO_FRAMES, DEMO_STREAMS, parse_apps, parse_size, report_lines, run_demo
 
     frames = DEMO_FRAMES if args.frames is None else args.frames
     if frames < 2:
         raise FpgashareError("--frames must be at least 2 (the motion app needs two frames to compare)")
     summary = run_demo(args.platform, args.out, frames, args.backend, progress=sys.stderr.isatty(),
-                       size=parse_size(args.size), apps=parse_apps(args.apps))
+                       size=parse_size(args.size), apps=parse_apps(args.apps),
+                       streams=DEMO_STREAMS if args.streams is None else args.streams)
     _emit(summary, args.json, report_lines(summary))
     missed = sum(p["late"] + p["dropped"] for p in summary["pipelines"].values() if p["class"] == "realtime")
     return 0 if not missed else 1
@@ -255,7 +256,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     if args.watchdog_margin is not None and not 0 <= args.watchdog_margin < float("inf"):
         raise FpgashareError("--watchdog-margin must be a finite number >= 0")
     daemon = Daemon(backend, args.socket or DEFAULT_SOCKET, dilation=dilation, scheduler=args.scheduler,
-                    metrics_port=args.metrics_port, limits=limits, watchdog_margin=args.watchdog_margin)
+                    metrics_port=args.metrics_port, limits=limits, watchdog_margin=args.watchdog_margin,
+                    streams=args.streams)
     loop = new_event_loop()
     try:
         loop.run_until_complete(daemon.serve_forever())
@@ -273,6 +275,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         status.pop(envelope, None)
     lines = [f"daemon clock {status['now']:.3f} s (dilation {status['dilation']:g}); outcomes {status['outcomes']}"]
     lines += [f"  slot {s['slot']}: {s['state']:8s} {s['module'] or '-':12s} {100 * s['utilization']:5.1f}% busy"
+              f"  stream {s.get('stream', 0)}"
               for s in status["slots"]]
     port = status["port"]
     lines.append(f"  port: {port['loads']} loads, {port['busy_s'] * 1e3:.1f} ms busy, {port['queued']} queued")
@@ -403,7 +406,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="socket path (default $FPGASHARE_SOCKET or /run/fpgashare/fpgashare.sock)")
     dm.add_argument("--dilation", default="1",
                     help="wall s per daemon s when idle (auto: how much slower than the hardware the backend runs)")
-    dm.add_argument("--scheduler", default="edf", help="edf, rr-bundle, fcfs, static or fred (on one stream)")
+    dm.add_argument("--scheduler", default="edf",
+                    help="edf, rr-bundle, fcfs, static or fred (the baselines: one stream)")
+    dm.add_argument("--streams", type=int, default=1,
+                    help="video streams used at once, the slots split between them (edf; default 1)")
     dm.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on 127.0.0.1:PORT")
     dm.add_argument("--bitstreams", help="pynq: folder of partial bitstreams with index.json")
     dm.add_argument("--overlay", help="pynq: the shell overlay (.bit with its .hwh beside it)")
@@ -428,6 +434,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--apps", default="edge_detect,motion,digits",
                    help="comma-separated: edge_detect, motion, colour_track, corners, digits")
     d.add_argument("--backend", choices=["sim", "model"], default="sim", help="model: the twin, for a quick look")
+    d.add_argument("--streams", type=int, default=None,
+                   help="video streams the daemon uses at once, the slots split between them (default 2)")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=cmd_demo)
     add_fleet_commands(sub)

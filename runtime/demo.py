@@ -43,6 +43,11 @@ APP_PIPELINES = {"edge_detect": "edges", "motion": "motion", "colour_track": "co
 APPS = ("edge_detect", "motion", "digits")
 DEMO_SIZE = (480, 640)
 DEMO_FRAMES = 6
+#: Video streams the demo's daemon uses: the ZCU104's four slots in two partitions, so the apps'
+#: frames compute side by side (runtime/sched/online_streams.py). Measured 2026-12-04: nothing
+#: late, 36/36 digits, 52 loads against 40-42 on one stream (two 4-stage chains on 2 slots each
+#: reload every frame either way).
+DEMO_STREAMS = 2
 
 #: Wall seconds per board second while the board idles. The daemon and three app processes share
 #: the host's cores, and a few ms the daemon waits for one would pass for board time at 1 (loads
@@ -210,6 +215,22 @@ def fabric_busy(events, slots: int) -> dict:
             "slots_computing_or_loading": round((compute + load) / (span * slots), 4)}
 
 
+def stream_use(events) -> dict:
+    """Which pipelines each video stream carried, and the board time two or more streams carried
+    work at once (space sharing; 0 on one stream)."""
+    spans = [e for e in events if e.track.startswith("stream")]
+    carried: dict[str, set] = {}
+    for e in spans:
+        carried.setdefault(e.track, set()).add(e.args.get("pipeline"))
+    edges = sorted([(e.start, 1) for e in spans] + [(e.end, -1) for e in spans])
+    together, depth, last = 0.0, 0, 0.0
+    for t, step in edges:
+        if depth >= 2:
+            together += t - last
+        depth, last = depth + step, t
+    return {"carried": {k: sorted(v) for k, v in sorted(carried.items())}, "together_s": round(together, 6)}
+
+
 #: The backend's methods that do the board's work, and what the demo calls them.
 METERED = (("_load", "loads"), ("_run_frame", "frames"), ("_run_dnn", "dnn_batches"))
 
@@ -266,7 +287,8 @@ class Progress:
 
 def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames: int = DEMO_FRAMES,
              backend_name: str = "sim", progress: bool = True, dilation: float = DEMO_DILATION,
-             size: tuple[int, int] = DEMO_SIZE, apps: tuple[str, ...] = APPS, dump: bool = False) -> dict:
+             size: tuple[int, int] = DEMO_SIZE, apps: tuple[str, ...] = APPS, dump: bool = False,
+             streams: int = DEMO_STREAMS) -> dict:
     """Run ``apps`` (names from ``APP_PIPELINES``) as processes against a daemon on the simulated
     board, on ``frames`` frames of ``size`` (rows, cols); return the summary. With ``dump``, the
     vision apps also write their inputs and outputs to ``out/<app>.npz`` (``files['dump_<app>']``)
@@ -296,7 +318,7 @@ def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames
         files["video"] = str(out / "edges.mp4")
     readings = out / "digits.json"
     started = time.perf_counter()
-    daemon = Daemon(backend, sock, dilation=dilation)
+    daemon = Daemon(backend, sock, dilation=dilation, streams=streams)
     with DaemonThread(daemon):
         procs = {}
         for app in apps:
@@ -322,9 +344,10 @@ def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames
         write_gantt(engine.trace, files["gantt"], f"fpgashare demo on the simulated {board_name}: "
                     f"{size[1]}x{size[0]}, slots {100 * busy['slots_computing_or_loading']:.0f}% busy",
                     (first, first + busy["span_s"]))
-        port = engine.slots.port
+        streams_used = stream_use(engine.trace)
         board_s = daemon.clock.now()
         dnn_images = sum(engine.dnn_images.values())
+    port = engine.slots.port            # once the daemon has stopped: a load it started last is counted
     apps_out = {}
     for app, (stdout, stderr) in results.items():
         if procs[app].returncode != 0:
@@ -339,7 +362,7 @@ def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames
                            "dropped": counts.get("dropped", 0),
                            "latency_ms_p99": round(float(np.percentile(lat, 99)), 3) if lat else None}
     summary = {"platform": board_name, "modules": list(platform.modules), "backend": backend.name,
-               "size": list(size), "frames": frames,
+               "size": list(size), "frames": frames, "streams": streams_used,
                "pipelines": pipelines,
                "totals": {"reconfigurations": port.loads, "port_busy_s": round(port.busy_s, 6),
                           "slot_utilization": busy["slots_computing"], "fabric": busy, "dnn_images": dnn_images,
@@ -369,6 +392,9 @@ def report_lines(summary: dict) -> list[str]:
                  f"{fab['span_s'] * 1e3:.0f} ms the board worked, slots {100 * fab['slots_computing']:.0f}% computing "
                  f"({100 * fab['slots_computing_or_loading']:.0f}% with loads), port {100 * fab['port_loading']:.0f}% "
                  f"loading; DNN {t['dnn_images']} images ({t['dnn_images_per_s']:.0f}/s of board time)")
+    use = summary["streams"]
+    lines.append("  streams: " + "; ".join(f"{k} {', '.join(v)}" for k, v in use["carried"].items())
+                 + f"; two or more computing at once for {use['together_s'] * 1e3:.1f} ms")
     ops = t["wall_by_operation"]
     lines.append("  wall time in the backend: " + ", ".join(f"{v['count']} {k.replace('_', ' ')} {v['wall_s']:.1f} s"
                                                            for k, v in ops.items()))

@@ -81,6 +81,9 @@ KINDS: dict[str, ModuleKind] = {
         ModuleKind("absdiff", 13, _regs(), _RO, channels_in=2),
         ModuleKind("bg_update", 14, _regs(K=5), _RO, channels_in=2, defaults={"K": 4}),
         ModuleKind("fast9", 15, _regs(THRESH=5), _RO, defaults={"THRESH": 10}),
+        # A 7x7 template in T0..T12 (four pixels a register); where it matches best, in BEST*.
+        ModuleKind("template_match", 16, _regs(**{f"T{n}": 5 + n for n in range(13)}, BEST=18, BEST_X=19, BEST_Y=20),
+                   _RO | {"BEST", "BEST_X", "BEST_Y"}),
     )
 }
 KINDS_BY_ID = {k.module_id: k for k in KINDS.values()}
@@ -158,6 +161,21 @@ def resolve_stage(name: str, overrides: Mapping[str, int] | None = None) -> Stag
             raise ModuleError(f"register {name}.{key} = {value!r} is not a 32-bit integer")
         regs[key] = value
     return Stage(name=name, kind=kind, regs=regs)
+
+
+#: template_match's template side.
+TEMPLATE_SIDE = 7
+
+
+def template_registers(template) -> dict[str, int]:
+    """T0..T12 for a 7x7 uint8 template: pixel 4j + k (row-major) in byte k of Tj."""
+    rows = [[int(v) for v in row] for row in template]
+    flat = [v for row in rows for v in row]
+    if len(rows) != TEMPLATE_SIDE or any(len(r) != TEMPLATE_SIDE for r in rows) or not all(0 <= v <= 255 for v in flat):
+        raise ModuleError(f"template_match takes a {TEMPLATE_SIDE}x{TEMPLATE_SIDE} template of 8-bit pixels, "
+                             f"not {len(rows)} rows of {sorted({len(r) for r in rows})} values")
+    flat += [0] * 3
+    return {f"T{j}": sum(flat[4 * j + k] << (8 * k) for k in range(4)) for j in range(13)}
 
 
 def register_words(stage: Stage, rows: int, cols: int) -> list[tuple[int, int]]:

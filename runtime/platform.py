@@ -130,7 +130,7 @@ class Platform:
         for slot in self.slots:
             base |= slot.far_base << (32 * slot.index)
             far |= slot.frames << (32 * slot.index)
-            mods |= self.slot_module_mask(slot) << (16 * slot.index)
+            mods |= self.slot_module_mask(slot) << (32 * slot.index)
         return {
             "NUM_SLOTS": len(self.slots),
             "NUM_STREAMS": self.streams,
@@ -138,7 +138,7 @@ class Platform:
             "FRAME_WORDS": self.frame_words,
             "SLOT_FAR_BASE": f"{32 * len(self.slots)}'h{base:x}",
             "SLOT_FRAMES": f"{32 * len(self.slots)}'h{far:x}",
-            "SLOT_MODULES": f"{16 * len(self.slots)}'h{mods:x}",
+            "SLOT_MODULES": f"{32 * len(self.slots)}'h{mods:x}",
             "LINK_LANE_W": self.link.lane_bits,
             "LINK_LATENCY": self.link.latency_cycles,
             "LINK_CREDITS": self.link.credits,

@@ -40,6 +40,11 @@ def slot_reg(slot: int, offset: int) -> int:
     return 16 + 4 * slot + offset
 
 
+def slot_module_of(status: int) -> int:
+    """The module id in a SLOT_STATUS word (bits 6:2; 0 = blank)."""
+    return (status >> 2) & 0x1F
+
+
 def route_out_reg(stream: int, slot_count: int) -> int:
     """Word index of the route register of ``stream``'s output (stream 0's is ROUTE_OUT)."""
     return REG_ROUTE_OUT if stream == 0 else 16 + 4 * slot_count + stream - 1

@@ -53,6 +53,7 @@ class SlotManager:
         self._compatible_slots: dict[str, tuple[int, ...]] = {}
         #: Slots whose module stays for good (the admission's residency plan): never a victim.
         self.pinned: frozenset[int] = frozenset()
+        self.pin_modules: dict[int, str] = {}      #: the module each pinned slot is for
         self.quarantined = 0           #: slots FAILED (never loaded or used again)
 
     def _changed(self) -> None:
@@ -129,10 +130,19 @@ class SlotManager:
         return sum(s.state == SlotState.BUSY for s in self.slots)
 
     def victim(self, module: str, future: NeedOrder, keep: set[int] = frozenset()) -> int | None:
-        """A slot to load ``module`` into: a blank one, else the idle resident whose module is
-        needed farthest in ``future`` (Belady) or was used longest ago (LRU); None if every
-        compatible slot is busy, loading, failed, pinned or in ``keep``."""
+        """A slot to load ``module`` into: one pinned for it that does not hold it yet, a blank one,
+        else the idle resident whose module is needed farthest in ``future`` (Belady) or was used
+        longest ago (LRU); None if every compatible slot is busy, loading, failed, pinned (for
+        another module) or in ``keep``."""
         pinned = self.pinned
+        # A slot pinned for this very module that does not hold it yet (a new admission's pin not
+        # loaded): loading it there serves the frame and the contract at once. Without this, a
+        # frame committed before the pin's idle load could start waited for a slot forever.
+        for i in self.compatible_slots(module):
+            s = self.slots[i]
+            if self.pin_modules.get(i) == module and i not in keep and s.module != module \
+                    and (s.state is SlotState.BLANK or s.state is SlotState.READY):
+                return i
         candidates = [s for s in (self.slots[i] for i in self.compatible_slots(module))
                       if s.index not in keep and s.index not in pinned
                       and (s.state is SlotState.BLANK or s.state is SlotState.READY)]

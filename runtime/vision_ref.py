@@ -77,6 +77,21 @@ def binary_moments(mask: np.ndarray) -> dict[str, int]:
     return {"M00": int(xs.size), "M10": int(xs.sum(dtype=np.int64)), "M01": int(ys.sum(dtype=np.int64))}
 
 
+def template_best(frame: np.ndarray, template: np.ndarray) -> dict[str, int]:
+    """The least sum of squared differences of ``template`` over ``frame`` and its top-left corner,
+    the first in row-major order on a tie: cv2.minMaxLoc(cv2.matchTemplate(frame, template,
+    cv2.TM_SQDIFF)) in exact integers (what template_match's registers hold after the frame; all
+    ones when the frame is smaller than the template)."""
+    t = template.shape[0]
+    rows, cols = frame.shape
+    if rows < t or cols < t:
+        return {"BEST": 0xFFFFFFFF, "BEST_X": 0xFFFF, "BEST_Y": 0xFFFF}
+    windows = np.lib.stride_tricks.sliding_window_view(frame.astype(np.int32), (t, t))
+    scores = ((windows - template.astype(np.int32)) ** 2).sum(axis=(2, 3))
+    y, x = np.unravel_index(int(np.argmin(scores)), scores.shape)      # argmin: the first minimum
+    return {"BEST": int(scores[y, x]), "BEST_X": int(x), "BEST_Y": int(y)}
+
+
 def bg_update_reference(x: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
     """b + ((x - b) >> k), the shift flooring (OpenCV's accumulateWeighted is float, so numpy)."""
     b16 = b.astype(np.int16)
@@ -188,8 +203,8 @@ def stage_reference(stage: Stage, frame: np.ndarray) -> np.ndarray:
         return bg_update_reference(frame[..., 0], frame[..., 1], stage.regs.get("K", 4) & 15)
     if kind == "fast9":
         return fast9_reference(frame, min(max(stage.regs.get("THRESH", 10), 0), 255))
-    if kind == "moments":
-        return frame.copy()        # the pixels pass through; the moments are registers
+    if kind in ("moments", "template_match"):
+        return frame.copy()        # the pixels pass through; the results are registers
     raise KeyError(kind)
 
 

@@ -50,10 +50,11 @@ def _phases(name: str, halves: bool, h: int, w: int, nppc: int = 1) -> list[tupl
     its last output lags its last input, and steps before its first output. ``w`` is in beats."""
     if name in WINDOWED:
         return [((h + 1) * (w + 1), w + 1 + WINDOW_TAIL_EXTRA, w + 2)]
-    if name == "fast9":            # a 7x7 window (3 replicated passes, ceil(3/NPPC) steps), then the 3x3 NMS
+    if name in ("fast9", "template_match"):   # a 7x7 window (3 replicated passes, ceil(3/NPPC) steps)
         rb = -(-3 // nppc)
-        return [(3 * w + h * (w + rb), 3 * (w + rb) + WINDOW_TAIL_EXTRA, 3 * w + rb + 1),
-                ((h + 1) * (w + 1), w + 1 + WINDOW_TAIL_EXTRA, w + 2)]
+        window = (3 * w + h * (w + rb), 3 * (w + rb) + WINDOW_TAIL_EXTRA, 3 * w + rb + 1)
+        # fast9's scores then go through the 3x3 suppression window; template_match's pixels leave.
+        return [window, ((h + 1) * (w + 1), w + 1 + WINDOW_TAIL_EXTRA, w + 2)] if name == "fast9" else [window]
     if halves:
         return [((h // 2 * 2) * w, 0, 1)]      # an odd last row is consumed after the last output
     return [(h * w, 0, 1)]

@@ -277,3 +277,18 @@ def realtime_spec(name: str, stages: list[str], period_s: float, deadline_s: flo
     seconds = pass_seconds(chain, counts, rows, cols, platform)
     return PipelineSpec(name, "realtime", period_s, deadline_s, (rows, cols), tuple(chain), jitter_s, None,
                         sum(seconds), passes=counts, pass_exec=seconds)
+
+
+def on_platform(spec: PipelineSpec, platform: Platform) -> PipelineSpec:
+    """``spec`` with its chain cut into passes for ``platform`` (a partition of the board has fewer
+    slots than the board the spec was checked against): the same frames, stages and deadlines.
+    Raises FpgashareError when a stage has no slot there."""
+    if not spec.realtime or not spec.stages:
+        return spec
+    rows, cols = spec.frame
+    counts = split_chain(spec.stages, rows, cols, platform)
+    if len(counts) == 1:
+        exec_s = chain_cycles(spec.stages, rows, cols, platform.pixels_per_clock) / platform.fabric_clock_hz
+        return replace(spec, passes=(), pass_exec=(), exec_s=exec_s)
+    seconds = pass_seconds(spec.stages, counts, rows, cols, platform)
+    return replace(spec, passes=counts, pass_exec=seconds, exec_s=sum(seconds))

@@ -33,14 +33,23 @@ def test_demo_runs_three_apps_and_writes_its_files(tmp_path, capsys):
     assert set(files) == {"trace", "gantt", "video"}
     tracks = {e["args"]["name"] for e in json.loads(Path(files["trace"]).read_text())["traceEvents"]
               if e["name"] == "thread_name"}
-    assert {"port", "pipeline edges", "pipeline motion"} <= tracks
+    assert {"port", "pipeline edges", "pipeline motion", "stream 0", "stream 1"} <= tracks
+    _on_two_streams(summary)
     assert Path(files["gantt"]).read_bytes()[:4] == b"\x89PNG" and Path(files["video"]).stat().st_size > 0
+
+
+def _on_two_streams(summary: dict) -> None:
+    """The demo's daemon splits the board in two: edges and motion each on a stream of its own."""
+    carried = summary["streams"]["carried"]
+    assert len(carried) == 2
+    home = {p: stream for stream, pipelines in carried.items() for p in pipelines}
+    assert home["edges"] != home["motion"]
 
 
 @pytest.mark.rtl
 def test_the_readme_demo_on_the_rtl(tmp_path):
     """The README's demo as ``fpgashare demo`` runs it (640x480, 6 frames, edges + motion + digits on
-    the shell in RTL), the vision apps' frames dumped: every real-time frame on time and on the fabric,
+    the shell in RTL, two streams), the vision apps' frames dumped: every real-time frame on time and on the fabric,
     every output equal to OpenCV's on the same input, the printed digits read, the fabric busy."""
     import numpy as np
     from fpgashare.apps import edge_detect, motion
@@ -75,6 +84,7 @@ def test_the_readme_demo_on_the_rtl(tmp_path):
     fabric = totals["fabric"]                          # over the span the Gantt shows
     assert fabric["slots_computing"] >= 0.05 and fabric["port_loading"] >= 0.2
     assert Path(files["gantt"]).read_bytes()[:4] == b"\x89PNG"
+    _on_two_streams(summary)
 
 
 def test_demo_runs_the_apps_it_is_given(tmp_path, capsys):

@@ -42,7 +42,7 @@ def test_shell_lints_clean_with_platform_parameters(name):
 
 #: The modules with a pixels-per-beat parameter, linted at NPPC 4 too.
 NPPC_MODULES = ["window_nxn", "conv3x3", "sobel_mag", "threshold", "rank3x3", "downscale2x", "moments", "fast9",
-                "pixel_stage"]
+                "pixel_stage", "template_match"]
 
 
 @pytest.mark.parametrize("top", NPPC_MODULES)

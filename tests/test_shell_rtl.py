@@ -138,7 +138,7 @@ def x4(tmp_path_factory):
 
 
 X4_MODULES = ["gauss3x3", "sobel_mag", "threshold", "downscale2x", "erode3x3", "dilate3x3", "median3x3",
-              "moments", "fast9"]
+              "moments", "fast9", "template_match"]
 
 
 @pytest.mark.parametrize("rows,cols", [(1080, 1920), (1079, 1917), (31, 13)])

@@ -9,13 +9,21 @@ import numpy as np
 import pytest
 from fpgashare.backends import make_backend
 from fpgashare.errors import ModuleError
-from fpgashare.modules import CHAIN_PRESETS, KINDS, expand_chain, resolve_stage
+from fpgashare.modules import CHAIN_PRESETS, KINDS, expand_chain, resolve_stage, template_registers
 from fpgashare.platform import load_platform
 from fpgashare.simrun import assign_slots, resolve_chain
-from fpgashare.vision_ref import binary_moments, chain_reference, fast9_keypoints, fast9_reference, rgb2hsv_reference
+from fpgashare.vision_ref import (
+    binary_moments,
+    chain_reference,
+    fast9_keypoints,
+    fast9_reference,
+    rgb2hsv_reference,
+    template_best,
+)
 from fpgashare.vision_timing import chain_cycles, frame_memory_bytes
 
-NEW = ["erode3x3", "dilate3x3", "median3x3", "rgb2hsv", "in_range", "moments", "absdiff", "bg_update", "fast9"]
+NEW = ["erode3x3", "dilate3x3", "median3x3", "rgb2hsv", "in_range", "moments", "absdiff", "bg_update", "fast9",
+       "template_match"]
 
 
 def test_hsv_golden_equals_opencv_on_every_colour():
@@ -61,6 +69,9 @@ def test_chains_that_cannot_be_built_are_refused(chain, message):
 def test_manifests_ship_every_new_module_in_every_slot(name):
     platform = load_platform(name)
     for module in NEW:
+        if (name, module) == ("pynq-z2", "template_match"):
+            assert module not in platform.modules      # its 49 DSP slices (Yosys) exceed a slot's 40
+            continue
         assert [s.name for s in platform.slots_for(module)] == [s.name for s in platform.slots]
         assert set(platform.module(module).registers) == set(KINDS[module].regs)
 
@@ -91,7 +102,7 @@ def test_model_backend_goldens_for_two_input_chains(zcu104):
 
 
 TWIN_CHAINS = [["open3x3", "downscale2x"], ["rgb2hsv", "in_range", "moments"], ["median3x3"], ["rgb2gray", "fast9"],
-               ["absdiff", "threshold", "erode3x3", "downscale2x"], ["bg_update"]]
+               ["absdiff", "threshold", "erode3x3", "downscale2x"], ["bg_update"], ["rgb2gray", "template_match"]]
 
 
 @pytest.mark.rtl
@@ -180,3 +191,50 @@ def test_sim_run_reads_the_moments_registers_after_the_frame(zcu104):
     assert regs["M00"] == want["M00"] > 0
     assert regs["M10_LO"] | regs["M10_HI"] << 32 == want["M10"]
     assert regs["M01_LO"] | regs["M01_HI"] << 32 == want["M01"]
+
+
+def test_template_golden_equals_opencv_match_template():
+    """The exact-integer golden against cv2.minMaxLoc(cv2.matchTemplate(..., TM_SQDIFF)): the same
+    least score (OpenCV's float rounds a little on big frames) and, where it is unique, the same place."""
+    rng = np.random.default_rng(11)
+    for trial in range(30):
+        rows, cols = int(rng.integers(7, 90)), int(rng.integers(7, 120))
+        frame = rng.integers(0, 256, (rows, cols), dtype=np.uint8)
+        if trial % 2:
+            frame = cv2.GaussianBlur(frame, (5, 5), 0)
+        y, x = int(rng.integers(0, rows - 6)), int(rng.integers(0, cols - 6))
+        template = frame[y:y + 7, x:x + 7].copy()
+        template[3, 3] ^= int(rng.integers(0, 40))
+        best = template_best(frame, template)
+        scores = cv2.matchTemplate(frame, template, cv2.TM_SQDIFF)
+        low, _, where, _ = cv2.minMaxLoc(scores)
+        assert abs(low - best["BEST"]) <= 1e-4 * max(1.0, best["BEST"]) + 1
+        if np.count_nonzero(scores <= low + 2) == 1:
+            assert where == (best["BEST_X"], best["BEST_Y"]), trial
+    assert template_best(np.zeros((6, 40), np.uint8), template)["BEST"] == 0xFFFFFFFF
+
+
+def test_a_template_register_set_needs_seven_by_seven_bytes():
+    regs = template_registers(np.arange(49, dtype=np.uint8).reshape(7, 7))
+    assert regs["T0"] == 0x03020100 and regs["T12"] == 48 and len(regs) == 13
+    with pytest.raises(ModuleError, match="7x7 template of 8-bit pixels"):
+        template_registers(np.zeros((6, 7), np.uint8))
+
+
+@pytest.mark.rtl
+def test_template_match_finds_a_template_on_a_full_hd_frame_through_the_shell(zcu104):
+    """rgb2gray then template_match on one 1920x1080 frame in the shell RTL: the registers read after
+    the frame equal the golden (and OpenCV's place), the pixels pass through."""
+    from fpgashare.hdl_sim.board import SimBoard
+    from fpgashare.simrun import run_chain
+
+    rng = np.random.default_rng(12)
+    rgb = cv2.GaussianBlur(rng.integers(0, 256, (1080, 1920, 3), dtype=np.uint8), (5, 5), 0)
+    gray = chain_reference(resolve_chain(["rgb2gray"], {}), rgb)
+    template = gray[700:707, 1500:1507].copy()
+    stages = resolve_chain(["rgb2gray", "template_match"], {"template_match": template_registers(template)})
+    result = run_chain(SimBoard(zcu104), stages, rgb)
+    assert np.array_equal(result.output, gray)
+    want = template_best(gray, template)
+    assert result.results["template_match"] == want
+    assert (want["BEST"], want["BEST_X"], want["BEST_Y"]) == (0, 1500, 700)

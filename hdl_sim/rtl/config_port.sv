@@ -23,7 +23,7 @@ module config_port #(
     parameter int FRAME_WORDS = 101,
     parameter logic [NUM_SLOTS*32-1:0] SLOT_FAR_BASE = '0,   // first frame address of each slot
     parameter logic [NUM_SLOTS*32-1:0] SLOT_FRAMES = '0,     // frames in each slot's region
-    parameter logic [NUM_SLOTS*16-1:0] SLOT_MODULES = '0     // bit m: the slot can hold module m
+    parameter logic [NUM_SLOTS*32-1:0] SLOT_MODULES = '0     // bit m: the slot can hold module m
 ) (
     input  wire                    clk,
     input  wire                    rst,
@@ -33,7 +33,7 @@ module config_port #(
     input  wire                    s_axis_tlast,
     input  wire                    arm,          // pulse: begin a load into arm_slot
     input  wire [3:0]              arm_slot,
-    output logic [NUM_SLOTS*4-1:0] slot_module,  // active module per slot, 0 = blank
+    output logic [NUM_SLOTS*5-1:0] slot_module,  // active module per slot (5-bit ids), 0 = blank
     output logic [NUM_SLOTS-1:0]   slot_loading,
     output logic [NUM_SLOTS-1:0]   slot_failed,
     output logic [NUM_SLOTS-1:0]   slot_rst,     // one-cycle RM reset after a good load
@@ -66,7 +66,7 @@ module config_port #(
     logic [31:0] crc_q, far_q;
     logic        idcode_ok, wcfg_ok, far_set, fdri_done, crc_checked, in_fdri, counting;
     logic [26:0] fdri_idx;
-    logic [3:0]  mod_q;
+    logic [4:0]  mod_q;
 
     assign s_axis_tready = (phase == P_SYNC) || (phase == P_HDR) || (phase == P_DATA) || (phase == P_DRAIN);
     wire take = s_axis_tvalid && s_axis_tready;
@@ -107,7 +107,7 @@ module config_port #(
     wire [SW-1:0] ai = arm_slot[SW-1:0];
     wire [31:0] t_base   = SLOT_FAR_BASE[target*32 +: 32];
     wire [31:0] t_frames = SLOT_FRAMES[target*32 +: 32];
-    wire [15:0] t_mods   = SLOT_MODULES[target*16 +: 16];
+    wire [31:0] t_mods   = SLOT_MODULES[target*32 +: 32];
 
     // Check of an FDRI packet of `count` words against the target slot's region.
     function automatic [7:0] fdri_check(input [26:0] count, input [31:0] far, input [31:0] base,
@@ -149,7 +149,7 @@ module config_port #(
                     end else begin
                         status <= 2'd1;
                         phase <= P_SYNC;
-                        slot_module[arm_slot*4 +: 4] <= 4'd0;
+                        slot_module[arm_slot*5 +: 5] <= 5'd0;
                         slot_loading[ai] <= 1'b1;
                         slot_failed[ai] <= 1'b0;
                         slot_error[arm_slot*8 +: 8] <= 8'd0;
@@ -242,8 +242,8 @@ module config_port #(
                             fdri_idx <= fdri_idx + 1;
                             if (fdri_idx == 0 && w != RM_MAGIC) err = ERR_UNKNOWN_MODULE;
                             if (fdri_idx == 1) begin
-                                if (w[31:4] != 0 || w[3:0] == 0 || !t_mods[w[3:0]]) err = ERR_UNKNOWN_MODULE;
-                                else mod_q <= w[3:0];
+                                if (w[31:5] != 0 || w[4:0] == 0 || !t_mods[w[4:0]]) err = ERR_UNKNOWN_MODULE;
+                                else mod_q <= w[4:0];
                             end
                             if (remaining == 1) fdri_done <= 1'b1;
                         end
@@ -268,7 +268,7 @@ module config_port #(
                 end
             end
             P_ACT: begin
-                slot_module[target*4 +: 4] <= mod_q;
+                slot_module[target*5 +: 5] <= mod_q;
                 slot_rst[ti] <= 1'b1;
                 phase <= P_ACT2;
             end

@@ -74,6 +74,9 @@ module rm_library #(
         15: begin : g_fast9
             fast9 #(.DATA_W(DATA_W), .NPPC(NPPC), .MAX_W(MAX_W)) u_rm (.*);
         end
+        16: begin : g_template_match
+            template_match #(.DATA_W(DATA_W), .NPPC(NPPC), .MAX_W(MAX_W)) u_rm (.*);
+        end
         default: begin : g_unknown
             $error("rm_library: no module with id %0d", MODULE_ID);
         end

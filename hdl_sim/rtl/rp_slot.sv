@@ -13,7 +13,7 @@ module rp_slot #(
     parameter int DATA_W = 32,
     parameter int MAX_W = 1920,
     parameter int NPPC = 1,
-    parameter logic [15:0] MODULE_MASK = 16'b0000_0000_0011_1110,
+    parameter logic [31:0] MODULE_MASK = 32'b0000_0000_0011_1110,
     parameter logic [31:0] SEED = 32'h1234_5678,
     parameter int DNN_P = 8,
     parameter int DNN_ACT_ENTRIES = 4096,
@@ -21,13 +21,13 @@ module rp_slot #(
     parameter int DNN_PG_ENTRIES = 64,
     parameter int DNN_MAX_LAYERS = 16
 ) (
-    input  wire [3:0]         active_module,
+    input  wire [4:0]         active_module,
     input  wire               rm_rst,
     input  wire               decouple,
     output wire               decouple_status,
     `include "rm_ports.svh"
 );
-    localparam int NM = 16;  // module ids 0..15 (0 = blank)
+    localparam int NM = 32;  // module ids 0..31 (0 = blank)
 
     // Partition-side signals (inside the decoupler).
     wire [DATA_W-1:0] rp_s_tdata, rp_m_tdata;
@@ -61,7 +61,7 @@ module rp_slot #(
     );
 
     // Per-module signals, indexed by module id (0 = the blank).
-    wire [3:0] sel = active_module;
+    wire [4:0] sel = active_module;
     wire [NM-1:0] i_tready, o_tvalid, o_tlast, o_tuser, l_awready, l_wready, l_bvalid, l_arready, l_rvalid;
     wire [DATA_W-1:0] o_tdata [NM];
     wire [1:0] l_bresp [NM];
@@ -84,7 +84,7 @@ module rp_slot #(
 
     for (genvar m = 0; m < NM; m++) begin : g_rm
         if (m == 0 || MODULE_MASK[m]) begin : g_present
-            wire on = (sel == 4'(m));
+            wire on = (sel == 5'(m));
             // The blank (id 0) is the junk source and never stops. Any other module runs only while
             // selected (its clock is gated off otherwise) and is reset by every load into the slot.
             wire run = (m == 0) || on || rst;

@@ -10,7 +10,7 @@
 // error[15:8], status[1:0]}, 6 CFG_WORDS, 7 CFG_CYCLES, 8 CFG_LOADS, 9 DEBUG (bit0 bypasses every
 // decoupler: a fault-injection hook for tests), 10 ROUTE_OUT (stream 0's output), 11 IDCODE,
 // 12 LINK_ERR, 13 ROUTE_ERR (write clears), 14 STREAMS, 16 + 4k SLOT_STATUS {decoupled[16],
-// error[15:8], module[7:4], state[1:0]}, 17 + 4k SLOT_ROUTE, 18 + 4k SLOT_BEATS_IN,
+// error[15:8], module[6:2], state[1:0]}, 17 + 4k SLOT_ROUTE, 18 + 4k SLOT_BEATS_IN,
 // 19 + 4k SLOT_BEATS_OUT, 16 + 4 * NUM_SLOTS + s - 1 ROUTE_OUT of stream s >= 1.
 // A route is {enable[31], stream[10:8] (slot routes), source[3:0]}: source 0 = the input of the
 // route's stream, source k + 1 = slot k's output link. route_table.sv refuses a route that would
@@ -30,7 +30,7 @@ module shell #(
     parameter int FRAME_WORDS = 101,
     parameter logic [NUM_SLOTS*32-1:0] SLOT_FAR_BASE = '0,
     parameter logic [NUM_SLOTS*32-1:0] SLOT_FRAMES = '0,
-    parameter logic [NUM_SLOTS*16-1:0] SLOT_MODULES = '0,
+    parameter logic [NUM_SLOTS*32-1:0] SLOT_MODULES = '0,
     parameter int LINK_LANE_W = 32,
     parameter int LINK_LATENCY = 1,
     parameter int LINK_CREDITS = 4,
@@ -155,7 +155,7 @@ module shell #(
     );
 
     // ---- configuration port
-    wire [NUM_SLOTS*4-1:0] slot_module;
+    wire [NUM_SLOTS*5-1:0] slot_module;
     wire [NUM_SLOTS-1:0] slot_loading, slot_failed, slot_rst;
     wire [NUM_SLOTS*8-1:0] slot_error;
     wire [1:0] cfg_status;
@@ -237,15 +237,15 @@ module shell #(
         wire [DATA_W-1:0] o_tdata;
         wire o_tvalid, o_tready, o_tlast, o_tuser;
         wire [31:0] flits_unused;
-        wire dec = (slot_module[k*4 +: 4] == 0 || slot_loading[k] || slot_failed[k]) && !bypass_decouplers;
+        wire dec = (slot_module[k*5 +: 5] == 0 || slot_loading[k] || slot_failed[k]) && !bypass_decouplers;
 
         rp_slot #(
-            .DATA_W(DATA_W), .MAX_W(MAX_W), .NPPC(NPPC), .MODULE_MASK(SLOT_MODULES[k*16 +: 16]),
+            .DATA_W(DATA_W), .MAX_W(MAX_W), .NPPC(NPPC), .MODULE_MASK(SLOT_MODULES[k*32 +: 32]),
             .SEED(32'h9E37_79B9 * (k + 1)), .DNN_P(DNN_P), .DNN_ACT_ENTRIES(DNN_ACT_ENTRIES),
             .DNN_W_ENTRIES(DNN_W_ENTRIES), .DNN_PG_ENTRIES(DNN_PG_ENTRIES), .DNN_MAX_LAYERS(DNN_MAX_LAYERS)
         ) u_slot (
             .clk, .rst,
-            .active_module(slot_module[k*4 +: 4]), .rm_rst(slot_rst[k]),
+            .active_module(slot_module[k*5 +: 5]), .rm_rst(slot_rst[k]),
             .decouple(dec), .decouple_status(decoupled[k]),
             .s_axis_tdata(snk_tdata[k]), .s_axis_tvalid(snk_tvalid[k]),
             .s_axis_tready(snk_tready[k]), .s_axis_tlast(snk_tlast[k]), .s_axis_tuser(snk_tuser[k]),
@@ -328,8 +328,8 @@ module shell #(
         for (int s = 1; s < NUM_STREAMS; s++) ro[(16 + 4*NUM_SLOTS + s - 1)*32 +: 32] = route_words[(NUM_SLOTS+s)*32 +: 32];
         for (int k = 0; k < NUM_SLOTS; k++) begin
             logic [1:0] state;
-            state = slot_failed[k] ? 2'd3 : slot_loading[k] ? 2'd1 : (slot_module[k*4 +: 4] != 0) ? 2'd2 : 2'd0;
-            ro[(16+4*k)*32 +: 32] = {15'd0, decoupled[k], slot_error[k*8 +: 8], slot_module[k*4 +: 4], 2'd0, state};
+            state = slot_failed[k] ? 2'd3 : slot_loading[k] ? 2'd1 : (slot_module[k*5 +: 5] != 0) ? 2'd2 : 2'd0;
+            ro[(16+4*k)*32 +: 32] = {15'd0, decoupled[k], slot_error[k*8 +: 8], 1'b0, slot_module[k*5 +: 5], state};
             ro[(18+4*k)*32 +: 32] = beats_in[k];
             ro[(19+4*k)*32 +: 32] = beats_out[k];
             ro[(17+4*k)*32 +: 32] = route_words[k*32 +: 32];

@@ -45,7 +45,7 @@ module rp_slot #(
     parameter int DATA_W = 32,
     parameter int MAX_W = 1920,
     parameter int NPPC = 1,           // the modules' pixels per beat: the static side does not depend on it
-    parameter logic [15:0] MODULE_MASK = 16'b0000_0000_0011_1110,
+    parameter logic [31:0] MODULE_MASK = 32'b0000_0000_0011_1110,
     parameter logic [31:0] SEED = 32'h1234_5678,
     parameter int DNN_P = 8,
     parameter int DNN_ACT_ENTRIES = 4096,
@@ -53,7 +53,7 @@ module rp_slot #(
     parameter int DNN_PG_ENTRIES = 64,
     parameter int DNN_MAX_LAYERS = 16
 ) (
-    input  wire [3:0]         active_module,
+    input  wire [4:0]         active_module,
     input  wire               rm_rst,
     input  wire               decouple,
     output wire               decouple_status,

@@ -43,7 +43,8 @@ def status(daemon, client) -> dict:
     only if it may see them (root, or a member of the admin group)."""
     engine = daemon.engine
     now = max(daemon.clock.now(), 1e-9)
-    slots = [{"slot": s.index, "state": s.state.value, "module": s.module,
+    streams = engine.slot_streams()
+    slots = [{"slot": s.index, "state": s.state.value, "module": s.module, "stream": streams[s.index],
               "utilization": round(engine.busy_by_slot[s.index] / now, 4)} for s in engine.slots.slots]
     port = engine.slots.port
     admin = daemon.is_admin(client)

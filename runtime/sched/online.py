@@ -62,6 +62,9 @@ class OnlineEngine(Engine):
         self.watchdog_margin, self.watchdog_floor_s = WATCHDOG_MARGIN, WATCHDOG_FLOOR_S
         self.watchdog_fired = 0                  #: loads and frames the watchdog ended
         self._host_nets: dict[str, host_inference] = {}   # DNN pipelines on the host: their networks
+        #: Extra arguments of every analysis: a partition of the board (online_streams.py) counts the
+        #: port shared with the others, the board's register traffic, and leaves DDR to the board.
+        self.analysis_kw: dict = {}
 
     # ---- the watchdog: hardware completions are polled (Pending.ready), never waited for
     def _overdue(self, started: float, seconds: float) -> float:
@@ -95,6 +98,10 @@ class OnlineEngine(Engine):
             return
         super()._job_done(frame)
 
+    def slot_streams(self) -> list[int]:
+        """The video stream each slot's work takes (all this engine's)."""
+        return [self.stream_id] * len(self.slots.slots)
+
     # ---- pipelines
     def admission_test(self, spec: PipelineSpec):
         """A callable that says why ``spec`` cannot join the pipelines registered now, or None if
@@ -115,7 +122,7 @@ class OnlineEngine(Engine):
             return lambda: f"every slot that can hold {lost[0]} is quarantined"
 
         def test() -> str | None:
-            verdict = analyse(candidate, platform, keep_pinned=pinned, few_pins=True)
+            verdict = analyse(candidate, platform, keep_pinned=pinned, few_pins=True, **self.analysis_kw)
             self._verdicts[spec.name] = verdict
             return None if verdict.ok else verdict.reason
 
@@ -157,7 +164,7 @@ class OnlineEngine(Engine):
                 verdict = self._verdicts.pop(spec.name, None)
                 if verdict is None or not verdict.ok:
                     verdict = analyse([*self.pipelines, spec], self.working_platform(),
-                                      keep_pinned=dict(self.contract.pinned), few_pins=True)
+                                      keep_pinned=dict(self.contract.pinned), few_pins=True, **self.analysis_kw)
                 if not verdict.ok:
                     raise FpgashareError(verdict.reason)
                 self.pin_idle_ok = self.contract.idle_loads or not self.pipelines
@@ -209,7 +216,8 @@ class OnlineEngine(Engine):
             # (the set left has less demand than the one admitted, with the same loads per frame).
             used = {m for p in self.pipelines for m in p.modules}
             kept = {s: m for s, m in self.contract.pinned.items() if m in used}
-            verdict = analyse(self.pipelines, self.working_platform(), keep_pinned=kept, few_pins=True)
+            verdict = analyse(self.pipelines, self.working_platform(), keep_pinned=kept, few_pins=True,
+                              **self.analysis_kw)
             if verdict.ok:
                 self.set_contract(verdict.contract)
         held = [f for f in self.frames if f.pipeline.name == name and f.outcome is None
@@ -252,18 +260,22 @@ class OnlineEngine(Engine):
         now = self.now
         for name, waiting in list(self._warming.items()):
             for slot in list(waiting):
-                s = self.slots.slots[slot]
-                if s.state in (SlotState.READY, SlotState.BUSY) or s.state is SlotState.FAILED \
-                        or slot not in self.contract.pinned:
+                s, pin = self.slots.slots[slot], self.contract.pinned.get(slot)
+                if (s.state in _RESIDENT and s.module == pin) or s.state is SlotState.FAILED or pin is None:
                     waiting.discard(slot)          # in (or gone: a fault voids the promise, not the frame)
             if not waiting:
                 del self._warming[name]
+                earliest = now
                 for frame in self._held.pop(name, []):
-                    shift = max(0.0, now - frame.release)        # its deadline counts from now
+                    # Its deadline counts from its release, and releases stay a period apart (the
+                    # analysis's sporadic model): a held frame moves the pipeline's next due time.
+                    shift = max(0.0, earliest - frame.release)
                     frame.release += shift
                     frame.origin += shift
                     frame.deadline = frame.release + frame.pipeline.deadline_s
                     self.push(frame.release, RELEASE, frame)
+                    earliest = frame.release + frame.pipeline.period_s
+                    self._due[name] = max(self._due.get(name, 0.0), frame.origin + frame.pipeline.period_s)
 
     def _fabric_release(self, frame: Frame) -> None:
         if frame.pipeline.name in self._warming:

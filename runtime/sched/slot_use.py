@@ -18,6 +18,7 @@ class SlotUse:
         """Keep to ``contract`` from now on: its pinned slots are never evicted."""
         self.contract = contract
         self.slots.pinned = contract.pinned_slots
+        self.slots.pin_modules = dict(contract.pinned)
 
     def move_pin(self: Engine, slot: int, to: int) -> None:
         """The module pinned at ``slot`` is pinned at ``to`` from now on (runtime/sched/pin_move.py)."""

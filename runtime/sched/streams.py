@@ -84,17 +84,7 @@ class StreamsEngine:
     @property
     def trace(self) -> list[TraceEvent]:
         """Every partition's trace with board slot numbers."""
-        out = []
-        for view, engine in zip(self.views, self.parts, strict=True):
-            names = {f"slot {i}": f"slot {g}" for i, g in enumerate(view.global_slots)}
-            for e in engine.trace:
-                if e.track in names:
-                    e = replace(e, track=names[e.track])
-                elif e.track == "port":
-                    local = int(e.name.rsplit(" ", 1)[1])
-                    e = replace(e, name=f"{e.name.rsplit(' ', 1)[0]} {view.global_slots[local]}")
-                out.append(e)
-        return sorted(out, key=lambda e: (e.start, e.track))
+        return board_trace(self.views, self.parts)
 
     # ---- the loop
     def run(self) -> StreamsEngine:
@@ -174,6 +164,21 @@ class StreamsEngine:
                          "stream_busy": round(self._stream_busy_s(e) / sim_s, 4)}
                         for e, v in zip(self.parts, self.views, strict=True)]})
         return {"pipelines": pipelines, "totals": totals}
+
+
+def board_trace(views: list[SlotView], engines: list[Engine]) -> list[TraceEvent]:
+    """The partitions' traces in one, in time order, with the board's slot numbers."""
+    out = []
+    for view, engine in zip(views, engines, strict=True):
+        names = {f"slot {i}": f"slot {g}" for i, g in enumerate(view.global_slots)}
+        for e in engine.trace:
+            if e.track in names:
+                e = replace(e, track=names[e.track])
+            elif e.track == "port":
+                local = int(e.name.rsplit(" ", 1)[1])
+                e = replace(e, name=f"{e.name.rsplit(' ', 1)[0]} {view.global_slots[local]}")
+            out.append(e)
+    return sorted(out, key=lambda e: (e.start, e.track))
 
 
 def run_streams(workload: Workload, backend: Backend, plan: StreamPlan, make_policy: Callable[[], object],

@@ -35,6 +35,7 @@ from fpgashare.shell_map import (
     ROUTE_ERR_STREAM,
     route_out_reg,
     route_word,
+    slot_module_of,
     slot_reg,
 )
 from fpgashare.vision_ref import chain_reference
@@ -174,7 +175,7 @@ class Shell:
     async def check_loaded(self, slot: int, module: str) -> None:
         status = await self.read(REG_CFG_STATUS)
         assert status & 3 == 2 and (status >> 8) & 0xFF == 0, f"load of {module} into slot {slot}: 0x{status:x}"
-        assert (await self.read(slot_reg(slot, 0)) >> 4) & 0xF == KINDS[module].module_id
+        assert slot_module_of(await self.read(slot_reg(slot, 0))) == KINDS[module].module_id
 
     async def route(self, stream: int, chain: list[int]) -> None:
         source = 0

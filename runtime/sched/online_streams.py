@@ -1,0 +1,333 @@
+"""The daemon on several video streams: the board cut into fixed partitions (a stream and slots of
+its own each), one online engine per partition, one configuration port between them.
+
+Why it holds (the same argument as for a workload's partitions, runtime/sched/stream_plan.py):
+a partition's frames and DNN batches use only its own stream and slots, so inside it the
+one-stream analysis holds as it is; what partitions share is the port, granted round-robin with
+at most one load queued or in flight per partition (port_share.py), so every partition is analysed
+with ``port_share`` = the number of partitions (fixed while the daemon runs: a pipeline that comes
+later never lengthens the waits counted for one admitted earlier) and the board's longest load and
+register traffic. The frames of every stream share the DDR: admission checks them all together.
+
+A real-time pipeline goes to a partition that admits it: the one whose frames then need the fewest
+loads per second (the port is what partitions share), then one without DNN work, then the most
+slack; it stays there. Best-effort DNN work goes to a
+partition with tile slots, one without real-time work first, else the one its frames leave most
+idle. Host-only pipelines go with partition 0 (they use no fabric).
+
+The daemon sees this object as it sees one ``OnlineEngine`` (the same calls and figures, slots
+numbered as on the board).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from dataclasses import replace as dc_replace
+
+import numpy as np
+from fpgashare.backends.base import Backend
+from fpgashare.backends.slot_view import SlotView
+from fpgashare.clock import Clock
+from fpgashare.errors import FpgashareError
+from fpgashare.platform import Platform
+from fpgashare.port import LoadRequest
+from fpgashare.sched.analysis import DDR_FABRIC_SHARE, ddr_budget, load_seconds
+from fpgashare.sched.backfill import DNN
+from fpgashare.sched.control_traffic import control_seconds
+from fpgashare.sched.engine import DnnRequest, Frame
+from fpgashare.sched.jobs import TraceEvent
+from fpgashare.sched.online import OnlineEngine
+from fpgashare.sched.port_share import PortArbiter
+from fpgashare.sched.streams import board_trace
+from fpgashare.slots import Slot
+from fpgashare.workload import PipelineSpec, on_platform
+
+
+def split_slots(platform: Platform, streams: int) -> list[tuple[int, ...]]:
+    """The board's slots in ``streams`` runs of consecutive slots, as even as they go (the first
+    ones one larger). Refused when the platform has fewer streams or slots."""
+    most = min(platform.streams, len(platform.slots))
+    if not 1 <= streams <= most:
+        raise FpgashareError(f"{platform.path}: {streams} streams asked; platform.streams is {platform.streams} "
+                             f"and it has {len(platform.slots)} slots (1..{most})")
+    indices = [s.index for s in platform.slots]
+    size, extra = divmod(len(indices), streams)
+    out, at = [], 0
+    for k in range(streams):
+        n = size + (k < extra)
+        out.append(tuple(indices[at:at + n]))
+        at += n
+    return out
+
+
+@dataclass
+class BoardPort:
+    """The one port as status and metrics read it: every partition's loads together."""
+
+    loads: int
+    busy_s: float
+    queue: list[LoadRequest] = field(default_factory=list)
+    current: LoadRequest | None = None
+
+
+@dataclass
+class BoardSlots:
+    """Every slot with its board index (a snapshot) and the port."""
+
+    slots: list[Slot]
+    port: BoardPort
+
+
+class OnlineStreams:
+    """``OnlineEngine``'s interface over fixed partitions of the board (module docstring)."""
+
+    def __init__(self, platform: Platform, backend: Backend, make_policy: Callable[[], object], clock: Clock,
+                 partitions: list[tuple[int, ...]]) -> None:
+        covered = sorted(s for part in partitions for s in part)
+        if covered != sorted(s.index for s in platform.slots):
+            raise FpgashareError(f"partitions {[list(p) for p in partitions]} must cover every slot of "
+                                 f"{platform.name} once")
+        self.platform, self.backend, self.clock = platform, backend, clock
+        self.views = [SlotView(backend, part) for part in partitions]
+        self.parts: list[OnlineEngine] = []
+        probe = make_policy()
+        self.arbiter = PortArbiter(getattr(probe, "port_order", "round-robin"))
+        if not getattr(probe, "admission", False):
+            raise FpgashareError("partitions of the board need a policy whose admission places pipelines (edf)")
+        shared = {"port_share": len(partitions), "board_load_s": load_seconds(platform),
+                  "control_s": control_seconds(platform), "check_ddr": False}
+        for k, view in enumerate(self.views):
+            engine = OnlineEngine(view.platform, view, make_policy(), clock)
+            engine.stream_id = k
+            engine.analysis_kw = dict(shared)
+            self.arbiter.add(engine)
+            self.parts.append(engine)
+        self._home: dict[str, int] = {}       # pipeline -> its partition
+        self._chosen: dict[str, tuple[int, PipelineSpec]] = {}   # admission's choice, for add_pipeline
+
+    # ---- what the daemon sets on its engine: every partition shares it
+    def _set_all(self, name: str, value) -> None:
+        for engine in self.parts:
+            setattr(engine, name, value)
+
+    on_finish = property(lambda self: self.parts[0].on_finish, lambda self, v: self._set_all("on_finish", v))
+    cpu = property(lambda self: self.parts[0].cpu, lambda self, v: self._set_all("cpu", v))
+    cpu_besteffort = property(lambda self: self.parts[0].cpu_besteffort,
+                              lambda self, v: self._set_all("cpu_besteffort", v))
+    watchdog_margin = property(lambda self: self.parts[0].watchdog_margin,
+                               lambda self, v: self._set_all("watchdog_margin", v))
+
+    # ---- what the daemon reads, for the whole board
+    @property
+    def pipelines(self) -> list[PipelineSpec]:
+        return [p for e in self.parts for p in e.pipelines]
+
+    @property
+    def dnn_pipelines(self) -> list[PipelineSpec]:
+        return [p for e in self.parts for p in e.dnn_pipelines]
+
+    @property
+    def cpu_pipelines(self) -> list[PipelineSpec]:
+        return [p for e in self.parts for p in e.cpu_pipelines]
+
+    @property
+    def frames(self) -> list[Frame]:
+        return [f for e in self.parts for f in e.frames]
+
+    @property
+    def dnn_queue(self) -> dict[str, list[DnnRequest]]:
+        return {k: v for e in self.parts for k, v in e.dnn_queue.items()}
+
+    @property
+    def dnn_images(self) -> dict[str, int]:
+        return {k: v for e in self.parts for k, v in e.dnn_images.items()}
+
+    @property
+    def watchdog_fired(self) -> int:
+        return sum(e.watchdog_fired for e in self.parts)
+
+    @property
+    def busy_by_slot(self) -> list[float]:
+        out = [0.0] * len(self.platform.slots)
+        for view, engine in zip(self.views, self.parts, strict=True):
+            for local, busy in enumerate(engine.busy_by_slot):
+                out[view.global_slots[local]] = busy
+        return out
+
+    @property
+    def slot_busy_s(self) -> float:
+        return sum(e.slot_busy_s for e in self.parts)
+
+    @property
+    def slots(self) -> BoardSlots:
+        by_index: dict[int, Slot] = {}
+        for view, engine in zip(self.views, self.parts, strict=True):
+            for local, slot in enumerate(engine.slots.slots):
+                by_index[view.global_slots[local]] = dc_replace(slot, index=view.global_slots[local])
+        ports = [e.slots.port for e in self.parts]
+        port = BoardPort(sum(p.loads for p in ports), sum(p.busy_s for p in ports),
+                         [r for p in ports for r in p.queue],
+                         next((p.current for p in ports if p.current is not None), None))
+        return BoardSlots([by_index[k] for k in sorted(by_index)], port)
+
+    @property
+    def trace(self) -> list[TraceEvent]:
+        return board_trace(self.views, self.parts)
+
+    def slot_streams(self) -> list[int]:
+        """The video stream each board slot belongs to."""
+        out = [0] * len(self.platform.slots)
+        for k, view in enumerate(self.views):
+            for g in view.global_slots:
+                out[g] = k
+        return out
+
+    def partition_of(self, name: str) -> tuple[int, tuple[int, ...]]:
+        """The stream and the board's slots pipeline ``name`` runs on."""
+        if name not in self._home:
+            raise FpgashareError(f"no pipeline {name!r}")
+        k = self._home[name]
+        return k, self.views[k].global_slots
+
+    # ---- the loop
+    def begin(self) -> None:
+        for engine in self.parts:
+            engine.begin()
+        self.arbiter.grant()
+
+    def next_event_s(self) -> float | None:
+        due = [t for t in (e.next_event_s() for e in self.parts) if t is not None]
+        return min(due, default=None)
+
+    def advance_to(self, horizon: float) -> None:
+        """Every partition's events due by ``horizon``, in time order across partitions; after
+        each step the port goes to the next partition with a load waiting."""
+        while (t := self.next_event_s()) is not None and t <= horizon:
+            port_was_busy = self.arbiter.owner is not None
+            for engine in self.parts:
+                nxt = engine.next_event_s()
+                if nxt is not None and nxt <= t:
+                    engine.advance_to(t)
+            self.arbiter.grant()
+            if port_was_busy and self.arbiter.owner is None:
+                for engine in self.parts:      # side loads a partition held back may go now
+                    engine.poke()
+        self.arbiter.grant()
+
+    # ---- pipelines
+    def _name_taken(self, name: str) -> str | None:
+        return next((why for e in self.parts if (why := e._name_taken(name))), None)
+
+    def _ddr_refusal(self, spec: PipelineSpec) -> str | None:
+        budget = ddr_budget(self.platform)
+        rate = sum(p.ddr_bytes_per_frame / p.period_s for p in (*self.pipelines, spec))
+        if rate <= budget:
+            return None
+        return (f"the frames of every stream would move {rate / 1e6:.0f} MB/s to and from DDR, more than the "
+                f"{budget / 1e6:.0f} MB/s {self.platform.name} gives the fabric ({DDR_FABRIC_SHARE:.0%} of "
+                "platform.ddr_bytes_per_s, the DDR's peak)")
+
+    def admission_test(self, spec: PipelineSpec):
+        """A callable that says why ``spec`` cannot join any partition now, or None (then it
+        remembers which partition takes it, with the chain cut into passes for that partition's
+        slots). Snapshots are taken now; the call may run off the loop's thread."""
+        taken = self._name_taken(spec.name)
+        if taken:
+            return lambda: taken
+        if not spec.realtime or spec.on_cpu_only:
+            return lambda: None
+        fitted, reasons = {}, []
+        for k, engine in enumerate(self.parts):
+            try:
+                fitted[k] = on_platform(spec, engine.platform)
+            except FpgashareError as exc:
+                reasons.append(f"stream {k} (slots {list(self.views[k].global_slots)}): {exc}")
+        ddr = self._ddr_refusal(spec)
+        trials = [(k, e, e.admission_test(fitted[k]), list(e.pipelines), bool(e.dnn_pipelines))
+                  for k, e in enumerate(self.parts) if k in fitted]
+
+        def test() -> str | None:
+            if ddr:
+                return ddr
+            best, why_not = None, list(reasons)
+            for k, engine, trial, before, has_dnn in trials:
+                why = trial()
+                verdict = engine._verdicts.get(spec.name)
+                if why or verdict is None:
+                    why_not.append(f"stream {k} (slots {list(self.views[k].global_slots)}): {why}")
+                    continue
+                loads = sum(verdict.plan.loads.get(p.name, 0) / p.period_s for p in (*before, spec)) \
+                    if verdict.plan is not None else 0.0
+                rank = (loads, has_dnn, -verdict.slack_s, k)
+                if best is None or rank < best[0]:
+                    best = (rank, k)
+            for k, engine, *_ in trials:
+                if best is None or k != best[1]:
+                    engine._verdicts.pop(spec.name, None)
+            if best is None:
+                return "no stream admits it: " + "; ".join(why_not)
+            self._chosen[spec.name] = (best[1], fitted[best[1]])
+            return None
+
+        return test
+
+    def admit(self, spec: PipelineSpec) -> str | None:
+        """Why ``spec`` cannot join the admitted set, or None if it can."""
+        return self.admission_test(spec)()
+
+    def _dnn_home(self) -> int:
+        """The partition for best-effort DNN work (module docstring)."""
+        options = []
+        for k, engine in enumerate(self.parts):
+            tiles = len(engine.working_platform().slots_for(DNN)) if DNN in engine.platform.modules else 0
+            if tiles:
+                idle = 1.0 - sum(p.exec_s / p.period_s for p in engine.pipelines)
+                options.append((not engine.pipelines, idle, tiles, k))
+        if not options:
+            raise FpgashareError(f"{self.platform.name} has no working dnn_tile slot in any partition")
+        return max(options)[3]
+
+    def add_pipeline(self, spec: PipelineSpec, admitted: bool = False) -> None:
+        """Register ``spec`` in its partition; ``admitted``: the caller ran ``admission_test``."""
+        taken = self._name_taken(spec.name)
+        if taken:
+            raise FpgashareError(taken)
+        if spec.on_cpu_only:
+            k = 0
+        elif not spec.realtime:
+            k = self._dnn_home() if DNN in self.platform.modules else 0
+        else:
+            if not admitted or spec.name not in self._chosen:
+                why = self.admission_test(spec)()
+                if why:
+                    raise FpgashareError(why)
+            k, spec = self._chosen.pop(spec.name)
+        self.parts[k].add_pipeline(spec, admitted=True)
+        self._home[spec.name] = k
+        self.arbiter.grant()
+
+    def remove_pipeline(self, name: str, reason: str) -> list[Frame]:
+        """End pipeline ``name`` in its partition (``OnlineEngine.remove_pipeline``)."""
+        self._chosen.pop(name, None)
+        k = self._home.pop(name, None)
+        if k is None:
+            return []
+        dropped = self.parts[k].remove_pipeline(name, reason)
+        self.arbiter.grant()
+        return dropped
+
+    # ---- frames
+    def _engine_of(self, name: str) -> OnlineEngine:
+        k = self._home.get(name)
+        if k is None:
+            raise FpgashareError(f"no pipeline {name!r}")
+        return self.parts[k]
+
+    def submit(self, name: str, pixels: np.ndarray) -> Frame:
+        """A frame of pipeline ``name``, to its partition (``OnlineEngine.submit``)."""
+        return self._engine_of(name).submit(name, pixels)
+
+    def submit_dnn(self, name: str, image: np.ndarray) -> DnnRequest:
+        """An image for DNN pipeline ``name``, to its partition (``OnlineEngine.submit_dnn``)."""
+        return self._engine_of(name).submit_dnn(name, image)

@@ -110,6 +110,8 @@ def test_a_chain_longer_than_its_partition_runs_in_passes_there():
 @given(st.integers(0, 10**9), st.integers(1, 4))
 @example(27, 3)        # a pinned slot holding another module passed for "pin in": a frame dropped
 @example(35, 1)        # held frames released less than a period apart: a frame dropped (one stream)
+@example(61, 1)        # a frame committed before a new pin's idle load waited forever (163 of 167 dropped)
+@example(80, 1)
 def test_online_admission_on_any_number_of_streams_never_misses(seed, streams):
     """Random workloads registered one pipeline at a time, frames with jitter, DNN images if the
     workload has a model: no admitted frame late or dropped, every frame and image ends once."""

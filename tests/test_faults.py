@@ -41,12 +41,14 @@ def quiet(daemon, timeout=10.0) -> list[str]:
         time.sleep(0.02)
 
 
+@pytest.mark.parametrize("streams", [1, 2])
 @pytest.mark.parametrize("point", POINTS)
-def test_each_fault_is_contained(tmp_path, point):
+def test_each_fault_is_contained(tmp_path, point, streams):
+    """On one stream, and on two partitions (the fault in one, the other client's pipeline in either)."""
     sock = tmp_path / "fpgashare.sock"
     backend = make_backend("faulty", load_platform("zcu104"))
     frame = np.random.default_rng(5).integers(0, 256, SHAPE, dtype=np.uint8)
-    with DaemonThread(Daemon(backend, sock, dilation=20.0)) as daemon, connect(sock) as fpga:
+    with DaemonThread(Daemon(backend, sock, dilation=20.0, streams=streams)) as daemon, connect(sock) as fpga:
         submitted = 0
         if point == "dnn_raises":
             digits = fpga.dnn("digits", "digits_cnn")

@@ -27,7 +27,7 @@ from fpgashare.backends.slot_view import sub_platform
 from fpgashare.passes import fits
 from fpgashare.platform import Platform
 from fpgashare.sched.policy import Policy
-from fpgashare.sched.stream_plan import Partition, StreamPlan
+from fpgashare.sched.stream_plan import Partition, StreamPlan, consecutive_runs
 from fpgashare.sched.view import EngineView
 from fpgashare.workload import PipelineSpec, Workload
 
@@ -80,12 +80,7 @@ def fred_partitions(workload: Workload, streams: int) -> StreamPlan:
     slots = [s.index for s in platform.slots]
     longest = max((len(m) for p in realtime for m in p.pass_modules), default=1)
     count = max(1, min(streams, platform.streams, len(slots) // max(1, longest), len(realtime)))
-    size, extra = divmod(len(slots), count)
-    groups, start = [], 0
-    for k in range(count):
-        n = size + (k < extra)
-        groups.append(tuple(slots[start:start + n]))
-        start += n
+    groups = consecutive_runs(slots, count)
     parts = [Partition(k, g) for k, g in enumerate(groups)]
     load = [0.0] * count
     for p in sorted(realtime, key=lambda q: -q.exec_s / q.period_s):

@@ -9,11 +9,11 @@ with ``port_share`` = the number of partitions (fixed while the daemon runs: a p
 later never lengthens the waits counted for one admitted earlier) and the board's longest load and
 register traffic. The frames of every stream share the DDR: admission checks them all together.
 
-A real-time pipeline goes to a partition that admits it: the one whose frames then need the fewest
-loads per second (the port is what partitions share), then one without DNN work, then the most
-slack; it stays there. Best-effort DNN work goes to a
-partition with tile slots, one without real-time work first, else the one its frames leave most
-idle. Host-only pipelines go with partition 0 (they use no fabric).
+A real-time pipeline goes to a partition that admits it, its chain cut into passes for that
+partition's slots: the one whose frames then need the fewest loads per second (the port is what
+partitions share), then one without DNN work, then the most slack; it stays there. Best-effort DNN
+work goes to a partition with tile slots, one without real-time work first, else the one its frames
+leave most idle. Host-only pipelines go with partition 0 (they use no fabric).
 
 The daemon sees this object as it sees one ``OnlineEngine`` (the same calls and figures, slots
 numbered as on the board).
@@ -39,7 +39,8 @@ from fpgashare.sched.engine import DnnRequest, Frame
 from fpgashare.sched.jobs import TraceEvent
 from fpgashare.sched.online import OnlineEngine
 from fpgashare.sched.port_share import PortArbiter
-from fpgashare.sched.streams import board_trace
+from fpgashare.sched.stream_plan import consecutive_runs
+from fpgashare.sched.streams import board_trace, step_partitions
 from fpgashare.slots import Slot
 from fpgashare.workload import PipelineSpec, on_platform
 
@@ -51,14 +52,7 @@ def split_slots(platform: Platform, streams: int) -> list[tuple[int, ...]]:
     if not 1 <= streams <= most:
         raise FpgashareError(f"{platform.path}: {streams} streams asked; platform.streams is {platform.streams} "
                              f"and it has {len(platform.slots)} slots (1..{most})")
-    indices = [s.index for s in platform.slots]
-    size, extra = divmod(len(indices), streams)
-    out, at = [], 0
-    for k in range(streams):
-        n = size + (k < extra)
-        out.append(tuple(indices[at:at + n]))
-        at += n
-    return out
+    return consecutive_runs([s.index for s in platform.slots], streams)
 
 
 @dataclass
@@ -204,15 +198,7 @@ class OnlineStreams:
         """Every partition's events due by ``horizon``, in time order across partitions; after
         each step the port goes to the next partition with a load waiting."""
         while (t := self.next_event_s()) is not None and t <= horizon:
-            port_was_busy = self.arbiter.owner is not None
-            for engine in self.parts:
-                nxt = engine.next_event_s()
-                if nxt is not None and nxt <= t:
-                    engine.advance_to(t)
-            self.arbiter.grant()
-            if port_was_busy and self.arbiter.owner is None:
-                for engine in self.parts:      # side loads a partition held back may go now
-                    engine.poke()
+            step_partitions(self.parts, self.arbiter, t)
         self.arbiter.grant()
 
     # ---- pipelines

@@ -114,6 +114,17 @@ def _all_pass(parts: list[Partition], platform: Platform, extra: int) -> tuple[l
     return verdicts, ""
 
 
+def consecutive_runs(slots: list[int], count: int) -> list[tuple[int, ...]]:
+    """``slots`` in ``count`` runs of consecutive ones, as even as they go (the first ones larger)."""
+    size, extra = divmod(len(slots), count)
+    out, at = [], 0
+    for k in range(count):
+        n = size + (k < extra)
+        out.append(tuple(slots[at:at + n]))
+        at += n
+    return out
+
+
 def _new_slots(p: PipelineSpec, platform: Platform, free: list[int]) -> list[tuple[int, ...]]:
     """Slot sets for a new partition holding ``p``, best first: every copy its chain uses pinned,
     else each of its passes in turn (the partition then swaps modules)."""

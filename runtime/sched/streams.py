@@ -103,15 +103,7 @@ class StreamsEngine:
             if t is None or t > horizon:
                 break
             self._account(t)
-            port_was_busy = self.arbiter.owner is not None
-            for engine in self.parts:
-                nxt = engine.next_event_s()
-                if nxt is not None and nxt <= t:
-                    engine.advance_to(t)
-            self.arbiter.grant()
-            if port_was_busy and self.arbiter.owner is None:
-                for engine in self.parts:      # the port is free for side loads a partition held back
-                    engine.poke()
+            step_partitions(self.parts, self.arbiter, t)
         self._account(max(self.clock.now(), min(horizon, self.end_s)))
         for engine in self.parts:
             engine.end_run()
@@ -164,6 +156,21 @@ class StreamsEngine:
                          "stream_busy": round(self._stream_busy_s(e) / sim_s, 4)}
                         for e, v in zip(self.parts, self.views, strict=True)]})
         return {"pipelines": pipelines, "totals": totals}
+
+
+def step_partitions(engines: list[Engine], arbiter: PortArbiter, t: float) -> None:
+    """One step of several partitions at ``t``: every engine with an event due takes its events,
+    then the port goes to the next partition with a load waiting; if it fell idle, the partitions
+    are asked again (a side load one of them held back may go now)."""
+    port_was_busy = arbiter.owner is not None
+    for engine in engines:
+        nxt = engine.next_event_s()
+        if nxt is not None and nxt <= t:
+            engine.advance_to(t)
+    arbiter.grant()
+    if port_was_busy and arbiter.owner is None:
+        for engine in engines:
+            engine.poke()
 
 
 def board_trace(views: list[SlotView], engines: list[Engine]) -> list[TraceEvent]:

@@ -8,7 +8,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
@@ -66,6 +66,8 @@ class Chain:
 
     pipeline: Pipeline
     last: np.ndarray | None = None
+    #: The result registers of the last frame's modules, by stage name (``FrameFuture.results``).
+    results: dict = field(default_factory=dict)
 
     @property
     def cpu_stages(self) -> str:
@@ -76,8 +78,10 @@ class Chain:
         """The chain's output for ``frame``, its outcome counted; a dropped frame repeats the last
         output (or is blank), so the output stream has no holes."""
         counts["frames"] += 1
+        self.results = {}
+        future = self.pipeline.submit(np.ascontiguousarray(frame))
         try:
-            out = self.pipeline.submit(np.ascontiguousarray(frame)).result(timeout=30)
+            out = future.result(timeout=30)
             counts["on_time"] += 1
         except DeadlineMissed as late:
             out = late.output
@@ -87,6 +91,7 @@ class Chain:
             out = self.last if self.last is not None else np.zeros(self.pipeline.ring.spec.out_shape, np.uint8)
             counts["dropped"] += 1
         self.last = out
+        self.results = future.results        # the registers its modules left (empty if dropped)
         return out
 
 

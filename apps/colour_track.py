@@ -6,8 +6,9 @@
 
 The mask equals cv2.inRange(cv2.cvtColor(frame, COLOR_RGB2HSV), lo, hi) and the centroid
 (m10/m00, m01/m00) equals cv2.moments(mask, binaryImage=True)'s. The moments module holds m00,
-m10 and m01 in registers after each frame; the daemon returns frames, not registers, so the app
-takes the same three integers from the mask the chain returns (vision_ref.binary_moments).
+m10 and m01 in registers after each frame and the daemon returns them with the frame
+(``FrameFuture.results``); a frame that came back without them (dropped: the last mask repeats)
+takes the same three integers from the mask (vision_ref.binary_moments).
 """
 
 from __future__ import annotations
@@ -42,9 +43,14 @@ def params(lo: tuple[int, int, int], hi: tuple[int, int, int]) -> dict:
     return {"in_range": {**{f"LO{k}": v for k, v in enumerate(lo)}, **{f"HI{k}": v for k, v in enumerate(hi)}}}
 
 
-def centroid(mask: np.ndarray) -> tuple[float, float] | None:
-    """(x, y) of the mask's centroid from m00, m10, m01; None for an empty mask."""
-    m = binary_moments(mask)
+def centroid(mask: np.ndarray, registers: dict[str, int] | None = None) -> tuple[float, float] | None:
+    """(x, y) of the mask's centroid from m00, m10, m01 — the moments module's registers when the
+    daemon returned them, else worked out from the mask; None for an empty mask."""
+    if registers:
+        m = {"M00": registers["M00"], "M10": registers["M10_LO"] | registers["M10_HI"] << 32,
+             "M01": registers["M01_LO"] | registers["M01_HI"] << 32}
+    else:
+        m = binary_moments(mask)
     return (m["M10"] / m["M00"], m["M01"] / m["M00"]) if m["M00"] else None
 
 
@@ -58,7 +64,7 @@ def draw(rgb: np.ndarray, centre: tuple[float, float] | None) -> np.ndarray:
 
 def run(args: argparse.Namespace) -> dict:
     lo, hi = hsv_bounds(args.hsv_lo), hsv_bounds(args.hsv_hi)
-    counts = {"frames": 0, "on_time": 0, "late": 0, "dropped": 0, "tracked": 0}
+    counts = {"frames": 0, "on_time": 0, "late": 0, "dropped": 0, "tracked": 0, "from_registers": 0}
     with connect(args.socket, timeout=args.timeout) as fpga:
         split = register(fpga, "colour", CHAIN, PERIOD_MS, frame_size(args.size), params(lo, hi))
         pacer, recorder = Pacer(fpga, PERIOD_MS / 1e3), Recorder(args, 1000 / PERIOD_MS)
@@ -66,7 +72,9 @@ def run(args: argparse.Namespace) -> dict:
             for rgb in frames(args):
                 pacer.wait()
                 mask = split.process(rgb, counts)
-                centre = centroid(mask)
+                registers = split.results.get("moments")
+                counts["from_registers"] += registers is not None
+                centre = centroid(mask, registers)
                 counts["tracked"] += centre is not None
                 recorder.add(rgb, draw(rgb, centre))
                 recorder.note("masks", mask)

@@ -151,8 +151,9 @@ class SimBoard(ShellControl):
 
     def frame_job(self, stream: int, slots: list[int], stages: list, frame: np.ndarray, settle: int = 0) -> Job:
         """One frame through ``slots`` on video stream ``stream``: route, program, stream; the route is
-        released at the end. Returns (output frame, RunStats). A job of the co-simulation, or run
-        alone (``run_alone``) with ``settle`` cycles watched for extra output beats after the last."""
+        released at the end. A job of the co-simulation, or run
+        alone (``run_alone``) with ``settle`` cycles watched for extra output beats after the last.
+        Returns (output, RunStats, result registers by stage name)."""
         self.route(slots, stream)
         try:
             shape = frame.shape[:2]
@@ -173,7 +174,7 @@ class SimBoard(ShellControl):
         if stats.tlast_errors or stats.extra_out:
             raise FrameError(f"stream {stream}: frame framing broken in RTL: {stats.tlast_errors} TLAST errors, "
                              f"{stats.extra_out} extra beats")
-        return unpack_beats(out, shape, nppc), stats
+        return unpack_beats(out, shape, nppc), stats, self.read_results(slots, stages)
 
     def load_or_raise(self, slot: int, words: np.ndarray) -> LoadResult:
         result = self.load(slot, words)

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 from fpgashare.errors import FpgashareError, LoadError
-from fpgashare.modules import Stage, register_words
+from fpgashare.modules import COMMON_REGS, Stage, register_words
 
 # Shell register word indices.
 REG_SHELL_ID, REG_INFO, REG_CYCLES_LO, REG_CYCLES_HI = 0, 1, 2, 3
@@ -104,6 +104,20 @@ class ShellControl(ABC):
     @abstractmethod
     def module_write(self, slot: int, index: int, value: int) -> int:
         """Write a module register of ``slot``; the AXI write response (0 = OKAY)."""
+
+    @abstractmethod
+    def module_read(self, slot: int, index: int) -> tuple[int, int]:
+        """Read a module register of ``slot``: (AXI read response, 0 = OKAY; the value)."""
+
+    def read_results(self, slots: list[int], stages: list) -> dict[str, dict[str, int]]:
+        """The result registers each stage's module holds after a frame (moments' M00 ...,
+        template_match's BEST ...), by stage name: what the CPU reads once the DMA is done."""
+        results = {}
+        for slot, stage in zip(slots, stages, strict=True):
+            own = sorted(stage.kind.read_only - set(COMMON_REGS), key=stage.kind.reg_index)
+            if own and stage.kind.kernel_kind == "vision":
+                results[stage.name] = {reg: self.module_read(slot, stage.kind.reg_index(reg))[1] for reg in own}
+        return results
 
     @property
     def routes(self) -> dict[int, list[int]]:

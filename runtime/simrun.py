@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from fpgashare.bitstream.registry import build_config
 from fpgashare.errors import FrameError, ModuleError
-from fpgashare.modules import COMMON_REGS, Stage, expand_chain, resolve_stage
+from fpgashare.modules import Stage, expand_chain, resolve_stage
 from fpgashare.platform import Platform, SlotSpec
 
 MIN_SIDE = 8
@@ -142,12 +142,7 @@ def run_chain(board, stages: Sequence[Stage], frame: np.ndarray) -> ChainResult:
     stream_start, stream_cpu = time.perf_counter(), time.process_time()
     out, stats = board.stream(frame, shape)
     stream_wall, stream_cpu = time.perf_counter() - stream_start, time.process_time() - stream_cpu
-    results = {}
-    for stage, slot in zip(stages, slots, strict=True):
-        # A module's own read-only registers (moments' M00 ...) hold results once the frame is through.
-        own = sorted(stage.kind.read_only - set(COMMON_REGS), key=stage.kind.reg_index)
-        if own and stage.kind.kernel_kind == "vision":
-            results[stage.name] = {reg: board.module_read(slot.index, stage.kind.reg_index(reg))[1] for reg in own}
+    results = board.read_results([s.index for s in slots], stages)
     wall = time.perf_counter() - start
     return ChainResult(
         output=out, slots={st.name: sl.name for st, sl in zip(stages, slots, strict=True)},

@@ -208,6 +208,33 @@ def stage_reference(stage: Stage, frame: np.ndarray) -> np.ndarray:
     raise KeyError(kind)
 
 
+def stage_results(stage: Stage, frame: np.ndarray) -> dict[str, int] | None:
+    """The result registers ``stage`` leaves after ``frame`` (its input), as the board reads them
+    (32-bit words), or None for a stage without any: moments' M00, M10_LO/HI, M01_LO/HI and
+    template_match's BEST, BEST_X, BEST_Y."""
+    kind = stage.kind.name
+    if kind == "moments":
+        m = binary_moments(frame)
+        return {"M00": m["M00"], "M10_LO": m["M10"] & 0xFFFFFFFF, "M10_HI": m["M10"] >> 32,
+                "M01_LO": m["M01"] & 0xFFFFFFFF, "M01_HI": m["M01"] >> 32}
+    if kind == "template_match":
+        words = [stage.regs.get(f"T{j}", 0) & 0xFFFFFFFF for j in range(13)]
+        flat = np.array([(w >> (8 * k)) & 0xFF for w in words for k in range(4)][:49], np.uint8)
+        return template_best(frame, flat.reshape(7, 7))
+    return None
+
+
+def chain_results(stages: list[Stage], frame: np.ndarray) -> tuple[np.ndarray, dict[str, dict[str, int]]]:
+    """``chain_reference``'s output and every stage's result registers (``stage_results``), by stage name."""
+    out, results = frame, {}
+    for stage in stages:
+        regs = stage_results(stage, out)
+        if regs is not None:
+            results[stage.name] = regs
+        out = stage_reference(stage, out)
+    return out, results
+
+
 def chain_reference(stages: list[Stage], frame: np.ndarray) -> np.ndarray:
     """Apply stages in order."""
     out = frame

@@ -111,6 +111,7 @@ def test_colour_track_mask_and_centroid_equal_opencv(tmp_path, video, capsys, bo
     data = np.load(tmp_path / f"{colour_track.__name__}.npz")
     assert summary["frames"] == "6" and summary["on_time"] == "6" and summary["cpu_stages"] == "-"
     assert int(summary["tracked"]) >= 4          # the ball is in view most of the six frames
+    assert summary["from_registers"] == "6"      # each centroid from the moments module's registers
     for rgb, mask, centre in zip(inputs, data["masks"], data["centroids"], strict=True):
         want = cv2.inRange(cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV), colour_track.HSV_LO, colour_track.HSV_HI)
         assert np.array_equal(mask, want)

@@ -64,3 +64,29 @@ def test_outcomes_and_latencies_are_exact_and_repeatable(tmp_path):
     # Once loaded, each pipeline's frames take the same time, frame after frame.
     for name in ("a", "b"):
         assert len({round(ms, 9) for ms in latencies[name][-20:]}) == 1     # to the picosecond
+
+
+def test_a_frame_comes_back_with_the_registers_its_modules_left(tmp_path):
+    """template_match leaves where the template matched best in registers; the client gets them
+    with the frame (``FrameFuture.results``), equal to cv2.matchTemplate + minMaxLoc's place."""
+    import cv2
+    from fpgashare.modules import template_registers
+    from fpgashare.vision_ref import template_best
+
+    rng = np.random.default_rng(9)
+    sock = tmp_path / "r.sock"
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock())
+    gray = cv2.GaussianBlur(rng.integers(0, 256, SHAPE, dtype=np.uint8), (5, 5), 0)
+    template = gray[20:27, 41:48].copy()
+    with DaemonThread(daemon), connect(sock) as fpga:
+        pipe = fpga.pipeline("find", ["template_match"], period_ms=10.0, frame_shape=SHAPE,
+                             params={"template_match": template_registers(template)})
+        for k in range(3):
+            daemon.run_until(k * 0.010)
+            future = pipe.submit(gray)
+            fpga.clock()
+            daemon.run_until(k * 0.010 + 0.009)
+            assert np.array_equal(future.result(timeout=10), gray)          # the pixels pass through
+            assert future.results == {"template_match": template_best(gray, template)}
+        _, _, where, _ = cv2.minMaxLoc(cv2.matchTemplate(gray, template, cv2.TM_SQDIFF))
+        assert (future.results["template_match"]["BEST_X"], future.results["template_match"]["BEST_Y"]) == where

@@ -64,6 +64,9 @@ class RecordingShell(ShellControl):
     def module_write(self, slot: int, index: int, value: int) -> int:
         return 0
 
+    def module_read(self, slot: int, index: int) -> tuple[int, int]:
+        return 0, 0
+
     def chain_of(self, stream: int) -> list[int]:
         """Decode a stream's chain from the registers, from its output back to its input."""
         word = self.words.get(route_out_reg(stream, self.slot_count), 0)

@@ -118,6 +118,7 @@ def test_model_is_a_twin_of_the_rtl_on_new_chains(zcu104, chain):
         frame = rng.integers(0, 256, stages[0].kind.input_shape(rows, cols), dtype=np.uint8)
         a, b = model.run_frame(slots, stages, frame), sim.run_frame(slots, stages, frame)
         assert np.array_equal(a.output, b.output)
+        assert a.results == b.results         # the result registers too (moments, template_match)
         assert np.array_equal(b.output, chain_reference(stages, frame))
         assert abs(a.cycles - b.cycles) <= 0.02 * b.cycles, (a.cycles, b.cycles)
 

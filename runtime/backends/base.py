@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 import numpy as np
@@ -41,6 +41,8 @@ class FrameReport:
     output: np.ndarray | None   #: None when the caller asked for timing only (model backend)
     cycles: int           #: fabric cycles from the first input pixel to the last output pixel
     seconds: float
+    #: Result registers the stages leave (moments, template_match), by stage name, read after the frame.
+    results: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from fpgashare.dnn.planning import network, program_words
 from fpgashare.dnn.reference import logits
 from fpgashare.modules import Stage
 from fpgashare.platform import Platform
-from fpgashare.vision_ref import chain_reference
+from fpgashare.vision_ref import chain_results
 from fpgashare.vision_timing import chain_cycles
 
 
@@ -38,8 +38,8 @@ class ModelBackend(Backend):
     def _run_frame(self, slots: list[int], stages: list[Stage], frame: np.ndarray,
                    want_output: bool) -> FrameReport:
         cycles = self.frame_cycles(stages, *frame.shape[:2])
-        output = chain_reference(stages, frame) if want_output else None
-        return FrameReport(output, cycles, cycles / self.platform.fabric_clock_hz)
+        output, results = chain_results(stages, frame) if want_output else (None, {})
+        return FrameReport(output, cycles, cycles / self.platform.fabric_clock_hz, results)
 
     def frame_cycles(self, stages: list[Stage], rows: int, cols: int) -> int:
         """Fabric cycles of one rows x cols frame through ``stages`` (worked out once per chain and size)."""

@@ -67,6 +67,9 @@ class PynqShell(ShellControl):
         self.mmio.write(MODULE_WINDOW * (slot + 1) + 4 * index, value)
         return 0
 
+    def module_read(self, slot: int, index: int) -> tuple[int, int]:
+        return 0, int(self.mmio.read(MODULE_WINDOW * (slot + 1) + 4 * index))
+
     def cycles(self) -> int:
         while True:      # the counter is 64 bits in two words; re-read if the low word wrapped
             hi = self.shell_read(REG_CYCLES_HI)
@@ -218,7 +221,8 @@ class PynqBackend(Backend):
             if cycles <= 0:
                 raise FrameError(f"the shell cycle counter did not advance during the frame ({cycles})")
             sink.invalidate()
-            return FrameReport(unpack_pixels(sink, shape), cycles, cycles / self.platform.fabric_clock_hz)
+            return FrameReport(unpack_pixels(sink, shape), cycles, cycles / self.platform.fabric_clock_hz,
+                               self.shell.read_results(list(slots), list(stages)))
 
         return finish
 

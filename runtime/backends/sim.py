@@ -96,8 +96,8 @@ class SimBackend(Backend):
         estimate = self._estimate().frame_cycles(list(stages), *frame.shape[:2]) / self.platform.fabric_clock_hz
 
         def finish(result, t: float) -> FrameReport:
-            out, stats = result
-            return FrameReport(out, stats.cycles, stats.cycles / self.platform.fabric_clock_hz)
+            out, stats, results = result
+            return FrameReport(out, stats.cycles, stats.cycles / self.platform.fabric_clock_hz, results)
 
         return self._started(self.board.frame_job(stream, list(slots), list(stages), frame), estimate, finish)
 
@@ -149,8 +149,8 @@ class SimBackend(Backend):
         self._blocking("a blocking frame")
         from fpgashare.hdl_sim.cosim import run_alone
 
-        out, stats = run_alone(self.board, self.board.frame_job(0, slots, stages, frame, settle=64))
-        return FrameReport(out, stats.out_end_cycle, stats.out_end_cycle / self.platform.fabric_clock_hz)
+        out, stats, results = run_alone(self.board, self.board.frame_job(0, slots, stages, frame, settle=64))
+        return FrameReport(out, stats.out_end_cycle, stats.out_end_cycle / self.platform.fabric_clock_hz, results)
 
     def _run_dnn(self, slots: list[int], model: str, plan, images: int | np.ndarray) -> DnnReport:
         self._blocking("a blocking DNN batch")

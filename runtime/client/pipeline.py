@@ -108,6 +108,9 @@ class FrameFuture:
         self.pipe, self.slot, self._future = pipe, slot, future
         self._generation, self._ring = generation, ring
         self._outcome: np.ndarray | Exception | None = None
+        #: The result registers the chain's modules left after this frame (moments' M00, M10_LO ...,
+        #: template_match's BEST, BEST_X, BEST_Y), by stage name; filled by ``result()``.
+        self.results: dict[str, dict[str, int]] = {}
 
     def result(self, timeout: float | None = None) -> np.ndarray:
         if self._outcome is None:
@@ -129,6 +132,8 @@ class FrameFuture:
         if outcome == "error":
             return FrameFailed(message.get("reason") or "the hardware path failed")
         output = self._ring.output(self.slot).copy()     # the slot is reused after this
+        self.results = {stage: {reg: int(v) for reg, v in regs.items()}
+                        for stage, regs in (message.get("results") or {}).items()}
         if outcome == "late":
             return DeadlineMissed(message["latency_ms"], output)
         return output

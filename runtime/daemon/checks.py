@@ -24,7 +24,8 @@ MAX_PERIOD_MS = 60_000.0
 MAX_SIDE = 16_384
 MAX_STAGES = 16
 MAX_REGISTERS = 32
-INT32 = (-(1 << 31), (1 << 31) - 1)
+#: A register value: a 32-bit word, signed (conv3x3's taps) or unsigned (a template's packed bytes).
+WORD32 = (-(1 << 31), (1 << 32) - 1)
 
 
 def _bad(message: dict, key: str, problem: str) -> ProtocolError:
@@ -110,8 +111,8 @@ def params(message: dict, key: str = "params") -> dict[str, dict[str, int]]:
         for reg, v in registers.items():
             if not isinstance(reg, str) or not 1 <= len(reg) <= NAME_MAX:
                 raise _bad(message, f"{key}.{stage}", f"has a register name that is not a short string: {_show(reg)}")
-            if not isinstance(v, int) or isinstance(v, bool) or not INT32[0] <= v <= INT32[1]:
-                raise _bad(message, f"{key}.{stage}.{reg}", f"must be a 32-bit integer, got {_show(v)}")
+            if not isinstance(v, int) or isinstance(v, bool) or not WORD32[0] <= v <= WORD32[1]:
+                raise _bad(message, f"{key}.{stage}.{reg}", f"must be a 32-bit word (-2^31 .. 2^32-1), got {_show(v)}")
         out[stage] = dict(registers)
     return out
 

@@ -102,6 +102,8 @@ class Driver:
             if frame.output is not None and outcome in ("on_time", "late"):
                 state.ring.output(slot)[...] = frame.output
             extra = {"latency_ms": latency}
+            if frame.results and outcome in ("on_time", "late"):
+                extra["results"] = frame.results      # registers the modules left (moments, template_match)
             metric_latency = None if latency is None else latency / 1e3
             frame.pixels = frame.output = None      # the ring's views: let it close
         if self.metrics is not None:

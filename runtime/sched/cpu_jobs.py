@@ -78,11 +78,12 @@ class CpuJobs:
             return
         _, phase, work = entry
         try:
-            out = work.report()
+            out, results = work.report()
         except Exception as exc:            # a bug in a CPU stage ends this frame, not the daemon
             log.error("CPU stages of %s failed", frame.key, exc_info=True)
             self.finish(frame, "error", f"CPU stages failed: {type(exc).__name__}: {exc}")
             return
+        frame.results.update(results)
         if phase == "before" and frame.pipeline.stages:
             frame.pixels = out
             self._fabric_release(frame)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from fpgashare.backends.base import Pending
 from fpgashare.modules import Stage
-from fpgashare.vision_ref import chain_reference
+from fpgashare.vision_ref import chain_reference, chain_results
 
 #: A measured CPU bound is the slowest of MEASURE_RUNS runs x MARGIN + FLOOR_S: the host shares
 #: its cores with the apps and the daemon, and a frame's CPU part must rarely exceed its bound.
@@ -135,10 +135,12 @@ class CpuExecutor:
         future = self._pool.submit(work)
         return Pending(seconds, future.result, _ready=future.done)
 
-    def run_stages(self, stages: Sequence[Stage], seconds: float, pixels: np.ndarray) -> Pending[np.ndarray]:
-        """``stages`` in OpenCV (bit-exact with the fabric's modules) on ``pixels``."""
+    def run_stages(self, stages: Sequence[Stage], seconds: float,
+                   pixels: np.ndarray) -> Pending[tuple[np.ndarray, dict[str, dict[str, int]]]]:
+        """``stages`` in OpenCV (bit-exact with the fabric's modules) on ``pixels``: the output and
+        the result registers the modules would leave (``vision_ref.chain_results``)."""
         frame = np.ascontiguousarray(pixels)
-        return self.start(seconds, lambda: chain_reference(list(stages), frame))
+        return self.start(seconds, lambda: chain_results(list(stages), frame))
 
     def close(self) -> None:
         if self._pool is not None:

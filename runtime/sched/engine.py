@@ -351,6 +351,8 @@ class Engine(PortUse, SlotUse, DnnJobs, CpuJobs, Foresight):
             report = self._streaming.pop(frame.key).report()   # on a board: waits for the DMA if need be
         except Exception as exc:     # a hardware fault by the backend's contract
             failure = fault_reason(exc)
+        else:
+            frame.results.update(report.results)
         self.running.pop(frame.key)
         self._stream_at = None
         end = self.now

@@ -29,6 +29,7 @@ class Frame:
     reason: str = ""
     pixels: np.ndarray | None = None    #: the frame's input (None: the workload's test frame)
     output: np.ndarray | None = None    #: the chain's output, when the engine was asked for it
+    results: dict = field(default_factory=dict)   #: result registers by stage name (moments, template_match)
     step: int = 0                       #: the pass it is at (runtime/passes.py); 0 for one-pass chains
     carry: np.ndarray | None = None     #: the previous pass's output, parked in memory
     streamed: list[tuple[float, float]] = field(default_factory=list)   #: (start, end) of each pass

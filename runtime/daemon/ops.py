@@ -100,8 +100,9 @@ class Ops:
         """The first placement of ``chain`` admission accepts (runtime/sched/cpu_fallback.py), or
         why none is: the whole chain's reason and the last placement's."""
         engine = self.engine
+        states = [s.state for s in engine.slots.slots]     # one read (on several streams: a snapshot)
         failed = frozenset(m for m in self.platform.modules
-                           if all(engine.slots.slots[s.index].state is SlotState.FAILED
+                           if all(states[s.index] is SlotState.FAILED
                                   for s in self.platform.slots_for(m)))
         used = cpu_share([*engine.pipelines, *engine.cpu_pipelines])
         reasons = []
@@ -128,8 +129,8 @@ class Ops:
         if count >= self.limits.dnn_per_client:
             raise refuse("dnn_per_client", self.limits.dnn_per_client,
                          f"dnn {name!r}: this client has {count} DNN pipelines")
-        tiles = [s for s in self.platform.slots_for("dnn_tile")
-                 if self.engine.slots.slots[s.index].state is not SlotState.FAILED] \
+        states = [s.state for s in self.engine.slots.slots]
+        tiles = [s for s in self.platform.slots_for("dnn_tile") if states[s.index] is not SlotState.FAILED] \
             if "dnn_tile" in self.platform.modules else []
         key = self._engine_name(client, name)
         spec = PipelineSpec(key, "besteffort", model=model)

@@ -32,14 +32,14 @@ from fpgashare.clock import Clock
 from fpgashare.errors import FpgashareError
 from fpgashare.platform import Platform
 from fpgashare.port import LoadRequest
-from fpgashare.sched.analysis import DDR_FABRIC_SHARE, ddr_budget, load_seconds
+from fpgashare.sched.analysis import load_seconds
 from fpgashare.sched.backfill import DNN
 from fpgashare.sched.control_traffic import control_seconds
 from fpgashare.sched.engine import DnnRequest, Frame
 from fpgashare.sched.jobs import TraceEvent
 from fpgashare.sched.online import OnlineEngine
 from fpgashare.sched.port_share import PortArbiter
-from fpgashare.sched.stream_plan import consecutive_runs
+from fpgashare.sched.stream_plan import consecutive_runs, ddr_refusal
 from fpgashare.sched.streams import board_trace, step_partitions
 from fpgashare.slots import Slot
 from fpgashare.workload import PipelineSpec, on_platform
@@ -205,15 +205,6 @@ class OnlineStreams:
     def _name_taken(self, name: str) -> str | None:
         return next((why for e in self.parts if (why := e._name_taken(name))), None)
 
-    def _ddr_refusal(self, spec: PipelineSpec) -> str | None:
-        budget = ddr_budget(self.platform)
-        rate = sum(p.ddr_bytes_per_frame / p.period_s for p in (*self.pipelines, spec))
-        if rate <= budget:
-            return None
-        return (f"the frames of every stream would move {rate / 1e6:.0f} MB/s to and from DDR, more than the "
-                f"{budget / 1e6:.0f} MB/s {self.platform.name} gives the fabric ({DDR_FABRIC_SHARE:.0%} of "
-                "platform.ddr_bytes_per_s, the DDR's peak)")
-
     def admission_test(self, spec: PipelineSpec):
         """A callable that says why ``spec`` cannot join any partition now, or None (then it
         remembers which partition takes it, with the chain cut into passes for that partition's
@@ -229,7 +220,7 @@ class OnlineStreams:
                 fitted[k] = on_platform(spec, engine.platform)
             except FpgashareError as exc:
                 reasons.append(f"stream {k} (slots {list(self.views[k].global_slots)}): {exc}")
-        ddr = self._ddr_refusal(spec)
+        ddr = ddr_refusal(self.platform, sum(p.ddr_bytes_per_frame / p.period_s for p in (*self.pipelines, spec)))
         trials = [(k, e, e.admission_test(fitted[k]), list(e.pipelines), bool(e.dnn_pipelines))
                   for k, e in enumerate(self.parts) if k in fitted]
 

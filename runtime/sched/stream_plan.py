@@ -114,6 +114,17 @@ def _all_pass(parts: list[Partition], platform: Platform, extra: int) -> tuple[l
     return verdicts, ""
 
 
+def ddr_refusal(platform: Platform, bytes_per_s: float) -> str | None:
+    """Why frames of every stream moving ``bytes_per_s`` to and from DDR are too many for
+    ``platform`` (None if they fit its budget, ``analysis.ddr_budget``)."""
+    budget = ddr_budget(platform)
+    if bytes_per_s <= budget:
+        return None
+    return (f"the frames of every stream would move {bytes_per_s / 1e6:.0f} MB/s to and from DDR, more than "
+            f"the {budget / 1e6:.0f} MB/s {platform.name} gives the fabric ({DDR_FABRIC_SHARE:.0%} of "
+            "platform.ddr_bytes_per_s, the DDR's peak)")
+
+
 def consecutive_runs(slots: list[int], count: int) -> list[tuple[int, ...]]:
     """``slots`` in ``count`` runs of consecutive ones, as even as they go (the first ones larger)."""
     size, extra = divmod(len(slots), count)
@@ -200,14 +211,12 @@ def _spread(workload: Workload, streams: int) -> StreamPlan:
     parts: list[Partition] = []
     rejected: list[dict] = []
     free = [s.index for s in platform.slots]
-    budget, ddr = ddr_budget(platform), 0.0
+    ddr = 0.0
     for p in (q for q in workload.pipelines if q.realtime):
         rate = p.ddr_bytes_per_frame / p.period_s
-        if ddr + rate > budget:
-            rejected.append({"name": p.name, "reason": (
-                f"the frames of every stream would move {(ddr + rate) / 1e6:.0f} MB/s to and from DDR, more than "
-                f"the {budget / 1e6:.0f} MB/s {platform.name} gives the fabric ({DDR_FABRIC_SHARE:.0%} of "
-                "platform.ddr_bytes_per_s, the DDR's peak)")})
+        refusal = ddr_refusal(platform, ddr + rate)
+        if refusal:
+            rejected.append({"name": p.name, "reason": refusal})
             continue
         placed, reason = _place(p, parts, free, platform, streams, dnn)
         if placed:

@@ -53,8 +53,11 @@ DEMO_STREAMS = 2
 #: the host's cores, and a few ms the daemon waits for one would pass for board time at 1 (loads
 #: and frames already take exactly their hardware time: the clock is held while the RTL runs).
 #: Measured 2026-12-03 (160x120, 30 frames): at 1, 98-151 loads and late motion frames in some runs;
-#: at 4, 38-39 loads, nothing late. At 640x480 (6-8 frames) nothing late at 4 either.
-DEMO_DILATION = 4.0
+#: at 4, 38-39 loads, nothing late. At 640x480 (6-8 frames) nothing late at 4 either, on one stream.
+#: On two streams each chain runs in two passes, closer to its deadline (p99 15-17 of 16.7 ms for
+#: motion): 2026-12-04, three demos at once on two cores, one motion frame late in 1 of 3 runs at 4,
+#: none in 6 of 6 at 8 (wall +2 s: the board idles at most ~0.5 s of board time).
+DEMO_DILATION = 8.0
 
 
 def app_modules(apps: tuple[str, ...]) -> list[str]:

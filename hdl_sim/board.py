@@ -25,42 +25,32 @@ from fpgashare.shell_map import (
     REG_CFG_WORDS,
     REG_DEBUG,
     ShellControl,
+    pack_beats,
     pack_pixels,
     slot_module_of,
     slot_reg,
-    unpack_pixels,
+    unpack_beats,
 )
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ACTIVATION_CYCLES", "LoadResult", "SimBoard", "SlotStatus", "pack_beats", "pack_pixels", "unpack_beats"]
+__all__ = ["ACTIVATION_CYCLES", "LoadResult", "SimBoard", "SlotStatus", "beat_words_low", "pack_beats",
+           "pack_pixels", "unpack_beats", "word_beats"]
 
 
-def pack_beats(frame: np.ndarray, nppc: int) -> np.ndarray:
-    """Frame -> 32-bit stream beats at ``nppc`` pixels per beat. At 1, one pixel (all its channels) per
-    beat (``pack_pixels``). At 4, four gray pixels per beat, pixel 0 in the low byte (as Vitis Vision
-    packs them), each row padded with zeros to whole beats: the DMA reads rows from a stride rounded up
-    to the bus width, and the modules know the width from their registers, so the spare lanes of a
-    row's last beat carry nothing they use."""
-    if nppc == 1:
-        return pack_pixels(frame)
-    if frame.ndim != 2:
-        raise FrameError(f"at {nppc} pixels per clock frames are gray (rows x cols), got shape {frame.shape}")
-    rows, cols = frame.shape
-    beats = -(-cols // nppc)
-    padded = np.zeros((rows, beats * nppc), dtype=np.uint8)
-    padded[:, :cols] = frame
-    return padded.view(np.dtype("<u4")).reshape(-1).astype(np.uint32)
+def word_beats(words: np.ndarray, beat_words: int) -> np.ndarray:
+    """32-bit words (the DNN tile's stream) -> one beat each, the word in the beat's low lane."""
+    if beat_words == 1:
+        return words
+    out = np.zeros((words.size, beat_words), dtype=np.uint32)
+    out[:, 0] = words
+    return out.reshape(-1)
 
 
-def unpack_beats(beats: np.ndarray, shape: tuple[int, int], nppc: int) -> np.ndarray:
-    """Output beats -> a gray frame, dropping the spare lanes of each row's last beat."""
-    if nppc == 1:
-        return unpack_pixels(beats, shape)
-    rows, cols = shape
-    per_row = -(-cols // nppc)
-    raw = np.ascontiguousarray(beats, dtype="<u4").reshape(rows, per_row).view(np.uint8)
-    return raw[:, :cols].copy()
+def beat_words_low(out: np.ndarray, beat_words: int) -> np.ndarray:
+    """Output beats -> their low words (what the DNN tile sends)."""
+    return out if beat_words == 1 else np.asarray(out).reshape(-1, beat_words)[:, 0]
+
 
 SLOT_STATES = ("blank", "loading", "ready", "failed")
 

@@ -160,6 +160,9 @@ class ShellHarness:
         L.fs_chan_abort.argtypes = [ctypes.c_void_p, ctypes.c_int]
         L.fs_armed.argtypes = [ctypes.c_void_p]
         L.fs_armed.restype = ctypes.c_uint32
+        L.fs_beat_words.restype = ctypes.c_int
+        #: 32-bit words in a stream beat (the shell's DATA_W / 32); stream arrays are whole beats.
+        self.beat_words = int(L.fs_beat_words())
         self.streams = int(parameters.get("NUM_STREAMS", 1))
         self.handle = L.fs_create()
         L.fs_set_streams(self.handle, self.streams)
@@ -201,27 +204,37 @@ class ShellHarness:
     def run(self, pixels: np.ndarray | None = None, in_cols: int = 0, n_out: int = 0, out_cols: int = 0,
             cfg: np.ndarray | None = None, cfg_delay: int = 0, seed: int = 1, gap_pct: int = 0,
             stall_pct: int = 0, settle: int = 0, max_cycles: int = 1 << 40) -> tuple[np.ndarray, RunStats]:
-        """Stream pixels through the switch and/or words into the configuration port, concurrently."""
-        inp = np.ascontiguousarray(pixels if pixels is not None else np.zeros(1, np.uint32), dtype=np.uint32)
-        n_in = 0 if pixels is None else inp.size
+        """Stream beats through the switch and/or words into the configuration port, concurrently.
+        ``pixels`` holds whole beats of ``beat_words`` words; ``n_out`` counts beats, and the output
+        is ``n_out * beat_words`` words."""
+        bw = self.beat_words
+        inp = np.ascontiguousarray(pixels if pixels is not None else np.zeros(bw, np.uint32), dtype=np.uint32)
+        n_in = 0 if pixels is None else self._beats(inp)
         words = np.ascontiguousarray(cfg if cfg is not None else np.zeros(1, np.uint32), dtype=np.uint32)
         n_cfg = 0 if cfg is None else words.size
-        out = np.zeros(max(n_out, 1), dtype=np.uint32)
+        out = np.zeros(max(n_out, 1) * bw, dtype=np.uint32)
         stats = np.zeros(8, dtype=np.uint64)
         cycles = self.lib.fs_run(self.handle, inp.reshape(-1), n_in, in_cols, out, n_out, out_cols,
                                  words.reshape(-1), n_cfg, cfg_delay, seed, gap_pct, stall_pct, settle,
                                  max_cycles, stats)
         if cycles == -2:
             raise HarnessError("fs_run while channels are armed: stream 0 and the port are theirs")
-        return out[:n_out], RunStats(int(cycles), *(int(s) for s in stats))
+        return out[:n_out * bw], RunStats(int(cycles), *(int(s) for s in stats))
+
+    def _beats(self, words: np.ndarray) -> int:
+        if words.size % self.beat_words:
+            raise HarnessError(f"{words.size} words are not whole beats of {self.beat_words} words")
+        return words.size // self.beat_words
 
     # ---- channels: work on several streams and the port in the same cycles (hdl_sim/cosim.py)
     def arm_stream(self, stream: int, words: np.ndarray, in_cols: int, n_out: int, out_cols: int,
                    settle: int = 64) -> None:
-        """Arm ``stream``: ``words`` in, ``n_out`` words out; it runs during every later call."""
-        inp = np.ascontiguousarray(words if words.size else np.zeros(1, np.uint32), dtype=np.uint32).reshape(-1)
-        out = np.zeros(max(n_out, 1), dtype=np.uint32)
-        if self.lib.fs_chan_stream(self.handle, stream, inp, words.size, in_cols, out, n_out, out_cols, settle):
+        """Arm ``stream``: ``words`` in (whole beats), ``n_out`` beats out; it runs during every later call."""
+        bw = self.beat_words
+        inp = np.ascontiguousarray(words if words.size else np.zeros(bw, np.uint32), dtype=np.uint32).reshape(-1)
+        out = np.zeros(max(n_out, 1) * bw, dtype=np.uint32)
+        if self.lib.fs_chan_stream(self.handle, stream, inp, self._beats(words), in_cols, out, n_out, out_cols,
+                                   settle):
             raise HarnessError(f"stream {stream} cannot be armed: the shell has {self.streams} stream(s), "
                                "or it carries work already")
         self._buffers[stream] = (inp, out)

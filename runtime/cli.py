@@ -427,11 +427,12 @@ def build_parser() -> argparse.ArgumentParser:
     st.set_defaults(func=cmd_status)
 
     d = sub.add_parser("demo", help="the example apps share the simulated FPGA through the daemon")
-    d.add_argument("--platform", default="zcu104")
+    d.add_argument("--platform", default="zcu104-x4", help="platform manifest (TOML) or name (default: the ZCU104 "
+                   "at 4 pixels per clock)")
     d.add_argument("--out", default="out/demo", help="folder for the video, trace and pictures")
     d.add_argument("--frames", type=int, default=None, help="frames of the synthetic video (default 6)")
     d.add_argument("--size", default="480x640", help="ROWSxCOLS of the video and of every app's frames")
-    d.add_argument("--apps", default="edge_detect,motion,digits",
+    d.add_argument("--apps", default="edge_detect,motion,colour_track,digits",
                    help="comma-separated: edge_detect, motion, colour_track, corners, digits")
     d.add_argument("--backend", choices=["sim", "model"], default="sim", help="model: the twin, for a quick look")
     d.add_argument("--streams", type=int, default=None,

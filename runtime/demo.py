@@ -40,7 +40,10 @@ log = logging.getLogger(__name__)
 #: The example apps the demo can run, and the pipeline each registers with the daemon.
 APP_PIPELINES = {"edge_detect": "edges", "motion": "motion", "colour_track": "colour", "corners": "corners",
                  "digits": "digits"}
-APPS = ("edge_detect", "motion", "digits")
+APPS = ("edge_detect", "motion", "colour_track", "digits")
+#: The demo's board: the ZCU104 at four pixels per clock (bitstreams/zcu104-x4.toml), every app's
+#: chain at NPPC 4 (colour tracking's RGB and motion's frame pairs in 32-bit lanes of a 128-bit beat).
+DEMO_PLATFORM = "zcu104-x4"
 DEMO_SIZE = (480, 640)
 DEMO_FRAMES = 6
 #: Video streams the demo's daemon uses: the ZCU104's four slots in two partitions, so the apps'
@@ -288,7 +291,7 @@ class Progress:
         sys.stderr.write("\n")
 
 
-def run_demo(platform_name: str = "zcu104", out: str | Path = "out/demo", frames: int = DEMO_FRAMES,
+def run_demo(platform_name: str = DEMO_PLATFORM, out: str | Path = "out/demo", frames: int = DEMO_FRAMES,
              backend_name: str = "sim", progress: bool = True, dilation: float = DEMO_DILATION,
              size: tuple[int, int] = DEMO_SIZE, apps: tuple[str, ...] = APPS, dump: bool = False,
              streams: int = DEMO_STREAMS) -> dict:

@@ -143,6 +143,7 @@ class Platform:
             "LINK_LATENCY": self.link.latency_cycles,
             "LINK_CREDITS": self.link.credits,
             "NPPC": self.pixels_per_clock,
+            "DATA_W": 32 * self.pixels_per_clock,   # a multi-channel pixel takes a 32-bit lane
             **DEFAULT_TILE.rtl_parameters(),
         }
 
@@ -256,14 +257,6 @@ def load_platform(path: str | Path) -> Platform:
     )
     if platform.pixels_per_clock not in PIXELS_PER_CLOCK:
         raise ManifestError(f"{file}: platform.pixels_per_clock must be 1 or 4, not {platform.pixels_per_clock}")
-    if platform.pixels_per_clock > 1:
-        # Four pixels fill the 32-bit stream only when a pixel is one byte.
-        wide = sorted(n for n in modules if KINDS[n].kernel_kind == "vision"
-                      and (KINDS[n].channels_in > 1 or KINDS[n].channels_out > 1))
-        if wide:
-            raise ManifestError(f"{file}: platform.pixels_per_clock = {platform.pixels_per_clock} packs that many "
-                                f"gray pixels in a 32-bit beat; modules with several channels per pixel "
-                                f"({', '.join(wide)}) run at 1 pixel per clock only")
     # Provenance notes, kept in the file for readers; the stream figures must have theirs.
     sources = TomlTable(file, "platform.sources", p.get("sources", dict, {}))
     for key in ("streams", "ddr_bytes_per_s"):
@@ -282,9 +275,9 @@ def load_platform(path: str | Path) -> Platform:
 def manifest_at_pixels_per_clock(path: str | Path, nppc: int, dest: Path,
                                  modules: Iterable[str] | None = None) -> Path:
     """Write to ``dest`` a copy of a manifest whose bitstreams carry the ``nppc`` variant of every module:
-    it declares ``pixels_per_clock = nppc``, is named ``<name>-x<nppc>``, and keeps only the modules
-    that exist at that width (one byte per pixel, and the DNN tile), and of those only ``modules`` when
-    given (a smaller library per slot: fewer modules for the simulator to evaluate). Returns ``dest``."""
+    it declares ``pixels_per_clock = nppc``, is named ``<name>-x<nppc>``, and keeps every module, or
+    only ``modules`` when given (a smaller library per slot: fewer modules for the simulator to
+    evaluate). Resource figures are the NPPC 1 ones (not synthesized at ``nppc``). Returns ``dest``."""
     if nppc not in PIXELS_PER_CLOCK:
         raise ManifestError(f"pixels_per_clock must be one of {PIXELS_PER_CLOCK}, not {nppc}")
     base = load_platform(path)
@@ -293,7 +286,7 @@ def manifest_at_pixels_per_clock(path: str | Path, nppc: int, dest: Path,
     head = head.replace("[platform]\n", f"[platform]\npixels_per_clock = {nppc}\n", 1)
     head = head.replace(f'name = "{base.name}"', f'name = "{base.name}-x{nppc}"', 1)
     wanted = None if modules is None else set(modules)
-    kept = [b for b in blocks if (nppc == 1 or _single_channel(b)) and (wanted is None or _name(b) in wanted)]
+    kept = [b for b in blocks if wanted is None or _name(b) in wanted]
     dest.write_text("\n[[module]]\n".join([head, *kept]))
     load_platform(dest)  # validate what was written
     return dest
@@ -302,7 +295,3 @@ def manifest_at_pixels_per_clock(path: str | Path, nppc: int, dest: Path,
 def _name(block: str) -> str:
     return block.split('name = "', 1)[1].split('"', 1)[0]
 
-
-def _single_channel(block: str) -> bool:
-    kind = KINDS[_name(block)]
-    return kind.kernel_kind != "vision" or (kind.channels_in == 1 and kind.channels_out == 1)

@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from fpgashare.errors import FpgashareError, LoadError
+from fpgashare.errors import FpgashareError, FrameError, LoadError
 from fpgashare.modules import COMMON_REGS, Stage, register_words
 
 # Shell register word indices.
@@ -90,6 +90,43 @@ def pack_pixels(frame: np.ndarray) -> np.ndarray:
 def unpack_pixels(beats: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     """Output beats -> a gray frame (every module chain ends in one channel)."""
     return (np.asarray(beats) & 0xFF).astype(np.uint8).reshape(shape)
+
+
+def pack_beats(frame: np.ndarray, nppc: int) -> np.ndarray:
+    """Frame -> stream beats at ``nppc`` pixels per beat, as 32-bit words (``nppc`` words a beat: the
+    shell's stream is 32 * NPPC bits). At 1, one pixel (all its channels) per beat (``pack_pixels``).
+    At 4, a gray frame packs four pixels in the beat's low word, pixel 0 in the low byte (as Vitis
+    Vision packs them), the other words zero; a multi-channel frame (RGB, or a frame and its
+    reference) puts pixel k's channels in word k, as ``pack_pixels`` puts them in a beat at 1. Each row
+    is padded with zeros to whole beats: the DMA reads rows from a stride rounded up to the bus width,
+    and the modules know the width from their registers, so the spare lanes of a row's last beat carry
+    nothing they use."""
+    if nppc == 1:
+        return pack_pixels(frame)
+    rows, cols = frame.shape[:2]
+    beats = -(-cols // nppc)
+    if frame.ndim == 3:
+        padded = np.zeros((rows, beats * nppc, frame.shape[2]), dtype=np.uint8)
+        padded[:, :cols] = frame
+        return pack_pixels(padded)
+    if frame.ndim != 2:
+        raise FrameError(f"frames are rows x cols (x channels), got shape {frame.shape}")
+    padded = np.zeros((rows, beats * nppc), dtype=np.uint8)
+    padded[:, :cols] = frame
+    out = np.zeros((rows * beats, nppc), dtype=np.uint32)
+    out[:, 0] = padded.view(np.dtype("<u4")).reshape(-1)
+    return out.reshape(-1)
+
+
+def unpack_beats(beats: np.ndarray, shape: tuple[int, int], nppc: int) -> np.ndarray:
+    """Output beats (``nppc`` words each) -> a gray frame, dropping the spare lanes of each row's last beat."""
+    if nppc == 1:
+        return unpack_pixels(beats, shape)
+    rows, cols = shape
+    per_row = -(-cols // nppc)
+    low = np.ascontiguousarray(np.asarray(beats, dtype="<u4").reshape(-1, nppc)[:, 0])
+    raw = low.reshape(rows, per_row).view(np.uint8)
+    return raw[:, :cols].copy()
 
 
 class ShellControl(ABC):

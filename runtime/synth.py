@@ -119,7 +119,7 @@ def _script(name: str, family: str, platform: Platform) -> tuple[str, str]:
         sv = [*sv, SYNTH_DIR / "rm_partition.sv"]
         top = "rm_partition"
         overrides = {"MODULE_ID": KINDS[name].module_id,
-                     **{k: v for k, v in params.items() if k.startswith("DNN_") or k == "NPPC"}}
+                     **{k: v for k, v in params.items() if k.startswith("DNN_") or k in ("NPPC", "DATA_W")}}
     gen = " ".join(f"-G {k}={v}" for k, v in overrides.items())
     # Sources by name under src/, copied into the build folder: YoWASP's sandbox sees the build
     # folder, not necessarily the checkout (a clone under /tmp was invisible to it).

@@ -13,8 +13,9 @@ behind a 3x3 stage on an odd number of rows finishes up to a row earlier than pr
 
 Memory: a frame's input is read and its output written by the shell's DMA; a two-input module
 (absdiff, bg_update) reads its reference frame beside the frame, one byte per pixel each, through
-the same stream. The DMA's memory port moves MEM_BYTES_PER_CYCLE, so a frame cannot finish before
-its traffic has moved; at one pixel per clock the stream, not memory, is the bound.
+the same stream. The DMA's memory port moves ``mem_bytes_per_cycle(nppc)``, so a frame cannot
+finish before its traffic has moved; in the shipped chains the stream, not memory, is the bound
+(an RGB chain at NPPC 4 moves 12 + 1 bytes a beat, under the 128-bit port's 16).
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ BASE_LATENCY = 4        #: input slice + first stage + output slice
 STAGE_LATENCY = 3       #: each further stage: its link and its output register
 WINDOW_TAIL_EXTRA = 4   #: a 3x3 stage's bottom pass ends this many cycles after its last input
 INNER_LATENCY = 0       #: between two phases inside one stage (fast9's score feeds its NMS window directly)
-MEM_BYTES_PER_CYCLE = 8  #: assumption: one 64-bit AXI HP port at the fabric clock for the DMA
+MEM_BYTES_PER_CYCLE = 8  #: assumption: one 64-bit AXI HP port at the fabric clock for the DMA (NPPC 1)
+
+
+def mem_bytes_per_cycle(nppc: int) -> int:
+    """The DMA's memory port per fabric cycle: 64 bits at NPPC 1; at NPPC 4 the shell's 128-bit stream
+    reads through a 128-bit port (ZynqMP's S_AXI_HP ports are 128 bits wide, UG1085; an assumption on
+    Zynq-7000, whose HP ports are 64)."""
+    return MEM_BYTES_PER_CYCLE if nppc == 1 else 16
 
 
 def frame_memory_bytes(stages: Sequence[Stage], rows: int, cols: int, nppc: int = 1) -> tuple[int, int]:
@@ -72,4 +80,4 @@ def chain_cycles(stages: Sequence[Stage], rows: int, cols: int, nppc: int = 1) -
             start += first
         h, w = stage.kind.output_shape(h, w)
     read, written = frame_memory_bytes(stages, rows, cols, nppc)
-    return max(end, -(-(read + written) // MEM_BYTES_PER_CYCLE))
+    return max(end, -(-(read + written) // mem_bytes_per_cycle(nppc)))

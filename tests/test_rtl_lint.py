@@ -45,9 +45,14 @@ NPPC_MODULES = ["window_nxn", "conv3x3", "sobel_mag", "threshold", "rank3x3", "d
                 "pixel_stage", "template_match"]
 
 
-@pytest.mark.parametrize("top", NPPC_MODULES)
+#: Multi-channel modules: at NPPC 4 a pixel takes a 32-bit lane of a 128-bit beat.
+LANE_MODULES = ["rgb2gray", "rgb2hsv", "in_range", "absdiff", "bg_update"]
+
+
+@pytest.mark.parametrize("top", NPPC_MODULES + LANE_MODULES)
 def test_module_lints_clean_at_four_pixels_per_beat(top):
-    assert lint(top, {"NPPC": 4} if top == "window_nxn" else {"NPPC": 4, "DATA_W": 32}) == ""
+    width = 128 if top in LANE_MODULES else 32
+    assert lint(top, {"NPPC": 4} if top == "window_nxn" else {"NPPC": 4, "DATA_W": width}) == ""
 
 
 def test_shell_lints_clean_at_four_pixels_per_clock(tmp_path):
@@ -55,3 +60,4 @@ def test_shell_lints_clean_at_four_pixels_per_clock(tmp_path):
 
     platform = load_platform(manifest_at_pixels_per_clock("zcu104", 4, tmp_path / "x4.toml"))
     assert lint("shell", platform.rtl_parameters()) == ""
+    assert lint("shell", load_platform("zcu104-x4").rtl_parameters()) == ""   # the shipped one

@@ -128,7 +128,7 @@ def test_full_hd_frame_through_every_module(board, pynq_z2):
 
 @pytest.fixture(scope="module")
 def x4(tmp_path_factory):
-    """The zcu104 shell built at 4 pixels per clock (its single-channel modules), in RTL."""
+    """The zcu104 shell built at 4 pixels per clock (every module; a 128-bit stream), in RTL."""
     from fpgashare.hdl_sim.board import SimBoard
     from fpgashare.platform import load_platform, manifest_at_pixels_per_clock
 
@@ -161,3 +161,34 @@ def test_every_single_channel_module_at_four_pixels_per_clock(x4, rows, cols):
         assert stats.tlast_errors == 0 and stats.tuser_errors == 0 and stats.extra_out == 0, name
         assert stats.received == shape[0] * -(-shape[1] // 4), name
         assert np.array_equal(out, stage_reference(stage, frame)), name
+
+
+# Multi-channel modules at 4 pixels per clock: each pixel in a 32-bit lane of the 128-bit beat; a
+# chain ends in gray (rgb2hsv's three channels go on to in_range).
+X4_MULTI = [["rgb2gray"], ["rgb2hsv", "in_range"], ["in_range"], ["absdiff"], ["bg_update"]]
+X4_RANGES = {"LO0": 20, "HI0": 120, "LO1": 40, "HI1": 230, "LO2": 10, "HI2": 250}
+
+
+@pytest.mark.parametrize("rows,cols", [(1080, 1920), (1079, 1917), (31, 13)])
+def test_every_multi_channel_module_at_four_pixels_per_clock(x4, rows, cols):
+    """RGB frames and frame pairs in 32-bit lanes, full HD and widths that are not a multiple of 4,
+    with input gaps and output stalls, bit-exact; a frame takes a quarter of the beats."""
+    platform, board = x4
+    board.rtl.reset()
+    rng = np.random.default_rng(rows * cols)
+    for n, chain in enumerate(X4_MULTI):
+        stages = [resolve_stage(name, X4_RANGES if name == "in_range" else {}) for name in chain]
+        channels = stages[0].kind.channels_in
+        frame = rng.integers(0, 256, (rows, cols, channels), dtype=np.uint8)
+        slots = list(range(len(stages)))
+        for slot, stage in zip(slots, stages, strict=True):
+            assert board.load(slot, build_config(platform, platform.slots[slot], stage.kind.name)).ok
+            board.program(slot, stage, rows, cols)
+        board.route(slots)
+        out, stats = board.stream(frame, (rows, cols), seed=n + 1, gap_pct=5, stall_pct=5)
+        assert stats.tlast_errors == 0 and stats.tuser_errors == 0 and stats.extra_out == 0, chain
+        assert stats.sent == rows * -(-cols // 4) and stats.received == rows * -(-cols // 4), chain
+        want = frame
+        for stage in stages:
+            want = stage_reference(stage, want)
+        assert np.array_equal(out, want), chain

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <type_traits>
+#include <utility>
 
 #include "Vshell.h"
 #include "verilated.h"
@@ -19,8 +20,13 @@ namespace {
 
 constexpr int MAX_STREAMS = 16;
 constexpr int CFG_CHANNEL = MAX_STREAMS;     // channel index of the configuration port
+// 32-bit words in a stream beat: the shell's DATA_W / 32 (1, or 4 at four pixels per clock, where
+// Verilator makes the port a VlWide). Stream arrays below hold whole beats of this many words.
+using BeatType = std::remove_reference_t<decltype(std::declval<Vshell&>().s_axis_tdata)>;
+constexpr int BEAT_WORDS = sizeof(BeatType) / 4;
+const uint32_t ZERO_BEAT[BEAT_WORDS] = {};
 
-// One video stream's DMA pair: words in (TLAST every in_cols, TUSER on the first), words out.
+// One video stream's DMA pair: beats in (TLAST every in_cols, TUSER on the first), beats out.
 struct StreamChannel {
     bool armed = false, done = false;
     const uint32_t* in = nullptr;
@@ -89,17 +95,17 @@ inline bool get_bit(T v, int i) {
     return (v >> i) & 1;
 }
 
-inline void drive_stream(Vshell* t, int s, bool valid, uint32_t data, bool last, bool user, bool ready) {
+inline void drive_stream(Vshell* t, int s, bool valid, const uint32_t* data, bool last, bool user, bool ready) {
     if (s == 0) {
         t->s_axis_tvalid = valid;
-        t->s_axis_tdata = data;
+        for (int j = 0; j < BEAT_WORDS; j++) put_word(t->s_axis_tdata, j, data[j]);
         t->s_axis_tlast = last;
         t->s_axis_tuser = user;
         t->m_axis_tready = ready;
         return;
     }
     put_bit(t->s_axis_more_tvalid, s - 1, valid);
-    put_word(t->s_axis_more_tdata, s - 1, data);
+    for (int j = 0; j < BEAT_WORDS; j++) put_word(t->s_axis_more_tdata, (s - 1) * BEAT_WORDS + j, data[j]);
     put_bit(t->s_axis_more_tlast, s - 1, last);
     put_bit(t->s_axis_more_tuser, s - 1, user);
     put_bit(t->m_axis_more_tready, s - 1, ready);
@@ -107,7 +113,10 @@ inline void drive_stream(Vshell* t, int s, bool valid, uint32_t data, bool last,
 
 inline bool in_ready(Vshell* t, int s) { return s == 0 ? t->s_axis_tready : get_bit(t->s_axis_more_tready, s - 1); }
 inline bool out_valid(Vshell* t, int s) { return s == 0 ? t->m_axis_tvalid : get_bit(t->m_axis_more_tvalid, s - 1); }
-inline uint32_t out_data(Vshell* t, int s) { return s == 0 ? t->m_axis_tdata : get_word(t->m_axis_more_tdata, s - 1); }
+inline void out_beat(Vshell* t, int s, uint32_t* beat) {
+    for (int j = 0; j < BEAT_WORDS; j++)
+        beat[j] = s == 0 ? get_word(t->m_axis_tdata, j) : get_word(t->m_axis_more_tdata, (s - 1) * BEAT_WORDS + j);
+}
 inline bool out_last(Vshell* t, int s) { return s == 0 ? t->m_axis_tlast : get_bit(t->m_axis_more_tlast, s - 1); }
 inline bool out_user(Vshell* t, int s) { return s == 0 ? t->m_axis_tuser : get_bit(t->m_axis_more_tuser, s - 1); }
 
@@ -153,7 +162,7 @@ void drive_channels(Harness* h) {
         StreamChannel& c = h->chan[s];
         if (!c.armed || c.done) continue;
         c.in_on = c.i_in < c.n_in;
-        uint32_t data = c.in_on ? c.in[c.i_in] : 0;
+        const uint32_t* data = c.in_on ? c.in + c.i_in * BEAT_WORDS : ZERO_BEAT;
         bool last = c.in_on && c.in_cols && (c.i_in % c.in_cols) == c.in_cols - 1;
         drive_stream(t, s, c.in_on, data, last, c.in_on && c.i_in == 0, true);
     }
@@ -178,7 +187,7 @@ void sample_channels(Harness* h) {
         if (out_valid(t, s)) {
             out_fire[s] = true;
             if (c.i_out < c.n_out) {
-                if (c.out) c.out[c.i_out] = out_data(t, s);
+                if (c.out) out_beat(t, s, c.out + c.i_out * BEAT_WORDS);
                 bool want_last = c.out_cols && (c.i_out % c.out_cols) == c.out_cols - 1;
                 if (out_last(t, s) != want_last) c.last_err++;
                 if (out_user(t, s) != (c.i_out == 0)) c.user_err++;
@@ -200,7 +209,7 @@ void commit_channels(Harness* h) {
         if (c.i_in >= c.n_in && c.i_out >= c.n_out && ++c.after > c.settle) {
             c.done = true;
             c.end = h->cycle;
-            drive_stream(t, s, false, 0, false, false, false);
+            drive_stream(t, s, false, ZERO_BEAT, false, false, false);
             h->armed--;
             h->done_mask |= 1u << s;
         }
@@ -244,7 +253,7 @@ void fs_set_streams(void* p, int streams) {
     h->streams = streams < 1 ? 1 : streams > MAX_STREAMS ? MAX_STREAMS : streams;
 }
 
-// Arm stream s: n_in words in, n_out words out; done settle cycles after the last output (extra
+// Arm stream s: n_in beats in, n_out beats out (BEAT_WORDS words each); done settle cycles after the last output (extra
 // beats then count as errors). Returns 0, or -1 if s is not a stream or is armed already.
 int fs_chan_stream(void* p, int s, const uint32_t* in, uint64_t n_in, uint32_t in_cols, uint32_t* out,
                    uint64_t n_out, uint32_t out_cols, uint64_t settle) {
@@ -327,8 +336,10 @@ void fs_chan_abort(void* p, int channel) {
     StreamChannel& c = h->chan[channel];
     if (c.armed && !c.done) h->armed--;
     c.armed = false;
-    drive_stream(h->top.get(), channel, false, 0, false, false, false);
+    drive_stream(h->top.get(), channel, false, ZERO_BEAT, false, false, false);
 }
+
+int fs_beat_words() { return BEAT_WORDS; }
 
 uint32_t fs_armed(void* p) { return static_cast<uint32_t>(static_cast<Harness*>(p)->armed); }
 
@@ -422,7 +433,7 @@ int64_t fs_axil_read(void* p, uint32_t addr, int max_cycles) {
 
 // Drive the video stream and the configuration port together until every input word is accepted
 // and n_out output beats have arrived (or max_cycles pass).
-//   in/n_in/in_cols: pixels in, TLAST after every in_cols, TUSER on the first.
+//   in/n_in/in_cols: beats in (BEAT_WORDS words each), TLAST after every in_cols, TUSER on the first.
 //   out/n_out/out_cols: where output beats go; TLAST is checked against out_cols.
 //   cfg/n_cfg: configuration words, TLAST on the last; cfg_delay: cycles before the first one.
 //   gap_pct / stall_pct: percent of cycles with input TVALID low / output TREADY low.
@@ -445,7 +456,7 @@ int64_t fs_run(void* p, const uint32_t* in, uint64_t n_in, uint32_t in_cols, uin
         bool in_on = i_in < n_in && (gap_pct == 0 || next_rand(h) % 100 >= gap_pct);
         t->s_axis_tvalid = in_on;
         if (in_on) {
-            t->s_axis_tdata = in[i_in];
+            for (int j = 0; j < BEAT_WORDS; j++) put_word(t->s_axis_tdata, j, in[i_in * BEAT_WORDS + j]);
             t->s_axis_tlast = in_cols && (i_in % in_cols) == in_cols - 1;
             t->s_axis_tuser = i_in == 0;
         }
@@ -463,7 +474,7 @@ int64_t fs_run(void* p, const uint32_t* in, uint64_t n_in, uint32_t in_cols, uin
         bool cfg_fire = cfg_on && t->s_axis_cfg_tready;
         if (out_fire) {
             if (i_out < n_out) {
-                if (out) out[i_out] = t->m_axis_tdata;
+                if (out) out_beat(t, 0, out + i_out * BEAT_WORDS);
                 bool want_last = out_cols && (i_out % out_cols) == out_cols - 1;
                 if (static_cast<bool>(t->m_axis_tlast) != want_last) last_err++;
                 if (static_cast<bool>(t->m_axis_tuser) != (i_out == 0)) user_err++;

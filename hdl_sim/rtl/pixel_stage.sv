@@ -28,6 +28,7 @@ module pixel_stage #(
     assign m_tvalid = valid_q;
     assign m_tlast  = last_q;
     assign m_tuser  = user_q;
+    wire unused = &{1'b0, y_q};   // a narrower output (DATA_W < NPPC * 8) drops the top bytes
 
     always_ff @(posedge clk) begin
         if (valid_q && m_tready) valid_q <= 1'b0;

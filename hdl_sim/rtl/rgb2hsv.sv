@@ -4,19 +4,21 @@
 //   H' = G - B (V == R), B - R + 2d (V == G), R - G + 4d (else), H = (H' * HDIV[d] + 2^11) >> 12,
 //   HDIV[i] = round(180 * 2^12 / (6 i)), H += 180 if negative; round is half-to-even (cvRound);
 //   SDIV[0] = HDIV[0] = 0. Checked against cv2 on all 2^24 colours (runtime/vision_ref.py's golden).
+// At NPPC > 1 a beat carries NPPC pixels in 32-bit lanes, in and out (pixel k in tdata[32k+23:32k]).
 // Registers: 0 ID (RO), 1 WIDTH, 2 HEIGHT, 3 STATUS (RO), 4 FRAMES (RO; frames begun).
 `resetall
 `timescale 1ns / 1ps
 `default_nettype none
 
 module rgb2hsv #(
-    parameter int DATA_W = 24,       // input and output width; both need 24 bits
+    parameter int DATA_W = 24,       // input and output width; both need 24 bits (32 * NPPC at NPPC > 1)
+    parameter int NPPC = 1,          // pixels per beat, each in a 32-bit lane
     parameter logic [15:0] MODULE_ID = 16'd10
 ) (
     `include "rm_ports.svh"
 );
     initial begin
-        if (DATA_W < 24) $error("rgb2hsv: DATA_W must hold 24-bit pixels");
+        if (DATA_W < 32 * (NPPC - 1) + 24) $error("rgb2hsv: DATA_W must hold NPPC 32-bit lanes of 24-bit pixels");
     end
     localparam int NREGS = 5;
     localparam logic [NREGS*32-1:0] RESET_VALS = {32'd0, 32'd0, 32'd480, 32'd640, 32'd0};
@@ -50,44 +52,39 @@ module rgb2hsv #(
         .*, .status(32'd0), .frame_tick(s_axis_tvalid && s_axis_tready && s_axis_tuser)
     );
 
-    wire [7:0] r = s_axis_tdata[7:0];
-    wire [7:0] g = s_axis_tdata[15:8];
-    wire [7:0] b = s_axis_tdata[23:16];
-    logic [7:0] v, vmin, d, s, h;
-    logic [27:0] s_acc;
-    logic signed [11:0] hp;
-    logic signed [31:0] h_acc;
-    always_comb begin
+    // One pixel: {V, S, H}.
+    function automatic logic [23:0] hsv_of(input logic [7:0] r, input logic [7:0] g, input logic [7:0] b);
+        logic [7:0] v, vmin, d, s, h;
+        logic signed [11:0] hp;
+        logic signed [31:0] h_acc;
         v = (r > g) ? r : g;
         if (b > v) v = b;
         vmin = (r < g) ? r : g;
         if (b < vmin) vmin = b;
         d = v - vmin;
-        s_acc = 28'(d) * 28'(SDIV[v*20 +: 20]) + 28'd2048;
-        s = s_acc[19:12];
+        s = 8'((28'(d) * 28'(SDIV[v*20 +: 20]) + 28'd2048) >> 12);
         if (v == r) hp = $signed({4'd0, g}) - $signed({4'd0, b});
         else if (v == g) hp = $signed({4'd0, b}) - $signed({4'd0, r}) + $signed({3'd0, d, 1'b0});
         else hp = $signed({4'd0, r}) - $signed({4'd0, g}) + $signed({2'd0, d, 2'b0});
         h_acc = (32'(hp) * $signed({15'd0, HDIV[d*17 +: 17]}) + 32'sd2048) >>> 12;
         if (h_acc < 0) h_acc = h_acc + 32'sd180;
         h = h_acc[7:0];
-    end
+        return {v, s, h};
+    endfunction
 
-    // Three bytes through one output register: pixel_stage carries 8 bits, so hold S and V beside it.
-    logic [15:0] sv_q;
-    wire [DATA_W-1:0] stage_data;
-    pixel_stage #(.DATA_W(DATA_W)) u_out (
-        .clk, .rst, .s_pixel(h), .s_valid(s_axis_tvalid), .s_ready(s_axis_tready), .s_last(s_axis_tlast),
-        .s_user(s_axis_tuser), .m_tdata(stage_data), .m_tvalid(m_axis_tvalid), .m_tready(m_axis_tready),
+    // pixel_stage counts bytes: four per 32-bit lane (the fourth zero).
+    logic [NPPC*32-1:0] y;
+    always_comb begin
+        for (int k = 0; k < NPPC; k++)
+            y[k*32 +: 32] = {8'd0, hsv_of(s_axis_tdata[k*32 +: 8], s_axis_tdata[k*32+8 +: 8], s_axis_tdata[k*32+16 +: 8])};
+    end
+    pixel_stage #(.DATA_W(DATA_W), .NPPC(4 * NPPC)) u_out (
+        .clk, .rst, .s_pixel(y), .s_valid(s_axis_tvalid), .s_ready(s_axis_tready), .s_last(s_axis_tlast),
+        .s_user(s_axis_tuser), .m_tdata(m_axis_tdata), .m_tvalid(m_axis_tvalid), .m_tready(m_axis_tready),
         .m_tlast(m_axis_tlast), .m_tuser(m_axis_tuser)
     );
-    always_ff @(posedge clk) begin
-        if (s_axis_tvalid && s_axis_tready) sv_q <= {v, s};
-        if (rst) sv_q <= '0;
-    end
-    assign m_axis_tdata = DATA_W'({sv_q, stage_data[7:0]});
 
-    wire unused = &{1'b0, s_axis_tdata, regs, stage_data, s_acc, h_acc};
+    wire unused = &{1'b0, s_axis_tdata, regs};
 endmodule
 
 `resetall

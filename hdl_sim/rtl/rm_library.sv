@@ -1,9 +1,9 @@
 // rm_library: the reconfigurable modules a slot can hold, one per MODULE_ID (the id a partial
 // bitstream's frame data names; runtime/modules.py keeps the same numbering). The slot wrapper
 // instantiates one per compatible id; ports are the common RM port list. NPPC (1 or 4) is the
-// pixels per beat of the single-channel modules; the multi-channel ones (rgb2gray, rgb2hsv,
-// in_range, absdiff, bg_update) carry one pixel's channels per 32-bit beat and exist at NPPC 1 only
-// (the platform manifest refuses them at 4).
+// pixels per beat: gray pixels packed a byte each in the low NPPC bytes; the multi-channel modules
+// (rgb2gray, rgb2hsv, in_range, absdiff, bg_update) take a pixel's channels in a 32-bit lane each,
+// so at NPPC 4 the shell's stream is 128 bits (DATA_W = 32 * NPPC) and a gray beat uses its low word.
 `resetall
 `timescale 1ns / 1ps
 `default_nettype none
@@ -39,7 +39,7 @@ module rm_library #(
             downscale2x #(.DATA_W(DATA_W), .NPPC(NPPC), .MAX_W(MAX_W)) u_rm (.*);
         end
         5: begin : g_rgb2gray
-            rgb2gray #(.DATA_W(DATA_W)) u_rm (.*);
+            rgb2gray #(.DATA_W(DATA_W), .NPPC(NPPC)) u_rm (.*);
         end
         6: begin : g_dnn_tile
             dnn_tile #(
@@ -57,19 +57,19 @@ module rm_library #(
             rank3x3 #(.DATA_W(DATA_W), .NPPC(NPPC), .MAX_W(MAX_W), .RANK(4), .MODULE_ID(16'd9)) u_rm (.*);
         end
         10: begin : g_rgb2hsv
-            rgb2hsv #(.DATA_W(DATA_W)) u_rm (.*);
+            rgb2hsv #(.DATA_W(DATA_W), .NPPC(NPPC)) u_rm (.*);
         end
         11: begin : g_in_range
-            in_range #(.DATA_W(DATA_W)) u_rm (.*);
+            in_range #(.DATA_W(DATA_W), .NPPC(NPPC)) u_rm (.*);
         end
         12: begin : g_moments
             moments #(.DATA_W(DATA_W), .NPPC(NPPC)) u_rm (.*);
         end
         13: begin : g_absdiff
-            absdiff #(.DATA_W(DATA_W)) u_rm (.*);
+            absdiff #(.DATA_W(DATA_W), .NPPC(NPPC)) u_rm (.*);
         end
         14: begin : g_bg_update
-            bg_update #(.DATA_W(DATA_W)) u_rm (.*);
+            bg_update #(.DATA_W(DATA_W), .NPPC(NPPC)) u_rm (.*);
         end
         15: begin : g_fast9
             fast9 #(.DATA_W(DATA_W), .NPPC(NPPC), .MAX_W(MAX_W)) u_rm (.*);

@@ -8,15 +8,15 @@
 `default_nettype none
 
 (* blackbox *)
-module rm_partition_box (   // the 32-bit RM port list of rm_ports.svh
+module rm_partition_box (   // the RM port list of rm_ports.svh at the widest stream (NPPC 4: 128 bits)
     input  wire               clk,
     input  wire               rst,
-    input  wire [31:0]        s_axis_tdata,
+    input  wire [127:0]       s_axis_tdata,
     input  wire               s_axis_tvalid,
     output wire               s_axis_tready,
     input  wire               s_axis_tlast,
     input  wire               s_axis_tuser,
-    output wire [31:0]        m_axis_tdata,
+    output wire [127:0]       m_axis_tdata,
     output wire               m_axis_tvalid,
     input  wire               m_axis_tready,
     output wire               m_axis_tlast,
@@ -89,11 +89,14 @@ module rp_slot #(
         .rp_axil_rvalid(rp_rvalid), .rp_axil_rready(rp_rready)
     );
 
+    // A narrower stream (NPPC 1: 32 bits) uses the box's low bits; the rest are tied off.
+    wire [127:0] box_m_tdata;
+    assign rp_m_tdata = box_m_tdata[DATA_W-1:0];
     rm_partition_box u_rm (
         .clk, .rst(rst || rm_rst),
-        .s_axis_tdata(rp_s_tdata), .s_axis_tvalid(rp_s_tvalid), .s_axis_tready(rp_s_tready),
+        .s_axis_tdata(128'(rp_s_tdata)), .s_axis_tvalid(rp_s_tvalid), .s_axis_tready(rp_s_tready),
         .s_axis_tlast(rp_s_tlast), .s_axis_tuser(rp_s_tuser),
-        .m_axis_tdata(rp_m_tdata), .m_axis_tvalid(rp_m_tvalid), .m_axis_tready(rp_m_tready),
+        .m_axis_tdata(box_m_tdata), .m_axis_tvalid(rp_m_tvalid), .m_axis_tready(rp_m_tready),
         .m_axis_tlast(rp_m_tlast), .m_axis_tuser(rp_m_tuser),
         .s_axil_awaddr(rp_awaddr), .s_axil_awvalid(rp_awvalid), .s_axil_awready(rp_awready),
         .s_axil_wdata(rp_wdata), .s_axil_wstrb(rp_wstrb), .s_axil_wvalid(rp_wvalid),
@@ -103,8 +106,7 @@ module rp_slot #(
         .s_axil_rvalid(rp_rvalid), .s_axil_rready(rp_rready)
     );
 
-    initial if (DATA_W != 32) $error("rp_slot (synthesis view): the partition box is 32 bits wide");
-    wire unused_slot = &{1'b0, active_module, MODULE_MASK, SEED};
+    wire unused_slot = &{1'b0, active_module, MODULE_MASK, SEED, box_m_tdata};
 endmodule
 
 `resetall

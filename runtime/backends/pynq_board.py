@@ -38,7 +38,7 @@ from fpgashare.bitstream.registry import Registry
 from fpgashare.errors import FpgashareError, FrameError
 from fpgashare.modules import Stage
 from fpgashare.platform import Platform
-from fpgashare.shell_map import MODULE_WINDOW, REG_CYCLES_HI, REG_CYCLES_LO, ShellControl, pack_pixels, unpack_pixels
+from fpgashare.shell_map import MODULE_WINDOW, REG_CYCLES_HI, REG_CYCLES_LO, ShellControl, pack_beats, unpack_beats
 from fpgashare.vision_timing import chain_cycles
 
 log = logging.getLogger(__name__)
@@ -170,7 +170,7 @@ class PynqBackend(Backend):
         return LoadReport(slot, module, error, self._words[slot, module], seconds)
 
     def _buffer(self, role: str, words: int) -> np.ndarray:
-        """A DMA buffer of ``words`` 32-bit beats, allocated once per role and size."""
+        """A DMA buffer of ``words`` 32-bit words, allocated once per role and size."""
         key = (role, words)
         if key not in self._buffers:
             self._buffers[key] = self._allocate(shape=(words,), dtype=np.uint32)
@@ -206,9 +206,12 @@ class PynqBackend(Backend):
         for slot, stage in zip(slots, stages, strict=True):
             self.shell.program(slot, stage, *shape)
             shape = stage.kind.output_shape(*shape)
-        source = self._buffer("in", frame.shape[0] * frame.shape[1])
-        sink = self._buffer("out", shape[0] * shape[1])
-        source[:] = pack_pixels(frame)
+        # Rows of whole beats, NPPC words a beat (the shell's stream is 32 * NPPC bits wide).
+        nppc = self.platform.pixels_per_clock
+        words = pack_beats(frame, nppc)
+        source = self._buffer("in", words.size)
+        sink = self._buffer("out", shape[0] * -(-shape[1] // nppc) * nppc)
+        source[:] = words
         source.flush()
         start = self.shell.cycles()
         self.dma.recvchannel.transfer(sink)        # receive first, so no output beat waits
@@ -221,7 +224,7 @@ class PynqBackend(Backend):
             if cycles <= 0:
                 raise FrameError(f"the shell cycle counter did not advance during the frame ({cycles})")
             sink.invalidate()
-            return FrameReport(unpack_pixels(sink, shape), cycles, cycles / self.platform.fabric_clock_hz,
+            return FrameReport(unpack_beats(sink, shape, nppc), cycles, cycles / self.platform.fabric_clock_hz,
                                self.shell.read_results(list(slots), list(stages)))
 
         return finish

@@ -18,6 +18,7 @@ from fpgashare.dnn.partition import Plan
 from fpgashare.dnn.reference import quantize_input
 from fpgashare.dnn.tile_format import DEFAULT_TILE, TileSpec, load_stream, pack_activations, unpack_activations
 from fpgashare.errors import FrameError, NetworkError
+from fpgashare.hdl_sim.board import beat_words_low, word_beats
 from fpgashare.hdl_sim.cosim import Job, StreamPhase, run_alone
 from fpgashare.modules import KINDS
 
@@ -83,7 +84,8 @@ class TileChain:
         board.route([slot], stream)
         board.module_write(slot, REG_MODE, 1)
         words = load_stream(self.net, start, stop, self.spec)
-        _, stats = yield StreamPhase(stream, words, words.size, 0, 0, 4 * words.size + 1000, settle=0)
+        beats = word_beats(words, board.rtl.beat_words)
+        _, stats = yield StreamPhase(stream, beats, words.size, 0, 0, 4 * words.size + 1000, settle=0)
         board.module_write(slot, REG_MODE, 0)
         status, layers = board.module_read(slot, REG_STATUS)[1], board.module_read(slot, REG_NLAYERS)[1]
         if not stats.finished or status != 0 or layers != stop - start:
@@ -110,7 +112,9 @@ class TileChain:
         start = time.perf_counter()
         if self.board.routes.get(stream) != list(self.slots):
             self.board.route(self.slots, stream)
-        out, stats = yield StreamPhase(stream, words, per_in, n * per_out, per_out, budget, settle=0)
+        bw = self.board.rtl.beat_words
+        out, stats = yield StreamPhase(stream, word_beats(words, bw), per_in, n * per_out, per_out, budget, settle=0)
+        out = beat_words_low(out, bw)
         wall = time.perf_counter() - start
         if not stats.finished or stats.tlast_errors:
             raise FrameError(f"{self.net.name}: {stats.received}/{n * per_out} output words, "

@@ -11,7 +11,7 @@ import pytest
 from fpgashare.modules import resolve_stage
 from fpgashare.vision_ref import stage_reference
 
-from tests.hdl.vision_tb import VisionTB, sizes_to_test
+from tests.hdl.vision_tb import VisionTB, run_module, sizes_to_test
 
 
 @cocotb.test(timeout_time=40, timeout_unit="ms")
@@ -33,8 +33,8 @@ async def matches_opencv(dut):
 
 
 @pytest.mark.rtl
-def test_absdiff_rtl():
-    from fpgashare.hdl_sim.build import run_cocotb
-
-    tests, failed = run_cocotb("absdiff", __name__, parameters={"DATA_W": 16})
+@pytest.mark.parametrize("nppc", [1, 4])
+def test_absdiff_rtl(nppc):
+    # At 4 pixels per beat each pixel takes a 32-bit lane of a 128-bit beat.
+    tests, failed = run_module("absdiff", __name__, nppc, parameters={"DATA_W": 16}, lane_bits=32)
     assert tests == 1 and failed == 0

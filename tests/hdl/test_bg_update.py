@@ -10,7 +10,7 @@ import pytest
 from fpgashare.modules import resolve_stage
 from fpgashare.vision_ref import bg_update_reference, stage_reference
 
-from tests.hdl.vision_tb import VisionTB
+from tests.hdl.vision_tb import VisionTB, run_module
 
 
 @cocotb.test(timeout_time=40, timeout_unit="ms")
@@ -47,8 +47,8 @@ async def background_follows_a_sequence(dut):
 
 
 @pytest.mark.rtl
-def test_bg_update_rtl():
-    from fpgashare.hdl_sim.build import run_cocotb
-
-    tests, failed = run_cocotb("bg_update", __name__, parameters={"DATA_W": 16})
+@pytest.mark.parametrize("nppc", [1, 4])
+def test_bg_update_rtl(nppc):
+    # At 4 pixels per beat each pixel takes a 32-bit lane of a 128-bit beat.
+    tests, failed = run_module("bg_update", __name__, nppc, parameters={"DATA_W": 16}, lane_bits=32)
     assert tests == 2 and failed == 0

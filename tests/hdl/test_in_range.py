@@ -9,7 +9,7 @@ import pytest
 from fpgashare.modules import resolve_stage
 from fpgashare.vision_ref import stage_reference
 
-from tests.hdl.vision_tb import VisionTB
+from tests.hdl.vision_tb import VisionTB, run_module
 
 
 @cocotb.test(timeout_time=40, timeout_unit="ms")
@@ -39,8 +39,8 @@ async def matches_opencv(dut):
 
 
 @pytest.mark.rtl
-def test_in_range_rtl():
-    from fpgashare.hdl_sim.build import run_cocotb
-
-    tests, failed = run_cocotb("in_range", __name__, parameters={"DATA_W": 24})
+@pytest.mark.parametrize("nppc", [1, 4])
+def test_in_range_rtl(nppc):
+    # At 4 pixels per beat each pixel takes a 32-bit lane of a 128-bit beat.
+    tests, failed = run_module("in_range", __name__, nppc, parameters={"DATA_W": 24}, lane_bits=32)
     assert tests == 1 and failed == 0

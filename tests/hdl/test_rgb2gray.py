@@ -8,7 +8,7 @@ import pytest
 from fpgashare.modules import resolve_stage
 from fpgashare.vision_ref import stage_reference
 
-from tests.hdl.vision_tb import VisionTB
+from tests.hdl.vision_tb import VisionTB, run_module
 
 
 @cocotb.test(timeout_time=20, timeout_unit="ms")
@@ -29,8 +29,8 @@ async def matches_opencv(dut):
 
 
 @pytest.mark.rtl
-def test_rgb2gray_rtl():
-    from fpgashare.hdl_sim.build import run_cocotb
-
-    tests, failed = run_cocotb("rgb2gray", __name__, parameters={"DATA_W": 24})
+@pytest.mark.parametrize("nppc", [1, 4])
+def test_rgb2gray_rtl(nppc):
+    # At 4 pixels per beat each pixel takes a 32-bit lane of a 128-bit beat.
+    tests, failed = run_module("rgb2gray", __name__, nppc, parameters={"DATA_W": 24}, lane_bits=32)
     assert tests == 1 and failed == 0

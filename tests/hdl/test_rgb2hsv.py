@@ -6,26 +6,10 @@ from __future__ import annotations
 import cocotb
 import numpy as np
 import pytest
-from cocotbext.axi import AxiStreamFrame
 from fpgashare.modules import resolve_stage
 from fpgashare.vision_ref import stage_reference
 
-from tests.hdl.vision_tb import VisionTB
-
-
-async def run_frame_rgb_out(tb: VisionTB, frame: np.ndarray) -> np.ndarray:
-    """Like VisionTB.run_frame, but the output keeps three bytes per pixel."""
-    rows, cols = frame.shape[:2]
-    for r in range(rows):
-        data = frame[r].tobytes()
-        await tb.source.send(AxiStreamFrame(data, tuser=[1 if (r == 0 and i < 3) else 0 for i in range(len(data))]))
-    out = np.zeros((rows, cols, 3), dtype=np.uint8)
-    for r in range(rows):
-        got = await tb.sink.recv()
-        beats = np.frombuffer(bytes(got.tdata), dtype=np.uint8).reshape(-1, tb.sink.byte_lanes)
-        assert beats.shape[0] == cols, f"output row {r}: {beats.shape[0]} pixels, expected {cols}"
-        out[r] = beats[:, :3]
-    return out
+from tests.hdl.vision_tb import VisionTB, run_module
 
 
 def corner_colours() -> np.ndarray:
@@ -46,7 +30,7 @@ async def matches_opencv(dut):
     for n, frame in enumerate(frames):
         tb.set_pressure(input_gaps=0.3 * (n % 2), output_stalls=0.4 * ((n + 1) % 2))
         await tb.program(stage, *frame.shape[:2])
-        got = await run_frame_rgb_out(tb, frame)
+        got = await tb.run_frame(frame, (*frame.shape[:2], 3))
         want = stage_reference(stage, frame)
         bad = np.argwhere(np.any(got != want, axis=-1))[:5]
         assert np.array_equal(got, want), \
@@ -55,8 +39,8 @@ async def matches_opencv(dut):
 
 
 @pytest.mark.rtl
-def test_rgb2hsv_rtl():
-    from fpgashare.hdl_sim.build import run_cocotb
-
-    tests, failed = run_cocotb("rgb2hsv", __name__, parameters={"DATA_W": 24})
+@pytest.mark.parametrize("nppc", [1, 4])
+def test_rgb2hsv_rtl(nppc):
+    # At 4 pixels per beat each pixel takes a 32-bit lane of a 128-bit beat.
+    tests, failed = run_module("rgb2hsv", __name__, nppc, parameters={"DATA_W": 24}, lane_bits=32)
     assert tests == 1 and failed == 0

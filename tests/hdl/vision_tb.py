@@ -3,7 +3,9 @@
 Pixels per beat come from the environment (NPPC, default 1; ``run_module`` sets it with the RTL
 parameters). At NPPC > 1 a gray row goes as ceil(W / NPPC) beats, pixel 0 in the low byte, the last
 beat's spare lanes filled with junk (as a DMA reading a padded row stride would), and the output's
-spare lanes are ignored.
+spare lanes are ignored. A multi-channel frame at NPPC > 1 puts pixel k's channels in the beat's
+32-bit lane k, junk in the lane's spare bytes; gray results come back packed in the low NPPC bytes,
+multi-channel ones in 32-bit lanes.
 """
 
 from __future__ import annotations
@@ -78,35 +80,47 @@ class VisionTB:
         for index, value in register_words(stage, rows, cols):
             await self.write_reg(index, value)
 
-    async def run_frame(self, frame: np.ndarray, out_shape: tuple[int, int]) -> np.ndarray:
-        """Send ``frame`` row by row (TLAST per row, TUSER on the first pixel); return the output."""
-        rows = frame.shape[0]
+    def _junk(self, *shape: int) -> np.ndarray:
+        return np.frombuffer(self.rng.randbytes(int(np.prod(shape))), np.uint8).reshape(shape).copy()
+
+    async def run_frame(self, frame: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray:
+        """Send ``frame`` row by row (TLAST per row, TUSER on the first pixel); return the output
+        (``out_shape`` with a third entry: that many channels per output pixel)."""
+        rows, cols = frame.shape[:2]
         flat = frame.reshape(rows, -1)
         lanes = frame.shape[2] if frame.ndim == 3 else 1
         if self.nppc > 1:
-            assert lanes == 1, "several pixels per beat are gray pixels"
-            beats = -(-flat.shape[1] // self.nppc)
-            padded = np.frombuffer(self.rng.randbytes(rows * beats * self.nppc), np.uint8).reshape(rows, -1).copy()
-            padded[:, :flat.shape[1]] = flat
-            flat, lanes = padded, self.nppc
+            beats = -(-cols // self.nppc)
+            if frame.ndim == 3:      # a 32-bit lane per pixel
+                padded = self._junk(rows, beats * self.nppc, 4)
+                padded[:, :cols, :frame.shape[2]] = frame
+                flat, lanes = padded.reshape(rows, -1), 4 * self.nppc
+            else:
+                padded = self._junk(rows, beats * self.nppc)
+                padded[:, :cols] = frame
+                flat, lanes = padded, self.nppc
         for r in range(rows):
             data = flat[r].tobytes()
             # cocotbext-axi takes TUSER per byte lane: mark every lane of the first beat.
             tuser = [1 if (r == 0 and i < lanes) else 0 for i in range(len(data))]
             await self.source.send(AxiStreamFrame(data, tuser=tuser))
         out = np.zeros(out_shape, dtype=np.uint8)
+        out_cols = out_shape[1]
+        channels = out_shape[2] if len(out_shape) == 3 else 1
+        width = self.sink.byte_lanes
         for r in range(out_shape[0]):
             got = await self.sink.recv()
             data = np.frombuffer(bytes(got.tdata), dtype=np.uint8)
-            if self.nppc > 1:
-                # Whole beats of NPPC pixels; the last one's spare lanes are unspecified.
-                want = -(-out_shape[1] // self.nppc) * self.nppc
-                assert data.size == want, f"output row {r}: {data.size} bytes, expected {want}"
-                row = data[:out_shape[1]]
-            else:
-                # Lane 0 (tdata[7:0]) carries the pixel; wider outputs zero-extend it.
-                row = data[:: self.sink.byte_lanes]
-            assert row.size == out_shape[1], f"output row {r}: {row.size} pixels, expected {out_shape[1]}"
+            beats = -(-out_cols // self.nppc)
+            assert data.size == beats * width, f"output row {r}: {data.size} bytes, expected {beats * width}"
+            per_beat = data.reshape(beats, width)
+            if channels > 1:      # pixel k's channels in the beat's 32-bit lane k (the whole beat at NPPC 1)
+                pixels = per_beat.reshape(beats * self.nppc, -1)[:, :channels]
+            else:                 # NPPC pixels packed in the low bytes; wider beats zero-extend them
+                pixels = per_beat[:, :self.nppc].reshape(-1)
+            # The last beat's spare lanes are unspecified.
+            row = pixels[:out_cols]
+            assert len(row) == out_cols, f"output row {r}: {len(row)} pixels, expected {out_cols}"
             if r == 0:
                 first = got.tuser[0] if isinstance(got.tuser, list) else got.tuser
                 assert first == 1, "TUSER missing on the first output pixel"
@@ -122,11 +136,12 @@ def sizes_to_test(rng: random.Random, count: int) -> list[tuple[int, int]]:
 
 
 def run_module(toplevel: str, test_module: str, nppc: int, parameters: dict | None = None,
-               env: dict[str, str] | None = None) -> tuple[int, int]:
-    """Build and run a vision module's cocotb tests at ``nppc`` pixels per beat (DATA_W 8 * NPPC)."""
+               env: dict[str, str] | None = None, lane_bits: int = 8) -> tuple[int, int]:
+    """Build and run a vision module's cocotb tests at ``nppc`` pixels per beat (DATA_W lane_bits *
+    NPPC: 8 for gray pixels, 32 for a multi-channel module's lanes)."""
     from fpgashare.hdl_sim.build import run_cocotb
 
     params = dict(parameters or {})
     if nppc > 1:
-        params.update(NPPC=nppc, DATA_W=8 * nppc)
+        params.update(NPPC=nppc, DATA_W=lane_bits * nppc)
     return run_cocotb(toplevel, test_module, params, extra_env={**(env or {}), "NPPC": str(nppc)})

@@ -45,7 +45,12 @@ APPS = ("edge_detect", "motion", "colour_track", "digits")
 #: chain at NPPC 4 (colour tracking's RGB and motion's frame pairs in 32-bit lanes of a 128-bit beat).
 DEMO_PLATFORM = "zcu104-x4"
 DEMO_SIZE = (480, 640)
-DEMO_FRAMES = 6
+#: Frames of the demo's video. Four keep the README's first command (install, build, run) within a
+#: minute here with four apps at 640x480: partial loads take most of the wall time (a 1 MB partial
+#: goes through the RTL port word by word, about 0.45 s each), and each frame period needs about
+#: eleven (three real-time chains of 3-4 stages on two slots a stream). Measured 2026-12-04: 6 frames
+#: took 65 s from a fresh clone. ``--frames`` runs longer videos.
+DEMO_FRAMES = 4
 #: Video streams the demo's daemon uses: the ZCU104's four slots in two partitions, so the apps'
 #: frames compute side by side (runtime/sched/online_streams.py). Measured 2026-12-04: nothing
 #: late, 36/36 digits, 52 loads against 40-42 on one stream (two 4-stage chains on 2 slots each

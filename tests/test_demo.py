@@ -63,40 +63,45 @@ def test_the_readme_demo_on_the_rtl(tmp_path):
     from fpgashare.simrun import resolve_chain
     from fpgashare.vision_ref import chain_reference
 
+    n = DEMO_FRAMES
     summary = run_demo(DEMO_PLATFORM, tmp_path, DEMO_FRAMES, "sim", progress=False, size=DEMO_SIZE, apps=APPS,
                        dump=True)
-    assert summary["backend"] == "sim" and summary["size"] == [480, 640] and summary["frames"] == 6
+    assert summary["backend"] == "sim" and summary["size"] == [480, 640] and summary["frames"] == n
     assert summary["platform"] == "zcu104-x4"
     assert sorted(summary["modules"]) == app_modules(APPS)
     pipelines = summary["pipelines"]
-    assert pipelines["edges"]["frames"] == pipelines["edges"]["on_time"] == 6
-    assert pipelines["motion"]["frames"] == pipelines["motion"]["on_time"] == 5
+    assert pipelines["edges"]["frames"] == pipelines["edges"]["on_time"] == n
+    assert pipelines["motion"]["frames"] == pipelines["motion"]["on_time"] == n - 1
     assert pipelines["digits"]["dropped"] == 0 and pipelines["digits"]["frames"] == summary["totals"]["dnn_images"]
     apps = summary["apps"]
-    assert pipelines["colour"]["frames"] == pipelines["colour"]["on_time"] == 6
+    assert pipelines["colour"]["frames"] == pipelines["colour"]["on_time"] == n
     # the whole chains on the fabric
     assert {apps[a]["cpu_stages"] for a in ("edge_detect", "motion", "colour_track")} == {"-"}
-    assert apps["colour_track"]["from_registers"] == "6"
+    assert apps["colour_track"]["from_registers"] == str(n)
     assert apps["digits"]["cpu"] == "0"
     files = summary["files"]
     edges = np.load(files["dump_edge_detect"])
     stages = resolve_chain(edge_detect.CHAIN, {})
-    assert len(edges["inputs"]) == 6
+    assert len(edges["inputs"]) == n
     for frame, out in zip(edges["inputs"], edges["outputs"], strict=True):
         assert np.array_equal(out, chain_reference(stages, frame))
     moved = np.load(files["dump_motion"])
     stages = resolve_chain(motion.CHAIN, motion.PARAMS)
-    assert len(moved["inputs"]) == 5
+    assert len(moved["inputs"]) == n - 1
     for gray, previous, out in zip(moved["inputs"], moved["previous"], moved["outputs"], strict=True):
         assert np.array_equal(out, chain_reference(stages, np.dstack([gray, previous])))
     tracked = np.load(files["dump_colour_track"])
-    assert len(tracked["inputs"]) == 6
+    assert len(tracked["inputs"]) == n
     for rgb, mask, centre in zip(tracked["inputs"], tracked["masks"], tracked["centroids"], strict=True):
         want = cv2.inRange(cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV), colour_track.HSV_LO, colour_track.HSV_HI)
         assert np.array_equal(mask, want)
         m = cv2.moments(want, binaryImage=True)
-        assert m["m00"] > 0 and tuple(centre) == (m["m10"] / m["m00"], m["m01"] / m["m00"])   # the ball in view
-    assert summary["digit_reader"]["printed"] == 36 and summary["digit_reader"]["accuracy"] >= 0.95
+        if m["m00"]:
+            assert tuple(centre) == (m["m10"] / m["m00"], m["m01"] / m["m00"])
+        else:                                             # the ball out of view
+            assert np.isnan(centre).all()
+    assert int(apps["colour_track"]["tracked"]) >= 1
+    assert summary["digit_reader"]["printed"] == 6 * n and summary["digit_reader"]["accuracy"] >= 0.95
     totals = summary["totals"]
     assert totals["wall_by_operation"]["loads"]["count"] == totals["reconfigurations"] > 0
     # Over the span the Gantt shows: at four pixels per clock a 640x480 pass takes 0.4 ms, so the
@@ -109,8 +114,11 @@ def test_the_readme_demo_on_the_rtl(tmp_path):
 
 
 def test_demo_runs_the_apps_it_is_given(tmp_path, capsys):
+    # fast9 does not fit a ZCU104 slot at four pixels per clock: the corner detector needs the x1 board.
+    assert main(["demo", "--backend", "model", "--frames", "3", "--apps", "corners", "--out", str(tmp_path)]) == 2
+    assert "platform zcu104-x4 has no fast9, which the demo's apps need" in capsys.readouterr().err
     assert main(["demo", "--backend", "model", "--frames", "3", "--size", "240x320", "--apps",
-                 "colour_track,corners", "--out", str(tmp_path), "--json"]) == 0
+                 "colour_track,corners", "--platform", "zcu104", "--out", str(tmp_path), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert set(summary["pipelines"]) == {"colour", "corners"} and "digit_reader" not in summary
     assert all(p["on_time"] == p["frames"] == 3 for p in summary["pipelines"].values())

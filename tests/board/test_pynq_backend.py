@@ -115,8 +115,13 @@ class FakeShell:
 
 
 class FakeDma:
-    def __init__(self, shell):
+    """An AXI DMA into the shell's stream, decoding beats as the shell's RTL reads them (README,
+    "Pixels per clock"): at NPPC 1 a pixel per 32-bit word; at 4 beats of four words, a gray frame
+    packed four pixels in the low word, a multi-channel frame a pixel per word."""
+
+    def __init__(self, shell, shape=None, channels=1):
         self.shell, self.sink = shell, None
+        self.shape, self.channels = shape, channels
         self.sendchannel, self.recvchannel = self.Channel(self, "send"), self.Channel(self, "recv")
         self.waits: list[str] = []       # channels waited on, in order
 
@@ -129,21 +134,37 @@ class FakeDma:
                 self.dma.sink = buffer
                 return
             assert self.dma.sink is not None, "receive channel must be armed before sending"
-            shell = self.dma.shell
+            shell, dma = self.dma.shell, self.dma
             stages = [shell.stage_of(s) for s in shell.chain()]
-            rows, cols = FRAME_SHAPE
-            pixels = (np.asarray(buffer) & 0xFF).astype(np.uint8).reshape(rows, cols)
-            self.dma.sink[:] = chain_reference(stages, pixels).reshape(-1)
-            shell.cycles += chain_cycles(stages, rows, cols)
+            rows, cols = dma.shape or FRAME_SHAPE
+            nppc = shell.platform.pixels_per_clock
+            beats = -(-cols // nppc)
+            words = np.asarray(buffer, dtype=np.uint32).reshape(rows, beats, nppc)
+            if dma.channels > 1:           # pixel k of a beat in its word k, channel c in byte c
+                lanes = words.reshape(rows, beats * nppc)[:, :cols]
+                pixels = np.stack([(lanes >> (8 * c)) & 0xFF for c in range(dma.channels)], -1).astype(np.uint8)
+            else:                          # four gray pixels packed in the beat's low word (one at NPPC 1)
+                low = words[:, :, 0]
+                pixels = np.stack([(low >> (8 * k)) & 0xFF for k in range(nppc)], -1).reshape(rows, -1)[:, :cols]
+                pixels = pixels.astype(np.uint8)
+            out = chain_reference(stages, pixels)
+            out_rows, out_cols = out.shape
+            out_beats = -(-out_cols // nppc)
+            packed = np.zeros((out_rows, out_beats * nppc), np.uint32)
+            packed[:, :out_cols] = out
+            sink = np.zeros((out_rows, out_beats, nppc), np.uint32)
+            sink[:, :, 0] = sum(packed.reshape(out_rows, out_beats, nppc)[:, :, k] << (8 * k) for k in range(nppc))
+            dma.sink[:] = sink.reshape(-1)
+            shell.cycles += chain_cycles(stages, rows, cols, nppc)
 
         def wait(self):
             self.dma.waits.append(self.role)
 
 
 class FakeOverlay:
-    def __init__(self, shell):
+    def __init__(self, shell, **dma):
         self.ip_dict = {"shell_ctrl": {"phys_addr": 0x43C0_0000, "addr_range": 0x10000}, "axi_dma_0": {}}
-        self.axi_dma_0 = FakeDma(shell)
+        self.axi_dma_0 = FakeDma(shell, **dma)
 
 
 FRAME_SHAPE = (48, 64)
@@ -179,6 +200,47 @@ def test_frames_go_through_mmio_routing_and_dma_buffers(board_dirs):
     backend.close()
     assert source.calls[-1] == "free" and sink.calls[-1] == "free"
 
+
+
+@pytest.fixture(scope="module")
+def x4_bits(tmp_path_factory):
+    """zcu104-x4's partials, built once for the module (56 of 1 MB)."""
+    bits = tmp_path_factory.mktemp("x4_bits")
+    build_all(load_platform("zcu104-x4"), bits)
+    return bits
+
+
+@pytest.mark.parametrize("chain,channels", [(["rgb2gray", "threshold"], 3), (["absdiff", "erode3x3"], 2),
+                                            (["gauss3x3", "downscale2x"], 1)])
+def test_frames_at_four_pixels_per_clock_go_as_wide_beats(board_dirs, x4_bits, chain, channels):
+    """zcu104-x4: the DMA buffers hold rows of whole 128-bit beats (a 46-pixel row: 12 beats of four
+    words), a multi-channel pixel per word, gray packed in the low word; the output is OpenCV's."""
+    from fpgashare.backends.pynq_board import PynqBackend
+
+    _, firmware, manager = board_dirs
+    bits = x4_bits
+    platform = load_platform("zcu104-x4")
+    stages = resolve_chain(chain, {})
+    shell = FakeShell(platform, {0: stages[0], 1: stages[1]})
+    shape = (30, 46)
+    allocated = []
+
+    def allocate(shape, dtype):
+        allocated.append(shape)
+        return Buffer(shape, dtype)
+
+    backend = PynqBackend(platform, bits, firmware_dir=firmware, fpga_manager=manager,
+                          overlay=FakeOverlay(shell, shape=shape, channels=channels),
+                          mmio_factory=lambda addr, size: shell, allocate=allocate)
+    assert backend.load(0, stages[0].kind.name).ok and backend.load(1, stages[1].kind.name).ok
+    rng = np.random.default_rng(len(chain) + channels)
+    frame = rng.integers(0, 256, (*shape, channels) if channels > 1 else shape, dtype=np.uint8)
+    report = backend.run_frame([0, 1], stages, frame)
+    assert np.array_equal(report.output, chain_reference(stages, frame))
+    assert report.cycles == chain_cycles(stages, *shape, 4)
+    out_rows, out_cols = stages[-1].kind.output_shape(*shape)
+    assert allocated == [(shape[0] * 12 * 4,), (out_rows * -(-out_cols // 4) * 4,)]
+    backend.close()
 
 def test_a_load_runs_on_the_port_thread_while_frames_stream(board_dirs):
     """The kernel writes one slot while frames stream through another: start_load returns at once

@@ -154,7 +154,8 @@ class SimBoard(ShellControl):
             nppc = self.platform.pixels_per_clock
             in_beats, out_beats = -(-cols // nppc), -(-shape[1] // nppc)
             timeout = 20 * (rows + 2) * (in_beats + 2) + 4096
-            out, stats = yield StreamPhase(stream, pack_beats(frame, nppc), in_beats, shape[0] * out_beats,
+            words = self.rtl.beat_words
+            out, stats = yield StreamPhase(stream, pack_beats(frame, nppc, words), in_beats, shape[0] * out_beats,
                                            out_beats, timeout, settle=settle)
         finally:        # a frame that fails (a refused register write, a hung stream) frees its slots too
             self.release_route(stream)
@@ -164,7 +165,7 @@ class SimBoard(ShellControl):
         if stats.tlast_errors or stats.extra_out:
             raise FrameError(f"stream {stream}: frame framing broken in RTL: {stats.tlast_errors} TLAST errors, "
                              f"{stats.extra_out} extra beats")
-        return unpack_beats(out, shape, nppc), stats, self.read_results(slots, stages)
+        return unpack_beats(out, shape, nppc, words), stats, self.read_results(slots, stages)
 
     def load_or_raise(self, slot: int, words: np.ndarray) -> LoadResult:
         result = self.load(slot, words)
@@ -183,10 +184,11 @@ class SimBoard(ShellControl):
         nppc = self.platform.pixels_per_clock
         in_beats, out_beats = -(-cols // nppc), -(-out_cols // nppc)   # per row
         timeout = 20 * (rows + 2) * (in_beats + 2) + 4096 + (0 if cfg is None else 4 * len(cfg))
-        out, stats = self.rtl.run(pack_beats(frame, nppc), in_beats, out_rows * out_beats, out_beats, cfg=cfg,
+        words = self.rtl.beat_words
+        out, stats = self.rtl.run(pack_beats(frame, nppc, words), in_beats, out_rows * out_beats, out_beats, cfg=cfg,
                                   cfg_delay=cfg_delay, seed=seed, gap_pct=gap_pct, stall_pct=stall_pct,
                                   settle=settle, max_cycles=timeout)
         if not stats.finished:
             raise FrameError(f"frame did not complete: {stats.sent}/{rows * in_beats} beats in, "
                              f"{stats.received}/{out_rows * out_beats} out after {timeout} cycles")
-        return unpack_beats(out, (out_rows, out_cols), nppc), stats
+        return unpack_beats(out, (out_rows, out_cols), nppc, words), stats

@@ -2,19 +2,20 @@
 
 A daemon on the simulated board (the shell in RTL: every bitstream through the configuration
 port, every frame through the modules, every DNN image through the dnn_tile) serves the example
-apps, each its own process: by default the edge detector (30 fps), the motion detector (60 fps)
-and the digit reader (best effort, ``printed_digits`` on the DNN tiles), on one synthetic 640x480
-video made here with OpenCV (a textured ground, moving shapes, printed digits). Afterwards: a
-Perfetto trace, a Gantt picture of the whole run, the edge detector's side-by-side video, a
-summary per pipeline, how busy the fabric was, and how many of the printed digits the reader
-read right (scored against what the video printed).
+apps, each its own process: by default the edge detector (30 fps), the motion detector (60 fps),
+the colour tracker (30 fps) and the digit reader (best effort, ``printed_digits`` on the DNN
+tiles), on the ZCU104 at four pixels per clock (``zcu104-x4``) and one synthetic 640x480 video
+made here with OpenCV (a textured ground, moving shapes, printed digits). Afterwards: a Perfetto
+trace, a Gantt picture of the whole run, the edge detector's side-by-side video, a summary per
+pipeline, how busy the fabric was, and how many of the printed digits the reader read right
+(scored against what the video printed).
 
 Wall time goes mostly to partial loads: the RTL takes each 1 MB partial word by word (about
-0.4 s of CPU per load here, against about 0.35 s per 640x480 frame through a chain), and three
-real-time chains of 4 stages on 4 slots swap modules every frame. The shell model is built with only
-the modules the apps use (``app_modules``). So the default is a short video (6 frames), and from an
-empty build cache the whole demo takes 37-48 s of CPU on this 2-core machine (the build about 18 s
-of it), about 25 s once the model is built (measured 2026-12-04).
+0.5 s of CPU per load here, against about 0.1 s per 640x480 frame through a chain at four pixels
+per clock), and three real-time chains of 3-4 stages on two slots a stream swap modules every
+frame. The shell model is built with only the modules the apps use (``app_modules``). So the
+default is a short video (4 frames): from an empty build cache the README's first command takes
+58 s here (measured 2026-12-04).
 
 Time: the daemon's clock runs with the wall clock while the board is idle and stands still while
 the RTL simulation is slower than the hardware it stands for, so every frame and load takes its

@@ -88,7 +88,7 @@ class Platform:
     modules: dict[str, ModuleSpec]
     max_width: int = 1920
     max_height: int = 1080
-    #: gray pixels per 32-bit stream beat (1 or 4): the variant of every module the bitstreams carry
+    #: pixels per stream beat (1 or 4): the variant of every module the bitstreams carry
     pixels_per_clock: int = 1
     #: video streams of the shell (1..slots): an input and an output stream port each, on a board one DMA
     #: channel pair. The shell carries them at once on disjoint routes (runtime/sched/streams.py).
@@ -115,6 +115,16 @@ class Platform:
         """Slots that can hold ``module``, in index order."""
         allowed = set(self.module(module).slots)
         return [s for s in self.slots if s.name in allowed]
+
+    @property
+    def stream_words(self) -> int:
+        """32-bit words in a stream beat: NPPC when a module takes several channels a pixel (each
+        pixel a 32-bit lane), else 1 (gray pixels pack four to a word). The shell is built as wide
+        as its modules need: a 128-bit datapath costs area and simulation time for nothing when every
+        module is gray."""
+        lanes = any(KINDS[name].kernel_kind == "vision"
+                    and (KINDS[name].channels_in > 1 or KINDS[name].channels_out > 1) for name in self.modules)
+        return self.pixels_per_clock if lanes else 1
 
     def slot_module_mask(self, slot: SlotSpec) -> int:
         """Bit m set = the slot can hold module id m (the RTL's SLOT_MODULES field)."""
@@ -143,7 +153,7 @@ class Platform:
             "LINK_LATENCY": self.link.latency_cycles,
             "LINK_CREDITS": self.link.credits,
             "NPPC": self.pixels_per_clock,
-            "DATA_W": 32 * self.pixels_per_clock,   # a multi-channel pixel takes a 32-bit lane
+            "DATA_W": 32 * self.stream_words,
             **DEFAULT_TILE.rtl_parameters(),
         }
 

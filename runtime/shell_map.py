@@ -92,20 +92,25 @@ def unpack_pixels(beats: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     return (np.asarray(beats) & 0xFF).astype(np.uint8).reshape(shape)
 
 
-def pack_beats(frame: np.ndarray, nppc: int) -> np.ndarray:
-    """Frame -> stream beats at ``nppc`` pixels per beat, as 32-bit words (``nppc`` words a beat: the
-    shell's stream is 32 * NPPC bits). At 1, one pixel (all its channels) per beat (``pack_pixels``).
-    At 4, a gray frame packs four pixels in the beat's low word, pixel 0 in the low byte (as Vitis
-    Vision packs them), the other words zero; a multi-channel frame (RGB, or a frame and its
-    reference) puts pixel k's channels in word k, as ``pack_pixels`` puts them in a beat at 1. Each row
+def pack_beats(frame: np.ndarray, nppc: int, words: int | None = None) -> np.ndarray:
+    """Frame -> stream beats at ``nppc`` pixels per beat, as 32-bit words, ``words`` a beat (the
+    platform's ``stream_words``: 1, or ``nppc`` when the shell's stream is 32 * NPPC bits; default
+    ``nppc``). At 1, one pixel (all its channels) per beat (``pack_pixels``). At 4, a gray frame packs
+    four pixels in the beat's low word, pixel 0 in the low byte (as Vitis Vision packs them), any
+    other words zero; a multi-channel frame (RGB, or a frame and its reference) puts pixel k's
+    channels in word k, as ``pack_pixels`` puts them in a beat at 1 (it needs ``words`` = 4). Each row
     is padded with zeros to whole beats: the DMA reads rows from a stride rounded up to the bus width,
     and the modules know the width from their registers, so the spare lanes of a row's last beat carry
     nothing they use."""
     if nppc == 1:
         return pack_pixels(frame)
+    words = nppc if words is None else words
     rows, cols = frame.shape[:2]
     beats = -(-cols // nppc)
     if frame.ndim == 3:
+        if words != nppc:
+            raise FrameError(f"a {frame.shape[2]}-channel frame at {nppc} pixels per clock needs a stream of "
+                             f"{nppc} words a beat (a pixel per 32-bit lane); this shell's beats have {words}")
         padded = np.zeros((rows, beats * nppc, frame.shape[2]), dtype=np.uint8)
         padded[:, :cols] = frame
         return pack_pixels(padded)
@@ -113,18 +118,20 @@ def pack_beats(frame: np.ndarray, nppc: int) -> np.ndarray:
         raise FrameError(f"frames are rows x cols (x channels), got shape {frame.shape}")
     padded = np.zeros((rows, beats * nppc), dtype=np.uint8)
     padded[:, :cols] = frame
-    out = np.zeros((rows * beats, nppc), dtype=np.uint32)
+    out = np.zeros((rows * beats, words), dtype=np.uint32)
     out[:, 0] = padded.view(np.dtype("<u4")).reshape(-1)
     return out.reshape(-1)
 
 
-def unpack_beats(beats: np.ndarray, shape: tuple[int, int], nppc: int) -> np.ndarray:
-    """Output beats (``nppc`` words each) -> a gray frame, dropping the spare lanes of each row's last beat."""
+def unpack_beats(beats: np.ndarray, shape: tuple[int, int], nppc: int, words: int | None = None) -> np.ndarray:
+    """Output beats (``words`` each, default ``nppc``) -> a gray frame, dropping the spare lanes of
+    each row's last beat."""
     if nppc == 1:
         return unpack_pixels(beats, shape)
+    words = nppc if words is None else words
     rows, cols = shape
     per_row = -(-cols // nppc)
-    low = np.ascontiguousarray(np.asarray(beats, dtype="<u4").reshape(-1, nppc)[:, 0])
+    low = np.ascontiguousarray(np.asarray(beats, dtype="<u4").reshape(-1, words)[:, 0])
     raw = low.reshape(rows, per_row).view(np.uint8)
     return raw[:, :cols].copy()
 

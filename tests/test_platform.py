@@ -71,6 +71,10 @@ def test_pixels_per_clock_defaults_to_one_and_is_checked(tmp_path, pynq_z2):
     x4 = load_platform(manifest_at_pixels_per_clock("zcu104", 4, tmp_path / "x4.toml"))
     assert (x4.name, x4.pixels_per_clock, x4.rtl_parameters()["NPPC"]) == ("zcu104-x4", 4, 4)
     assert {"conv3x3", "fast9", "rgb2gray", "rgb2hsv", "absdiff"} <= set(x4.modules)
+    assert (x4.stream_words, x4.rtl_parameters()["DATA_W"]) == (4, 128)
+    # Every module gray: four pixels fit a 32-bit word, so the shell stays 32 bits wide.
+    gray = load_platform(manifest_at_pixels_per_clock("zcu104", 4, tmp_path / "g.toml", ["conv3x3", "dnn_tile"]))
+    assert (gray.stream_words, gray.rtl_parameters()["DATA_W"]) == (1, 32)
 
 
 def test_stream_figures_of_the_shipped_platforms(pynq_z2, zcu104):

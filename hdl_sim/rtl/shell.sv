@@ -22,7 +22,7 @@
 module shell #(
     parameter int NUM_SLOTS = 2,
     parameter int NUM_STREAMS = 1,          // video streams, 1..NUM_SLOTS (platform streams)
-    parameter int DATA_W = 32,              // stream width: 32 * NPPC (a multi-channel pixel takes a 32-bit lane)
+    parameter int DATA_W = 32,              // stream width: 32, or 32 * NPPC when a module takes a pixel per 32-bit lane
     parameter int MAX_W = 1920,
     parameter int NPPC = 1,                 // pixels per stream beat (platform pixels_per_clock)
     parameter logic [31:0] SHELL_ID = 32'hF5A5_0001,
@@ -88,7 +88,7 @@ module shell #(
     initial begin
         if (NUM_SLOTS < 1 || NUM_SLOTS > 8) $error("shell: NUM_SLOTS must be 1..8");
         if (NUM_STREAMS < 1 || NUM_STREAMS > NUM_SLOTS) $error("shell: NUM_STREAMS must be 1..NUM_SLOTS");
-        if (DATA_W != 32 * NPPC) $error("shell: DATA_W must be 32 * NPPC");
+        if (DATA_W != 32 && DATA_W != 32 * NPPC) $error("shell: DATA_W must be 32 or 32 * NPPC");
     end
     localparam int NP = NUM_SLOTS + 1;
     localparam int NREGS = 16 + 4 * NUM_SLOTS + NUM_STREAMS - 1;
@@ -261,10 +261,10 @@ module shell #(
             .s_axil_rvalid(p_rvalid[k+1]), .s_axil_rready(p_rready[k+1])
         );
 
-        // The link's lanes widen with the stream (x NPPC), so a beat is as many flits at any NPPC;
-        // the DNN tile's 32-bit words still take one flit each.
+        // The link's lanes widen with the stream (x DATA_W / 32), so a beat is as many flits at any
+        // width; the DNN tile's 32-bit words still take one flit each.
         stream_link #(
-            .DATA_W(DATA_W), .LANE_W(LINK_LANE_W * NPPC), .LATENCY(LINK_LATENCY), .CREDITS(LINK_CREDITS)
+            .DATA_W(DATA_W), .LANE_W(LINK_LANE_W * (DATA_W / 32)), .LATENCY(LINK_LATENCY), .CREDITS(LINK_CREDITS)
         ) u_link (
             .clk, .rst,
             .s_axis_tdata(o_tdata), .s_axis_tvalid(o_tvalid), .s_axis_tready(o_tready),

@@ -206,11 +206,11 @@ class PynqBackend(Backend):
         for slot, stage in zip(slots, stages, strict=True):
             self.shell.program(slot, stage, *shape)
             shape = stage.kind.output_shape(*shape)
-        # Rows of whole beats, NPPC words a beat (the shell's stream is 32 * NPPC bits wide).
-        nppc = self.platform.pixels_per_clock
-        words = pack_beats(frame, nppc)
+        # Rows of whole beats, stream_words words a beat (the shell's stream width).
+        nppc, width = self.platform.pixels_per_clock, self.platform.stream_words
+        words = pack_beats(frame, nppc, width)
         source = self._buffer("in", words.size)
-        sink = self._buffer("out", shape[0] * -(-shape[1] // nppc) * nppc)
+        sink = self._buffer("out", shape[0] * -(-shape[1] // nppc) * width)
         source[:] = words
         source.flush()
         start = self.shell.cycles()
@@ -224,7 +224,7 @@ class PynqBackend(Backend):
             if cycles <= 0:
                 raise FrameError(f"the shell cycle counter did not advance during the frame ({cycles})")
             sink.invalidate()
-            return FrameReport(unpack_beats(sink, shape, nppc), cycles, cycles / self.platform.fabric_clock_hz,
+            return FrameReport(unpack_beats(sink, shape, nppc, width), cycles, cycles / self.platform.fabric_clock_hz,
                                self.shell.read_results(list(slots), list(stages)))
 
         return finish

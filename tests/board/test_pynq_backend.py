@@ -116,8 +116,8 @@ class FakeShell:
 
 class FakeDma:
     """An AXI DMA into the shell's stream, decoding beats as the shell's RTL reads them (README,
-    "Pixels per clock"): at NPPC 1 a pixel per 32-bit word; at 4 beats of four words, a gray frame
-    packed four pixels in the low word, a multi-channel frame a pixel per word."""
+    "Pixels per clock"): at NPPC 1 a pixel per 32-bit word; at 4 beats of ``stream_words`` words, a
+    gray frame packed four pixels in the low word, a multi-channel frame a pixel per word."""
 
     def __init__(self, shell, shape=None, channels=1):
         self.shell, self.sink = shell, None
@@ -137,9 +137,9 @@ class FakeDma:
             shell, dma = self.dma.shell, self.dma
             stages = [shell.stage_of(s) for s in shell.chain()]
             rows, cols = dma.shape or FRAME_SHAPE
-            nppc = shell.platform.pixels_per_clock
+            nppc, width = shell.platform.pixels_per_clock, shell.platform.stream_words
             beats = -(-cols // nppc)
-            words = np.asarray(buffer, dtype=np.uint32).reshape(rows, beats, nppc)
+            words = np.asarray(buffer, dtype=np.uint32).reshape(rows, beats, width)
             if dma.channels > 1:           # pixel k of a beat in its word k, channel c in byte c
                 lanes = words.reshape(rows, beats * nppc)[:, :cols]
                 pixels = np.stack([(lanes >> (8 * c)) & 0xFF for c in range(dma.channels)], -1).astype(np.uint8)
@@ -152,7 +152,7 @@ class FakeDma:
             out_beats = -(-out_cols // nppc)
             packed = np.zeros((out_rows, out_beats * nppc), np.uint32)
             packed[:, :out_cols] = out
-            sink = np.zeros((out_rows, out_beats, nppc), np.uint32)
+            sink = np.zeros((out_rows, out_beats, width), np.uint32)
             sink[:, :, 0] = sum(packed.reshape(out_rows, out_beats, nppc)[:, :, k] << (8 * k) for k in range(nppc))
             dma.sink[:] = sink.reshape(-1)
             shell.cycles += chain_cycles(stages, rows, cols, nppc)

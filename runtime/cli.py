@@ -433,7 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--frames", type=int, default=None, help="frames of the synthetic video (default 6)")
     d.add_argument("--size", default="480x640", help="ROWSxCOLS of the video and of every app's frames")
     d.add_argument("--apps", default="edge_detect,motion,colour_track,digits",
-                   help="comma-separated: edge_detect, motion, colour_track, corners, digits")
+                   help="comma-separated: edge_detect, motion, colour_track, corners, template_track, digits")
     d.add_argument("--backend", choices=["sim", "model"], default="sim", help="model: the twin, for a quick look")
     d.add_argument("--streams", type=int, default=None,
                    help="video streams the daemon uses at once, the slots split between them (default 2)")

@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 #: The example apps the demo can run, and the pipeline each registers with the daemon.
 APP_PIPELINES = {"edge_detect": "edges", "motion": "motion", "colour_track": "colour", "corners": "corners",
-                 "digits": "digits"}
+                 "template_track": "template", "digits": "digits"}
 APPS = ("edge_detect", "motion", "colour_track", "digits")
 #: The demo's board: the ZCU104 at four pixels per clock (bitstreams/zcu104-x4.toml), every app's
 #: chain at NPPC 4 (colour tracking's RGB and motion's frame pairs in 32-bit lanes of a 128-bit beat).
@@ -101,6 +101,28 @@ def demo_platform(platform_name: str, apps: tuple[str, ...], folder: Path):
         raise FpgashareError(f"platform {base.name} has no {', '.join(missing)}, which the demo's apps need")
     return load_platform(manifest_at_pixels_per_clock(base.path, base.pixels_per_clock, folder / "platform.toml",
                                                       wanted))
+
+
+def registration_order(apps: tuple[str, ...]) -> list[str]:
+    """The apps by how much of the board they need, the shortest period first, the digit reader (best
+    effort) last. The daemon places a registering pipeline in the partition where it adds fewest
+    loads/s, with partitions fixed, so the order fixes the placement: registered first, the 60 fps
+    motion chain gets a partition of its own, and the 30 fps chains share the other. In whatever
+    order processes happened to connect, motion could land beside a 30 fps chain and not fit the
+    fabric (measured: its last two stages on the CPU in 1 of 3 loaded runs)."""
+    import importlib
+
+    def period(app: str) -> float:
+        return float("inf") if app == "digits" else importlib.import_module(f"fpgashare.apps.{app}").PERIOD_MS
+
+    return sorted(apps, key=period)
+
+
+def _await_registration(daemon, pipeline: str, proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
+    """Until ``pipeline`` is registered (or its app has exited: its error is reported later)."""
+    deadline = time.monotonic() + timeout_s
+    while pipeline not in daemon.registered() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -333,7 +355,10 @@ def run_demo(platform_name: str = DEMO_PLATFORM, out: str | Path = "out/demo", f
     daemon = Daemon(backend, sock, dilation=dilation, streams=streams)
     with DaemonThread(daemon):
         procs = {}
-        for app in apps:
+        order = registration_order(apps)
+        for app in order:
+            if app != order[0]:     # the most demanding app first: the partition it joins is then its own
+                _await_registration(daemon, APP_PIPELINES[order[0]], procs[order[0]])
             extra = ["--out", files["video"] if app == "edge_detect" else str(out / f"{app}.mp4")]
             if app == "digits":
                 extra += ["--readings", str(readings)]

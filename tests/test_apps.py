@@ -7,7 +7,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
-from fpgashare.apps import colour_track, corners, edge_detect, motion
+from fpgashare.apps import colour_track, corners, edge_detect, motion, template_track
 from fpgashare.client import connect
 from fpgashare.simrun import resolve_chain
 from fpgashare.vision_ref import chain_reference, fast9_keypoints
@@ -139,13 +139,42 @@ def test_corners_equal_opencv_fast(tmp_path, video, capsys, board):
     assert int(summary["corners"]) == total > 0
 
 
-def test_app_options_are_checked(tmp_path, capsys):
+
+@pytest.mark.parametrize("board", ["zcu104", "pynq-z2"])
+def test_template_track_finds_what_opencv_finds(tmp_path, video, capsys, board):
+    """Where the first frame's 7x7 patch matches best in every frame, from template_match's registers
+    (on the PYNQ-Z2, whose slots cannot hold it, the daemon runs that stage on its CPU): the least
+    sum of squared differences and its place, as cv2.matchTemplate(TM_SQDIFF) + minMaxLoc give them."""
+    from fpgashare.vision_ref import template_best
+
+    sock = tmp_path / "s.sock"
+    with RunningDaemon(sock, dilation=10.0, platform=board):
+        summary, inputs, _ = _run(template_track, sock, video, tmp_path, capsys)
+    data = np.load(tmp_path / f"{template_track.__name__}.npz")
+    template = data["template"][0]
+    assert summary["frames"] == summary["on_time"] == summary["tracked"] == "6"
+    assert summary["cpu_stages"] == ("-" if board == "zcu104" else "template_match")
+    for n, (rgb, (x, y, best)) in enumerate(zip(inputs, data["places"], strict=True)):
+        gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+        assert template_best(gray, template) == {"BEST": best, "BEST_X": x, "BEST_Y": y}
+        scores = cv2.matchTemplate(gray, template, cv2.TM_SQDIFF)
+        least, _, where, _ = cv2.minMaxLoc(scores)
+        assert abs(best - least) <= 1e-6 * max(least, 1) + 64      # OpenCV's float sums round
+        if np.count_nonzero(scores <= least + 64) == 1:               # a unique best place
+            assert (x, y) == where
+        if n == 0:
+            assert best == 0                                          # the template is cut from this frame
+
+def test_app_options_are_checked(tmp_path, video, capsys):
     sock = tmp_path / "s.sock"
     with RunningDaemon(sock, dilation=10.0):
         assert colour_track.main(["--video", "x.avi", "--socket", str(sock), "--hsv-lo", "1,2"]) == 2
         assert "give H,S,V as three integers" in capsys.readouterr().err
         assert corners.main(["--video", "x.avi", "--socket", str(sock), "--threshold", "300"]) == 2
         assert "--threshold 300" in capsys.readouterr().err
+        assert template_track.main(["--video", str(video), "--socket", str(sock), "--size", "120x160",
+                                    "--at", "155,10"]) == 2
+        assert "--at 155,10: a 7x7 template must lie inside the 160x120 frame" in capsys.readouterr().err
 
 
 def test_apps_name_bad_input(tmp_path, capsys):

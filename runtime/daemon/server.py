@@ -136,6 +136,15 @@ class Daemon(Ops, Driver, Sessions):
     def per_pipeline(self) -> dict[str, dict]:
         return self.stats.per_pipeline
 
+    def registered(self) -> set[str]:
+        """The clients' names of the pipelines registered now (a snapshot, safe from any thread)."""
+        for _ in range(5):
+            try:
+                return {state.name for _, state in list(self.states.values())}
+            except RuntimeError:        # the loop thread changed the dict while it was copied
+                continue
+        return set()
+
     # ---- lifecycle
     async def start(self) -> None:
         """Take the board (refused with DaemonRunningError if another daemon has it), sweep what a dead

@@ -34,22 +34,7 @@ from fpgashare.shell_map import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ACTIVATION_CYCLES", "LoadResult", "SimBoard", "SlotStatus", "beat_words_low", "pack_beats",
-           "pack_pixels", "unpack_beats", "word_beats"]
-
-
-def word_beats(words: np.ndarray, beat_words: int) -> np.ndarray:
-    """32-bit words (the DNN tile's stream) -> one beat each, the word in the beat's low lane."""
-    if beat_words == 1:
-        return words
-    out = np.zeros((words.size, beat_words), dtype=np.uint32)
-    out[:, 0] = words
-    return out.reshape(-1)
-
-
-def beat_words_low(out: np.ndarray, beat_words: int) -> np.ndarray:
-    """Output beats -> their low words (what the DNN tile sends)."""
-    return out if beat_words == 1 else np.asarray(out).reshape(-1, beat_words)[:, 0]
+__all__ = ["ACTIVATION_CYCLES", "LoadResult", "SimBoard", "SlotStatus", "pack_beats", "pack_pixels", "unpack_beats"]
 
 
 SLOT_STATES = ("blank", "loading", "ready", "failed")

@@ -118,9 +118,22 @@ def pack_beats(frame: np.ndarray, nppc: int, words: int | None = None) -> np.nda
         raise FrameError(f"frames are rows x cols (x channels), got shape {frame.shape}")
     padded = np.zeros((rows, beats * nppc), dtype=np.uint8)
     padded[:, :cols] = frame
-    out = np.zeros((rows * beats, words), dtype=np.uint32)
-    out[:, 0] = padded.view(np.dtype("<u4")).reshape(-1)
+    return word_beats(padded.view(np.dtype("<u4")).reshape(-1).astype(np.uint32), words)
+
+
+def word_beats(words: np.ndarray, beat_words: int) -> np.ndarray:
+    """32-bit words -> one beat each of ``beat_words`` words, the word in the beat's low lane (a gray
+    beat at NPPC 4 on a wide stream; the DNN tile's words)."""
+    if beat_words == 1:
+        return words
+    out = np.zeros((words.size, beat_words), dtype=np.uint32)
+    out[:, 0] = words
     return out.reshape(-1)
+
+
+def low_words(beats: np.ndarray, beat_words: int) -> np.ndarray:
+    """Beats of ``beat_words`` words -> the low word of each (``word_beats`` undone)."""
+    return beats if beat_words == 1 else np.asarray(beats).reshape(-1, beat_words)[:, 0]
 
 
 def unpack_beats(beats: np.ndarray, shape: tuple[int, int], nppc: int, words: int | None = None) -> np.ndarray:
@@ -131,7 +144,7 @@ def unpack_beats(beats: np.ndarray, shape: tuple[int, int], nppc: int, words: in
     words = nppc if words is None else words
     rows, cols = shape
     per_row = -(-cols // nppc)
-    low = np.ascontiguousarray(np.asarray(beats, dtype="<u4").reshape(-1, words)[:, 0])
+    low = np.ascontiguousarray(low_words(np.asarray(beats, dtype="<u4"), words))
     raw = low.reshape(rows, per_row).view(np.uint8)
     return raw[:, :cols].copy()
 

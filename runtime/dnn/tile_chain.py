@@ -18,9 +18,9 @@ from fpgashare.dnn.partition import Plan
 from fpgashare.dnn.reference import quantize_input
 from fpgashare.dnn.tile_format import DEFAULT_TILE, TileSpec, load_stream, pack_activations, unpack_activations
 from fpgashare.errors import FrameError, NetworkError
-from fpgashare.hdl_sim.board import beat_words_low, word_beats
 from fpgashare.hdl_sim.cosim import Job, StreamPhase, run_alone
 from fpgashare.modules import KINDS
+from fpgashare.shell_map import low_words, word_beats
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class TileChain:
             self.board.route(self.slots, stream)
         bw = self.board.rtl.beat_words
         out, stats = yield StreamPhase(stream, word_beats(words, bw), per_in, n * per_out, per_out, budget, settle=0)
-        out = beat_words_low(out, bw)
+        out = low_words(out, bw)
         wall = time.perf_counter() - start
         if not stats.finished or stats.tlast_errors:
             raise FrameError(f"{self.net.name}: {stats.received}/{n * per_out} output words, "

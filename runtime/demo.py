@@ -15,7 +15,7 @@ Wall time goes mostly to partial loads: the RTL takes each 1 MB partial word by 
 per clock), and three real-time chains of 3-4 stages on two slots a stream swap modules every
 frame. The shell model is built with only the modules the apps use (``app_modules``). So the
 default is a short video (4 frames): from an empty build cache the README's first command takes
-58 s here (measured 2026-12-04).
+49-58 s here (measured 2026-12-04).
 
 Time: the daemon's clock runs with the wall clock while the board is idle and stands still while
 the RTL simulation is slower than the hardware it stands for, so every frame and load takes its
@@ -53,9 +53,9 @@ DEMO_SIZE = (480, 640)
 #: took 65 s from a fresh clone. ``--frames`` runs longer videos.
 DEMO_FRAMES = 4
 #: Video streams the demo's daemon uses: the ZCU104's four slots in two partitions, so the apps'
-#: frames compute side by side (runtime/sched/online_streams.py). Measured 2026-12-04: nothing
-#: late, 36/36 digits, 52 loads against 40-42 on one stream (two 4-stage chains on 2 slots each
-#: reload every frame either way).
+#: frames compute side by side (runtime/sched/online_streams.py). Measured 2026-12-04 (four apps,
+#: zcu104-x4, 6 frames): nothing late either way, 68 loads on two streams against 67 on one (chains of
+#: 3-4 stages reload every frame either way).
 DEMO_STREAMS = 2
 
 #: Wall seconds per board second while the board idles. The daemon and three app processes share

@@ -92,11 +92,11 @@ def unpack_pixels(beats: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     return (np.asarray(beats) & 0xFF).astype(np.uint8).reshape(shape)
 
 
-def pack_beats(frame: np.ndarray, nppc: int, words: int | None = None) -> np.ndarray:
+def pack_beats(frame: np.ndarray, nppc: int, words: int) -> np.ndarray:
     """Frame -> stream beats at ``nppc`` pixels per beat, as 32-bit words, ``words`` a beat (the
-    platform's ``stream_words``: 1, or ``nppc`` when the shell's stream is 32 * NPPC bits; default
-    ``nppc``). At 1, one pixel (all its channels) per beat (``pack_pixels``). At 4, a gray frame packs
-    four pixels in the beat's low word, pixel 0 in the low byte (as Vitis Vision packs them), any
+    platform's ``stream_words``: 1, or ``nppc`` when the shell's stream is 32 * NPPC bits). At 1,
+    one pixel (all its channels) per beat (``pack_pixels``). At 4, a gray frame packs four pixels in
+    the beat's low word, pixel 0 in the low byte (as Vitis Vision packs them), any
     other words zero; a multi-channel frame (RGB, or a frame and its reference) puts pixel k's
     channels in word k, as ``pack_pixels`` puts them in a beat at 1 (it needs ``words`` = 4). Each row
     is padded with zeros to whole beats: the DMA reads rows from a stride rounded up to the bus width,
@@ -104,7 +104,6 @@ def pack_beats(frame: np.ndarray, nppc: int, words: int | None = None) -> np.nda
     nothing they use."""
     if nppc == 1:
         return pack_pixels(frame)
-    words = nppc if words is None else words
     rows, cols = frame.shape[:2]
     beats = -(-cols // nppc)
     if frame.ndim == 3:
@@ -136,12 +135,10 @@ def low_words(beats: np.ndarray, beat_words: int) -> np.ndarray:
     return beats if beat_words == 1 else np.asarray(beats).reshape(-1, beat_words)[:, 0]
 
 
-def unpack_beats(beats: np.ndarray, shape: tuple[int, int], nppc: int, words: int | None = None) -> np.ndarray:
-    """Output beats (``words`` each, default ``nppc``) -> a gray frame, dropping the spare lanes of
-    each row's last beat."""
+def unpack_beats(beats: np.ndarray, shape: tuple[int, int], nppc: int, words: int) -> np.ndarray:
+    """Output beats (``words`` each) -> a gray frame, dropping the spare lanes of each row's last beat."""
     if nppc == 1:
         return unpack_pixels(beats, shape)
-    words = nppc if words is None else words
     rows, cols = shape
     per_row = -(-cols // nppc)
     low = np.ascontiguousarray(low_words(np.asarray(beats, dtype="<u4"), words))

@@ -15,7 +15,7 @@ Memory: a frame's input is read and its output written by the shell's DMA; a two
 (absdiff, bg_update) reads its reference frame beside the frame, one byte per pixel each, through
 the same stream. The DMA's memory port moves ``mem_bytes_per_cycle(nppc)``, so a frame cannot
 finish before its traffic has moved; in the shipped chains the stream, not memory, is the bound
-(an RGB chain at NPPC 4 moves 12 + 1 bytes a beat, under the 128-bit port's 16).
+(an RGB chain at NPPC 4 moves 12 + 1 bytes a beat, under the 128-bit port's 16; a gray chain 4 + 4).
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ MEM_BYTES_PER_CYCLE = 8  #: assumption: one 64-bit AXI HP port at the fabric clo
 
 
 def mem_bytes_per_cycle(nppc: int) -> int:
-    """The DMA's memory port per fabric cycle: 64 bits at NPPC 1; at NPPC 4 the shell's 128-bit stream
-    reads through a 128-bit port (ZynqMP's S_AXI_HP ports are 128 bits wide, UG1085; an assumption on
-    Zynq-7000, whose HP ports are 64)."""
+    """The DMA's memory port per fabric cycle: 64 bits at NPPC 1; 128 bits at NPPC 4, as a 128-bit
+    stream of RGB lanes needs (ZynqMP's S_AXI_HP ports are 128 bits wide, UG1085; an assumption on
+    Zynq-7000, whose HP ports are 64). A gray chain's 8 bytes a beat fit either port, so a shell
+    that keeps the 32-bit stream (``Platform.stream_words``) times the same."""
     return MEM_BYTES_PER_CYCLE if nppc == 1 else 16
 
 

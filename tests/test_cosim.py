@@ -193,7 +193,7 @@ def test_failed_and_hung_frames_end_in_errors_and_give_their_stream_back(small_z
         shell.program(2, stage, *frame.shape)
         try:
             cols = frame.shape[1]
-            yield StreamPhase(1, pack_beats(frame, 1), cols, frame.size + 50, cols, 20_000, settle=0)
+            yield StreamPhase(1, pack_beats(frame, 1, 1), cols, frame.size + 50, cols, 20_000, settle=0)
         finally:
             shell.release_route(1)
 

@@ -2,8 +2,8 @@
 
 Random workloads (benchmarks/workload_gen.py) are replayed as a daemon sees them: each real-time
 pipeline registers at its first release (admission decides then, against the pipelines already
-in, and picks its stream), its frames come at offset + k x period plus a random delay up to its
-jitter, and a best-effort DNN pipeline, if any, gets an image every 5 ms from the start. At the
+in, and picks its stream); once registration returns (its mode change is done) its frames come at
+offset + k x period plus a random delay up to its jitter, and a best-effort DNN pipeline, if any, gets an image every 5 ms from the start. At the
 end every app leaves (what still waits ends dropped, as when a client disconnects). The engine
 runs on a virtual clock over the twin. Counted: frames of admitted pipelines late or dropped (the
 claim: none), frames and images that ended other than once or never (none), DNN images that
@@ -62,7 +62,7 @@ def replay(seed: int, streams: int, max_s: float = 2.0, dnn_every_s: float = DNN
         actions.append((0.0, 0, "register", dnn[0]))
         actions += [(k * dnn_every_s, 1, "image", dnn[0]) for k in range(int(workload.duration_s / dnn_every_s))]
     actions.sort(key=lambda a: (a[0], a[1]))
-    admitted, refused, frames, images, homes = set(), {}, [], [], {}
+    admitted, refused, frames, images, homes, ready = set(), {}, [], [], {}, set()
     pixels = {p.name: np.zeros(tuple(p.frame), np.uint8) for p in workload.pipelines if p.realtime}
     for t, _, kind, p in actions:
         engine.advance_to(t)
@@ -73,13 +73,14 @@ def replay(seed: int, streams: int, max_s: float = 2.0, dnn_every_s: float = DNN
                 refused[p.name] = why
                 continue
             try:
-                engine.add_pipeline(p, admitted=True)
+                # The app's camera starts once registration returns (the pipeline's switch).
+                engine.add_pipeline(p, admitted=True, on_ready=lambda name=p.name: ready.add(name))
             except FpgashareError as exc:
                 refused[p.name] = str(exc)
                 continue
             admitted.add(p.name)
             homes[p.name] = engine.partition_of(p.name)[0]
-        elif p.name in admitted and kind == "frame":
+        elif p.name in ready and kind == "frame":
             frames.append(engine.submit(p.name, pixels[p.name]))
         elif p.name in admitted and kind == "image":
             images.append(engine.submit_dnn(p.name, np.zeros(network(p.model).input_shape, np.uint8)))

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("fpgashare.daemon")
 
 RING_SLOTS = 4            #: frames a client may have in flight per pipeline
+#: Longest wait, in board seconds, for an admitted pipeline's mode change (its pins loading
+#: while the partition is idle: runtime/sched/mode_change.py) before registration gives up.
+READY_LIMIT_S = 30.0
 
 
 class Ops:
@@ -82,12 +85,33 @@ class Ops:
                 spec = await self._place(key, chain, period_ms / 1e3, deadline_ms / 1e3, (rows, cols), params)
                 if isinstance(spec, str):
                     raise ProtocolError("admission", f"pipeline {name!r} not admitted: {spec}")
-            ring = self._register(client, name, spec, in_shape, tuple(out_shape))
+            ready = asyncio.get_running_loop().create_future()
+            ring = self._register(client, name, spec, in_shape, tuple(out_shape),
+                                  on_ready=lambda: ready.done() or ready.set_result(None))
+        await self._until_ready(client, name, ready)
         log.info("client %d: pipeline %s admitted as %s (%s)", client.id, name, key,
                  ", ".join(f"{stage} on {where}" for stage, where in spec.placement))
         answer = {"ring": ring.spec.to_wire(), "deadline_ms": spec.due_s * 1e3, "exec_ms": spec.exec_s * 1e3,
                   "placement": [list(p) for p in spec.placement]}
         await self._answer_with_ring(client, message["id"], answer, ring)
+
+    async def _until_ready(self: Daemon, client: Client, name: str, ready: asyncio.Future) -> None:
+        """Registration returns once the pipeline's frames can run under the guarantee (its
+        mode change switched); a change that never completes ends the pipeline instead. On a
+        virtual clock nothing else moves time meanwhile: the registration takes the board time
+        its change needs, event by event."""
+        if self.virtual:
+            limit = self.clock.now() + READY_LIMIT_S
+            while not ready.done() and (due := self.engine.next_event_s()) is not None and due <= limit:
+                self.clock.wait_until(max(due, self.clock.now()))
+                self._advance()
+        try:
+            await asyncio.wait_for(asyncio.shield(ready), READY_LIMIT_S * self.dilation)
+        except TimeoutError:
+            if name in client.pipelines:
+                self._end_pipeline(client, name, "its mode change did not complete")
+            raise ProtocolError("admission", f"pipeline {name!r}: its modules could not be made ready "
+                                             f"within {READY_LIMIT_S:g} s") from None
 
     async def _admission(self: Daemon, spec: PipelineSpec) -> str | None:
         """Why ``spec`` is not admitted (None: it is). The trial runs on a worker thread, on a
@@ -170,13 +194,15 @@ class Ops:
             raise refuse("shm_bytes_total", limits.shm_bytes_total,
                          f"{name!r}: its ring of {nbytes} bytes on top of every client's {self.shm_bytes}")
 
-    def _register(self: Daemon, client: Client, name: str, spec: PipelineSpec, in_shape, out_shape) -> FrameRing:
-        """Ring, engine, names and counts, all or nothing."""
+    def _register(self: Daemon, client: Client, name: str, spec: PipelineSpec, in_shape, out_shape,
+                  on_ready=None) -> FrameRing:
+        """Ring, engine, names and counts, all or nothing; ``on_ready``: the engine's word that
+        the pipeline can run (``OnlineEngine.add_pipeline``)."""
         ring = FrameRing.create_private(RING_SLOTS, tuple(in_shape), tuple(out_shape), tag=f"c{client.id}")
         state = PipelineState(name, spec.name, ring, set(range(RING_SLOTS)))
         added = False
         try:
-            self._step(self.engine.add_pipeline, spec, spec.realtime)
+            self._step(self.engine.add_pipeline, spec, spec.realtime, on_ready)
             added = True
             client.pipelines[name] = state
             self.states[spec.name] = (client, state)

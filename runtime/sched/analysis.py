@@ -271,6 +271,28 @@ def ddr_budget(platform: Platform) -> float:
     return DDR_FABRIC_SHARE * platform.ddr_bytes_per_s
 
 
+def load_and_control(platform: Platform, port_share: int = 1, board_load_s: float | None = None,
+                     control_s: float | None = None) -> tuple[float, float]:
+    """``(L, X)`` of the analysis (``analyse`` says what each argument means)."""
+    X = control_seconds(platform) if control_s is None else control_s
+    own = load_seconds(platform) + X
+    return own + (port_share - 1) * (own if board_load_s is None else max(own, board_load_s + X)), X
+
+
+def transition_check(pipelines: Sequence[PipelineSpec], loads: dict[str, int], platform: Platform,
+                     port_share: int = 1, board_load_s: float | None = None,
+                     control_s: float | None = None) -> DemandCheck:
+    """Whether ``pipelines``, whose frames need ``loads`` loads each under the contract in force,
+    also meet every deadline while a mode change loads pins beside them: one load that serves no
+    frame (a pin) may then straddle any release, on top of the usual blocking
+    (runtime/sched/mode_change.py)."""
+    if not pipelines:
+        return DemandCheck(True, float("inf"), 0.0, 0)
+    L, X = load_and_control(platform, port_share, board_load_s, control_s)
+    S, T, D, J = _arrays(pipelines, loads, L, X)
+    return demand_check(S, T, D, J, X + L)
+
+
 def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: dict[int, str] | None = None,
             few_pins: bool = False, port_share: int = 1, check_ddr: bool = True,
             board_load_s: float | None = None, control_s: float | None = None) -> Verdict:
@@ -285,9 +307,7 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     ``check_ddr`` False: the caller checks the DDR budget over every stream at once. ``control_s``:
     the register traffic one operation may cost beyond its stream or port cycles (default: this
     platform's, ``control_traffic.control_seconds``; a partition passes its board's)."""
-    X = control_seconds(platform) if control_s is None else control_s
-    own = load_seconds(platform) + X
-    L = own + (port_share - 1) * (own if board_load_s is None else max(own, board_load_s + X))
+    L, X = load_and_control(platform, port_share, board_load_s, control_s)
     if not pipelines:
         return Verdict(True, contract=AdmissionContract({}, L, True, float("inf")))
     for p in pipelines:

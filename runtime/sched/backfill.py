@@ -50,8 +50,8 @@ def refusal(platform) -> str | None:
 
 
 def backfill(engine: EngineView) -> None:
-    if not engine.dnn_pipelines or not engine.runs_dnn or refusal(engine.platform):
-        return
+    if not engine.dnn_pipelines or not engine.runs_dnn or engine.changing or refusal(engine.platform):
+        return      # (during a mode change only real-time work and its pins use the stream and port)
     _lend(engine)
     _run(engine)
 

@@ -229,7 +229,7 @@ class EdfPolicy(PriorityPolicy):
                 continue
             if s.state not in (SlotState.BLANK, SlotState.READY):
                 continue
-            if warm_up or side_load_allowed(engine, slot, pin=True):
+            if warm_up or side_load_allowed(engine, slot):
                 engine.slots.request(slot, module, "pin")
                 if not warm_up:
                     return True

@@ -107,9 +107,6 @@ class Engine(PortUse, SlotUse, DnnJobs, CpuJobs, Foresight):
         self.planned_reloads: dict[int, tuple[str, float]] = {}   #: slot -> (module, by when)
         #: The frame that holds the port for its loads until it streams (edf's commitment), if any.
         self.committed: Frame | None = None
-        #: A pin load may straddle a release even if the contract budgets no idle load (the
-        #: daemon: the pipelines admitted before the one waiting for it had room for one).
-        self.pin_idle_ok = False
         self.cpu = CpuExecutor()          #: the host's worker for CPU stages (the daemon's has threads)
         #: best-effort work on the host (DNN images) has workers of its own: it never queues ahead
         #: of a real-time frame's CPU stages
@@ -213,7 +210,16 @@ class Engine(PortUse, SlotUse, DnnJobs, CpuJobs, Foresight):
             if self.slots.quarantined:
                 self._drop_unplaceable()
             self.policy.dispatch(self)
+            self.after_dispatch()
             self._kick_port()
+
+    def after_dispatch(self) -> None:
+        """After the policy's decisions at each event (the daemon's engine steps its mode changes)."""
+
+    @property
+    def changing(self) -> bool:
+        """Whether a mode change is under way (a workload's set never changes)."""
+        return False
 
     def pipelines_changed(self) -> None:
         """The set of real-time pipelines changed: look-ahead state starts over."""

@@ -18,10 +18,9 @@ from fpgashare.sched.foresight import next_passes
 from fpgashare.sched.view import EngineView
 
 
-def side_load_allowed(engine: EngineView, slot: int, pin: bool = False) -> bool:
-    """Whether a load into ``slot`` that serves no committed frame may be queued now. ``pin``: a
-    module a newly admitted pipeline waits for (its frames are held meanwhile), which may also use
-    an idle load if the pipelines admitted before it had room for one (``Engine.pin_idle_ok``)."""
+def side_load_allowed(engine: EngineView, slot: int) -> bool:
+    """Whether a load into ``slot`` that serves no committed frame may be queued now (a pin a
+    mode change adds is loaded by the change itself: runtime/sched/mode_change.py)."""
     if engine.committed is not None:
         return False                      # the committed frame owns the port
     if not engine.loads_after_t0 and engine.now >= engine.t0:
@@ -34,7 +33,7 @@ def side_load_allowed(engine: EngineView, slot: int, pin: bool = False) -> bool:
         return True                       # hidden under the job on the stream
     if engine.pending or next_passes(engine):
         return False                      # (a frame between passes is pending again when its pass ends)
-    return engine.contract.idle_loads or (pin and engine.pin_idle_ok) or end <= engine.earliest_release_s()
+    return engine.contract.idle_loads or end <= engine.earliest_release_s()
 
 
 def batch_allowed(engine: EngineView, seconds: float) -> bool:

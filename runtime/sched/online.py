@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,16 +26,15 @@ from fpgashare.backends.base import Backend, Pending
 from fpgashare.clock import Clock
 from fpgashare.errors import FpgashareError, HardwareTimeout
 from fpgashare.platform import Platform
-from fpgashare.sched.analysis import analyse
+from fpgashare.sched.analysis import analyse, transition_check
 from fpgashare.sched.cpu_work import host_inference
 from fpgashare.sched.engine import DnnRequest, Engine, Frame
 from fpgashare.sched.jobs import CPU_START, JOB_DONE, LOAD_DONE, RELEASE
+from fpgashare.sched.mode_change import ModeChanges
 from fpgashare.slots import SlotState
 from fpgashare.workload import PipelineSpec, Workload
 
 log = logging.getLogger(__name__)
-
-_RESIDENT = (SlotState.READY, SlotState.BUSY)
 
 #: Trace slices kept (the newest): a daemon runs for days; the demo's whole run fits easily.
 TRACE_LIMIT = 100_000
@@ -52,13 +52,17 @@ class OnlineEngine(Engine):
         super().__init__(empty, backend, policy, clock, replacement, want_output=True)
         self.t0 = 0.0                       # pipelines register whenever they like; no warm-up window
         self.trace = deque(maxlen=TRACE_LIMIT)
-        self._last_release: dict[str, float] = {}
         self._counts: dict[str, int] = {}
-        self._due: dict[str, float] = {}     # per pipeline: when its next frame is due at its declared rate
+        #: Per pipeline, over its frames released so far: (max of release - index x period, next index).
+        self._released_grid: dict[str, tuple[float, int]] = {}
         self.dnn_queue: dict[str, list[DnnRequest]] = {}
-        self._verdicts: dict[str, object] = {}     # pipeline -> the analysis that admitted it
-        self._warming: dict[str, set[int]] = {}    # pipeline -> pinned slots it waits for
-        self._held: dict[str, list[Frame]] = {}    # frames submitted while their pipeline warms up
+        self._verdicts: dict[str, tuple[int, object]] = {}   # pipeline -> (target version, its analysis)
+        #: Registrations and departures, each a mode change analysed step by step (mode_change.py).
+        self.changes = ModeChanges(self)
+        self._held: dict[str, list[Frame]] = {}    # frames submitted before their pipeline's switch
+        #: Per pipeline, max over its releases of (release - index x period): a frame may not be
+        #: released before this + index x period - jitter (the arrival curve admission assumed).
+        self._grid: dict[str, float] = {}
         self.watchdog_margin, self.watchdog_floor_s = WATCHDOG_MARGIN, WATCHDOG_FLOOR_S
         self.watchdog_fired = 0                  #: loads and frames the watchdog ended
         self._host_nets: dict[str, host_inference] = {}   # DNN pipelines on the host: their networks
@@ -80,7 +84,6 @@ class OnlineEngine(Engine):
             self.watchdog_fired += 1
             self.slots._pending = _timed_out(f"load of {request.module} into slot {request.slot}", pending.seconds)
         super()._load_done()
-        self._pins_in()
 
     def _job_done(self, frame: Frame) -> None:
         work = self._streaming.get(frame.key)
@@ -113,17 +116,27 @@ class OnlineEngine(Engine):
             return lambda: taken
         if not spec.realtime or not self.policy.admission or spec.on_cpu_only:
             return lambda: None
-        candidate = [*self.pipelines, spec]
+        changes = self.changes
+        version, before, loads = changes.version, changes.target_pipelines, dict(changes.target_loads)
+        candidate = [*before, spec]
         platform = self.working_platform()
         working = {s.index for s in platform.slots}
-        pinned = {s: m for s, m in self.contract.pinned.items() if s in working}
+        pinned = {s: m for s, m in changes.target_contract.pinned.items() if s in working}
         lost = [m for m in spec.modules if not platform.slots_for(m)]
         if lost:
             return lambda: f"every slot that can hold {lost[0]} is quarantined"
+        kw = {k: v for k, v in self.analysis_kw.items() if k != "check_ddr"}
 
         def test() -> str | None:
             verdict = analyse(candidate, platform, keep_pinned=pinned, few_pins=True, **self.analysis_kw)
-            self._verdicts[spec.name] = verdict
+            if verdict.ok and set(verdict.contract.pinned.items()) - set(pinned.items()):
+                # New pins load beside the frames of the set in force: it must afford one load of
+                # blocking per busy period meanwhile (runtime/sched/mode_change.py).
+                check = transition_check(before, loads, platform, **kw)
+                if not check.ok:
+                    return (f"no safe mode change: while {spec.name}'s pinned modules load, the "
+                            f"pipelines admitted now would not keep their deadlines ({check.reason})")
+            self._verdicts[spec.name] = (version, verdict)
             return None if verdict.ok else verdict.reason
 
         return test
@@ -138,7 +151,8 @@ class OnlineEngine(Engine):
         return replace(platform, slots=tuple(s for s in platform.slots if s.index not in failed))
 
     def _name_taken(self, name: str) -> str | None:
-        if name in {p.name for p in (*self.pipelines, *self.dnn_pipelines, *self.cpu_pipelines)}:
+        every = (*self.pipelines, *self.changes.joining(), *self.dnn_pipelines, *self.cpu_pipelines)
+        if name in {p.name for p in every}:
             return f"a pipeline named {name!r} is already registered"
         return None
 
@@ -146,8 +160,13 @@ class OnlineEngine(Engine):
         """Why ``spec`` cannot join the admitted set, or None if it can."""
         return self.admission_test(spec)()
 
-    def add_pipeline(self, spec: PipelineSpec, admitted: bool = False) -> None:
-        """Register ``spec``; ``admitted``: the caller ran ``admission_test`` against the current set."""
+    def add_pipeline(self, spec: PipelineSpec, admitted: bool = False,
+                     on_ready: Callable[[], None] | None = None) -> None:
+        """Register ``spec``; ``admitted``: the caller ran ``admission_test`` against the current set.
+        A real-time pipeline joins through a mode change (runtime/sched/mode_change.py):
+        ``on_ready`` is called once its frames can run under the guarantee (at once for other
+        pipelines); frames submitted before then wait for it, their deadlines counting from their
+        arrival."""
         reason = self._name_taken(spec.name) or (None if admitted else self.admission_test(spec)())
         if reason:
             raise FpgashareError(reason)
@@ -156,32 +175,29 @@ class OnlineEngine(Engine):
             if not spec.realtime:
                 self.dnn_images[spec.name] = 0
                 self._host_nets[spec.name] = host_inference(spec.model)
+            if on_ready is not None:
+                on_ready()
             return
         if not spec.realtime and "dnn_tile" not in self.backend.platform.modules:
             raise FpgashareError(f"{self.backend.platform.name} has no dnn_tile slots for {spec.model}")
-        if spec.realtime:
-            if self.policy.admission:
-                verdict = self._verdicts.pop(spec.name, None)
-                if verdict is None or not verdict.ok:
-                    verdict = analyse([*self.pipelines, spec], self.working_platform(),
-                                      keep_pinned=dict(self.contract.pinned), few_pins=True, **self.analysis_kw)
-                if not verdict.ok:
-                    raise FpgashareError(verdict.reason)
-                self.pin_idle_ok = self.contract.idle_loads or not self.pipelines
-                self.set_contract(verdict.contract)
-                # Its frames are held until the modules pinned for it are resident: only then
-                # does a frame need no more loads than the analysis counts.
-                waiting = {s for s, m in verdict.contract.pinned.items() if m in spec.modules
-                           and not (self.slots.slots[s].module == m and self.slots.slots[s].state in _RESIDENT)}
-                if waiting:
-                    self._warming[spec.name] = waiting
-            self.pipelines.append(spec)
-            self._next_index[spec.name] = 0
-            self._last_release[spec.name] = self.now - spec.period_s   # its first frame may come now
-        else:
-            self.dnn_pipelines.append(spec)
-            self.dnn_images[spec.name] = 0
-            self.dnn_queue[spec.name] = []
+        if spec.realtime and self.policy.admission:
+            version, verdict = self._verdicts.pop(spec.name, (None, None))
+            if verdict is None or not verdict.ok or version != self.changes.version:
+                why = self.admission_test(spec)()       # against the set as it is now
+                if why:
+                    raise FpgashareError(why)
+                _, verdict = self._verdicts.pop(spec.name)
+            self.changes.ask(verdict, [*self.changes.target_pipelines, spec], spec, on_ready)
+            self._decide()
+            return
+        if spec.realtime:                   # a policy without admission: no contract to change
+            self.joined(spec)
+            if on_ready is not None:
+                on_ready()
+            return
+        self.dnn_pipelines.append(spec)
+        self.dnn_images[spec.name] = 0
+        self.dnn_queue[spec.name] = []
         try:
             self.pipelines_changed()
         except BaseException:               # all or nothing: the set is as it was
@@ -189,16 +205,47 @@ class OnlineEngine(Engine):
             self.dnn_pipelines = [p for p in self.dnn_pipelines if p is not spec]
             self.pipelines_changed()
             raise
+        self._decide()
+        if on_ready is not None:
+            on_ready()
+
+    def _decide(self) -> None:
+        """What the loop does after every event: the policy, the mode change, the port."""
         self.policy.dispatch(self)
+        self.after_dispatch()
         self._kick_port()
+
+    def after_dispatch(self) -> None:
+        """The mode change at the head of the queue takes its next step (mode_change.py)."""
+        self.changes.step()
+
+    @property
+    def changing(self) -> bool:
+        """Whether a mode change is under way: DNN batches, lends and pin moves wait for it."""
+        return self.changes.active
+
+    def joined(self, spec: PipelineSpec, cancelled: bool = False) -> None:
+        """``spec``'s switch came (or, without admission, its registration): its frames are
+        released from now on; those that came before it are released now, their deadlines still
+        counting from their arrival. ``cancelled``: its app left meanwhile."""
+        held = self._held.pop(spec.name, [])
+        if cancelled:
+            for frame in held:
+                self.finish(frame, "dropped", "the pipeline was closed before it could run")
+            return
+        self.pipelines.append(spec)
+        self._next_index[spec.name] = 0
+        self.pipelines_changed()
+        for frame in held:
+            self._arrive(frame)
 
     def remove_pipeline(self, name: str, reason: str) -> list[Frame]:
         """End a pipeline: its waiting frames are dropped with ``reason`` (returned); frames
-        already running finish on the fabric and are reported as usual."""
+        already running finish on the fabric and are reported as usual. The contract it was
+        admitted under stays in force until the partition's next idle instant (mode_change.py)."""
         dropped = [f for f in self.pending if f.pipeline.name == name]
         for frame in dropped:
             self.drop(frame, reason)
-        self._warming.pop(name, None)
         for frame in self._held.pop(name, []):
             dropped.append(frame)
             self.finish(frame, "dropped", reason)
@@ -208,80 +255,83 @@ class OnlineEngine(Engine):
             if request.pipeline.name == name and request.outcome is None:
                 self.finish_dnn(request, "dropped", reason)
         self._host_nets.pop(name, None)
+        was_realtime = any(p.name == name for p in self.pipelines)
+        joining = self.changes.cancel(name)
         self.pipelines = [p for p in self.pipelines if p.name != name]
         self.dnn_pipelines = [p for p in self.dnn_pipelines if p.name != name]
         self.cpu_pipelines = [p for p in self.cpu_pipelines if p.name != name]
-        if self.policy.admission:
-            # Pins of modules no pipeline uses any more are given back; the rest keep their slots
-            # (the set left has less demand than the one admitted, with the same loads per frame).
-            used = {m for p in self.pipelines for m in p.modules}
-            kept = {s: m for s, m in self.contract.pinned.items() if m in used}
-            verdict = analyse(self.pipelines, self.working_platform(), keep_pinned=kept, few_pins=True,
-                              **self.analysis_kw)
-            if verdict.ok:
-                self.set_contract(verdict.contract)
+        if self.policy.admission and (was_realtime or joining):
+            self._ask_departure(name)
         held = [f for f in self.frames if f.pipeline.name == name and f.outcome is None
                 and f.start is None and f not in self.pending]
-        for frame in held:                  # held to their period, not released yet
+        for frame in held:                  # released later (an arrival held to its curve)
             self.finish(frame, "dropped", reason)
         self._next_index.pop(name, None)
-        self._due.pop(name, None)
+        self._grid.pop(name, None)
+        self._released_grid.pop(name, None)
         self.pipelines_changed()
-        self.policy.dispatch(self)
-        self._kick_port()
+        self._decide()
         return dropped
+
+    def _ask_departure(self, name: str) -> None:
+        """A mode change to the set without ``name``: pins of modules no pipeline left uses are
+        given back, the rest keep their slots. Fewer frames need no more time than the set
+        admitted, so the contract in force stays valid until the switch."""
+        changes = self.changes
+        left = [p for p in changes.target_pipelines if p.name != name]
+        used = {m for p in left for m in p.modules}
+        kept = {s: m for s, m in changes.target_contract.pinned.items() if m in used}
+        verdict = analyse(left, self.working_platform(), keep_pinned=kept, few_pins=True, **self.analysis_kw)
+        if not verdict.ok or set(verdict.contract.pinned.items()) - set(kept.items()):
+            return                          # keep the contract in force (valid for any subset)
+        changes.ask(verdict, left, None, None)
 
     # ---- frames
     def submit(self, name: str, pixels: np.ndarray) -> Frame:
-        """Release a frame of pipeline ``name`` now, or hold it to its declared period (see the
-        module's doc); its deadline is its release + the pipeline's."""
-        spec = next((p for p in (*self.pipelines, *self.cpu_pipelines) if p.name == name), None)
+        """A frame of pipeline ``name`` arrives now. It is released at once unless the pipeline
+        sends faster than the arrival curve it declared (period and jitter: the analysis's
+        model), then at the earliest time the curve allows; before the pipeline's switch it
+        waits for it. Its deadline as the app sees it counts from now (``Frame.due``)."""
+        spec = next((p for p in (*self.pipelines, *self.changes.joining(), *self.cpu_pipelines) if p.name == name),
+                    None)
         if spec is None:
             raise FpgashareError(f"no real-time pipeline {name!r}")
         index = self._counts.get(name, 0)
         self._counts[name] = index + 1
-        release = max(self.now, self._due.get(name, self.now))
-        self._due[name] = release + spec.period_s
         self._seq += 1
         # CPU stages first: the fabric takes the frame when their bound has passed (cpu_work.py).
-        fabric = release + spec.cpu_before_s
-        frame = Frame(spec, index, fabric, fabric + spec.deadline_s, self._seq, pixels=pixels, origin=release)
+        fabric = self.now + spec.cpu_before_s
+        frame = Frame(spec, index, fabric, fabric + spec.deadline_s, self._seq, pixels=pixels, origin=self.now)
         self.frames.append(frame)
         if spec.cpu_before:
-            self.push(release, CPU_START, frame)
-        elif name in self._warming:
-            self._held.setdefault(name, []).append(frame)     # released once its pins are in
+            self.push(self.now, CPU_START, frame)
         else:
-            self.push(release, RELEASE, frame)
+            self._fabric_release(frame)
         return frame
 
-    def _pins_in(self) -> None:
-        """Release the held frames of pipelines whose pinned modules are all in now."""
-        now = self.now
-        for name, waiting in list(self._warming.items()):
-            for slot in list(waiting):
-                s, pin = self.slots.slots[slot], self.contract.pinned.get(slot)
-                if (s.state in _RESIDENT and s.module == pin) or s.state is SlotState.FAILED or pin is None:
-                    waiting.discard(slot)          # in (or gone: a fault voids the promise, not the frame)
-            if not waiting:
-                del self._warming[name]
-                earliest = now
-                for frame in self._held.pop(name, []):
-                    # Its deadline counts from its release, and releases stay a period apart (the
-                    # analysis's sporadic model): a held frame moves the pipeline's next due time.
-                    shift = max(0.0, earliest - frame.release)
-                    frame.release += shift
-                    frame.origin += shift
-                    frame.deadline = frame.release + frame.pipeline.deadline_s
-                    self.push(frame.release, RELEASE, frame)
-                    earliest = frame.release + frame.pipeline.period_s
-                    self._due[name] = max(self._due.get(name, 0.0), frame.origin + frame.pipeline.period_s)
-
     def _fabric_release(self, frame: Frame) -> None:
-        if frame.pipeline.name in self._warming:
+        if any(p.name == frame.pipeline.name for p in self.changes.joining()):
             self._held.setdefault(frame.pipeline.name, []).append(frame)
         else:
-            super()._fabric_release(frame)
+            self._arrive(frame)
+
+    def _arrive(self, frame: Frame) -> None:
+        """Release ``frame`` no earlier than its pipeline's arrival curve allows: releases r_i
+        keep r_k - r_i >= (k - i) T - J, so any window holds no more frames than the demand
+        bound counts. ``_grid`` keeps max(r_i - i T); frames that come as declared are never
+        held. An app that sends faster only delays its own frames: a frame held to the curve has
+        its deadline count from its allowed release; one that waited for its pipeline's switch
+        keeps its arrival's (that wait is the daemon's, not the app's)."""
+        p = frame.pipeline
+        name, k = p.name, frame.index
+        allowed = self._grid.get(name, -np.inf) + k * p.period_s - p.jitter_s
+        release = max(self.now, frame.release, allowed)
+        if release > frame.release:
+            frame.origin += max(0.0, allowed - frame.release)
+            frame.release = release
+            frame.deadline = release + p.deadline_s
+        self._grid[name] = max(self._grid.get(name, -np.inf), release - k * p.period_s)
+        self.push(release, RELEASE, frame)
 
     def _drop_unplaceable(self) -> None:
         super()._drop_unplaceable()
@@ -318,17 +368,18 @@ class OnlineEngine(Engine):
         if frame.outcome is not None:       # held, and its pipeline ended before its release
             self.pending.remove(frame)
             return
-        self._last_release[frame.pipeline.name] = frame.release
-        self.demand.moved(frame.pipeline)
+        p = frame.pipeline
+        grid, _ = self._released_grid.get(p.name, (-np.inf, 0))
+        self._released_grid[p.name] = (max(grid, frame.release - frame.index * p.period_s), frame.index + 1)
+        self.demand.moved(p)
 
     def next_release_s(self, pipeline: PipelineSpec) -> float:
-        """An app promises its period as the least time between frames (the engine holds it to
-        it): the next frame comes a period after the last one at the earliest. A pipeline waiting
-        for its pins releases nothing until they are in."""
-        if pipeline.name in self._warming:
-            return float("inf")
-        last = self._last_release.get(pipeline.name)
-        return self.now if last is None else last + pipeline.period_s
+        """The earliest the pipeline's next frame may be released: its arrival curve (period and
+        jitter, ``_arrive``) from the frames released so far; now before its first."""
+        if pipeline.name not in self._released_grid:
+            return self.now
+        grid, k = self._released_grid[pipeline.name]
+        return max(self.now, grid + k * pipeline.period_s - pipeline.jitter_s)
 
     def _need_time(self, pipeline: PipelineSpec) -> float:
         return self.next_release_s(pipeline) + pipeline.deadline_s

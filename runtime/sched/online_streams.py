@@ -221,7 +221,7 @@ class OnlineStreams:
             except FpgashareError as exc:
                 reasons.append(f"stream {k} (slots {list(self.views[k].global_slots)}): {exc}")
         ddr = ddr_refusal(self.platform, sum(p.ddr_bytes_per_frame / p.period_s for p in (*self.pipelines, spec)))
-        trials = [(k, e, e.admission_test(fitted[k]), list(e.pipelines), bool(e.dnn_pipelines))
+        trials = [(k, e, e.admission_test(fitted[k]), e.changes.target_pipelines, bool(e.dnn_pipelines))
                   for k, e in enumerate(self.parts) if k in fitted]
 
         def test() -> str | None:
@@ -230,7 +230,7 @@ class OnlineStreams:
             best, why_not = None, list(reasons)
             for k, engine, trial, before, has_dnn in trials:
                 why = trial()
-                verdict = engine._verdicts.get(spec.name)
+                verdict = engine._verdicts.get(spec.name, (None, None))[1]
                 if why or verdict is None:
                     why_not.append(f"stream {k} (slots {list(self.views[k].global_slots)}): {why}")
                     continue
@@ -265,8 +265,10 @@ class OnlineStreams:
             raise FpgashareError(f"{self.platform.name} has no working dnn_tile slot in any partition")
         return max(options)[3]
 
-    def add_pipeline(self, spec: PipelineSpec, admitted: bool = False) -> None:
-        """Register ``spec`` in its partition; ``admitted``: the caller ran ``admission_test``."""
+    def add_pipeline(self, spec: PipelineSpec, admitted: bool = False,
+                     on_ready: Callable[[], None] | None = None) -> None:
+        """Register ``spec`` in its partition; ``admitted``: the caller ran ``admission_test``;
+        ``on_ready``: as ``OnlineEngine.add_pipeline``."""
         taken = self._name_taken(spec.name)
         if taken:
             raise FpgashareError(taken)
@@ -280,7 +282,7 @@ class OnlineStreams:
                 if why:
                     raise FpgashareError(why)
             k, spec = self._chosen.pop(spec.name)
-        self.parts[k].add_pipeline(spec, admitted=True)
+        self.parts[k].add_pipeline(spec, admitted=True, on_ready=on_ready)
         self._home[spec.name] = k
         self.arbiter.grant()
 

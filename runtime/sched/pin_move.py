@@ -52,7 +52,7 @@ def pin_move(engine: EngineView, frame: Frame, chosen: list[int | None], missing
     end = engine.stream_job_end()
     pinned = engine.contract.pinned
     if end is None or not pinned or engine.committed is not None or not engine.port_free() or engine.port_shared \
-            or not _settled(engine):
+            or engine.changing or not _settled(engine):
         return None
     slots = engine.slots
     uses = {s for s in chosen if s is not None}

@@ -40,7 +40,7 @@ class EngineView(Protocol):
     contract: AdmissionContract
     committed: Frame | None                     #: the frame that owns the port for its loads (edf)
     planned_reloads: dict[int, tuple[str, float]]
-    pin_idle_ok: bool
+    changing: bool                              #: a mode change is under way: no DNN, lends or pin moves
     loads_after_t0: bool
     port_shared: bool
 

@@ -112,6 +112,9 @@ def test_a_chain_longer_than_its_partition_runs_in_passes_there():
 @example(35, 1)        # held frames released less than a period apart: a frame dropped (one stream)
 @example(61, 1)        # a frame committed before a new pin's idle load waited forever (163 of 167 dropped)
 @example(80, 1)
+@example(31154, 1)     # work started under the previous contract ran into a newcomer's first frame
+@example(700095, 1)    # a DNN batch during a newcomer's warm-up
+@example(700130, 1)    # warm-up holds shifted a pipeline's releases: 82 frames dropped
 def test_online_admission_on_any_number_of_streams_never_misses(seed, streams):
     """Random workloads registered one pipeline at a time, frames with jitter, DNN images if the
     workload has a model: no admitted frame late or dropped, every frame and image ends once."""

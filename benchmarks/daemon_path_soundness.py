@@ -113,13 +113,16 @@ def replay(seed: int) -> dict:
     rng = random.Random(seed ^ 0x5EED)
     clock = VirtualClock()
     backend = ModelBackend(platform)
+    online = streams > 1 and rng.random() < 0.5      # the daemon's default: partitions found as apps come
     if streams == 1:
         engine = OnlineEngine(platform, backend, make_policy("edf"), clock)
-        parts = [engine]
+    elif online:
+        engine = OnlineStreams(platform, backend, lambda: make_policy("edf"), clock,
+                               [tuple(s.index for s in platform.slots)], cap=streams)
     else:
         engine = OnlineStreams(platform, backend, lambda: make_policy("edf"), clock, split_slots(platform, streams))
-        parts = engine.parts
-    for part in parts:
+    parts = (lambda: [e for _, e in engine._every()]) if streams > 1 else (lambda: [engine])
+    for part in parts():
         part.want_output = False            # timing is the claim; outputs are the twin's
     ended: Counter = Counter()
     engine.on_finish = lambda item: ended.update([id(item)])
@@ -162,12 +165,16 @@ def replay(seed: int) -> dict:
         clock.wait_until(max(t, clock.now()))
         engine.advance_to(clock.now())
         if kind == "register":
+            if getattr(engine, "busy", False):       # the previous registration has not returned yet
+                heap_push((clock.now() + 1e-3, 0, "register", item))
+                continue
             why = engine.admit(item.spec)
             if why:
                 refused += 1
                 continue
             admitted.add(item.spec.name)
-            engine.add_pipeline(item.spec, admitted=True, on_ready=lambda app=item: ready(app))
+            kw = {"on_refused": lambda _why, name=item.spec.name: admitted.discard(name)} if streams > 1 else {}
+            engine.add_pipeline(item.spec, admitted=True, on_ready=lambda app=item: ready(app), **kw)
         elif kind == "register-dnn":
             engine.add_pipeline(item)
         elif kind == "leave" and item.spec.name in admitted:
@@ -200,8 +207,9 @@ def replay(seed: int) -> dict:
             "ended_twice": sum(1 for n in ended.values() if n != 1),
             "unended": sum(1 for f in (*frames, *images) if id(f) not in ended),
             "images": len(images), "dnn_done": sum(1 for r in images if r.outcome == "done"),
-            "switches": sum(p.changes.switches for p in parts),
-            "longest_change_ms": round(max(p.changes.longest_s for p in parts) * 1e3, 3)}
+            "switches": sum(p.changes.switches for p in parts()), "online": online,
+            "relayouts": getattr(engine, "relayouts", 0),
+            "longest_change_ms": round(max(p.changes.longest_s for p in parts()) * 1e3, 3)}
 
 
 def main() -> None:
@@ -221,8 +229,8 @@ def main() -> None:
     for seed in range(first, first + count):
         r = replay(seed)
         by_platform[(r["platform"], r["streams"])] += 1
-        for key in ("apps", "admitted", "refused", "left", "frames", "withdrawn", "missed", "ended_twice", "unended",
-                    "images", "dnn_done", "switches"):
+        for key in ("relayouts", "apps", "admitted", "refused", "left", "frames", "withdrawn", "missed",
+                    "ended_twice", "unended", "images", "dnn_done", "switches"):
             totals[key] += r[key]
         if r["missed"] or r["ended_twice"] or r["unended"]:
             log.info("FAILED %s", r)
@@ -230,9 +238,9 @@ def main() -> None:
              ", ".join(f"{p} x{s}: {n}" for (p, s), n in sorted(by_platform.items())))
     log.info("apps %d, admitted %d, refused %d, left early %d; frames %d, missed as the app sees them %d, "
              "withdrawn by their app %d; ended other than once %d, never ended %d; DNN images %d, done %d; "
-             "mode changes %d", totals["apps"], totals["admitted"], totals["refused"], totals["left"],
+             "mode changes %d, re-layouts %d", totals["apps"], totals["admitted"], totals["refused"], totals["left"],
              totals["frames"], totals["missed"], totals["withdrawn"], totals["ended_twice"], totals["unended"],
-             totals["images"], totals["dnn_done"], totals["switches"])
+             totals["images"], totals["dnn_done"], totals["switches"], totals["relayouts"])
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"first_seed": first, "count": count, **totals}, fh, indent=1)

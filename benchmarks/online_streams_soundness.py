@@ -1,13 +1,14 @@
 """Admitted means guaranteed for the daemon on several streams (runtime/sched/online_streams.py).
 
 Random workloads (benchmarks/workload_gen.py) are replayed as a daemon sees them: each real-time
-pipeline registers at its first release (admission decides then, against the pipelines already
-in, and picks its stream); once registration returns (its mode change is done) its frames come at
-offset + k x period plus a random delay up to its jitter, and a best-effort DNN pipeline, if any, gets an image every 5 ms from the start. At the
-end every app leaves (what still waits ends dropped, as when a client disconnects). The engine
-runs on a virtual clock over the twin. Counted: frames of admitted pipelines late or dropped (the
-claim: none), frames and images that ended other than once or never (none), DNN images that
-failed, pipelines admitted and refused, and frame pairs of different streams that overlapped.
+pipeline registers at its first release (admission decides then, against the pipelines already in,
+and picks its stream); once registration returns (its mode change is done) its frames come at
+offset + k x period plus a random delay up to its jitter, and a best-effort DNN pipeline, if any,
+gets an image every 5 ms from the start. At the end every app leaves (what still waits ends
+dropped, as when a client disconnects). The engine runs on a virtual clock over the twin. Counted:
+frames of admitted pipelines late or dropped (the claim: none), frames and images that ended other
+than once or never (none), DNN images that failed, pipelines admitted and refused, and frame pairs
+of different streams that overlapped.
 
     python benchmarks/online_streams_soundness.py [--count 100] [--seed 0] [--max-s 2]
 

@@ -408,8 +408,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="wall s per daemon s when idle (auto: how much slower than the hardware the backend runs)")
     dm.add_argument("--scheduler", default="edf",
                     help="edf, rr-bundle, fcfs, static or fred (the baselines: one stream)")
-    dm.add_argument("--streams", type=int, default=1,
-                    help="video streams used at once, the slots split between them (edf; default 1)")
+    dm.add_argument("--streams", type=_positive_int, default=None,
+                    help="use at most this many video streams; the board is partitioned as pipelines come "
+                         "(default: every stream the shell and backend carry; edf)")
     dm.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on 127.0.0.1:PORT")
     dm.add_argument("--bitstreams", help="pynq: folder of partial bitstreams with index.json")
     dm.add_argument("--overlay", help="pynq: the shell overlay (.bit with its .hwh beside it)")
@@ -435,8 +436,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--apps", default="edge_detect,motion,colour_track,digits",
                    help="comma-separated: edge_detect, motion, colour_track, corners, template_track, digits")
     d.add_argument("--backend", choices=["sim", "model"], default="sim", help="model: the twin, for a quick look")
-    d.add_argument("--streams", type=int, default=None,
-                   help="video streams the daemon uses at once, the slots split between them (default 2)")
+    d.add_argument("--streams", type=_positive_int, default=None,
+                   help="the most video streams the daemon uses at once (default 2)")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=cmd_demo)
     add_fleet_commands(sub)

@@ -68,7 +68,7 @@ class Daemon(Ops, Driver, Sessions):
     def __init__(self, backend: Backend, socket_path: str | Path = DEFAULT_SOCKET, dilation: float = 1.0,
                  scheduler: str = "edf", metrics_port: int | None = None, limits: Limits | None = None,
                  socket_group: str | None = None, clock=None, watchdog_margin: float | None = None,
-                 cpu_cost: CpuCost | None = None, streams: int = 1) -> None:
+                 cpu_cost: CpuCost | None = None, streams: int | None = None) -> None:
         """``metrics_port``: serve Prometheus metrics on 127.0.0.1 at that port (0: any free one);
         ``socket_group``: the group the socket (mode 0660) belongs to (default: the daemon's);
         ``clock``: a VirtualClock for tests (no timers: the test moves time with ``run_until``),
@@ -76,8 +76,10 @@ class Daemon(Ops, Driver, Sessions):
         fraction of it) a load or frame may run before the watchdog ends it (runtime/sched/online.py);
         ``cpu_cost``: the bounds of stages run on the host for ``fallback="cpu"`` pipelines (default:
         measured here; a virtual clock's daemon uses a fixed-rate model, the same on every machine);
-        ``streams``: video streams used at once, the slots split between them (1: every slot on one
-        stream; more: runtime/sched/online_streams.py)."""
+        ``streams``: the most video streams used at once (default: every stream the shell and the
+        backend carry, with a scheduler whose admission places pipelines; 1: every slot on one
+        stream). The board is partitioned as pipelines come, with the planner ``bench`` uses
+        (runtime/sched/relayout.py)."""
         self.backend, self.platform = backend, backend.platform
         self.socket_path = Path(socket_path)
         self.socket_group = socket_group
@@ -87,8 +89,11 @@ class Daemon(Ops, Driver, Sessions):
         self.virtual = not isinstance(self.clock, WallClock)
         if backend.name != "pynq" and not self.virtual:   # a simulated board's slowness must not pass for board time
             backend.held_clock = self.clock
-        partitions = split_slots(self.platform, streams)     # refuses counts the manifest does not allow
         carried = backend.streams_carried(self.platform)
+        if streams is None:
+            most = min(self.platform.streams, len(self.platform.slots), carried)
+            streams = most if make_policy(scheduler).admission else 1
+        split_slots(self.platform, streams)                  # refuses counts the manifest does not allow
         if streams > 1 and streams > carried:
             raise FpgashareError(f"the {backend.name} backend carries {carried} video stream(s) of "
                                  f"{self.platform.name} at once; {streams} asked")
@@ -99,7 +104,7 @@ class Daemon(Ops, Driver, Sessions):
             self.engine = OnlineEngine(self.platform, backend, make_policy(scheduler), self.clock)
         else:
             self.engine = OnlineStreams(self.platform, backend, lambda: make_policy(scheduler), self.clock,
-                                        partitions)
+                                        [tuple(s.index for s in self.platform.slots)], cap=streams)
         self.streams = streams
         if watchdog_margin is not None:
             self.engine.watchdog_margin = watchdog_margin

@@ -116,12 +116,6 @@ class ModeChanges:
         return False
 
     # ---- the steps ------------------------------------------------------------------------
-    def _idle(self) -> bool:
-        e = self.engine
-        port = e.slots.port
-        return (not e.pending and not e.running and not e.dnn_running and e.committed is None
-                and port.current is None and not port.queue)
-
     def step(self) -> None:
         """After every event: load the head change's next pin, or switch to it."""
         while self.queue:
@@ -136,7 +130,7 @@ class ModeChanges:
                     del change.pending_pins[slot]
                 elif s.state is SlotState.FAILED:
                     del change.pending_pins[slot]      # a fault voids the pin, not the switch
-            if not self._idle():
+            if not self.engine.idle():
                 return
             if change.pending_pins:
                 slot, module = min(change.pending_pins.items())

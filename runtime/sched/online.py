@@ -239,6 +239,30 @@ class OnlineEngine(Engine):
         for frame in held:
             self._arrive(frame)
 
+    def pipeline_state(self, name: str) -> tuple:
+        """What moves with real-time pipeline ``name`` to another partition (runtime/sched/relayout.py):
+        its submission count and its arrival curve so far."""
+        return (self._counts.get(name, 0), self._grid.get(name), self._released_grid.get(name),
+                self._next_index.get(name, 0))
+
+    def adopt(self, spec: PipelineSpec, state: tuple) -> None:
+        """Take real-time pipeline ``spec`` from another partition, with ``pipeline_state``'s
+        ``state`` (its contract comes with the partition's next mode change)."""
+        count, grid, released, nxt = state
+        self._counts[spec.name] = count
+        if grid is not None:
+            self._grid[spec.name] = grid
+        if released is not None:
+            self._released_grid[spec.name] = released
+        self.pipelines.append(spec)
+        self._next_index[spec.name] = nxt
+
+    def idle(self) -> bool:
+        """Nothing in flight on the fabric: no frame waiting or streaming, no DNN batch, no load."""
+        port = self.slots.port
+        return (not self.pending and not self.running and not self.dnn_running and self.committed is None
+                and port.current is None and not port.queue)
+
     def remove_pipeline(self, name: str, reason: str) -> list[Frame]:
         """End a pipeline: its waiting frames are dropped with ``reason`` (returned); frames
         already running finish on the fabric and are reported as usual. The contract it was

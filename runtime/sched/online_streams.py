@@ -39,6 +39,7 @@ from fpgashare.sched.engine import DnnRequest, Frame
 from fpgashare.sched.jobs import TraceEvent
 from fpgashare.sched.online import OnlineEngine
 from fpgashare.sched.port_share import PortArbiter
+from fpgashare.sched.relayout import RELAYOUT_LIMIT_S, Relayout, adopt, board_idle, replan_test
 from fpgashare.sched.stream_plan import consecutive_runs, ddr_refusal
 from fpgashare.sched.streams import board_trace, step_partitions
 from fpgashare.slots import Slot
@@ -77,31 +78,49 @@ class OnlineStreams:
     """``OnlineEngine``'s interface over fixed partitions of the board (module docstring)."""
 
     def __init__(self, platform: Platform, backend: Backend, make_policy: Callable[[], object], clock: Clock,
-                 partitions: list[tuple[int, ...]]) -> None:
+                 partitions: list[tuple[int, ...]], cap: int | None = None) -> None:
+        """``partitions``: the board's slots by stream at the start; ``cap``: the most streams
+        the board may be re-partitioned into as pipelines come (runtime/sched/relayout.py), None:
+        the partitions stay as given."""
         covered = sorted(s for part in partitions for s in part)
         if covered != sorted(s.index for s in platform.slots):
             raise FpgashareError(f"partitions {[list(p) for p in partitions]} must cover every slot of "
                                  f"{platform.name} once")
         self.platform, self.backend, self.clock = platform, backend, clock
-        self.views = [SlotView(backend, part) for part in partitions]
-        self.parts: list[OnlineEngine] = []
         probe = make_policy()
-        self.arbiter = PortArbiter(getattr(probe, "port_order", "round-robin"))
         if not getattr(probe, "admission", False):
             raise FpgashareError("partitions of the board need a policy whose admission places pipelines (edf)")
-        shared = {"port_share": len(partitions), "board_load_s": load_seconds(platform),
-                  "control_s": control_seconds(platform), "check_ddr": False}
+        self._make_policy, self._port_order = make_policy, getattr(probe, "port_order", "round-robin")
+        self.cap = cap
+        self._shared: dict = {}               # what the daemon sets on every partition (on_finish, cpu, ...)
+        self._retired: list[tuple[SlotView, OnlineEngine]] = []   # partitions of earlier layouts
+        self._build(partitions)
+        self._home: dict[str, int] = {}       # pipeline -> its partition
+        self._order: list[PipelineSpec] = []  # real-time pipelines as registered (before fitting), in order
+        #: admission's choice, for add_pipeline: ("join", partition, fitted spec) or ("relayout", Relayout)
+        self._chosen: dict[str, tuple] = {}
+        self._relayout: Relayout | None = None
+        self.relayouts = 0                    #: layouts adopted
+
+    def _build(self, partitions: list[tuple[int, ...]]) -> None:
+        """One engine per partition, on one port (round-robin between them)."""
+        self.views = [SlotView(self.backend, part) for part in partitions]
+        self.parts: list[OnlineEngine] = []
+        self.arbiter = PortArbiter(self._port_order)
+        shared = {"port_share": len(partitions), "board_load_s": load_seconds(self.platform),
+                  "control_s": control_seconds(self.platform), "check_ddr": False}
         for k, view in enumerate(self.views):
-            engine = OnlineEngine(view.platform, view, make_policy(), clock)
+            engine = OnlineEngine(view.platform, view, self._make_policy(), self.clock)
             engine.stream_id = k
             engine.analysis_kw = dict(shared)
+            for name, value in self._shared.items():
+                setattr(engine, name, value)
             self.arbiter.add(engine)
             self.parts.append(engine)
-        self._home: dict[str, int] = {}       # pipeline -> its partition
-        self._chosen: dict[str, tuple[int, PipelineSpec]] = {}   # admission's choice, for add_pipeline
 
     # ---- what the daemon sets on its engine: every partition shares it
     def _set_all(self, name: str, value) -> None:
+        self._shared[name] = value
         for engine in self.parts:
             setattr(engine, name, value)
 
@@ -130,6 +149,11 @@ class OnlineStreams:
         return [f for e in self.parts for f in e.frames]
 
     @property
+    def on_cpu(self) -> dict:
+        """Frames and images on the host, every partition's."""
+        return {k: v for e in self.parts for k, v in e.on_cpu.items()}
+
+    @property
     def dnn_queue(self) -> dict[str, list[DnnRequest]]:
         return {k: v for e in self.parts for k, v in e.dnn_queue.items()}
 
@@ -137,21 +161,25 @@ class OnlineStreams:
     def dnn_images(self) -> dict[str, int]:
         return {k: v for e in self.parts for k, v in e.dnn_images.items()}
 
+    def _every(self) -> list[tuple[SlotView, OnlineEngine]]:
+        """Every partition the board has had: the figures of a run count earlier layouts too."""
+        return [*self._retired, *zip(self.views, self.parts, strict=True)]
+
     @property
     def watchdog_fired(self) -> int:
-        return sum(e.watchdog_fired for e in self.parts)
+        return sum(e.watchdog_fired for _, e in self._every())
 
     @property
     def busy_by_slot(self) -> list[float]:
         out = [0.0] * len(self.platform.slots)
-        for view, engine in zip(self.views, self.parts, strict=True):
+        for view, engine in self._every():
             for local, busy in enumerate(engine.busy_by_slot):
-                out[view.global_slots[local]] = busy
+                out[view.global_slots[local]] += busy
         return out
 
     @property
     def slot_busy_s(self) -> float:
-        return sum(e.slot_busy_s for e in self.parts)
+        return sum(e.slot_busy_s for _, e in self._every())
 
     @property
     def slots(self) -> BoardSlots:
@@ -159,7 +187,7 @@ class OnlineStreams:
         for view, engine in zip(self.views, self.parts, strict=True):
             for local, slot in enumerate(engine.slots.slots):
                 by_index[view.global_slots[local]] = dc_replace(slot, index=view.global_slots[local])
-        ports = [e.slots.port for e in self.parts]
+        ports = [e.slots.port for _, e in self._every()]
         port = BoardPort(sum(p.loads for p in ports), sum(p.busy_s for p in ports),
                          [r for p in ports for r in p.queue],
                          next((p.current for p in ports if p.current is not None), None))
@@ -167,7 +195,8 @@ class OnlineStreams:
 
     @property
     def trace(self) -> list[TraceEvent]:
-        return board_trace(self.views, self.parts)
+        every = self._every()
+        return board_trace([v for v, _ in every], [e for _, e in every])
 
     def slot_streams(self) -> list[int]:
         """The video stream each board slot belongs to."""
@@ -196,13 +225,44 @@ class OnlineStreams:
 
     def advance_to(self, horizon: float) -> None:
         """Every partition's events due by ``horizon``, in time order across partitions; after
-        each step the port goes to the next partition with a load waiting."""
+        each step the port goes to the next partition with a load waiting, and a re-layout
+        waiting for a board-idle instant looks for one."""
+        self._step_relayout()
         while (t := self.next_event_s()) is not None and t <= horizon:
             step_partitions(self.parts, self.arbiter, t)
+            self._step_relayout()
         self.arbiter.grant()
+
+    def _replan_test(self, spec: PipelineSpec):
+        return replan_test(self, spec)
+
+    def _step_relayout(self) -> None:
+        """Adopt the waiting re-layout at a board-idle instant, or give it up once too late."""
+        relayout = self._relayout
+        if relayout is None:
+            return
+        if board_idle(self):
+            self._relayout = None
+            adopt(self, relayout)
+            for engine in self.parts:
+                engine.after_dispatch()
+            self.arbiter.grant()
+        elif self.clock.now() - relayout.asked_at > RELAYOUT_LIMIT_S:
+            self._relayout = None
+            self._order = [p for p in self._order if p.name != relayout.joining.name]
+            if relayout.on_refused is not None:
+                relayout.on_refused(f"the board was never idle within {RELAYOUT_LIMIT_S:g} s to change "
+                                    f"its partitions for {relayout.joining.name}")
+
+    @property
+    def busy(self) -> bool:
+        """Whether a re-layout waits for its board-idle instant (registrations wait for it)."""
+        return self._relayout is not None
 
     # ---- pipelines
     def _name_taken(self, name: str) -> str | None:
+        if self._relayout is not None and self._relayout.joining is not None and self._relayout.joining.name == name:
+            return f"a pipeline named {name!r} is already registered"
         return next((why for e in self.parts if (why := e._name_taken(name))), None)
 
     def admission_test(self, spec: PipelineSpec):
@@ -223,10 +283,13 @@ class OnlineStreams:
         ddr = ddr_refusal(self.platform, sum(p.ddr_bytes_per_frame / p.period_s for p in (*self.pipelines, spec)))
         trials = [(k, e, e.admission_test(fitted[k]), e.changes.target_pipelines, bool(e.dnn_pipelines))
                   for k, e in enumerate(self.parts) if k in fitted]
+        replan = self._replan_test(spec) if self.cap is not None and self._relayout is None else None
 
         def test() -> str | None:
             if ddr:
                 return ddr
+            if replan is not None and replan():
+                return None                  # the planner's layout takes it (a join or a re-layout)
             best, why_not = None, list(reasons)
             for k, engine, trial, before, has_dnn in trials:
                 why = trial()
@@ -244,7 +307,7 @@ class OnlineStreams:
                     engine._verdicts.pop(spec.name, None)
             if best is None:
                 return "no stream admits it: " + "; ".join(why_not)
-            self._chosen[spec.name] = (best[1], fitted[best[1]])
+            self._chosen[spec.name] = ("join", best[1], fitted[best[1]])
             return None
 
         return test
@@ -266,9 +329,11 @@ class OnlineStreams:
         return max(options)[3]
 
     def add_pipeline(self, spec: PipelineSpec, admitted: bool = False,
-                     on_ready: Callable[[], None] | None = None) -> None:
+                     on_ready: Callable[[], None] | None = None,
+                     on_refused: Callable[[str], None] | None = None) -> None:
         """Register ``spec`` in its partition; ``admitted``: the caller ran ``admission_test``;
-        ``on_ready``: as ``OnlineEngine.add_pipeline``."""
+        ``on_ready``: as ``OnlineEngine.add_pipeline``; ``on_refused``: called with the reason if
+        a re-layout it needs cannot find its board-idle instant in time (runtime/sched/relayout.py)."""
         taken = self._name_taken(spec.name)
         if taken:
             raise FpgashareError(taken)
@@ -281,7 +346,14 @@ class OnlineStreams:
                 why = self.admission_test(spec)()
                 if why:
                     raise FpgashareError(why)
-            k, spec = self._chosen.pop(spec.name)
+            choice = self._chosen.pop(spec.name)
+            self._order.append(spec)
+            if choice[0] == "relayout":
+                self._relayout = dc_replace(choice[1], on_ready=on_ready, on_refused=on_refused,
+                                            asked_at=self.clock.now())
+                self._step_relayout()
+                return
+            _, k, spec = choice
         self.parts[k].add_pipeline(spec, admitted=True, on_ready=on_ready)
         self._home[spec.name] = k
         self.arbiter.grant()
@@ -289,6 +361,9 @@ class OnlineStreams:
     def remove_pipeline(self, name: str, reason: str) -> list[Frame]:
         """End pipeline ``name`` in its partition (``OnlineEngine.remove_pipeline``)."""
         self._chosen.pop(name, None)
+        self._order = [p for p in self._order if p.name != name]
+        if self._relayout is not None and self._relayout.joining is not None and self._relayout.joining.name == name:
+            self._relayout = None            # it never ran: nothing to undo
         k = self._home.pop(name, None)
         if k is None:
             return []

@@ -1,0 +1,192 @@
+"""The daemon's board re-partitioned online: the same planner ``bench`` uses, adopted through a
+board-wide mode change.
+
+When a pipeline registers, the planner (runtime/sched/stream_plan.py) is asked for the whole set
+(the pipelines admitted, in registration order, then the newcomer). If the plan admits all of them
+and keeps the current partitions, the newcomer simply joins its partition (a partition's own mode
+change, mode_change.py). If the plan partitions the board differently, it is adopted only through
+this *re-layout*, in steps whose every state is analysed:
+
+1. *Checked when asked.* Every partition of the plan passes the one-stream analysis with the port
+   shared by all of them (``port_share`` = their number: a partition that was quiet offline may
+   load now, so none is assumed quiet). And while a new partition's pins are not loaded yet, its
+   frames may need every module of their chains: each partition must also pass with that many
+   loads a frame and one pin load of blocking (``transition_check`` with full loads). A plan that
+   fails either is not adopted; the newcomer may then still join a current partition.
+2. *Old partitions until a board-idle instant.* The current partitions go on under their contracts
+   until no partition has a frame waiting or streaming, a DNN batch or a load (DNN batches, lends
+   and pin moves pause meanwhile). Then nothing started under the old layout is in flight.
+3. *New partitions from a transition contract.* At that instant the new partitions take over with
+   no pins (every frame loads what it lacks, as the full-load check counted) and each runs a mode
+   change to its plan's contract: pins load one at a time while it is idle, and it switches at its
+   next idle instant; the newcomer's registration returns at its partition's switch.
+4. *Bounded.* If no board-idle instant comes within ``RELAYOUT_LIMIT_S`` the re-layout is given up
+   and the newcomer refused with that reason (nothing changed meanwhile).
+
+Pipelines keep their frames' arrival curves across the move (the curve is the app's, not the
+partition's); modules stay where they are in the slots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from fpgashare.platform import Platform
+from fpgashare.sched.analysis import AdmissionContract, analyse, load_and_control, transition_check
+from fpgashare.sched.stream_plan import StreamPlan, plan_streams
+from fpgashare.workload import PipelineSpec, Workload, on_platform
+
+#: Longest wait, in board seconds, for an instant when the whole board is idle.
+RELAYOUT_LIMIT_S = 2.0
+
+
+@dataclass
+class Relayout:
+    """A checked plan waiting for its board-idle instant."""
+
+    plan: StreamPlan
+    verdicts: list                             #: per partition, with the shared port
+    joining: PipelineSpec | None
+    on_ready: Callable[[], None] | None
+    on_refused: Callable[[str], None] | None
+    asked_at: float
+
+
+def full_loads(p: PipelineSpec) -> int:
+    """Loads one frame of ``p`` needs with nothing pinned: every stage of every pass."""
+    return sum(sum(counts.values()) for counts in p.pass_module_counts)
+
+
+def propose(platform: Platform, admitted: list[PipelineSpec], besteffort: list[PipelineSpec],
+            newcomer: PipelineSpec, cap: int) -> StreamPlan | None:
+    """The planner's partitions for ``admitted`` (registration order) then ``newcomer``, or None
+    if it does not admit all of them."""
+    workload = Workload(Path("<daemon>"), platform, 0, 1.0, (*admitted, newcomer, *besteffort))
+    plan = plan_streams(workload, cap)
+    wanted = {p.name for p in (*admitted, newcomer)}
+    if not wanted <= {p.name for p in plan.admitted}:
+        return None
+    # The daemon's partitions cover the board: slots the plan left free join the DNN's partition,
+    # else the one with the fewest pipelines (more slots never fail a partition's analysis).
+    taken = {s for part in plan.partitions for s in part.slots}
+    free = tuple(s.index for s in platform.slots if s.index not in taken)
+    if free:
+        host = min(plan.partitions, key=lambda q: (not q.dnn, len(q.pipelines), q.stream))
+        parts = [replace(q, slots=tuple(sorted((*q.slots, *free)))) if q is host else q for q in plan.partitions]
+        plan = replace(plan, partitions=parts)
+    return plan
+
+
+def check(plan: StreamPlan, platform: Platform, sub_platform, newcomer: str) -> tuple[list, str]:
+    """Per partition of ``plan``, its verdict with the port shared by all of them, or the reason
+    the plan cannot be adopted safely (module docstring, step 1)."""
+    share = len(plan.partitions)
+    kw = {"port_share": share, "board_load_s": load_and_control(platform)[0] - load_and_control(platform)[1],
+          "control_s": load_and_control(platform)[1]}
+    verdicts = []
+    for part in plan.partitions:
+        sub = sub_platform(part.slots)
+        fitted = [on_platform(p, sub) for p in part.pipelines]
+        verdict = analyse(fitted, sub, few_pins=part.dnn, check_ddr=False, **kw)
+        if not verdict.ok:
+            return [], f"stream {part.stream} of the new layout fails with the port shared: {verdict.reason}"
+        moving = [p for p in fitted if p.name != newcomer]
+        transit = transition_check(moving, {p.name: full_loads(p) for p in moving}, sub, **kw)
+        if not transit.ok:
+            return [], (f"stream {part.stream} of the new layout could not keep its deadlines before its "
+                        f"modules are pinned: {transit.reason}")
+        verdicts.append((fitted, verdict))
+    return verdicts, ""
+
+
+def transition_contract(verdict_contract: AdmissionContract) -> AdmissionContract:
+    """What a new partition runs under until its pins are in: nothing pinned, no idle load but
+    its change's pins, no DNN batch that could overlap a release."""
+    return replace(verdict_contract, pinned={}, idle_loads=False, dnn_block_s=0.0)
+
+
+def replan_test(board, spec: PipelineSpec) -> Callable[[], bool]:
+    """A callable that asks the planner for ``board``'s set plus ``spec`` and, if the plan keeps
+    the current partitions or passes ``check``, records the choice in ``board._chosen`` and says
+    True. Snapshots are taken now (the call may run off the loop's thread)."""
+    platform, cap = board.platform, board.cap
+    order = list(board._order)
+    besteffort = list(board.dnn_pipelines)
+    current = [(tuple(v.global_slots), frozenset(p.name for p in e.changes.target_pipelines))
+               for v, e in zip(board.views, board.parts, strict=True)]
+    trials = {tuple(v.global_slots): (k, e) for k, (v, e) in enumerate(zip(board.views, board.parts, strict=True))}
+    from fpgashare.backends.slot_view import sub_platform
+
+    def test() -> bool:
+        plan = propose(platform, order, besteffort, spec, cap)
+        if plan is None:
+            return False
+        layout = [(tuple(part.slots), frozenset(p.name for p in part.pipelines if p.name != spec.name))
+                  for part in plan.partitions]
+        if sorted(layout) == sorted(current):
+            home = next(part for part in plan.partitions if spec.name in {p.name for p in part.pipelines})
+            k, engine = trials[tuple(home.slots)]
+            fitted = on_platform(spec, engine.platform)
+            if engine.admission_test(fitted)() is None:
+                board._chosen[spec.name] = ("join", k, fitted)
+                return True
+            return False
+        verdicts, _ = check(plan, platform, lambda slots: sub_platform(platform, slots), spec.name)
+        if not verdicts:
+            return False
+        board._chosen[spec.name] = ("relayout", Relayout(plan, verdicts, spec, None, None, 0.0))
+        return True
+
+    return test
+
+
+def board_idle(board) -> bool:
+    """No partition has a frame that has not ended (waiting, held to its curve, on the fabric or
+    the host), a DNN batch, a load, or a mode change under way."""
+    return all(e.idle() and not e.frames and not e.on_cpu and not e.changes.active for e in board.parts)
+
+
+def adopt(board, relayout: Relayout) -> None:
+    """Step 3 of the module docstring, at a board-idle instant: the plan's partitions replace the
+    current ones."""
+    old = list(zip(board.views, board.parts, strict=True))
+    slots = {v.global_slots[i]: s for v, e in old for i, s in enumerate(e.slots.slots)}
+    moving = {p.name: (e, e.pipeline_state(p.name)) for _, e in old for p in e.pipelines}
+    besteffort = [(p, e) for _, e in old for p in e.dnn_pipelines]
+    host = [(p, e) for _, e in old for p in e.cpu_pipelines]
+    board._retired += old
+    board._build([tuple(part.slots) for part in relayout.plan.partitions])
+    board._home.clear()
+    for k, (view, engine) in enumerate(zip(board.views, board.parts, strict=True)):
+        engine.want_output = old[0][1].want_output
+        for i, slot in enumerate(engine.slots.slots):
+            was = slots[view.global_slots[i]]
+            slot.state, slot.module, slot.last_used = was.state, was.module, was.last_used
+        fitted, verdict = relayout.verdicts[k]
+        engine.set_contract(transition_contract(verdict.contract))
+        staying = [p for p in fitted if p.name in moving]
+        for p in staying:
+            engine.adopt(p, moving[p.name][1])
+            board._home[p.name] = k
+        engine.changes.loads = {p.name: full_loads(p) for p in staying}
+        engine.pipelines_changed()
+        joining = next((p for p in fitted if relayout.joining is not None and p.name == relayout.joining.name), None)
+        if joining is not None:
+            board._home[joining.name] = k
+        engine.changes.ask(verdict, [*staying, *([joining] if joining else [])], joining,
+                           relayout.on_ready if joining else None)
+    home = board._dnn_home() if besteffort else 0
+    for p, was in besteffort:
+        target = board.parts[home]
+        target.dnn_pipelines.append(p)
+        target.dnn_images[p.name] = was.dnn_images.get(p.name, 0)
+        target.dnn_queue[p.name] = was.dnn_queue.pop(p.name, [])
+        board._home[p.name] = home
+    for p, was in host:
+        board.parts[0].cpu_pipelines.append(p)
+        if p.name in was._host_nets:
+            board.parts[0]._host_nets[p.name] = was._host_nets[p.name]
+        board._home[p.name] = 0
+    board.relayouts += 1

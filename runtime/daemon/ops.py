@@ -87,8 +87,12 @@ class Ops:
                     raise ProtocolError("admission", f"pipeline {name!r} not admitted: {spec}")
             ready = asyncio.get_running_loop().create_future()
             ring = self._register(client, name, spec, in_shape, tuple(out_shape),
-                                  on_ready=lambda: ready.done() or ready.set_result(None))
-        await self._until_ready(client, name, ready)
+                                  on_ready=lambda: ready.done() or ready.set_result(None),
+                                  on_refused=lambda why: ready.done() or ready.set_exception(
+                                      ProtocolError("admission", f"pipeline {name!r} not admitted: {why}")))
+            # One registration at a time until it can run: the next is analysed against the set
+            # its change leaves (runtime/sched/mode_change.py, relayout.py).
+            await self._until_ready(client, name, ready)
         log.info("client %d: pipeline %s admitted as %s (%s)", client.id, name, key,
                  ", ".join(f"{stage} on {where}" for stage, where in spec.placement))
         answer = {"ring": ring.spec.to_wire(), "deadline_ms": spec.due_s * 1e3, "exec_ms": spec.exec_s * 1e3,
@@ -107,6 +111,10 @@ class Ops:
                 self._advance()
         try:
             await asyncio.wait_for(asyncio.shield(ready), READY_LIMIT_S * self.dilation)
+        except ProtocolError:
+            if name in client.pipelines:
+                self._end_pipeline(client, name, "its partitions could not change in time")
+            raise
         except TimeoutError:
             if name in client.pipelines:
                 self._end_pipeline(client, name, "its mode change did not complete")
@@ -195,14 +203,14 @@ class Ops:
                          f"{name!r}: its ring of {nbytes} bytes on top of every client's {self.shm_bytes}")
 
     def _register(self: Daemon, client: Client, name: str, spec: PipelineSpec, in_shape, out_shape,
-                  on_ready=None) -> FrameRing:
+                  on_ready=None, on_refused=None) -> FrameRing:
         """Ring, engine, names and counts, all or nothing; ``on_ready``: the engine's word that
         the pipeline can run (``OnlineEngine.add_pipeline``)."""
         ring = FrameRing.create_private(RING_SLOTS, tuple(in_shape), tuple(out_shape), tag=f"c{client.id}")
         state = PipelineState(name, spec.name, ring, set(range(RING_SLOTS)))
         added = False
         try:
-            self._step(self.engine.add_pipeline, spec, spec.realtime, on_ready)
+            self._step(self.engine.add_pipeline, spec, spec.realtime, on_ready, on_refused)
             added = True
             client.pipelines[name] = state
             self.states[spec.name] = (client, state)

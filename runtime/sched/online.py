@@ -161,12 +161,14 @@ class OnlineEngine(Engine):
         return self.admission_test(spec)()
 
     def add_pipeline(self, spec: PipelineSpec, admitted: bool = False,
-                     on_ready: Callable[[], None] | None = None) -> None:
+                     on_ready: Callable[[], None] | None = None,
+                     on_refused: Callable[[str], None] | None = None) -> None:
         """Register ``spec``; ``admitted``: the caller ran ``admission_test`` against the current set.
         A real-time pipeline joins through a mode change (runtime/sched/mode_change.py):
         ``on_ready`` is called once its frames can run under the guarantee (at once for other
         pipelines); frames submitted before then wait for it, their deadlines counting from their
-        arrival."""
+        arrival. ``on_refused`` is never called here (a partition's change, once admitted, always
+        completes); the board's re-layout may refuse (runtime/sched/relayout.py)."""
         reason = self._name_taken(spec.name) or (None if admitted else self.admission_test(spec)())
         if reason:
             raise FpgashareError(reason)

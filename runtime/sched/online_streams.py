@@ -274,6 +274,10 @@ class OnlineStreams:
             return lambda: taken
         if not spec.realtime or spec.on_cpu_only:
             return lambda: None
+        if self._relayout is not None:
+            why = (f"the board is changing its partitions for {self._relayout.joining.name}: register again "
+                   "once that registration has returned")
+            return lambda: why
         fitted, reasons = {}, []
         for k, engine in enumerate(self.parts):
             try:

@@ -1,0 +1,111 @@
+"""How many pipelines the daemon admits, against the offline planner and every fixed split.
+
+Generated workloads (the episodes of benchmarks/daemon_path_soundness.py: three platforms, cameras
+in random registration order; departures and DNN left out) are registered one at a time, each once
+the previous registration returned, into:
+
+- *online*: the daemon's default, partitions found as pipelines come (runtime/sched/relayout.py);
+- *fixed N*: the board cut into N even partitions at the start, for every N the shell allows (what
+  ``--streams N`` did before);
+- *offline*: ``bench``'s planner over the whole set at once (runtime/sched/stream_plan.py).
+
+Printed: admitted pipelines summed over the workloads, online as a share of offline, and the
+workloads where online admits fewer than the best fixed split (the claim: none).
+
+    python benchmarks/online_admission.py [--count 200] [--seed S] [--quick] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+from fpgashare.backends.model import ModelBackend
+from fpgashare.clock import VirtualClock
+from fpgashare.sched import make_policy
+from fpgashare.sched.online import OnlineEngine
+from fpgashare.sched.online_streams import OnlineStreams, split_slots
+from fpgashare.sched.stream_plan import plan_streams
+from fpgashare.workload import Workload
+
+from benchmarks.daemon_path_soundness import episode
+
+log = logging.getLogger(__name__)
+
+
+def _register_all(engine, specs) -> int:
+    """Register ``specs`` in order, each after the previous one is ready; how many were admitted."""
+    admitted = 0
+    for spec in specs:
+        if engine.admit(spec) is not None:
+            continue
+        state = {}
+        engine.add_pipeline(spec, admitted=True, on_ready=lambda s=state: s.setdefault("ready", True),
+                            **({"on_refused": lambda why, s=state: s.setdefault("refused", why)}
+                               if isinstance(engine, OnlineStreams) else {}))
+        clock = engine.clock
+        while not state and (due := engine.next_event_s()) is not None:
+            clock.wait_until(max(due, clock.now()))
+            engine.advance_to(clock.now())
+        admitted += state.get("ready", False)
+    return admitted
+
+
+def compare(seed: int) -> dict:
+    """Admitted counts of one workload under online, every fixed split and offline."""
+    platform, most, apps, _, _ = episode(seed)
+    most = min(platform.streams, len(platform.slots))
+    specs = [a.spec for a in sorted(apps, key=lambda a: a.register_s)]
+    all_slots = [tuple(s.index for s in platform.slots)]
+    online_engine = (OnlineEngine(platform, ModelBackend(platform), make_policy("edf"), VirtualClock()) if most == 1
+                     else OnlineStreams(platform, ModelBackend(platform), lambda: make_policy("edf"), VirtualClock(),
+                                        all_slots, cap=most))
+    online_engine.begin()
+    online = _register_all(online_engine, specs)
+    fixed = {}
+    for n in range(1, most + 1):
+        engine = (OnlineEngine(platform, ModelBackend(platform), make_policy("edf"), VirtualClock()) if n == 1
+                  else OnlineStreams(platform, ModelBackend(platform), lambda: make_policy("edf"), VirtualClock(),
+                                     split_slots(platform, n)))
+        engine.begin()
+        fixed[n] = _register_all(engine, specs)
+    offline = len(plan_streams(Workload(Path("<generated>"), platform, seed, 1.0, tuple(specs)), most).admitted)
+    return {"seed": seed, "platform": platform.name, "pipelines": len(specs), "online": online,
+            "fixed": fixed, "best_fixed": max(fixed.values()), "offline": offline,
+            "relayouts": getattr(online_engine, "relayouts", 0)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--count", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=None, help="first seed (default: fresh)")
+    ap.add_argument("--quick", action="store_true", help="a few workloads (CI)")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    count = 6 if args.quick else args.count
+    first = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    start = time.perf_counter()
+    rows = [compare(seed) for seed in range(first, first + count)]
+    online, offline = sum(r["online"] for r in rows), sum(r["offline"] for r in rows)
+    best_fixed = sum(r["best_fixed"] for r in rows)
+    behind = [r for r in rows if r["online"] < r["best_fixed"]]
+    log.info("%d workloads from seed %d in %.1f s: admitted online %d, offline %d (online/offline %.3f), "
+             "best fixed split %d (online/best fixed %.3f), one stream %d; online behind the best fixed split on "
+             "%d workload(s); re-layouts %d", count, first, time.perf_counter() - start, online, offline,
+             online / max(1, offline), best_fixed, online / max(1, best_fixed), sum(r["fixed"][1] for r in rows),
+             len(behind), sum(r["relayouts"] for r in rows))
+    for r in behind:
+        log.info("behind: %s", r)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"first_seed": first, "count": count, "online": online, "offline": offline,
+                       "best_fixed": best_fixed, "behind": behind}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

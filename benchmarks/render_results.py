@@ -36,9 +36,11 @@ def _cell(value) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
+        if abs(value) >= 1000:
+            return f"{value:,.0f}" if value == int(value) else f"{value:,.1f}"
+        return f"{value:.4g}"
     if isinstance(value, int):
-        return f"{value:,}" if abs(value) >= 10_000 else str(value)
+        return f"{value:,}" if abs(value) >= 1000 else str(value)
     if isinstance(value, str):
         return value.replace("|", "\\|").replace("\n", " ")
     return "`" + json.dumps(value, separators=(",", ":")).replace("|", "\\|") + "`"
@@ -87,7 +89,9 @@ def render(records: list[dict]) -> str:
         data = record["data"]
         lines += [f"## {record['benchmark']}", ""]
         host = record["host"]
-        lines += [f"Commit `{record['commit']}`, run {record['date']}"
+        commit = record["commit"]
+        short = commit[:12] + ("-dirty" if commit.endswith("-dirty") else "")
+        lines += [f"Commit `{short}`, run {record['date']}"
                   + (" (quick mode)" if record["quick"] else "")
                   + f"; {host.get('cpus')} CPUs, {host.get('machine')}, Python {host.get('python')}.", ""]
         if _is_row_list(data.get("rows")) and len(data) == 1:

@@ -8,7 +8,7 @@ For chains of 3..6 stages at 640x480, side by side in one run:
 - all-CPU: OpenCV (``vision_ref.chain_reference``) on this machine, frames/s (median of 15).
 
 Rates are found by bisection on the period (0.05 ms resolution). With ``--sim`` it also runs the
-issue's edge detector (640x480 RGB, rgb2gray/gauss3x3/sobel_mag/threshold, 30 fps) on the RTL for
+RGB edge detector (640x480 RGB, rgb2gray/gauss3x3/sobel_mag/threshold, 30 fps) on the RTL for
 ``--sim-s`` seconds and checks every frame against OpenCV.
 
     python -m benchmarks.passes_bench [--quick] [--sim] [--sim-s 1.0] [--json]

@@ -94,10 +94,7 @@ def render(records: list[dict]) -> str:
         lines += [f"Commit `{short}`, run {record['date']}"
                   + (" (quick mode)" if record["quick"] else "")
                   + f"; {host.get('cpus')} CPUs, {host.get('machine')}, Python {host.get('python')}.", ""]
-        if _is_row_list(data.get("rows")) and len(data) == 1:
-            lines += [*_table(data["rows"]), ""]
-        else:
-            lines += render_data(data, 3)
+        lines += render_data(data, 3)
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -43,6 +43,8 @@ def _cell(value) -> str:
         return f"{value:,}" if abs(value) >= 1000 else str(value)
     if isinstance(value, str):
         return value.replace("|", "\\|").replace("\n", " ")
+    if isinstance(value, list) and not any(isinstance(v, (dict, list)) for v in value):
+        return ", ".join(_cell(v) for v in value) if value else "none"
     return "`" + json.dumps(value, separators=(",", ":")).replace("|", "\\|") + "`"
 
 

@@ -4,6 +4,7 @@ the generated docs/results.md, which alone may carry a date)."""
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 
@@ -66,3 +67,30 @@ def test_the_dated_pattern_catches_what_it_must() -> None:
     """The check above is only as good as its pattern: it must see both forms it forbids."""
     assert DATED.search("measured 2026-12-04") and DATED.search("see Issue 16")
     assert not DATED.search("RTSS 2016, 4 slots, 1080p30")
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(actions[0].choices) if actions else {}
+
+
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option string of ``parser`` and of its subcommands, recursively."""
+    found = {s for a in parser._actions for s in a.option_strings}
+    for sub in _subcommands(parser).values():
+        found |= _options(sub)
+    return found
+
+
+def test_the_commands_table_is_the_cli() -> None:
+    """``fpgashare --help`` is the truth: the README's table names every command the CLI has, and
+    every option a row mentions is one that command (or one of its subcommands) takes."""
+    from fpgashare.cli import build_parser
+
+    commands = _subcommands(build_parser())
+    rows = re.findall(r"^\| `fpgashare ([a-z]+)[^`]*` \|(.*)\|$", section(README.read_text(), "Commands"), re.MULTILINE)
+    assert {name for name, _ in rows} == set(commands), "README's commands table differs from fpgashare --help"
+    for name, text in rows:
+        mentioned = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", text))
+        unknown = mentioned - _options(commands[name])
+        assert not unknown, f"README: fpgashare {name} has no option {sorted(unknown)}"

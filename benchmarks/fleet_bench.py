@@ -27,6 +27,8 @@ import numpy as np
 
 from benchmarks.results import write_result
 
+QUICK_REQUIRES = ("ray",)       #: the fleet extra; tests/test_benchmarks_quick.py skips without it
+
 
 def failover(kind: str, health_ms: int, failures: int, pipelines: int = 4) -> dict:
     """Place ``pipelines`` on b1, stream them, SIGKILL b1's daemon ('daemon') or Ray node ('node');

@@ -6,6 +6,7 @@ naming itself, until it gets one."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -32,6 +33,15 @@ def offers_quick(source: str) -> bool:
     return re.search(r"""add_argument\(\s*["']--quick["']""", source) is not None
 
 
+def quick_requires(source: str) -> tuple[str, ...]:
+    """The modules a script's quick mode needs from an optional extra, as the script declares them
+    (``QUICK_REQUIRES = ("ray",)``, read without importing the script); without them it is skipped."""
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "QUICK_REQUIRES" for t in node.targets):
+            return tuple(ast.literal_eval(node.value))
+    return ()
+
+
 def _environment(results: Path) -> dict:
     env = dict(os.environ, FPGASHARE_RESULTS_DIR=str(results))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
@@ -43,8 +53,8 @@ def test_quick_mode_runs(script: Path, tmp_path: Path) -> None:
     source = script.read_text()
     if not offers_quick(source):
         pytest.skip(f"benchmarks/{script.name} has no --quick mode yet")
-    if script.stem == "fleet_bench":
-        pytest.importorskip("ray", reason="fleet_bench needs the fleet extra (Ray)")
+    for module in quick_requires(source):
+        pytest.importorskip(module, reason=f"benchmarks/{script.name} --quick needs {module} (an optional extra)")
     results = tmp_path / "results"
     # Run from a scratch folder: whatever a benchmark writes relative to its working directory
     # (workload_gen's out/random) stays out of the checkout.

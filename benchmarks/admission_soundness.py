@@ -10,7 +10,7 @@ With ``--streams`` each workload runs on 1..S streams (S: the platform's; drawn 
 pipelines are partitioned over streams and slots (runtime/sched/stream_plan.py) and every
 partition's engine shares the one configuration port (runtime/sched/streams.py).
 
-    python benchmarks/admission_soundness.py [--count 200] [--seed 0] [--max-s 10] [--streams] [--json]
+    python -m benchmarks.admission_soundness [--quick] [--count 200] [--seed 0] [--max-s 10] [--streams] [--json]
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from fpgashare.sched.engine import run_workload
 from fpgashare.sched.stream_plan import plan_streams
 from fpgashare.sched.streams import run_streams
 
+from benchmarks.results import write_result
 from benchmarks.workload_gen import random_workload
 
 
@@ -75,7 +76,10 @@ def main() -> int:
     ap.add_argument("--max-s", type=float, default=10.0)
     ap.add_argument("--streams", action="store_true", help="run each workload on 1..S streams")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="a few short workloads: checks the benchmark runs")
     args = ap.parse_args()
+    if args.quick:
+        args.count, args.max_s = min(args.count, 4), min(args.max_s, 0.5)
     rows = [check(seed, args.max_s, args.streams) for seed in range(args.seed, args.seed + args.count)]
     rejected = [r for r in rows if "rejected_set_ran_clean" in r]
     clean = [r for r in rejected if r["rejected_set_ran_clean"]]
@@ -98,6 +102,8 @@ def main() -> int:
         "admitted_pipelines_run_in_passes": sum(r["admitted_in_passes"] for r in rows),
         "failures": [r for r in rows if r["misses"]],
     }
+    report["streams_drawn"] = args.streams
+    write_result("admission_soundness" + ("_streams" if args.streams else ""), report, quick=args.quick)
     if args.json:
         print(json.dumps(report, indent=2))
     else:

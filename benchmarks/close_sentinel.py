@@ -17,7 +17,7 @@ imports, so a round's daemon starts in milliseconds (the ``fpgashare daemon`` co
 imports, ~1 s, each time; the daemon code it then runs is the same). The SIGTERM is a real signal,
 taken by the daemon's handler (``Daemon.serve_forever``). Outcomes, not timings, are the measure.
 
-    python benchmarks/close_sentinel.py [--rounds 1000] [--mode both|close|sigterm] [--json]
+    python -m benchmarks.close_sentinel [--quick] [--rounds 1000] [--mode both|close|sigterm] [--json]
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ from fpgashare.eventloop import new_event_loop
 from fpgashare.platform import load_platform
 from fpgashare.simrun import resolve_chain
 from fpgashare.vision_ref import chain_reference
+
+from benchmarks.results import write_result
 
 SHAPE = (60, 80)
 SENTINEL = 77
@@ -168,7 +170,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1000)
     parser.add_argument("--mode", choices=["both", "close", "sigterm"], default="both")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="3 rounds of each mode: checks the benchmark runs")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds = min(args.rounds, 3)
     if not 1 <= args.rounds <= 100_000:
         print("error: --rounds must be between 1 and 100000", file=sys.stderr)
         return 2
@@ -187,6 +192,8 @@ def main() -> int:
                         "wrong": sum(n for k, n in counts.items() if k.startswith("wrong")),
                         "wall_s": round(time.perf_counter() - start, 1)}
     ok = all(result[m]["wrong"] == 0 and result[m]["frames"] == FRAMES * args.rounds for m in modes)
+    result["ok"] = ok
+    write_result("close_sentinel", result, quick=args.quick)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

@@ -13,7 +13,7 @@ every operation the RTL ran the largest relative and absolute difference between
 often work overlapped in the RTL (frames on different streams, frames beside DNN batches, loads
 during frames).
 
-    python benchmarks/cosim_agreement.py --count 12 [--seed 0]
+    python -m benchmarks.cosim_agreement [--quick] [--count 12] [--seed 0]
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ from fpgashare.sched.edf import EdfPolicy
 from fpgashare.sched.stream_plan import spread_plan
 from fpgashare.sched.streams import run_streams
 from fpgashare.workload import load_workload
+
+from benchmarks.results import write_result
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +135,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=12)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="one workload: checks the benchmark runs")
     args = parser.parse_args()
+    if args.quick:
+        args.count = 1
     logging.basicConfig(level=logging.WARNING)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -148,6 +153,18 @@ def main() -> None:
             rows.append(row)
             print(" ".join(f"{k}={v}" for k, v in row.items() if not k.startswith("_")), flush=True)
     worst = {k: max(r["_worst"][k] for r in rows) for k in ("frame", "dnn", "load")}
+    summary = {"workloads": len(rows), "frames": sum(r["frames"] for r in rows),
+               "rtl_operations": sum(r["ops"] for r in rows), "misses": sum(r["misses"] for r in rows),
+               "outputs_identical": sum(r["identical"] for r in rows),
+               "past_estimate_plus_allowance": sum(r["over_allowance"] for r in rows),
+               **{f"worst_{k}_vs_twin": f"{v[0]:.2%} ({v[1]} cycles)" for k, v in worst.items()},
+               "least_slack_us": min(r["min_slack_us"] for r in rows),
+               "overlaps_frame_frame": sum(r["frame_x_frame"] for r in rows),
+               "overlaps_frame_dnn": sum(r["frame_x_dnn"] for r in rows),
+               "overlaps_load_frame": sum(r["load_x_frame"] for r in rows)}
+    per_workload = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
+    write_result("cosim_agreement", {"seed": args.seed, "summary": summary, "workloads": per_workload},
+                 quick=args.quick)
     print(f"\n{len(rows)} workloads, {sum(r['frames'] for r in rows)} frames, {sum(r['ops'] for r in rows)} "
           f"operations on the RTL: misses {sum(r['misses'] for r in rows)}, outputs identical "
           f"{sum(r['identical'] for r in rows)}/{len(rows)}; operations past the twin's estimate plus the "

@@ -2,7 +2,7 @@
 harness, in one run: predicted vs measured bottleneck (cycles per image in steady state), images/s
 at the fabric clock and of the simulation itself, and the partitioner's planning time.
 
-    python benchmarks/dnn_tiles.py [--digits-images N] [--edge-images N] [--json]
+    python -m benchmarks.dnn_tiles [--quick] [--digits-images N] [--edge-images N] [--json]
 
 The steady-state interval is (T_N - T_1) / (N - 1), T_n = cycles until the n-th image's last
 output word, so pipeline fill is not counted as throughput.
@@ -25,6 +25,8 @@ from fpgashare.dnn.reference import logits
 from fpgashare.dnn.tile_chain import TileChain
 from fpgashare.hdl_sim.board import SimBoard
 from fpgashare.platform import load_platform
+
+from benchmarks.results import write_result
 
 
 def planning_time(net: Network, tiles: int, repeats: int = 200) -> tuple[float, float]:
@@ -73,18 +75,26 @@ def main() -> int:
     parser.add_argument("--digits-images", type=int, default=64)
     parser.add_argument("--edge-images", type=int, default=3)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--quick", action="store_true",
+                        help="digits_cnn on 1 and 2 tiles, a few images, no edge_cnn: checks the benchmark runs")
     args = parser.parse_args()
     platform = load_platform("zcu104")
     link = link_model(platform)
     board = SimBoard(platform)
     rng = np.random.default_rng(0)
     rows = []
-    for net, n, shape in ((digits_cnn(), args.digits_images, (8, 8)), (edge_cnn(), args.edge_images, (128, 128))):
+    models = [(digits_cnn(), args.digits_images, (8, 8)), (edge_cnn(), args.edge_images, (128, 128))]
+    tile_counts, repeats = range(1, 5), 200
+    if args.quick:
+        models, tile_counts, repeats = [(digits_cnn(), 4, (8, 8))], range(1, 3), 5
+    for net, n, shape in models:
         images = rng.integers(0, 256, (max(n, 2), *shape), dtype=np.uint8)
-        for tiles in range(1, 5):
+        for tiles in tile_counts:
             rows.append(measure(board, net, tiles, images, link, platform.fabric_clock_hz))
-    plans = {name: [round(t * 1e3, 4) for t in planning_time(net, 4)]
+    plans = {name: [round(t * 1e3, 4) for t in planning_time(net, 4, repeats)]
              for name, net in (("digits_cnn", digits_cnn()), ("edge_cnn", edge_cnn()), ("deep30", deep_network()))}
+    write_result("dnn_tiles", {"platform": platform.name, "fabric_clock_hz": platform.fabric_clock_hz, "runs": rows,
+                               "planning_ms_k4_cold_warm": plans}, quick=args.quick)
     if args.json:
         print(json.dumps({"runs": rows, "planning_ms_k4_cold_warm": plans}, indent=2))
         return 0
@@ -95,7 +105,7 @@ def main() -> int:
         print(f"{r['model']:11s} {r['tiles']:2d} {r['tiles_used']:4d} {r['predicted_bottleneck']:10d} "
               f"{r['measured_bottleneck']:10.1f} {r['ratio']:6.3f} {r['fabric_images_per_s']:12.1f} "
               f"{r['sim_images_per_s']:9.2f} {r['bit_exact']!s:>5s}  {r['segments']}")
-    print("partitioner, K = 4, best of 200, cold / warm cost table: "
+    print(f"partitioner, K = 4, best of {repeats}, cold / warm cost table: "
           + ", ".join(f"{k} {c} / {w} ms" for k, (c, w) in plans.items()))
     return 0
 

@@ -3,7 +3,10 @@ simulated boards, placement decision p50/p99, memory per board node) and the fai
 long after a board's daemon, or its Ray node, is SIGKILLed its pipelines stream again elsewhere,
 with Ray's health check at 1 s x 3 failures (the brief's setting; the default is 5 s x 5).
 
-    python benchmarks/fleet_bench.py [--workload camera_mix_zcu104] [--boards 3] [--json]
+    python -m benchmarks.fleet_bench [--quick] [--workload camera_mix_zcu104] [--boards 3] [--json]
+
+``--quick`` places on one board for a second of DNN images and skips the failover runs: it checks
+the benchmark runs (Ray still takes its seconds to start).
 
 Wall times here are of a 2-core VM shared with other work; the simulated boards run at a dilation
 (their seconds are longer than wall seconds), so DNN images/s are given in board time.
@@ -12,6 +15,8 @@ Wall times here are of a 2-core VM shared with other work; the simulated boards 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -19,6 +24,10 @@ import threading
 import time
 
 import numpy as np
+
+from benchmarks.results import write_result
+
+QUICK_REQUIRES = ("ray",)       #: the fleet extra; tests/test_benchmarks_quick.py skips without it
 
 
 def failover(kind: str, health_ms: int, failures: int, pipelines: int = 4) -> dict:
@@ -85,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-bench", action="store_true")
     parser.add_argument("--failover-only", choices=["daemon", "node"], help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="one board, one second of DNN images, no failover")
     args = parser.parse_args(argv)
     from fpgashare.cli import main as cli
 
@@ -93,12 +103,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     out = {}
     if not args.skip_bench:
-        code = cli(["fleet", "bench", args.workload, "--boards", str(args.boards), "--dilation",
-                    str(args.dilation)] + (["--json"] if args.json else []))
+        command = ["fleet", "bench", args.workload, "--boards", str(1 if args.quick else args.boards), "--dilation",
+                   str(args.dilation), "--json"] + (["--max-copies", "2", "--dnn-seconds", "1"] if args.quick else [])
+        captured = io.StringIO()
+        with contextlib.redirect_stdout(captured):
+            code = cli(command)
         if code:
+            sys.stdout.write(captured.getvalue())
             return code
+        out["bench"] = json.loads(captured.getvalue())
+        sys.stdout.write((json.dumps(out["bench"]) if args.json else _bench_lines(out["bench"])) + "\n")
     out["failover"] = []
-    for kind in ("daemon", "node"):
+    for kind in () if args.quick else ("daemon", "node"):
         done = subprocess.run([sys.executable, __file__, "--failover-only", kind], capture_output=True, text=True)
         if done.returncode:
             sys.stderr.write(done.stderr[-2000:])
@@ -109,7 +125,20 @@ def main(argv: list[str] | None = None) -> int:
                           f"failover, {row['kind']} SIGKILLed (health check {row['health_check']}): "
                           f"{row['pipelines']} pipelines moved at {row['moved_s']} s, stream again at "
                           f"{row['streams_again_s']} s, now on {row['to']}") + "\n")
+    write_result("fleet_bench", out, quick=args.quick)
     return 0
+
+
+def _bench_lines(bench: dict) -> str:
+    """``fpgashare fleet bench``'s figures, one line per fleet size."""
+    lines = [f"fleet bench {bench['workload']}, simulated boards on the model backend, dilation {bench['dilation']:g}"]
+    for r in bench["rows"]:
+        lines.append(f"{r['boards']} boards: {r['admitted']} admitted {r['admitted_per_board']}, placement p50/p99 "
+                     f"{r['placement_p50_ms']:.1f}/{r['placement_p99_ms']:.1f} ms, DNN {r['dnn_images_per_s']:,.0f} "
+                     f"images/s (board time) {r['dnn_per_board']}")
+    lines.append("memory per board node (raylet + agent) / daemon, MB: "
+                 + ", ".join(f"{b}: {m['node_mb']:.0f} / {m['daemon_mb']:.0f}" for b, m in bench["memory_mb"].items()))
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -8,10 +8,13 @@ For chains of 3..6 stages at 640x480, side by side in one run:
 - all-CPU: OpenCV (``vision_ref.chain_reference``) on this machine, frames/s (median of 15).
 
 Rates are found by bisection on the period (0.05 ms resolution). With ``--sim`` it also runs the
-issue's edge detector (640x480 RGB, rgb2gray/gauss3x3/sobel_mag/threshold, 30 fps) on the RTL for
+RGB edge detector (640x480 RGB, rgb2gray/gauss3x3/sobel_mag/threshold, 30 fps) on the RTL for
 ``--sim-s`` seconds and checks every frame against OpenCV.
 
-    python -m benchmarks.passes_bench [--sim] [--sim-s 1.0] [--json]
+    python -m benchmarks.passes_bench [--quick] [--sim] [--sim-s 1.0] [--json]
+
+``--quick`` measures the 3-stage chain on 0.2 s of schedule at 1 ms resolution: it checks the
+benchmark runs.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from fpgashare.sched.engine import run_workload
 from fpgashare.vision_ref import chain_reference
 from fpgashare.workload import Workload, realtime_spec
 
+from benchmarks.results import write_result
+
 FRAME = (480, 640)
 CHAINS = {
     3: ["gauss3x3", "sobel_mag", "threshold"],
@@ -42,7 +47,7 @@ CHAINS = {
 EDGES = ["rgb2gray", "gauss3x3", "sobel_mag", "threshold"]
 
 
-def _workload(platform, chain: list[str], period_s: float, duration_s: float = 2.0) -> Workload | None:
+def _workload(platform, chain: list[str], period_s: float, duration_s: float) -> Workload | None:
     try:
         spec = realtime_spec("chain", chain, period_s, period_s, list(FRAME), platform)
     except Exception:            # a period shorter than one pass: no scheduler can serve it
@@ -50,9 +55,9 @@ def _workload(platform, chain: list[str], period_s: float, duration_s: float = 2
     return Workload(Path("passes.toml"), platform, 1, duration_s, (spec,))
 
 
-def served(platform, chain: list[str], period_s: float, scheduler: str) -> bool:
+def served(platform, chain: list[str], period_s: float, scheduler: str, duration_s: float = 2.0) -> bool:
     """Whether ``scheduler`` serves the chain every ``period_s`` with no miss (edf: once admitted)."""
-    workload = _workload(platform, chain, period_s)
+    workload = _workload(platform, chain, period_s, duration_s)
     if workload is None:
         return False
     contract = None
@@ -66,14 +71,14 @@ def served(platform, chain: list[str], period_s: float, scheduler: str) -> bool:
     return p["on_time"] == p["submitted"] > 0
 
 
-def best_rate(platform, chain: list[str], scheduler: str) -> float:
+def best_rate(platform, chain: list[str], scheduler: str, duration_s: float = 2.0, resolution_s: float = 5e-5) -> float:
     """Frames/s: the shortest period served with no miss, by bisection."""
     lo, hi = 1e-4, 0.2
-    if not served(platform, chain, hi, scheduler):
+    if not served(platform, chain, hi, scheduler, duration_s):
         return 0.0
-    while hi - lo > 5e-5:
+    while hi - lo > resolution_s:
         mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if served(platform, chain, mid, scheduler) else (mid, hi)
+        lo, hi = (lo, mid) if served(platform, chain, mid, scheduler, duration_s) else (mid, hi)
     return 1.0 / hi
 
 
@@ -111,18 +116,24 @@ def main() -> None:
     ap.add_argument("--sim", action="store_true", help="also run the edge detector on the RTL")
     ap.add_argument("--sim-s", type=float, default=1.0)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="the 3-stage chain, a short schedule: checks it runs")
     args = ap.parse_args()
     platform = load_platform("pynq-z2")
+    chains, duration_s, resolution_s = CHAINS, 2.0, 5e-5
+    if args.quick:
+        chains, duration_s, resolution_s = {3: CHAINS[3]}, 0.2, 1e-3
     rows = []
-    for n, chain in CHAINS.items():
+    for n, chain in chains.items():
         spec = realtime_spec("x", chain, 1.0, 1.0, list(FRAME), platform)
-        edf, rr = best_rate(platform, chain, "edf"), best_rate(platform, chain, "rr-bundle")
+        edf = best_rate(platform, chain, "edf", duration_s, resolution_s)
+        rr = best_rate(platform, chain, "rr-bundle", duration_s, resolution_s)
         rows.append({"stages": n, "passes": len(spec.pass_stages), "edf_fps": round(edf, 1),
                      "rr_bundle_fps": round(rr, 1), "cpu_fps": round(cpu_rate(chain), 1),
                      "edf_over_rr": round(edf / rr, 2) if rr else None})
     report = {"platform": "pynq-z2", "frame": list(FRAME), "chains": rows}
     if args.sim:
         report["sim_edges_30fps"] = sim_check(args.sim_s)
+    write_result("passes_bench", report, quick=args.quick)
     if args.json:
         print(json.dumps(report, indent=2))
         return

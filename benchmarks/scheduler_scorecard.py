@@ -15,7 +15,9 @@ baselines in the same process (model backend, virtual time):
   before any frame exists, have nothing to hide under); and stalled reconfiguration, the part of it during
   which a real-time frame was waiting (a load in stream time nobody wanted costs nothing).
 
-    python benchmarks/scheduler_scorecard.py [--suite NAME ...] [--json]
+    python -m benchmarks.scheduler_scorecard [--quick] [--suite NAME ...] [--json]
+
+``--quick`` scores one small suite (``QUICK_SUITE``): it checks the benchmark runs.
 """
 
 from __future__ import annotations
@@ -28,8 +30,11 @@ from pathlib import Path
 from fpgashare.bench import misses, run_one, sweep
 from fpgashare.workload import load_workload
 
+from benchmarks.results import write_result
+
 SUITES = Path(__file__).resolve().parent / "workloads"
 SCHEDULERS = ("edf", "rr-bundle", "fcfs", "static", "fred")
+QUICK_SUITE = "nh_720p60_pynq_z2"      #: scored in under a second
 
 
 def share(part: float, whole: float) -> float | None:
@@ -102,11 +107,21 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", action="append", help="only these suites (file stems)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--quick", action="store_true", help=f"only {QUICK_SUITE}: checks the benchmark runs")
     args = ap.parse_args()
     paths = sorted(SUITES.glob("*.toml"))
+    if args.quick:
+        args.suite = [QUICK_SUITE]
     if args.suite:
+        unknown = sorted(set(args.suite) - {p.stem for p in paths})
+        if unknown:
+            ap.error(f"no suite named {', '.join(unknown)} in {SUITES}")
         paths = [p for p in paths if p.stem in args.suite]
     rows = [score(p) for p in paths]
+    write_result("scheduler_scorecard", {
+        "suites": [{k: v for k, v in r.items() if k != "sweeps"} for r in rows],
+        "sweeps": [{"suite": r["suite"], "swept": name, **s} for r in rows for name, s in r["sweeps"].items()],
+    }, quick=args.quick)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0

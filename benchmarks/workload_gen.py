@@ -8,7 +8,7 @@ best-effort DNN pipeline.
 The run lasts one hyperperiod (periods are whole tenths of a millisecond) or ``max_s``, whichever
 is shorter.
 
-    python benchmarks/workload_gen.py --count 200 --out out/random [--seed 0]
+    python -m benchmarks.workload_gen [--quick] --count 200 --out out/random [--seed 0]
 
 writes ``random_<i>.toml`` files the bench and the soundness benchmark read; ``random_workload``
 builds the same workload in memory.
@@ -99,7 +99,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="first seed")
     ap.add_argument("--out", default="out/random")
     ap.add_argument("--max-s", type=float, default=10.0)
+    ap.add_argument("--quick", action="store_true", help="three workloads: checks the generator runs")
     args = ap.parse_args()
+    if args.quick:
+        args.count = min(args.count, 3)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for seed in range(args.seed, args.seed + args.count):

@@ -13,7 +13,7 @@ PY=${PYTHON:-python3}
 .venv-test/bin/python -m pip install -q --upgrade pip
 .venv-test/bin/python -m pip install -q -e ".[test,fleet]"
 .venv-test/bin/python -m ruff check runtime hdl_sim tests benchmarks apps setup.py
-.venv-test/bin/python -m pytest -n 2 --dist loadfile -q tests --ignore=tests/board
+time .venv-test/bin/python -m pytest -n 2 --dist loadfile -q -rs --durations=25 tests --ignore=tests/board
 
 bash tests/wheel_smoke.sh "$PY"
 

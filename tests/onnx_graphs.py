@@ -64,7 +64,7 @@ def float_model(rng: np.random.Generator, dims: tuple[int, int, int], layers: li
             nodes.append(helper.make_node("Relu", [x], [f"relu{i}"], name=f"relu{i}"))
             x = f"relu{i}"
     inp = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", c, h, w])
-    out = helper.make_tensor_value_info(x, TensorProto.FLOAT, None)
+    out = helper.make_tensor_value_info(x, TensorProto.FLOAT, ["N", layers[-1]["oc"]])
     graph = helper.make_graph(nodes, "generated", [inp], [out], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8

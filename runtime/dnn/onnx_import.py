@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 from fpgashare.dnn.network import Layer, Network
 from fpgashare.dnn.onnx_graph import Graph, QParams, UnsupportedModelError, load_graph, node_label, refuse
+from fpgashare.dnn.onnx_layers import conv_geometry, fc_weights, gemm_trans_b
 from fpgashare.dnn.onnx_model import ImportedModel, NodeRole
 from fpgashare.dnn.onnx_weights import centered, check_symmetric, layer_bias, rescale, weight_scales, weights_of
 from fpgashare.errors import NetworkError
@@ -43,7 +44,6 @@ log = logging.getLogger(__name__)
 #: What the tiles run, as the refusal message says it.
 SUPPORTED = ("QuantizeLinear, DequantizeLinear, Conv, QLinearConv, Gemm, QGemm, MatMul (+ Add of a bias), "
              "QLinearMatMul, Relu, MaxPool (2x2, stride 2), Flatten, Reshape (flattening)")
-MAX_KERNEL, MAX_STRIDE = 7, 4
 
 
 @dataclass
@@ -200,18 +200,18 @@ def _linear(walk: _Walk, node) -> str:
     walk.relu = False
     g, c = walk.graph, walk.shape[2]
     if node.op_type == "Conv":
-        kind, geometry = "conv", _conv_geometry(walk, node)
+        kind, geometry = "conv", conv_geometry(g, node, walk.shape, walk.flat)
         weights, w_scale = weights_of(g, node, 1, out_axis=0)
         weights = weights.transpose(0, 2, 3, 1) if weights.ndim == 4 else weights
         bias_index = 2
     else:
         kind, geometry = "fc", (1, 1, 0)
-        trans_b = _gemm_attrs(node, g) if node.op_type == "Gemm" else 0
+        trans_b = gemm_trans_b(node, g) if node.op_type == "Gemm" else 0
         weights, w_scale = weights_of(g, node, 1, out_axis=0 if trans_b else 1)
         if weights.ndim != 2:
             raise refuse(node, f"weights of shape {weights.shape}; expected a matrix")
         weights = weights if trans_b else weights.T
-        weights = _fc_weights(node, weights, walk.shape, walk.flat)
+        weights = fc_weights(node, weights, walk.shape, walk.flat)
         bias_index = 2 if node.op_type == "Gemm" else None
     if kind == "conv" and (weights.ndim != 4 or weights.shape[1:] != (geometry[0], geometry[0], c)):
         raise refuse(node, f"weights of shape {weights.shape} (as OC, KH, KW, C) do not fit a "
@@ -222,55 +222,6 @@ def _linear(walk: _Walk, node) -> str:
     walk.pending = _Pending(node, kind, weights, w_scale, walk.q, bias, *geometry)
     walk.mode = "acc"
     return node.output[0]
-
-
-def _conv_geometry(walk: _Walk, node) -> tuple[int, int, int]:
-    a = walk.graph.attrs(node)
-    if walk.flat:
-        raise refuse(node, "convolution of a flattened tensor")
-    ks = list(a.get("kernel_shape", []))
-    strides = list(a.get("strides", [1, 1]))
-    pads = list(a.get("pads", [0, 0, 0, 0]))
-    auto = a.get("auto_pad", b"NOTSET")
-    if a.get("group", 1) != 1:
-        raise refuse(node, f"group {a['group']}: the tile runs only ordinary (group 1) convolutions")
-    if list(a.get("dilations", [1, 1])) != [1, 1]:
-        raise refuse(node, f"dilations {list(a['dilations'])}: the tile has no dilated convolution")
-    if len(ks) != 2 or ks[0] != ks[1] or not 1 <= ks[0] <= MAX_KERNEL:
-        raise refuse(node, f"kernel_shape {ks}: the tile runs square kernels of 1..{MAX_KERNEL}")
-    if len(strides) != 2 or strides[0] != strides[1] or not 1 <= strides[0] <= MAX_STRIDE:
-        raise refuse(node, f"strides {strides}: the tile runs equal strides of 1..{MAX_STRIDE}")
-    k, s = ks[0], strides[0]
-    if auto in (b"SAME_UPPER", b"SAME_LOWER") and s == 1 and k % 2 == 1:
-        pads = [k // 2] * 4
-    elif auto == b"VALID":
-        pads = [0, 0, 0, 0]
-    elif auto != b"NOTSET":
-        raise refuse(node, f"auto_pad {auto.decode()} with kernel {k}, stride {s}: padding would be uneven")
-    if len(set(pads)) != 1 or not 0 <= pads[0] < k:
-        raise refuse(node, f"pads {pads}: the tile pads all four sides alike, by less than the kernel ({k})")
-    h, w, _ = walk.shape
-    if h + 2 * pads[0] < k or w + 2 * pads[0] < k:
-        raise refuse(node, f"kernel {k} is larger than the padded {h}x{w} input")
-    return k, s, pads[0]
-
-
-def _gemm_attrs(node, g: Graph) -> int:
-    a = g.attrs(node)
-    if a.get("transA", 0) or a.get("alpha", 1.0) != 1.0 or a.get("beta", 1.0) != 1.0:
-        raise refuse(node, f"Gemm with transA {a.get('transA', 0)}, alpha {a.get('alpha', 1.0)}, "
-                           f"beta {a.get('beta', 1.0)}: the tile runs A x B' + C with alpha = beta = 1")
-    return int(a.get("transB", 0))
-
-
-def _fc_weights(node, w: np.ndarray, shape: tuple[int, int, int], flat: bool) -> np.ndarray:
-    """[OC, K] weights over ONNX's CHW flattening -> the tile's [OC, H, W, C] over HWC."""
-    h, w_, c = shape
-    if not flat and (h, w_) != (1, 1):
-        raise refuse(node, f"a fully connected layer needs a flattened input, got an {h}x{w_}x{c} tensor")
-    if w.shape[1] != h * w_ * c:
-        raise refuse(node, f"weights take {w.shape[1]} inputs, the tensor has {h * w_ * c}")
-    return w.reshape(w.shape[0], c, h, w_).transpose(0, 2, 3, 1)
 
 
 def _add(walk: _Walk, node) -> str:
@@ -320,10 +271,10 @@ def _qlinear(walk: _Walk, node) -> str:
         raise refuse(node, "a ReLU before it has no conv/fc layer to clamp")
     raw = g.constant(node, wi, "weights")
     if node.op_type == "QLinearConv":
-        kind, geometry, out_axis = "conv", _conv_geometry(walk, node), 0
+        kind, geometry, out_axis = "conv", conv_geometry(g, node, walk.shape, walk.flat), 0
     else:
         kind, geometry = "fc", (1, 1, 0)
-        trans_b = _gemm_attrs(node, g) if node.op_type == "QGemm" else 0
+        trans_b = gemm_trans_b(node, g) if node.op_type == "QGemm" else 0
         out_axis = 0 if trans_b else 1
     weights = centered(node, raw, g.optional_constant(node, wz, "weight zero point"), "weights")
     w_scale = weight_scales(node, g.constant(node, ws, "weight scale"), raw.shape, out_axis, out_axis, "weights")
@@ -334,7 +285,7 @@ def _qlinear(walk: _Walk, node) -> str:
     else:
         if weights.ndim != 2:
             raise refuse(node, f"weights of shape {weights.shape}; expected a matrix")
-        weights = _fc_weights(node, weights if trans_b else weights.T, walk.shape, walk.flat)
+        weights = fc_weights(node, weights if trans_b else weights.T, walk.shape, walk.flat)
     if kind == "conv" and weights.shape[1:] != (geometry[0], geometry[0], walk.shape[2]):
         raise refuse(node, f"weights of shape {weights.shape} (as OC, KH, KW, C) do not fit a "
                            f"{geometry[0]}x{geometry[0]} kernel on {walk.shape[2]} channels")
@@ -355,6 +306,15 @@ HANDLERS = {"QuantizeLinear": _quantize, "DequantizeLinear": _dequantize, "Relu"
 def import_onnx(model: str | Path | bytes | object, name: str | None = None) -> ImportedModel:
     """The tile network of a quantized ONNX model; UnsupportedModelError names the first node it cannot run."""
     g = load_graph(model)
+    try:
+        return _import(g, name)
+    except UnsupportedModelError as exc:
+        if str(exc).startswith(f"{g.where}: "):
+            raise
+        raise UnsupportedModelError(f"{g.where}: {exc}") from None
+
+
+def _import(g: Graph, name: str | None) -> ImportedModel:
     where = g.where
     if len(g.inputs) != 1 or len(g.outputs) != 1:
         raise NetworkError(f"{where}: the graph has {len(g.inputs)} inputs and {len(g.outputs)} outputs; "
@@ -412,6 +372,6 @@ def _input_dims(where: str, inp) -> tuple[int, ...]:
         raise UnsupportedModelError(f"{where}: input {inp.name!r} must be float32 (the host quantizes it)")
     dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
     if len(dims) not in (2, 4) or any(d is None or d < 1 for d in dims[1:]):
-        raise UnsupportedModelError(f"{where}: input {inp.name!r} has shape {dims}; the tiles take [N, C, H, W] or "
-                            f"[N, K] with every size after N fixed")
+        raise UnsupportedModelError(f"{where}: input {inp.name!r} has shape {dims}; the tiles take [N, C, H, W] "
+                                    f"or [N, K] with every size after N fixed")
     return tuple(int(d) for d in dims[1:])

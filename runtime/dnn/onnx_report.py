@@ -28,7 +28,8 @@ def import_report(model: str, tiles: int, platform_name: str, out: str | None = 
         imported = import_onnx(source)
     except UnsupportedModelError as exc:
         others = [n for n in _unsupported_nodes(source) if n not in str(exc)]
-        lines = [f"{source}: refused", f"  {exc}"] + [f"  also not supported: {n}" for n in others]
+        first = str(exc).removeprefix(f"{source}: ")
+        lines = [f"{source}: refused", f"  {first}"] + [f"  also not supported: {n}" for n in others]
         return {"model": str(source), "accepted": False, "refused": [str(exc), *others]}, lines
     platform = load_platform(platform_name)
     plan = partition(imported.network, tiles, link_model(platform), clock_hz=platform.fabric_clock_hz)

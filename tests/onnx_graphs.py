@@ -93,8 +93,9 @@ def with_fan_ins(dims: tuple[int, int, int], layers: list[dict]) -> list[dict]:
 
 
 def quantize(model: onnx.ModelProto, calib: np.ndarray, path: Path, per_channel: bool = False,
-             symmetric: bool = True, overrides: dict | None = None) -> Path:
-    """quantize_static: QDQ, int8 weights, int8 activations (symmetric unless told otherwise)."""
+             symmetric: bool = True, overrides: dict | None = None, qoperator: bool = False) -> Path:
+    """quantize_static: QDQ (or QOperator: QLinearConv, QGemm), int8 weights, int8 activations
+    (symmetric unless told otherwise)."""
     fpath = path.with_suffix(".float.onnx")
     onnx.save(model, fpath)
 
@@ -108,7 +109,8 @@ def quantize(model: onnx.ModelProto, calib: np.ndarray, path: Path, per_channel:
     extra = {"ActivationSymmetric": symmetric, "WeightSymmetric": True}
     if overrides:
         extra["TensorQuantOverrides"] = overrides
-    quantize_static(str(fpath), str(path), Reader(), quant_format=QuantFormat.QDQ, per_channel=per_channel,
+    fmt = QuantFormat.QOperator if qoperator else QuantFormat.QDQ
+    quantize_static(str(fpath), str(path), Reader(), quant_format=fmt, per_channel=per_channel,
                     activation_type=QuantType.QInt8 if symmetric else QuantType.QUInt8,
                     weight_type=QuantType.QInt8, extra_options=extra)
     return path

@@ -1,6 +1,7 @@
 """Generated conv nets (random shapes, kernels, strides, pads, pools, fc widths, weights), quantized by
-onnxruntime's quantize_static: the import's integer reference agrees with onnxruntime on >= 99% of
-output values, never by more than 1, and on the top-1 class of >= 99.5% of inputs."""
+onnxruntime's quantize_static (QDQ or QOperator, per tensor or per channel): the import's integer
+reference agrees with onnxruntime on >= 99% of output values, never by more than 1, and on the
+top-1 class of >= 99.5% of inputs."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ def agreement(path, x):
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 2**32 - 1), per_channel=st.booleans(), split_relu=st.booleans())
-def test_generated_nets_agree_with_onnxruntime(tmp_path, seed, per_channel, split_relu):
+@given(seed=st.integers(0, 2**32 - 1), per_channel=st.booleans(), split_relu=st.booleans(), qoperator=st.booleans())
+def test_generated_nets_agree_with_onnxruntime(tmp_path, seed, per_channel, split_relu, qoperator):
     rng = np.random.default_rng(seed)
     dims, layers = random_arch(rng)
     layers = with_fan_ins(dims, layers)
@@ -34,14 +35,15 @@ def test_generated_nets_agree_with_onnxruntime(tmp_path, seed, per_channel, spli
     if split_relu:   # a conv's output range wider than its ReLU's: the import adds a rescale layer
         overrides = {f"conv{i}": [{"rmin": np.float32(-4.0), "rmax": np.float32(4.0)}]
                      for i, spec in enumerate(layers) if spec["op"] == "conv" and spec["relu"]}
-    path = quantize(float_model(rng, dims, layers), x[:64], tmp_path / f"g{seed}.onnx", per_channel, True, overrides)
+    path = quantize(float_model(rng, dims, layers), x[:64], tmp_path / f"g{seed}.onnx", per_channel, True, overrides,
+                    qoperator)
     imported, equal, worst, top1 = agreement(path, x[64:])
     assert equal >= 0.99 and worst <= 1 and top1 >= 0.995, (seed, layers, equal, worst, top1)
     convs = sum(1 for s in layers if s["op"] in ("conv", "gemm"))
     rescales = sum(1 for ly in imported.network.layers if ly.kind == "conv" and ly.kernel == 1
                    and ly.weights is not None and np.array_equal(ly.weights[:, 0, 0, :], np.eye(ly.out_channels)))
     assert len([ly for ly in imported.network.layers if ly.has_params]) >= convs
-    if overrides:
+    if overrides and not qoperator:
         assert rescales >= 1
 
 

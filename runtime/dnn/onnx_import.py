@@ -36,6 +36,7 @@ from fpgashare.dnn.network import Layer, Network
 from fpgashare.dnn.onnx_graph import Graph, QParams, UnsupportedModelError, load_graph, node_label, refuse
 from fpgashare.dnn.onnx_layers import conv_geometry, fc_weights, gemm_trans_b
 from fpgashare.dnn.onnx_model import ImportedModel, NodeRole
+from fpgashare.dnn.onnx_qonnx import QONNX_DOMAINS, activation_qparams, is_qonnx_quant
 from fpgashare.dnn.onnx_weights import centered, check_symmetric, layer_bias, rescale, weight_scales, weights_of
 from fpgashare.errors import NetworkError
 
@@ -43,7 +44,7 @@ log = logging.getLogger(__name__)
 
 #: What the tiles run, as the refusal message says it.
 SUPPORTED = ("QuantizeLinear, DequantizeLinear, Conv, QLinearConv, Gemm, QGemm, MatMul (+ Add of a bias), "
-             "QLinearMatMul, Relu, MaxPool (2x2, stride 2), Flatten, Reshape (flattening)")
+             "QLinearMatMul, Relu, MaxPool (2x2, stride 2), Flatten, Reshape (flattening), QONNX IntQuant/Quant")
 
 
 @dataclass
@@ -113,6 +114,21 @@ def _requant(walk: _Walk, node, q_new: QParams, relu: bool) -> None:
 def _quantize(walk: _Walk, node) -> str:
     q_new = walk.graph.qparams(node, 1, 2, "output")
     check_symmetric(node, q_new)
+    return _requantize(walk, node, q_new)
+
+
+def _intquant(walk: _Walk, node) -> str:
+    """QONNX IntQuant/Quant: a QuantizeLinear and its DequantizeLinear in one node."""
+    q_new, clamps_at_zero = activation_qparams(walk.graph, node)
+    if walk.mode == "quant":
+        raise refuse(node, "quantizes a tensor that is already quantized")
+    walk.relu = walk.relu or clamps_at_zero
+    out = _requantize(walk, node, q_new)
+    walk.mode = "grid"
+    return out
+
+
+def _requantize(walk: _Walk, node, q_new) -> str:
     if walk.mode == "quant":
         raise refuse(node, "quantizes a tensor that is already quantized")
     if walk.mode == "acc":
@@ -300,7 +316,9 @@ def _qlinear(walk: _Walk, node) -> str:
 
 HANDLERS = {"QuantizeLinear": _quantize, "DequantizeLinear": _dequantize, "Relu": _relu, "MaxPool": _maxpool,
             "Flatten": _flatten, "Reshape": _flatten, "Conv": _linear, "Gemm": _linear, "MatMul": _linear,
-            "Add": _add, "QLinearConv": _qlinear, "QLinearMatMul": _qlinear, "QGemm": _qlinear}
+            "Add": _add, "QLinearConv": _qlinear, "QLinearMatMul": _qlinear, "QGemm": _qlinear,
+            "Quant": _intquant, "IntQuant": _intquant}
+DOMAINS = ("", "ai.onnx", "com.microsoft", *QONNX_DOMAINS)
 
 
 def import_onnx(model: str | Path | bytes | object, name: str | None = None) -> ImportedModel:
@@ -322,12 +340,17 @@ def _import(g: Graph, name: str | None) -> ImportedModel:
     inp = g.inputs[0]
     dims = _input_dims(where, inp)
     first = g.consumers.get(inp.name, [])
-    if len(first) != 1 or first[0].op_type != "QuantizeLinear":
-        raise UnsupportedModelError(f"{where}: input {inp.name!r} must go to exactly one QuantizeLinear, it goes to "
-                            f"{', '.join(node_label(n) for n in first) or 'nothing'}")
-    q_in = g.qparams(first[0], 1, 2, "input")
-    check_symmetric(first[0], q_in)
-    walk = _Walk(g, _input_hwc(dims), q_in)
+    if len(first) != 1 or not (first[0].op_type == "QuantizeLinear" or is_qonnx_quant(first[0])):
+        raise UnsupportedModelError(f"{where}: input {inp.name!r} must go to exactly one QuantizeLinear (or QONNX "
+                                    f"IntQuant), it goes to {', '.join(node_label(n) for n in first) or 'nothing'}")
+    if first[0].op_type == "QuantizeLinear":
+        q_in = g.qparams(first[0], 1, 2, "input")
+        check_symmetric(first[0], q_in)
+    else:
+        q_in, clamps = activation_qparams(g, first[0])
+        if clamps:
+            raise refuse(first[0], "an unsigned input quantizer: the host quantizes inputs to signed int8")
+    walk = _Walk(g, _input_hwc(dims), q_in, mode="grid" if is_qonnx_quant(first[0]) else "quant")
     walk.role(first[0], "input quantization (on the host)")
     cur, node = first[0].output[0], first[0]
     while True:
@@ -338,7 +361,7 @@ def _import(g: Graph, name: str | None) -> ImportedModel:
             break
         if cur in g.output_names:
             raise refuse(nxt, f"reads the graph output {cur!r}; the tiles run one chain to one output")
-        handler = HANDLERS.get(nxt.op_type) if nxt.domain in ("", "ai.onnx", "com.microsoft") else None
+        handler = HANDLERS.get(nxt.op_type) if nxt.domain in DOMAINS else None
         if handler is None:
             raise refuse(nxt, f"operator {nxt.domain + '.' if nxt.domain else ''}{nxt.op_type} is not one the "
                               f"tiles run ({SUPPORTED})")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 from fpgashare.dnn.onnx_graph import Graph, QParams, refuse
+from fpgashare.dnn.onnx_qonnx import constant_floats, constant_ints, is_qonnx_quant
 from fpgashare.dnn.reference import multiplier_shift
 
 INT32 = (-(2**31), 2**31 - 1)
@@ -61,6 +62,8 @@ def weights_of(g: Graph, node, index: int, out_axis: int) -> tuple[np.ndarray, n
         raise refuse(node, "has no weight input")
     name = node.input[index]
     dq = g.producer.get(name)
+    if is_qonnx_quant(dq):
+        return constant_ints(g, dq, out_axis)
     if name in g.constants or dq is None or dq.op_type != "DequantizeLinear":
         raise refuse(node, f"weights {name!r} are float; the tile needs int8 weights (DequantizeLinear of an "
                            f"int8 constant, as quantize_static writes)")
@@ -94,6 +97,8 @@ def layer_bias(g: Graph, node, index: int | None, s_x: np.float32, w_scale: np.n
             raise refuse(node, f"bias of type {values.dtype}; expected float or int32")
         return int32_bias(node, np.round(values.reshape(-1).astype(np.float64) / acc_scale), oc)
     dq = g.producer.get(name)
+    if is_qonnx_quant(dq):
+        return int32_bias(dq, np.round(constant_floats(g, dq).reshape(-1) / acc_scale), oc)
     if dq is None or dq.op_type != "DequantizeLinear":
         raise refuse(node, f"bias {name!r} must be a constant or the DequantizeLinear of an int32 constant")
     values = g.constant(dq, 0, "bias").reshape(-1).astype(np.int64)

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 from fpgashare.dnn.network import Layer, Network
 from fpgashare.dnn.onnx_graph import Graph, QParams, UnsupportedModelError, load_graph, node_label, refuse
-from fpgashare.dnn.onnx_layers import conv_geometry, fc_weights, gemm_trans_b
+from fpgashare.dnn.onnx_layers import conv_geometry, fc_weights, gemm_trans_b, input_dims, input_hwc
 from fpgashare.dnn.onnx_model import ImportedModel, NodeRole
 from fpgashare.dnn.onnx_qonnx import QONNX_DOMAINS, activation_qparams, is_qonnx_quant
 from fpgashare.dnn.onnx_weights import centered, check_symmetric, layer_bias, rescale, weight_scales, weights_of
@@ -77,10 +77,12 @@ class _Walk:
     def role(self, node, what: str) -> None:
         self.roles.append(NodeRole(node.name, node.op_type, what))
 
-    def add(self, layer: Layer, node) -> None:
+    def add(self, layer: Layer, node=None) -> None:
+        """Append ``layer``; ``node`` (if given) is recorded as having become it."""
         self.layers.append(layer)
         self.shape = layer.output_shape(self.shape)
-        self.role(node, f"layer {len(self.layers) - 1} ({layer.kind})")
+        if node is not None:
+            self.role(node, f"layer {len(self.layers) - 1} ({layer.kind})")
 
     def fold_relu(self, node) -> bool:
         """Put a pending ReLU into the last conv/fc layer, if only max-pools came after it."""
@@ -236,6 +238,7 @@ def _linear(walk: _Walk, node) -> str:
     w_scale = np.broadcast_to(w_scale, (oc,)).astype(np.float32)
     bias = layer_bias(g, node, bias_index, walk.q.scale, w_scale, oc) if bias_index is not None else None
     walk.pending = _Pending(node, kind, weights, w_scale, walk.q, bias, *geometry)
+    walk.role(node, f"layer {len(walk.layers)} ({kind})")
     walk.mode = "acc"
     return node.output[0]
 
@@ -259,7 +262,7 @@ def _finish(walk: _Walk, q_out: QParams) -> None:
     bias = p.bias if p.bias is not None else np.zeros(oc, np.int32)
     layer = Layer(p.kind, oc, p.kernel, p.stride, p.pad, walk.relu, p.weights, bias,
                   np.array([m for m, _ in ms], np.int32), np.array([s for _, s in ms], np.uint8))
-    walk.add(layer, p.node)
+    walk.add(layer)
     walk.flat = walk.flat and p.kind != "fc"
     walk.pending = None
 
@@ -309,6 +312,7 @@ def _qlinear(walk: _Walk, node) -> str:
     w_scale = np.broadcast_to(w_scale, (oc,)).astype(np.float32)
     bias = layer_bias(g, node, bi, walk.q.scale, w_scale, oc) if bi is not None else None
     walk.pending, walk.mode, walk.relu = _Pending(node, kind, weights, w_scale, walk.q, bias, *geometry), "acc", False
+    walk.role(node, f"layer {len(walk.layers)} ({kind})")
     _finish(walk, q_out)
     walk.mode, walk.q = "quant", q_out
     return node.output[0]
@@ -338,7 +342,7 @@ def _import(g: Graph, name: str | None) -> ImportedModel:
         raise NetworkError(f"{where}: the graph has {len(g.inputs)} inputs and {len(g.outputs)} outputs; "
                            f"the tiles run one chain from one input to one output")
     inp = g.inputs[0]
-    dims = _input_dims(where, inp)
+    dims = input_dims(where, inp)
     first = g.consumers.get(inp.name, [])
     if len(first) != 1 or not (first[0].op_type == "QuantizeLinear" or is_qonnx_quant(first[0])):
         raise UnsupportedModelError(f"{where}: input {inp.name!r} must go to exactly one QuantizeLinear (or QONNX "
@@ -350,7 +354,7 @@ def _import(g: Graph, name: str | None) -> ImportedModel:
         q_in, clamps = activation_qparams(g, first[0])
         if clamps:
             raise refuse(first[0], "an unsigned input quantizer: the host quantizes inputs to signed int8")
-    walk = _Walk(g, _input_hwc(dims), q_in, mode="grid" if is_qonnx_quant(first[0]) else "quant")
+    walk = _Walk(g, input_hwc(dims), q_in, mode="grid" if is_qonnx_quant(first[0]) else "quant")
     walk.role(first[0], "input quantization (on the host)")
     cur, node = first[0].output[0], first[0]
     while True:
@@ -374,27 +378,10 @@ def _import(g: Graph, name: str | None) -> ImportedModel:
     if not walk.layers:
         raise UnsupportedModelError(f"{where}: no layer the tiles run (only {len(walk.roles)} quantization node(s))")
     label = name or g.model.graph.name or (Path(where).stem if where != "model" else "onnx_model")
-    net = Network(label, _input_hwc(dims), tuple(walk.layers))
+    net = Network(label, input_hwc(dims), tuple(walk.layers))
     try:
         net.validate(where)
     except NetworkError as exc:
         raise UnsupportedModelError(str(exc)) from None
     log.info("%s: %d layers from %d nodes", where, len(net.layers), len(g.nodes))
     return ImportedModel(net, inp.name, tuple(dims), q_in, walk.q, cur, tuple(walk.roles), where)
-
-
-def _input_hwc(dims: tuple[int, ...]) -> tuple[int, int, int]:
-    return (dims[1], dims[2], dims[0]) if len(dims) == 3 else (1, 1, dims[0])
-
-
-def _input_dims(where: str, inp) -> tuple[int, ...]:
-    from onnx import TensorProto
-
-    t = inp.type.tensor_type
-    if t.elem_type != TensorProto.FLOAT:
-        raise UnsupportedModelError(f"{where}: input {inp.name!r} must be float32 (the host quantizes it)")
-    dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
-    if len(dims) not in (2, 4) or any(d is None or d < 1 for d in dims[1:]):
-        raise UnsupportedModelError(f"{where}: input {inp.name!r} has shape {dims}; the tiles take [N, C, H, W] "
-                                    f"or [N, K] with every size after N fixed")
-    return tuple(int(d) for d in dims[1:])

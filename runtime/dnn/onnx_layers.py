@@ -4,7 +4,7 @@ weights reordered from ONNX's CHW flattening to the tile's HWC."""
 from __future__ import annotations
 
 import numpy as np
-from fpgashare.dnn.onnx_graph import Graph, refuse
+from fpgashare.dnn.onnx_graph import Graph, UnsupportedModelError, refuse
 
 MAX_KERNEL, MAX_STRIDE = 7, 4    #: what network.py's conv layer accepts
 
@@ -58,3 +58,22 @@ def fc_weights(node, w: np.ndarray, shape: tuple[int, int, int], flat: bool) -> 
     if w.shape[1] != h * w_ * c:
         raise refuse(node, f"weights take {w.shape[1]} inputs, the tensor has {h * w_ * c}")
     return w.reshape(w.shape[0], c, h, w_).transpose(0, 2, 3, 1)
+
+
+def input_hwc(dims: tuple[int, ...]) -> tuple[int, int, int]:
+    """The tile's HWC shape of ONNX per-image dims (C, H, W) or (K,)."""
+    return (dims[1], dims[2], dims[0]) if len(dims) == 3 else (1, 1, dims[0])
+
+
+def input_dims(where: str, inp) -> tuple[int, ...]:
+    """Per-image dims of the graph input (float32, [N, C, H, W] or [N, K], every size after N fixed)."""
+    from onnx import TensorProto
+
+    t = inp.type.tensor_type
+    if t.elem_type != TensorProto.FLOAT:
+        raise UnsupportedModelError(f"{where}: input {inp.name!r} must be float32 (the host quantizes it)")
+    dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+    if len(dims) not in (2, 4) or any(d is None or d < 1 for d in dims[1:]):
+        raise UnsupportedModelError(f"{where}: input {inp.name!r} has shape {dims}; the tiles take [N, C, H, W] "
+                                    f"or [N, K] with every size after N fixed")
+    return tuple(int(d) for d in dims[1:])

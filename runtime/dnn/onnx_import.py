@@ -1,12 +1,14 @@
 """Import a quantized int8 ONNX graph as a tile network (runtime/dnn/network.py).
 
-Two ways of writing a quantized graph are read, also mixed:
+Three ways of writing a quantized graph are read, also mixed:
 
 - QDQ (``onnxruntime.quantization.quantize_static`` with ``QuantFormat.QDQ``): float operators
   between DequantizeLinear and QuantizeLinear nodes; weights and biases are DequantizeLinear of
   int8/int32 constants;
 - QOperator: ``QLinearConv``, ``QLinearMatMul``, ``QGemm`` on int8 tensors, MaxPool/Flatten/Reshape
-  on int8 tensors directly.
+  on int8 tensors directly;
+- QONNX (Brevitas, FINN): ``IntQuant``/``Quant`` nodes, each a QuantizeLinear and its
+  DequantizeLinear in one (onnx_qonnx.py).
 
 The graph is walked as one chain from its input to its output. The walk is a small state machine
 over what the current tensor is: *quantized* (int8 values with a QParams), *on grid* (the float

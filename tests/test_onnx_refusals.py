@@ -129,3 +129,17 @@ def test_missing_onnx_package_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "onnx", None)
     with pytest.raises(NetworkError, match=r"fpgashare\[onnx\]"):
         import_onnx("anything.onnx")
+
+
+@pytest.mark.parametrize("value,words", [(1e-30, "rescale factor"), (np.full(3, 0.1), "quantized per tensor"),
+                                         (-0.5, "positive float32")])
+def test_scales_the_tile_cannot_represent_are_refused(tmp_path, value, words):
+    """The scale of conv0's output requantization, replaced: the refusal names a node and the reason."""
+    from onnx import numpy_helper
+
+    model = onnx.load(quantized(small_float(), tmp_path))
+    q = next(n for n in model.graph.node if n.op_type == "QuantizeLinear" and n.input[0] == "conv0")
+    init = next(i for i in model.graph.initializer if i.name == q.input[1])
+    init.CopyFrom(numpy_helper.from_array(np.asarray(value, np.float32), init.name))
+    msg = refusal(model)
+    assert words in msg and "node '" in msg, msg

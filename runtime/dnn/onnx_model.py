@@ -36,6 +36,9 @@ class ImportedModel:
     output_name: str                 #: the graph output (the DequantizeLinear of the last int8 tensor, or it)
     roles: tuple[NodeRole, ...]
     source: str
+    #: the ONNX tensor holding the input's integers, then each layer's output's (None: none does,
+    #: e.g. a layer a later ReLU was folded into); for comparing layer by layer
+    tensors: tuple[str | None, ...] = ()
 
     def check_input(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x)

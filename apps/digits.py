@@ -12,6 +12,11 @@ demo's ball) is marked but not read. On a board without DNN tiles the daemon run
 reference on its CPU (``fallback="cpu"``), and the app says so (``cpu``: crops read on the host);
 either way the answer is the reference's, bit for bit. A dropped crop is not read.
 ``--readings`` writes every reading (frame, box, label) as JSON.
+
+``--model`` may also be a quantized ONNX model (``X.onnx``, or the shipped ``digits_qdq``, see
+docs/dnn-import.md): the client converts it and sends the network to the daemon, and each crop
+goes in as the model's float input, crop / 255 in shape (1, H, W). Such a model has no "no digit"
+class unless it was trained with one (class 10).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from fpgashare.client import FrameDropped, connect
 from fpgashare.dnn.printed_digits import NOT_A_DIGIT, digit_crops
 
 MODEL = "printed_digits"
+Submitted = tuple[tuple[int, int, int, int], np.ndarray, object]      #: (box, crop, future)
 log = logging.getLogger("apps")
 
 
@@ -37,13 +43,21 @@ def crops(gray: np.ndarray) -> list[tuple[tuple[int, int, int, int], np.ndarray]
     return digit_crops(gray, 8)
 
 
-def _submitted(pipe, found: list) -> Iterator[tuple[tuple[int, int, int, int], np.ndarray, object]]:
+def _submitted(pipe, found: list, enter=lambda crop: crop) -> Iterator[Submitted]:
     """(box, crop, future) of every crop, in order; submitted a ring's worth at a time (a
     submission waits for a free ring slot, and a slot frees only when its result is taken)."""
     wave = pipe.ring.spec.slots
     for start in range(0, len(found), wave):
         batch = found[start:start + wave]
-        yield from [(box, img, pipe.submit(img)) for box, img in batch]
+        yield from [(box, img, pipe.submit(enter(img))) for box, img in batch]
+
+
+def model_input(pipe):
+    """How a uint8 crop enters ``pipe``: as it is, or for an imported ONNX model as float crop / 255."""
+    imported = getattr(pipe, "imported", None)
+    if imported is None:
+        return lambda crop: crop
+    return lambda crop: (crop.astype(np.float32) / np.float32(255)).reshape(imported.input_dims)
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -51,6 +65,7 @@ def run(args: argparse.Namespace) -> dict:
     readings = []
     with connect(args.socket, timeout=args.timeout) as fpga:
         pipe = fpga.dnn("digits", model=args.model, fallback="cpu")
+        enter = model_input(pipe)
         on_host = pipe.placement and pipe.placement[0][1] == "cpu"
         if on_host:
             log.warning("digits: no DNN tiles on this board; the daemon runs %s on its CPU", args.model)
@@ -59,7 +74,7 @@ def run(args: argparse.Namespace) -> dict:
             for rgb in frames(args):
                 gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
                 picture = rgb.copy()
-                for box, img, fut in _submitted(pipe, crops(gray)):
+                for box, img, fut in _submitted(pipe, crops(gray), enter):
                     try:
                         out = fut.result(timeout=args.timeout)
                     except FrameDropped as dropped:
@@ -90,7 +105,8 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def _extra_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default=MODEL, help="the reader's network (a model the daemon ships)")
+    parser.add_argument("--model", default=MODEL, help="the reader's network: a model the daemon ships, or a "
+                                                       "quantized ONNX model (X.onnx, digits_qdq)")
     parser.add_argument("--readings", help="write every reading (frame, box, label) here as JSON")
 
 

@@ -183,9 +183,17 @@ def cmd_dnn_eval(args: argparse.Namespace) -> int:
     from fpgashare.dnn.evaluate import evaluate, report_lines
     from fpgashare.platform import load_platform
 
-    result = evaluate(args.model, args.tiles, load_platform(args.platform), args.images, args.backend)
+    result = evaluate(args.model, args.tiles, load_platform(args.platform), args.images, args.backend, args.out)
     _emit(result, args.json, report_lines(result))
     return 0
+
+
+def cmd_dnn_import(args: argparse.Namespace) -> int:
+    from fpgashare.dnn.onnx_report import import_report
+
+    report, lines = import_report(args.model, args.tiles, args.platform, args.out)
+    _emit(report, args.json, lines)
+    return 0 if report["accepted"] else 1
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -378,13 +386,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     dnn = sub.add_parser("dnn", help="int8 networks on dnn_tile chains").add_subparsers(dest="action", required=True)
     e = dnn.add_parser("eval", help="run a model on K tiles and compare with the numpy reference")
-    e.add_argument("--model", required=True, help="digits_cnn, printed_digits, edge_cnn, or a network file (.npz)")
+    e.add_argument("--model", required=True, help="digits_cnn, printed_digits, edge_cnn, digits_qdq, "
+                                                   "a network file (.npz) or a quantized ONNX model (.onnx)")
     e.add_argument("--tiles", type=int, required=True, help="tiles (slots) the network may use")
-    e.add_argument("--images", help=".npz with images (N x H x W uint8) and optional labels")
+    e.add_argument("--images", help=".npz with images (N x H x W uint8; for an ONNX model its float input) "
+                                    "and optional labels")
     e.add_argument("--backend", choices=["rtl", "reference"], default="rtl")
     e.add_argument("--platform", default="zcu104")
+    e.add_argument("--out", help="write the outputs (N x values; an ONNX model's last int8 tensor) to this .npz")
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=cmd_dnn_eval)
+    im = dnn.add_parser("import", help="read a quantized int8 ONNX model: its tile layers, tiles, refused nodes")
+    im.add_argument("model", help="a quantized ONNX model (.onnx): QDQ or QLinear int8")
+    im.add_argument("--tiles", type=int, default=4, help="tiles to plan it on (default 4)")
+    im.add_argument("--platform", default="zcu104")
+    im.add_argument("--out", help="write the converted network file (.npz, runtime/dnn/network.py) here")
+    im.add_argument("--json", action="store_true")
+    im.set_defaults(func=cmd_dnn_import)
 
     bn = sub.add_parser("bench", help="run a workload under several schedulers side by side")
     bn.add_argument("workload", help="workload file (TOML), or a shipped suite by name (e.g. nh_720p60_zcu104)")

@@ -127,13 +127,27 @@ class Fpga(Connection):
     def dnn(self, name: str, model: str, fallback: str | None = None) -> DnnPipeline:
         """Register a best-effort DNN pipeline (``digits_cnn``, ``edge_cnn``): its images run in
         the slot time real-time pipelines leave. ``fallback="cpu"``: on a board without working
-        dnn_tile slots, the daemon runs the int8 reference on the host (same outputs)."""
+        dnn_tile slots, the daemon runs the int8 reference on the host (same outputs).
+        ``model="X.onnx"`` (or ``digits_qdq``): a quantized ONNX model, converted here and sent to
+        the daemon; the pipeline takes float inputs (runtime/dnn/onnx_client.py)."""
         fields = {"name": name, "model": model}
+        imported = None
+        from fpgashare.dnn.onnx_shipped import onnx_path
+
+        if onnx_path(model) is not None:      # converted here, sent as a network the daemon checks
+            from fpgashare.dnn.onnx_client import registration
+
+            imported, converted = registration(model)
+            fields.update(converted)
         if fallback is not None:
             fields["fallback"] = fallback
         answer = self.request("dnn", **fields)
         pipe = DnnPipeline(self, name, self._attach(answer), answer, fields)
         self.pipelines[name] = pipe
+        if imported is not None:
+            from fpgashare.dnn.onnx_client import ImportedDnnPipeline
+
+            return ImportedDnnPipeline(pipe, imported)
         return pipe
 
     def close(self) -> None:

@@ -154,7 +154,15 @@ class Ops:
         name = checks.name(message, "name")
         model = checks.name(message, "model")
         fallback = checks.fallback(message)
-        if model not in DNN_MODELS:
+        if "network" in message:      # the client converted its model (e.g. ONNX): checked, kept by content
+            from fpgashare.dnn.network_wire import REGISTERED
+            from fpgashare.errors import NetworkError
+
+            try:
+                model = REGISTERED.register(message["network"], model)
+            except NetworkError as exc:
+                raise ProtocolError("bad_request", f"dnn {name!r}: {exc}") from None
+        elif model not in DNN_MODELS:
             raise ProtocolError("bad_request", f"dnn {name!r}: unknown model {model!r} ({', '.join(DNN_MODELS)})")
         self._check_name_free(client, name)
         count = sum(1 for s in client.pipelines.values() if s.ring.spec.out_shape == (1,))

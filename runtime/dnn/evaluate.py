@@ -1,4 +1,9 @@
-"""``fpgashare dnn eval``: run a model on K tiles (RTL) or on the numpy reference and report."""
+"""``fpgashare dnn eval``: run a model on K tiles (RTL) or on the numpy reference and report.
+
+A model is a shipped network, a network file (.npz), or a quantized ONNX model (.onnx, or the
+shipped ``digits_qdq``): then the images are the model's float input, the host quantizes them,
+and the report also compares the reference with onnxruntime (when it is installed).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from fpgashare.dnn.models import get_model
 from fpgashare.dnn.network import Network
 from fpgashare.dnn.partition import partition
 from fpgashare.dnn.planning import link_model
-from fpgashare.dnn.reference import logits
+from fpgashare.dnn.reference import logits, run_network
 from fpgashare.errors import FrameError, NetworkError
 from fpgashare.platform import Platform
 
@@ -55,19 +60,67 @@ def default_images(net: Network) -> tuple[np.ndarray, np.ndarray | None]:
     return np.random.default_rng(0).integers(0, 256, shape, dtype=np.uint8), None
 
 
+def read_float_inputs(path: str | Path, imported) -> tuple[np.ndarray, np.ndarray | None]:
+    """``images`` (float, the ONNX model's input shape) and optional ``labels`` from an .npz file."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if "images" not in data.files:
+                raise FrameError(f"{path}: no 'images' array (found: {', '.join(data.files) or 'nothing'})")
+            images = data["images"]
+            labels = data["labels"] if "labels" in data.files else None
+    except FileNotFoundError:
+        raise FrameError(f"{path}: no such file") from None
+    except (OSError, ValueError) as exc:
+        raise FrameError(f"{path}: not an .npz file: {exc}") from None
+    images = imported.check_input(images)
+    if labels is not None and (labels.shape != (len(images),) or not np.issubdtype(labels.dtype, np.integer)):
+        raise FrameError(f"{path}: labels must be {len(images)} integers, got {labels.dtype} {labels.shape}")
+    return images, labels
+
+
+def _onnx_inputs(model: str, imported, images_path: str | None) -> tuple[np.ndarray, np.ndarray | None]:
+    if images_path:
+        return read_float_inputs(images_path, imported)
+    from fpgashare.dnn.onnx_shipped import shipped_onnx
+
+    if shipped_onnx(model) is not None:
+        from fpgashare.dnn.onnx_example import split, to_input
+
+        _, _, images, labels = split()
+        return to_input(images), labels
+    raise FrameError(f"{model}: give the model's float inputs with --images (an .npz with 'images')")
+
+
 def evaluate(model: str, tiles: int, platform: Platform, images_path: str | None = None,
-             backend: str = "rtl") -> dict:
+             backend: str = "rtl", out: str | None = None) -> dict:
+    """Run ``model`` on ``tiles`` tiles (RTL) or the reference; ``out`` (.npz) gets ``outputs``,
+    N x values: for an ONNX model the integers of its last quantized tensor in its own zero point."""
     if backend not in BACKENDS:
         raise NetworkError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
-    net = get_model(model)
-    images, labels = read_images(images_path, net) if images_path else default_images(net)
+    from fpgashare.dnn.onnx_shipped import onnx_path
+
+    source = onnx_path(model)
+    imported = None
+    if source is not None:
+        from fpgashare.dnn.onnx_import import import_onnx
+
+        imported = import_onnx(source)
+        net = imported.network
+        images, labels = _onnx_inputs(model, imported, images_path)
+    else:
+        net = get_model(model)
+        images, labels = read_images(images_path, net) if images_path else default_images(net)
     free = len(platform.slots_for("dnn_tile")) if "dnn_tile" in platform.modules else 0
     if tiles > free:
         raise NetworkError(f"--tiles {tiles}: platform {platform.name} has {free} slot(s) that can hold a dnn_tile")
     link = link_model(platform)
     plan = partition(net, tiles, link, clock_hz=platform.fabric_clock_hz)
     start = time.perf_counter()
-    reference = logits(net, images)
+    if imported is not None:
+        activations = imported.quantize_input(images)
+        reference = imported.outputs(run_network(net, activations))
+    else:
+        activations, reference = images, logits(net, images)
     result: dict = {"model": net.name, "backend": backend, "platform": platform.name, "images": len(images),
                     "predicted_cycles_per_image": round(plan.bottleneck_cycles), "plan": plan.as_dict()}
     if backend == "rtl":
@@ -75,8 +128,8 @@ def evaluate(model: str, tiles: int, platform: Platform, images_path: str | None
         from fpgashare.hdl_sim.board import SimBoard
 
         chain = TileChain(SimBoard(platform), net, plan)
-        run = chain.run(images)
-        outputs = run.outputs.reshape(len(images), -1)
+        run = chain.run(activations)
+        outputs = imported.outputs(run.outputs) if imported is not None else run.outputs.reshape(len(images), -1)
         same = [np.array_equal(a, b) for a, b in zip(outputs, reference, strict=True)]
         result.update(
             agree_with_reference=float(np.mean(same)),
@@ -88,8 +141,27 @@ def evaluate(model: str, tiles: int, platform: Platform, images_path: str | None
         result.update(agree_with_reference=None, cycles_per_image=None)
     if labels is not None:
         result["accuracy"] = float(np.mean(outputs.argmax(axis=1) == labels))
+    if imported is not None:
+        result["onnxruntime"] = compare_onnxruntime(source, imported, images, reference)
+    if out:
+        np.savez(out, outputs=outputs)
+        result["out"] = str(out)
     result["wall_s"] = round(time.perf_counter() - start, 3)
     return result
+
+
+def compare_onnxruntime(source, imported, images: np.ndarray, reference: np.ndarray) -> dict | None:
+    """How the reference's output integers compare with onnxruntime's (None without onnxruntime)."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return None
+    from fpgashare.dnn.onnx_model import onnxruntime_outputs
+
+    theirs = onnxruntime_outputs(source, imported, images)
+    diff = np.abs(reference.astype(np.int32) - theirs)
+    return {"equal_values": float(np.mean(diff == 0)), "max_abs_diff": int(diff.max()),
+            "top1_agreement": float(np.mean(reference.argmax(1) == theirs.argmax(1)))}
 
 
 def report_lines(r: dict) -> list[str]:
@@ -108,5 +180,11 @@ def report_lines(r: dict) -> list[str]:
     lines.append(f"  link bytes per image  {plan['link_bytes']}")
     lines.append(f"  predicted             {plan['predicted_images_per_s']} images/s, "
                  f"latency {plan['latency_cycles']} cycles")
+    ort = r.get("onnxruntime")
+    if ort:
+        lines.append(f"  onnxruntime           {ort['equal_values']:.4f} of values equal, max diff "
+                     f"{ort['max_abs_diff']}, top-1 agreement {ort['top1_agreement']:.4f} (reference vs onnxruntime)")
+    if r.get("out"):
+        lines.append(f"  outputs written to    {r['out']}")
     lines.append(f"  wall_s                {r['wall_s']}")
     return lines

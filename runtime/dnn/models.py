@@ -58,9 +58,14 @@ MODELS = {"digits_cnn": digits_cnn, "printed_digits": printed_digits, "edge_cnn"
 
 
 def get_model(name: str) -> Network:
-    """A shipped model by name, or any network file (``.npz``, see runtime/dnn/network.py)."""
+    """A shipped model by name, a network a client registered with the daemon (network_wire.py),
+    or any network file (``.npz``, see runtime/dnn/network.py)."""
     if name in MODELS:
         return MODELS[name]()
+    from fpgashare.dnn.network_wire import REGISTERED
+
+    if (registered := REGISTERED.get(name)) is not None:
+        return registered
     if name.endswith(".npz"):
         return load_network(name)
     raise NetworkError(f"unknown model {name!r}; known: {', '.join(MODELS)}, or a network file (.npz)")

@@ -95,12 +95,13 @@ class TileChain:
         return stats.cycles
 
     def run(self, images: np.ndarray) -> ChainRun:
-        """uint8 images [N, H, W] (or [N, H, W, C]) through the chain, back to back."""
+        """uint8 images [N, H, W] (or [N, H, W, C]) through the chain, back to back; int8
+        [N, H, W, C] are activations the host quantized already (an imported model's input)."""
         return run_alone(self.board, self.run_job(images))
 
     def run_job(self, images: np.ndarray, stream: int = 0) -> Job:
         """``run`` as a job of the co-simulation, on video stream ``stream`` (routed here)."""
-        x = quantize_input(images)
+        x = images if images.dtype == np.int8 and images.ndim == 4 else quantize_input(images)
         if x.shape[1:] != self.net.input_shape:
             raise FrameError(f"{self.net.name} takes images of {self.net.input_shape[:2]} "
                              f"(x{self.net.input_shape[2]} channels), got {images.shape[1:]}")

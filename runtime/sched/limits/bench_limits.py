@@ -67,6 +67,9 @@ class Limits:
 
         t = time.perf_counter()
         for key, prefix in (("subset", False), ("prefix", True)):
+            if prefix and out["subset"] == len(self.names):     # every pipeline: so is the prefix
+                out.update(prefix=out["subset"], prefix_bound=out["subset"], prefix_proved=out["subset_proved"])
+                continue
             sol = most_admitted(self.jobs, platform, self.names, prefix=prefix, time_limit_s=self.time_limit_s)
             bound = min(cap.bound, int(sol.bound)) if sol.bound is not None else cap.bound
             out[key] = sol.value
@@ -136,7 +139,10 @@ class Limits:
 
 
 def _ratio(a: float, b: float) -> float | None:
-    return round(a / b, 3) if b else None
+    """a / b; 1 when both are 0 (at the limit), None when only b is (no finite ratio)."""
+    if not b:
+        return 1.0 if not a else None
+    return round(a / b, 3)
 
 
 def attach(report: dict, workload: Workload, engines: list, max_frames: int = MAX_FRAMES,

@@ -18,6 +18,7 @@ It also counts the workloads where some baseline serves every pipeline with no m
 refuses one, and any scheduler figure beyond a limit (a bound that does not hold: exit 1).
 
     python benchmarks/limit_gap.py [--count 100] [--seed N] [--quick] [--json out/limit_gap.json]
+    python benchmarks/limit_gap.py --suites [--quick]     # each shipped suite's limits, and the time they take
 
 Seeds are fresh by default (printed; ``--seed`` reproduces a run).
 """
@@ -84,7 +85,7 @@ def small_workload(seed: int, max_pipelines: int = 5) -> Workload:
 def measure(seed: int, schedulers: list[str], time_limit_s: float) -> dict:
     """One workload: its limits and every scheduler's figures beside them."""
     workload = small_workload(seed)
-    limits = Limits(workload, max_frames=None, time_limit_s=time_limit_s)
+    limits = Limits(workload, max_frames=None, time_limit_s=time_limit_s, max_modules=None)
     started = time.perf_counter()
     admitted = limits.admitted()
     row = {"seed": seed, "platform": workload.platform.name, "pipelines": admitted["pipelines"],
@@ -172,6 +173,26 @@ def summarize(rows: list[dict], schedulers: list[str]) -> dict:
     return out
 
 
+SUITES = Path(__file__).parent / "workloads"
+
+
+def suite_limits(quick: bool) -> list[dict]:
+    """The scheduler-independent limits of every shipped suite (``--quick``: the first two), timed."""
+    from fpgashare.workload import load_workload
+
+    rows = []
+    for path in sorted(SUITES.glob("*.toml"))[:2 if quick else None]:
+        started = time.perf_counter()
+        limits = Limits(load_workload(path))
+        admitted = limits.admitted()
+        rows.append({"suite": path.stem, "seconds": round(time.perf_counter() - started, 2), **admitted})
+        log.info("%-28s %5.1f s: most served %s of %d (proved %s, bound %s), prefix %s (proved %s), caps %s, "
+                 "over %s frames", path.stem, rows[-1]["seconds"], admitted["subset"], admitted["pipelines"],
+                 admitted["subset_proved"], admitted["subset_bound"], admitted["prefix"], admitted["prefix_proved"],
+                 admitted["caps"], "all" if admitted["all_frames"] else f"the first {admitted['frames']}")
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--count", type=int, default=100)
@@ -180,8 +201,16 @@ def main() -> int:
     ap.add_argument("--scheduler", default=",".join(POLICIES))
     ap.add_argument("--time-limit", type=float, default=10.0, help="CP-SAT seconds per solve")
     ap.add_argument("--json", default=None, help="write the rows and the summary here")
+    ap.add_argument("--suites", action="store_true", help="the shipped suites' limits and their compute time")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.suites:
+        rows = suite_limits(args.quick)
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=2, default=str))
+        worst = max(r["seconds"] for r in rows)
+        sys.stdout.write(f"{len(rows)} suites, the slowest limits took {worst:.1f} s\n")
+        return 0
     count = 4 if args.quick else args.count
     first = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 10**9)
     schedulers = [s.strip() for s in args.scheduler.split(",") if s.strip()]

@@ -25,6 +25,9 @@ log = logging.getLogger(__name__)
 #: still valid bound; more, a model CP-SAT may not finish in its time limit.
 MAX_FRAMES = 40
 
+#: Module uses (a stage of a frame) the exact model takes at most: its size grows with their square.
+MAX_MODULES = 64
+
 #: Seconds CP-SAT may spend on each solve.
 TIME_LIMIT_S = 10.0
 
@@ -42,10 +45,10 @@ def run_misses(result: dict) -> int:
 class Limits:
     """The limits of one workload, computed once and shared by every scheduler's comparison."""
 
-    def __init__(self, workload: Workload, max_frames: int = MAX_FRAMES, time_limit_s: float = TIME_LIMIT_S,
-                 exact: bool = True) -> None:
+    def __init__(self, workload: Workload, max_frames: int | None = MAX_FRAMES, time_limit_s: float = TIME_LIMIT_S,
+                 exact: bool = True, max_modules: int | None = MAX_MODULES) -> None:
         self.workload, self.time_limit_s = workload, time_limit_s
-        self.jobs = frame_jobs(workload, max_frames=max_frames)
+        self.jobs = frame_jobs(workload, max_frames=max_frames, max_modules=max_modules)
         check_fits(self.jobs, workload.platform)
         self.names = [p.name for p in realtime(workload)]
         self.all_frames = len(frame_jobs(workload)) == len(self.jobs)

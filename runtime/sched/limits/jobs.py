@@ -59,10 +59,11 @@ def realtime(workload: Workload) -> list[PipelineSpec]:
 
 
 def frame_jobs(workload: Workload, horizon_s: float | None = None, max_frames: int | None = None,
-               realised: bool = False) -> list[Job]:
+               realised: bool = False, max_modules: int | None = None) -> list[Job]:
     """Every pass of every frame whose nominal release is before ``horizon_s`` (default: the
-    workload's duration; the run releases exactly these), keeping at most ``max_frames`` frames,
-    the earliest released. Fewer frames only drop constraints: a bound on them bounds the run."""
+    workload's duration; the run releases exactly these), keeping at most ``max_frames`` frames
+    and ``max_modules`` module uses (a stage of a frame), the earliest released frames. Fewer
+    frames only drop constraints: a bound on them bounds the run."""
     horizon = workload.duration_s if horizon_s is None else min(horizon_s, workload.duration_s)
     frames: list[tuple[float, PipelineSpec, int]] = []
     for p in realtime(workload):
@@ -73,6 +74,14 @@ def frame_jobs(workload: Workload, horizon_s: float | None = None, max_frames: i
     frames.sort(key=lambda f: f[0])
     if max_frames is not None:
         frames = frames[:max_frames]
+    if max_modules is not None:
+        kept, used = [], 0
+        for f in frames:
+            used += len(f[1].stages)
+            if used > max_modules and kept:
+                break
+            kept.append(f)
+        frames = kept
     jobs = []
     for nominal, p, k in frames:
         if realised:

@@ -81,6 +81,9 @@ class Limits:
             if not prefix:
                 out["subset_pipelines"] = list(sol.schedule.admitted) if sol.schedule else []
                 out["subset_loads"] = len(sol.schedule.loads) if sol.schedule else None
+        if (out["prefix"] or 0) > (out["subset"] or 0):          # a prefix is a subset: its schedule serves
+            out["subset"], out["subset_pipelines"] = out["prefix"], self.names[:out["prefix"]]
+            out["subset_proved"] = out["subset"] == out["subset_bound"]
         out["solve_s"] = round(time.perf_counter() - t, 3)
         return out
 

@@ -176,21 +176,24 @@ def limit_lines(limits: dict) -> list[str]:
             return f"<= {a[f'{key}_bound']}"
         return f"{a[key]}" + ("" if a.get(f"{key}_proved") else f" (bound {a[f'{key}_bound']})")
 
+    def x(ratio) -> str:
+        return "n/a" if ratio is None else f"x{ratio}"
+
     scope = "every frame" if a["all_frames"] else f"its first {a['frames']} frames"
     lines = [f"limits (exact over {scope}; caps {a['caps']}; {limits['wall_s']} s):",
              f"  most pipelines served with no miss: {exact('subset')} of {a['pipelines']} "
              f"(registration-order prefix: {exact('prefix')})"]
     for name, s in limits["schedulers"].items():
         ld, w = s["loads"], s["port_wait"]
-        text = (f"  {name:10s} served {s['served']} (x{s['served_ratio_to_optimum']}), misses {s['misses']}; "
-                f"loads {ld['run']} vs {ld['order_floor']} for its order (x{ld['ratio_to_order_floor']})")
+        text = (f"  {name:10s} served {s['served']} ({x(s['served_ratio_to_optimum'])}), misses {s['misses']}; "
+                f"loads {ld['run']} vs {ld['order_floor']} for its order ({x(ld['ratio_to_order_floor'])})")
         if "optimum" in ld:
-            text += f", {ld['run_in_horizon']} vs optimum {ld['optimum']} (x{ld['ratio_to_optimum']})"
+            text += f", {ld['run_in_horizon']} vs optimum {ld['optimum']} ({x(ld['ratio_to_optimum'])})"
         if w["order_floor_s"] is not None:
             text += f"; port wait {w['run_s'] * 1e3:.1f} ms vs floor {w['order_floor_s'] * 1e3:.1f} ms"
         if "dnn" in s:
             text += (f"; DNN {s['dnn']['run_images_per_s']:.0f} of a {s['dnn']['window_bound_images_per_s']:.0f} "
-                     f"images/s window bound (x{s['dnn']['ratio']})")
+                     f"images/s window bound ({x(s['dnn']['ratio'])})")
         if "copies" in s:
             text += f"; copies {s['copies']['run']} of <= {s['copies']['caps']['bound']}"
         lines.append(text)

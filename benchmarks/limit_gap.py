@@ -11,7 +11,8 @@ every frame the run releases. Every scheduler runs through ``fpgashare bench``'s
 - pipelines served with no miss / the most any schedule serves (exact; summed over workloads too);
 - its loads / the fewest of any schedule serving the pipelines it ran (when it missed nothing);
 - its port wait minus the floor for its own frame order, as a share of its port time (one
-  stream, no DNN: the floor's conditions);
+  stream, no DNN: the floor's conditions), and minus the wait of an exact schedule with the
+  fewest loads (``wait ok``: within 1.1x that wait + 1% of the port time);
 - DNN images / the bound of its own idle windows.
 
 It also counts the workloads where some baseline serves every pipeline with no miss while edf
@@ -119,12 +120,15 @@ def summary_lines(summary: dict) -> list[str]:
     lines = [f"{summary['workloads']} workloads (first seed {summary['first_seed']}), exact optimum proved on "
              f"{summary['proved']}; ratios: median [p10, p90] n",
              f"{'scheduler':10s} {'served/opt (sum)':>16s} {'no-miss runs':>12s}  {'served/opt':28s} "
-             f"{'loads/opt':28s} {'loads<=1.1x':>11s}  {'wait-floor % port':28s} {'DNN/window':28s}"]
+             f"{'loads/opt':28s} {'loads<=1.1x':>11s}  {'wait-floor % port':28s} {'wait-exact % port':28s} "
+             f"{'wait ok':>9s}  {'DNN/window':28s}"]
     for name, s in summary["schedulers"].items():
         lines.append(f"{name:10s} {s['served_over_optimum_summed']!s:>16s} {s['no_miss_runs']:12d}  "
                      f"{_cell(s['served_over_optimum']):28s} {_cell(s['loads_over_optimum']):28s} "
                      f"{s['loads_within_1.1']:5d}/{s['loads_compared']:<5d}  "
                      f"{_cell(s['port_wait_excess_pct_of_port']):28s} "
+                     f"{_cell(s['port_wait_over_exact_pct_of_port']):28s} "
+                     f"{s['port_wait_within_1.1x_exact_plus_1pct']:4d}/{s['port_wait_compared']:<4d}  "
                      f"{_cell(s['dnn_over_window_bound']):28s}")
     b = summary.get("baseline_serves_all_while_edf_refuses")
     if b:
@@ -154,6 +158,7 @@ def summarize(rows: list[dict], schedulers: list[str]) -> dict:
         waits = [f["port_wait"]["excess_over_floor_pct_of_port"] for _, f in figs
                  if f["port_wait"].get("excess_over_floor_pct_of_port") is not None]
         dnn = [f["dnn"]["ratio"] for _, f in figs if "dnn" in f and f["dnn"]["ratio"] is not None]
+        exact_wait = [f["port_wait"] for _, f in figs if "exact_schedule_s" in f["port_wait"]]
         out["schedulers"][name] = {
             "served_over_optimum_summed": round(served_sum / opt_sum, 3) if opt_sum else None,
             "served_over_optimum": _dist([f["served"] / r["optimum"] for r, f in figs if r["optimum"]]),
@@ -162,6 +167,9 @@ def summarize(rows: list[dict], schedulers: list[str]) -> dict:
             "loads_compared": len(with_opt),
             "loads_within_1.1": sum(ld["run_in_horizon"] <= 1.1 * ld["optimum"] for ld in with_opt),
             "port_wait_excess_pct_of_port": _dist(waits),
+            "port_wait_over_exact_pct_of_port": _dist([w["excess_over_exact_pct_of_port"] for w in exact_wait]),
+            "port_wait_within_1.1x_exact_plus_1pct": sum(w["within_1.1x_exact_plus_1pct_port"] for w in exact_wait),
+            "port_wait_compared": len(exact_wait),
             "dnn_over_window_bound": _dist(dnn)}
     baselines = [s for s in schedulers if s != "edf"]
     if "edf" in schedulers:

@@ -13,7 +13,7 @@ from fpgashare.sched import POLICIES
 from fpgashare.sched.limits import require_ortools
 from fpgashare.sched.limits.bench_limits import Limits, served
 from fpgashare.sched.limits.caps import admitted_cap
-from fpgashare.sched.limits.exact import fewest_loads, most_admitted
+from fpgashare.sched.limits.exact import calm_schedule, fewest_loads, most_admitted
 from fpgashare.sched.limits.jobs import frame_jobs, realtime
 from fpgashare.sched.limits.schedule_check import violations
 from hypothesis import HealthCheck, given, settings
@@ -92,6 +92,10 @@ def test_fewest_loads_schedule_is_valid_and_no_more_than_the_admitted_one(seed):
     assert least.schedule is not None
     assert violations(least.schedule, jobs, workload.platform) == []
     assert least.value <= len(sol.schedule.loads)
+    calm = calm_schedule(jobs, workload.platform, names, list(sol.schedule.admitted), least.value, time_limit_s=20.0)
+    assert calm.schedule is not None
+    assert violations(calm.schedule, jobs, workload.platform) == []
+    assert len(calm.schedule.loads) <= least.value
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])

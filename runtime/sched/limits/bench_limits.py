@@ -55,6 +55,7 @@ class Limits:
         self.last_due_s = max((j.due for j in self.jobs), default=0) * TICK_S
         self.exact = exact
         self._loads: dict[frozenset[str], object] = {}
+        self._calm: dict[frozenset[str], object] = {}
 
     def admitted(self) -> dict:
         """The most pipelines any schedule serves with no miss (module docstring)."""
@@ -99,6 +100,17 @@ class Limits:
                                             self.time_limit_s)
         return self._loads[key]
 
+    def calm(self, serve: list[str], loads: int):
+        """An exact schedule serving ``serve`` with ``loads`` loads whose loads keep frames waiting
+        least (cached), or None without the model."""
+        key = frozenset(serve)
+        if self.exact and key not in self._calm:
+            from fpgashare.sched.limits.exact import calm_schedule
+
+            self._calm[key] = calm_schedule(self.jobs, self.workload.platform, self.names, sorted(key), loads,
+                                            self.time_limit_s)
+        return self._calm.get(key)
+
     def scheduler(self, result: dict, engine) -> dict:
         """One scheduler's figures beside the limits (module docstring)."""
         platform, workload = self.workload.platform, self.workload
@@ -128,6 +140,19 @@ class Limits:
         else:
             wait["order_floor_s"] = None
             wait["why_no_floor"] = "several streams ran" if streams > 1 else "DNN batches may hide loads"
+        calm = self.calm(list(result["admitted"]), out["loads"]["optimum"]) \
+            if self.all_frames and out["loads"].get("optimum") is not None else None
+        if calm is not None and calm.schedule is not None:
+            from fpgashare.sched.limits.schedule_wait import port_time
+
+            exact = port_time(calm.schedule, self.jobs)
+            wait["exact_schedule_s"] = round(exact.stalled * TICK_S, 6)
+            wait["exact_schedule_port_s"] = round(exact.busy * TICK_S, 6)
+            port = totals["port_busy_s"]
+            wait["excess_over_exact_pct_of_port"] = \
+                round(100 * (wait["run_s"] - wait["exact_schedule_s"]) / port, 2) if port else 0.0
+            wait["within_1.1x_exact_plus_1pct_port"] = \
+                wait["run_s"] <= 1.1 * wait["exact_schedule_s"] + 0.01 * port + 1e-9
         out["port_wait"] = wait
         if dnn and "dnn_tile" in platform.modules:
             busy = [(r.start, r.end, len(r.modules)) for r in order]
@@ -191,6 +216,8 @@ def limit_lines(limits: dict) -> list[str]:
             text += f", {ld['run_in_horizon']} vs optimum {ld['optimum']} ({x(ld['ratio_to_optimum'])})"
         if w["order_floor_s"] is not None:
             text += f"; port wait {w['run_s'] * 1e3:.1f} ms vs floor {w['order_floor_s'] * 1e3:.1f} ms"
+        if "exact_schedule_s" in w:
+            text += f"; wait {w['run_s'] * 1e3:.1f} ms vs {w['exact_schedule_s'] * 1e3:.1f} ms of an exact schedule"
         if "dnn" in s:
             text += (f"; DNN {s['dnn']['run_images_per_s']:.0f} of a {s['dnn']['window_bound_images_per_s']:.0f} "
                      f"images/s window bound ({x(s['dnn']['ratio'])})")

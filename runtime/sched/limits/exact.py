@@ -257,3 +257,28 @@ def fewest_loads(jobs: Sequence[Job], platform: Platform, pipelines: Sequence[st
         value = sum(solver.Value(v) for v in model.fresh.values())
         return Solution(status, value, float(solver.BestObjectiveBound()), model.schedule(solver), wall)
     return Solution(status, None, None, None, wall)
+
+
+def calm_schedule(jobs: Sequence[Job], platform: Platform, pipelines: Sequence[str], serve: Sequence[str],
+                  loads: int, time_limit_s: float = 10.0) -> Solution:
+    """Among the schedules serving ``serve`` with at most ``loads`` loads, one whose loads run as
+    little as possible after the release of the frame they serve (time a frame may wait for the
+    port). ``value``: that late load time in ticks. Its wait (``schedule_wait.stalled_ticks``) is
+    one the board can achieve with those loads, so it bounds the least wait from above."""
+    model = _Model([j for j in jobs if j.pipeline in serve], platform, pipelines)
+    for name, var in model.admit.items():
+        model.m.Add(var == (1 if name in serve else 0))
+    model.m.Add(model.loads_expr() <= loads)
+    lt = load_ticks(platform)
+    late = []
+    for (u, s), fresh in model.fresh.items():
+        job = model.inst[u][0]
+        var = model.m.NewIntVar(0, max(0, job.due - job.release), f"late[{u},{s}]")
+        model.m.Add(var >= model.load_start[u, s] + lt[s] - job.release).OnlyEnforceIf(fresh)
+        late.append(var)
+    model.m.Minimize(sum(late))
+    solver, status, wall = model.solve(time_limit_s, False)
+    if status in ("optimal", "feasible"):
+        return Solution(status, int(solver.ObjectiveValue()), float(solver.BestObjectiveBound()),
+                        model.schedule(solver), wall)
+    return Solution(status, None, None, None, wall)

@@ -187,6 +187,9 @@ def attach(report: dict, workload: Workload, engines: list, max_frames: int = MA
         out["schedulers"][result["scheduler"]]["served_ratio_to_optimum"] = _ratio(
             out["schedulers"][result["scheduler"]]["served"],
             out["admitted"].get("subset") or out["admitted"]["subset_bound"])
+    # Every scheduler's served set is a schedule of the model (docs/limits.md): a lower side for
+    # the optimum when the solver did not prove it.
+    out["admitted"]["witness"] = max((s["served"] for s in out["schedulers"].values()), default=0)
     out["wall_s"] = round(time.perf_counter() - t, 3)
     report["limits"] = out
     return out
@@ -197,9 +200,10 @@ def limit_lines(limits: dict) -> list[str]:
     a = limits["admitted"]
 
     def exact(key: str) -> str:
-        if a.get(key) is None:
-            return f"<= {a[f'{key}_bound']}"
-        return f"{a[key]}" + ("" if a.get(f"{key}_proved") else f" (bound {a[f'{key}_bound']})")
+        if a.get(f"{key}_proved"):
+            return f"{a[key]}"
+        low = max(a.get(key) or 0, a.get("witness", 0) if key == "subset" else 0)
+        return f"{low}..{a[f'{key}_bound']} (not proved)"
 
     def x(ratio) -> str:
         return "n/a" if ratio is None else f"x{ratio}"

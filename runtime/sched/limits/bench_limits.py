@@ -156,8 +156,9 @@ class Limits:
         out["port_wait"] = wait
         if dnn and "dnn_tile" in platform.modules:
             busy = [(r.start, r.end, len(r.modules)) for r in order]
-            windows = dnn_windows.idle_windows(busy, k_slots, max(1, streams), engine.t0, engine.end_s)
-            images = dnn_windows.window_images(windows, dnn_windows.chain_timings(platform, dnn[0]), k_slots, load_s)
+            # The board's streams, not the ones this run's frames used: a DNN partition may have its own.
+            windows = dnn_windows.idle_windows(busy, k_slots, platform.streams, engine.t0, engine.end_s)
+            images = dnn_windows.window_images(windows, dnn_windows.fastest_timings(platform, dnn), k_slots, load_s)
             bound = images / workload.duration_s
             out["dnn"] = {"run_images_per_s": totals["dnn_images_per_s"], "window_bound_images_per_s": round(bound, 1),
                           "ratio": _ratio(totals["dnn_images_per_s"], bound)}

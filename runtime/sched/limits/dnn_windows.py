@@ -79,6 +79,13 @@ def chain_timings(platform: Platform, model: str) -> dict[int, tuple[float, floa
     return out
 
 
+def fastest_timings(platform: Platform, models: Sequence[str]) -> dict[int, tuple[float, float]]:
+    """n -> the least fill and the least step of any of ``models`` on n tiles (several DNN
+    pipelines: a bound for whichever runs in a window)."""
+    per = [chain_timings(platform, m) for m in models]
+    return {n: (min(t[n][0] for t in per), min(t[n][1] for t in per)) for n in per[0]} if per else {}
+
+
 def window_images(windows: Sequence[Window], timings: dict[int, tuple[float, float]], slots: int,
                   load_s: float) -> int:
     """Images the windows can hold (module docstring); ``load_s``: the shortest load."""

@@ -20,6 +20,7 @@ refuses one, and any scheduler figure beyond a limit (a bound that does not hold
 
     python benchmarks/limit_gap.py [--count 100] [--seed N] [--quick] [--json out/limit_gap.json]
     python benchmarks/limit_gap.py --suites [--quick]     # each shipped suite's limits, and the time they take
+    python benchmarks/limit_gap.py --merge a.json b.json  # one summary of runs made in shards (--json of each)
 
 Seeds are fresh by default (printed; ``--seed`` reproduces a run).
 """
@@ -210,8 +211,21 @@ def main() -> int:
     ap.add_argument("--time-limit", type=float, default=10.0, help="CP-SAT seconds per solve")
     ap.add_argument("--json", default=None, help="write the rows and the summary here")
     ap.add_argument("--suites", action="store_true", help="the shipped suites' limits and their compute time")
+    ap.add_argument("--merge", nargs="+", metavar="JSON", help="summarise the rows of earlier --json files")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.merge:
+        shards = [json.loads(Path(f).read_text()) for f in args.merge]
+        rows = [r for shard in shards for r in shard["rows"]]
+        schedulers = list(rows[0]["schedulers"]) if rows else []
+        summary = summarize(rows, schedulers)
+        summary.update(first_seed=", ".join(str(sh["summary"]["first_seed"]) for sh in shards),
+                       wall_s=sum(sh["summary"]["wall_s"] for sh in shards),
+                       date=time.strftime("%Y-%m-%d", time.gmtime()))
+        sys.stdout.write("\n".join(summary_lines(summary)) + "\n")
+        if args.json:
+            Path(args.json).write_text(json.dumps({"summary": summary, "rows": rows}, indent=2, default=str))
+        return 1 if summary["beyond_a_limit"] else 0
     if args.suites:
         rows = suite_limits(args.quick)
         if args.json:

@@ -181,9 +181,11 @@ def sweep(workload: Workload, scheduler: str, backend: str, pipeline: str, strea
 
 
 def bench(path: str, schedulers: list[str], backend: str = "model", trace: str | None = None,
-          sweep_pipeline: str | bool | None = None, gantt: str | None = None, streams: int | None = None) -> dict:
+          sweep_pipeline: str | bool | None = None, gantt: str | None = None, streams: int | None = None,
+          limit: bool = False) -> dict:
     """Run ``path``'s workload under each scheduler; ``sweep_pipeline`` True sweeps the
-    workload's own ``sweep`` pipeline."""
+    workload's own ``sweep`` pipeline. ``limit``: the workload's limits beside every scheduler's
+    figures (runtime/sched/limits/bench_limits.py)."""
     for name in schedulers:
         if name not in POLICIES:
             raise FpgashareError(f"unknown scheduler {name!r}; known: {', '.join(POLICIES)}")
@@ -192,9 +194,10 @@ def bench(path: str, schedulers: list[str], backend: str = "model", trace: str |
         if workload.sweep is None:
             raise FpgashareError(f"{workload.path}: --sweep without a name needs a sweep key in the workload")
         sweep_pipeline = workload.sweep
-    results = []
+    results, engines = [], []
     for name in schedulers:
         engine, result = run_one(workload, name, backend, streams=streams)
+        engines.append(engine)
         if trace:
             out = trace if len(schedulers) == 1 else trace.replace(".json", f".{name}.json")
             write_trace(engine.trace, out, f"{workload.path.stem} / {name}")
@@ -218,6 +221,10 @@ def bench(path: str, schedulers: list[str], backend: str = "model", trace: str |
             b = swept[base]
             report[f"sweep_ratio_edf_over_{base.replace('-', '_')}"] = \
                 (swept["edf"] / b) if b else (None if not swept["edf"] else "inf")
+    if limit:
+        from fpgashare.sched.limits.bench_limits import attach
+
+        attach(report, workload, engines)
     return report
 
 
@@ -255,4 +262,8 @@ def report_lines(report: dict) -> list[str]:
                      f"(exposed {t['exposed_reconfig_s'] * 1e3:.1f} ms, a frame waiting for "
                      f"{t['stalled_reconfig_s'] * 1e3:.1f} ms of it), slots {100 * t['slot_utilization']:.1f}% "
                      f"busy, {t['wall_s']} s wall{extra}")
+    if "limits" in report:
+        from fpgashare.sched.limits.bench_limits import limit_lines
+
+        lines += limit_lines(report["limits"])
     return lines

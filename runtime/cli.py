@@ -200,7 +200,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from fpgashare.bench import bench, report_lines
 
     schedulers = [s.strip() for s in args.scheduler.split(",") if s.strip()]
-    report = bench(args.workload, schedulers, args.backend, args.trace, args.sweep, args.gantt, args.streams)
+    report = bench(args.workload, schedulers, args.backend, args.trace, args.sweep, args.gantt, args.streams,
+                   limit=args.limit)
     _emit(report, args.json, report_lines(report))
     return 0
 
@@ -414,6 +415,9 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--gantt", help="write a Gantt chart of the first 100 ms (PNG; one per scheduler)")
     bn.add_argument("--streams", type=_positive_int, default=None,
                     help="use at most this many of the shell's video streams (default: all the backend carries)")
+    bn.add_argument("--limit", action="store_true",
+                    help="compute the workload's limits (best any scheduler could do; docs/limits.md) beside each "
+                         "scheduler's figures (needs the limits extra: ortools)")
     bn.add_argument("--json", action="store_true")
     bn.set_defaults(func=cmd_bench)
 

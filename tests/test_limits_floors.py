@@ -1,0 +1,89 @@
+"""The cheap limits (runtime/sched/limits/belady.py, caps.py, dnn_windows.py): Belady's floor is
+below any slot policy on the same order, the port-wait floor below any run on one stream, the
+window bound grows with the window, and the copies caps hold against a sweep."""
+
+from __future__ import annotations
+
+import random
+
+from fpgashare.bench import sweep
+from fpgashare.sched.limits.belady import Ran, belady_loads, wait_floor_s
+from fpgashare.sched.limits.caps import copies_cap
+from fpgashare.sched.limits.dnn_windows import Window, window_images
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchmarks.limit_gap import small_workload
+
+MODULES = "abcdef"
+
+
+def random_order(rng: random.Random, slots: int, n: int) -> list[Ran]:
+    t, out = 0.0, []
+    for _ in range(n):
+        mods = tuple(rng.sample(MODULES, rng.randint(1, slots)))
+        release = t + rng.choice([0.0, 0.0, rng.uniform(0, 3)])
+        start = release + rng.uniform(0, 2)
+        out.append(Ran(start, start + rng.uniform(0.1, 2), release, mods))
+        t = out[-1].end
+    return out
+
+
+def policy_loads(order: list[Ran], slots: int, rng: random.Random, lru: bool) -> int:
+    """Loads of an online policy (LRU or random eviction), the running job's modules kept."""
+    resident: dict[str, int] = {}
+    loads = 0
+    for i, r in enumerate(order):
+        for m in r.modules:
+            if m not in resident:
+                loads += 1
+                if len(resident) >= slots:
+                    victims = [x for x in resident if x not in r.modules]
+                    victim = min(victims, key=resident.get) if lru else rng.choice(victims)
+                    del resident[victim]
+            resident[m] = i
+    return loads
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 4))
+def test_belady_is_at_most_any_policy_on_the_same_order(seed, slots):
+    rng = random.Random(seed)
+    order = random_order(rng, slots, rng.randint(1, 30))
+    floor = belady_loads(order, slots)
+    assert floor <= policy_loads(order, slots, rng, lru=True)
+    assert floor <= policy_loads(order, slots, rng, lru=False)
+    assert floor >= len({m for r in order for m in r.modules})        # each module loads once at least
+
+
+def test_two_slots_alternating_pairs_load_and_wait_every_time():
+    # K = 2, frames alternate {a,b} and {c,d}, each released as the one before ends: every module
+    # of every frame loads, after the frame before it ends, while the frame waits.
+    order, t = [], 0.0
+    for k in range(10):
+        order.append(Ran(t + 2.0, t + 3.0, t, ("a", "b") if k % 2 == 0 else ("c", "d")))
+        t += 3.0
+    assert belady_loads(order, 2) == 2 * len(order)
+    assert wait_floor_s(order, 2, 1.0) == 2 * (len(order) - 1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_the_window_bound_grows_with_the_window(seed):
+    rng = random.Random(seed)
+    timings = {n: (rng.uniform(1e-4, 2e-3), rng.uniform(1e-5, 5e-4)) for n in range(1, 5)}
+    w = Window(0.0, rng.uniform(0, 0.02), rng.randint(1, 4), rng.randint(0, 4), rng.randint(0, 4))
+    longer = Window(0.0, w.end + rng.uniform(0, 0.01), w.free_slots, w.before, w.after)
+    assert window_images([w], timings, 4, 1.3e-3) <= window_images([longer], timings, 4, 1.3e-3)
+    shortest_fill = min(f for f, _ in timings.values())
+    assert window_images([Window(0.0, shortest_fill * 0.99, 4, None, None)], timings, 4, 1.3e-3) == 0
+
+
+@settings(max_examples=2, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_no_sweep_exceeds_the_copies_caps(seed):
+    workload = small_workload(seed, max_pipelines=2)
+    base = next(p for p in workload.pipelines if p.realtime)
+    cap = copies_cap(base, workload.platform)
+    for scheduler in ("edf", "fcfs"):
+        assert sweep(workload, scheduler, "model", base.name)["max_pipelines"] <= cap["bound"], scheduler

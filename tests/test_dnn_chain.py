@@ -58,6 +58,20 @@ def test_edge_cnn_on_four_tiles(zcu_board):
     assert len(run.stage_image_cycles) == 4
 
 
+@pytest.mark.parametrize("k", [1, 2])
+def test_digits_on_the_pynq_variant(board, pynq_z2, k):
+    """The PYNQ-Z2's 4x4 block-RAM tile (its manifest's params) in its slots: the chain takes the
+    platform's variant, bit-exact, cycles as its cycle model says."""
+    from fpgashare.dnn.planning import link_model
+
+    net = digits_cnn()
+    images = digits_split()[2][:12]
+    plan = partition(net, k, link_model(pynq_z2), pynq_z2.dnn_tile, clock_hz=pynq_z2.fabric_clock_hz)
+    assert len(plan.stages) == k
+    run = check_chain(board, net, plan, images)
+    assert len(run.stage_image_cycles) == k
+
+
 def test_cli_eval_reports_and_rejects(tmp_path, capsys):
     path = tmp_path / "digits.npz"
     _, _, images, labels = digits_split()

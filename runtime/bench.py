@@ -109,7 +109,7 @@ def streams_dnn_bound(workload: Workload, plan, engine=None) -> dict:
 
     models = [p.model for p in workload.pipelines if not p.realtime]
     part = next((q for q in plan.partitions if q.dnn), None)
-    no_tile = refusal(workload.platform) if models else None
+    no_tile = refusal(workload.platform, models) if models else None
     if not models or no_tile or part is None:
         out = {"idle_stream_fraction": 0.0, "dnn_images_per_s": 0.0, "assumes": "no partition runs the DNN"}
         if no_tile:
@@ -134,7 +134,7 @@ def dnn_bound(workload: Workload, admitted, engine=None) -> dict:
 
     idle = max(0.0, 1.0 - sum(p.exec_s / p.period_s for p in admitted))
     models = [p.model for p in workload.pipelines if not p.realtime]
-    no_tile = refusal(workload.platform) if models else None
+    no_tile = refusal(workload.platform, models) if models else None
     rate = 0.0 if no_tile else max((images_per_stream_second(workload.platform, m) for m in models), default=0.0)
     out = {"idle_stream_fraction": round(idle, 4), "dnn_images_per_s": round(idle * rate, 1),
            "assumes": "stream time the admitted frames leave x the fastest chain's pipelined rate; "

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fpgashare.bitstream.packets import load_port_cycles
-from fpgashare.dnn.tile_format import DEFAULT_TILE
+from fpgashare.dnn.tile_format import DEFAULT_TILE, TileSpec
+from fpgashare.dnn.tile_variant import tile_variant
 from fpgashare.errors import ManifestError
 from fpgashare.modules import KINDS
 from fpgashare.resources import resolve
@@ -95,6 +96,8 @@ class Platform:
     streams: int = 1
     #: DDR bandwidth every stream's DMA shares, bytes/s (peak; the manifest names its source)
     ddr_bytes_per_s: float = 0.0
+    #: the dnn_tile variant this platform builds (the dnn_tile entry's ``params``; runtime/dnn/tile_variant.py)
+    dnn_tile: TileSpec = DEFAULT_TILE
 
     def slot(self, name_or_index: str | int) -> SlotSpec:
         """Find a slot by name or index; ManifestError when there is none."""
@@ -154,7 +157,7 @@ class Platform:
             "LINK_CREDITS": self.link.credits,
             "NPPC": self.pixels_per_clock,
             "DATA_W": 32 * self.stream_words,
-            **DEFAULT_TILE.rtl_parameters(),
+            **self.dnn_tile.rtl_parameters(),
         }
 
     def load_seconds(self, nbytes: int) -> float:
@@ -226,12 +229,18 @@ def load_platform(path: str | Path) -> Platform:
             raise ManifestError(f"{file}: slots {a.name} and {b.name} overlap in frame addresses")
 
     modules: dict[str, ModuleSpec] = {}
+    tile = DEFAULT_TILE
     for i, entry in enumerate(top.get("module", list)):
         t = TomlTable(file, f"module[{i}]", entry)
         name = t.get("name", str)
         if name not in KINDS:
             raise ManifestError(f"{file}: module[{i}].name {name!r} is not a known module "
                                 f"({', '.join(sorted(KINDS))})")
+        if "params" in t.data and name != "dnn_tile":
+            raise ManifestError(f"{file}: module[{i}].params: only dnn_tile takes params")
+        if name == "dnn_tile":
+            tile = tile_variant(TomlTable(file, f"module[{i}].params", t.get("params", dict, {})),
+                                p.get("family", str))
         slot_names = tuple(t.get("slots", list))
         for s in slot_names:
             if s not in names:
@@ -264,6 +273,7 @@ def load_platform(path: str | Path) -> Platform:
         pixels_per_clock=p.get("pixels_per_clock", int, 1),
         streams=_streams(file, p, len(slots)),
         ddr_bytes_per_s=float(p.positive("ddr_bytes_per_s", (int, float))),
+        dnn_tile=tile,
     )
     if platform.pixels_per_clock not in PIXELS_PER_CLOCK:
         raise ManifestError(f"{file}: platform.pixels_per_clock must be 1 or 4, not {platform.pixels_per_clock}")

@@ -202,7 +202,8 @@ def digit_video(tmp_path):
     return path
 
 
-def test_digits_reads_crops_with_the_dnn_tiles(tmp_path, digit_video, capsys):
+@pytest.mark.parametrize("board", ["zcu104", "pynq-z2"])
+def test_digits_reads_crops_with_the_dnn_tiles(tmp_path, digit_video, capsys, board):
     import json
 
     from fpgashare.apps import digits
@@ -210,7 +211,7 @@ def test_digits_reads_crops_with_the_dnn_tiles(tmp_path, digit_video, capsys):
     from fpgashare.dnn.reference import logits
 
     sock = tmp_path / "s.sock"
-    with RunningDaemon(sock, dilation=10.0):
+    with RunningDaemon(sock, dilation=10.0, platform=board):
         summary, _, _ = _run(digits, sock, digit_video, tmp_path, capsys,
                              extra=["--readings", str(tmp_path / "readings.json")])
     data = np.load(tmp_path / f"{digits.__name__}.npz")
@@ -224,8 +225,10 @@ def test_digits_reads_crops_with_the_dnn_tiles(tmp_path, digit_video, capsys):
 def test_digits_falls_back_to_the_cpu_without_dnn_tiles(tmp_path, digit_video, capsys, caplog):
     from fpgashare.apps import digits
 
+    from tests.test_cpu_fallback import without_modules
+
     sock = tmp_path / "s.sock"
-    with RunningDaemon(sock, dilation=10.0, platform="pynq-z2"):
+    with RunningDaemon(sock, dilation=10.0, platform=str(without_modules(tmp_path, "pynq-z2", {"dnn_tile"}))):
         summary, _, _ = _run(digits, sock, digit_video, tmp_path, capsys)
     assert summary["cpu"] == summary["digits"] == "9"
     assert "the daemon runs printed_digits on its CPU" in caplog.text

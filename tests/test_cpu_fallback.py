@@ -177,13 +177,14 @@ def test_any_chain_on_any_board_gives_opencvs_output(tmp_path_factory, data):
 
 
 def test_a_dnn_without_tiles_runs_its_int8_reference_on_the_host(tmp_path):
-    """The PYNQ-Z2 has no dnn_tile: with the fallback the daemon reads digits on the host, bit
-    for bit the tiles' output; without it the registration is refused as before."""
+    """A board without dnn_tile (the PYNQ-Z2 less its tile): with the fallback the daemon reads
+    digits on the host, bit for bit the tiles' output; without it the registration is refused."""
     from fpgashare.dnn.planning import network
     from fpgashare.dnn.reference import logits
 
     sock = tmp_path / "d.sock"
-    daemon = Daemon(make_backend("model", load_platform("pynq-z2")), sock, clock=VirtualClock())
+    platform = load_platform(without_modules(tmp_path, "pynq-z2", {"dnn_tile"}))
+    daemon = Daemon(make_backend("model", platform), sock, clock=VirtualClock())
     net = network("printed_digits")
     images = np.random.default_rng(5).integers(0, 256, (3, *net.input_shape[:2]), dtype=np.uint8)
     with DaemonThread(daemon), connect(sock) as fpga:

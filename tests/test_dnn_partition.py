@@ -44,7 +44,8 @@ def test_dp_matches_brute_force(seed):
     rng = np.random.default_rng(seed)
     net = random_network(rng, int(rng.integers(1, 8)))
     link = LinkModel(int(rng.choice([8, 16, 32])), int(rng.integers(1, 5)), int(rng.integers(2, 9)))
-    spec = TileSpec(act_entries=int(rng.choice([512, 4096])), w_entries=int(rng.choice([64, 8192])), max_layers=4)
+    spec = TileSpec(p=int(rng.choice([4, 8])), act_entries=int(rng.choice([512, 4096])),
+                    w_entries=int(rng.choice([64, 8192])), max_layers=4)
     for tiles in range(1, 5):
         want = brute_force(net, tiles, link, spec)
         if want == float("inf"):

@@ -21,8 +21,10 @@
 // d3 {OW, OH}, d4 {pad, stride, KW, KH} (bytes), d5 weight base entry, d6 parameter base group.
 //
 // Memories, each with one write and one read port so that synthesis maps them as it should: both
-// activation buffers in one UltraRAM array, weights in UltraRAM (7 columns) plus block RAM (the
-// entry's last byte), bias/multiplier/shift one block RAM per output lane, descriptors LUT-RAM.
+// activation buffers in one array, weights in a wide part plus a block RAM part (URAM = 1: the wide
+// part is UltraRAM, 7 columns at P = 8, and the block RAM holds the entry's last byte), both in
+// UltraRAM when URAM = 1 and in block RAM when URAM = 0 (dnn_ram.sv; 7-series parts have no
+// UltraRAM); bias/multiplier/shift one block RAM per output lane, descriptors LUT-RAM.
 // Tap, weight, parameter and output addresses advance by additions; two weights share one DSP.
 //
 // Registers: 0 ID, 1 WIDTH, 2 HEIGHT (unused), 3 STATUS (RO: bit0 bad load stream, bit1 descriptor
@@ -40,6 +42,7 @@ module dnn_tile #(
     parameter int W_ENTRIES = 1024,      // weight entries of P*P int8
     parameter int PG_ENTRIES = 64,       // output-channel groups of bias/multiplier/shift
     parameter int MAX_LAYERS = 16,
+    parameter int URAM = 1,              // activations and wide weight part in UltraRAM (1) or block RAM (0)
     parameter logic [15:0] MODULE_ID = 16'd6
 ) (
     `include "rm_ports.svh"
@@ -89,14 +92,10 @@ module dnn_tile #(
     );
     wire load_mode = regs[5*32];
 
-    // ---- memories (each with one write and one read port, as block RAM / UltraRAM need)
-    // act holds both ping-pong buffers: address {buffer, entry}.
-    (* ram_style = "ultra" *) logic [P*8-1:0] act [2*ACT_ENTRIES];
+    // ---- memories (dnn_ram: one write and one read port, as block RAM / UltraRAM need)
     // Weights: UltraRAM is 72 bits wide, so an entry's top 9 * (P*P/9) bytes fill whole UltraRAM
     // columns and the remaining bytes sit in block RAM beside them (P = 8: 7 columns + 8 bits).
     localparam int WLO = ((P * P) % 9 == 0 ? 9 : (P * P) % 9) * 8;   // bits kept in block RAM
-    (* ram_style = "ultra" *) logic [P*P*8-1:WLO] wmem_hi [W_ENTRIES];
-    (* ram_style = "block" *) logic [WLO-1:0] wmem_lo [W_ENTRIES];
 
     // ---- control
     typedef enum logic [2:0] {S_RECV, S_SETUP, S_ISSUE, S_DRAIN, S_WRITE, S_SEND_RD, S_SEND} state_t;
@@ -293,23 +292,127 @@ module dnn_tile #(
     wire [AA:0] act_wa = (state == S_WRITE) ? {!src, AA'(d_addr)} : {1'b0, recv_entry};
     wire [P*8-1:0] act_wd = (state == S_WRITE) ? out_entry : entry_next;
     wire [AA:0] act_ra = {src, (state == S_SEND_RD) ? AA'(send_entry) : AA'(a_cur)};
-    always_ff @(posedge clk) begin
-        if (act_we) act[act_wa] <= act_wd;
-        if (state == S_ISSUE || state == S_SEND_RD) act_q <= act[act_ra];
-        if (load_word && sec_id == 4'd2 && wlane == WPW - 1 && went < 32'(W_ENTRIES)) begin
-            wmem_hi[went[WA-1:0]] <= went_next[P*P*8-1:WLO];
-            wmem_lo[went[WA-1:0]] <= went_next[WLO-1:0];
+    // act holds both ping-pong buffers: address {buffer, entry}.
+    dnn_ram #(.WIDTH(P*8), .DEPTH(2*ACT_ENTRIES), .URAM(URAM)) u_act (
+        .clk, .we(act_we), .wa(act_wa), .wd(act_wd),
+        .re(state == S_ISSUE || state == S_SEND_RD), .ra(act_ra), .rd(act_q)
+    );
+    wire w_we = load_word && sec_id == 4'd2 && wlane == WPW - 1 && went < 32'(W_ENTRIES);
+    dnn_ram #(.WIDTH(P*P*8-WLO), .DEPTH(W_ENTRIES), .URAM(URAM)) u_wmem_hi (
+        .clk, .we(w_we), .wa(went[WA-1:0]), .wd(went_next[P*P*8-1:WLO]),
+        .re(state == S_ISSUE), .ra(WA'(w_addr)), .rd(w_q[P*P*8-1:WLO])
+    );
+    dnn_ram #(.WIDTH(WLO), .DEPTH(W_ENTRIES), .URAM(0)) u_wmem_lo (
+        .clk, .we(w_we), .wa(went[WA-1:0]), .wd(went_next[WLO-1:0]),
+        .re(state == S_ISSUE), .ra(WA'(w_addr)), .rd(w_q[WLO-1:0])
+    );
+
+    // Events the blocks below share.
+    wire image_word = (state == S_RECV) && recv_fire && !load_mode;   // a word of an image's input
+    wire image_start = image_word && nlayers_q != 0 && rx_last;       // its last word: compute
+    wire send_last = (state == S_SEND) && send_fire && 32'(send_word) == WPE - 1 && last_out;
+    wire issue_bad = (in_bounds && a_cur >= 32'(ACT_ENTRIES)) ||
+                     (!pool && (w_addr >= 32'(W_ENTRIES) || p_addr >= 32'(PG_ENTRIES)));
+
+    // ---- load stream: section headers, positions within sections, the first layer's input size
+    always_ff @(posedge clk) begin : load_parser
+        if ((state == S_RECV) && recv_fire && load_mode) begin
+            if (sec_left == 0) begin
+                sec_id <= w_in[31:28];
+                sec_left <= w_in[27:0];
+                sec_idx <= '0;
+                if (w_in[31:28] == 4'd1) nlayers_q <= '0;
+                if (w_in[31:28] == 0 || w_in[31:28] > 4'd5) bad_load_q <= 1'b1;
+            end else begin
+                sec_left <= sec_left - 1;
+                sec_idx <= sec_idx + 1;
+                case (sec_id)
+                    4'd1: if (sec_idx < 32'(MAX_LAYERS * 8)) begin
+                        if (sec_idx == 32'd1) {l0_w, l0_h} <= w_in;
+                        if (sec_idx == 32'd2) l0_cg <= w_in[15:0];
+                        if (sec_idx[2:0] == 3'd7) nlayers_q <= (LA+1)'(sec_idx[31:3] + 1);
+                    end else bad_load_q <= 1'b1;
+                    4'd2: begin
+                        went_q <= went_next;
+                        if (wlane == WPW - 1 && went >= 32'(W_ENTRIES)) bad_load_q <= 1'b1;
+                    end
+                    4'd3, 4'd4, 4'd5: if (pgrp >= 32'(PG_ENTRIES)) bad_load_q <= 1'b1;
+                    default: ;
+                endcase
+            end
         end
-        if (state == S_ISSUE) w_q <= {wmem_hi[WA'(w_addr)], wmem_lo[WA'(w_addr)]};
+        if (rst) begin
+            {sec_id, sec_left, sec_idx} <= '0;
+            bad_load_q <= 1'b0;
+            nlayers_q <= '0;
+        end
     end
 
-    always_ff @(posedge clk) begin
+    // ---- image receive: the entry being assembled and the position in the first layer's input
+    always_ff @(posedge clk) begin : image_receive
+        if (image_word) begin
+            entry_q <= entry_next;
+            recv_words <= recv_words + 1;
+            if (rx_word_last) begin
+                if (rx_c != l0_cg - 1) rx_c <= rx_c + 1;
+                else begin
+                    rx_c <= '0;
+                    if (rx_x != l0_w - 1) rx_x <= rx_x + 1;
+                    else begin
+                        rx_x <= '0;
+                        rx_y <= rx_y + 1;
+                    end
+                end
+            end
+            if (nlayers_q == 0) begin        // no network loaded: drop the word
+                recv_words <= '0;
+                {rx_c, rx_x, rx_y} <= '0;
+            end else if (rx_last) {rx_c, rx_x, rx_y} <= '0;
+        end
+        if (send_last) recv_words <= '0;
+        if (rst) begin
+            recv_words <= '0;
+            {rx_c, rx_x, rx_y} <= '0;
+        end
+    end
+
+    // ---- statistics and error flags of the registers
+    always_ff @(posedge clk) begin : statistics
         if (counting) image_count <= image_count + 1;
         if (state != S_RECV && state != S_SEND && state != S_SEND_RD && layer <= last_l)
             layer_cycles_q[layer[LA-1:0]] <= layer_cycles_q[layer[LA-1:0]] + 1;
+        if (image_word) begin
+            if (recv_words == 0) begin
+                counting <= 1'b1;
+                image_count <= 32'd1;
+                for (int l = 0; l < MAX_LAYERS; l++) layer_cycles_q[l] <= '0;
+            end
+            if (nlayers_q == 0) begin
+                bad_desc_q <= 1'b1;
+                counting <= 1'b0;
+            end
+        end
+        if (state == S_ISSUE && issue_bad) bad_desc_q <= 1'b1;
+        if (state == S_WRITE && d_addr >= 32'(ACT_ENTRIES)) bad_desc_q <= 1'b1;
+        if (send_last) begin
+            counting <= 1'b0;
+            image_cycles_q <= image_count + 1;
+            frames_q <= frames_q + 1;
+        end
+        if (rst) begin
+            {counting, image_count, image_cycles_q, frames_q} <= '0;
+            bad_desc_q <= 1'b0;
+            for (int l = 0; l < MAX_LAYERS; l++) layer_cycles_q[l] <= '0;
+        end
+    end
 
-        // MAC / max stage
-        b_valid <= 1'b0;
+    // ---- MAC / max stage: one cycle behind issue
+    always_ff @(posedge clk) begin : mac_stage
+        b_valid <= state == S_ISSUE;
+        if (state == S_ISSUE) begin
+            b_first <= (ky == 0) && (kx == 0) && (pool || cg == 0);
+            b_oob <= !in_bounds;
+        end
         if (b_valid) begin
             for (int o = 0; o < P; o++) begin
                 logic signed [7:0] m;
@@ -319,64 +422,16 @@ module dnn_tile #(
                 pmax[o] <= m;
             end
         end
+        if (rst) b_valid <= 1'b0;
+    end
 
+    // ---- sequencer: layer by layer, output by output, tap by tap; addresses by additions
+    always_ff @(posedge clk) begin : sequencer
         case (state)
-            S_RECV: if (recv_fire) begin
-                if (load_mode) begin
-                    if (sec_left == 0) begin
-                        sec_id <= w_in[31:28];
-                        sec_left <= w_in[27:0];
-                        sec_idx <= '0;
-                        if (w_in[31:28] == 4'd1) nlayers_q <= '0;
-                        if (w_in[31:28] == 0 || w_in[31:28] > 4'd5) bad_load_q <= 1'b1;
-                    end else begin
-                        sec_left <= sec_left - 1;
-                        sec_idx <= sec_idx + 1;
-                        case (sec_id)
-                            4'd1: if (sec_idx < 32'(MAX_LAYERS * 8)) begin
-                                if (sec_idx == 32'd1) {l0_w, l0_h} <= w_in;
-                                if (sec_idx == 32'd2) l0_cg <= w_in[15:0];
-                                if (sec_idx[2:0] == 3'd7) nlayers_q <= (LA+1)'(sec_idx[31:3] + 1);
-                            end else bad_load_q <= 1'b1;
-                            4'd2: begin
-                                went_q <= went_next;
-                                if (wlane == WPW - 1 && went >= 32'(W_ENTRIES)) bad_load_q <= 1'b1;
-                            end
-                            4'd3, 4'd4, 4'd5: if (pgrp >= 32'(PG_ENTRIES)) bad_load_q <= 1'b1;
-                            default: ;
-                        endcase
-                    end
-                end else begin
-                    if (recv_words == 0) begin
-                        counting <= 1'b1;
-                        image_count <= 32'd1;
-                        for (int l = 0; l < MAX_LAYERS; l++) layer_cycles_q[l] <= '0;
-                    end
-                    entry_q <= entry_next;
-                    recv_words <= recv_words + 1;
-                    if (rx_word_last) begin
-                        if (rx_c != l0_cg - 1) rx_c <= rx_c + 1;
-                        else begin
-                            rx_c <= '0;
-                            if (rx_x != l0_w - 1) rx_x <= rx_x + 1;
-                            else begin
-                                rx_x <= '0;
-                                rx_y <= rx_y + 1;
-                            end
-                        end
-                    end
-                    if (nlayers_q == 0) begin
-                        bad_desc_q <= 1'b1;          // no network loaded: drop the word
-                        recv_words <= '0;
-                        {rx_c, rx_x, rx_y} <= '0;
-                        counting <= 1'b0;
-                    end else if (rx_last) begin
-                        {rx_c, rx_x, rx_y} <= '0;
-                        state <= S_SETUP;
-                        layer <= '0;
-                        src <= 1'b0;
-                    end
-                end
+            S_RECV: if (image_start) begin
+                state <= S_SETUP;
+                layer <= '0;
+                src <= 1'b0;
             end
             S_SETUP: begin
                 pool <= d0[0];
@@ -406,12 +461,6 @@ module dnn_tile #(
                 state <= S_ISSUE;
             end
             S_ISSUE: begin
-                if ((in_bounds && a_cur >= 32'(ACT_ENTRIES)) ||
-                    (!pool && (w_addr >= 32'(W_ENTRIES) || p_addr >= 32'(PG_ENTRIES))))
-                    bad_desc_q <= 1'b1;
-                b_valid <= 1'b1;
-                b_first <= (ky == 0) && (kx == 0) && (pool || cg == 0);
-                b_oob <= !in_bounds;
                 w_addr <= w_addr + 1;
                 if (last_tap) begin
                     {ky, kx, cg} <= '0;
@@ -434,7 +483,6 @@ module dnn_tile #(
             end
             S_DRAIN: state <= S_WRITE;
             S_WRITE: begin
-                if (d_addr >= 32'(ACT_ENTRIES)) bad_desc_q <= 1'b1;
                 if (last_out) begin
                     {oy, ox, og} <= '0;
                     layer <= layer + 1'b1;
@@ -490,25 +538,13 @@ module dnn_tile #(
                             oy <= oy + 1;
                         end
                     end
-                end else begin
-                    state <= S_RECV;
-                    recv_words <= '0;
-                    counting <= 1'b0;
-                    image_cycles_q <= image_count + 1;
-                    frames_q <= frames_q + 1;
-                end
+                end else state <= S_RECV;
             end
             default: state <= S_RECV;
         endcase
-
         if (rst) begin
             state <= S_RECV;
-            {sec_id, sec_left, sec_idx} <= '0;
-            {recv_words, counting, image_count, image_cycles_q, frames_q} <= '0;
-            {rx_c, rx_x, rx_y} <= '0;
-            {bad_load_q, bad_desc_q, b_valid, layer, src} <= '0;
-            nlayers_q <= '0;
-            for (int l = 0; l < MAX_LAYERS; l++) layer_cycles_q[l] <= '0;
+            {layer, src} <= '0;
         end
     end
 

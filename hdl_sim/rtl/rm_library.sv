@@ -18,7 +18,8 @@ module rm_library #(
     parameter int DNN_ACT_ENTRIES = 4096,
     parameter int DNN_W_ENTRIES = 1024,
     parameter int DNN_PG_ENTRIES = 64,
-    parameter int DNN_MAX_LAYERS = 16
+    parameter int DNN_MAX_LAYERS = 16,
+    parameter int DNN_URAM = 1             // dnn_tile memories in UltraRAM (1) or block RAM (0)
 ) (
     `include "rm_ports.svh"
 );
@@ -44,7 +45,7 @@ module rm_library #(
         6: begin : g_dnn_tile
             dnn_tile #(
                 .DATA_W(DATA_W), .P(DNN_P), .ACT_ENTRIES(DNN_ACT_ENTRIES), .W_ENTRIES(DNN_W_ENTRIES),
-                .PG_ENTRIES(DNN_PG_ENTRIES), .MAX_LAYERS(DNN_MAX_LAYERS)
+                .PG_ENTRIES(DNN_PG_ENTRIES), .MAX_LAYERS(DNN_MAX_LAYERS), .URAM(DNN_URAM)
             ) u_rm (.*);
         end
         7: begin : g_erode3x3

@@ -19,7 +19,8 @@ module rp_slot #(
     parameter int DNN_ACT_ENTRIES = 4096,
     parameter int DNN_W_ENTRIES = 1024,
     parameter int DNN_PG_ENTRIES = 64,
-    parameter int DNN_MAX_LAYERS = 16
+    parameter int DNN_MAX_LAYERS = 16,
+    parameter int DNN_URAM = 1             // dnn_tile memories in UltraRAM (1) or block RAM (0)
 ) (
     input  wire [4:0]         active_module,
     input  wire               rm_rst,
@@ -94,7 +95,7 @@ module rp_slot #(
             rm_library #(
                 .MODULE_ID(m), .DATA_W(DATA_W), .MAX_W(MAX_W), .NPPC(NPPC), .SEED(SEED), .DNN_P(DNN_P),
                 .DNN_ACT_ENTRIES(DNN_ACT_ENTRIES), .DNN_W_ENTRIES(DNN_W_ENTRIES),
-                .DNN_PG_ENTRIES(DNN_PG_ENTRIES), .DNN_MAX_LAYERS(DNN_MAX_LAYERS)
+                .DNN_PG_ENTRIES(DNN_PG_ENTRIES), .DNN_MAX_LAYERS(DNN_MAX_LAYERS), .DNN_URAM(DNN_URAM)
             ) u_rm (
                 .clk(gclk), .rst(rm_reset),
                 .s_axis_tdata(rp_s_tdata), .s_axis_tvalid(rp_s_tvalid && on), .s_axis_tready(i_tready[m]),

@@ -15,14 +15,15 @@ module rm_partition #(
     parameter int DNN_ACT_ENTRIES = 4096,
     parameter int DNN_W_ENTRIES = 1024,
     parameter int DNN_PG_ENTRIES = 64,
-    parameter int DNN_MAX_LAYERS = 16
+    parameter int DNN_MAX_LAYERS = 16,
+    parameter int DNN_URAM = 1             // dnn_tile memories in UltraRAM (1) or block RAM (0)
 ) (
     `include "rm_ports.svh"
 );
     rm_library #(
         .MODULE_ID(MODULE_ID), .DATA_W(DATA_W), .MAX_W(MAX_W), .NPPC(NPPC), .DNN_P(DNN_P),
         .DNN_ACT_ENTRIES(DNN_ACT_ENTRIES), .DNN_W_ENTRIES(DNN_W_ENTRIES),
-        .DNN_PG_ENTRIES(DNN_PG_ENTRIES), .DNN_MAX_LAYERS(DNN_MAX_LAYERS)
+        .DNN_PG_ENTRIES(DNN_PG_ENTRIES), .DNN_MAX_LAYERS(DNN_MAX_LAYERS), .DNN_URAM(DNN_URAM)
     ) u_rm (.*);
 endmodule
 

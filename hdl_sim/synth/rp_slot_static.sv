@@ -51,7 +51,8 @@ module rp_slot #(
     parameter int DNN_ACT_ENTRIES = 4096,
     parameter int DNN_W_ENTRIES = 1024,
     parameter int DNN_PG_ENTRIES = 64,
-    parameter int DNN_MAX_LAYERS = 16
+    parameter int DNN_MAX_LAYERS = 16,
+    parameter int DNN_URAM = 1             // dnn_tile memories in UltraRAM (1) or block RAM (0)
 ) (
     input  wire [4:0]         active_module,
     input  wire               rm_rst,

@@ -17,7 +17,8 @@ module rp_slot #(
     parameter int DNN_ACT_ENTRIES = 4096,
     parameter int DNN_W_ENTRIES = 1024,
     parameter int DNN_PG_ENTRIES = 64,
-    parameter int DNN_MAX_LAYERS = 16
+    parameter int DNN_MAX_LAYERS = 16,
+    parameter int DNN_URAM = 1             // dnn_tile memories in UltraRAM (1) or block RAM (0)
 ) (
     input  wire [4:0]         active_module,
     input  wire               rm_rst,
@@ -76,7 +77,7 @@ module rp_slot #(
     );
 
     wire unused_slot = &{1'b0, active_module, MODULE_MASK, SEED, MAX_W[0], DNN_P[0], DNN_ACT_ENTRIES[0],
-                         DNN_W_ENTRIES[0], DNN_PG_ENTRIES[0], DNN_MAX_LAYERS[0]};
+                         DNN_W_ENTRIES[0], DNN_PG_ENTRIES[0], DNN_MAX_LAYERS[0], DNN_URAM[0]};
 endmodule
 
 `resetall

@@ -274,7 +274,7 @@ class Backend(ABC):
         segment of ``plan`` their layers (one word a cycle); 0 when every tile holds it."""
         from fpgashare.dnn.planning import program_words
 
-        words = sum(program_words(model, stage.start, stage.stop)
+        words = sum(program_words(model, stage.start, stage.stop, self.platform.dnn_tile)
                     for slot, stage in zip(slots, plan.stages, strict=True)
                     if self._programmed.get(slot) != (model, stage.start, stage.stop))
         return words / self.platform.fabric_clock_hz

@@ -51,7 +51,8 @@ class ModelBackend(Backend):
 
     def _run_dnn(self, slots: list[int], model: str, plan, images: int | np.ndarray) -> DnnReport:
         # A tile that lacks its layers first takes its load stream, one word per cycle.
-        program = sum(program_words(model, start, stop) for _, start, stop in self.unprogrammed(slots, model, plan))
+        program = sum(program_words(model, start, stop, self.platform.dnn_tile)
+                      for _, start, stop in self.unprogrammed(slots, model, plan))
         count = images if isinstance(images, int) else len(images)
         cycles = int(program + plan.batch_cycles(count))
         outputs = None if isinstance(images, int) else logits(network(model), images)

@@ -149,7 +149,7 @@ class Ops:
 
     async def _op_dnn(self: Daemon, client: Client, message: dict) -> None:
         """A best-effort DNN pipeline: images go into its ring, outputs come back in the reply."""
-        from fpgashare.dnn.planning import network
+        from fpgashare.dnn.planning import misfit, network
 
         name = checks.name(message, "name")
         model = checks.name(message, "model")
@@ -174,11 +174,13 @@ class Ops:
             if "dnn_tile" in self.platform.modules else []
         key = self._engine_name(client, name)
         spec = PipelineSpec(key, "besteffort", model=model)
-        if not tiles:
+        # A model the platform's tile variant cannot hold is as good as no tile.
+        too_big = misfit(self.platform, model) if tiles else None
+        if not tiles or too_big:
             if fallback is None:
                 why = "no dnn_tile slots" if "dnn_tile" not in self.platform.modules else \
                     "all its dnn_tile slots quarantined"
-                raise ProtocolError("admission",
+                raise ProtocolError("admission", f"dnn {name!r} not admitted: {too_big}" if too_big else
                                     f"dnn {name!r} not admitted: {self.platform.name} has {why} for {model}")
             # Best effort on the host: one image at a time on a worker, bounded by its measured cost.
             seconds = await asyncio.get_running_loop().run_in_executor(None, self.cpu_cost.infer_seconds, model)

@@ -114,7 +114,7 @@ def evaluate(model: str, tiles: int, platform: Platform, images_path: str | None
     if tiles > free:
         raise NetworkError(f"--tiles {tiles}: platform {platform.name} has {free} slot(s) that can hold a dnn_tile")
     link = link_model(platform)
-    plan = partition(net, tiles, link, clock_hz=platform.fabric_clock_hz)
+    plan = partition(net, tiles, link, platform.dnn_tile, clock_hz=platform.fabric_clock_hz)
     start = time.perf_counter()
     if imported is not None:
         activations = imported.quantize_input(images)

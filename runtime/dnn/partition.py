@@ -132,7 +132,7 @@ def partition(net: Network, tiles: int, link: LinkModel | None = None, spec: Til
         neck[k], total[k] = best, sums.min(axis=0)
     k_best = min(range(1, tiles + 1), key=lambda k: (neck[k, n], k))
     if not np.isfinite(neck[k_best, n]):
-        raise NetworkError(f"{net.name} does not fit {tiles} tile(s): {_first_misfit(net, spec)}")
+        raise NetworkError(f"{net.name} does not fit {tiles} tile(s): {_first_misfit(net, spec, tiles)}")
     cuts, j = [], n
     for k in range(k_best, 0, -1):
         i = int(back[k, j])
@@ -165,9 +165,10 @@ def _plan(net: Network, segments: list[tuple[int, int]], table: CostTable, link:
     return Plan(net.name, tiles or len(segments), stages, clock_hz, link.latency_cycles)
 
 
-def _first_misfit(net: Network, spec: TileSpec) -> str:
+def _first_misfit(net: Network, spec: TileSpec, tiles: int) -> str:
     for i in range(len(net.layers)):
         problem = footprint(net, i, i + 1, spec).problem(spec)
         if problem:
             return f"layer {i} ({net.layers[i].kind}) alone {problem}"
-    return f"{len(net.layers)} layers need more tiles of {spec.max_layers} layers"
+    return (f"every layer fits a tile alone, but no split of the {len(net.layers)} layers into {tiles} "
+            f"segment(s) does (whole network: {footprint(net, 0, len(net.layers), spec).problem(spec)})")

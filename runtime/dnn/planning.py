@@ -1,4 +1,4 @@
-"""DNN plans for a platform: the partitioner with the platform's link and clock, cached."""
+"""DNN plans for a platform: the partitioner with the platform's link, clock and dnn_tile variant, cached."""
 
 from __future__ import annotations
 
@@ -7,9 +7,12 @@ from functools import lru_cache
 from fpgashare.dnn.cycle_model import LinkModel
 from fpgashare.dnn.models import get_model
 from fpgashare.dnn.partition import Plan, partition
+from fpgashare.dnn.tile_format import DEFAULT_TILE, TileSpec
+from fpgashare.errors import NetworkError
 from fpgashare.platform import Platform
 
 _PLANS: dict[tuple, Plan] = {}
+_MISFITS: dict[tuple, str | None] = {}
 
 
 @lru_cache(maxsize=8)
@@ -19,11 +22,12 @@ def network(model: str):
 
 
 @lru_cache(maxsize=64)
-def program_words(model: str, start: int, stop: int) -> int:
-    """Words of the load stream that gives a tile layers [start, stop) of ``model`` (one a cycle)."""
+def program_words(model: str, start: int, stop: int, spec: TileSpec = DEFAULT_TILE) -> int:
+    """Words of the load stream that gives a ``spec`` tile layers [start, stop) of ``model`` (one a
+    cycle); pass the platform's variant (``Platform.dnn_tile``)."""
     from fpgashare.dnn.tile_format import load_stream
 
-    return int(load_stream(network(model), start, stop).size)
+    return int(load_stream(network(model), start, stop, spec).size)
 
 
 def link_model(platform: Platform) -> LinkModel:
@@ -31,11 +35,28 @@ def link_model(platform: Platform) -> LinkModel:
 
 
 def dnn_plan(platform: Platform, model: str, tiles: int) -> Plan:
-    """The partitioner's plan for ``model`` on at most ``tiles`` tiles of ``platform``."""
-    key = (platform.path, model, tiles)
+    """The partitioner's plan for ``model`` on at most ``tiles`` of ``platform``'s dnn_tile variant."""
+    key = (platform.path, platform.dnn_tile, model, tiles)
     if key not in _PLANS:
-        _PLANS[key] = partition(network(model), tiles, link_model(platform), clock_hz=platform.fabric_clock_hz)
+        _PLANS[key] = partition(network(model), tiles, link_model(platform), platform.dnn_tile,
+                                clock_hz=platform.fabric_clock_hz)
     return _PLANS[key]
+
+
+def misfit(platform: Platform, model: str) -> str | None:
+    """Why ``model`` cannot run on ``platform``'s dnn_tile slots (its variant too small for some
+    layer even with every slot in the chain), or None when the partitioner finds a split."""
+    key = (platform.path, platform.dnn_tile, model, dnn_slot_count(platform))
+    if key not in _MISFITS:
+        _MISFITS[key] = None
+        try:
+            if key[-1]:
+                dnn_plan(platform, model, key[-1])
+        except NetworkError as exc:
+            tile = platform.dnn_tile
+            _MISFITS[key] = (f"{model} does not fit {platform.name}'s dnn_tile (P={tile.p}, {tile.act_entries} "
+                             f"activation entries, {tile.w_entries} weight entries): {exc}")
+    return _MISFITS[key]
 
 
 def dnn_slot_count(platform: Platform) -> int:

@@ -16,7 +16,7 @@ from fpgashare.bitstream.registry import build_config
 from fpgashare.dnn.network import Network
 from fpgashare.dnn.partition import Plan
 from fpgashare.dnn.reference import quantize_input
-from fpgashare.dnn.tile_format import DEFAULT_TILE, TileSpec, load_stream, pack_activations, unpack_activations
+from fpgashare.dnn.tile_format import TileSpec, load_stream, pack_activations, unpack_activations
 from fpgashare.errors import FrameError, NetworkError
 from fpgashare.hdl_sim.cosim import Job, StreamPhase, run_alone
 from fpgashare.modules import KINDS
@@ -48,11 +48,13 @@ class TileChain:
     By default each tile first enters its slot through the configuration port and then receives
     its segment; with ``configure=False`` the slots already hold dnn_tile (the scheduler loaded
     them) and ``program`` gives each tile its segment when the caller says it lacks it; nothing is
-    routed until a job runs (on the stream the caller names)."""
+    routed until a job runs (on the stream the caller names). ``spec`` defaults to the platform's
+    dnn_tile variant; the plan must have been made for the same variant."""
 
     def __init__(self, board, net: Network, plan: Plan, slots: list[int] | None = None,
-                 spec: TileSpec = DEFAULT_TILE, configure: bool = True) -> None:
+                 spec: TileSpec | None = None, configure: bool = True) -> None:
         platform = board.platform
+        spec = platform.dnn_tile if spec is None else spec
         free = [s.index for s in platform.slots_for("dnn_tile")] if "dnn_tile" in platform.modules else []
         slots = free[: len(plan.stages)] if slots is None else slots
         if len(plan.stages) > len(free) or len(slots) != len(plan.stages):

@@ -26,10 +26,11 @@ class TileSpec:
     w_entries: int = 8192        #: weight entries of p*p int8
     pg_entries: int = 256        #: output-channel groups of bias/multiplier/shift
     max_layers: int = 16
+    uram: bool = True            #: activations and weights in UltraRAM (else block RAM); no effect on cycles
 
     def rtl_parameters(self) -> dict[str, int]:
         return {"DNN_P": self.p, "DNN_ACT_ENTRIES": self.act_entries, "DNN_W_ENTRIES": self.w_entries,
-                "DNN_PG_ENTRIES": self.pg_entries, "DNN_MAX_LAYERS": self.max_layers}
+                "DNN_PG_ENTRIES": self.pg_entries, "DNN_MAX_LAYERS": self.max_layers, "DNN_URAM": int(self.uram)}
 
     def groups(self, channels: int) -> int:
         return -(-channels // self.p)

@@ -25,7 +25,7 @@ A platform with no slot for dnn_tile gives the DNN nothing (``refusal`` says why
 
 from __future__ import annotations
 
-from fpgashare.dnn.planning import dnn_plan, dnn_slot_count
+from fpgashare.dnn.planning import dnn_plan, dnn_slot_count, misfit
 from fpgashare.sched.guard import batch_room, side_load_allowed
 from fpgashare.sched.lookahead import reclaim_at, victims_due
 from fpgashare.sched.pin_move import lend_moves
@@ -42,15 +42,17 @@ LEND_HORIZON_S = 0.1
 DNN = "dnn_tile"
 
 
-def refusal(platform) -> str | None:
-    """Why ``platform`` gives best-effort DNN work nothing, or None if it can run it."""
+def refusal(platform, models=()) -> str | None:
+    """Why ``platform`` gives best-effort DNN work nothing, or None if it can run it: no slot holds
+    dnn_tile, or one of ``models`` does not fit the platform's tile variant."""
     if DNN not in platform.modules or dnn_slot_count(platform) == 0:
         return f"{platform.name} has no slot that fits dnn_tile: the DNN gets no fabric time"
-    return None
+    return next(filter(None, (misfit(platform, m) for m in models)), None)
 
 
 def backfill(engine: EngineView) -> None:
-    if not engine.dnn_pipelines or not engine.runs_dnn or engine.changing or refusal(engine.platform):
+    if not engine.dnn_pipelines or not engine.runs_dnn or engine.changing \
+            or refusal(engine.platform, [p.model for p in engine.dnn_pipelines]):
         return      # (during a mode change only real-time work and its pins use the stream and port)
     _lend(engine)
     _run(engine)

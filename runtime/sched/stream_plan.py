@@ -188,7 +188,8 @@ def one_stream(workload: Workload) -> StreamPlan:
 
 def _runs_dnn(workload: Workload) -> bool:
     """Whether ``workload`` has best-effort DNN work its platform has a tile slot for."""
-    return any(not p.realtime for p in workload.pipelines) and refusal(workload.platform) is None
+    return any(not p.realtime for p in workload.pipelines) and refusal(
+        workload.platform, [p.model for p in workload.pipelines if not p.realtime]) is None
 
 
 def idle_fraction(part: Partition) -> float:

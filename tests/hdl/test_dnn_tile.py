@@ -1,9 +1,12 @@
 """dnn_tile: every layer type bit-exact with the numpy reference on random tensors (odd sizes,
 stride 2, padding, several channel groups, saturation and accumulator-wrap corners), and the
-tile's per-layer cycle counters equal to the cycle model."""
+tile's per-layer cycle counters equal to the cycle model; for each variant the platforms build
+(8x8 MAC array in UltraRAM, 4x4 in block RAM), and on networks generated from a fresh seed."""
 
 from __future__ import annotations
 
+import json
+import os
 import random
 
 import cocotb
@@ -16,11 +19,16 @@ from fpgashare.dnn.models import random_layer
 from fpgashare.dnn.network import Layer, Network
 from fpgashare.dnn.reference import run_network
 from fpgashare.dnn.tile_chain import REG_LAYER0, REG_MODE, REG_NLAYERS, REG_STATUS
-from fpgashare.dnn.tile_format import TileSpec, load_stream, pack_activations, unpack_activations
+from fpgashare.dnn.tile_format import TileSpec, footprint, load_stream, pack_activations, unpack_activations
 
 from tests.hdl.vision_tb import clock_and_reset, random_pauses
 
-SPEC = TileSpec(p=8, act_entries=512, w_entries=512, pg_entries=16, max_layers=8)
+#: The variants under test: the zcu104's (8x8, UltraRAM) and the PYNQ-Z2's (4x4, block RAM), each
+#: with small buffers so that the build stays quick; cycles do not depend on the sizes.
+VARIANTS = {"p8_uram": TileSpec(p=8, act_entries=512, w_entries=512, pg_entries=16, max_layers=8),
+            "p4_bram": TileSpec(p=4, act_entries=1024, w_entries=1024, pg_entries=32, max_layers=8, uram=False)}
+#: The variant this simulation runs (the pytest side names it in the environment).
+SPEC = VARIANTS[os.environ.get("DNN_TILE_VARIANT", "p8_uram")]
 
 
 class TileTB:
@@ -125,11 +133,63 @@ async def saturation_and_wrap_corners(dut):
     await check(tb, relu, rng)
 
 
-@pytest.mark.rtl
-def test_dnn_tile_rtl():
+def random_network(rng: np.random.Generator, spec: TileSpec) -> Network:
+    """A network that fits ``spec``: up to spec.max_layers layers (conv of random kernel, stride and
+    padding, max-pool, fc) on a small random input, every shape valid."""
+    while True:
+        net = _random_layers(rng, spec.max_layers)
+        if footprint(net, 0, len(net.layers), spec).problem(spec) is None:
+            return net
+
+
+def _random_layers(rng: np.random.Generator, max_layers: int) -> Network:
+    shape = (int(rng.integers(4, 11)), int(rng.integers(4, 11)), int(rng.integers(1, 13)))
+    start, layers = shape, []
+    for _ in range(int(rng.integers(1, max_layers + 1))):
+        roll = rng.random()
+        if roll < 0.2 and min(shape[:2]) >= 2:
+            layer = Layer("maxpool")
+        elif roll < 0.3:
+            layer = random_layer(rng, "fc", int(rng.integers(1, 20)), shape, relu=bool(rng.random() < 0.5))
+        else:
+            k = int(rng.integers(1, 4))
+            pad = int(rng.integers(0, k))
+            if min(shape[:2]) + 2 * pad < k:
+                continue
+            layer = random_layer(rng, "conv", int(rng.integers(1, 20)), shape, kernel=k,
+                                 stride=int(rng.integers(1, 3)), pad=pad, relu=bool(rng.random() < 0.7))
+        layers.append(layer)
+        shape = layer.output_shape(shape)
+        if shape[:2] == (1, 1):
+            break
+    return Network("generated", start, tuple(layers)).validate()
+
+
+@cocotb.test(timeout_time=400, timeout_unit="ms")
+async def generated_networks(dut):
+    """Networks and inputs from the seed the pytest side drew (its failure message names it)."""
+    await clock_and_reset(dut)
+    seed = int(os.environ.get("DNN_TILE_SEED", "0"))
+    tb = TileTB(dut, seed)
+    rng = np.random.default_rng(seed)
+    for n in range(4):
+        tb.pressure(0.25 * (n % 2))
+        await check(tb, random_network(rng, SPEC), rng)
+
+
+def run_variant(name: str, seed: int) -> tuple[int, int]:
     from fpgashare.hdl_sim.build import run_cocotb
 
-    tests, failed = run_cocotb("dnn_tile", __name__, parameters={
-        "P": SPEC.p, "ACT_ENTRIES": SPEC.act_entries, "W_ENTRIES": SPEC.w_entries,
-        "PG_ENTRIES": SPEC.pg_entries, "MAX_LAYERS": SPEC.max_layers})
-    assert tests == 3 and failed == 0
+    spec = VARIANTS[name]
+    return run_cocotb("dnn_tile", __name__, parameters={
+        "P": spec.p, "ACT_ENTRIES": spec.act_entries, "W_ENTRIES": spec.w_entries,
+        "PG_ENTRIES": spec.pg_entries, "MAX_LAYERS": spec.max_layers, "URAM": int(spec.uram)},
+        extra_env={"DNN_TILE_VARIANT": name, "DNN_TILE_SEED": str(seed)})
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_dnn_tile_rtl(variant):
+    seed = random.SystemRandom().randrange(2**31)
+    tests, failed = run_variant(variant, seed)
+    assert tests == 4 and failed == 0, json.dumps({"variant": variant, "seed": seed})

@@ -110,6 +110,11 @@ def _unpinned(p: PipelineSpec, pinned: Counter[str]) -> list[list[str]]:
     return out
 
 
+def unpinned_loads(p: PipelineSpec, pinned: Counter[str]) -> int:
+    """Loads one frame of ``p`` needs with ``pinned`` (module -> copies) resident for good."""
+    return sum(len(rest) for rest in _unpinned(p, pinned))
+
+
 _COMPATIBLE: dict[int, object] = {}
 
 

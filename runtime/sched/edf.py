@@ -213,6 +213,8 @@ class EdfPolicy(PriorityPolicy):
             return          # (on a shared port the engine is asked again when the port frees)
         if self._load_pins(engine):
             return
+        if engine.changing:
+            return          # no prefetch during a mode change: the partition must reach its idle instant
         waiting = sorted((f for f in engine.pending if f.start is None), key=self.priority)
         work = self.port_idle_work(engine, waiting)
         if work is not None:

@@ -39,7 +39,7 @@ from fpgashare.sched.engine import DnnRequest, Frame
 from fpgashare.sched.jobs import TraceEvent
 from fpgashare.sched.online import OnlineEngine
 from fpgashare.sched.port_share import PortArbiter
-from fpgashare.sched.relayout import RELAYOUT_LIMIT_S, Relayout, adopt, board_idle, replan_test
+from fpgashare.sched.relayout import RELAYOUT_LIMIT_S, Relayout, adopt, board_idle, kept_in_place, replan_test
 from fpgashare.sched.stream_plan import consecutive_runs, ddr_refusal
 from fpgashare.sched.streams import board_trace, step_partitions
 from fpgashare.slots import Slot
@@ -241,7 +241,12 @@ class OnlineStreams:
         relayout = self._relayout
         if relayout is None:
             return
-        if board_idle(self):
+        if board_idle(self) and not kept_in_place(self, relayout):
+            self._relayout = None
+            self._order = [p for p in self._order if p.name != relayout.joining.name]
+            if relayout.on_refused is not None:
+                relayout.on_refused("the modules its new partitions counted on were given back meanwhile")
+        elif board_idle(self):
             self._relayout = None
             adopt(self, relayout)
             for engine in self.parts:

@@ -10,14 +10,16 @@ this *re-layout*, in steps whose every state is analysed:
 1. *Checked when asked.* Every partition of the plan passes the one-stream analysis with the port
    shared by all of them (``port_share`` = their number: a partition that was quiet offline may
    load now, so none is assumed quiet). And while a new partition's pins are not loaded yet, its
-   frames may need every module of their chains: each partition must also pass with that many
-   loads a frame and one pin load of blocking (``transition_check`` with full loads). A plan that
-   fails either is not adopted; the newcomer may then still join a current partition.
+   frames may need every module of their chains but those pinned where they already are (a pin
+   of the layout in force, kept in the same slot, is resident at the switch): each partition must
+   also pass with that many loads a frame and one pin load of blocking (``transition_check``). A
+   plan that fails either is not adopted; the newcomer may then still join a current partition.
 2. *Old partitions until a board-idle instant.* The current partitions go on under their contracts
    until no partition has a frame waiting or streaming, a DNN batch or a load (DNN batches, lends
    and pin moves pause meanwhile). Then nothing started under the old layout is in flight.
 3. *New partitions from a transition contract.* At that instant the new partitions take over with
-   no pins (every frame loads what it lacks, as the full-load check counted) and each runs a mode
+   only the pins they keep (every frame loads what it lacks, as step 1 counted; if a kept pin was
+   given back meanwhile the re-layout is refused instead) and each runs a mode
    change to its plan's contract: pins load one at a time while it is idle, and it switches at its
    next idle instant; the newcomer's registration returns at its partition's switch.
 4. *Bounded.* If no board-idle instant comes within ``RELAYOUT_LIMIT_S`` the re-layout is given up
@@ -34,8 +36,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fpgashare.platform import Platform
-from fpgashare.sched.analysis import AdmissionContract, analyse, load_and_control, transition_check
+from fpgashare.sched.analysis import AdmissionContract, analyse, load_seconds, transition_check
 from fpgashare.sched.stream_plan import StreamPlan, plan_streams
+from fpgashare.slots import SlotState
 from fpgashare.workload import PipelineSpec, Workload, on_platform
 
 #: Longest wait, in board seconds, for an instant when the whole board is idle.
@@ -54,22 +57,58 @@ class Relayout:
     asked_at: float
 
 
-def full_loads(p: PipelineSpec) -> int:
-    """Loads one frame of ``p`` needs with nothing pinned: every stage of every pass."""
-    return sum(sum(counts.values()) for counts in p.pass_module_counts)
-
-
 def propose(platform: Platform, admitted: list[PipelineSpec], besteffort: list[PipelineSpec],
-            newcomer: PipelineSpec, cap: int) -> StreamPlan | None:
-    """The planner's partitions for ``admitted`` (registration order) then ``newcomer``, or None
-    if it does not admit all of them."""
+            newcomer: PipelineSpec, cap: int) -> list[StreamPlan]:
+    """Layouts that take ``admitted`` (registration order) and ``newcomer``, best first: the
+    planner's, if it admits all of them; else the board cut evenly into N partitions for each N up
+    to ``cap``, each pipeline in order into the partition that admits it with the fewest loads a
+    second (what a fixed split would do), where every pipeline finds one."""
     workload = Workload(Path("<daemon>"), platform, 0, 1.0, (*admitted, newcomer, *besteffort))
     plan = plan_streams(workload, cap)
     wanted = {p.name for p in (*admitted, newcomer)}
-    if not wanted <= {p.name for p in plan.admitted}:
+    if wanted <= {p.name for p in plan.admitted}:
+        return [_cover(platform, plan)]
+    return [plan for n in range(1, cap + 1) if (plan := even_split(platform, [*admitted, newcomer], n)) is not None]
+
+
+def even_split(platform: Platform, pipelines: list[PipelineSpec], n: int) -> StreamPlan | None:
+    """``pipelines`` placed in order on the board cut into ``n`` even partitions, or None if one
+    finds no partition that admits it."""
+    from fpgashare.backends.slot_view import sub_platform
+    from fpgashare.errors import FpgashareError
+    from fpgashare.sched.control_traffic import control_seconds
+    from fpgashare.sched.stream_plan import Partition, consecutive_runs
+
+    if not 1 <= n <= min(platform.streams, len(platform.slots)):
         return None
-    # The daemon's partitions cover the board: slots the plan left free join the DNN's partition,
-    # else the one with the fewest pipelines (more slots never fail a partition's analysis).
+    parts = [Partition(k, slots) for k, slots in enumerate(consecutive_runs([s.index for s in platform.slots], n))]
+    subs = [sub_platform(platform, part.slots) for part in parts]
+    kw = {"port_share": n, "board_load_s": load_seconds(platform), "control_s": control_seconds(platform),
+          "check_ddr": False, "few_pins": True}
+    for p in pipelines:
+        best = None
+        for part, sub in zip(parts, subs, strict=True):
+            try:
+                fitted = on_platform(p, sub)
+            except FpgashareError:
+                continue
+            verdict = analyse([*part.pipelines, fitted], sub, **kw)
+            if verdict.ok:
+                members = [*part.pipelines, fitted]
+                rate = sum(verdict.plan.loads.get(q.name, 0) / q.period_s for q in members) if verdict.plan else 0.0
+                rank = (rate, -verdict.slack_s, part.stream)
+                if best is None or rank < best[0]:
+                    best = (rank, part, fitted)
+        if best is None:
+            return None
+        best[1].pipelines.append(best[2])
+    return StreamPlan(parts)
+
+
+def _cover(platform: Platform, plan: StreamPlan) -> StreamPlan:
+    """``plan`` with every slot in some partition (the daemon's partitions cover the board)."""
+    # Slots the plan left free join the DNN's partition, else the one with the fewest pipelines
+    # (more slots never fail a partition's analysis).
     taken = {s for part in plan.partitions for s in part.slots}
     free = tuple(s.index for s in platform.slots if s.index not in taken)
     if free:
@@ -79,32 +118,47 @@ def propose(platform: Platform, admitted: list[PipelineSpec], besteffort: list[P
     return plan
 
 
-def check(plan: StreamPlan, platform: Platform, sub_platform, newcomer: str) -> tuple[list, str]:
-    """Per partition of ``plan``, its verdict with the port shared by all of them, or the reason
+def check(plan: StreamPlan, platform: Platform, sub_platform, newcomer: str,
+          pinned_now: dict[int, str]) -> tuple[list, str]:
+    """Per partition of ``plan``: its pipelines fitted to its slots, its verdict with the port
+    shared by all of them, and the pins it keeps from the layout in force (``pinned_now``: board
+    slot -> module; they are resident at the switch, so they count from the start); or the reason
     the plan cannot be adopted safely (module docstring, step 1)."""
-    share = len(plan.partitions)
-    kw = {"port_share": share, "board_load_s": load_and_control(platform)[0] - load_and_control(platform)[1],
-          "control_s": load_and_control(platform)[1]}
+    from collections import Counter
+
+    from fpgashare.sched.analysis import residency, unpinned_loads
+    from fpgashare.sched.control_traffic import control_seconds
+
+    kw = {"port_share": len(plan.partitions), "board_load_s": load_seconds(platform),
+          "control_s": control_seconds(platform)}
     verdicts = []
     for part in plan.partitions:
         sub = sub_platform(part.slots)
         fitted = [on_platform(p, sub) for p in part.pipelines]
-        verdict = analyse(fitted, sub, few_pins=part.dnn, check_ddr=False, **kw)
+        used = {m for p in fitted for m in p.modules}
+        keep = {k: pinned_now[g] for k, g in enumerate(part.slots) if pinned_now.get(g) in used}
+        verdict = analyse(fitted, sub, keep_pinned=keep, few_pins=part.dnn, check_ddr=False, **kw)
+        if not verdict.ok:
+            keep = {}
+            verdict = analyse(fitted, sub, few_pins=part.dnn, check_ddr=False, **kw)
         if not verdict.ok:
             return [], f"stream {part.stream} of the new layout fails with the port shared: {verdict.reason}"
         moving = [p for p in fitted if p.name != newcomer]
-        transit = transition_check(moving, {p.name: full_loads(p) for p in moving}, sub, **kw)
+        if isinstance(residency(moving, sub, Counter(keep.values()), keep), str):
+            keep = {}
+        loads = {p.name: unpinned_loads(p, Counter(keep.values())) for p in moving}
+        transit = transition_check(moving, loads, sub, **kw)
         if not transit.ok:
             return [], (f"stream {part.stream} of the new layout could not keep its deadlines before its "
                         f"modules are pinned: {transit.reason}")
-        verdicts.append((fitted, verdict))
+        verdicts.append((fitted, verdict, keep, loads))
     return verdicts, ""
 
 
-def transition_contract(verdict_contract: AdmissionContract) -> AdmissionContract:
-    """What a new partition runs under until its pins are in: nothing pinned, no idle load but
-    its change's pins, no DNN batch that could overlap a release."""
-    return replace(verdict_contract, pinned={}, idle_loads=False, dnn_block_s=0.0)
+def transition_contract(verdict_contract: AdmissionContract, kept: dict[int, str]) -> AdmissionContract:
+    """What a new partition runs under until its pins are in: only the pins it keeps from the
+    layout before, no idle load but its change's pins, no DNN batch that could overlap a release."""
+    return replace(verdict_contract, pinned=dict(kept), idle_loads=False, dnn_block_s=0.0)
 
 
 def replan_test(board, spec: PipelineSpec) -> Callable[[], bool]:
@@ -116,30 +170,40 @@ def replan_test(board, spec: PipelineSpec) -> Callable[[], bool]:
     besteffort = list(board.dnn_pipelines)
     current = [(tuple(v.global_slots), frozenset(p.name for p in e.changes.target_pipelines))
                for v, e in zip(board.views, board.parts, strict=True)]
+    pinned_now = {v.global_slots[s]: m for v, e in zip(board.views, board.parts, strict=True)
+                  for s, m in e.changes.target_contract.pinned.items()}
     trials = {tuple(v.global_slots): (k, e) for k, (v, e) in enumerate(zip(board.views, board.parts, strict=True))}
     from fpgashare.backends.slot_view import sub_platform
 
     def test() -> bool:
-        plan = propose(platform, order, besteffort, spec, cap)
-        if plan is None:
-            return False
-        layout = [(tuple(part.slots), frozenset(p.name for p in part.pipelines if p.name != spec.name))
-                  for part in plan.partitions]
-        if sorted(layout) == sorted(current):
-            home = next(part for part in plan.partitions if spec.name in {p.name for p in part.pipelines})
-            k, engine = trials[tuple(home.slots)]
-            fitted = on_platform(spec, engine.platform)
-            if engine.admission_test(fitted)() is None:
-                board._chosen[spec.name] = ("join", k, fitted)
+        for plan in propose(platform, order, besteffort, spec, cap):
+            layout = [(tuple(part.slots), frozenset(p.name for p in part.pipelines if p.name != spec.name))
+                      for part in plan.partitions]
+            if sorted(layout) == sorted(current):
+                home = next(part for part in plan.partitions if spec.name in {p.name for p in part.pipelines})
+                k, engine = trials[tuple(home.slots)]
+                fitted = on_platform(spec, engine.platform)
+                if engine.admission_test(fitted)() is None:
+                    board._chosen[spec.name] = ("join", k, fitted)
+                    return True
+                continue
+            verdicts, _ = check(plan, platform, lambda slots: sub_platform(platform, slots), spec.name, pinned_now)
+            if verdicts:
+                board._chosen[spec.name] = ("relayout", Relayout(plan, verdicts, spec, None, None, 0.0))
                 return True
-            return False
-        verdicts, _ = check(plan, platform, lambda slots: sub_platform(platform, slots), spec.name)
-        if not verdicts:
-            return False
-        board._chosen[spec.name] = ("relayout", Relayout(plan, verdicts, spec, None, None, 0.0))
-        return True
+        return False
 
     return test
+
+
+def kept_in_place(board, relayout: Relayout) -> bool:
+    """Whether every pin the plan keeps from the layout in force is resident where it was counted
+    (a departure since the check may have given one back)."""
+    slots = {v.global_slots[i]: s for v, e in zip(board.views, board.parts, strict=True)
+             for i, s in enumerate(e.slots.slots)}
+    return all(slots[part.slots[k]].module == m and slots[part.slots[k]].state in (SlotState.READY, SlotState.BUSY)
+               for part, (_, _, kept, _) in zip(relayout.plan.partitions, relayout.verdicts, strict=True)
+               for k, m in kept.items())
 
 
 def board_idle(board) -> bool:
@@ -164,13 +228,13 @@ def adopt(board, relayout: Relayout) -> None:
         for i, slot in enumerate(engine.slots.slots):
             was = slots[view.global_slots[i]]
             slot.state, slot.module, slot.last_used = was.state, was.module, was.last_used
-        fitted, verdict = relayout.verdicts[k]
-        engine.set_contract(transition_contract(verdict.contract))
+        fitted, verdict, kept, loads = relayout.verdicts[k]
+        engine.set_contract(transition_contract(verdict.contract, kept))
         staying = [p for p in fitted if p.name in moving]
         for p in staying:
             engine.adopt(p, moving[p.name][1])
             board._home[p.name] = k
-        engine.changes.loads = {p.name: full_loads(p) for p in staying}
+        engine.changes.loads = {p.name: loads[p.name] for p in staying}
         engine.pipelines_changed()
         joining = next((p for p in fitted if relayout.joining is not None and p.name == relayout.joining.name), None)
         if joining is not None:

@@ -66,6 +66,16 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
     return engine, result
 
 
+def run_online(workload: Workload, backend: str, streams: int | None = None) -> dict:
+    """edf on ``workload`` replayed as the daemon sees it (runtime/sched/daemon_replay.py)."""
+    from fpgashare.sched.daemon_replay import replay
+
+    used = streams_used(workload.platform, backend_class(backend).streams_carried(workload.platform), streams)
+    board = make_backend(backend, workload.platform, streams=used if used > 1 else None)
+    _, result = replay(workload, board, used)
+    return result
+
+
 def _run_on_streams(workload: Workload, scheduler: str, board, streams: int,
                     check_rejected: bool) -> tuple[object, dict]:
     """``scheduler`` on several streams: pipelines partitioned over streams and slots (edf: by its
@@ -182,10 +192,14 @@ def sweep(workload: Workload, scheduler: str, backend: str, pipeline: str, strea
 
 def bench(path: str, schedulers: list[str], backend: str = "model", trace: str | None = None,
           sweep_pipeline: str | bool | None = None, gantt: str | None = None, streams: int | None = None,
-          limit: bool = False) -> dict:
+          limit: bool = False, plan: str = "both") -> dict:
     """Run ``path``'s workload under each scheduler; ``sweep_pipeline`` True sweeps the
     workload's own ``sweep`` pipeline. ``limit``: the workload's limits beside every scheduler's
-    figures (runtime/sched/limits/bench_limits.py)."""
+    figures (runtime/sched/limits/bench_limits.py). ``plan``: ``offline`` plans the whole workload
+    at once; ``online`` replays it as the daemon sees it (runtime/sched/daemon_replay.py: what
+    users get), for edf; ``both`` (the default) reports the two side by side."""
+    if plan not in ("both", "offline", "online"):
+        raise FpgashareError(f"--plan {plan!r}: expected both, offline or online")
     for name in schedulers:
         if name not in POLICIES:
             raise FpgashareError(f"unknown scheduler {name!r}; known: {', '.join(POLICIES)}")
@@ -196,6 +210,10 @@ def bench(path: str, schedulers: list[str], backend: str = "model", trace: str |
         sweep_pipeline = workload.sweep
     results, engines = [], []
     for name in schedulers:
+        if plan != "offline" and name == "edf":
+            results.append(run_online(workload, backend, streams))
+        if plan == "online":
+            continue
         engine, result = run_one(workload, name, backend, streams=streams)
         engines.append(engine)
         if trace:
@@ -238,14 +256,15 @@ def report_lines(report: dict) -> list[str]:
         if f"sweep_ratio_edf_over_{base}" in report:
             lines.append(f"sweep: edf sustains {report[f'sweep_ratio_edf_over_{base}']} x the copies "
                          f"{base.replace('_', '-')} does")
-    header = f"{'scheduler':10s} {'pipeline':14s} {'frames':>6s} {'on_time':>7s} {'late':>5s} {'drop':>5s} " \
+    width = max(10, *(len(r["scheduler"]) for r in report["results"]))
+    header = f"{'scheduler':{width}s} {'pipeline':14s} {'frames':>6s} {'on_time':>7s} {'late':>5s} {'drop':>5s} " \
              f"{'p50 ms':>7s} {'p99 ms':>7s}"
     lines.append(header)
     for r in report["results"]:
         for name, p in r["pipelines"].items():
             p50 = "-" if p["latency_ms_p50"] is None else f"{p['latency_ms_p50']:.2f}"
             p99 = "-" if p["latency_ms_p99"] is None else f"{p['latency_ms_p99']:.2f}"
-            lines.append(f"{r['scheduler']:10s} {name:14s} {p['submitted']:6d} {p['on_time']:7d} {p['late']:5d} "
+            lines.append(f"{r['scheduler']:{width}s} {name:14s} {p['submitted']:6d} {p['on_time']:7d} {p['late']:5d} "
                          f"{p['dropped']:5d} {p50:>7s} {p99:>7s}")
         t = r["totals"]
         extra = f", sweep: {r['sweep']['max_pipelines']} x {r['sweep']['pipeline']}" if "sweep" in r else ""
@@ -253,12 +272,12 @@ def report_lines(report: dict) -> list[str]:
             extra += (f", DNN {t['dnn_images_per_s']:.0f} images/s of a {r['bound']['dnn_images_per_s']:.0f} "
                       "bound")
         for rej in r["rejected"]:
-            lines.append(f"{'':10s} rejected {rej['name']}: {rej['reason']}")
+            lines.append(f"{'':{width}s} rejected {rej['name']}: {rej['reason']}")
         for part in t.get("streams", ()) if len(t.get("streams", ())) > 1 else ():
-            lines.append(f"{'':10s} stream {part['stream']}: slots {part['slots']}, "
+            lines.append(f"{'':{width}s} stream {part['stream']}: slots {part['slots']}, "
                          f"{', '.join(part['pipelines']) or 'no real-time pipeline'}{' + DNN' if part['dnn'] else ''}, "
                          f"busy {100 * part['stream_busy']:.0f}%")
-        lines.append(f"{'':10s} {t['reconfigurations']} loads, port {t['port_busy_s'] * 1e3:.1f} ms "
+        lines.append(f"{'':{width}s} {t['reconfigurations']} loads, port {t['port_busy_s'] * 1e3:.1f} ms "
                      f"(exposed {t['exposed_reconfig_s'] * 1e3:.1f} ms, a frame waiting for "
                      f"{t['stalled_reconfig_s'] * 1e3:.1f} ms of it), slots {100 * t['slot_utilization']:.1f}% "
                      f"busy, {t['wall_s']} s wall{extra}")

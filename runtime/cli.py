@@ -201,7 +201,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     schedulers = [s.strip() for s in args.scheduler.split(",") if s.strip()]
     report = bench(args.workload, schedulers, args.backend, args.trace, args.sweep, args.gantt, args.streams,
-                   limit=args.limit)
+                   limit=args.limit, plan=args.plan)
     _emit(report, args.json, report_lines(report))
     return 0
 
@@ -418,6 +418,9 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--limit", action="store_true",
                     help="compute the workload's limits (best any scheduler could do; docs/limits.md) beside each "
                          "scheduler's figures (needs the limits extra: ortools)")
+    bn.add_argument("--plan", choices=("both", "offline", "online"), default="both",
+                    help="online: edf replayed as the daemon sees it (each pipeline registers at its first release); "
+                         "offline: the whole workload planned at once; both (default): side by side")
     bn.add_argument("--json", action="store_true")
     bn.set_defaults(func=cmd_bench)
 

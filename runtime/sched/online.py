@@ -59,6 +59,7 @@ class OnlineEngine(Engine):
         self._verdicts: dict[str, tuple[int, object]] = {}   # pipeline -> (target version, its analysis)
         #: Registrations and departures, each a mode change analysed step by step (mode_change.py).
         self.changes = ModeChanges(self)
+        self.held_by_board = False          #: set by the board while a re-layout waits (relayout.py)
         self._held: dict[str, list[Frame]] = {}    # frames submitted before their pipeline's switch
         #: Per pipeline, max over its releases of (release - index x period): a frame may not be
         #: released before this + index x period - jitter (the arrival curve admission assumed).
@@ -223,8 +224,10 @@ class OnlineEngine(Engine):
 
     @property
     def changing(self) -> bool:
-        """Whether a mode change is under way: DNN batches, lends and pin moves wait for it."""
-        return self.changes.active
+        """Whether a mode change is under way, here or on the whole board (a re-layout waiting
+        for a board-idle instant, ``held_by_board``): DNN batches, lends, prefetch and pin moves
+        wait for it."""
+        return self.changes.active or self.held_by_board
 
     def joined(self, spec: PipelineSpec, cancelled: bool = False) -> None:
         """``spec``'s switch came (or, without admission, its registration): its frames are

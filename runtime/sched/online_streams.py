@@ -236,24 +236,33 @@ class OnlineStreams:
     def _replan_test(self, spec: PipelineSpec):
         return replan_test(self, spec)
 
+    def _hold_partitions(self, held: bool) -> None:
+        """While a re-layout waits, every partition holds back best-effort work (mode_change.py)."""
+        for engine in self.parts:
+            engine.held_by_board = held
+
     def _step_relayout(self) -> None:
         """Adopt the waiting re-layout at a board-idle instant, or give it up once too late."""
         relayout = self._relayout
+        self._hold_partitions(relayout is not None)
         if relayout is None:
             return
         if board_idle(self) and not kept_in_place(self, relayout):
             self._relayout = None
+            self._hold_partitions(False)
             self._order = [p for p in self._order if p.name != relayout.joining.name]
             if relayout.on_refused is not None:
                 relayout.on_refused("the modules its new partitions counted on were given back meanwhile")
         elif board_idle(self):
             self._relayout = None
+            self._hold_partitions(False)
             adopt(self, relayout)
             for engine in self.parts:
                 engine.after_dispatch()
             self.arbiter.grant()
         elif self.clock.now() - relayout.asked_at > RELAYOUT_LIMIT_S:
             self._relayout = None
+            self._hold_partitions(False)
             self._order = [p for p in self._order if p.name != relayout.joining.name]
             if relayout.on_refused is not None:
                 relayout.on_refused(f"the board was never idle within {RELAYOUT_LIMIT_S:g} s to change "
@@ -373,6 +382,7 @@ class OnlineStreams:
         self._order = [p for p in self._order if p.name != name]
         if self._relayout is not None and self._relayout.joining is not None and self._relayout.joining.name == name:
             self._relayout = None            # it never ran: nothing to undo
+            self._hold_partitions(False)
         k = self._home.pop(name, None)
         if k is None:
             return []

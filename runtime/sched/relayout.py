@@ -135,23 +135,29 @@ def check(plan: StreamPlan, platform: Platform, sub_platform, newcomer: str,
     for part in plan.partitions:
         sub = sub_platform(part.slots)
         fitted = [on_platform(p, sub) for p in part.pipelines]
-        used = {m for p in fitted for m in p.modules}
-        keep = {k: pinned_now[g] for k, g in enumerate(part.slots) if pinned_now.get(g) in used}
-        verdict = analyse(fitted, sub, keep_pinned=keep, few_pins=part.dnn, check_ddr=False, **kw)
-        if not verdict.ok:
-            keep = {}
-            verdict = analyse(fitted, sub, few_pins=part.dnn, check_ddr=False, **kw)
-        if not verdict.ok:
-            return [], f"stream {part.stream} of the new layout fails with the port shared: {verdict.reason}"
         moving = [p for p in fitted if p.name != newcomer]
-        if isinstance(residency(moving, sub, Counter(keep.values()), keep), str):
-            keep = {}
-        loads = {p.name: unpinned_loads(p, Counter(keep.values())) for p in moving}
-        transit = transition_check(moving, loads, sub, **kw)
-        if not transit.ok:
-            return [], (f"stream {part.stream} of the new layout could not keep its deadlines before its "
-                        f"modules are pinned: {transit.reason}")
-        verdicts.append((fitted, verdict, keep, loads))
+        used = {m for p in fitted for m in p.modules}
+        here = {k: pinned_now[g] for k, g in enumerate(part.slots) if pinned_now.get(g) in used}
+        # Pins kept where they are shorten the transition; a partition that runs the DNN first
+        # tries the fewest pins (its tiles need the slots).
+        why = ""
+        for forced in (({}, here) if part.dnn else (here, {})):
+            verdict = analyse(fitted, sub, keep_pinned=forced, few_pins=part.dnn, check_ddr=False, **kw)
+            if not verdict.ok:
+                why = f"stream {part.stream} of the new layout fails with the port shared: {verdict.reason}"
+                continue
+            keep = {k: m for k, m in verdict.contract.pinned.items() if here.get(k) == m}
+            if isinstance(residency(moving, sub, Counter(keep.values()), keep), str):
+                keep = {}
+            loads = {p.name: unpinned_loads(p, Counter(keep.values())) for p in moving}
+            transit = transition_check(moving, loads, sub, **kw)
+            if transit.ok:
+                verdicts.append((fitted, verdict, keep, loads))
+                break
+            why = (f"stream {part.stream} of the new layout could not keep its deadlines before its modules "
+                   f"are pinned: {transit.reason}")
+        else:
+            return [], why
     return verdicts, ""
 
 

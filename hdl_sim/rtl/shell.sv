@@ -44,23 +44,6 @@ module shell import fpgashare_pkg::*; #(
 ) (
     input  wire               clk,
     input  wire               rst,
-    input  wire [15:0]        s_axil_awaddr,
-    input  wire               s_axil_awvalid,
-    output wire               s_axil_awready,
-    input  wire [31:0]        s_axil_wdata,
-    input  wire [3:0]         s_axil_wstrb,
-    input  wire               s_axil_wvalid,
-    output wire               s_axil_wready,
-    output wire [1:0]         s_axil_bresp,
-    output wire               s_axil_bvalid,
-    input  wire               s_axil_bready,
-    input  wire [15:0]        s_axil_araddr,
-    input  wire               s_axil_arvalid,
-    output wire               s_axil_arready,
-    output wire [31:0]        s_axil_rdata,
-    output wire [1:0]         s_axil_rresp,
-    output wire               s_axil_rvalid,
-    input  wire               s_axil_rready,
     input  wire [DATA_W-1:0]  s_axis_tdata,
     input  wire               s_axis_tvalid,
     output wire               s_axis_tready,
@@ -85,7 +68,9 @@ module shell import fpgashare_pkg::*; #(
     output wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        m_axis_more_tvalid,
     input  wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        m_axis_more_tready,
     output wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        m_axis_more_tlast,
-    output wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        m_axis_more_tuser
+    output wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        m_axis_more_tuser,
+    `define AXIL_ADDR_W 16
+    `include "axil_ports.svh"
 );
     initial begin
         if (NUM_SLOTS < 1 || NUM_SLOTS > 8) $error("shell: NUM_SLOTS must be 1..8");

@@ -55,7 +55,7 @@ module config_port import fpgashare_pkg::*; #(
     logic        t1_open;        // the previous packet was a Type-1 write of count 0
     logic [26:0] remaining;
     logic [31:0] crc_q, far_q;
-    logic        idcode_ok, wcfg_ok, far_set, fdri_done, crc_checked, in_fdri, counting;
+    logic        idcode_ok, wcfg_ok, far_set, fdri_done, crc_checked, drain_after, counting;
     logic [26:0] fdri_idx;
     logic [MB-1:0] mod_q;
 
@@ -95,43 +95,208 @@ module config_port import fpgashare_pkg::*; #(
         return 8'd0;
     endfunction
 
-    always_ff @(posedge clk) begin
-        logic [7:0] err;
-        logic       desync, open_data;
-        logic [4:0] open_reg;
-        logic [26:0] open_count;
-        slot_rst <= '0;
+    // The port in four parts, by role, each register written by one of them:
+    //   decode  (combinational) what the word on the port means in this phase: an error, DESYNC, a
+    //           header that opens a packet with data;
+    //   parser  the phase and the packet being read (register, words remaining, Type-1 context);
+    //   crc     the running configuration CRC;
+    //   writer  the configuration registers' effects (IDCODE, WCFG, FAR, the frame data's module);
+    //   status  the load's outcome, counters, and each slot's module, loading (decoupled) and failed
+    //           state, with the RM reset at activation.
+    wire arm_ok = int'(arm_slot) < NUM_SLOTS;
+    wire start = (phase == P_IDLE) && arm && arm_ok;           // a load begins
+    wire reading = take && (phase == P_SYNC || phase == P_HDR || phase == P_DATA);
+    wire in_data = take && (phase == P_DATA);                     // a data word for reg_q
+
+    // ---- decode
+    logic [7:0]  err;          // the load fails on this word
+    logic        desync;       // this word is DESYNC's data and the load is good
+    logic        t1_write;     // this header is a Type-1 write to a writable register
+    logic        open_data;    // this header opens a packet with data words ...
+    logic [4:0]  open_reg;     // ... for this register ...
+    logic [26:0] open_count;   // ... of this many words
+    wire         module_ok = w[31:MB] == 0 && w[MB-1:0] != 0 && t_mods[w[MB-1:0]];
+    always_comb begin
         err = 8'd0;
         desync = 1'b0;
+        t1_write = 1'b0;
         open_data = 1'b0;
         open_reg = '0;
         open_count = '0;
+        if (reading && phase == P_HDR) begin
+            // A count-0 Type-1 write only announces a Type-2 packet; a NOP is exactly NOP.
+            if (t1_open && w[31:29] != 3'b010) err = PORT_ERR_BAD_PACKET;
+            else if (w[31:29] == 3'b001) begin
+                if (w[26:18] != 0 || w[12:11] != 0) err = PORT_ERR_BAD_PACKET;
+                else if (w[28:27] == 2'b00) begin
+                    if (w != NOP) err = PORT_ERR_BAD_PACKET;
+                end else if (w[28:27] != 2'b10) err = PORT_ERR_BAD_PACKET;  // reads, reserved
+                else if (!cfg_reg_writable(w[17:13])) err = PORT_ERR_BAD_REGISTER;
+                else begin
+                    t1_write = 1'b1;
+                    if (w[10:0] != 0) begin
+                        open_data = 1'b1;
+                        open_reg = w[17:13];
+                        open_count = 27'(w[10:0]);
+                    end
+                end
+            end else if (w[31:29] == 3'b010) begin
+                if (!t1_open || w[28:27] != 2'b10) err = PORT_ERR_BAD_PACKET;
+                else if (w[26:0] != 0) begin
+                    open_data = 1'b1;
+                    open_reg = last_t1_reg;
+                    open_count = w[26:0];
+                end
+            end else begin
+                err = PORT_ERR_BAD_PACKET;
+            end
+            // A packet with data follows: both packet types open it the same way.
+            if (open_data && open_reg == CFG_REG_FDRI) begin
+                if (fdri_done) err = PORT_ERR_BAD_PACKET;
+                else if (!idcode_ok) err = PORT_ERR_FDRI_BEFORE_IDCODE;
+                else if (!wcfg_ok) err = PORT_ERR_FDRI_BEFORE_WCFG;
+                else if (!far_set) err = PORT_ERR_FAR_OUTSIDE_SLOT;
+                else err = fdri_check(open_count, far_q, t_base, t_frames);
+            end
+        end
+        if (in_data) begin
+            if (reg_q == CFG_REG_CRC && w != crc_q) err = PORT_ERR_CRC_MISMATCH;
+            case (reg_q)
+                CFG_REG_IDCODE: if (w != IDCODE) err = PORT_ERR_BAD_IDCODE;
+                CFG_REG_CMD: begin
+                    if (!cmd_allowed(w)) err = PORT_ERR_BAD_COMMAND;
+                    else if (w == CMD_DESYNC) begin
+                        if (remaining != 1) err = PORT_ERR_BAD_PACKET;  // DESYNC must end its packet
+                        else if (!fdri_done) err = PORT_ERR_NO_FRAME_DATA;
+                        else if (!crc_checked) err = PORT_ERR_MISSING_CRC;
+                        else desync = 1'b1;
+                    end
+                end
+                CFG_REG_FDRI: begin
+                    if (fdri_idx == 0 && w != RM_MAGIC) err = PORT_ERR_UNKNOWN_MODULE;
+                    if (fdri_idx == 1 && !module_ok) err = PORT_ERR_UNKNOWN_MODULE;
+                end
+                default: ;
+            endcase
+        end
+        // End of the transfer before the bitstream ended.
+        if (reading && err == 0 && !desync && s_axis_tlast)
+            err = (phase == P_SYNC) ? PORT_ERR_NO_SYNC : PORT_ERR_TRUNCATED;
+    end
+
+    // ---- parser
+    always_ff @(posedge clk) begin
+        case (phase)
+            P_IDLE: if (start) begin
+                phase <= P_SYNC;
+                t1_open <= 1'b0;
+                drain_after <= 1'b0;
+                remaining <= '0;
+            end
+            P_SYNC, P_HDR, P_DATA: if (take) begin
+                if (phase == P_SYNC) begin
+                    if (w == SYNC) phase <= P_HDR;
+                end else if (phase == P_HDR) begin
+                    t1_open <= t1_write && w[10:0] == 0;
+                    if (t1_write) last_t1_reg <= w[17:13];
+                    if (open_data) begin
+                        reg_q <= open_reg;
+                        remaining <= open_count;
+                        phase <= P_DATA;
+                    end
+                end else begin
+                    remaining <= remaining - 1;
+                    if (remaining == 1) phase <= P_HDR;
+                end
+                if (err != 0) phase <= s_axis_tlast ? P_IDLE : P_DRAIN;
+                else if (desync) begin
+                    phase <= P_ACT;
+                    // Words after DESYNC are ignored by the device; drain them unless this was the last.
+                    drain_after <= !s_axis_tlast;
+                end
+            end
+            P_ACT: phase <= P_ACT2;
+            P_ACT2: phase <= drain_after ? P_DRAIN : P_IDLE;
+            P_DRAIN: if (take && s_axis_tlast) phase <= P_IDLE;
+            default: phase <= P_IDLE;
+        endcase
+        if (rst) begin
+            phase <= P_IDLE;
+            {drain_after, t1_open} <= '0;
+            remaining <= '0;
+            reg_q <= '0;
+            last_t1_reg <= '0;
+        end
+    end
+
+    // ---- crc: over every data word but the CRC's own; a matching CRC write and CMD RCRC reset it
+    always_ff @(posedge clk) begin
+        if (start) crc_q <= '0;
+        if (in_data) begin
+            if (reg_q == CFG_REG_CRC) begin
+                if (w == crc_q) crc_q <= '0;
+            end else begin
+                crc_q <= icap_crc(reg_q, w, crc_q);
+            end
+            if (reg_q == CFG_REG_CMD && cmd_allowed(w) && w == CMD_RCRC) crc_q <= '0;
+        end
+        if (rst) crc_q <= '0;
+    end
+
+    // ---- writer
+    always_ff @(posedge clk) begin
+        if (start) begin
+            {idcode_ok, wcfg_ok, far_set, fdri_done, crc_checked} <= '0;
+            mod_q <= '0;
+        end
+        if (take && phase == P_HDR && open_data) fdri_idx <= '0;
+        if (in_data) begin
+            if (reg_q == CFG_REG_CRC && w == crc_q && fdri_done) crc_checked <= 1'b1;
+            case (reg_q)
+                CFG_REG_IDCODE: if (w == IDCODE) idcode_ok <= 1'b1;
+                CFG_REG_FAR: begin
+                    far_q <= w;
+                    far_set <= 1'b1;
+                end
+                CFG_REG_CMD: if (cmd_allowed(w) && w == CMD_WCFG) wcfg_ok <= 1'b1;
+                CFG_REG_FDRI: begin
+                    fdri_idx <= fdri_idx + 1;
+                    if (fdri_idx == 1 && module_ok) mod_q <= w[MB-1:0];
+                    if (remaining == 1) fdri_done <= 1'b1;
+                end
+                default: ;
+            endcase
+        end
+        if (rst) begin
+            {idcode_ok, wcfg_ok, far_set, fdri_done, crc_checked} <= '0;
+            far_q <= '0;
+            fdri_idx <= '0;
+            mod_q <= '0;
+        end
+    end
+
+    // ---- status: the load's outcome and counters; per slot its module, loading (the shell keeps a
+    // loading slot decoupled), failed state and error; the RM reset at activation
+    always_ff @(posedge clk) begin
+        slot_rst <= '0;
         if (counting) cycles <= cycles + 1;
         if (take && counting) words <= words + 1;
-
         case (phase)
-            P_IDLE: begin
-                if (arm) begin
-                    target <= arm_slot;
-                    error <= 8'd0;
-                    words <= '0;
-                    cycles <= '0;
-                    counting <= 1'b0;
-                    if (int'(arm_slot) >= NUM_SLOTS) begin
-                        error <= PORT_ERR_BAD_SLOT;
-                        status <= CFG_FAILED;
-                    end else begin
-                        status <= CFG_BUSY;
-                        phase <= P_SYNC;
-                        slot_module[arm_slot*MB +: MB] <= '0;
-                        slot_loading[ai] <= 1'b1;
-                        slot_failed[ai] <= 1'b0;
-                        slot_error[arm_slot*8 +: 8] <= 8'd0;
-                        {idcode_ok, wcfg_ok, far_set, fdri_done, crc_checked, in_fdri, t1_open} <= '0;
-                        crc_q <= '0;
-                        remaining <= '0;
-                        mod_q <= '0;
-                    end
+            P_IDLE: if (arm) begin
+                target <= arm_slot;
+                error <= 8'd0;
+                words <= '0;
+                cycles <= '0;
+                counting <= 1'b0;
+                if (!arm_ok) begin
+                    error <= PORT_ERR_BAD_SLOT;
+                    status <= CFG_FAILED;
+                end else begin
+                    status <= CFG_BUSY;
+                    slot_module[arm_slot*MB +: MB] <= '0;
+                    slot_loading[ai] <= 1'b1;
+                    slot_failed[ai] <= 1'b0;
+                    slot_error[arm_slot*8 +: 8] <= 8'd0;
                 end
             end
             P_SYNC, P_HDR, P_DATA: if (take) begin
@@ -139,128 +304,27 @@ module config_port import fpgashare_pkg::*; #(
                     counting <= 1'b1;
                     words <= 32'd1;
                 end
-                if (phase == P_SYNC) begin
-                    if (w == SYNC) phase <= P_HDR;
-                end else if (phase == P_HDR) begin
-                    t1_open <= 1'b0;
-                    // A count-0 Type-1 write only announces a Type-2 packet; a NOP is exactly 0x20000000.
-                    if (t1_open && w[31:29] != 3'b010) err = PORT_ERR_BAD_PACKET;
-                    else if (w[31:29] == 3'b001) begin
-                        if (w[26:18] != 0 || w[12:11] != 0) err = PORT_ERR_BAD_PACKET;
-                        else if (w[28:27] == 2'b00) begin
-                            if (w != NOP) err = PORT_ERR_BAD_PACKET;
-                        end else if (w[28:27] != 2'b10) err = PORT_ERR_BAD_PACKET;  // reads, reserved
-                        else if (!cfg_reg_writable(w[17:13])) err = PORT_ERR_BAD_REGISTER;
-                        else begin
-                            last_t1_reg <= w[17:13];
-                            if (w[10:0] == 0) t1_open <= 1'b1;
-                            else begin
-                                open_data = 1'b1;
-                                open_reg = w[17:13];
-                                open_count = 27'(w[10:0]);
-                            end
-                        end
-                    end else if (w[31:29] == 3'b010) begin
-                        if (!t1_open || w[28:27] != 2'b10) err = PORT_ERR_BAD_PACKET;
-                        else if (w[26:0] != 0) begin
-                            open_data = 1'b1;
-                            open_reg = last_t1_reg;
-                            open_count = w[26:0];
-                        end
-                    end else begin
-                        err = PORT_ERR_BAD_PACKET;
-                    end
-                    // A packet with data follows: both packet types open it the same way.
-                    if (open_data) begin
-                        reg_q <= open_reg;
-                        remaining <= open_count;
-                        phase <= P_DATA;
-                        in_fdri <= (open_reg == CFG_REG_FDRI);
-                        fdri_idx <= '0;
-                        if (open_reg == CFG_REG_FDRI) begin
-                            if (fdri_done) err = PORT_ERR_BAD_PACKET;
-                            else if (!idcode_ok) err = PORT_ERR_FDRI_BEFORE_IDCODE;
-                            else if (!wcfg_ok) err = PORT_ERR_FDRI_BEFORE_WCFG;
-                            else if (!far_set) err = PORT_ERR_FAR_OUTSIDE_SLOT;
-                            else err = fdri_check(open_count, far_q, t_base, t_frames);
-                        end
-                    end
-                end else begin  // P_DATA: one data word for reg_q
-                    if (reg_q == CFG_REG_CRC) begin
-                        if (w != crc_q) err = PORT_ERR_CRC_MISMATCH;
-                        else begin
-                            crc_q <= '0;
-                            if (fdri_done) crc_checked <= 1'b1;
-                        end
-                    end else begin
-                        crc_q <= icap_crc(reg_q, w, crc_q);
-                    end
-                    case (reg_q)
-                        CFG_REG_IDCODE: if (w != IDCODE) err = PORT_ERR_BAD_IDCODE; else idcode_ok <= 1'b1;
-                        CFG_REG_FAR: begin
-                            far_q <= w;
-                            far_set <= 1'b1;
-                        end
-                        CFG_REG_CMD: begin
-                            if (!cmd_allowed(w)) err = PORT_ERR_BAD_COMMAND;
-                            else if (w == CMD_WCFG) wcfg_ok <= 1'b1;
-                            else if (w == CMD_RCRC) crc_q <= '0;
-                            else if (w == CMD_DESYNC) begin
-                                if (remaining != 1) err = PORT_ERR_BAD_PACKET;  // DESYNC must end its packet
-                                else if (!fdri_done) err = PORT_ERR_NO_FRAME_DATA;
-                                else if (!crc_checked) err = PORT_ERR_MISSING_CRC;
-                                else desync = 1'b1;
-                            end
-                        end
-                        CFG_REG_FDRI: begin
-                            fdri_idx <= fdri_idx + 1;
-                            if (fdri_idx == 0 && w != RM_MAGIC) err = PORT_ERR_UNKNOWN_MODULE;
-                            if (fdri_idx == 1) begin
-                                if (w[31:MB] != 0 || w[MB-1:0] == 0 || !t_mods[w[MB-1:0]])
-                                    err = PORT_ERR_UNKNOWN_MODULE;
-                                else mod_q <= w[MB-1:0];
-                            end
-                            if (remaining == 1) fdri_done <= 1'b1;
-                        end
-                        default: ;
-                    endcase
-                    remaining <= remaining - 1;
-                    if (remaining == 1) phase <= P_HDR;
-                end
-                // End of the transfer before the bitstream ended.
-                if (err == 0 && !desync && s_axis_tlast)
-                    err = (phase == P_SYNC) ? PORT_ERR_NO_SYNC : PORT_ERR_TRUNCATED;
                 if (err != 0) begin
                     error <= err;
                     status <= CFG_FAILED;
                     slot_failed[ti] <= 1'b1;
                     slot_error[target*8 +: 8] <= err;
                     counting <= 1'b0;
-                    phase <= s_axis_tlast ? P_IDLE : P_DRAIN;
-                end else if (desync) begin
-                    phase <= P_ACT;
-                    // Words after DESYNC are ignored by the device; drain them unless this was the last.
-                    in_fdri <= !s_axis_tlast;  // reused as "drain after activation"
                 end
             end
             P_ACT: begin
                 slot_module[target*MB +: MB] <= mod_q;
                 slot_rst[ti] <= 1'b1;
-                phase <= P_ACT2;
             end
             P_ACT2: begin
                 slot_loading[ti] <= 1'b0;
                 status <= CFG_LOADED;
                 loads <= loads + 1;
                 counting <= 1'b0;
-                phase <= in_fdri ? P_DRAIN : P_IDLE;
             end
-            P_DRAIN: if (take && s_axis_tlast) phase <= P_IDLE;
-            default: phase <= P_IDLE;
+            default: ;
         endcase
-
         if (rst) begin
-            phase <= P_IDLE;
             slot_module <= '0;
             slot_loading <= '0;
             slot_failed <= '0;
@@ -273,14 +337,6 @@ module config_port import fpgashare_pkg::*; #(
             cycles <= '0;
             loads <= '0;
             counting <= 1'b0;
-            {idcode_ok, wcfg_ok, far_set, fdri_done, crc_checked, in_fdri, t1_open} <= '0;
-            crc_q <= '0;
-            far_q <= '0;
-            remaining <= '0;
-            reg_q <= '0;
-            last_t1_reg <= '0;
-            fdri_idx <= '0;
-            mod_q <= '0;
         end
     end
 endmodule

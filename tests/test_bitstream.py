@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 from fpgashare.bitstream.bitfile import BitHeader, parse_bit, write_bit
 from fpgashare.bitstream.crc import icap_crc, icap_crc_words
-from fpgashare.bitstream.packets import PortError
+from fpgashare.bitstream.packets import PortError, SlotRegion, check_words, frame_data, partial_words
 from fpgashare.bitstream.registry import build_all, build_bitfile, file_name, inspect_bytes
 from fpgashare.errors import BitstreamError
-from fpgashare.hwtables.tables import MODULE_IDS
+from fpgashare.hwtables.tables import MODULE_ID_BITS, MODULE_IDS
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def test_crc_matches_prjxray_vectors():
@@ -130,3 +132,24 @@ def test_every_partial_of_every_shipped_manifest_passes_inspect_and_the_board_ch
     assert main(["bitstream", "build", name, "--out", str(relocatable), "--relocatable"]) == 0
     for path in sorted(relocatable.glob("*.bit")):
         inspect_ok(path)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, (1 << MODULE_ID_BITS) - 1), st.integers(0, (1 << 32) - 1), st.integers(0, 1 << 20))
+def test_the_port_checker_takes_every_module_id_of_the_tables_width(module_id, mask, wide):
+    """A frame naming any id of MODULE_ID_BITS bits loads where the slot's mask has it and is
+    UNKNOWN_MODULE where not; an id with any bit above MODULE_ID_BITS is never taken."""
+    frame_words = 8
+    region = SlotRegion(far_base=40, frames=2, module_mask=mask)
+
+    def verdict(named: int):
+        frames = frame_data("prop", 0, 0, region.frames * frame_words)
+        frames[1] = named
+        return check_words(partial_words(0x03727093, region.far_base, frames), 0x03727093, frame_words, region)
+
+    held = bool(mask >> module_id & 1)
+    got = verdict(module_id)
+    assert got.ok == held and got.error == (PortError.OK if held else PortError.UNKNOWN_MODULE)
+    assert got.module_id == (module_id if held else None)
+    beyond = verdict(module_id | (wide + 1) << MODULE_ID_BITS)
+    assert beyond.error == PortError.UNKNOWN_MODULE

@@ -44,11 +44,34 @@ def cache_root() -> Path:
 
 
 def rtl_sources() -> list[Path]:
-    """Every RTL file; Verilator elaborates only what the top level instantiates."""
-    files = sorted(RTL_DIR.glob("*.sv"))
+    """Every synthesizable RTL file, the packages (``*_pkg.sv``) first so that the modules importing
+    them come after them; Verilator elaborates only what the top level instantiates. The assertion
+    checkers (``sva_*.sv``, simulation only) are not among them: ``sim_sources`` adds them."""
+    files = sorted((f for f in RTL_DIR.glob("*.sv") if not f.name.startswith("sva_")),
+                   key=lambda f: (not f.name.endswith("_pkg.sv"), f.name))
     if not files:
         raise FileNotFoundError(f"no RTL sources under {RTL_DIR}")
     return files
+
+
+def rtl_module_files() -> list[Path]:
+    """The RTL files that hold a module (one each, named after it): ``rtl_sources`` without the packages."""
+    return [f for f in rtl_sources() if not f.name.endswith("_pkg.sv")]
+
+
+def sva_sources() -> list[Path]:
+    """The assertion checkers and their ``bind`` file (``sva_*.sv``): in every simulation build, never synthesized."""
+    return sorted(RTL_DIR.glob("sva_*.sv"), key=lambda f: (f.name == "sva_binds.sv", f.name))
+
+
+def sim_sources() -> list[Path]:
+    """What every simulation build compiles: the RTL, then the checkers bound into it."""
+    return [*rtl_sources(), *sva_sources()]
+
+
+#: Verilator flags every simulation build shares: assertions on (the checkers in sva_*.sv, and the
+#: RTL's own), so a broken handshake stops the simulation wherever it happens.
+ASSERT_FLAGS = ["--assert"]
 
 
 def rtl_headers() -> list[Path]:
@@ -226,7 +249,7 @@ def cocotb_toolchain() -> dict[str, str]:
 
 def cocotb_build_dir(toplevel: str, parameters: Mapping[str, object]) -> Path:
     """The cached build folder for one cocotb top level and parameter set."""
-    key = content_key("cocotb", [*rtl_sources(), *rtl_headers()],
+    key = content_key("cocotb", [*sim_sources(), *rtl_headers()],
                       {"top": toplevel, "params": dict(parameters), "toolchain": cocotb_toolchain()})
     return cache_root() / "cocotb" / f"{toplevel}-{key}"
 
@@ -252,12 +275,12 @@ def run_cocotb(
     runner = get_runner("verilator")
     with build_lock(build_dir):
         runner.build(
-            sources=rtl_sources(),
+            sources=sim_sources(),
             includes=[RTL_DIR],
             hdl_toplevel=toplevel,
             parameters=params,
             build_dir=build_dir,
-            build_args=["-O3", "--x-assign", "fast", "--x-initial", "fast", "-Wno-fatal"],
+            build_args=["-O3", "--x-assign", "fast", "--x-initial", "fast", "-Wno-fatal", *ASSERT_FLAGS],
             timescale=("1ns", "1ps"),
         )
     repo_root = str(Path(__file__).resolve().parent.parent)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 from fpgashare.hdl_sim.build import (
+    ASSERT_FLAGS,
     HARNESS_DIR,
     RTL_DIR,
     BuildError,
@@ -24,13 +25,13 @@ from fpgashare.hdl_sim.build import (
     content_key,
     format_parameter,
     rtl_headers,
-    rtl_sources,
+    sim_sources,
 )
 from fpgashare.hdl_sim.toolchain import setup_environment
 
 log = logging.getLogger(__name__)
 
-VERILATOR_FLAGS = ["-O3", "--x-assign", "fast", "--x-initial", "fast", "-Wno-fatal", "--noassert"]
+VERILATOR_FLAGS = ["-O3", "--x-assign", "fast", "--x-initial", "fast", "-Wno-fatal", *ASSERT_FLAGS]
 COMPILE = CompileOptions()
 #: Verilator configuration of the model. dnn_tile is the largest module and every slot holds an identical
 #: copy: kept as one class rather than inlined four times, the model's C++ is a quarter smaller (a second
@@ -60,7 +61,7 @@ class HarnessError(RuntimeError):
 def build_harness(parameters: Mapping[str, int]) -> Path:
     """Build (or reuse) libshell.so for one parameter set; return its path."""
     setup_environment()
-    sources = rtl_sources()
+    sources = sim_sources()
     cpp = HARNESS_DIR / "shell_harness.cpp"
     key = content_key("harness", [*sources, *rtl_headers(), cpp],
                       {"params": dict(parameters), "flags": VERILATOR_FLAGS, "config": VERILATOR_CONFIG,

@@ -296,6 +296,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rtl_tables(args: argparse.Namespace) -> int:
+    from fpgashare.hwtables.generate import run
+
+    return run(args.check)
+
+
 def cmd_rtl_synth(args: argparse.Namespace) -> int:
     from fpgashare.platform import load_platform
     from fpgashare.synth import RESOURCES, SHELL, report, synth_platform
@@ -373,6 +379,9 @@ def build_parser() -> argparse.ArgumentParser:
     sy.add_argument("--update-manifest", action="store_true",
                     help="write the figures of modules outside 1x..1.5x into the manifest (LUT, FF x1.25)")
     sy.set_defaults(func=cmd_rtl_synth)
+    tb = rtl.add_parser("tables", help="regenerate the SV package and Python module from the hardware tables")
+    tb.add_argument("--check", action="store_true", help="only list stale generated files (exit 1 if any)")
+    tb.set_defaults(func=cmd_rtl_tables)
 
     sim = sub.add_parser("sim", help="the simulated board").add_subparsers(dest="action", required=True)
     r = sim.add_parser("run", help="stream an image through a chain of modules in RTL")

@@ -1,8 +1,9 @@
 """The catalogue of reconfigurable modules (RMs): ids, register maps and named presets.
 
 A module id is what a partial bitstream's frame data names and what the configuration port
-activates in a slot. A preset is a module plus register values, so ``gauss3x3`` and ``sobel_x``
-both load the ``conv3x3`` bitstream and differ only in registers (no reconfiguration between them).
+activates in a slot (its number is in the hardware tables, runtime/hwtables/tables.toml). A
+preset is a module plus register values, so ``gauss3x3`` and ``sobel_x`` both load the
+``conv3x3`` bitstream and differ only in registers (no reconfiguration between them).
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from fpgashare.errors import ModuleError
+from fpgashare.hwtables.tables import MODULE_IDS, MREG_FRAMES, MREG_HEIGHT, MREG_ID, MREG_STATUS, MREG_WIDTH
 
-#: Registers every vision module has, by word index.
-COMMON_REGS = {"ID": 0, "WIDTH": 1, "HEIGHT": 2, "STATUS": 3, "FRAMES": 4}
+#: Registers every vision module has, by word index (the hardware tables' MREG_*).
+COMMON_REGS = {"ID": MREG_ID, "WIDTH": MREG_WIDTH, "HEIGHT": MREG_HEIGHT, "STATUS": MREG_STATUS, "FRAMES": MREG_FRAMES}
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,11 @@ class ModuleKind:
         return (rows, cols, self.channels_in) if self.channels_in > 1 else (rows, cols)
 
 
+def _kind(name: str, *args, **kwargs) -> ModuleKind:
+    """A module kind whose id is the hardware tables' id for ``name``."""
+    return ModuleKind(name, MODULE_IDS[name], *args, **kwargs)
+
+
 def _regs(**extra: int) -> dict[str, int]:
     return {**COMMON_REGS, **extra}
 
@@ -57,32 +64,32 @@ _RO = frozenset({"ID", "STATUS", "FRAMES"})
 KINDS: dict[str, ModuleKind] = {
     k.name: k
     for k in (
-        ModuleKind("conv3x3", 1, _CONV_REGS, _RO, defaults={"K4": 1, "MUL": 1}),
-        ModuleKind("sobel_mag", 2, _regs(), _RO),
-        ModuleKind("threshold", 3, _regs(THRESH=5, MAXVAL=6, TYPE=7), _RO,
+        _kind("conv3x3", _CONV_REGS, _RO, defaults={"K4": 1, "MUL": 1}),
+        _kind("sobel_mag", _regs(), _RO),
+        _kind("threshold", _regs(THRESH=5, MAXVAL=6, TYPE=7), _RO,
                    defaults={"THRESH": 127, "MAXVAL": 255, "TYPE": 0}),
-        ModuleKind("downscale2x", 4, _regs(), _RO, halves=True),
-        ModuleKind("rgb2gray", 5, _regs(CR=5, CG=6, CB=7, SHIFT=8), _RO, channels_in=3,
+        _kind("downscale2x", _regs(), _RO, halves=True),
+        _kind("rgb2gray", _regs(CR=5, CG=6, CB=7, SHIFT=8), _RO, channels_in=3,
                    defaults={"CR": 9798, "CG": 19235, "CB": 3735, "SHIFT": 15}),
-        ModuleKind("dnn_tile", 6, _regs(MODE=5, NLAYERS=6, IMAGE_CYCLES=7, INFO=8, ACT_ENTRIES=9,
+        _kind("dnn_tile", _regs(MODE=5, NLAYERS=6, IMAGE_CYCLES=7, INFO=8, ACT_ENTRIES=9,
                                         W_ENTRIES=10, PG_ENTRIES=11),
                    frozenset({"ID", "STATUS", "FRAMES", "NLAYERS", "IMAGE_CYCLES", "INFO", "ACT_ENTRIES",
                               "W_ENTRIES", "PG_ENTRIES"}), kernel_kind="dnn"),
         # rank3x3.sv with RANK 0, 8 and 4: one design, three bitstreams.
-        ModuleKind("erode3x3", 7, _regs(), _RO),
-        ModuleKind("dilate3x3", 8, _regs(), _RO),
-        ModuleKind("median3x3", 9, _regs(), _RO),
-        ModuleKind("rgb2hsv", 10, _regs(), _RO, channels_in=3, channels_out=3),
-        ModuleKind("in_range", 11, _regs(LO0=5, HI0=6, LO1=7, HI1=8, LO2=9, HI2=10), _RO, channels_in=3,
+        _kind("erode3x3", _regs(), _RO),
+        _kind("dilate3x3", _regs(), _RO),
+        _kind("median3x3", _regs(), _RO),
+        _kind("rgb2hsv", _regs(), _RO, channels_in=3, channels_out=3),
+        _kind("in_range", _regs(LO0=5, HI0=6, LO1=7, HI1=8, LO2=9, HI2=10), _RO, channels_in=3,
                    defaults={"LO0": 0, "HI0": 255, "LO1": 0, "HI1": 255, "LO2": 0, "HI2": 255}),
-        ModuleKind("moments", 12, _regs(M00=5, M10_LO=6, M10_HI=7, M01_LO=8, M01_HI=9),
+        _kind("moments", _regs(M00=5, M10_LO=6, M10_HI=7, M01_LO=8, M01_HI=9),
                    _RO | {"M00", "M10_LO", "M10_HI", "M01_LO", "M01_HI"}),
         # Two-input modules: channel 0 the frame, channel 1 the reference / background.
-        ModuleKind("absdiff", 13, _regs(), _RO, channels_in=2),
-        ModuleKind("bg_update", 14, _regs(K=5), _RO, channels_in=2, defaults={"K": 4}),
-        ModuleKind("fast9", 15, _regs(THRESH=5), _RO, defaults={"THRESH": 10}),
+        _kind("absdiff", _regs(), _RO, channels_in=2),
+        _kind("bg_update", _regs(K=5), _RO, channels_in=2, defaults={"K": 4}),
+        _kind("fast9", _regs(THRESH=5), _RO, defaults={"THRESH": 10}),
         # A 7x7 template in T0..T12 (four pixels a register); where it matches best, in BEST*.
-        ModuleKind("template_match", 16, _regs(**{f"T{n}": 5 + n for n in range(13)}, BEST=18, BEST_X=19, BEST_Y=20),
+        _kind("template_match", _regs(**{f"T{n}": 5 + n for n in range(13)}, BEST=18, BEST_X=19, BEST_Y=20),
                    _RO | {"BEST", "BEST_X", "BEST_Y"}),
     )
 }

@@ -17,17 +17,43 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 from fpgashare.errors import FpgashareError, FrameError, LoadError
+from fpgashare.hwtables.tables import (
+    MODULE_WINDOW,
+    REG_CFG_CTRL,
+    REG_CFG_CYCLES,
+    REG_CFG_LOADS,
+    REG_CFG_STATUS,
+    REG_CFG_WORDS,
+    REG_CYCLES_HI,
+    REG_CYCLES_LO,
+    REG_DEBUG,
+    REG_IDCODE,
+    REG_INFO,
+    REG_LINK_ERR,
+    REG_ROUTE_ERR,
+    REG_ROUTE_OUT,
+    REG_SHELL_ID,
+    REG_STREAMS,
+    ROUTE_ENABLE_MASK,
+    ROUTE_ERR_SHARED_MASK,
+    ROUTE_ERR_STREAM_MASK,
+    ROUTE_STREAM_LSB,
+    SLOT_REG_BASE,
+    SLOT_REG_STRIDE,
+    SLOT_ROUTE,
+    SLOT_STATUS_MODULE_LSB,
+    SLOT_STATUS_MODULE_MASK,
+)
 from fpgashare.modules import COMMON_REGS, Stage, register_words
 
-# Shell register word indices.
-REG_SHELL_ID, REG_INFO, REG_CYCLES_LO, REG_CYCLES_HI = 0, 1, 2, 3
-REG_CFG_CTRL, REG_CFG_STATUS, REG_CFG_WORDS, REG_CFG_CYCLES, REG_CFG_LOADS = 4, 5, 6, 7, 8
-REG_DEBUG, REG_ROUTE_OUT, REG_IDCODE, REG_LINK_ERR = 9, 10, 11, 12
-REG_ROUTE_ERR, REG_STREAMS = 13, 14   #: refused route writes (a write clears it); the shell's stream count
-ROUTE_ENABLE = 1 << 31
-ROUTE_STREAM_SHIFT = 8     #: a slot route's stream field, bits [10:8]
-ROUTE_ERR_STREAM, ROUTE_ERR_SHARED = 1 << 0, 1 << 1   #: ROUTE_ERR causes: stream >= streams; slot in two streams
-MODULE_WINDOW = 0x1000     #: slot k's module registers start at byte MODULE_WINDOW * (k + 1)
+# Register indices and fields come from the hardware tables (runtime/hwtables/tables.toml), as shell.sv's do.
+ROUTE_ENABLE = ROUTE_ENABLE_MASK
+ROUTE_STREAM_SHIFT = ROUTE_STREAM_LSB     #: a slot route's stream field
+ROUTE_ERR_STREAM, ROUTE_ERR_SHARED = ROUTE_ERR_STREAM_MASK, ROUTE_ERR_SHARED_MASK   #: ROUTE_ERR causes
+
+__all__ = ["MODULE_WINDOW", "REG_CFG_CTRL", "REG_CFG_CYCLES", "REG_CFG_LOADS", "REG_CFG_STATUS", "REG_CFG_WORDS",
+           "REG_CYCLES_HI", "REG_CYCLES_LO", "REG_DEBUG", "REG_IDCODE", "REG_INFO", "REG_LINK_ERR", "REG_ROUTE_ERR",
+           "REG_ROUTE_OUT", "REG_SHELL_ID", "REG_STREAMS"]
 
 
 class RouteError(FpgashareError, ValueError):
@@ -36,18 +62,18 @@ class RouteError(FpgashareError, ValueError):
 
 
 def slot_reg(slot: int, offset: int) -> int:
-    """Word index of a slot's register in the shell block (0: status, 1: route)."""
-    return 16 + 4 * slot + offset
+    """Word index of a slot's register in the shell block (offset SLOT_STATUS, SLOT_ROUTE, ...)."""
+    return SLOT_REG_BASE + SLOT_REG_STRIDE * slot + offset
 
 
 def slot_module_of(status: int) -> int:
-    """The module id in a SLOT_STATUS word (bits 6:2; 0 = blank)."""
-    return (status >> 2) & 0x1F
+    """The module id in a SLOT_STATUS word (field SLOT_STATUS_MODULE; 0 = blank)."""
+    return (status & SLOT_STATUS_MODULE_MASK) >> SLOT_STATUS_MODULE_LSB
 
 
 def route_out_reg(stream: int, slot_count: int) -> int:
     """Word index of the route register of ``stream``'s output (stream 0's is ROUTE_OUT)."""
-    return REG_ROUTE_OUT if stream == 0 else 16 + 4 * slot_count + stream - 1
+    return REG_ROUTE_OUT if stream == 0 else SLOT_REG_BASE + SLOT_REG_STRIDE * slot_count + stream - 1
 
 
 def route_word(source: int, stream: int = 0) -> int:
@@ -192,10 +218,10 @@ class ShellControl(ABC):
         held = {slot for other, slots in wanted.items() if other != stream for slot in slots}
         for k in range(self.slot_count):
             if k not in held:
-                self.shell_write(slot_reg(k, 1), 0)
+                self.shell_write(slot_reg(k, SLOT_ROUTE), 0)
         source = 0
         for slot in chain:
-            self.shell_write(slot_reg(slot, 1), route_word(source, stream))
+            self.shell_write(slot_reg(slot, SLOT_ROUTE), route_word(source, stream))
             source = slot + 1
         self.shell_write(route_out_reg(stream, self.slot_count), ROUTE_ENABLE | source)
         self.routes[stream] = list(chain)
@@ -204,7 +230,7 @@ class ShellControl(ABC):
         """``stream``'s work ended: cut its slots' inputs and its output, so they can join another
         stream's route."""
         for slot in self.routes.pop(stream, []):
-            self.shell_write(slot_reg(slot, 1), 0)
+            self.shell_write(slot_reg(slot, SLOT_ROUTE), 0)
         self.shell_write(route_out_reg(stream, self.slot_count), 0)
 
     def program(self, slot: int, stage: Stage, rows: int, cols: int) -> None:

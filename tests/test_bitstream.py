@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
 from fpgashare.bitstream.bitfile import BitHeader, parse_bit, write_bit
 from fpgashare.bitstream.crc import icap_crc, icap_crc_words
-from fpgashare.bitstream.packets import PortError
-from fpgashare.bitstream.registry import build_all, build_bitfile, inspect_bytes
+from fpgashare.bitstream.packets import PortError, SlotRegion, check_words, frame_data, partial_words
+from fpgashare.bitstream.registry import build_all, build_bitfile, file_name, inspect_bytes
 from fpgashare.errors import BitstreamError
+from fpgashare.hwtables.tables import MODULE_ID_BITS, MODULE_IDS
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def test_crc_matches_prjxray_vectors():
@@ -91,3 +95,61 @@ def test_wrong_platform_and_module_are_named(pynq_z2, zcu104):
         inspect_bytes(data, zcu104)
     words = np.frombuffer(parse_bit(data)[1], dtype=">u4")
     assert words[12] == 0xAA995566
+
+
+def shipped_manifests() -> list[str]:
+    import fpgashare.platforms
+
+    return sorted(p.stem for p in Path(fpgashare.platforms.__file__).parent.glob("*.toml"))
+
+
+@pytest.mark.parametrize("name", shipped_manifests())
+def test_every_partial_of_every_shipped_manifest_passes_inspect_and_the_board_check(name, tmp_path, capsys):
+    """``fpgashare bitstream build`` writes a partial for every (slot, module) of the manifest; each
+    passes the board path's check (Registry.bitfile: the port model armed for its slot, the module
+    it names). ``fpgashare bitstream inspect`` accepts one file of every module (each module id
+    once, template_match's included) and every file of a relocatable build."""
+    from fpgashare.bitstream.registry import Registry
+    from fpgashare.cli import main
+    from fpgashare.platform import load_platform
+
+    def inspect_ok(path: Path) -> None:
+        assert main(["bitstream", "inspect", str(path), "--json"]) == 0, capsys.readouterr().err
+
+    platform = load_platform(name)
+    native, relocatable = tmp_path / "native", tmp_path / "relocatable"
+    assert main(["bitstream", "build", name, "--out", str(native)]) == 0
+    registry = Registry(native, platform)
+    pairs = registry.pairs()
+    assert len(pairs) == sum(len(spec.slots) for spec in platform.modules.values())
+    first_of = {}
+    for slot, module in pairs:
+        loadable = registry.bitfile(slot, module)
+        assert (loadable.inspection.module, loadable.inspection.verdict.module_id) == (module, MODULE_IDS[module])
+        first_of.setdefault(module, native / file_name(slot, module))
+    for path in first_of.values():
+        inspect_ok(path)
+    assert main(["bitstream", "build", name, "--out", str(relocatable), "--relocatable"]) == 0
+    for path in sorted(relocatable.glob("*.bit")):
+        inspect_ok(path)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, (1 << MODULE_ID_BITS) - 1), st.integers(0, (1 << 32) - 1), st.integers(0, 1 << 20))
+def test_the_port_checker_takes_every_module_id_of_the_tables_width(module_id, mask, wide):
+    """A frame naming any id of MODULE_ID_BITS bits loads where the slot's mask has it and is
+    UNKNOWN_MODULE where not; an id with any bit above MODULE_ID_BITS is never taken."""
+    frame_words = 8
+    region = SlotRegion(far_base=40, frames=2, module_mask=mask)
+
+    def verdict(named: int):
+        frames = frame_data("prop", 0, 0, region.frames * frame_words)
+        frames[1] = named
+        return check_words(partial_words(0x03727093, region.far_base, frames), 0x03727093, frame_words, region)
+
+    held = bool(mask >> module_id & 1)
+    got = verdict(module_id)
+    assert got.ok == held and got.error == (PortError.OK if held else PortError.UNKNOWN_MODULE)
+    assert got.module_id == (module_id if held else None)
+    beyond = verdict(module_id | (wide + 1) << MODULE_ID_BITS)
+    assert beyond.error == PortError.UNKNOWN_MODULE

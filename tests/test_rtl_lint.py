@@ -1,30 +1,30 @@
-"""Every RTL module passes `verilator --lint-only -Wall` on its own, and the shell with each
-platform's parameters (waivers, where any, sit in the RTL next to a reason)."""
+"""Every RTL module passes `verilator --lint-only -Wall --assert` (the assertion checkers bound) on its
+own, and the shell with each platform's parameters (waivers, where any, sit in the RTL next to a reason)."""
 
 from __future__ import annotations
 
 import subprocess
 
 import pytest
-from fpgashare.hdl_sim.build import RTL_DIR, format_parameter, rtl_sources
+from fpgashare.hdl_sim.build import ASSERT_FLAGS, RTL_DIR, format_parameter, rtl_module_files, sim_sources
 from fpgashare.hdl_sim.toolchain import setup_environment, verilator_binary
 from fpgashare.platform import load_platform
 
-MODULES = [p.stem for p in rtl_sources()]
+MODULES = [p.stem for p in rtl_module_files()]
 
 
 def lint(top: str, parameters: dict[str, int] | None = None) -> str:
     setup_environment()
     gparams = [f"-G{k}={format_parameter(v)}" for k, v in (parameters or {}).items()]
     result = subprocess.run(
-        [str(verilator_binary()), "--lint-only", "-Wall", f"-I{RTL_DIR}", "--top-module", top, *gparams,
-         *map(str, rtl_sources())],
+        [str(verilator_binary()), "--lint-only", "-Wall", *ASSERT_FLAGS, f"-I{RTL_DIR}", "--top-module", top,
+         *gparams, *map(str, sim_sources())],
         capture_output=True, text=True)
     return result.stdout + result.stderr if result.returncode else ""
 
 
 def test_every_file_is_one_module_named_after_it():
-    for path in rtl_sources():
+    for path in rtl_module_files():
         text = path.read_text()
         assert text.count("\nmodule ") == 1, path.name
         assert f"\nmodule {path.stem} " in text or f"\nmodule {path.stem}(" in text, path.name

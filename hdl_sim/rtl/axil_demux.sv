@@ -9,23 +9,6 @@ module axil_demux #(
 ) (
     input  wire                  clk,
     input  wire                  rst,
-    input  wire [15:0]           s_axil_awaddr,
-    input  wire                  s_axil_awvalid,
-    output wire                  s_axil_awready,
-    input  wire [31:0]           s_axil_wdata,
-    input  wire [3:0]            s_axil_wstrb,
-    input  wire                  s_axil_wvalid,
-    output wire                  s_axil_wready,
-    output logic [1:0]           s_axil_bresp,
-    output wire                  s_axil_bvalid,
-    input  wire                  s_axil_bready,
-    input  wire [15:0]           s_axil_araddr,
-    input  wire                  s_axil_arvalid,
-    output wire                  s_axil_arready,
-    output logic [31:0]          s_axil_rdata,
-    output logic [1:0]           s_axil_rresp,
-    output wire                  s_axil_rvalid,
-    input  wire                  s_axil_rready,
     output logic [7:0]           m_axil_awaddr,
     output wire [NPORTS-1:0]     m_axil_awvalid,
     input  wire [NPORTS-1:0]     m_axil_awready,
@@ -42,12 +25,19 @@ module axil_demux #(
     input  wire [NPORTS*32-1:0]  m_axil_rdata,
     input  wire [NPORTS*2-1:0]   m_axil_rresp,
     input  wire [NPORTS-1:0]     m_axil_rvalid,
-    output wire [NPORTS-1:0]     m_axil_rready
+    output wire [NPORTS-1:0]     m_axil_rready,
+    `define AXIL_ADDR_W 16
+    `include "axil_ports.svh"
 );
     initial begin
         if (NPORTS < 1 || NPORTS > 16) $error("axil_demux: NPORTS must be 1..16");
     end
     typedef enum logic [1:0] {C_IDLE, C_REQ, C_RESP, C_BACK} ch_t;
+    logic [1:0]  bresp_q, rresp_q;   // the responses to the processor, held while BVALID / RVALID wait
+    logic [31:0] rdata_q;
+    assign s_axil_bresp = bresp_q;
+    assign s_axil_rresp = rresp_q;
+    assign s_axil_rdata = rdata_q;
     localparam int PW = (NPORTS > 1) ? $clog2(NPORTS) : 1;
 
     // ---- write channel
@@ -74,7 +64,7 @@ module axil_demux #(
                 aw_done <= 1'b0;
                 w_done <= 1'b0;
                 if (int'(s_axil_awaddr[15:12]) >= NPORTS || s_axil_awaddr[11:8] != 0) begin
-                    s_axil_bresp <= 2'b11;
+                    bresp_q <= 2'b11;
                     wst <= C_BACK;
                 end else begin
                     wst <= C_REQ;
@@ -86,7 +76,7 @@ module axil_demux #(
                 if ((aw_done || m_axil_awready[wp]) && (w_done || m_axil_wready[wp])) wst <= C_RESP;
             end
             C_RESP: if (m_axil_bvalid[wp]) begin
-                s_axil_bresp <= m_axil_bresp[wp*2 +: 2];
+                bresp_q <= m_axil_bresp[wp*2 +: 2];
                 wst <= C_BACK;
             end
             C_BACK: if (s_axil_bready) wst <= C_IDLE;
@@ -97,7 +87,7 @@ module axil_demux #(
             wport <= '0;
             aw_done <= 1'b0;
             w_done <= 1'b0;
-            s_axil_bresp <= 2'b00;
+            bresp_q <= 2'b00;
             m_axil_awaddr <= '0;
             m_axil_wdata <= '0;
             m_axil_wstrb <= '0;
@@ -121,8 +111,8 @@ module axil_demux #(
                 m_axil_araddr <= s_axil_araddr[7:0];
                 rport <= s_axil_araddr[15:12];
                 if (int'(s_axil_araddr[15:12]) >= NPORTS || s_axil_araddr[11:8] != 0) begin
-                    s_axil_rresp <= 2'b11;
-                    s_axil_rdata <= 32'h0;
+                    rresp_q <= 2'b11;
+                    rdata_q <= 32'h0;
                     rst_q <= C_BACK;
                 end else begin
                     rst_q <= C_REQ;
@@ -130,8 +120,8 @@ module axil_demux #(
             end
             C_REQ: if (m_axil_arready[rp]) rst_q <= C_RESP;
             C_RESP: if (m_axil_rvalid[rp]) begin
-                s_axil_rresp <= m_axil_rresp[rp*2 +: 2];
-                s_axil_rdata <= m_axil_rdata[rp*32 +: 32];
+                rresp_q <= m_axil_rresp[rp*2 +: 2];
+                rdata_q <= m_axil_rdata[rp*32 +: 32];
                 rst_q <= C_BACK;
             end
             C_BACK: if (s_axil_rready) rst_q <= C_IDLE;
@@ -140,8 +130,8 @@ module axil_demux #(
         if (rst) begin
             rst_q <= C_IDLE;
             rport <= '0;
-            s_axil_rresp <= 2'b00;
-            s_axil_rdata <= '0;
+            rresp_q <= 2'b00;
+            rdata_q <= '0;
             m_axil_araddr <= '0;
         end
     end

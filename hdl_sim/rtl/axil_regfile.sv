@@ -13,26 +13,11 @@ module axil_regfile #(
 ) (
     input  wire                  clk,
     input  wire                  rst,
-    input  wire [ADDR_W-1:0]     s_axil_awaddr,
-    input  wire                  s_axil_awvalid,
-    output wire                  s_axil_awready,
-    input  wire [31:0]           s_axil_wdata,
-    input  wire [3:0]            s_axil_wstrb,
-    input  wire                  s_axil_wvalid,
-    output wire                  s_axil_wready,
-    output wire [1:0]            s_axil_bresp,
-    output wire                  s_axil_bvalid,
-    input  wire                  s_axil_bready,
-    input  wire [ADDR_W-1:0]     s_axil_araddr,
-    input  wire                  s_axil_arvalid,
-    output wire                  s_axil_arready,
-    output wire [31:0]           s_axil_rdata,
-    output wire [1:0]            s_axil_rresp,
-    output wire                  s_axil_rvalid,
-    input  wire                  s_axil_rready,
     output wire [NREGS*32-1:0]   regs,        // current register values (RW ones)
     input  wire [NREGS*32-1:0]   ro_values,   // values returned for RO registers
-    output logic [NREGS-1:0]     wr_stb       // one-cycle pulse: register i was written
+    output logic [NREGS-1:0]     wr_stb,      // one-cycle pulse: register i was written
+    `define AXIL_ADDR_W ADDR_W
+    `include "axil_ports.svh"
 );
     initial begin
         if (NREGS < 1 || NREGS > (1 << (ADDR_W - 2))) $error("axil_regfile: NREGS does not fit ADDR_W");

@@ -8,16 +8,17 @@
 // CRC is CRC-32C (reflected, poly 0x82F63B78) over each (5-bit register, 32-bit data) write as in
 // prjxray's xc7series icap_crc; CMD RCRC resets it and a matching CRC write resets it too.
 //
-// Checks, each with its own error code (see ERR_* below): IDCODE written and equal before FDRI,
-// WCFG before FDRI, FAR inside the target slot, FDRI a whole number of frames covering exactly the
-// slot's region, frame data naming a module the slot holds, CRC match, DESYNC after the data and a
-// CRC check, no truncated packet. On success: active module set, RM reset for one cycle, then the
+// Checks, each with its own error code (PORT_ERR_* in fpgashare_pkg, the hardware tables): IDCODE
+// written and equal before FDRI, WCFG before FDRI, FAR inside the target slot, FDRI a whole number
+// of frames covering exactly the slot's region, frame data naming a module the slot holds (in
+// MODULE_ID_BITS), CRC match, DESYNC after the data and a CRC check, no truncated packet. On
+// success: active module set, RM reset for one cycle, then the
 // slot is re-coupled, exactly 2 cycles after the DESYNC word was accepted.
 `resetall
 `timescale 1ns / 1ps
 `default_nettype none
 
-module config_port #(
+module config_port import fpgashare_pkg::*; #(
     parameter int NUM_SLOTS = 2,
     parameter logic [31:0] IDCODE = 32'h03727093,
     parameter int FRAME_WORDS = 101,
@@ -33,29 +34,19 @@ module config_port #(
     input  wire                    s_axis_tlast,
     input  wire                    arm,          // pulse: begin a load into arm_slot
     input  wire [3:0]              arm_slot,
-    output logic [NUM_SLOTS*5-1:0] slot_module,  // active module per slot (5-bit ids), 0 = blank
+    output logic [NUM_SLOTS*MODULE_ID_BITS-1:0] slot_module,  // active module per slot, 0 = blank
     output logic [NUM_SLOTS-1:0]   slot_loading,
     output logic [NUM_SLOTS-1:0]   slot_failed,
     output logic [NUM_SLOTS-1:0]   slot_rst,     // one-cycle RM reset after a good load
     output logic [NUM_SLOTS*8-1:0] slot_error,   // last load error per slot
-    output logic [1:0]             status,       // 0 idle, 1 busy, 2 last load ok, 3 last load failed
+    output logic [1:0]             status,       // CFG_IDLE, CFG_BUSY, CFG_LOADED (last load ok), CFG_FAILED
     output logic [7:0]             error,        // error code of the last load
     output logic [3:0]             target,
     output logic [31:0]            words,        // words accepted in the last load, up to its end
     output logic [31:0]            cycles,       // cycles from its first word to activation or error
     output logic [31:0]            loads         // good loads since reset
 );
-    localparam logic [31:0] SYNC = 32'hAA995566;
-    localparam logic [31:0] RM_MAGIC = 32'h52504D44;   // "RPMD": frame 0 word 0 of every RM image
-
-    localparam logic [7:0] ERR_NO_SYNC = 8'd1, ERR_TRUNCATED = 8'd2, ERR_BAD_PACKET = 8'd3,
-        ERR_BAD_REGISTER = 8'd4, ERR_BAD_IDCODE = 8'd5, ERR_FDRI_BEFORE_IDCODE = 8'd6,
-        ERR_FDRI_BEFORE_WCFG = 8'd7, ERR_FAR_OUTSIDE_SLOT = 8'd8, ERR_PARTIAL_FRAME = 8'd9,
-        ERR_REGION_MISMATCH = 8'd10, ERR_UNKNOWN_MODULE = 8'd11, ERR_CRC_MISMATCH = 8'd12,
-        ERR_MISSING_CRC = 8'd13, ERR_BAD_COMMAND = 8'd14, ERR_BAD_SLOT = 8'd15,
-        ERR_NO_FRAME_DATA = 8'd16;
-
-    localparam logic [4:0] R_CRC = 5'd0, R_FAR = 5'd1, R_FDRI = 5'd2, R_CMD = 5'd4, R_IDCODE = 5'd12;
+    localparam int MB = MODULE_ID_BITS;
 
     typedef enum logic [2:0] {P_IDLE, P_SYNC, P_HDR, P_DATA, P_ACT, P_ACT2, P_DRAIN} phase_t;
     phase_t phase;
@@ -64,9 +55,9 @@ module config_port #(
     logic        t1_open;        // the previous packet was a Type-1 write of count 0
     logic [26:0] remaining;
     logic [31:0] crc_q, far_q;
-    logic        idcode_ok, wcfg_ok, far_set, fdri_done, crc_checked, in_fdri, counting;
+    logic        idcode_ok, wcfg_ok, far_set, fdri_done, crc_checked, drain_after, counting;
     logic [26:0] fdri_idx;
-    logic [4:0]  mod_q;
+    logic [MB-1:0] mod_q;
 
     assign s_axis_tready = (phase == P_SYNC) || (phase == P_HDR) || (phase == P_DATA) || (phase == P_DRAIN);
     wire take = s_axis_tvalid && s_axis_tready;
@@ -85,23 +76,6 @@ module config_port #(
         return crc[31:0];
     endfunction
 
-    function automatic logic writable(input [4:0] r);
-        case (r)
-            5'd0, 5'd1, 5'd2, 5'd4, 5'd5, 5'd6, 5'd8, 5'd9, 5'd10, 5'd11, 5'd12, 5'd13, 5'd14,
-            5'd16, 5'd17, 5'd24: writable = 1'b1;
-            default: writable = 1'b0;
-        endcase
-    endfunction
-
-    // 0 NULL, 1 WCFG, 3 LFRM, 5 START, 7 RCRC, 8 AGHIGH, 10 GRESTORE, 13 DESYNC are accepted;
-    // anything else (SHUTDOWN, IPROG, ...) could touch logic outside the slot and is refused.
-    function automatic logic allowed_cmd(input [31:0] c);
-        case (c)
-            32'd0, 32'd1, 32'd3, 32'd5, 32'd7, 32'd8, 32'd10, 32'd13: allowed_cmd = 1'b1;
-            default: allowed_cmd = 1'b0;
-        endcase
-    endfunction
-
     localparam int SW = (NUM_SLOTS > 1) ? $clog2(NUM_SLOTS) : 1;
     wire [SW-1:0] ti = target[SW-1:0];   // target < NUM_SLOTS is checked when the port is armed
     wire [SW-1:0] ai = arm_slot[SW-1:0];
@@ -113,51 +87,216 @@ module config_port #(
     function automatic [7:0] fdri_check(input [26:0] count, input [31:0] far, input [31:0] base,
                                         input [31:0] frames);
         logic [63:0] words_left;
-        if (far < base || 33'(far) >= 33'(base) + 33'(frames)) return ERR_FAR_OUTSIDE_SLOT;
-        if ((count % 27'(FRAME_WORDS)) != 0) return ERR_PARTIAL_FRAME;
+        if (far < base || 33'(far) >= 33'(base) + 33'(frames)) return PORT_ERR_FAR_OUTSIDE_SLOT;
+        if ((count % 27'(FRAME_WORDS)) != 0) return PORT_ERR_PARTIAL_FRAME;
         words_left = (64'(base) + 64'(frames) - 64'(far)) * 64'(FRAME_WORDS);
-        if (64'(count) > words_left) return ERR_FAR_OUTSIDE_SLOT;
-        if (far != base || 64'(count) != 64'(frames) * 64'(FRAME_WORDS)) return ERR_REGION_MISMATCH;
+        if (64'(count) > words_left) return PORT_ERR_FAR_OUTSIDE_SLOT;
+        if (far != base || 64'(count) != 64'(frames) * 64'(FRAME_WORDS)) return PORT_ERR_REGION_MISMATCH;
         return 8'd0;
     endfunction
 
-    always_ff @(posedge clk) begin
-        logic [7:0] err;
-        logic       desync, open_data;
-        logic [4:0] open_reg;
-        logic [26:0] open_count;
-        slot_rst <= '0;
+    // The port in four parts, by role, each register written by one of them:
+    //   decode  (combinational) what the word on the port means in this phase: an error, DESYNC, a
+    //           header that opens a packet with data;
+    //   parser  the phase and the packet being read (register, words remaining, Type-1 context);
+    //   crc     the running configuration CRC;
+    //   writer  the configuration registers' effects (IDCODE, WCFG, FAR, the frame data's module);
+    //   status  the load's outcome, counters, and each slot's module, loading (decoupled) and failed
+    //           state, with the RM reset at activation.
+    wire arm_ok = int'(arm_slot) < NUM_SLOTS;
+    wire start = (phase == P_IDLE) && arm && arm_ok;           // a load begins
+    wire reading = take && (phase == P_SYNC || phase == P_HDR || phase == P_DATA);
+    wire in_data = take && (phase == P_DATA);                     // a data word for reg_q
+
+    // ---- decode
+    logic [7:0]  err;          // the load fails on this word
+    logic        desync;       // this word is DESYNC's data and the load is good
+    logic        t1_write;     // this header is a Type-1 write to a writable register
+    logic        open_data;    // this header opens a packet with data words ...
+    logic [4:0]  open_reg;     // ... for this register ...
+    logic [26:0] open_count;   // ... of this many words
+    wire         module_ok = w[31:MB] == 0 && w[MB-1:0] != 0 && t_mods[w[MB-1:0]];
+    always_comb begin
         err = 8'd0;
         desync = 1'b0;
+        t1_write = 1'b0;
         open_data = 1'b0;
         open_reg = '0;
         open_count = '0;
+        if (reading && phase == P_HDR) begin
+            // A count-0 Type-1 write only announces a Type-2 packet; a NOP is exactly NOP.
+            if (t1_open && w[31:29] != 3'b010) err = PORT_ERR_BAD_PACKET;
+            else if (w[31:29] == 3'b001) begin
+                if (w[26:18] != 0 || w[12:11] != 0) err = PORT_ERR_BAD_PACKET;
+                else if (w[28:27] == 2'b00) begin
+                    if (w != NOP) err = PORT_ERR_BAD_PACKET;
+                end else if (w[28:27] != 2'b10) err = PORT_ERR_BAD_PACKET;  // reads, reserved
+                else if (!cfg_reg_writable(w[17:13])) err = PORT_ERR_BAD_REGISTER;
+                else begin
+                    t1_write = 1'b1;
+                    if (w[10:0] != 0) begin
+                        open_data = 1'b1;
+                        open_reg = w[17:13];
+                        open_count = 27'(w[10:0]);
+                    end
+                end
+            end else if (w[31:29] == 3'b010) begin
+                if (!t1_open || w[28:27] != 2'b10) err = PORT_ERR_BAD_PACKET;
+                else if (w[26:0] != 0) begin
+                    open_data = 1'b1;
+                    open_reg = last_t1_reg;
+                    open_count = w[26:0];
+                end
+            end else begin
+                err = PORT_ERR_BAD_PACKET;
+            end
+            // A packet with data follows: both packet types open it the same way.
+            if (open_data && open_reg == CFG_REG_FDRI) begin
+                if (fdri_done) err = PORT_ERR_BAD_PACKET;
+                else if (!idcode_ok) err = PORT_ERR_FDRI_BEFORE_IDCODE;
+                else if (!wcfg_ok) err = PORT_ERR_FDRI_BEFORE_WCFG;
+                else if (!far_set) err = PORT_ERR_FAR_OUTSIDE_SLOT;
+                else err = fdri_check(open_count, far_q, t_base, t_frames);
+            end
+        end
+        if (in_data) begin
+            if (reg_q == CFG_REG_CRC && w != crc_q) err = PORT_ERR_CRC_MISMATCH;
+            case (reg_q)
+                CFG_REG_IDCODE: if (w != IDCODE) err = PORT_ERR_BAD_IDCODE;
+                CFG_REG_CMD: begin
+                    if (!cmd_allowed(w)) err = PORT_ERR_BAD_COMMAND;
+                    else if (w == CMD_DESYNC) begin
+                        if (remaining != 1) err = PORT_ERR_BAD_PACKET;  // DESYNC must end its packet
+                        else if (!fdri_done) err = PORT_ERR_NO_FRAME_DATA;
+                        else if (!crc_checked) err = PORT_ERR_MISSING_CRC;
+                        else desync = 1'b1;
+                    end
+                end
+                CFG_REG_FDRI: begin
+                    if (fdri_idx == 0 && w != RM_MAGIC) err = PORT_ERR_UNKNOWN_MODULE;
+                    if (fdri_idx == 1 && !module_ok) err = PORT_ERR_UNKNOWN_MODULE;
+                end
+                default: ;
+            endcase
+        end
+        // End of the transfer before the bitstream ended.
+        if (reading && err == 0 && !desync && s_axis_tlast)
+            err = (phase == P_SYNC) ? PORT_ERR_NO_SYNC : PORT_ERR_TRUNCATED;
+    end
+
+    // ---- parser
+    always_ff @(posedge clk) begin
+        case (phase)
+            P_IDLE: if (start) begin
+                phase <= P_SYNC;
+                t1_open <= 1'b0;
+                drain_after <= 1'b0;
+                remaining <= '0;
+            end
+            P_SYNC, P_HDR, P_DATA: if (take) begin
+                if (phase == P_SYNC) begin
+                    if (w == SYNC) phase <= P_HDR;
+                end else if (phase == P_HDR) begin
+                    t1_open <= t1_write && w[10:0] == 0;
+                    if (t1_write) last_t1_reg <= w[17:13];
+                    if (open_data) begin
+                        reg_q <= open_reg;
+                        remaining <= open_count;
+                        phase <= P_DATA;
+                    end
+                end else begin
+                    remaining <= remaining - 1;
+                    if (remaining == 1) phase <= P_HDR;
+                end
+                if (err != 0) phase <= s_axis_tlast ? P_IDLE : P_DRAIN;
+                else if (desync) begin
+                    phase <= P_ACT;
+                    // Words after DESYNC are ignored by the device; drain them unless this was the last.
+                    drain_after <= !s_axis_tlast;
+                end
+            end
+            P_ACT: phase <= P_ACT2;
+            P_ACT2: phase <= drain_after ? P_DRAIN : P_IDLE;
+            P_DRAIN: if (take && s_axis_tlast) phase <= P_IDLE;
+            default: phase <= P_IDLE;
+        endcase
+        if (rst) begin
+            phase <= P_IDLE;
+            {drain_after, t1_open} <= '0;
+            remaining <= '0;
+            reg_q <= '0;
+            last_t1_reg <= '0;
+        end
+    end
+
+    // ---- crc: over every data word but the CRC's own; a matching CRC write and CMD RCRC reset it
+    always_ff @(posedge clk) begin
+        if (start) crc_q <= '0;
+        if (in_data) begin
+            if (reg_q == CFG_REG_CRC) begin
+                if (w == crc_q) crc_q <= '0;
+            end else begin
+                crc_q <= icap_crc(reg_q, w, crc_q);
+            end
+            if (reg_q == CFG_REG_CMD && cmd_allowed(w) && w == CMD_RCRC) crc_q <= '0;
+        end
+        if (rst) crc_q <= '0;
+    end
+
+    // ---- writer
+    always_ff @(posedge clk) begin
+        if (start) begin
+            {idcode_ok, wcfg_ok, far_set, fdri_done, crc_checked} <= '0;
+            mod_q <= '0;
+        end
+        if (take && phase == P_HDR && open_data) fdri_idx <= '0;
+        if (in_data) begin
+            if (reg_q == CFG_REG_CRC && w == crc_q && fdri_done) crc_checked <= 1'b1;
+            case (reg_q)
+                CFG_REG_IDCODE: if (w == IDCODE) idcode_ok <= 1'b1;
+                CFG_REG_FAR: begin
+                    far_q <= w;
+                    far_set <= 1'b1;
+                end
+                CFG_REG_CMD: if (cmd_allowed(w) && w == CMD_WCFG) wcfg_ok <= 1'b1;
+                CFG_REG_FDRI: begin
+                    fdri_idx <= fdri_idx + 1;
+                    if (fdri_idx == 1 && module_ok) mod_q <= w[MB-1:0];
+                    if (remaining == 1) fdri_done <= 1'b1;
+                end
+                default: ;
+            endcase
+        end
+        if (rst) begin
+            {idcode_ok, wcfg_ok, far_set, fdri_done, crc_checked} <= '0;
+            far_q <= '0;
+            fdri_idx <= '0;
+            mod_q <= '0;
+        end
+    end
+
+    // ---- status: the load's outcome and counters; per slot its module, loading (the shell keeps a
+    // loading slot decoupled), failed state and error; the RM reset at activation
+    always_ff @(posedge clk) begin
+        slot_rst <= '0;
         if (counting) cycles <= cycles + 1;
         if (take && counting) words <= words + 1;
-
         case (phase)
-            P_IDLE: begin
-                if (arm) begin
-                    target <= arm_slot;
-                    error <= 8'd0;
-                    words <= '0;
-                    cycles <= '0;
-                    counting <= 1'b0;
-                    if (int'(arm_slot) >= NUM_SLOTS) begin
-                        error <= ERR_BAD_SLOT;
-                        status <= 2'd3;
-                    end else begin
-                        status <= 2'd1;
-                        phase <= P_SYNC;
-                        slot_module[arm_slot*5 +: 5] <= 5'd0;
-                        slot_loading[ai] <= 1'b1;
-                        slot_failed[ai] <= 1'b0;
-                        slot_error[arm_slot*8 +: 8] <= 8'd0;
-                        {idcode_ok, wcfg_ok, far_set, fdri_done, crc_checked, in_fdri, t1_open} <= '0;
-                        crc_q <= '0;
-                        remaining <= '0;
-                        mod_q <= '0;
-                    end
+            P_IDLE: if (arm) begin
+                target <= arm_slot;
+                error <= 8'd0;
+                words <= '0;
+                cycles <= '0;
+                counting <= 1'b0;
+                if (!arm_ok) begin
+                    error <= PORT_ERR_BAD_SLOT;
+                    status <= CFG_FAILED;
+                end else begin
+                    status <= CFG_BUSY;
+                    slot_module[arm_slot*MB +: MB] <= '0;
+                    slot_loading[ai] <= 1'b1;
+                    slot_failed[ai] <= 1'b0;
+                    slot_error[arm_slot*8 +: 8] <= 8'd0;
                 end
             end
             P_SYNC, P_HDR, P_DATA: if (take) begin
@@ -165,146 +304,39 @@ module config_port #(
                     counting <= 1'b1;
                     words <= 32'd1;
                 end
-                if (phase == P_SYNC) begin
-                    if (w == SYNC) phase <= P_HDR;
-                end else if (phase == P_HDR) begin
-                    t1_open <= 1'b0;
-                    // A count-0 Type-1 write only announces a Type-2 packet; a NOP is exactly 0x20000000.
-                    if (t1_open && w[31:29] != 3'b010) err = ERR_BAD_PACKET;
-                    else if (w[31:29] == 3'b001) begin
-                        if (w[26:18] != 0 || w[12:11] != 0) err = ERR_BAD_PACKET;
-                        else if (w[28:27] == 2'b00) begin
-                            if (w != 32'h2000_0000) err = ERR_BAD_PACKET;
-                        end else if (w[28:27] != 2'b10) err = ERR_BAD_PACKET;  // reads, reserved
-                        else if (!writable(w[17:13])) err = ERR_BAD_REGISTER;
-                        else begin
-                            last_t1_reg <= w[17:13];
-                            if (w[10:0] == 0) t1_open <= 1'b1;
-                            else begin
-                                open_data = 1'b1;
-                                open_reg = w[17:13];
-                                open_count = 27'(w[10:0]);
-                            end
-                        end
-                    end else if (w[31:29] == 3'b010) begin
-                        if (!t1_open || w[28:27] != 2'b10) err = ERR_BAD_PACKET;
-                        else if (w[26:0] != 0) begin
-                            open_data = 1'b1;
-                            open_reg = last_t1_reg;
-                            open_count = w[26:0];
-                        end
-                    end else begin
-                        err = ERR_BAD_PACKET;
-                    end
-                    // A packet with data follows: both packet types open it the same way.
-                    if (open_data) begin
-                        reg_q <= open_reg;
-                        remaining <= open_count;
-                        phase <= P_DATA;
-                        in_fdri <= (open_reg == R_FDRI);
-                        fdri_idx <= '0;
-                        if (open_reg == R_FDRI) begin
-                            if (fdri_done) err = ERR_BAD_PACKET;
-                            else if (!idcode_ok) err = ERR_FDRI_BEFORE_IDCODE;
-                            else if (!wcfg_ok) err = ERR_FDRI_BEFORE_WCFG;
-                            else if (!far_set) err = ERR_FAR_OUTSIDE_SLOT;
-                            else err = fdri_check(open_count, far_q, t_base, t_frames);
-                        end
-                    end
-                end else begin  // P_DATA: one data word for reg_q
-                    if (reg_q == R_CRC) begin
-                        if (w != crc_q) err = ERR_CRC_MISMATCH;
-                        else begin
-                            crc_q <= '0;
-                            if (fdri_done) crc_checked <= 1'b1;
-                        end
-                    end else begin
-                        crc_q <= icap_crc(reg_q, w, crc_q);
-                    end
-                    case (reg_q)
-                        R_IDCODE: if (w != IDCODE) err = ERR_BAD_IDCODE; else idcode_ok <= 1'b1;
-                        R_FAR: begin
-                            far_q <= w;
-                            far_set <= 1'b1;
-                        end
-                        R_CMD: begin
-                            if (!allowed_cmd(w)) err = ERR_BAD_COMMAND;
-                            else if (w == 32'd1) wcfg_ok <= 1'b1;
-                            else if (w == 32'd7) crc_q <= '0;
-                            else if (w == 32'd13) begin
-                                if (remaining != 1) err = ERR_BAD_PACKET;  // DESYNC must end its packet
-                                else if (!fdri_done) err = ERR_NO_FRAME_DATA;
-                                else if (!crc_checked) err = ERR_MISSING_CRC;
-                                else desync = 1'b1;
-                            end
-                        end
-                        R_FDRI: begin
-                            fdri_idx <= fdri_idx + 1;
-                            if (fdri_idx == 0 && w != RM_MAGIC) err = ERR_UNKNOWN_MODULE;
-                            if (fdri_idx == 1) begin
-                                if (w[31:5] != 0 || w[4:0] == 0 || !t_mods[w[4:0]]) err = ERR_UNKNOWN_MODULE;
-                                else mod_q <= w[4:0];
-                            end
-                            if (remaining == 1) fdri_done <= 1'b1;
-                        end
-                        default: ;
-                    endcase
-                    remaining <= remaining - 1;
-                    if (remaining == 1) phase <= P_HDR;
-                end
-                // End of the transfer before the bitstream ended.
-                if (err == 0 && !desync && s_axis_tlast) err = (phase == P_SYNC) ? ERR_NO_SYNC : ERR_TRUNCATED;
                 if (err != 0) begin
                     error <= err;
-                    status <= 2'd3;
+                    status <= CFG_FAILED;
                     slot_failed[ti] <= 1'b1;
                     slot_error[target*8 +: 8] <= err;
                     counting <= 1'b0;
-                    phase <= s_axis_tlast ? P_IDLE : P_DRAIN;
-                end else if (desync) begin
-                    phase <= P_ACT;
-                    // Words after DESYNC are ignored by the device; drain them unless this was the last.
-                    in_fdri <= !s_axis_tlast;  // reused as "drain after activation"
                 end
             end
             P_ACT: begin
-                slot_module[target*5 +: 5] <= mod_q;
+                slot_module[target*MB +: MB] <= mod_q;
                 slot_rst[ti] <= 1'b1;
-                phase <= P_ACT2;
             end
             P_ACT2: begin
                 slot_loading[ti] <= 1'b0;
-                status <= 2'd2;
+                status <= CFG_LOADED;
                 loads <= loads + 1;
                 counting <= 1'b0;
-                phase <= in_fdri ? P_DRAIN : P_IDLE;
             end
-            P_DRAIN: if (take && s_axis_tlast) phase <= P_IDLE;
-            default: phase <= P_IDLE;
+            default: ;
         endcase
-
         if (rst) begin
-            phase <= P_IDLE;
             slot_module <= '0;
             slot_loading <= '0;
             slot_failed <= '0;
             slot_rst <= '0;
             slot_error <= '0;
-            status <= 2'd0;
+            status <= CFG_IDLE;
             error <= 8'd0;
             target <= 4'd0;
             words <= '0;
             cycles <= '0;
             loads <= '0;
             counting <= 1'b0;
-            {idcode_ok, wcfg_ok, far_set, fdri_done, crc_checked, in_fdri, t1_open} <= '0;
-            crc_q <= '0;
-            far_q <= '0;
-            remaining <= '0;
-            reg_q <= '0;
-            last_t1_reg <= '0;
-            fdri_idx <= '0;
-            mod_q <= '0;
         end
     end
 endmodule

@@ -142,7 +142,7 @@ module dnn_tile #(
     for (genvar k = 0; k < 7; k++) begin : g_desc
         logic [31:0] mem [MAX_LAYERS];
         always_ff @(posedge clk) begin
-            if (load_word && sec_id == 4'd1 && sec_idx < 32'(MAX_LAYERS * 8) && sec_idx[2:0] == 3'(k))
+            if (load_word && sec_id == fpgashare_pkg::SEC_DESC && sec_idx < 32'(MAX_LAYERS * 8) && sec_idx[2:0] == 3'(k))
                 mem[sec_idx[LA+2:3]] <= w_in;
         end
         assign dsc[k] = mem[layer[LA-1:0]];
@@ -192,9 +192,9 @@ module dnn_tile #(
         (* ram_style = "block" *) logic [69:0] prm [PG_ENTRIES];
         wire we = load_word && pgrp < 32'(PG_ENTRIES) && plane == 32'(o);
         always_ff @(posedge clk) begin
-            if (we && sec_id == 4'd3) prm[pgrp[GA-1:0]][31:0] <= w_in;
-            if (we && sec_id == 4'd4) prm[pgrp[GA-1:0]][63:32] <= w_in;
-            if (we && sec_id == 4'd5) prm[pgrp[GA-1:0]][69:64] <= w_in[5:0];
+            if (we && sec_id == fpgashare_pkg::SEC_BIAS) prm[pgrp[GA-1:0]][31:0] <= w_in;
+            if (we && sec_id == fpgashare_pkg::SEC_MULT) prm[pgrp[GA-1:0]][63:32] <= w_in;
+            if (we && sec_id == fpgashare_pkg::SEC_SHIFT) prm[pgrp[GA-1:0]][69:64] <= w_in[5:0];
             if (state == S_ISSUE) {shift_q[o*6 +: 6], mult_q[o*32 +: 32], bias_q[o*32 +: 32]} <= prm[GA'(p_addr)];
         end
     end
@@ -297,7 +297,7 @@ module dnn_tile #(
         .clk, .we(act_we), .wa(act_wa), .wd(act_wd),
         .re(state == S_ISSUE || state == S_SEND_RD), .ra(act_ra), .rd(act_q)
     );
-    wire w_we = load_word && sec_id == 4'd2 && wlane == WPW - 1 && went < 32'(W_ENTRIES);
+    wire w_we = load_word && sec_id == fpgashare_pkg::SEC_WEIGHTS && wlane == WPW - 1 && went < 32'(W_ENTRIES);
     dnn_ram #(.WIDTH(P*P*8-WLO), .DEPTH(W_ENTRIES), .URAM(URAM)) u_wmem_hi (
         .clk, .we(w_we), .wa(went[WA-1:0]), .wd(went_next[P*P*8-1:WLO]),
         .re(state == S_ISSUE), .ra(WA'(w_addr)), .rd(w_q[P*P*8-1:WLO])
@@ -321,22 +321,23 @@ module dnn_tile #(
                 sec_id <= w_in[31:28];
                 sec_left <= w_in[27:0];
                 sec_idx <= '0;
-                if (w_in[31:28] == 4'd1) nlayers_q <= '0;
-                if (w_in[31:28] == 0 || w_in[31:28] > 4'd5) bad_load_q <= 1'b1;
+                if (w_in[31:28] == fpgashare_pkg::SEC_DESC) nlayers_q <= '0;
+                if (w_in[31:28] == 0 || w_in[31:28] > fpgashare_pkg::SEC_SHIFT) bad_load_q <= 1'b1;
             end else begin
                 sec_left <= sec_left - 1;
                 sec_idx <= sec_idx + 1;
                 case (sec_id)
-                    4'd1: if (sec_idx < 32'(MAX_LAYERS * 8)) begin
+                    fpgashare_pkg::SEC_DESC: if (sec_idx < 32'(MAX_LAYERS * 8)) begin
                         if (sec_idx == 32'd1) {l0_w, l0_h} <= w_in;
                         if (sec_idx == 32'd2) l0_cg <= w_in[15:0];
                         if (sec_idx[2:0] == 3'd7) nlayers_q <= (LA+1)'(sec_idx[31:3] + 1);
                     end else bad_load_q <= 1'b1;
-                    4'd2: begin
+                    fpgashare_pkg::SEC_WEIGHTS: begin
                         went_q <= went_next;
                         if (wlane == WPW - 1 && went >= 32'(W_ENTRIES)) bad_load_q <= 1'b1;
                     end
-                    4'd3, 4'd4, 4'd5: if (pgrp >= 32'(PG_ENTRIES)) bad_load_q <= 1'b1;
+                    fpgashare_pkg::SEC_BIAS, fpgashare_pkg::SEC_MULT, fpgashare_pkg::SEC_SHIFT:
+                        if (pgrp >= 32'(PG_ENTRIES)) bad_load_q <= 1'b1;
                     default: ;
                 endcase
             end

@@ -15,11 +15,13 @@
 // A route is {enable[31], stream[10:8] (slot routes), source[3:0]}: source 0 = the input of the
 // route's stream, source k + 1 = slot k's output link. route_table.sv refuses a route that would
 // join two streams (a slot in two streams' routes, or a stream >= NUM_STREAMS) and says why in ROUTE_ERR.
+// Every index and field above is a name in fpgashare_pkg (REG_*, SLOT_*, *_LSB / *_W), generated from the
+// hardware tables (runtime/hwtables/tables.toml) as the runtime's are.
 `resetall
 `timescale 1ns / 1ps
 `default_nettype none
 
-module shell #(
+module shell import fpgashare_pkg::*; #(
     parameter int NUM_SLOTS = 2,
     parameter int NUM_STREAMS = 1,          // video streams, 1..NUM_SLOTS (platform streams)
     parameter int DATA_W = 32,              // stream width: 32, or 32 * NPPC when a module takes a pixel per 32-bit lane
@@ -43,23 +45,6 @@ module shell #(
 ) (
     input  wire               clk,
     input  wire               rst,
-    input  wire [15:0]        s_axil_awaddr,
-    input  wire               s_axil_awvalid,
-    output wire               s_axil_awready,
-    input  wire [31:0]        s_axil_wdata,
-    input  wire [3:0]         s_axil_wstrb,
-    input  wire               s_axil_wvalid,
-    output wire               s_axil_wready,
-    output wire [1:0]         s_axil_bresp,
-    output wire               s_axil_bvalid,
-    input  wire               s_axil_bready,
-    input  wire [15:0]        s_axil_araddr,
-    input  wire               s_axil_arvalid,
-    output wire               s_axil_arready,
-    output wire [31:0]        s_axil_rdata,
-    output wire [1:0]         s_axil_rresp,
-    output wire               s_axil_rvalid,
-    input  wire               s_axil_rready,
     input  wire [DATA_W-1:0]  s_axis_tdata,
     input  wire               s_axis_tvalid,
     output wire               s_axis_tready,
@@ -84,7 +69,9 @@ module shell #(
     output wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        m_axis_more_tvalid,
     input  wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        m_axis_more_tready,
     output wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        m_axis_more_tlast,
-    output wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        m_axis_more_tuser
+    output wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        m_axis_more_tuser,
+    `define AXIL_ADDR_W 16
+    `include "axil_ports.svh"
 );
     initial begin
         if (NUM_SLOTS < 1 || NUM_SLOTS > 8) $error("shell: NUM_SLOTS must be 1..8");
@@ -92,7 +79,7 @@ module shell #(
         if (DATA_W != 32 && DATA_W != 32 * NPPC) $error("shell: DATA_W must be 32 or 32 * NPPC");
     end
     localparam int NP = NUM_SLOTS + 1;
-    localparam int NREGS = 16 + 4 * NUM_SLOTS + NUM_STREAMS - 1;
+    localparam int NREGS = SLOT_REG_BASE + SLOT_REG_STRIDE * NUM_SLOTS + NUM_STREAMS - 1;
     localparam int SEL_W = 4;
 
     // ---- AXI-Lite fabric
@@ -122,8 +109,8 @@ module shell #(
     function automatic logic [NREGS-1:0] ro_mask();
         logic [NREGS-1:0] m;
         m = '1;
-        m[4] = 1'b0;   // CFG_CTRL
-        m[9] = 1'b0;   // DEBUG
+        m[REG_CFG_CTRL] = 1'b0;
+        m[REG_DEBUG] = 1'b0;
         return m;
     endfunction
 
@@ -140,7 +127,7 @@ module shell #(
         .s_axil_rvalid(p_rvalid[0]), .s_axil_rready(p_rready[0]),
         .regs, .ro_values(ro), .wr_stb
     );
-    wire bypass_decouplers = regs[9*32];
+    wire bypass_decouplers = regs[REG_DEBUG*32 + DEBUG_BYPASS_LSB];
 
     // ---- register slices on every stream crossing the shell boundary: the static region's
     // ports start and end in flops, as timing closure on a real shell would want, so nothing
@@ -157,7 +144,7 @@ module shell #(
     );
 
     // ---- configuration port
-    wire [NUM_SLOTS*5-1:0] slot_module;
+    wire [NUM_SLOTS*MODULE_ID_BITS-1:0] slot_module;
     wire [NUM_SLOTS-1:0] slot_loading, slot_failed, slot_rst;
     wire [NUM_SLOTS*8-1:0] slot_error;
     wire [1:0] cfg_status;
@@ -171,7 +158,7 @@ module shell #(
         .clk, .rst,
         .s_axis_tdata(cfg_tdata), .s_axis_tvalid(cfg_tvalid),
         .s_axis_tready(cfg_tready), .s_axis_tlast(cfg_tlast),
-        .arm(wr_stb[4]), .arm_slot(p_wdata[3:0]),
+        .arm(wr_stb[REG_CFG_CTRL]), .arm_slot(p_wdata[CFG_CTRL_SLOT_LSB +: CFG_CTRL_SLOT_W]),
         .slot_module, .slot_loading, .slot_failed, .slot_rst, .slot_error,
         .status(cfg_status), .error(cfg_error), .target(cfg_target),
         .words(cfg_words), .cycles(cfg_cycles), .loads(cfg_loads)
@@ -239,7 +226,8 @@ module shell #(
         wire [DATA_W-1:0] o_tdata;
         wire o_tvalid, o_tready, o_tlast, o_tuser;
         wire [31:0] flits_unused;
-        wire dec = (slot_module[k*5 +: 5] == 0 || slot_loading[k] || slot_failed[k]) && !bypass_decouplers;
+        wire dec = (slot_module[k*MODULE_ID_BITS +: MODULE_ID_BITS] == MODULE_ID_BITS'(MOD_BLANK) || slot_loading[k] || slot_failed[k])
+                   && !bypass_decouplers;
 
         rp_slot #(
             .DATA_W(DATA_W), .MAX_W(MAX_W), .NPPC(NPPC), .MODULE_MASK(SLOT_MODULES[k*32 +: 32]),
@@ -247,7 +235,7 @@ module shell #(
             .DNN_W_ENTRIES(DNN_W_ENTRIES), .DNN_PG_ENTRIES(DNN_PG_ENTRIES), .DNN_MAX_LAYERS(DNN_MAX_LAYERS), .DNN_URAM(DNN_URAM)
         ) u_slot (
             .clk, .rst,
-            .active_module(slot_module[k*5 +: 5]), .rm_rst(slot_rst[k]),
+            .active_module(slot_module[k*MODULE_ID_BITS +: MODULE_ID_BITS]), .rm_rst(slot_rst[k]),
             .decouple(dec), .decouple_status(decoupled[k]),
             .s_axis_tdata(snk_tdata[k]), .s_axis_tvalid(snk_tvalid[k]),
             .s_axis_tready(snk_tready[k]), .s_axis_tlast(snk_tlast[k]), .s_axis_tuser(snk_tuser[k]),
@@ -290,14 +278,14 @@ module shell #(
     wire [NSNK*32-1:0] route_words;
     wire [31:0] route_err;
     for (genvar k = 0; k < NUM_SLOTS; k++) begin : g_route_wr
-        assign route_wr[k] = wr_stb[17 + 4*k];
+        assign route_wr[k] = wr_stb[SLOT_REG_BASE + SLOT_REG_STRIDE*k + SLOT_ROUTE];
     end
-    assign route_wr[NUM_SLOTS] = wr_stb[10];
+    assign route_wr[NUM_SLOTS] = wr_stb[REG_ROUTE_OUT];
     for (genvar s = 1; s < NUM_STREAMS; s++) begin : g_route_out_wr
-        assign route_wr[NUM_SLOTS + s] = wr_stb[16 + 4*NUM_SLOTS + s - 1];
+        assign route_wr[NUM_SLOTS + s] = wr_stb[SLOT_REG_BASE + SLOT_REG_STRIDE*NUM_SLOTS + s - 1];
     end
     route_table #(.NUM_SLOTS(NUM_SLOTS), .NUM_STREAMS(NUM_STREAMS), .SEL_W(SEL_W)) u_routes (
-        .clk, .rst, .wr(route_wr), .wdata(p_wdata), .err_clear(wr_stb[13]),
+        .clk, .rst, .wr(route_wr), .wdata(p_wdata), .err_clear(wr_stb[REG_ROUTE_ERR]),
         .words(route_words), .route, .err(route_err)
     );
 
@@ -316,27 +304,38 @@ module shell #(
 
     always_comb begin
         ro = '0;
-        ro[0*32 +: 32] = SHELL_ID;
-        ro[1*32 +: 32] = {8'(NUM_SLOTS), 16'(FRAME_WORDS), 8'h01};
-        ro[2*32 +: 32] = cycles_q[31:0];
-        ro[3*32 +: 32] = cycles_q[63:32];
-        ro[5*32 +: 32] = {12'd0, cfg_target, cfg_error, 6'd0, cfg_status};
-        ro[6*32 +: 32] = cfg_words;
-        ro[7*32 +: 32] = cfg_cycles;
-        ro[8*32 +: 32] = cfg_loads;
-        ro[11*32 +: 32] = IDCODE;
-        ro[12*32 +: 32] = 32'(link_err);
-        ro[13*32 +: 32] = route_err;
-        ro[14*32 +: 32] = 32'(NUM_STREAMS);
-        ro[10*32 +: 32] = route_words[NUM_SLOTS*32 +: 32];
-        for (int s = 1; s < NUM_STREAMS; s++) ro[(16 + 4*NUM_SLOTS + s - 1)*32 +: 32] = route_words[(NUM_SLOTS+s)*32 +: 32];
+        ro[REG_SHELL_ID*32 +: 32] = SHELL_ID;
+        ro[REG_INFO*32 +: 32] = {8'(NUM_SLOTS), 16'(FRAME_WORDS), 8'(INFO_VERSION)};
+        ro[REG_CYCLES_LO*32 +: 32] = cycles_q[31:0];
+        ro[REG_CYCLES_HI*32 +: 32] = cycles_q[63:32];
+        ro[REG_CFG_STATUS*32 + CFG_STATUS_STATE_LSB +: CFG_STATUS_STATE_W] = cfg_status;
+        ro[REG_CFG_STATUS*32 + CFG_STATUS_ERROR_LSB +: CFG_STATUS_ERROR_W] = cfg_error;
+        ro[REG_CFG_STATUS*32 + CFG_STATUS_TARGET_LSB +: CFG_STATUS_TARGET_W] = cfg_target;
+        ro[REG_CFG_WORDS*32 +: 32] = cfg_words;
+        ro[REG_CFG_CYCLES*32 +: 32] = cfg_cycles;
+        ro[REG_CFG_LOADS*32 +: 32] = cfg_loads;
+        ro[REG_IDCODE*32 +: 32] = IDCODE;
+        ro[REG_LINK_ERR*32 +: 32] = 32'(link_err);
+        ro[REG_ROUTE_ERR*32 +: 32] = route_err;
+        ro[REG_STREAMS*32 +: 32] = 32'(NUM_STREAMS);
+        ro[REG_ROUTE_OUT*32 +: 32] = route_words[NUM_SLOTS*32 +: 32];
+        for (int s = 1; s < NUM_STREAMS; s++)
+            ro[(SLOT_REG_BASE + SLOT_REG_STRIDE*NUM_SLOTS + s - 1)*32 +: 32] = route_words[(NUM_SLOTS+s)*32 +: 32];
         for (int k = 0; k < NUM_SLOTS; k++) begin
+            int base;
+            logic [MODULE_ID_BITS-1:0] module_id;
             logic [1:0] state;
-            state = slot_failed[k] ? 2'd3 : slot_loading[k] ? 2'd1 : (slot_module[k*5 +: 5] != 0) ? 2'd2 : 2'd0;
-            ro[(16+4*k)*32 +: 32] = {15'd0, decoupled[k], slot_error[k*8 +: 8], 1'b0, slot_module[k*5 +: 5], state};
-            ro[(18+4*k)*32 +: 32] = beats_in[k];
-            ro[(19+4*k)*32 +: 32] = beats_out[k];
-            ro[(17+4*k)*32 +: 32] = route_words[k*32 +: 32];
+            base = (SLOT_REG_BASE + SLOT_REG_STRIDE*k) * 32;
+            module_id = slot_module[k*MODULE_ID_BITS +: MODULE_ID_BITS];
+            state = slot_failed[k] ? SLOT_FAILED : slot_loading[k] ? SLOT_LOADING
+                  : (module_id != MODULE_ID_BITS'(MOD_BLANK)) ? SLOT_ACTIVE : SLOT_BLANK;
+            ro[base + SLOT_STATUS*32 + SLOT_STATUS_STATE_LSB +: SLOT_STATUS_STATE_W] = state;
+            ro[base + SLOT_STATUS*32 + SLOT_STATUS_MODULE_LSB +: SLOT_STATUS_MODULE_W] = module_id;
+            ro[base + SLOT_STATUS*32 + SLOT_STATUS_ERROR_LSB +: SLOT_STATUS_ERROR_W] = slot_error[k*8 +: 8];
+            ro[base + SLOT_STATUS*32 + SLOT_STATUS_DECOUPLED_LSB] = decoupled[k];
+            ro[base + SLOT_ROUTE*32 +: 32] = route_words[k*32 +: 32];
+            ro[base + SLOT_BEATS_IN*32 +: 32] = beats_in[k];
+            ro[base + SLOT_BEATS_OUT*32 +: 32] = beats_out[k];
         end
     end
 

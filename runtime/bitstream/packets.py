@@ -2,74 +2,40 @@
 
 The checker mirrors hdl_sim/rtl/config_port.sv rule for rule and returns the same error codes, so
 ``fpgashare bitstream inspect`` predicts what the simulated port will say, and tests compare both.
+The numbers both sides use (sync word, registers, commands, error codes, the module id's width)
+come from the hardware tables (fpgashare.hwtables, generated from runtime/hwtables/tables.toml).
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from enum import IntEnum
 
 import numpy as np
 from fpgashare.bitstream.crc import icap_crc, icap_crc_words
+from fpgashare.hwtables.tables import (
+    ALLOWED_CMDS,
+    CFG_REG_CMD,
+    CFG_REG_CRC,
+    CFG_REG_FAR,
+    CFG_REG_FDRI,
+    CFG_REG_IDCODE,
+    CMD_DESYNC,
+    CMD_RCRC,
+    CMD_WCFG,
+    MODULE_ID_BITS,
+    NOP,
+    RM_MAGIC,
+    SYNC,
+    WRITABLE_REGS,
+    PortError,
+)
 
-SYNC = 0xAA995566
-NOP = 0x20000000
 DUMMY = 0xFFFFFFFF
 BUS_WIDTH = (0x000000BB, 0x11220044)
-RM_MAGIC = 0x52504D44  # "RPMD": word 0 of frame 0 of every reconfigurable-module image
-
-REG_CRC, REG_FAR, REG_FDRI, REG_CMD, REG_IDCODE = 0, 1, 2, 4, 12
-WRITABLE = frozenset({0, 1, 2, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 16, 17, 24})
-CMD_WCFG, CMD_RCRC, CMD_DESYNC = 1, 7, 13
-ALLOWED_CMDS = frozenset({0, 1, 3, 5, 7, 8, 10, 13})
 
 
-class PortError(IntEnum):
-    """Error codes of the configuration port (config_port.sv ERR_*)."""
-
-    OK = 0
-    NO_SYNC = 1
-    TRUNCATED = 2
-    BAD_PACKET = 3
-    BAD_REGISTER = 4
-    BAD_IDCODE = 5
-    FDRI_BEFORE_IDCODE = 6
-    FDRI_BEFORE_WCFG = 7
-    FAR_OUTSIDE_SLOT = 8
-    PARTIAL_FRAME = 9
-    REGION_MISMATCH = 10
-    UNKNOWN_MODULE = 11
-    CRC_MISMATCH = 12
-    MISSING_CRC = 13
-    BAD_COMMAND = 14
-    BAD_SLOT = 15
-    NO_FRAME_DATA = 16
-
-    @property
-    def description(self) -> str:
-        return _DESCRIPTIONS[self]
-
-
-_DESCRIPTIONS = {
-    PortError.OK: "accepted",
-    PortError.NO_SYNC: "no sync word 0xAA995566 before the end of the data",
-    PortError.TRUNCATED: "the data ended before DESYNC (truncated packet or bitstream)",
-    PortError.BAD_PACKET: "malformed packet header (reserved bits, read/reserved opcode, stray Type-2 or NOP data)",
-    PortError.BAD_REGISTER: "write to a register that is not writable",
-    PortError.BAD_IDCODE: "IDCODE does not match the device",
-    PortError.FDRI_BEFORE_IDCODE: "frame data (FDRI) before an IDCODE check",
-    PortError.FDRI_BEFORE_WCFG: "frame data (FDRI) before the WCFG command",
-    PortError.FAR_OUTSIDE_SLOT: "frame address range reaches outside the target slot",
-    PortError.PARTIAL_FRAME: "FDRI length is not a whole number of frames",
-    PortError.REGION_MISMATCH: "frame data does not cover exactly the slot's region",
-    PortError.UNKNOWN_MODULE: "frame data names no module this slot can hold",
-    PortError.CRC_MISMATCH: "CRC mismatch",
-    PortError.MISSING_CRC: "DESYNC without a CRC check after the frame data",
-    PortError.BAD_COMMAND: "command not allowed in a partial bitstream",
-    PortError.BAD_SLOT: "target slot does not exist",
-    PortError.NO_FRAME_DATA: "DESYNC before any frame data",
-}
+__all__ = ["ALLOWED_CMDS", "CMD_DESYNC", "CMD_RCRC", "CMD_WCFG", "NOP", "RM_MAGIC", "SYNC", "PortError"]
 
 
 def type1(op: int, reg: int, count: int) -> int:
@@ -92,25 +58,25 @@ def frame_data(seed: str, module_id: int, slot_index: int, nwords: int) -> np.nd
 
 def partial_words(idcode: int, far: int, frame_words: np.ndarray) -> np.ndarray:
     """The configuration words of a partial bitstream that writes ``frame_words`` at ``far``."""
-    crc = icap_crc(REG_IDCODE, idcode, 0)
-    crc = icap_crc(REG_FAR, far, crc)
-    crc = icap_crc(REG_CMD, CMD_WCFG, crc)
-    crc = icap_crc_words(REG_FDRI, frame_words.tolist(), crc)
+    crc = icap_crc(CFG_REG_IDCODE, idcode, 0)
+    crc = icap_crc(CFG_REG_FAR, far, crc)
+    crc = icap_crc(CFG_REG_CMD, CMD_WCFG, crc)
+    crc = icap_crc_words(CFG_REG_FDRI, frame_words.tolist(), crc)
     head, tail = _head(idcode, far, len(frame_words)), _tail(crc)
     return np.concatenate([np.array(head, np.uint32), frame_words.astype(np.uint32), np.array(tail, np.uint32)])
 
 
 def _head(idcode: int, far: int, nwords: int) -> list[int]:
     return [DUMMY] * 8 + list(BUS_WIDTH) + [DUMMY, DUMMY, SYNC, NOP,
-                                            type1(2, REG_CMD, 1), CMD_RCRC, NOP, NOP,
-                                            type1(2, REG_IDCODE, 1), idcode,
-                                            type1(2, REG_FAR, 1), far,
-                                            type1(2, REG_CMD, 1), CMD_WCFG, NOP,
-                                            type1(2, REG_FDRI, 0), type2_write(nwords)]
+                                            type1(2, CFG_REG_CMD, 1), CMD_RCRC, NOP, NOP,
+                                            type1(2, CFG_REG_IDCODE, 1), idcode,
+                                            type1(2, CFG_REG_FAR, 1), far,
+                                            type1(2, CFG_REG_CMD, 1), CMD_WCFG, NOP,
+                                            type1(2, CFG_REG_FDRI, 0), type2_write(nwords)]
 
 
 def _tail(crc: int) -> list[int]:
-    return [type1(2, REG_CRC, 1), crc, NOP, NOP, type1(2, REG_CMD, 1), CMD_DESYNC] + [NOP] * 16
+    return [type1(2, CFG_REG_CRC, 1), crc, NOP, NOP, type1(2, CFG_REG_CMD, 1), CMD_DESYNC] + [NOP] * 16
 
 
 #: A load takes (words through DESYNC) + ACTIVATION_CYCLES port cycles from its first word until the
@@ -203,7 +169,7 @@ def check_words(words: np.ndarray, idcode: int, frame_len: int, region: SlotRegi
                 return fail(PortError.BAD_PACKET, i)
             else:
                 reg, count = (hdr >> 13) & 0x1F, hdr & 0x7FF
-                if reg not in WRITABLE:
+                if reg not in WRITABLE_REGS:
                     return fail(PortError.BAD_REGISTER, i)
                 last_t1_reg = reg
                 opened = count == 0
@@ -214,7 +180,7 @@ def check_words(words: np.ndarray, idcode: int, frame_len: int, region: SlotRegi
         else:
             return fail(PortError.BAD_PACKET, i)
         t1_open = opened
-        if count and reg == REG_FDRI:
+        if count and reg == CFG_REG_FDRI:
             if fdri_done:
                 return fail(PortError.BAD_PACKET, i)
             if not idcode_ok:
@@ -229,18 +195,18 @@ def check_words(words: np.ndarray, idcode: int, frame_len: int, region: SlotRegi
             if i >= n:
                 return fail(PortError.TRUNCATED, n - 1)
             continue
-        if reg == REG_FDRI:
+        if reg == CFG_REG_FDRI:
             data = w[i : i + count]
             if len(data) >= 1 and int(data[0]) != RM_MAGIC:
                 return fail(PortError.UNKNOWN_MODULE, i)
             if len(data) >= 2:
                 mod = int(data[1])
-                if mod >> 4 or mod == 0 or not (region.module_mask >> mod) & 1:
+                if mod >> MODULE_ID_BITS or mod == 0 or not (region.module_mask >> mod) & 1:
                     return fail(PortError.UNKNOWN_MODULE, i + 1)
                 v.module_id = mod
             if len(data) < count:
                 return fail(PortError.TRUNCATED, n - 1)
-            crc = icap_crc_words(REG_FDRI, data.tolist(), crc)
+            crc = icap_crc_words(CFG_REG_FDRI, data.tolist(), crc)
             v.fdri_words = count
             fdri_done = True
             i += count
@@ -252,7 +218,7 @@ def check_words(words: np.ndarray, idcode: int, frame_len: int, region: SlotRegi
             if i >= n:
                 return fail(PortError.TRUNCATED, n - 1)
             d = int(w[i])
-            if reg == REG_CRC:
+            if reg == CFG_REG_CRC:
                 if d != crc:
                     return fail(PortError.CRC_MISMATCH, i)
                 crc = 0
@@ -260,13 +226,13 @@ def check_words(words: np.ndarray, idcode: int, frame_len: int, region: SlotRegi
                     v.crc_checked = True
             else:
                 crc = icap_crc(reg, d, crc)
-            if reg == REG_IDCODE:
+            if reg == CFG_REG_IDCODE:
                 if d != idcode:
                     return fail(PortError.BAD_IDCODE, i)
                 idcode_ok, v.idcode = True, d
-            elif reg == REG_FAR:
+            elif reg == CFG_REG_FAR:
                 v.far = d
-            elif reg == REG_CMD:
+            elif reg == CFG_REG_CMD:
                 if d not in ALLOWED_CMDS:
                     return fail(PortError.BAD_COMMAND, i)
                 if d == CMD_WCFG:

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import numpy as np
 from fpgashare.bitstream.bitfile import BitHeader, parse_bit, write_bit
-from fpgashare.bitstream.packets import PortVerdict, SlotRegion, check_words, frame_data, partial_words
+from fpgashare.bitstream.packets import PortVerdict, SlotRegion, check_words, frame_data, partial_words, type1
 from fpgashare.bitstream.relocate import ANY_SLOT, group_of, relocate_words, shape_groups
 from fpgashare.errors import BitstreamError
+from fpgashare.hwtables.tables import CFG_REG_FAR
 from fpgashare.modules import KINDS, KINDS_BY_ID
 from fpgashare.platform import Platform, SlotSpec
 
@@ -177,7 +178,7 @@ def inspect_bytes(data: bytes, platform: Platform, target: SlotSpec | None = Non
 
 def _target_slot(words: np.ndarray, platform: Platform) -> SlotSpec | None:
     """The slot whose frame range holds the first FAR value written (None if there is none)."""
-    far_hdr = np.flatnonzero(words == 0x30002001)
+    far_hdr = np.flatnonzero(words == type1(2, CFG_REG_FAR, 1))
     if len(far_hdr) == 0 or far_hdr[0] + 1 >= len(words):
         return None
     far = int(words[far_hdr[0] + 1])

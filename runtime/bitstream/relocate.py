@@ -27,8 +27,18 @@ from functools import lru_cache
 
 import numpy as np
 from fpgashare.bitstream.crc import icap_crc
-from fpgashare.bitstream.packets import CMD_DESYNC, CMD_RCRC, NOP, REG_CMD, REG_CRC, REG_FAR, REG_FDRI, RM_MAGIC, SYNC
 from fpgashare.errors import BitstreamError
+from fpgashare.hwtables.tables import (
+    CFG_REG_CMD,
+    CFG_REG_CRC,
+    CFG_REG_FAR,
+    CFG_REG_FDRI,
+    CMD_DESYNC,
+    CMD_RCRC,
+    NOP,
+    RM_MAGIC,
+    SYNC,
+)
 from fpgashare.modules import KINDS_BY_ID
 from fpgashare.platform import Platform, SlotSpec
 
@@ -128,11 +138,11 @@ def relocate_words(words: np.ndarray, platform: Platform, target: SlotSpec) -> n
         i += 1
         if i + count > n:
             raise BitstreamError(f"cannot relocate: packet at word {i - 1} runs past the end")
-        if reg == REG_FDRI:
+        if reg == CFG_REG_FDRI:
             if count:
                 fdri_at = i
             delta = advance(delta, count)
-        elif reg == REG_CRC:
+        elif reg == CFG_REG_CRC:
             for k in range(i, i + count):
                 out[k] = int(out[k]) ^ delta
             delta = 0
@@ -140,13 +150,13 @@ def relocate_words(words: np.ndarray, platform: Platform, target: SlotSpec) -> n
             for k in range(i, i + count):
                 value = int(out[k])
                 delta = _step(delta)
-                if reg == REG_FAR:
+                if reg == CFG_REG_FAR:
                     source, moved = _rebase(platform, value, target, source)
                     out[k] = moved
                     delta ^= icap_crc(0, value ^ moved, 0)   # f(s, w) = M s + g(w), g linear
-                if reg == REG_CMD and value == CMD_RCRC:
+                if reg == CFG_REG_CMD and value == CMD_RCRC:
                     delta = 0
-                if reg == REG_CMD and value == CMD_DESYNC:   # the device ignores what follows
+                if reg == CFG_REG_CMD and value == CMD_DESYNC:   # the device ignores what follows
                     _check_descriptor(out, fdri_at, platform, target)
                     return out
         i += count

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from fpgashare.dnn.network import Layer, Network
 from fpgashare.errors import NetworkError
+from fpgashare.hwtables.tables import SEC_BIAS, SEC_DESC, SEC_MULT, SEC_SHIFT, SEC_WEIGHTS
 
-SEC_DESC, SEC_WEIGHTS, SEC_BIAS, SEC_MULT, SEC_SHIFT = 1, 2, 3, 4, 5
 DESC_WORDS = 8
 
 

@@ -79,7 +79,7 @@ def _template_dir() -> Path:
     return Path(str(resources.files("fpgashare.hdl_sim"))) / "vivado"
 
 
-_MODULE_DECL = re.compile(r"^\s*module\s+(\w+)", re.M)
+_MODULE_DECL = re.compile(r"^\s*(?:module|package)\s+(\w+)", re.M)
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
@@ -92,8 +92,9 @@ def _modules_in(folder: Path) -> dict[str, Path]:
 
 
 def rtl_closure(top: str, library: dict[str, Path]) -> list[Path]:
-    """The files ``top`` needs from ``library`` (module name -> file), ``top``'s first: every
-    module a file instantiates (``name #(`` or ``name inst (``), transitively."""
+    """The files ``top`` needs from ``library`` (module or package name -> file): every module a
+    file instantiates (``name #(`` or ``name inst (``) and every package it names (``name::``),
+    transitively; the packages first (a file must come after the packages it imports), then ``top``'s."""
     order: list[Path] = []
     todo = [top]
     seen = set()
@@ -109,9 +110,10 @@ def rtl_closure(top: str, library: dict[str, Path]) -> list[Path]:
             order.append(path)
         text = _COMMENTS.sub("", path.read_text())
         for other in library:
-            if other != name and re.search(rf"(?<![\w.]){other}\s*(#\s*\(|\w+\s*\()", text):
+            if other != name and re.search(rf"(?<![\w.]){other}(\s*(#\s*\(|\w+\s*\()|::)", text):
                 todo.append(other)
-    return order
+    packages = [p for p in order if p.name.endswith("_pkg.sv")]
+    return packages + [p for p in order if p not in packages]
 
 
 def _tcl_word(text: str) -> str:

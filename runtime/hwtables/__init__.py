@@ -1,0 +1,1 @@
+"""The hardware tables: one source (tables.toml) for the numbers the runtime and the RTL share."""

@@ -57,6 +57,7 @@ def test_a_departure_keeps_the_old_contract_until_the_partition_is_idle():
     before = engine.contract
     frame = engine.submit("a", np.zeros((720, 1280), np.uint8))
     engine.advance_to(engine.now)
+    _run_until(engine, lambda: frame.start is not None)
     assert frame.start is not None and frame.end is None           # on the stream
     engine.remove_pipeline("a", "the app left")
     assert engine.changes.active and engine.contract is before       # not switched under the frame

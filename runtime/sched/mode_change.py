@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fpgashare.sched.analysis import AdmissionContract, Verdict
 from fpgashare.slots import SlotState
@@ -120,13 +120,14 @@ class ModeChanges:
         """After every event: load the head change's next pin, or switch to it."""
         while self.queue:
             change = self.queue[0]
-            if not change.pending_pins and change.contract is not None:
+            if not change.pending_pins:
                 current = self.engine.contract.pinned
                 change.pending_pins = {s: m for s, m in change.contract.pinned.items() if current.get(s) != m}
             slots = self.engine.slots.slots
             for slot, module in list(change.pending_pins.items()):
                 s = slots[slot]
                 if s.module == module and s.state in (SlotState.READY, SlotState.BUSY):
+                    self._pin_now(slot, module)        # in already: pinned, so nothing evicts it
                     del change.pending_pins[slot]
                 elif s.state is SlotState.FAILED:
                     del change.pending_pins[slot]      # a fault voids the pin, not the switch
@@ -145,7 +146,7 @@ class ModeChanges:
         e = self.engine
         pinned = {s: m for s, m in e.contract.pinned.items() if s != slot}
         pinned[slot] = module
-        e.set_contract(_with_pins(e.contract, pinned))
+        e.set_contract(replace(e.contract, pinned=pinned))
 
     def _switch(self, change: Change) -> None:
         e = self.engine
@@ -161,8 +162,3 @@ class ModeChanges:
                 change.on_ready()
         log.debug("mode change to %s pins after %.3f ms", len(change.contract.pinned), took * 1e3)
 
-
-def _with_pins(contract: AdmissionContract, pinned: dict[int, str]) -> AdmissionContract:
-    from dataclasses import replace
-
-    return replace(contract, pinned=pinned)

@@ -122,6 +122,20 @@ def test_names_are_per_client(sock):
         assert list(b.status()["pipelines"]) == ["edges"]
 
 
+def test_no_client_can_squat_another_clients_name(sock):
+    """A client holding a name and every suffix the daemon could give another client's same name
+    blocks nobody: the other client registers it, and the squatter's pipelines stay as they were."""
+    with running(sock) as daemon, connect(sock) as squatter, connect(sock) as victim:
+        victim_id = victim.request("hello")["client"]
+        held = ["edges", f"edges@{victim_id}", f"edges@{victim_id}@{victim_id}", "edges@"]
+        for name in held:
+            squatter.pipeline(name, ["threshold"], period_ms=20.0, frame_shape=SHAPE)
+        check_frame_round_trip(victim, "edges")
+        assert sorted(squatter.status(own=True)["pipelines"]) == sorted(held)
+        assert list(victim.status(own=True)["pipelines"]) == ["edges"]
+        assert len(daemon.states) == len(held) + 1
+
+
 def test_fuzzed_requests_never_get_internal(sock):
     """20,000 seeded requests with typed ops and wrong field types and values; then a fresh
     client streams frames that equal OpenCV's."""

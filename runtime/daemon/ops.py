@@ -40,7 +40,10 @@ class Ops:
     async def _op_status(self: Daemon, client: Client, message: dict) -> dict:
         from fpgashare.daemon.stats import status
 
-        return status(self, client)
+        scope = message.get("scope", "all")
+        if scope not in ("all", "own"):
+            raise ProtocolError("bad_request", f"status: scope must be 'all' or 'own', got {checks.show(scope)}")
+        return status(self, client, own=scope == "own")
 
     async def _op_pipeline(self: Daemon, client: Client, message: dict) -> None:
         name = checks.name(message, "name")
@@ -158,8 +161,13 @@ class Ops:
             raise ProtocolError("bad_request", f"a pipeline named {name!r} is already registered by this client")
 
     def _engine_name(self: Daemon, client: Client, name: str) -> str:
-        """The client's name unless another client's pipeline has it, then ``name@client``."""
-        return name if name not in self.states else f"{name}@{client.id}"
+        """The client's name if no pipeline has it and it holds no ``@``, else ``name@client``.
+
+        Why no client can take another's key: a plain key holds no ``@`` and is given once; a
+        suffixed key ends in ``@`` and the id of the client it was made for (the text after the last
+        ``@``), so it is that client's alone, and within it the name part tells its names apart.
+        So squatting ``edges`` and ``edges@7`` cannot block client 7's ``edges``."""
+        return name if name not in self.states and "@" not in name else f"{name}@{client.id}"
 
     def _check_shm(self: Daemon, client: Client, name: str, nbytes: int) -> None:
         limits = self.limits
@@ -174,8 +182,13 @@ class Ops:
         """Ring, engine, names and counts, all or nothing."""
         ring = FrameRing.create_private(RING_SLOTS, tuple(in_shape), tuple(out_shape), tag=f"c{client.id}")
         state = PipelineState(name, spec.name, ring, set(range(RING_SLOTS)))
+        engine = self.engine
         added = False
+        # Undo only what this request made: a pipeline of that name already in the engine is not ours.
+        existed = any(p.name == spec.name for p in (*engine.pipelines, *engine.dnn_pipelines, *engine.cpu_pipelines))
         try:
+            if existed or spec.name in self.states:
+                raise ProtocolError("bad_request", f"{name!r}: its engine name {spec.name!r} is taken")
             self._step(self.engine.add_pipeline, spec, spec.realtime)
             added = True
             client.pipelines[name] = state
@@ -187,10 +200,10 @@ class Ops:
                 del client.pipelines[name]
                 client.shm_bytes -= ring.nbytes
                 self.shm_bytes -= ring.nbytes
-            self.states.pop(spec.name, None)
-            engine = self.engine
+            if self.states.get(spec.name, (None, None))[1] is state:
+                del self.states[spec.name]
             every = (*engine.pipelines, *engine.dnn_pipelines, *engine.cpu_pipelines)
-            if added or any(p.name == spec.name for p in every):
+            if not existed and (added or any(p.name == spec.name for p in every)):
                 self._step(engine.remove_pipeline, spec.name, "registration failed")
             ring.close()
             if isinstance(exc, FpgashareError) and not isinstance(exc, ProtocolError):

@@ -281,7 +281,7 @@ def test_connections(sock):
     """The refusal is a parting error on a socket the daemon closes at once: the client reads it
     even when its hello finds the socket already closed, and raises it typed."""
     before = Footprint()
-    with running(sock, clients=2) as daemon:
+    with running(sock, clients=2, root_reserve=0) as daemon:      # root: no connections beyond the cap
         victim = Victim(sock)
         victim.stream()
         warm = Footprint()

@@ -171,6 +171,7 @@ class Ops:
 
     def _check_shm(self: Daemon, client: Client, name: str, nbytes: int) -> None:
         limits = self.limits
+        self.tenants.check_pipeline(client, name, nbytes)
         if client.shm_bytes + nbytes > limits.shm_bytes_per_client:
             raise refuse("shm_bytes_per_client", limits.shm_bytes_per_client,
                          f"{name!r}: its ring of {nbytes} bytes on top of this client's {client.shm_bytes}")
@@ -243,6 +244,7 @@ class Ops:
         if client.in_flight() >= self.limits.outstanding_per_client:
             raise refuse("outstanding_per_client", self.limits.outstanding_per_client,
                          f"{kind} to {name!r}: this client has {client.in_flight()} frames in flight")
+        self.tenants.check_submit(client, f"{kind} to {name!r}")
         # The client says what it wrote; a frame of another layout would be read as garbage.
         try:
             check_layout(tuple(shape), dtype, state.ring.spec.in_shape, state.ring.spec.dtype)

@@ -40,11 +40,12 @@ import numpy as np
 from fpgashare.backends.base import Backend
 from fpgashare.clock import WallClock
 from fpgashare.daemon.driver import Driver
-from fpgashare.daemon.limits import Limits, RateLimiter, refuse
+from fpgashare.daemon.limits import DescriptorBudget, Limits, RateLimiter
 from fpgashare.daemon.lock import BoardLock, sweep_stale_rings
 from fpgashare.daemon.ops import Ops
 from fpgashare.daemon.sessions import Client, PipelineState, Sessions, peer_credentials
 from fpgashare.daemon.stats import Stats
+from fpgashare.daemon.tenants import Tenants
 from fpgashare.errors import FpgashareError
 from fpgashare.eventloop import tighten_timer_slack
 from fpgashare.protocol import ProtocolError, error_reply, read_message, reply
@@ -113,6 +114,7 @@ class Daemon(Ops, Driver, Sessions):
         self._timer: asyncio.TimerHandle | None = None   # wakes the engine for its next event
         self._timer_due: float | None = None
         self.clients: dict[int, Client] = {}
+        self.tenants: Tenants | None = None    # at start: the descriptor budget is the process's
         self.states: dict[str, tuple[Client, PipelineState]] = {}    # engine name -> owner, state
         self.shm_bytes = 0                                           # every ring together
         self._next_client = 0
@@ -153,6 +155,7 @@ class Daemon(Ops, Driver, Sessions):
         self.socket_path.parent.mkdir(parents=True, exist_ok=True)
         self.lock.acquire()
         try:
+            self.tenants = Tenants(self.limits, self.clients, DescriptorBudget.of_process(self.limits))
             sweep_stale_rings()
             with contextlib.suppress(FileNotFoundError):
                 self.socket_path.unlink()        # a dead daemon's: the lock and the probe say so
@@ -219,13 +222,15 @@ class Daemon(Ops, Driver, Sessions):
     # ---- connections
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         pid, uid, gid = peer_credentials(writer)
-        if len(self.clients) >= self.limits.clients:
-            writer.write(error_reply(-1, refuse("clients", self.limits.clients, "too many connections")))
+        refusal = self.tenants.admit(uid)
+        if refusal is not None:
+            writer.write(error_reply(-1, refusal))
             writer.close()
             return
         self._next_client += 1
         client = Client(self._next_client, pid, uid, gid, writer, RateLimiter(self.limits.messages_per_s))
         self.clients[client.id] = client
+        self.tenants.joined(client)
         log.info("client %d connected (pid %d, uid %d, gid %d)", client.id, pid, uid, gid)
         try:
             while True:
@@ -240,17 +245,23 @@ class Daemon(Ops, Driver, Sessions):
                     break
                 if message is None:
                     break
-                if not client.rate.take():
-                    self._send(client, error_reply(message["id"], refuse(
-                        "messages_per_s", self.limits.messages_per_s, "request rate too high")))
-                else:
-                    await self._handle(client, message)
+                over = self.tenants.over_rate(client)
+                if over is not None:
+                    self._send(client, error_reply(message["id"], over[0]))
+                    await writer.drain()
+                    await asyncio.sleep(over[1])     # not read again until a request could be taken
+                    continue
+                await self._handle(client, message)
                 # A client that does not read its replies is not read either: they cannot pile up here.
                 await writer.drain()
+                # One request per connection per turn of the loop: timers due (frames ending, loads)
+                # run between a flooder's requests, and other connections get their turn.
+                await asyncio.sleep(0)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
             self._client_gone(client, CLIENT_GONE)
+            self.tenants.left(client)
             with contextlib.suppress(Exception):
                 writer.close()
 
@@ -298,6 +309,8 @@ class Daemon(Ops, Driver, Sessions):
         if handler is None:
             self._send(client, error_reply(rid, ProtocolError("unknown_op", f"unknown op {op!r}")))
             return
+        if self._timer_due is not None and self._timer_due <= self.clock.now():
+            self._advance()                  # the real-time path first: events due before any request
         try:
             answer = await handler(client, message)
         except ProtocolError as exc:

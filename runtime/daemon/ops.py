@@ -4,7 +4,6 @@ that fails at any point after that is undone entirely: engine, ring, names, quot
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING
 
@@ -77,12 +76,14 @@ class Ops:
         async with self._registering:
             self._check_name_free(client, name)          # the same client may have raced itself
             self._check_shm(client, name, RING_SLOTS * _ring_bytes(in_shape, out_shape))
+            deadline = self.off_loop.deadline()
             if fallback is None:
-                reason = await self._admission(spec)
+                reason = await self._admission(spec, deadline)
                 if reason:
                     raise ProtocolError("admission", f"pipeline {name!r} not admitted: {reason}")
             else:
-                spec = await self._place(key, chain, period_ms / 1e3, deadline_ms / 1e3, (rows, cols), params)
+                spec = await self._place(key, chain, period_ms / 1e3, deadline_ms / 1e3, (rows, cols), params,
+                                         deadline)
                 if isinstance(spec, str):
                     raise ProtocolError("admission", f"pipeline {name!r} not admitted: {spec}")
             ring = self._register(client, name, spec, in_shape, tuple(out_shape))
@@ -92,16 +93,17 @@ class Ops:
                   "placement": [list(p) for p in spec.placement]}
         await self._answer_with_ring(client, message["id"], answer, ring)
 
-    async def _admission(self: Daemon, spec: PipelineSpec) -> str | None:
+    async def _admission(self: Daemon, spec: PipelineSpec, deadline: float) -> str | None:
         """Why ``spec`` is not admitted (None: it is). The trial runs on a worker thread, on a
-        snapshot: frames keep flowing."""
+        snapshot taken here: frames keep flowing."""
         test = self.engine.admission_test(spec)
-        return await asyncio.get_running_loop().run_in_executor(None, test)
+        return await self.off_loop.run(f"admission of {spec.name!r}", deadline, test)
 
     async def _place(self: Daemon, key: str, chain, period_s: float, deadline_s: float, frame: tuple[int, int],
-                     params: dict) -> PipelineSpec | str:
+                     params: dict, deadline: float) -> PipelineSpec | str:
         """The first placement of ``chain`` admission accepts (runtime/sched/cpu_fallback.py), or
-        why none is: the whole chain's reason and the last placement's."""
+        why none is: the whole chain's reason and the last placement's. Candidates are made on a
+        worker (each may measure host stages), one at a time; admission snapshots on the loop."""
         engine = self.engine
         states = [s.state for s in engine.slots.slots]     # one read (on several streams: a snapshot)
         failed = frozenset(m for m in self.platform.modules
@@ -109,10 +111,13 @@ class Ops:
                                   for s in self.platform.slots_for(m)))
         used = cpu_share([*engine.pipelines, *engine.cpu_pipelines])
         reasons = []
-        for spec, why in fallback_candidates(key, chain, period_s, deadline_s, frame, self.platform, params,
-                                             self.cpu_cost, failed, used):
+        candidates = fallback_candidates(key, chain, period_s, deadline_s, frame, self.platform, params,
+                                         self.cpu_cost, failed, used)
+        what = f"placement of {key!r}"
+        while (step := await self.off_loop.run(what, deadline, next, candidates, None)) is not None:
+            spec, why = step
             if spec is not None:
-                why = await self._admission(spec)
+                why = await self._admission(spec, deadline)
                 if not why:
                     return spec
             reasons.append(why)
@@ -137,6 +142,7 @@ class Ops:
             if "dnn_tile" in self.platform.modules else []
         key = self._engine_name(client, name)
         spec = PipelineSpec(key, "besteffort", model=model)
+        deadline = self.off_loop.deadline()
         if not tiles:
             if fallback is None:
                 why = "no dnn_tile slots" if "dnn_tile" not in self.platform.modules else \
@@ -144,9 +150,10 @@ class Ops:
                 raise ProtocolError("admission",
                                     f"dnn {name!r} not admitted: {self.platform.name} has {why} for {model}")
             # Best effort on the host: one image at a time on a worker, bounded by its measured cost.
-            seconds = await asyncio.get_running_loop().run_in_executor(None, self.cpu_cost.infer_seconds, model)
+            seconds = await self.off_loop.run(f"dnn {name!r}: measuring {model} on the host", deadline,
+                                              self.cpu_cost.infer_seconds, model)
             spec = PipelineSpec(key, "besteffort", model=model, host=True, cpu_before_s=seconds)
-        shape = network(model).input_shape
+        shape = (await self.off_loop.run(f"dnn {name!r}: building {model}", deadline, network, model)).input_shape
         in_shape = shape[:2] if shape[2] == 1 else shape
         async with self._registering:
             self._check_name_free(client, name)

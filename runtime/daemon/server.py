@@ -42,6 +42,8 @@ from fpgashare.clock import WallClock
 from fpgashare.daemon.driver import Driver
 from fpgashare.daemon.limits import DescriptorBudget, Limits, RateLimiter
 from fpgashare.daemon.lock import BoardLock, sweep_stale_rings
+from fpgashare.daemon.loop_latency import LoopLatency
+from fpgashare.daemon.off_loop import OffLoop
 from fpgashare.daemon.ops import Ops
 from fpgashare.daemon.sessions import Client, PipelineState, Sessions, peer_credentials
 from fpgashare.daemon.stats import Stats
@@ -123,6 +125,8 @@ class Daemon(Ops, Driver, Sessions):
         self._stopped = asyncio.Event()
         self._registering = asyncio.Lock()   # one registration at a time: each test sees the set it joins
         self.stats = Stats()
+        self.loop_latency = LoopLatency()     #: how late the loop runs what is due (status, metrics)
+        self.off_loop = OffLoop()             #: slow work of a request (measurements, admission trials)
         self.failure: BaseException | None = None     #: what stopped the daemon, if a bug did
         self._stopping: asyncio.Future | None = None
         self.shutting_down = False    #: once stop() begins: requests are refused ``gone``
@@ -167,12 +171,14 @@ class Daemon(Ops, Driver, Sessions):
                 from fpgashare.metrics import DaemonMetrics
 
                 self.metrics = DaemonMetrics(self.engine, self.clock)
+                self.loop_latency.observers.append(self.metrics.loop_delay.observe)
                 self.metrics_port = self.metrics.serve(self.metrics_port)
                 log.info("metrics on http://127.0.0.1:%d/metrics", self.metrics_port)
         except BaseException:
             self.lock.release()
             raise
         tighten_timer_slack()                 # a frame's end is a timer: wake within microseconds
+        self.loop_latency.start(self._loop)
         _warm_up()                            # first-call costs (OpenCV's init) must not land on a frame
         self._step(self.engine.begin)
         log.info("serving %s on %s (%s backend, dilation %g)", self.platform.name, self.socket_path,
@@ -210,6 +216,8 @@ class Daemon(Ops, Driver, Sessions):
             client.writer.close()           # its reader sees the end and its task finishes
         if self._timer is not None:
             self._timer.cancel()
+        self.loop_latency.stop()
+        self.off_loop.close()
         if self.metrics is not None:
             self.metrics.close()
         with contextlib.suppress(FileNotFoundError):

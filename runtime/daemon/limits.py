@@ -51,7 +51,7 @@ class Limits:
     outstanding_per_client: int = 64        #: frames and images in flight of one connection
     outstanding_per_user: int = 128         #: frames and images in flight of one user
     messages_per_s: float = 20_000.0        #: sustained request rate of one connection (burst: one second's)
-    messages_per_s_per_user: float = 5_000.0   #: sustained request rate of one user, every request counted
+    messages_per_s_per_user: float = 2_000.0   #: request units a second of one user (tenants.OP_COST)
     descriptors_per_user: int = 0           #: connections and rings of one user (0: a quarter of the budget)
     admin_gid: int | None = None            #: members see other clients' details in status (root always)
 
@@ -96,22 +96,25 @@ def refuse(limit: str, value, detail: str) -> ProtocolError:
 
 
 class RateLimiter:
-    """A token bucket: ``rate`` messages a second sustained, a second's worth in a burst."""
-
-    def wait_s(self) -> float:
-        """How long until the bucket holds a whole token again (0: it does)."""
-        return max(0.0, (1.0 - self.tokens) / self.rate)
-
+    """A token bucket: ``rate`` tokens a second sustained, a second's worth in a burst. A refused
+    request is charged too (down to a second's debt), so a client that keeps sending while refused
+    waits longer for its next token, and the refusals themselves stay within the rate."""
 
     def __init__(self, rate: float, now=time.monotonic) -> None:
         self.rate, self._now = rate, now
         self.tokens, self.stamp = rate, now()
 
-    def take(self) -> bool:
+    def take(self, cost: float = 1.0) -> bool:
+        cost = min(cost, self.rate)          # a costly request still passes on a full bucket
         t = self._now()
         self.tokens = min(self.rate, self.tokens + (t - self.stamp) * self.rate)
         self.stamp = t
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
+        if self.tokens >= cost:
+            self.tokens -= cost
             return True
+        self.tokens = max(-self.rate, self.tokens - 1.0)
         return False
+
+    def wait_s(self, cost: float = 1.0) -> float:
+        """How long until the bucket holds ``cost`` tokens again (0: it does)."""
+        return max(0.0, (min(cost, self.rate) - self.tokens) / self.rate)

@@ -253,7 +253,7 @@ class Daemon(Ops, Driver, Sessions):
                     break
                 if message is None:
                     break
-                over = self.tenants.over_rate(client)
+                over = self.tenants.over_rate(client, message.get("op"))
                 if over is not None:
                     self._send(client, error_reply(message["id"], over[0]))
                     await writer.drain()

@@ -17,6 +17,11 @@ from fpgashare.daemon.limits import RING_FDS, DescriptorBudget, Limits, RateLimi
 from fpgashare.daemon.sessions import Client
 from fpgashare.protocol import ProtocolError
 
+#: What a request costs of its user's rate, in units of the cheapest (about 20 us of the loop):
+#: a status builds a map of every slot and pipeline (~250 us), a registration a ring and an
+#: admission snapshot. Everything else — clock, hello, submit, close — is 1: cheap requests count.
+OP_COST = {"status": 20.0, "pipeline": 50.0, "dnn": 50.0}
+
 
 @dataclass
 class Tenant:
@@ -78,7 +83,7 @@ class Tenants:
             if not tenant.clients:
                 del self.by_uid[client.uid]
 
-    def over_rate(self, client: Client) -> tuple[ProtocolError, float] | None:
+    def over_rate(self, client: Client, op) -> tuple[ProtocolError, float] | None:
         """The refusal of one more request now and how long to stop reading this connection (so a
         flood costs the daemon a read per token, not one per message), or None: it may go."""
         limits = self.limits
@@ -86,9 +91,10 @@ class Tenants:
             return (refuse("messages_per_s", limits.messages_per_s, "request rate too high"),
                     client.rate.wait_s())
         tenant = self.by_uid.get(client.uid)
-        if tenant is not None and not self.trusted(client.uid) and not tenant.rate.take():
+        cost = OP_COST.get(op, 1.0) if isinstance(op, str) else 1.0
+        if tenant is not None and not self.trusted(client.uid) and not tenant.rate.take(cost):
             return (refuse("messages_per_s_per_user", limits.messages_per_s_per_user,
-                           f"request rate of uid {client.uid} too high"), tenant.rate.wait_s())
+                           f"request rate of uid {client.uid} too high"), tenant.rate.wait_s(cost))
         return None
 
     def check_pipeline(self, client: Client, name: str, nbytes: int) -> None:

@@ -1,0 +1,448 @@
+"""Hostile tenants: an ordinary user in group ``fpgashare`` attacks the daemon as the systemd unit
+runs it (root, socket mode 0660 in a 0750 folder, LimitNOFILE=256), while another user's app
+streams beside it. For every attack: the daemon stays up, the other app has >= 99.9% of its
+>= 2,000 frames on time, the attacker gets typed errors (never ``internal``), and nothing leaks
+(the daemon's descriptors and memory, /dev/shm).
+
+The daemon runs in a process of its own on a virtual clock that a thread of it moves on as fast
+as the loop lets it: outcomes depend on the schedule, not on how loaded the machine is. The
+tenants are forked from this (single-threaded) process and drop to their users, so each is a real
+second uid to the daemon's SO_PEERCRED. Creates the users (kept for later runs); root only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import grp
+import json
+import os
+import pwd
+import resource
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+GROUP, APP_USER, ATTACKER = "fpgashare", "fpgashare-app", "fpgashare-attacker"
+VICTIM_FRAMES = 2_000
+SHAPE = (60, 80)
+NOFILE = 256                         #: the unit's LimitNOFILE
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                                reason="creates users and runs the daemon as root (CI runs as root)")
+
+DAEMON = """
+import sys, threading
+from fpgashare.backends import make_backend
+from fpgashare.clock import VirtualClock
+from fpgashare.daemon import Daemon, DaemonThread
+from fpgashare.platform import load_platform
+
+daemon = Daemon(make_backend("model", load_platform("zcu104")), sys.argv[1], clock=VirtualClock(),
+                socket_group=sys.argv[2])
+stop = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+with DaemonThread(daemon):
+    print("ready", flush=True)
+    t = 0.0
+    while not stop.is_set() and daemon.failure is None:
+        t += 0.0002                   # virtual seconds a step: as fast as the loop takes them
+        daemon.run_until(t)
+print("failure" if daemon.failure else "clean", flush=True)
+"""
+
+
+# ---- the tenants (run in forked children, as their users)
+
+def victim(sock: str, name: str = "edges") -> dict:
+    """Another user's app: VICTIM_FRAMES frames, one at a time, each checked against OpenCV."""
+    import numpy as np
+    from fpgashare.client import DeadlineMissed, FrameDropped, connect
+    from fpgashare.simrun import resolve_chain
+    from fpgashare.vision_ref import chain_reference
+
+    outcomes = {"on_time": 0, "late": 0, "dropped": 0, "wrong": 0}
+    rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+    frame = rng.integers(0, 256, SHAPE, dtype=np.uint8)
+    want = chain_reference(resolve_chain(["threshold"], {}), frame)
+    with connect(sock, timeout=30) as fpga:
+        pipe = fpga.pipeline(name, ["threshold"], period_ms=2.0, frame_shape=SHAPE)
+        for _ in range(VICTIM_FRAMES):
+            try:
+                out = pipe.submit(frame).result(timeout=30)
+                outcomes["on_time" if np.array_equal(out, want) else "wrong"] += 1
+            except DeadlineMissed:
+                outcomes["late"] += 1
+            except FrameDropped:
+                outcomes["dropped"] += 1
+    return outcomes
+
+
+def _kind(exc: BaseException) -> str:
+    return getattr(exc, "kind", type(exc).__name__)
+
+
+def truncate_ring(sock: str, stopped) -> dict:
+    """Takes the ring's descriptor from the registration's reply and tries to shrink, grow and
+    reseal it, then keeps submitting frames into it."""
+    import fcntl
+
+    import numpy as np
+    from fpgashare.client import DaemonError, connect
+
+    seen: dict[str, int] = {}
+    with connect(sock, timeout=30) as fpga:
+        answer = fpga.request("pipeline", name="mine", stages=["threshold"], period_ms=2.0,
+                              frame_shape=list(SHAPE), params={})
+        fd = answer["fd"]
+        for size in (0, 4096, 1 << 30):
+            try:
+                os.ftruncate(fd, size)
+                seen["truncated"] = seen.get("truncated", 0) + 1
+            except OSError as exc:
+                seen[f"ftruncate:{exc.errno}"] = seen.get(f"ftruncate:{exc.errno}", 0) + 1
+        try:
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE)
+            seen["resealed"] = 1
+        except OSError as exc:
+            seen[f"seal:{exc.errno}"] = 1
+        os.close(fd)
+        slot = 0
+        while not stopped():
+            try:
+                fpga.request("submit", pipeline="mine", slot=slot, shape=list(SHAPE), dtype="uint8")
+                slot = (slot + 1) % 4
+            except DaemonError as exc:
+                seen[exc.kind] = seen.get(exc.kind, 0) + 1
+                time.sleep(0.001)
+        seen["frames_shape_ok"] = int(np.zeros(SHAPE).size == SHAPE[0] * SHAPE[1])
+    return seen
+
+
+def connection_flood(sock: str, stopped) -> dict:
+    """Opens connections until refused, then 64 more tries; holds them all."""
+    from fpgashare.client import DaemonError, connect
+
+    held, seen = [], {}
+    for _ in range(80):
+        try:
+            held.append(connect(sock, timeout=30))
+        except DaemonError as exc:
+            seen[exc.kind] = seen.get(exc.kind, 0) + 1
+    seen["held"] = len(held)
+    while not stopped():
+        time.sleep(0.01)
+    for fpga in held:
+        fpga.close()
+    return seen
+
+
+def cheap_request_flood(sock: str, stopped) -> dict:
+    """``status`` and ``clock`` as fast as it can on every connection it may open (pipelined, never
+    waiting for a reply before the next)."""
+    import socket as socketlib
+
+    from fpgashare.framing import Decoder
+    from fpgashare.protocol import encode
+
+    socks = []
+    for _ in range(16):
+        s = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
+        s.connect(sock)
+        s.setblocking(False)
+        socks.append(s)
+    burst = b"".join(encode({"op": op, "id": i}) for i, op in enumerate(["status", "clock"] * 64))
+    kinds: dict[str, int] = {}
+    decoders = [Decoder(1 << 20) for _ in socks]
+    while not stopped():
+        for s, decoder in zip(socks, decoders, strict=True):
+            with contextlib.suppress(BlockingIOError):
+                s.send(burst)
+            with contextlib.suppress(BlockingIOError):
+                count_replies(decoder.feed(s.recv(1 << 20)), kinds)
+    for s in socks:
+        s.close()
+    return kinds
+
+
+def squat_names(sock: str, stopped) -> dict:
+    """Holds ``edges`` and the suffixes the daemon could give another client's ``edges``."""
+    from fpgashare.client import DaemonError, connect
+
+    seen: dict[str, int] = {}
+    with connect(sock, timeout=30) as fpga:
+        for name in ["edges", *(f"edges@{i}" for i in range(1, 40))]:
+            try:
+                fpga.pipeline(name, ["threshold"], period_ms=1000.0, frame_shape=(8, 8))
+                seen["held"] = seen.get("held", 0) + 1
+            except DaemonError as exc:
+                seen[exc.kind] = seen.get(exc.kind, 0) + 1
+        while not stopped():
+            time.sleep(0.01)
+    return seen
+
+
+def hoard(sock: str, stopped) -> dict:
+    """Big rings and frames in flight on every connection it may open, until refused."""
+    import numpy as np
+    from fpgashare.client import DaemonError, DeadlineMissed, FrameDropped, connect
+
+    seen: dict[str, int] = {}
+    conns, pipes = [], []
+    for _ in range(16):
+        try:
+            conns.append(connect(sock, timeout=30))
+        except DaemonError as exc:
+            seen[exc.kind] = seen.get(exc.kind, 0) + 1
+            break
+        for p in range(8):
+            try:
+                pipes.append(conns[-1].pipeline(f"h{p}", ["threshold"], period_ms=50.0, frame_shape=(1080, 1920)))
+            except DaemonError as exc:
+                seen[exc.kind] = seen.get(exc.kind, 0) + 1
+    seen["pipelines"] = len(pipes)
+    frame = np.zeros((1080, 1920), np.uint8)
+    futures = []
+    while not stopped():
+        for pipe in pipes:
+            try:
+                futures.append(pipe.submit(frame, timeout=0))
+            except (DaemonError, FrameDropped) as exc:
+                seen[_kind(exc)] = seen.get(_kind(exc), 0) + 1
+        for future in futures[:-64]:
+            try:
+                future.result(timeout=30)
+            except (DaemonError, DeadlineMissed, FrameDropped) as exc:
+                seen[_kind(exc)] = seen.get(_kind(exc), 0) + 1
+        futures = futures[-64:]
+    for fpga in conns:
+        fpga.close()
+    return seen
+
+
+def garbage(sock: str, stopped) -> dict:
+    """Seeded random bytes and random msgpack maps on fresh connections, never reading replies on
+    some of them."""
+    import random
+    import socket as socketlib
+
+    import msgpack
+    from fpgashare.framing import Decoder
+    from fpgashare.protocol import HEADER, VERSION
+
+    rng = random.Random(int.from_bytes(os.urandom(4), "little"))
+    kinds: dict[str, int] = {}
+    ops = ["hello", "clock", "status", "pipeline", "dnn", "submit", "infer", "close", "bogus", None, 7]
+    while not stopped():
+        s = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
+        s.connect(sock)
+        s.settimeout(2)
+        data = b""
+        for i in range(50):
+            if rng.random() < 0.1:
+                body = rng.randbytes(rng.randrange(0, 64))
+            else:
+                body = msgpack.packb({"v": rng.choice([VERSION, VERSION, 1, "x"]), "id": rng.choice([i, -1, "x"]),
+                                      "op": rng.choice(ops), "name": rng.choice(["a", "", 5, "x" * 100]),
+                                      "pipeline": rng.choice(["a", "edges", None]), "slot": rng.randrange(-2, 6),
+                                      "shape": [rng.randrange(-1, 100)], "dtype": rng.choice(["uint8", "f8", 3])})
+            data += HEADER.pack(len(body)) + body
+        try:
+            s.sendall(data)
+            if rng.random() < 0.7:                     # else: never reads its replies
+                decoder, replies = Decoder(1 << 20), 0
+                with contextlib.suppress(TimeoutError, OSError):
+                    while replies < 50 and (chunk := s.recv(1 << 16)):
+                        replies += count_replies(decoder.feed(chunk), kinds)
+        except OSError as exc:
+            kinds[type(exc).__name__] = kinds.get(type(exc).__name__, 0) + 1
+        s.close()
+    return kinds
+
+
+def count_replies(bodies: list[bytes], kinds: dict[str, int]) -> int:
+    """Count replies by their error kind ("ok" for none); returns how many there were."""
+    import msgpack
+
+    for body in bodies:
+        message = msgpack.unpackb(body)
+        kind = "ok" if message.get("ok") else message["error"]["kind"]
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return len(bodies)
+
+
+ATTACKS = {"truncate_ring": truncate_ring, "connection_flood": connection_flood,
+           "cheap_request_flood": cheap_request_flood, "squat_names": squat_names, "hoard": hoard,
+           "garbage": garbage}
+
+
+# ---- the harness
+
+class Forked:
+    """``fn(*args)`` in a forked child that dropped to ``user`` (root stays root) with the group
+    as a supplementary one; an attack gets ``stopped()`` as its last argument (true once
+    ``stop()`` is called). ``result()`` is its JSON answer."""
+
+    def __init__(self, user: pwd.struct_passwd | None, gid: int, fn, *args, attack: bool = False) -> None:
+        out_r, out_w = os.pipe()
+        stop_r, stop_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:                                     # the child
+            code = 0
+            try:
+                os.close(out_r)
+                os.close(stop_w)
+                if user is not None:
+                    os.setgroups([gid])
+                    os.setgid(user.pw_gid)
+                    os.setuid(user.pw_uid)
+                extra = (lambda: bool(select.select([stop_r], [], [], 0)[0]),) if attack else ()
+                answer = json.dumps(fn(*args, *extra))
+            except BaseException as exc:                      # reported to the parent as its answer
+                import traceback
+
+                answer, code = json.dumps({"error": repr(exc), "trace": traceback.format_exc()}), 1
+            os.write(out_w, answer.encode() + b"\n")
+            os._exit(code)
+        os.close(out_w)
+        os.close(stop_r)
+        self._out, self._stop = os.fdopen(out_r), stop_w
+
+    def stop(self) -> None:
+        if self._stop is not None:
+            os.write(self._stop, b"x")
+            os.close(self._stop)
+            self._stop = None
+
+    def result(self) -> dict:
+        self.stop()
+        answer = json.loads(self._out.readline() or "{}")
+        self._out.close()
+        code = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        assert code == 0, answer
+        return answer
+
+
+def _user(name: str, gid: int) -> pwd.struct_passwd:
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--gid", str(gid), "--shell",
+                        "/usr/sbin/nologin", name], check=True)
+        return pwd.getpwnam(name)
+
+
+@pytest.fixture(scope="module")
+def users():
+    try:
+        gid = grp.getgrnam(GROUP).gr_gid
+    except KeyError:
+        subprocess.run(["groupadd", "--system", GROUP], check=True)
+        gid = grp.getgrnam(GROUP).gr_gid
+    return gid, _user(APP_USER, gid), _user(ATTACKER, gid)
+
+
+def _limit_descriptors() -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, NOFILE))
+
+
+class Daemon:
+    """The daemon as the unit runs it, in a process of its own."""
+
+    def __init__(self, gid: int) -> None:
+        import cv2  # noqa: F401  (imported before any fork: the users may not read the interpreter's files)
+        import fpgashare.client
+        import fpgashare.vision_ref  # noqa: F401
+
+        self.runtime = Path(tempfile.mkdtemp(prefix="fpgashare-hostile-"))
+        os.chown(self.runtime, 0, gid)
+        os.chmod(self.runtime, 0o750)
+        self.sock = str(self.runtime / "fpgashare.sock")
+        self.proc = subprocess.Popen([sys.executable, "-c", DAEMON, self.sock, GROUP], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, preexec_fn=_limit_descriptors)
+        assert self.proc.stdout.readline().strip() == "ready"
+
+    def footprint(self) -> tuple[int, int, list[str]]:
+        """The daemon's open descriptors, its resident memory (bytes) and fpgashare files in /dev/shm."""
+        fds = len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+        with open(f"/proc/{self.proc.pid}/status") as status:
+            rss = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmRSS:"))
+        return fds, rss, sorted(n for n in os.listdir("/dev/shm") if n.startswith("fpgashare"))
+
+    def settled(self, fds: int, timeout_s: float = 20.0) -> tuple[int, int, list[str]]:
+        """The footprint once the daemon holds no more descriptors than ``fds`` (its clients' ends
+        are taken as it reads them), or whatever it holds at the timeout."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            now = self.footprint()
+            if now[0] <= fds or time.monotonic() > deadline:
+                return now
+            time.sleep(0.05)                 # waiting for another process to close connections
+
+    def close(self) -> str:
+        self.proc.stdin.close()
+        out = self.proc.stdout.read().strip()
+        self.proc.wait(30)
+        shutil.rmtree(self.runtime, ignore_errors=True)
+        return out
+
+
+@pytest.fixture(scope="module")
+def daemon(users):
+    running = Daemon(users[0])
+    yield running
+    assert running.proc.poll() is None, "the daemon died"
+    assert running.close() == "clean"
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_an_attack_leaves_the_daemon_and_another_app_untouched(daemon, users, attack):
+    gid, app_user, attacker_user = users
+    fds, rss, shm = daemon.settled(10**9)
+    attacker = Forked(attacker_user, gid, ATTACKS[attack], daemon.sock, attack=True)
+    time.sleep(0.5)                          # real waiting: the attack gets going before the app starts
+    app = Forked(app_user, gid, victim, daemon.sock)
+    outcomes = app.result()
+    root = Forked(None, gid, _root_status, daemon.sock)      # root's control connection gets in
+    seen = attacker.result()
+    status = root.result()
+    assert daemon.proc.poll() is None, "the daemon died"
+    assert "error" not in outcomes, outcomes
+    total = sum(outcomes.values())
+    assert total == VICTIM_FRAMES and outcomes["wrong"] == 0, outcomes
+    assert outcomes["on_time"] >= 0.999 * total, outcomes
+    assert "internal" not in seen and "error" not in seen, seen
+    assert status["loop"]["samples"] > 0 and status["admin"]
+    check_attacker(attack, seen)
+    after = daemon.settled(fds)
+    assert after[0] <= fds, f"descriptors: {fds} before, {after[0]} after"
+    assert after[1] - rss < 64 << 20, f"memory: {rss} before, {after[1]} after"
+    assert after[2] == shm == []
+
+
+def _root_status(sock: str) -> dict:
+    from fpgashare.client import connect
+
+    with connect(sock, timeout=30) as fpga:
+        return fpga.status()
+
+
+def check_attacker(attack: str, seen: dict) -> None:
+    """What the attacker must have been told, typed."""
+    if attack == "truncate_ring":        # the size is sealed: every resize and a new seal refused
+        assert seen.get(f"ftruncate:{errno.EPERM}") == 3 and seen.get(f"seal:{errno.EPERM}") == 1, seen
+        assert "truncated" not in seen and "resealed" not in seen, seen
+    elif attack == "connection_flood":   # refused at its user's share, well before the daemon's total
+        assert seen["held"] == 16 and seen.get("quota") == 64, seen
+    elif attack == "squat_names":        # a user's pipelines are capped; the app's "edges" is its own anyway
+        assert seen.get("held") == 32 and seen.get("quota") == 8, seen
+    elif attack in ("cheap_request_flood", "hoard"):
+        assert seen.get("quota", 0) > 0, seen
+    else:
+        assert seen.get("malformed", 0) + seen.get("version", 0) > 0, seen

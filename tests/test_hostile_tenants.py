@@ -60,8 +60,9 @@ print("failure" if daemon.failure else "clean", flush=True)
 
 # ---- the tenants (run in forked children, as their users)
 
-def victim(sock: str, name: str = "edges") -> dict:
-    """Another user's app: VICTIM_FRAMES frames, one at a time, each checked against OpenCV."""
+def victim(sock: str, ready, stopped) -> dict:
+    """Another user's app: registers ``edges``, says it is ``ready``, and once told (``stop``)
+    streams VICTIM_FRAMES frames, one at a time, each checked against OpenCV."""
     import numpy as np
     from fpgashare.client import DeadlineMissed, FrameDropped, connect
     from fpgashare.simrun import resolve_chain
@@ -72,7 +73,9 @@ def victim(sock: str, name: str = "edges") -> dict:
     frame = rng.integers(0, 256, SHAPE, dtype=np.uint8)
     want = chain_reference(resolve_chain(["threshold"], {}), frame)
     with connect(sock, timeout=30) as fpga:
-        pipe = fpga.pipeline(name, ["threshold"], period_ms=2.0, frame_shape=SHAPE)
+        pipe = fpga.pipeline("edges", ["threshold"], period_ms=2.0, frame_shape=SHAPE)
+        ready()
+        stopped(wait=True)
         for _ in range(VICTIM_FRAMES):
             try:
                 out = pipe.submit(frame).result(timeout=30)
@@ -88,7 +91,7 @@ def _kind(exc: BaseException) -> str:
     return getattr(exc, "kind", type(exc).__name__)
 
 
-def truncate_ring(sock: str, stopped) -> dict:
+def truncate_ring(sock: str, ready, stopped) -> dict:
     """Takes the ring's descriptor from the registration's reply and tries to shrink, grow and
     reseal it, then keeps submitting frames into it."""
     import fcntl
@@ -113,6 +116,7 @@ def truncate_ring(sock: str, stopped) -> dict:
         except OSError as exc:
             seen[f"seal:{exc.errno}"] = 1
         os.close(fd)
+        ready()
         slot = 0
         while not stopped():
             try:
@@ -125,7 +129,7 @@ def truncate_ring(sock: str, stopped) -> dict:
     return seen
 
 
-def connection_flood(sock: str, stopped) -> dict:
+def connection_flood(sock: str, ready, stopped) -> dict:
     """Opens connections until refused, then 64 more tries; holds them all."""
     from fpgashare.client import DaemonError, connect
 
@@ -136,6 +140,7 @@ def connection_flood(sock: str, stopped) -> dict:
         except DaemonError as exc:
             seen[exc.kind] = seen.get(exc.kind, 0) + 1
     seen["held"] = len(held)
+    ready()
     while not stopped():
         time.sleep(0.01)
     for fpga in held:
@@ -143,7 +148,7 @@ def connection_flood(sock: str, stopped) -> dict:
     return seen
 
 
-def cheap_request_flood(sock: str, stopped) -> dict:
+def cheap_request_flood(sock: str, ready, stopped) -> dict:
     """``status`` and ``clock`` as fast as it can on every connection it may open (pipelined, never
     waiting for a reply before the next)."""
     import socket as socketlib
@@ -160,6 +165,7 @@ def cheap_request_flood(sock: str, stopped) -> dict:
     burst = b"".join(encode({"op": op, "id": i}) for i, op in enumerate(["status", "clock"] * 64))
     kinds: dict[str, int] = {}
     decoders = [Decoder(1 << 20) for _ in socks]
+    ready()
     while not stopped():
         for s, decoder in zip(socks, decoders, strict=True):
             with contextlib.suppress(BlockingIOError):
@@ -171,7 +177,7 @@ def cheap_request_flood(sock: str, stopped) -> dict:
     return kinds
 
 
-def squat_names(sock: str, stopped) -> dict:
+def squat_names(sock: str, ready, stopped) -> dict:
     """Holds ``edges`` and the suffixes the daemon could give another client's ``edges``."""
     from fpgashare.client import DaemonError, connect
 
@@ -183,12 +189,13 @@ def squat_names(sock: str, stopped) -> dict:
                 seen["held"] = seen.get("held", 0) + 1
             except DaemonError as exc:
                 seen[exc.kind] = seen.get(exc.kind, 0) + 1
+        ready()
         while not stopped():
             time.sleep(0.01)
     return seen
 
 
-def hoard(sock: str, stopped) -> dict:
+def hoard(sock: str, ready, stopped) -> dict:
     """Big rings and frames in flight on every connection it may open, until refused."""
     import numpy as np
     from fpgashare.client import DaemonError, DeadlineMissed, FrameDropped, connect
@@ -209,6 +216,7 @@ def hoard(sock: str, stopped) -> dict:
     seen["pipelines"] = len(pipes)
     frame = np.zeros((1080, 1920), np.uint8)
     futures = []
+    ready()
     while not stopped():
         for pipe in pipes:
             try:
@@ -226,7 +234,7 @@ def hoard(sock: str, stopped) -> dict:
     return seen
 
 
-def garbage(sock: str, stopped) -> dict:
+def garbage(sock: str, ready, stopped) -> dict:
     """Seeded random bytes and random msgpack maps on fresh connections, never reading replies on
     some of them."""
     import random
@@ -239,6 +247,7 @@ def garbage(sock: str, stopped) -> dict:
     rng = random.Random(int.from_bytes(os.urandom(4), "little"))
     kinds: dict[str, int] = {}
     ops = ["hello", "clock", "status", "pipeline", "dnn", "submit", "infer", "close", "bogus", None, 7]
+    ready()
     while not stopped():
         s = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
         s.connect(sock)
@@ -285,34 +294,44 @@ ATTACKS = {"truncate_ring": truncate_ring, "connection_flood": connection_flood,
 # ---- the harness
 
 class Forked:
-    """``fn(*args)`` in a forked child that dropped to ``user`` (root stays root) with the group
-    as a supplementary one; an attack gets ``stopped()`` as its last argument (true once
-    ``stop()`` is called). ``result()`` is its JSON answer."""
+    """``fn(*args, ready, stopped)`` in a forked child that dropped to ``user`` (root stays root)
+    with the group as a supplementary one: ``ready()`` tells the parent (``wait_ready``),
+    ``stopped()`` is true once the parent called ``stop()`` (``stopped(wait=True)`` waits for it).
+    ``result()`` is its JSON answer."""
 
-    def __init__(self, user: pwd.struct_passwd | None, gid: int, fn, *args, attack: bool = False) -> None:
+    def __init__(self, user: pwd.struct_passwd | None, gid: int, fn, *args) -> None:
         out_r, out_w = os.pipe()
         stop_r, stop_w = os.pipe()
+        ready_r, ready_w = os.pipe()
         self.pid = os.fork()
         if self.pid == 0:                                     # the child
             code = 0
             try:
-                os.close(out_r)
-                os.close(stop_w)
+                for fd in (out_r, stop_w, ready_r):
+                    os.close(fd)
                 if user is not None:
                     os.setgroups([gid])
                     os.setgid(user.pw_gid)
                     os.setuid(user.pw_uid)
-                extra = (lambda: bool(select.select([stop_r], [], [], 0)[0]),) if attack else ()
-                answer = json.dumps(fn(*args, *extra))
+
+                def stopped(wait: bool = False) -> bool:
+                    return bool(select.select([stop_r], [], [], None if wait else 0)[0])
+
+                answer = json.dumps(fn(*args, lambda: os.write(ready_w, b"r"), stopped))
             except BaseException as exc:                      # reported to the parent as its answer
                 import traceback
 
                 answer, code = json.dumps({"error": repr(exc), "trace": traceback.format_exc()}), 1
             os.write(out_w, answer.encode() + b"\n")
             os._exit(code)
-        os.close(out_w)
-        os.close(stop_r)
-        self._out, self._stop = os.fdopen(out_r), stop_w
+        for fd in (out_w, stop_r, ready_w):
+            os.close(fd)
+        self._out, self._stop, self._ready = os.fdopen(out_r), stop_w, ready_r
+        self._answer: dict | None = None
+
+    def wait_ready(self, timeout_s: float = 60.0) -> None:
+        ready = select.select([self._ready], [], [], timeout_s)[0]
+        assert ready and os.read(self._ready, 1) == b"r", "the child never got ready: " + repr(self.result(1))
 
     def stop(self) -> None:
         if self._stop is not None:
@@ -320,13 +339,19 @@ class Forked:
             os.close(self._stop)
             self._stop = None
 
-    def result(self) -> dict:
+    def result(self, timeout_s: float = 120.0) -> dict:
+        """The child's answer; a child that has not answered within ``timeout_s`` is killed."""
+        if self._answer is not None:
+            return self._answer
         self.stop()
-        answer = json.loads(self._out.readline() or "{}")
+        if not select.select([self._out], [], [], timeout_s)[0]:
+            os.kill(self.pid, 9)
+        answer = json.loads(self._out.readline() or '{"error": "no answer: killed"}')
         self._out.close()
+        os.close(self._ready)
         code = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
-        assert code == 0, answer
-        return answer
+        self._answer = answer if code == 0 else {"error": answer}
+        return self._answer
 
 
 def _user(name: str, gid: int) -> pwd.struct_passwd:
@@ -405,13 +430,23 @@ def daemon(users):
 def test_an_attack_leaves_the_daemon_and_another_app_untouched(daemon, users, attack):
     gid, app_user, attacker_user = users
     fds, rss, shm = daemon.settled(10**9)
-    attacker = Forked(attacker_user, gid, ATTACKS[attack], daemon.sock, attack=True)
-    time.sleep(0.5)                          # real waiting: the attack gets going before the app starts
     app = Forked(app_user, gid, victim, daemon.sock)
-    outcomes = app.result()
-    root = Forked(None, gid, _root_status, daemon.sock)      # root's control connection gets in
-    seen = attacker.result()
-    status = root.result()
+    attacker = None
+    try:
+        if attack == "squat_names":         # the names are taken before the app registers
+            attacker = Forked(attacker_user, gid, ATTACKS[attack], daemon.sock)
+            attacker.wait_ready()
+            app.wait_ready()
+        else:                               # the app is admitted, then the attacker comes
+            app.wait_ready()
+            attacker = Forked(attacker_user, gid, ATTACKS[attack], daemon.sock)
+            attacker.wait_ready()
+        app.stop()                          # go
+        outcomes = app.result()
+        status = Forked(None, gid, _root_status, daemon.sock).result()     # root's control connection gets in
+    finally:
+        seen = attacker.result() if attacker is not None else {}
+        app.result(1)
     assert daemon.proc.poll() is None, "the daemon died"
     assert "error" not in outcomes, outcomes
     total = sum(outcomes.values())
@@ -426,7 +461,7 @@ def test_an_attack_leaves_the_daemon_and_another_app_untouched(daemon, users, at
     assert after[2] == shm == []
 
 
-def _root_status(sock: str) -> dict:
+def _root_status(sock: str, ready, stopped) -> dict:
     from fpgashare.client import connect
 
     with connect(sock, timeout=30) as fpga:
@@ -441,7 +476,7 @@ def check_attacker(attack: str, seen: dict) -> None:
     elif attack == "connection_flood":   # refused at its user's share, well before the daemon's total
         assert seen["held"] == 16 and seen.get("quota") == 64, seen
     elif attack == "squat_names":        # a user's pipelines are capped; the app's "edges" is its own anyway
-        assert seen.get("held") == 32 and seen.get("quota") == 8, seen
+        assert seen.get("held") == 16 and seen.get("quota") == 24, seen     # pipelines_per_client
     elif attack in ("cheap_request_flood", "hoard"):
         assert seen.get("quota", 0) > 0, seen
     else:

@@ -52,6 +52,7 @@ class Limits:
     outstanding_per_user: int = 128         #: frames and images in flight of one user
     messages_per_s: float = 20_000.0        #: sustained request rate of one connection (burst: one second's)
     messages_per_s_per_user: float = 2_000.0   #: request units a second of one user (tenants.OP_COST)
+    fabric_share_per_user: float = 0.5      #: share of all slots' time one user's frames may take
     descriptors_per_user: int = 0           #: connections and rings of one user (0: a quarter of the budget)
     admin_gid: int | None = None            #: members see other clients' details in status (root always)
 

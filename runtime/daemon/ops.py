@@ -188,9 +188,11 @@ class Ops:
 
     def _register(self: Daemon, client: Client, name: str, spec: PipelineSpec, in_shape, out_shape) -> FrameRing:
         """Ring, engine, names and counts, all or nothing."""
+        engine = self.engine
+        self.tenants.check_share(client, name, spec, {p.name: p for p in (*engine.pipelines, *engine.cpu_pipelines)},
+                                 len(self.platform.slots))
         ring = FrameRing.create_private(RING_SLOTS, tuple(in_shape), tuple(out_shape), tag=f"c{client.id}")
         state = PipelineState(name, spec.name, ring, set(range(RING_SLOTS)))
-        engine = self.engine
         added = False
         # Undo only what this request made: a pipeline of that name already in the engine is not ours.
         existed = any(p.name == spec.name for p in (*engine.pipelines, *engine.dnn_pipelines, *engine.cpu_pipelines))

@@ -115,6 +115,20 @@ class Tenants:
             raise refuse("descriptors_per_user", self.budget.per_user,
                          f"{name!r}: uid {client.uid} holds {fds} descriptors (connections and rings)")
 
+    def check_share(self, client: Client, name: str, spec, specs: Mapping[str, object], slots: int) -> None:
+        """Refuse a real-time pipeline that would take its user's frames over their share of the
+        fabric's slot time (exec / period summed; ``specs``: the engine's pipelines by key), so no
+        tenant registering first can take the whole board from the apps that come after it."""
+        if self.trusted(client.uid) or not spec.realtime or not spec.period_s:
+            return
+        share = sum(p.exec_s / p.period_s for c in self._mine(client.uid) for s in c.pipelines.values()
+                    if (p := specs.get(s.key)) is not None and p.realtime and p.period_s)
+        limit = self.limits.fabric_share_per_user * slots
+        if share + spec.exec_s / spec.period_s > limit:
+            raise refuse("fabric_share_per_user", self.limits.fabric_share_per_user,
+                         f"{name!r}: uid {client.uid}'s frames would take {share + spec.exec_s / spec.period_s:.2f} "
+                         f"of {slots} slots' time")
+
     def check_submit(self, client: Client, what: str) -> None:
         if self.trusted(client.uid):
             return

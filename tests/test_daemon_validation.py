@@ -136,6 +136,24 @@ def test_no_client_can_squat_another_clients_name(sock):
         assert len(daemon.states) == len(held) + 1
 
 
+def test_clients_registering_one_name_at_once_both_get_it(sock):
+    """Registrations racing for one name (their keys chosen while another waits for admission):
+    every client gets its own pipeline under the name, round after round."""
+    import concurrent.futures
+
+    with running(sock) as daemon, connect(sock) as a, connect(sock) as b, connect(sock) as c:
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            for round_ in range(10):
+                name = f"same{round_}"
+                futures = [pool.submit(fpga.pipeline, name, ["threshold"], period_ms=50.0, frame_shape=SHAPE)
+                           for fpga in (a, b, c)]
+                pipes = [f.result(timeout=30) for f in futures]
+                assert len({p.ring.spec.name for p in pipes}) == 3
+                for pipe in pipes:
+                    pipe.close()
+        assert daemon.states == {}
+
+
 def test_fuzzed_requests_never_get_internal(sock):
     """20,000 seeded requests with typed ops and wrong field types and values; then a fresh
     client streams frames that equal OpenCV's."""

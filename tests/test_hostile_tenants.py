@@ -335,7 +335,8 @@ class Forked:
 
     def stop(self) -> None:
         if self._stop is not None:
-            os.write(self._stop, b"x")
+            with contextlib.suppress(BrokenPipeError):      # the child has ended already
+                os.write(self._stop, b"x")
             os.close(self._stop)
             self._stop = None
 
@@ -430,14 +431,15 @@ def daemon(users):
 def test_an_attack_leaves_the_daemon_and_another_app_untouched(daemon, users, attack):
     gid, app_user, attacker_user = users
     fds, rss, shm = daemon.settled(10**9)
-    app = Forked(app_user, gid, victim, daemon.sock)
-    attacker = None
+    app = attacker = None
     try:
         if attack == "squat_names":         # the names are taken before the app registers
             attacker = Forked(attacker_user, gid, ATTACKS[attack], daemon.sock)
             attacker.wait_ready()
+            app = Forked(app_user, gid, victim, daemon.sock)
             app.wait_ready()
         else:                               # the app is admitted, then the attacker comes
+            app = Forked(app_user, gid, victim, daemon.sock)
             app.wait_ready()
             attacker = Forked(attacker_user, gid, ATTACKS[attack], daemon.sock)
             attacker.wait_ready()
@@ -446,7 +448,8 @@ def test_an_attack_leaves_the_daemon_and_another_app_untouched(daemon, users, at
         status = Forked(None, gid, _root_status, daemon.sock).result()     # root's control connection gets in
     finally:
         seen = attacker.result() if attacker is not None else {}
-        app.result(1)
+        if app is not None:
+            app.result(1)
     assert daemon.proc.poll() is None, "the daemon died"
     assert "error" not in outcomes, outcomes
     total = sum(outcomes.values())

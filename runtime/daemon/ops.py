@@ -4,6 +4,7 @@ that fails at any point after that is undone entirely: engine, ring, names, quot
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
@@ -75,6 +76,10 @@ class Ops:
         out_shape = chain_shape(chain, rows, cols)
         async with self._registering:
             self._check_name_free(client, name)          # the same client may have raced itself
+            # The key again, under the lock: another client may have taken the name meanwhile.
+            key = self._engine_name(client, name)
+            if spec is not None and spec.name != key:
+                spec = dataclasses.replace(spec, name=key)
             self._check_shm(client, name, RING_SLOTS * _ring_bytes(in_shape, out_shape))
             deadline = self.off_loop.deadline()
             if fallback is None:
@@ -157,6 +162,7 @@ class Ops:
         in_shape = shape[:2] if shape[2] == 1 else shape
         async with self._registering:
             self._check_name_free(client, name)
+            spec = dataclasses.replace(spec, name=self._engine_name(client, name))   # as above
             self._check_shm(client, name, RING_SLOTS * _ring_bytes(in_shape, (1,)))
             ring = self._register(client, name, spec, in_shape, (1,))
         answer = {"ring": ring.spec.to_wire(), "model": model, "placement": [list(p) for p in spec.placement]}

@@ -9,20 +9,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from fpgashare import cli_inputs
 from fpgashare.errors import FpgashareError
 
 log = logging.getLogger("fpgashare")
 
 
-def _positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1 (argparse names the option on error)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+_positive_int = cli_inputs.positive_int     #: argparse names the option on error
 
 
 def _emit(obj: dict, as_json: bool, lines: list[str]) -> None:
@@ -359,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     sy = rtl.add_parser("synth", help="synthesize each module and the static shell with Yosys; check the manifest")
     sy.add_argument("--platform", required=True, help="platform manifest (TOML) or name")
     sy.add_argument("--module", help="one module of the manifest, or 'shell' (default: all and the shell)")
-    sy.add_argument("--jobs", type=int, default=2, help="Yosys runs at a time")
+    sy.add_argument("--jobs", type=_positive_int, default=2, help="Yosys runs at a time")
     sy.add_argument("--json", action="store_true")
     sy.add_argument("--update-manifest", action="store_true",
                     help="write the figures of modules outside 1x..1.5x into the manifest (LUT, FF x1.25)")
@@ -379,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
     dnn = sub.add_parser("dnn", help="int8 networks on dnn_tile chains").add_subparsers(dest="action", required=True)
     e = dnn.add_parser("eval", help="run a model on K tiles and compare with the numpy reference")
     e.add_argument("--model", required=True, help="digits_cnn, printed_digits, edge_cnn, or a network file (.npz)")
-    e.add_argument("--tiles", type=int, required=True, help="tiles (slots) the network may use")
+    e.add_argument("--tiles", type=_positive_int, required=True, help="tiles (slots) the network may use")
     e.add_argument("--images", help=".npz with images (N x H x W uint8) and optional labels")
     e.add_argument("--backend", choices=["rtl", "reference"], default="rtl")
     e.add_argument("--platform", default="zcu104")
@@ -408,9 +401,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="wall s per daemon s when idle (auto: how much slower than the hardware the backend runs)")
     dm.add_argument("--scheduler", default="edf",
                     help="edf, rr-bundle, fcfs, static or fred (the baselines: one stream)")
-    dm.add_argument("--streams", type=int, default=1,
+    dm.add_argument("--streams", type=_positive_int, default=1,
                     help="video streams used at once, the slots split between them (edf; default 1)")
-    dm.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on 127.0.0.1:PORT")
+    dm.add_argument("--metrics-port", type=cli_inputs.port, help="serve Prometheus metrics on 127.0.0.1:PORT")
     dm.add_argument("--bitstreams", help="pynq: folder of partial bitstreams with index.json")
     dm.add_argument("--overlay", help="pynq: the shell overlay (.bit with its .hwh beside it)")
     dm.add_argument("--limit", action="append", metavar="NAME=VALUE",
@@ -430,12 +423,12 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--platform", default="zcu104-x4", help="platform manifest (TOML) or name (default: the ZCU104 "
                    "at 4 pixels per clock)")
     d.add_argument("--out", default="out/demo", help="folder for the video, trace and pictures")
-    d.add_argument("--frames", type=int, default=None, help="frames of the synthetic video (default 6)")
+    d.add_argument("--frames", type=_positive_int, default=None, help="frames of the synthetic video (default 6)")
     d.add_argument("--size", default="480x640", help="ROWSxCOLS of the video and of every app's frames")
     d.add_argument("--apps", default="edge_detect,motion,colour_track,digits",
                    help="comma-separated: edge_detect, motion, colour_track, corners, template_track, digits")
     d.add_argument("--backend", choices=["sim", "model"], default="sim", help="model: the twin, for a quick look")
-    d.add_argument("--streams", type=int, default=None,
+    d.add_argument("--streams", type=_positive_int, default=None,
                    help="video streams the daemon uses at once, the slots split between them (default 2)")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=cmd_demo)
@@ -450,22 +443,25 @@ def add_fleet_commands(sub) -> None:
     fl = sub.add_parser("fleet", help="a fleet of boards on Ray (the fleet extra)").add_subparsers(
         dest="action", required=True)
     up = fl.add_parser("up", help="a Ray head and N simulated boards on this machine, until Ctrl-C")
-    up.add_argument("--boards", type=int, default=3)
+    up.add_argument("--boards", type=_positive_int, default=3)
     up.add_argument("--platforms", default="zcu104,pynq-z2", help="platforms cycled over the boards")
     up.add_argument("--backend", choices=["model", "sim"], default="model")
-    up.add_argument("--dilation", type=float, default=20.0, help="wall s per daemon s of each board")
+    up.add_argument("--dilation", type=cli_inputs.positive_float, default=20.0,
+                    help="wall s per daemon s of each board")
     up.set_defaults(func=commands.cmd_up)
     st = fl.add_parser("status", help="the fleet's boards, their pipelines and placement cost")
-    st.add_argument("--address", help="Ray address (default: the running `fleet up`)")
+    st.add_argument("--address", help="Ray address HOST:PORT (default: the running `fleet up`)")
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=commands.cmd_status)
     bn = fl.add_parser("bench", help="place a workload on 1..N simulated boards and spread DNN images")
     bn.add_argument("workload", help="workload file (TOML) or a shipped suite by name")
-    bn.add_argument("--boards", type=int, default=3, help="largest fleet; every size from 1 is measured")
+    bn.add_argument("--boards", type=_positive_int, default=3, help="largest fleet; every size from 1 is measured")
     bn.add_argument("--platforms", help="platforms cycled over the boards (default: the workload's)")
-    bn.add_argument("--dilation", type=float, default=200.0, help="wall s per daemon s of each board")
-    bn.add_argument("--max-copies", type=int, default=40, help="copies of the workload tried at most")
-    bn.add_argument("--dnn-seconds", type=float, default=4.0, help="wall seconds of DNN images per fleet size")
+    bn.add_argument("--dilation", type=cli_inputs.positive_float, default=200.0,
+                    help="wall s per daemon s of each board")
+    bn.add_argument("--max-copies", type=_positive_int, default=40, help="copies of the workload tried at most")
+    bn.add_argument("--dnn-seconds", type=cli_inputs.positive_float, default=4.0,
+                    help="wall seconds of DNN images per fleet size")
     bn.add_argument("--json", action="store_true")
     bn.set_defaults(func=commands.cmd_bench)
 
@@ -491,7 +487,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _check_inputs(args: argparse.Namespace) -> None:
     """Input files and output folders checked before any command runs (fpgashare.cli_inputs)."""
-    from fpgashare import cli_inputs
 
     if getattr(args, "workload", None):
         cli_inputs.workload_file(args.workload)

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 import msgpack
+from fpgashare.cli_inputs import host_port
 from fpgashare.client import AdmissionRejected, DaemonError, DeadlineMissed, FrameDropped, FrameFailed, connect
 from fpgashare.client.pipeline import DnnPipeline
 from fpgashare.daemon.limits import RateLimiter
@@ -415,15 +416,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fpgashare.tcp_listener",
                                      description="An authenticated TCP listener for the board's daemon.")
     parser.add_argument("--socket", default=os.environ.get("FPGASHARE_SOCKET", "/run/fpgashare/fpgashare.sock"))
-    parser.add_argument("--listen", default=f"127.0.0.1:{DEFAULT_PORT}", help="HOST:PORT (default loopback only)")
+    parser.add_argument("--listen", type=host_port, default=("127.0.0.1", DEFAULT_PORT),
+                        help="HOST:PORT (default loopback only)")
     parser.add_argument("--token-file", required=True, help="the shared token (mode 0600)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        host, _, port = args.listen.rpartition(":")
-        if not host or not port.isdigit():
-            raise FpgashareError(f"--listen must be HOST:PORT, not {args.listen!r}")
-        listener = TcpListener(args.socket, load_token(args.token_file), (host, int(port)))
+        listener = TcpListener(args.socket, load_token(args.token_file), args.listen)
     except (FpgashareError, OSError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2

@@ -32,6 +32,7 @@ import logging
 import os
 import signal
 import socket
+import stat
 import time
 from collections import deque
 from pathlib import Path
@@ -161,6 +162,13 @@ class Daemon(Ops, Driver, Sessions):
         try:
             self.tenants = Tenants(self.limits, self.clients, DescriptorBudget.of_process(self.limits))
             sweep_stale_rings()
+            try:
+                mode = self.socket_path.lstat().st_mode
+            except FileNotFoundError:
+                mode = None
+            if mode is not None and not stat.S_ISSOCK(mode):
+                raise FpgashareError(f"socket path {self.socket_path} exists and is not a socket; "
+                                     "refusing to replace it (choose another --socket or remove it)")
             with contextlib.suppress(FileNotFoundError):
                 self.socket_path.unlink()        # a dead daemon's: the lock and the probe say so
             self._server = await asyncio.start_unix_server(self._serve, path=str(self.socket_path))

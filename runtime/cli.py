@@ -204,7 +204,7 @@ def _limits(items: list[str] | None, admin_group: str | None):
         if not eq or key not in fields:
             raise FpgashareError(f"--limit {item!r}: expected NAME=VALUE with NAME one of {', '.join(fields)}")
         try:
-            value = float(text) if key.startswith("messages_per_s") or key.startswith("fabric_share") else int(text, 0)
+            value = float(text) if fields[key].type in ("float", float) else int(text, 0)
         except ValueError:
             raise FpgashareError(f"--limit {item!r}: {text!r} is not a number") from None
         if not value > 0 or value != value or value == float("inf"):

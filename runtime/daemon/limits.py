@@ -51,6 +51,7 @@ class Limits:
     outstanding_per_client: int = 64        #: frames and images in flight of one connection
     outstanding_per_user: int = 128         #: frames and images in flight of one user
     messages_per_s: float = 20_000.0        #: sustained request rate of one connection (burst: one second's)
+    connects_per_s_per_user: float = 20.0   #: new connections a second of one user (burst: one second's)
     messages_per_s_per_user: float = 2_000.0   #: request units a second of one user (tenants.OP_COST)
     fabric_share_per_user: float = 0.5      #: share of all slots' time one user's frames may take
     descriptors_per_user: int = 0           #: connections and rings of one user (0: a quarter of the budget)

@@ -36,6 +36,7 @@ class Tenants:
     def __init__(self, limits: Limits, clients: Mapping[int, Client], budget: DescriptorBudget) -> None:
         self.limits, self.clients, self.budget = limits, clients, budget
         self.by_uid: dict[int, Tenant] = {}
+        self.connects: dict[int, RateLimiter] = {}     # by uid; kept (a few bytes) so churn cannot reset them
 
     @staticmethod
     def trusted(uid: int) -> bool:
@@ -57,6 +58,12 @@ class Tenants:
             return refuse("clients", budget.clients, "too many connections")
         if self.trusted(uid):
             return None
+        connects = self.connects.get(uid)
+        if connects is None:
+            connects = self.connects[uid] = RateLimiter(limits.connects_per_s_per_user)
+        if not connects.take():
+            return refuse("connects_per_s_per_user", limits.connects_per_s_per_user,
+                          f"uid {uid} connects too often")
         mine = self._mine(uid)
         if len(mine) >= limits.clients_per_user:
             return refuse("clients_per_user", limits.clients_per_user, f"uid {uid} has {len(mine)} connections")

@@ -40,13 +40,14 @@ from pathlib import Path
 import numpy as np
 from fpgashare.backends.base import Backend
 from fpgashare.clock import WallClock
+from fpgashare.daemon.acceptor import BACKLOG, Acceptor
 from fpgashare.daemon.driver import Driver
 from fpgashare.daemon.limits import DescriptorBudget, Limits, RateLimiter
 from fpgashare.daemon.lock import BoardLock, sweep_stale_rings
 from fpgashare.daemon.loop_latency import LoopLatency
 from fpgashare.daemon.off_loop import OffLoop
 from fpgashare.daemon.ops import Ops
-from fpgashare.daemon.sessions import Client, PipelineState, Sessions, peer_credentials
+from fpgashare.daemon.sessions import Client, PipelineState, Sessions
 from fpgashare.daemon.stats import Stats
 from fpgashare.daemon.tenants import Tenants
 from fpgashare.errors import FpgashareError
@@ -122,7 +123,7 @@ class Daemon(Ops, Driver, Sessions):
         self.shm_bytes = 0                                           # every ring together
         self._next_client = 0
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._server: asyncio.base_events.Server | None = None
+        self._server: Acceptor | None = None
         self._stopped = asyncio.Event()
         self._registering = asyncio.Lock()   # one registration at a time: each test sees the set it joins
         self.stats = Stats()
@@ -171,7 +172,14 @@ class Daemon(Ops, Driver, Sessions):
                                      "refusing to replace it (choose another --socket or remove it)")
             with contextlib.suppress(FileNotFoundError):
                 self.socket_path.unlink()        # a dead daemon's: the lock and the probe say so
-            self._server = await asyncio.start_unix_server(self._serve, path=str(self.socket_path))
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                listener.bind(str(self.socket_path))
+                listener.listen(BACKLOG)
+            except BaseException:
+                listener.close()
+                raise
+            self._server = Acceptor(self._loop, listener, self.tenants.admit, self._serve)
             os.chmod(self.socket_path, 0o660)
             if self.socket_group is not None:
                 os.chown(self.socket_path, -1, grp.getgrnam(self.socket_group).gr_gid)
@@ -236,13 +244,10 @@ class Daemon(Ops, Driver, Sessions):
         self._stopped.set()
 
     # ---- connections
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        pid, uid, gid = peer_credentials(writer)
-        refusal = self.tenants.admit(uid)
-        if refusal is not None:
-            writer.write(error_reply(-1, refusal))
-            writer.close()
-            return
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                     creds: tuple[int, int, int]) -> None:
+        """A connection the acceptor took (its user admitted: acceptor.py, tenants.py)."""
+        pid, uid, gid = creds
         self._next_client += 1
         client = Client(self._next_client, pid, uid, gid, writer, RateLimiter(self.limits.messages_per_s))
         self.clients[client.id] = client

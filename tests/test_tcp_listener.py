@@ -193,3 +193,13 @@ def test_a_remote_pipeline_recovers_after_timeouts(listener, monkeypatch):
         assert np.array_equal(pipe.submit(frame).result(timeout=30), chain_reference(resolve_chain(CHAIN, {}), frame))
     finally:
         fpga.close()
+
+
+def test_fuzzed_requests_over_tcp_never_get_internal(listener):
+    """The daemon fuzzer's requests over the listener, with inline frames good and bad (fresh seed
+    each run): every one answered, none ``internal``, and the listener never hangs up."""
+    from benchmarks.daemon_fuzz import fuzz_tcp
+
+    seed = int.from_bytes(os.urandom(4), "little")
+    kinds = fuzz_tcp(listener.address, TOKEN, 2_000, seed, timeout_s=120)
+    assert "internal" not in kinds and kinds["ok"] > 100 and kinds["bad_request"] > 100, (seed, kinds)

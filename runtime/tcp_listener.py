@@ -219,9 +219,13 @@ class _Handler(socketserver.BaseRequestHandler):
                     reply = {"id": rid, "ok": False, "error": {"kind": "admission", "message": str(exc)}}
                 except DaemonError as exc:
                     reply = {"id": rid, "ok": False, "error": {"kind": exc.kind, "message": str(exc)}}
-                except (FpgashareError, KeyError, TypeError, ValueError) as exc:
+                except (FpgashareError, KeyError, TypeError, ValueError, OverflowError) as exc:
+                    # (OverflowError: a field msgpack took in but the daemon's framing cannot carry)
                     reply = {"id": rid, "ok": False, "error": {"kind": getattr(exc, "kind", "bad_request"),
                                                                "message": f"{op}: {exc}"}}
+                except Exception as exc:      # a bug here: said so, and the connection lives on
+                    log.exception("tcp client %s: %s failed", peer, op)
+                    reply = {"id": rid, "ok": False, "error": {"kind": "internal", "message": f"{op}: {exc!r}"}}
                 finally:
                     quota.release(nbytes)
                 _send(sock, reply, write)
@@ -344,9 +348,12 @@ class _Handler(socketserver.BaseRequestHandler):
             threading.Thread(target=_settle_late, args=(future,), name="tcp-late", daemon=True).start()
             reply = {"id": rid, "ok": False, "error": {"kind": "busy", "message": f"no outcome within "
                                                        f"{FRAME_WAIT_S:g} s; the frame may still end on the board"}}
-        except (FpgashareError, KeyError, TypeError, ValueError) as exc:
+        except (FpgashareError, KeyError, TypeError, ValueError, OverflowError) as exc:
             message = f"{type(exc).__name__}: {exc}"
             reply = {"id": rid, "ok": False, "error": {"kind": "bad_request", "message": message}}
+        except Exception as exc:              # a bug here: said so, and the connection lives on
+            log.exception("tcp frame failed")
+            reply = {"id": rid, "ok": False, "error": {"kind": "internal", "message": repr(exc)}}
         finally:
             self.server.quota.release(nbytes)
         try:

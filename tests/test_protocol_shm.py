@@ -137,3 +137,26 @@ def test_an_unsealed_ring_descriptor_is_refused():
     os.ftruncate(fd, spec.slot_bytes)
     with pytest.raises(FrameError, match="not sealed"):
         FrameRing.attach_fd(spec, fd)              # closed by attach_fd either way
+
+
+def test_the_framing_decoder_gives_back_every_body_however_the_bytes_are_cut():
+    """Bodies framed and concatenated, fed in chunks cut at random places (a fresh seed each run):
+    the same bodies come out, in order; a length over the limit is refused at its header."""
+    import random
+
+    from fpgashare.framing import Decoder, FramingError, frame
+
+    seed = int.from_bytes(os.urandom(4), "little")
+    rng = random.Random(seed)
+    for _ in range(50):
+        bodies = [rng.randbytes(rng.choice([0, 1, 3, 4, 5, 100, 4096])) for _ in range(rng.randrange(1, 20))]
+        wire = b"".join(frame(b) for b in bodies)
+        decoder, out, at = Decoder(4096), [], 0
+        while at < len(wire):
+            step = rng.randrange(1, 64)
+            out += decoder.feed(wire[at:at + step])
+            at += step
+        assert out == bodies and decoder.pending == 0, seed
+    with pytest.raises(FramingError) as refused:
+        Decoder(10).feed(frame(bytes(11))[:4])
+    assert refused.value.kind == "oversized"

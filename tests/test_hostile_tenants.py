@@ -44,12 +44,15 @@ from fpgashare.clock import VirtualClock
 from fpgashare.daemon import Daemon, DaemonThread
 from fpgashare.platform import load_platform
 
+from fpgashare.tcp_listener import TcpListener
+
 daemon = Daemon(make_backend("model", load_platform("zcu104")), sys.argv[1], clock=VirtualClock(),
                 socket_group=sys.argv[2])
 stop = threading.Event()
 threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
 with DaemonThread(daemon):
-    print("ready", flush=True)
+    listener = TcpListener(sys.argv[1], bytes.fromhex(sys.argv[3]), ("127.0.0.1", 0)).start()
+    print("ready", listener.address[1], flush=True)
     t = 0.0
     while not stop.is_set() and daemon.failure is None:
         t += 0.0002                   # virtual seconds a step: as fast as the loop takes them
@@ -286,9 +289,62 @@ def count_replies(bodies: list[bytes], kinds: dict[str, int]) -> int:
     return len(bodies)
 
 
+def tcp_flood(sock: str, ready, stopped) -> dict:
+    """A token holder: handshakes it never finishes, then clients up to the cap, each flooding
+    ``status`` and frames inline."""
+    import socket as socketlib
+
+    import numpy as np
+    from fpgashare.client import DaemonError
+    from fpgashare.errors import FpgashareError
+    from fpgashare.tcp_client import connect_tcp
+
+    seen: dict[str, int] = {}
+    silent = []
+    for _ in range(20):                       # more than the handshakes allowed at once
+        s = socketlib.create_connection(TCP["address"], timeout=10)
+        silent.append(s)
+    seen["cut"] = sum(1 for s in silent if not _challenged(s))
+    for s in silent:
+        s.close()
+    time.sleep(0.5)                           # real waiting: the listener counts them out
+    clients, futures = [], []
+    for _ in range(40):
+        try:
+            fpga = connect_tcp(*TCP["address"], TCP["token"], timeout=30)
+            clients.append((fpga, fpga.pipeline("p", ["threshold"], period_ms=50.0, frame_shape=SHAPE)))
+        except (DaemonError, FpgashareError, OSError) as exc:
+            kind = getattr(exc, "kind", type(exc).__name__)
+            seen[kind] = seen.get(kind, 0) + 1
+    seen["clients"] = len(clients)
+    frame = np.zeros(SHAPE, np.uint8)
+    ready()
+    while not stopped():
+        for fpga, pipe in clients:
+            futures += [fpga.send("status"), pipe.submit(frame)._future]
+        for future in futures[:-256]:
+            reply = future.result(60)
+            kind = "ok" if reply.get("ok") else reply["error"]["kind"]
+            seen[kind] = seen.get(kind, 0) + 1
+        futures = futures[-256:]
+    for fpga, _ in clients:
+        fpga.close()
+    return seen
+
+
+def _challenged(s) -> bool:
+    try:
+        return bool(s.recv(1))
+    except OSError:
+        return False
+
+
+TCP: dict = {}        #: the daemon's listener (set before any fork: the children inherit it)
+
+
 ATTACKS = {"truncate_ring": truncate_ring, "connection_flood": connection_flood,
            "cheap_request_flood": cheap_request_flood, "squat_names": squat_names, "hoard": hoard,
-           "garbage": garbage}
+           "garbage": garbage, "tcp_flood": tcp_flood}
 
 
 # ---- the harness
@@ -382,17 +438,25 @@ class Daemon:
     """The daemon as the unit runs it, in a process of its own."""
 
     def __init__(self, gid: int) -> None:
-        import cv2  # noqa: F401  (imported before any fork: the users may not read the interpreter's files)
+        # Imported before any fork: the users may not read the interpreter's files.
+        import encodings.idna  # noqa: F401
+
+        import cv2  # noqa: F401
         import fpgashare.client
+        import fpgashare.tcp_client
         import fpgashare.vision_ref  # noqa: F401
 
         self.runtime = Path(tempfile.mkdtemp(prefix="fpgashare-hostile-"))
         os.chown(self.runtime, 0, gid)
         os.chmod(self.runtime, 0o750)
         self.sock = str(self.runtime / "fpgashare.sock")
-        self.proc = subprocess.Popen([sys.executable, "-c", DAEMON, self.sock, GROUP], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, preexec_fn=_limit_descriptors)
-        assert self.proc.stdout.readline().strip() == "ready"
+        token = os.urandom(32)
+        self.proc = subprocess.Popen([sys.executable, "-c", DAEMON, self.sock, GROUP, token.hex()],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     preexec_fn=_limit_descriptors)
+        word, port = self.proc.stdout.readline().split()
+        assert word == "ready"
+        TCP.update(address=("127.0.0.1", int(port)), token=token)
 
     def footprint(self) -> tuple[int, int, list[str]]:
         """The daemon's open descriptors, its resident memory (bytes) and fpgashare files in /dev/shm."""
@@ -480,6 +544,8 @@ def check_attacker(attack: str, seen: dict) -> None:
         assert seen["held"] == 16 and seen.get("quota") == 64, seen
     elif attack == "squat_names":        # a user's pipelines are capped; the app's "edges" is its own anyway
         assert seen.get("held") == 16 and seen.get("quota") == 24, seen     # pipelines_per_client
+    elif attack == "tcp_flood":          # handshakes over the cap cut at once; clients capped at the token's
+        assert seen["cut"] >= 12 and 1 <= seen["clients"] < 40 and seen.get("ok", 0) > 0, seen
     elif attack in ("cheap_request_flood", "hoard"):
         assert seen.get("quota", 0) > 0, seen
     else:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -167,9 +168,7 @@ def phase(name: str, seconds: float, flooders: int) -> dict:
     finally:
         daemon.terminate()
         daemon.wait(30)
-        with contextlib.suppress(OSError):
-            os.unlink(sock)
-            folder.rmdir()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def main() -> int:

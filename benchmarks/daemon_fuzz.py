@@ -1,8 +1,9 @@
 """Fuzz the daemon: seeded typed requests with wrong field types and values (NaN, inf, huge,
-negative, wrong types, nested garbage) over one raw connection, then a fresh client must still get
+negative, wrong types, nested garbage) over one raw connection to its Unix socket, and the same
+over its TCP listener (with inline frames, good and bad), then a fresh client must still get
 correct frames. Fails (exit 1) on any ``internal`` reply or a request left unanswered.
 
-    python benchmarks/daemon_fuzz.py [--messages 100000] [--seed 1]
+    python benchmarks/daemon_fuzz.py [--quick] [--messages 100000] [--seed 1]
 
 tests/test_daemon_validation.py runs the same fuzzer for 20,000 messages in CI.
 """
@@ -131,6 +132,52 @@ def fuzz(path: Path, messages: int, seed: int, window: int = 64, timeout_s: floa
     return kinds
 
 
+def fuzz_tcp(address: tuple[str, int], token: bytes, messages: int, seed: int, window: int = 64,
+             timeout_s: float = 600.0) -> collections.Counter:
+    """``fuzz`` over the TCP listener: the same requests, submits with inline frames (good bytes,
+    wrong sizes, garbage shapes and dtypes). Raises AssertionError on an ``internal`` reply, one
+    left unanswered, or the listener hanging up."""
+    import concurrent.futures
+
+    from fpgashare.tcp_client import connect_tcp
+
+    r = random.Random(seed)
+    fpga = connect_tcp(*address, token, timeout=timeout_s)
+    kinds: collections.Counter = collections.Counter()
+    kinds.examples = {}
+    pending: list = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        for rid in range(1, messages + 1):
+            msg = message(r, rid)
+            op, fields = msg.pop("op"), {k: v for k, v in msg.items() if k != "id"}
+            if op in ("submit", "infer") and r.random() < 0.9:
+                size = r.choice([60 * 80, 16 * 16, 7])
+                fields.update(frame=r.randbytes(size), frame_shape=r.choice([[60, 80], [16, 16], [7], garbage(r)]),
+                              frame_dtype=r.choice(["uint8", "uint8", "float64", garbage(r)]))
+            try:
+                pending.append(fpga.send(op, **fields))
+            except (TypeError, ValueError):      # a value msgpack cannot pack: nothing sent
+                continue
+            while len(pending) >= window or (rid == messages and pending):
+                done, _ = concurrent.futures.wait(pending, timeout=max(0.0, deadline - time.monotonic()),
+                                                  return_when=concurrent.futures.FIRST_COMPLETED)
+                if not done:
+                    raise AssertionError(f"{len(pending)} TCP requests unanswered after {timeout_s} s")
+                for future in done:
+                    pending.remove(future)
+                    reply = future.result()
+                    kind = "ok" if reply.get("ok") else reply["error"]["kind"]
+                    if kind == "internal" or (kind == "gone" and "went away" in reply["error"]["message"]):
+                        raise AssertionError(f"TCP reply: {reply}")
+                    kinds[kind] += 1
+                    if kind != "ok":
+                        kinds.examples.setdefault(kind, reply["error"]["message"])
+    finally:
+        fpga.close()
+    return kinds
+
+
 def main() -> int:
     from fpgashare.backends import make_backend
     from fpgashare.client import connect
@@ -138,33 +185,45 @@ def main() -> int:
     from fpgashare.platform import load_platform
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--messages", type=int, default=100_000, help="each over the Unix socket and TCP")
+    parser.add_argument("--quick", action="store_true", help="2,000 messages each")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    messages = 2_000 if args.quick else args.messages
     import numpy as np
     from fpgashare.simrun import resolve_chain
+    from fpgashare.tcp_listener import TcpListener, TokenQuota
     from fpgashare.vision_ref import chain_reference
 
     path = Path(tempfile.mkdtemp()) / "fuzz.sock"
-
+    token = os.urandom(32)
     daemon = Daemon(make_backend("model", load_platform("zcu104")), path, dilation=1.0,
                     limits=Limits(messages_per_s=1e9))
     start = time.perf_counter()
     with DaemonThread(daemon):
-        kinds = fuzz(path, args.messages, args.seed, timeout_s=3600)
+        kinds = fuzz(path, messages, args.seed, timeout_s=3600)
+        unix_s = time.perf_counter() - start
+        listener = TcpListener(path, token, ("127.0.0.1", 0), TokenQuota(8, 8, 64, 1e9, 256 << 20)).start()
+        try:
+            tcp_kinds = fuzz_tcp(listener.address, token, messages, args.seed + 1, timeout_s=3600)
+        finally:
+            listener.close()
+        tcp_s = time.perf_counter() - start - unix_s
         with connect(path) as fpga:
             pipe = fpga.pipeline("after", ["threshold"], period_ms=10.0, frame_shape=(60, 80))
             image = np.arange(60 * 80, dtype=np.uint8).reshape(60, 80)
             good = np.array_equal(pipe.submit(image).result(timeout=10),
                                   chain_reference(resolve_chain(["threshold"], {}), image))
         rss_mib = int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    print(f"{args.messages} fuzzed requests in {time.perf_counter() - start:.1f} s: "
-          + ", ".join(f"{k} {v}" for k, v in kinds.most_common()))
-    for kind, example in sorted(kinds.examples.items()):
-        print(f"  e.g. {kind}: {example[:110]}")
-    print(f"no internal reply; a fresh client's frame {'equals' if good else 'DIFFERS FROM'} OpenCV's; "
+    for where, counts, seconds in (("Unix socket", kinds, unix_s), ("TCP", tcp_kinds, tcp_s)):
+        print(f"{sum(counts.values())} fuzzed requests over the {where} in {seconds:.1f} s: "
+              + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
+        for kind, example in sorted(counts.examples.items()):
+            print(f"  e.g. {kind}: {example[:110]}")
+    print(f"no internal reply in {sum(kinds.values()) + sum(tcp_kinds.values())}; a fresh client's frame "
+          f"{'equals' if good else 'DIFFERS FROM'} OpenCV's; daemon failure: {daemon.failure!r}; "
           f"process RSS {rss_mib:.0f} MiB")
-    return 0 if good else 1
+    return 0 if good and daemon.failure is None else 1
 
 
 if __name__ == "__main__":

@@ -9,20 +9,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from fpgashare import cli_inputs
 from fpgashare.errors import FpgashareError
 
 log = logging.getLogger("fpgashare")
 
 
-def _positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1 (argparse names the option on error)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+_positive_int = cli_inputs.positive_int     #: argparse names the option on error
 
 
 def _emit(obj: dict, as_json: bool, lines: list[str]) -> None:
@@ -220,7 +213,7 @@ def _limits(items: list[str] | None, admin_group: str | None):
         if not eq or key not in fields:
             raise FpgashareError(f"--limit {item!r}: expected NAME=VALUE with NAME one of {', '.join(fields)}")
         try:
-            value = float(text) if key == "messages_per_s" else int(text, 0)
+            value = float(text) if fields[key].type in ("float", float) else int(text, 0)
         except ValueError:
             raise FpgashareError(f"--limit {item!r}: {text!r} is not a number") from None
         if not value > 0 or value != value or value == float("inf"):
@@ -374,7 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
     sy = rtl.add_parser("synth", help="synthesize each module and the static shell with Yosys; check the manifest")
     sy.add_argument("--platform", required=True, help="platform manifest (TOML) or name")
     sy.add_argument("--module", help="one module of the manifest, or 'shell' (default: all and the shell)")
-    sy.add_argument("--jobs", type=int, default=2, help="Yosys runs at a time")
+    sy.add_argument("--jobs", type=_positive_int, default=2, help="Yosys runs at a time")
     sy.add_argument("--json", action="store_true")
     sy.add_argument("--update-manifest", action="store_true",
                     help="write the figures of modules outside 1x..1.5x into the manifest (LUT, FF x1.25)")
@@ -398,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     e = dnn.add_parser("eval", help="run a model on K tiles and compare with the numpy reference")
     e.add_argument("--model", required=True, help="digits_cnn, printed_digits, edge_cnn, digits_qdq, "
                                                    "a network file (.npz) or a quantized ONNX model (.onnx)")
-    e.add_argument("--tiles", type=int, required=True, help="tiles (slots) the network may use")
+    e.add_argument("--tiles", type=_positive_int, required=True, help="tiles (slots) the network may use")
     e.add_argument("--images", help=".npz with images (N x H x W uint8; for an ONNX model its float input) "
                                     "and optional labels")
     e.add_argument("--backend", choices=["rtl", "reference"], default="rtl")
@@ -408,7 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=cmd_dnn_eval)
     im = dnn.add_parser("import", help="read a quantized int8 ONNX model: its tile layers, tiles, refused nodes")
     im.add_argument("model", help="a quantized ONNX model (.onnx): QDQ or QLinear int8")
-    im.add_argument("--tiles", type=int, default=4, help="tiles to plan it on (default 4)")
+    im.add_argument("--tiles", type=_positive_int, default=4, help="tiles to plan it on (default 4)")
     im.add_argument("--platform", default="zcu104")
     im.add_argument("--out", help="write the converted network file (.npz, runtime/dnn/network.py) here")
     im.add_argument("--json", action="store_true")
@@ -445,7 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
     dm.add_argument("--streams", type=_positive_int, default=None,
                     help="use at most this many video streams; the board is partitioned as pipelines come "
                          "(default: every stream the shell and backend carry; edf)")
-    dm.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on 127.0.0.1:PORT")
+    dm.add_argument("--metrics-port", type=cli_inputs.port, help="serve Prometheus metrics on 127.0.0.1:PORT")
     dm.add_argument("--bitstreams", help="pynq: folder of partial bitstreams with index.json")
     dm.add_argument("--overlay", help="pynq: the shell overlay (.bit with its .hwh beside it)")
     dm.add_argument("--limit", action="append", metavar="NAME=VALUE",
@@ -465,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--platform", default="zcu104-x4", help="platform manifest (TOML) or name (default: the ZCU104 "
                    "at 4 pixels per clock)")
     d.add_argument("--out", default="out/demo", help="folder for the video, trace and pictures")
-    d.add_argument("--frames", type=int, default=None, help="frames of the synthetic video (default 6)")
+    d.add_argument("--frames", type=_positive_int, default=None, help="frames of the synthetic video (default 6)")
     d.add_argument("--size", default="480x640", help="ROWSxCOLS of the video and of every app's frames")
     d.add_argument("--apps", default="edge_detect,motion,colour_track,digits",
                    help="comma-separated: edge_detect, motion, colour_track, corners, template_track, digits")
@@ -485,22 +478,25 @@ def add_fleet_commands(sub) -> None:
     fl = sub.add_parser("fleet", help="a fleet of boards on Ray (the fleet extra)").add_subparsers(
         dest="action", required=True)
     up = fl.add_parser("up", help="a Ray head and N simulated boards on this machine, until Ctrl-C")
-    up.add_argument("--boards", type=int, default=3)
+    up.add_argument("--boards", type=_positive_int, default=3)
     up.add_argument("--platforms", default="zcu104,pynq-z2", help="platforms cycled over the boards")
     up.add_argument("--backend", choices=["model", "sim"], default="model")
-    up.add_argument("--dilation", type=float, default=20.0, help="wall s per daemon s of each board")
+    up.add_argument("--dilation", type=cli_inputs.positive_float, default=20.0,
+                    help="wall s per daemon s of each board")
     up.set_defaults(func=commands.cmd_up)
     st = fl.add_parser("status", help="the fleet's boards, their pipelines and placement cost")
-    st.add_argument("--address", help="Ray address (default: the running `fleet up`)")
+    st.add_argument("--address", help="Ray address HOST:PORT (default: the running `fleet up`)")
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=commands.cmd_status)
     bn = fl.add_parser("bench", help="place a workload on 1..N simulated boards and spread DNN images")
     bn.add_argument("workload", help="workload file (TOML) or a shipped suite by name")
-    bn.add_argument("--boards", type=int, default=3, help="largest fleet; every size from 1 is measured")
+    bn.add_argument("--boards", type=_positive_int, default=3, help="largest fleet; every size from 1 is measured")
     bn.add_argument("--platforms", help="platforms cycled over the boards (default: the workload's)")
-    bn.add_argument("--dilation", type=float, default=200.0, help="wall s per daemon s of each board")
-    bn.add_argument("--max-copies", type=int, default=40, help="copies of the workload tried at most")
-    bn.add_argument("--dnn-seconds", type=float, default=4.0, help="wall seconds of DNN images per fleet size")
+    bn.add_argument("--dilation", type=cli_inputs.positive_float, default=200.0,
+                    help="wall s per daemon s of each board")
+    bn.add_argument("--max-copies", type=_positive_int, default=40, help="copies of the workload tried at most")
+    bn.add_argument("--dnn-seconds", type=cli_inputs.positive_float, default=4.0,
+                    help="wall seconds of DNN images per fleet size")
     bn.add_argument("--json", action="store_true")
     bn.set_defaults(func=commands.cmd_bench)
 
@@ -526,7 +522,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _check_inputs(args: argparse.Namespace) -> None:
     """Input files and output folders checked before any command runs (fpgashare.cli_inputs)."""
-    from fpgashare import cli_inputs
 
     if getattr(args, "workload", None):
         cli_inputs.workload_file(args.workload)

@@ -8,6 +8,8 @@ seed); ``duration_s`` is finite and at most MAX_DURATION_S; each pipeline's fram
 
 from __future__ import annotations
 
+import argparse
+import ipaddress
 import math
 import sys
 from pathlib import Path
@@ -87,3 +89,53 @@ def output_path(option: str, value: str | None) -> None:
     parent = Path(value).expanduser().parent
     if not parent.is_dir():
         raise FpgashareError(f"{option} {value}: the folder {parent} does not exist")
+
+
+# ---- argparse types: a bad value is ``error: argument --x: ...`` (exit 2), never a traceback
+
+def positive_int(text: str) -> int:
+    """A whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number above 0 (a duration, a dilation)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, not {text}")
+    return value
+
+
+def port(text: str) -> int:
+    """A TCP port, 1..65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 1..65535, not {value}")
+    return value
+
+
+def host_port(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (an IPv6 host in brackets: ``[::1]:7411``); the host must be an IP address or
+    a name of letters, digits, dots and dashes."""
+    host, sep, port_text = text.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, not {text!r}")
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        if not all(part and all(c.isalnum() or c == "-" for c in part) for part in host.split(".")):
+            raise argparse.ArgumentTypeError(f"{host!r} is not an IP address or a host name") from None
+    return host, port(port_text)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 
+LOOP_BUCKETS = (0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 1.0)
 LATENCY_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.033, 0.05, 0.1, 0.2, 0.5, 1.0)
 
 
@@ -20,6 +21,9 @@ class DaemonMetrics:
                               registry=self.registry)
         self.latency = Histogram("fpgashare_frame_latency_seconds", "Release to result, daemon time",
                                  ["pipeline"], buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.loop_delay = Histogram("fpgashare_loop_dispatch_delay_seconds",
+                                    "How late the daemon's loop ran a timer after it was due (wall time)",
+                                    buckets=LOOP_BUCKETS, registry=self.registry)
         self.registry.register(_FabricCollector(engine, clock))
         self.server = None
 

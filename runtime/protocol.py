@@ -1,6 +1,7 @@
 """The daemon's wire protocol: length-prefixed msgpack maps on a Unix socket.
 
-Each message is a 4-byte big-endian length followed by that many bytes of msgpack, which must
+Each message is a 4-byte big-endian length followed by that many bytes of msgpack (the framing:
+runtime/framing.py, shared with the client and the TCP listener), which must
 decode to a map with ``v`` (the protocol version), ``op`` (requests) or ``ok`` (replies) and ``id``
 (echoed in the reply). Messages carry control only: pixels travel in shared memory
 (runtime/shm.py), so a message is small and anything over ``MAX_MESSAGE`` is refused before it
@@ -18,15 +19,14 @@ descriptor rides on the reply's first byte as SCM_RIGHTS ancillary data (runtime
 from __future__ import annotations
 
 import asyncio
-import struct
 from typing import Any
 
 import msgpack
 from fpgashare.errors import FpgashareError
+from fpgashare.framing import HEADER, frame
 
 VERSION = 2                      #: 2: submit and infer state the frame's shape and dtype
 MAX_MESSAGE = 64 * 1024          #: bytes of msgpack; a frame handle and its metadata need < 1 kB
-HEADER = struct.Struct(">I")
 KINDS = ("malformed", "oversized", "version", "unknown_op", "bad_request", "admission", "frame",
          "quota", "busy", "gone", "internal")
 
@@ -46,7 +46,7 @@ def encode(message: dict[str, Any]) -> bytes:
     body = msgpack.packb({"v": VERSION, **message}, use_bin_type=True)
     if len(body) > MAX_MESSAGE:
         raise ProtocolError("oversized", f"message of {len(body)} bytes exceeds {MAX_MESSAGE}")
-    return HEADER.pack(len(body)) + body
+    return frame(body)
 
 
 def decode(body: bytes) -> dict[str, Any]:

@@ -10,10 +10,23 @@ that asked for it over the Unix socket (SCM_RIGHTS) and then closes. No other pr
 it — there is nothing in ``/dev/shm`` to list or open — and nothing is left behind when the daemon
 dies, however it dies. Named rings (``create`` / ``attach``) remain for tools and tests in one
 trust domain.
+
+A private ring is *sealed* before it is handed over: ``F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL``
+(checked with ``F_GET_SEALS``; a ring whose seals did not take is never handed over, and a client
+refuses a descriptor without them). Why the daemon cannot take a bus error from a tenant's ring:
+a read or write of a shared file mapping faults with SIGBUS only where the page lies past the
+file's end (or the filesystem cannot supply the page). The daemon maps exactly the file's size at
+creation; with the size sealed no process — the tenant included, whatever descriptor it holds —
+can make the file shorter (``ftruncate`` fails with EPERM), so every mapped page stays inside the
+file. Hole punching (``fallocate(PUNCH_HOLE)``) is allowed on a shrink-sealed memfd but only
+frees pages: reading one back yields zeros, never a fault. ``F_SEAL_SEAL`` stops the tenant from
+adding seals of its own (a write seal would fail on the daemon's writable mapping anyway). memfd
+pages come from the kernel's internal shm mount, which has no size limit to run out of.
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import mmap
 import os
@@ -28,6 +41,8 @@ from fpgashare.errors import FrameError
 log = logging.getLogger(__name__)
 
 PREFIX = "fpgashare"
+#: The seals every private ring carries: its size is fixed and no one can add another seal.
+RING_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 _CREATED: set[str] = set()     # segments this process made (its resource tracker owns them)
 
 
@@ -93,9 +108,11 @@ class FrameRing:
             raise FrameError(f"a frame ring needs at least one slot, got {slots}")
         name = f"{PREFIX}-{tag + '-' if tag else ''}{secrets.token_hex(6)}"
         spec = RingSpec(name, slots, tuple(in_shape), tuple(out_shape), dtype)
-        fd = os.memfd_create(name, os.MFD_CLOEXEC)
+        fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         try:
             os.ftruncate(fd, spec.slots * spec.slot_bytes)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, RING_SEALS)
+            check_sealed(fd, spec.name)
             mapping = mmap.mmap(fd, spec.slots * spec.slot_bytes)
         except BaseException:
             os.close(fd)
@@ -107,6 +124,7 @@ class FrameRing:
         """The client's side of a private ring: map the descriptor the daemon passed (closed here;
         the mapping stays)."""
         try:
+            check_sealed(fd, spec.name)
             size = os.fstat(fd).st_size
             if size < spec.slots * spec.slot_bytes:
                 raise FrameError(f"frame ring {spec.name} holds {size} bytes, the layout needs "
@@ -186,6 +204,19 @@ class FrameRing:
             except FileNotFoundError:
                 pass
             _CREATED.discard(self.spec.name)
+
+
+def check_sealed(fd: int, name: str) -> None:
+    """Refuse a ring descriptor whose size is not sealed (someone could shrink it under a mapping)."""
+    try:
+        seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+    except OSError as exc:
+        raise FrameError(f"frame ring {name}: its descriptor takes no seals ({exc.strerror}); "
+                         "a ring must be a sealed memfd") from None
+    missing = RING_SEALS & ~seals
+    if missing:
+        raise FrameError(f"frame ring {name}: not sealed against resizing (seals 0x{seals:x}, "
+                         f"missing 0x{missing:x})")
 
 
 def check_frame(frame: np.ndarray, shape: tuple[int, ...], dtype: str = "uint8") -> None:

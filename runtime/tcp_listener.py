@@ -22,100 +22,148 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import hashlib
+import contextlib
 import hmac
-import itertools
 import logging
+import math
 import os
 import secrets
 import socket
 import socketserver
-import struct
 import sys
 import threading
+import time
 from pathlib import Path
 
 import msgpack
-import numpy as np
+from fpgashare.cli_inputs import host_port
 from fpgashare.client import AdmissionRejected, DaemonError, DeadlineMissed, FrameDropped, FrameFailed, connect
+from fpgashare.client.pipeline import DnnPipeline
+from fpgashare.daemon.limits import RateLimiter
 from fpgashare.errors import FpgashareError
+from fpgashare.protocol import ProtocolError
+from fpgashare.tcp_client import TcpFpga, connect_tcp  # noqa: F401  (the client, where it was first)
+from fpgashare.tcp_wire import CHALLENGE_BYTES, DEFAULT_PORT, HEADER, MAX_TCP_MESSAGE, PROTOCOL
+from fpgashare.tcp_wire import array as _array
+from fpgashare.tcp_wire import pack_array as _pack_array
+from fpgashare.tcp_wire import proof as _proof
+from fpgashare.tcp_wire import recv as _recv
+from fpgashare.tcp_wire import recv_exact as _recv_exact
+from fpgashare.tcp_wire import send as _send
 
 log = logging.getLogger(__name__)
 
-HEADER = struct.Struct(">I")
-MAX_TCP_MESSAGE = 32 << 20       #: a 1080p RGB frame is 6.2 MB
-CHALLENGE_BYTES = 32
-DEFAULT_PORT = 7411
-AUTH_TIMEOUT_S = 5.0
-PROTOCOL = b"fpgashare-tcp-1"
+AUTH_TIMEOUT_S = 5.0             #: the whole handshake's deadline, however slowly its bytes come
+MIN_TOKEN_BYTES = 16
+MIN_TOKEN_BITS = 48
+FRAME_WAIT_S = 30.0              #: a remote frame's wait for its outcome; past it: ``busy`` (its slot comes back later)
 
 
 def load_token(path: str | Path) -> bytes:
-    """The shared token from ``path``; refuses a file others can read."""
+    """The shared token from ``path``; refuses a file others can read or write, one owned by
+    another user than root (or the listener's own), and a token that does not look random."""
     path = Path(path)
     try:
-        mode = path.stat().st_mode & 0o077
+        info = path.stat()
         token = path.read_bytes().strip()
     except OSError as exc:
         raise FpgashareError(f"token file {path}: {exc.strerror or exc}") from None
-    if mode:
-        raise FpgashareError(f"token file {path}: readable by others (mode {oct(mode)}); chmod 600 it")
-    if len(token) < 16:
-        raise FpgashareError(f"token file {path}: a token needs at least 16 bytes, has {len(token)}")
+    if info.st_mode & 0o077:
+        raise FpgashareError(f"token file {path}: readable by others (mode {oct(info.st_mode & 0o777)}); chmod 600 it")
+    if info.st_uid not in (0, os.geteuid()):
+        raise FpgashareError(f"token file {path}: owned by uid {info.st_uid}, not root; whoever owns it can "
+                             "change it (chown root it)")
+    check_token(token, f"token file {path}")
     return token
 
 
-def _proof(token: bytes, challenge: bytes, role: bytes) -> bytes:
-    return hmac.new(token, PROTOCOL + role + challenge, hashlib.sha256).digest()
+def token_bits(token: bytes) -> float:
+    """An estimate of the token's entropy: its length times the empirical entropy of its bytes,
+    scaled by the share of its 4-byte windows that differ (a repeated word has few): a lower bound
+    for a random token's, far under it for a repeated or patterned one."""
+    if not token:
+        return 0.0
+    counts = [token.count(b) for b in set(token)]
+    bits = -len(token) * sum(c / len(token) * math.log2(c / len(token)) for c in counts)
+    windows = [token[i:i + 4] for i in range(len(token) - 3)]
+    return bits * len(set(windows)) / len(windows) if windows else bits
 
 
-def _send(sock: socket.socket, message: dict, lock: threading.Lock | None = None) -> None:
-    body = msgpack.packb(message, use_bin_type=True)
-    if len(body) > MAX_TCP_MESSAGE:
-        raise FpgashareError(f"message of {len(body)} bytes exceeds {MAX_TCP_MESSAGE}")
-    data = HEADER.pack(len(body)) + body
-    if lock is None:
-        sock.sendall(data)
-    else:
-        with lock:
-            sock.sendall(data)
+def check_token(token: bytes, what: str = "the TCP listener's token") -> None:
+    """Refuse a token shorter than MIN_TOKEN_BYTES or under MIN_TOKEN_BITS of estimated entropy
+    (32 zero bytes, a word repeated): make one with ``head -c 32 /dev/urandom | base64``."""
+    if len(token) < MIN_TOKEN_BYTES:
+        raise FpgashareError(f"{what}: a token needs at least {MIN_TOKEN_BYTES} bytes, has {len(token)}")
+    bits = token_bits(token)
+    if bits < MIN_TOKEN_BITS:
+        raise FpgashareError(f"{what}: does not look random ({bits:.0f} bits by its byte counts, "
+                             f"at least {MIN_TOKEN_BITS} needed); make one with head -c 32 /dev/urandom | base64")
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
-    chunks, got = [], 0
-    while got < n:
-        chunk = sock.recv(min(n - got, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
+class TokenQuota:
+    """What the holders of the token may use together (every remote client shares one token, so
+    these are per token): connections (authenticated, and still in the handshake), pipelines,
+    requests a second, and bytes of inline frames in flight (read and not yet answered) — a body
+    is read only once its bytes fit, so a flood of frames waits in TCP's window, not in memory."""
+
+    def __init__(self, connections: int, handshakes: int, pipelines: int, messages_per_s: float,
+                 inline_bytes: int) -> None:
+        self.connections, self.handshakes, self.pipelines = connections, handshakes, pipelines
+        self.inline_bytes = inline_bytes
+        self.rate = RateLimiter(messages_per_s)
+        self._lock = threading.Condition()
+        self.open = self.shaking = self.registered = self.in_flight = 0
+
+    def enter(self) -> bool:
+        with self._lock:
+            if self.open >= self.connections or self.shaking >= self.handshakes:
+                return False
+            self.open += 1
+            self.shaking += 1
+            return True
+
+    def shaken(self) -> None:
+        with self._lock:
+            self.shaking -= 1
+
+    def leave(self, shaking: bool) -> None:
+        with self._lock:
+            self.open -= 1
+            self.shaking -= shaking
+
+    def take_rate(self) -> float:
+        """0 if a request may go now, else how long to wait for one."""
+        with self._lock:
+            return 0.0 if self.rate.take() else max(self.rate.wait_s(), 1e-3)
+
+    def reserve(self, nbytes: int, timeout: float) -> bool:
+        with self._lock:
+            return self._lock.wait_for(lambda: self.in_flight + nbytes <= self.inline_bytes, timeout) and \
+                self._add(nbytes)
+
+    def _add(self, nbytes: int) -> bool:
+        self.in_flight += nbytes
+        return True
+
+    def release(self, nbytes: int) -> None:
+        with self._lock:
+            self.in_flight -= nbytes
+            self._lock.notify_all()
+
+    def add_pipeline(self) -> bool:
+        with self._lock:
+            if self.registered >= self.pipelines:
+                return False
+            self.registered += 1
+            return True
+
+    def drop_pipeline(self) -> None:
+        with self._lock:
+            self.registered -= 1
 
 
-def _recv(sock: socket.socket, limit: int = MAX_TCP_MESSAGE) -> dict | None:
-    header = _recv_exact(sock, HEADER.size)
-    if header is None:
-        return None
-    (length,) = HEADER.unpack(header)
-    if length > limit:
-        raise FpgashareError(f"message of {length} bytes exceeds {limit}")
-    body = _recv_exact(sock, length)
-    if body is None:
-        raise FpgashareError("connection ended inside a message")
-    message = msgpack.unpackb(body, raw=False)
-    if not isinstance(message, dict):
-        raise FpgashareError("a message must be a map")
-    return message
-
-
-def _array(fields: dict, prefix: str) -> np.ndarray:
-    return np.frombuffer(fields[f"{prefix}"], dtype=np.dtype(fields[f"{prefix}_dtype"])).reshape(
-        fields[f"{prefix}_shape"])
-
-
-def _pack_array(a: np.ndarray, prefix: str) -> dict:
-    a = np.ascontiguousarray(a)
-    return {prefix: a.tobytes(), f"{prefix}_shape": list(a.shape), f"{prefix}_dtype": str(a.dtype)}
+def _quota(rid, limit: str, value, detail: str) -> dict:
+    return {"id": rid, "ok": False, "error": {"kind": "quota", "message": f"{detail}: limit {limit} = {value}"}}
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -124,48 +172,102 @@ class _Handler(socketserver.BaseRequestHandler):
     def handle(self) -> None:
         sock: socket.socket = self.request
         peer = f"{self.client_address[0]}:{self.client_address[1]}"
-        if not self._authenticate(sock, peer):
-            return
+        quota = self.server.quota
+        shaking = True
+        try:
+            if not self._authenticate(sock, peer):
+                return
+            quota.shaken()
+            shaking = False
+            self._serve(sock, peer, quota)
+        finally:
+            quota.leave(shaking)
+
+    def _serve(self, sock: socket.socket, peer: str, quota: TokenQuota) -> None:
         write = threading.Lock()
         try:
             fpga = connect(self.server.socket_path)
         except FpgashareError as exc:
-            _send(sock, {"id": 0, "ok": False, "error": {"kind": "gone", "message": str(exc)}})
+            _send(sock, {"id": 0, "ok": False, "error": {"kind": getattr(exc, "kind", "gone"), "message": str(exc)}})
             return
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="tcp-frame")
         pipes: dict = {}
         try:
             while True:
                 try:
-                    message = _recv(sock)
+                    message, nbytes = self._next(sock, quota)
                 except (FpgashareError, ValueError, msgpack.UnpackException) as exc:
-                    _send(sock, {"id": -1, "ok": False, "error": {"kind": "malformed", "message": str(exc)}}, write)
+                    kind = getattr(exc, "kind", "malformed")
+                    _send(sock, {"id": -1, "ok": False, "error": {"kind": kind, "message": str(exc)}}, write)
                     return
                 if message is None:
                     return
                 rid, op = message.get("id"), message.get("op")
+                wait = quota.take_rate()
+                if wait:
+                    quota.release(nbytes)
+                    _send(sock, _quota(rid, "messages_per_s", quota.rate.rate, "request rate of this token too high"),
+                          write)
+                    time.sleep(wait)              # real waiting: this connection is not read meanwhile
+                    continue
                 if op in ("submit", "infer"):
-                    pool.submit(self._frame, sock, write, pipes, rid, message)
+                    pool.submit(self._frame, sock, write, pipes, rid, message, nbytes)
                     continue
                 try:
-                    answer = self._control(fpga, pipes, op, message)
-                    reply = {"id": rid, "ok": True, **answer}
+                    reply = {"id": rid, "ok": True, **self._control(fpga, pipes, op, message, quota)}
                 except AdmissionRejected as exc:
                     reply = {"id": rid, "ok": False, "error": {"kind": "admission", "message": str(exc)}}
                 except DaemonError as exc:
                     reply = {"id": rid, "ok": False, "error": {"kind": exc.kind, "message": str(exc)}}
-                except (FpgashareError, KeyError, TypeError, ValueError) as exc:
-                    reply = {"id": rid, "ok": False, "error": {"kind": "bad_request", "message": f"{op}: {exc}"}}
+                except (FpgashareError, KeyError, TypeError, ValueError, OverflowError) as exc:
+                    # (OverflowError: a field msgpack took in but the daemon's framing cannot carry)
+                    reply = {"id": rid, "ok": False, "error": {"kind": getattr(exc, "kind", "bad_request"),
+                                                               "message": f"{op}: {exc}"}}
+                except Exception as exc:      # a bug here: said so, and the connection lives on
+                    log.exception("tcp client %s: %s failed", peer, op)
+                    reply = {"id": rid, "ok": False, "error": {"kind": "internal", "message": f"{op}: {exc!r}"}}
+                finally:
+                    quota.release(nbytes)
                 _send(sock, reply, write)
         except OSError as exc:
             log.info("tcp client %s: %s", peer, exc)
         finally:
             pool.shutdown(wait=True)
+            for _ in pipes:
+                quota.drop_pipeline()
             fpga.close()
             log.info("tcp client %s gone", peer)
 
+    @staticmethod
+    def _next(sock: socket.socket, quota: TokenQuota) -> tuple[dict | None, int]:
+        """The next message and the inline bytes it holds of the token's budget (reserved before
+        its body is read; the caller releases them once it is answered)."""
+        header = _recv_exact(sock, HEADER.size)
+        if header is None:
+            return None, 0
+        (length,) = HEADER.unpack(header)
+        if length > min(MAX_TCP_MESSAGE, quota.inline_bytes):
+            raise ProtocolError("oversized", f"message of {length} bytes exceeds "
+                                f"{min(MAX_TCP_MESSAGE, quota.inline_bytes)}")
+        if not quota.reserve(length, FRAME_WAIT_S):
+            raise ProtocolError("quota", f"a message of {length} bytes waited {FRAME_WAIT_S:g} s for room: "
+                                f"limit inline_bytes = {quota.inline_bytes}")
+        try:
+            body = _recv_exact(sock, length)
+            if body is None:
+                raise ProtocolError("malformed", "connection ended inside a message")
+            message = msgpack.unpackb(body, raw=False)
+            if not isinstance(message, dict):
+                raise ProtocolError("malformed", "a message must be a map")
+        except BaseException:
+            quota.release(length)
+            raise
+        return message, length
+
     def _authenticate(self, sock: socket.socket, peer: str) -> bool:
-        sock.settimeout(AUTH_TIMEOUT_S)
+        # One deadline for the whole handshake: a client trickling bytes is cut off at it.
+        cutoff = threading.Timer(AUTH_TIMEOUT_S, _shut, (sock,))
+        cutoff.start()
         try:
             challenge = secrets.token_bytes(CHALLENGE_BYTES)
             _send(sock, {"challenge": challenge, "protocol": PROTOCOL.decode()})
@@ -182,40 +284,54 @@ class _Handler(socketserver.BaseRequestHandler):
         except (OSError, FpgashareError, ValueError, msgpack.UnpackException) as exc:
             log.warning("tcp client %s: authentication failed (%s)", peer, exc)
             return False
-        sock.settimeout(None)
+        finally:
+            cutoff.cancel()
         log.info("tcp client %s authenticated", peer)
         return True
 
     @staticmethod
-    def _control(fpga, pipes: dict, op: str, m: dict) -> dict:
+    def _control(fpga, pipes: dict, op: str, m: dict, quota: TokenQuota) -> dict:
         if op == "hello":
             return {"platform": fpga.platform, "dilation": fpga.dilation}
         if op == "clock":
             return {"now": fpga.clock()}
-        if op == "status":
-            return {"status": fpga.status()}
-        if op == "pipeline":
-            fields = {k: m[k] for k in ("stages", "period_ms", "frame_shape", "deadline_ms", "params") if k in m}
-            pipe = fpga.pipeline(m["name"], **fields)
+        if op == "status":                # a remote client sees its own pipelines only, never the admin view
+            return {"status": fpga.status(own=True)}
+        if op in ("pipeline", "dnn"):
+            if not isinstance(m.get("name"), str) or m["name"] in pipes:
+                raise FpgashareError(f"name must be a string not registered on this connection, got {m.get('name')!r}")
+            if not quota.add_pipeline():
+                raise ProtocolError("quota", f"{op} {m['name']!r}: limit pipelines = {quota.pipelines}")
+            try:
+                if op == "pipeline":
+                    keys = ("stages", "period_ms", "frame_shape", "deadline_ms", "params")
+                    fields = {k: m[k] for k in keys if k in m}
+                    pipe = fpga.pipeline(m["name"], **fields)
+                    answer = {"deadline_ms": pipe.deadline_ms, "exec_ms": pipe.exec_ms}
+                else:
+                    pipe, answer = fpga.dnn(m["name"], m["model"]), {}
+            except BaseException:
+                quota.drop_pipeline()
+                raise
             pipes[m["name"]] = pipe
-            return {"deadline_ms": pipe.deadline_ms, "exec_ms": pipe.exec_ms}
-        if op == "dnn":
-            pipes[m["name"]] = fpga.dnn(m["name"], m["model"])
-            return {}
+            return answer
         if op == "close":
             pipe = pipes.pop(m["pipeline"], None)
             if pipe is None:
                 raise FpgashareError(f"no pipeline {m['pipeline']!r} of this connection")
+            quota.drop_pipeline()
             pipe.close()
             return {"closed": m["pipeline"]}
-        raise FpgashareError(f"unknown op {op!r}")
+        raise ProtocolError("unknown_op", f"unknown op {op!r}")
 
-    @staticmethod
-    def _frame(sock, write, pipes: dict, rid, m: dict) -> None:
+    def _frame(self, sock, write, pipes: dict, rid, m: dict, nbytes: int) -> None:
+        future = None
         try:
             pipe = pipes[m["pipeline"]]
-            out = pipe.submit(_array(m, "frame")).result(timeout=pipe.fpga.timeout)
-            reply = {"id": rid, "ok": True, "outcome": "done" if m["op"] == "infer" else "on_time",
+            future = pipe.submit(_array(m, "frame"))
+            m = None                          # the inline bytes: let them go once in the ring
+            out = future.result(timeout=FRAME_WAIT_S)
+            reply = {"id": rid, "ok": True, "outcome": "done" if isinstance(pipe, DnnPipeline) else "on_time",
                      **_pack_array(out, "output")}
         except DeadlineMissed as exc:
             reply = {"id": rid, "ok": True, "outcome": "late", "latency_ms": exc.latency_ms,
@@ -226,28 +342,62 @@ class _Handler(socketserver.BaseRequestHandler):
             reply = {"id": rid, "ok": True, "outcome": "error", "reason": str(exc)}
         except DaemonError as exc:
             reply = {"id": rid, "ok": False, "error": {"kind": exc.kind, "message": str(exc)}}
-        except (FpgashareError, KeyError, TypeError, ValueError, concurrent.futures.TimeoutError) as exc:
+        except concurrent.futures.TimeoutError:
+            # The daemon answers every frame in the end: its slot comes back then, so the
+            # pipeline keeps working after timeouts.
+            threading.Thread(target=_settle_late, args=(future,), name="tcp-late", daemon=True).start()
+            reply = {"id": rid, "ok": False, "error": {"kind": "busy", "message": f"no outcome within "
+                                                       f"{FRAME_WAIT_S:g} s; the frame may still end on the board"}}
+        except (FpgashareError, KeyError, TypeError, ValueError, OverflowError) as exc:
             message = f"{type(exc).__name__}: {exc}"
             reply = {"id": rid, "ok": False, "error": {"kind": "bad_request", "message": message}}
+        except Exception as exc:              # a bug here: said so, and the connection lives on
+            log.exception("tcp frame failed")
+            reply = {"id": rid, "ok": False, "error": {"kind": "internal", "message": repr(exc)}}
+        finally:
+            self.server.quota.release(nbytes)
         try:
             _send(sock, reply, write)
         except OSError:
             pass                          # the client went away; its frames end with it
 
 
+def _settle_late(future) -> None:
+    with contextlib.suppress(Exception):
+        future.result(timeout=None)
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
 class TcpListener(socketserver.ThreadingTCPServer):
     """``TcpListener(socket_path, token, ("127.0.0.1", 0))``; ``serve_forever()`` or ``start()`` (a
-    thread) and ``close()``. ``address`` is the bound (host, port)."""
+    thread) and ``close()``. ``address`` is the bound (host, port). ``quota``: the token's limits
+    (default ``default_quota()``, its connections below the process's descriptor limit)."""
 
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, socket_path: str | Path, token: bytes, address: tuple[str, int] = ("127.0.0.1", DEFAULT_PORT)):
-        if len(token) < 16:
-            raise FpgashareError("the TCP listener's token needs at least 16 bytes")
+    def __init__(self, socket_path: str | Path, token: bytes, address: tuple[str, int] = ("127.0.0.1", DEFAULT_PORT),
+                 quota: TokenQuota | None = None):
+        check_token(token)
         self.socket_path, self.token = Path(socket_path), token
+        self.quota = quota or default_quota()
         super().__init__(address, _Handler)
         self.address = self.server_address[:2]
+
+    def verify_request(self, request, client_address) -> bool:
+        """Over the connection cap (or too many handshakes at once): closed at once, no thread."""
+        if self.quota.enter():
+            return True
+        log.warning("tcp client %s:%d refused: %d connections, %d in the handshake", *client_address[:2],
+                    self.quota.open, self.quota.shaking)
+        return False
+
+    def handle_error(self, request, client_address) -> None:
+        log.exception("tcp client %s: handler failed", client_address)
 
     def start(self) -> TcpListener:
         threading.Thread(target=self.serve_forever, name="fpgashare-tcp", daemon=True).start()
@@ -258,155 +408,28 @@ class TcpListener(socketserver.ThreadingTCPServer):
         self.server_close()
 
 
-# ---- the client side (a gateway's proxy agent, or any app off the board)
+def default_quota() -> TokenQuota:
+    """The token's limits: 32 connections (fewer if the descriptor limit is low: each holds its
+    TCP socket, its daemon connection and its rings' mappings), 8 handshakes at once, 32
+    pipelines, 2,000 requests a second, 256 MiB of inline frames in flight."""
+    import resource
 
-
-class TcpFpga:
-    """``connect_tcp(host, port, token)``: the calls a fleet agent makes on ``fpgashare.connect()``,
-    over the listener. Frames travel inline."""
-
-    def __init__(self, host: str, port: int, token: bytes, timeout: float = 30.0) -> None:
-        self.timeout = timeout
-        self._sock = socket.create_connection((host, port), timeout=timeout)
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._write = threading.Lock()
-        self._ids = itertools.count(1)
-        self._waiting: dict[int, concurrent.futures.Future] = {}
-        self._closed = False
-        hello = _recv(self._sock, limit=1024)
-        if hello is None or not isinstance(hello.get("challenge"), bytes):
-            raise FpgashareError(f"{host}:{port} is not an fpgashare TCP listener")
-        mine = secrets.token_bytes(CHALLENGE_BYTES)
-        _send(self._sock, {"proof": _proof(token, hello["challenge"], b"client"), "challenge": mine})
-        answer = _recv(self._sock, limit=1024)
-        if not answer or not answer.get("ok"):
-            raise FpgashareError(f"{host}:{port}: authentication failed (is the token the board's?)")
-        if not hmac.compare_digest(answer.get("proof", b""), _proof(token, mine, b"server")):
-            raise FpgashareError(f"{host}:{port}: the listener could not prove it holds the token")
-        self._sock.settimeout(None)
-        threading.Thread(target=self._read, name="tcp-replies", daemon=True).start()
-        hello = self.request("hello")
-        self.platform, self.dilation = hello["platform"], hello["dilation"]
-        self.pipelines: dict[str, TcpPipeline] = {}
-
-    def _read(self) -> None:
-        try:
-            while (message := _recv(self._sock)) is not None:
-                future = self._waiting.pop(message.get("id"), None)
-                if future is not None:
-                    future.set_result(message)
-        except (OSError, FpgashareError) as exc:
-            log.info("tcp connection ended: %s", exc)
-        self._closed = True
-        for future in list(self._waiting.values()):
-            future.set_result({"ok": False, "error": {"kind": "gone", "message": "the board went away"}})
-        self._waiting.clear()
-
-    def send(self, op: str, **fields) -> concurrent.futures.Future:
-        if self._closed:
-            raise FpgashareError("the connection to the board is closed")
-        rid = next(self._ids)
-        future: concurrent.futures.Future = concurrent.futures.Future()
-        self._waiting[rid] = future
-        try:
-            _send(self._sock, {"op": op, "id": rid, **fields}, self._write)
-        except OSError as exc:
-            self._waiting.pop(rid, None)
-            raise FpgashareError(f"the connection to the board is closed ({exc})") from None
-        return future
-
-    def request(self, op: str, **fields) -> dict:
-        reply = self.send(op, **fields).result(self.timeout)
-        if not reply.get("ok"):
-            error = reply["error"]
-            cls = AdmissionRejected if error["kind"] == "admission" else DaemonError
-            raise cls(error["kind"], error["message"])
-        return reply
-
-    def clock(self) -> float:
-        return float(self.request("clock")["now"])
-
-    def status(self) -> dict:
-        return self.request("status")["status"]
-
-    def pipeline(self, name: str, stages, period_ms: float, frame_shape, deadline_ms: float | None = None,
-                 params: dict | None = None) -> TcpPipeline:
-        fields = {"name": name, "stages": list(stages), "period_ms": float(period_ms),
-                  "frame_shape": [int(v) for v in frame_shape], "params": params or {}}
-        if deadline_ms is not None:
-            fields["deadline_ms"] = float(deadline_ms)
-        info = self.request("pipeline", **fields)
-        pipe = TcpPipeline(self, name, "submit", info)
-        self.pipelines[name] = pipe
-        return pipe
-
-    def dnn(self, name: str, model: str) -> TcpPipeline:
-        self.request("dnn", name=name, model=model)
-        pipe = TcpPipeline(self, name, "infer", {})
-        self.pipelines[name] = pipe
-        return pipe
-
-    def close(self) -> None:
-        self._closed = True
-        try:
-            self._sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self._sock.close()
-
-
-class TcpPipeline:
-    def __init__(self, fpga: TcpFpga, name: str, op: str, info: dict) -> None:
-        self.fpga, self.name, self.op = fpga, name, op
-        self.deadline_ms, self.exec_ms = info.get("deadline_ms"), info.get("exec_ms")
-
-    def submit(self, frame: np.ndarray) -> TcpFrameFuture:
-        return TcpFrameFuture(self.fpga.send(self.op, pipeline=self.name, **_pack_array(frame, "frame")))
-
-    def close(self) -> None:
-        self.fpga.request("close", pipeline=self.name)
-        self.fpga.pipelines.pop(self.name, None)
-
-
-class TcpFrameFuture:
-    """``result()``: the output, or DeadlineMissed / FrameDropped / FrameFailed / DaemonError."""
-
-    def __init__(self, future: concurrent.futures.Future) -> None:
-        self._future = future
-
-    def result(self, timeout: float | None = None) -> np.ndarray:
-        reply = self._future.result(timeout)
-        if not reply.get("ok"):
-            raise DaemonError(reply["error"]["kind"], reply["error"]["message"])
-        outcome = reply["outcome"]
-        if outcome == "dropped":
-            raise FrameDropped(reply.get("reason") or "no reason given")
-        if outcome == "error":
-            raise FrameFailed(reply.get("reason") or "the hardware path failed")
-        output = _array(reply, "output")
-        if outcome == "late":
-            raise DeadlineMissed(reply["latency_ms"], output)
-        return output
-
-
-def connect_tcp(host: str, port: int, token: bytes, timeout: float = 30.0) -> TcpFpga:
-    """A client of the board's TCP listener at ``host:port``, authenticated with ``token``."""
-    return TcpFpga(host, port, token, timeout)
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    connections = max(1, min(32, (soft - 64) // 8))
+    return TokenQuota(connections, min(8, connections), 32, 2000.0, 256 << 20)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fpgashare.tcp_listener",
                                      description="An authenticated TCP listener for the board's daemon.")
     parser.add_argument("--socket", default=os.environ.get("FPGASHARE_SOCKET", "/run/fpgashare/fpgashare.sock"))
-    parser.add_argument("--listen", default=f"127.0.0.1:{DEFAULT_PORT}", help="HOST:PORT (default loopback only)")
+    parser.add_argument("--listen", type=host_port, default=("127.0.0.1", DEFAULT_PORT),
+                        help="HOST:PORT (default loopback only)")
     parser.add_argument("--token-file", required=True, help="the shared token (mode 0600)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        host, _, port = args.listen.rpartition(":")
-        if not host or not port.isdigit():
-            raise FpgashareError(f"--listen must be HOST:PORT, not {args.listen!r}")
-        listener = TcpListener(args.socket, load_token(args.token_file), (host, int(port)))
+        listener = TcpListener(args.socket, load_token(args.token_file), args.listen)
     except (FpgashareError, OSError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2

@@ -38,3 +38,46 @@ def test_bad_inputs_are_named_errors(tmp_path, capsys, argv, says):
     assert main(argv(tmp_path)) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and says in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["daemon", "--metrics-port", "70000"], "argument --metrics-port: a port is 1..65535, not 70000"),
+    (["daemon", "--metrics-port", "0"], "a port is 1..65535, not 0"),
+    (["daemon", "--streams", "0"], "argument --streams: must be at least 1, not 0"),
+    (["rtl", "synth", "--jobs", "0"], "argument --jobs: must be at least 1, not 0"),
+    (["fleet", "bench", "x", "--max-copies", "-1"], "argument --max-copies: must be at least 1, not -1"),
+    (["fleet", "bench", "x", "--dnn-seconds", "nan"], "must be a finite number above 0, not nan"),
+    (["fleet", "bench", "x", "--dilation", "inf"], "must be a finite number above 0, not inf"),
+    (["fleet", "up", "--boards", "0"], "argument --boards: must be at least 1, not 0"),
+])
+def test_bad_values_are_refused_by_the_parser(capsys, argv, says):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2 and says in capsys.readouterr().err
+
+
+def test_the_daemon_does_not_replace_a_file_that_is_not_a_socket(tmp_path, capsys):
+    victim = tmp_path / "precious.txt"
+    victim.write_text("keep me")
+    assert main(["daemon", "--board", "model", "--socket", str(victim)]) == 2
+    assert "exists and is not a socket; refusing to replace it" in capsys.readouterr().err
+    assert victim.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("text,says", [("1.2.3.4:99999", "a port is 1..65535"), ("nohost", "expected HOST:PORT"),
+                                       ("bad host!:80", "not an IP address or a host name"), (":80", "HOST:PORT")])
+def test_listen_addresses_are_checked(text, says):
+    import argparse
+
+    from fpgashare.cli_inputs import host_port
+
+    with pytest.raises(argparse.ArgumentTypeError, match=says):
+        host_port(text)
+    assert host_port("[::1]:7411") == ("::1", 7411) and host_port("board-1.lan:80") == ("board-1.lan", 80)
+
+
+def test_fleet_status_at_a_dead_address_fails_fast(capsys):
+    """Nothing listens at port 1: refused by a TCP probe at once (Ray alone retries for minutes)."""
+    pytest.importorskip("ray")
+    assert main(["fleet", "status", "--address", "127.0.0.1:1"]) == 2
+    assert "no Ray head answers at 127.0.0.1:1" in capsys.readouterr().err

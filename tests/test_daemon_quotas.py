@@ -287,7 +287,7 @@ def test_connections(sock):
     """The refusal is a parting error on a socket the daemon closes at once: the client reads it
     even when its hello finds the socket already closed, and raises it typed."""
     before = Footprint()
-    with running(sock, clients=2) as daemon:
+    with running(sock, clients=2, root_reserve=0) as daemon:      # root: no connections beyond the cap
         victim = Victim(sock)
         victim.stream()
         warm = Footprint()
@@ -315,3 +315,25 @@ def test_a_refusal_sent_before_the_close_is_read_even_when_the_send_fails(tmp_pa
         conn._send("hello")
     conn._shut()
     server.close()
+
+
+def test_the_descriptor_budget_keeps_room_for_root_and_the_daemon():
+    """For any descriptor limit and any configured caps: other users' connections, root's reserve
+    and the daemon's own descriptors fit in the limit; each user's share fits in what is left."""
+    from fpgashare.daemon.limits import ENGINE_FDS, DescriptorBudget
+    from fpgashare.errors import FpgashareError
+
+    rng = np.random.default_rng()
+    for _ in range(500):
+        limits = Limits(clients=int(rng.integers(1, 500)), root_reserve=int(rng.integers(1, 32)),
+                        descriptors_per_user=int(rng.integers(0, 300)))
+        nofile = int(rng.integers(1, 4096))
+        room = nofile - ENGINE_FDS - limits.root_reserve
+        if room < 2:
+            with pytest.raises(FpgashareError, match="leaves no room for clients"):
+                DescriptorBudget.split(nofile, limits)
+            continue
+        budget = DescriptorBudget.split(nofile, limits)
+        assert 1 <= budget.clients <= limits.clients
+        assert budget.clients + limits.root_reserve + ENGINE_FDS <= nofile
+        assert 1 <= budget.per_user <= room

@@ -122,6 +122,38 @@ def test_names_are_per_client(sock):
         assert list(b.status()["pipelines"]) == ["edges"]
 
 
+def test_no_client_can_squat_another_clients_name(sock):
+    """A client holding a name and every suffix the daemon could give another client's same name
+    blocks nobody: the other client registers it, and the squatter's pipelines stay as they were."""
+    with running(sock) as daemon, connect(sock) as squatter, connect(sock) as victim:
+        victim_id = victim.request("hello")["client"]
+        held = ["edges", f"edges@{victim_id}", f"edges@{victim_id}@{victim_id}", "edges@"]
+        for name in held:
+            squatter.pipeline(name, ["threshold"], period_ms=20.0, frame_shape=SHAPE)
+        check_frame_round_trip(victim, "edges")
+        assert sorted(squatter.status(own=True)["pipelines"]) == sorted(held)
+        assert list(victim.status(own=True)["pipelines"]) == ["edges"]
+        assert len(daemon.states) == len(held) + 1
+
+
+def test_clients_registering_one_name_at_once_both_get_it(sock):
+    """Registrations racing for one name (their keys chosen while another waits for admission):
+    every client gets its own pipeline under the name, round after round."""
+    import concurrent.futures
+
+    with running(sock) as daemon, connect(sock) as a, connect(sock) as b, connect(sock) as c:
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            for round_ in range(10):
+                name = f"same{round_}"
+                futures = [pool.submit(fpga.pipeline, name, ["threshold"], period_ms=50.0, frame_shape=SHAPE)
+                           for fpga in (a, b, c)]
+                pipes = [f.result(timeout=30) for f in futures]
+                assert len({p.ring.spec.name for p in pipes}) == 3
+                for pipe in pipes:
+                    pipe.close()
+        assert daemon.states == {}
+
+
 def test_fuzzed_requests_never_get_internal(sock):
     """20,000 seeded requests with typed ops and wrong field types and values; then a fresh
     client streams frames that equal OpenCV's."""

@@ -106,3 +106,57 @@ def test_bad_frames_and_rings_are_named():
             ring.input(1)
     finally:
         ring.close()
+
+
+def test_a_private_ring_cannot_be_resized_by_whoever_holds_its_descriptor():
+    """The daemon seals a ring's size before handing it over: truncating it (what would make the
+    daemon's next read of it a bus error) fails, and so does adding a seal or growing it."""
+    import fcntl
+
+    ring = FrameRing.create_private(2, (6, 8), (6, 8))
+    fd = ring.take_fd()
+    try:
+        for size in (0, 1, ring.nbytes - 1, ring.nbytes + 4096):
+            with pytest.raises(PermissionError):
+                os.ftruncate(fd, size)
+        with pytest.raises(PermissionError):
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE)
+        assert os.fstat(fd).st_size == ring.nbytes
+        ring.input(1)[...] = 7                     # the daemon's mapping is whole
+        client = FrameRing.attach_fd(ring.spec, os.dup(fd))
+        assert int(client.input(1).sum()) == 7 * 48
+        client.close()
+    finally:
+        os.close(fd)
+        ring.close()
+
+
+def test_an_unsealed_ring_descriptor_is_refused():
+    spec = RingSpec("fake", 1, (4, 4), (4, 4))
+    fd = os.memfd_create("fake", os.MFD_CLOEXEC)
+    os.ftruncate(fd, spec.slot_bytes)
+    with pytest.raises(FrameError, match="not sealed"):
+        FrameRing.attach_fd(spec, fd)              # closed by attach_fd either way
+
+
+def test_the_framing_decoder_gives_back_every_body_however_the_bytes_are_cut():
+    """Bodies framed and concatenated, fed in chunks cut at random places (a fresh seed each run):
+    the same bodies come out, in order; a length over the limit is refused at its header."""
+    import random
+
+    from fpgashare.framing import Decoder, FramingError, frame
+
+    seed = int.from_bytes(os.urandom(4), "little")
+    rng = random.Random(seed)
+    for _ in range(50):
+        bodies = [rng.randbytes(rng.choice([0, 1, 3, 4, 5, 100, 4096])) for _ in range(rng.randrange(1, 20))]
+        wire = b"".join(frame(b) for b in bodies)
+        decoder, out, at = Decoder(4096), [], 0
+        while at < len(wire):
+            step = rng.randrange(1, 64)
+            out += decoder.feed(wire[at:at + step])
+            at += step
+        assert out == bodies and decoder.pending == 0, seed
+    with pytest.raises(FramingError) as refused:
+        Decoder(10).feed(frame(bytes(11))[:4])
+    assert refused.value.kind == "oversized"

@@ -4,12 +4,14 @@ gateway's proxy node for an armv7 board does."""
 
 from __future__ import annotations
 
+import base64
 import os
 import socket
+import time
 
 import numpy as np
 import pytest
-from fpgashare.client import AdmissionRejected
+from fpgashare.client import AdmissionRejected, DaemonError
 from fpgashare.errors import FpgashareError
 from fpgashare.fleet.board import BoardAgent
 from fpgashare.simrun import resolve_chain
@@ -18,7 +20,7 @@ from fpgashare.vision_ref import chain_reference
 
 from tests.test_daemon import RunningDaemon
 
-TOKEN = b"0123456789abcdef-a-test-token"
+TOKEN = b"0123456789abcdef-a-test-token"      # 29 bytes, 22 different: random enough
 CHAIN = ["gauss3x3", "sobel_mag"]
 SHAPE = (60, 80)
 
@@ -100,3 +102,104 @@ def test_fleet_agent_through_the_listener(listener, tmp_path, monkeypatch):
         agent.close("e")
     finally:
         agent.fpga.close()
+
+
+def test_token_files_must_be_root_owned_and_random(tmp_path):
+    path = tmp_path / "token"
+    path.write_bytes(TOKEN)
+    os.chmod(path, 0o600)
+    os.chown(path, 4321, -1)                       # another user could rewrite it
+    with pytest.raises(FpgashareError, match="owned by uid 4321, not root"):
+        load_token(path)
+    os.chown(path, os.geteuid(), -1)
+    for weak in (bytes(32), b"ab" * 16, b"password" * 4):
+        path.write_bytes(weak)
+        with pytest.raises(FpgashareError, match="does not look random"):
+            load_token(path)
+    rng = np.random.default_rng()                  # fresh seed: any random token passes
+    for _ in range(20):
+        token = base64.b64encode(rng.bytes(24))
+        path.write_bytes(token)
+        assert load_token(path) == token
+    with pytest.raises(FpgashareError, match="does not look random"):
+        TcpListener(tmp_path / "s.sock", bytes(32), ("127.0.0.1", 0))
+
+
+def test_remote_clients_see_only_their_own_pipelines(listener):
+    """The listener is root to the daemon, yet a remote status is never the admin's view."""
+    one, two = connect_tcp(*listener.address, TOKEN), connect_tcp(*listener.address, TOKEN)
+    try:
+        one.pipeline("mine", CHAIN, period_ms=50.0, frame_shape=SHAPE)
+        two.pipeline("theirs", CHAIN, period_ms=50.0, frame_shape=SHAPE)
+        status = one.status()
+        assert list(status["pipelines"]) == ["mine"] and not status["admin"] and len(status["clients"]) == 1
+    finally:
+        one.close()
+        two.close()
+
+
+def test_connections_over_the_cap_and_slow_handshakes_are_cut(tmp_path, monkeypatch):
+    import fpgashare.tcp_listener as tcp
+
+    monkeypatch.setattr(tcp, "AUTH_TIMEOUT_S", 0.5)
+    sock = tmp_path / "fpgashare.sock"
+    quota = tcp.TokenQuota(connections=3, handshakes=2, pipelines=4, messages_per_s=1000.0, inline_bytes=1 << 20)
+    with RunningDaemon(sock, platform="pynq-z2"):
+        lst = TcpListener(sock, TOKEN, ("127.0.0.1", 0), quota).start()
+        try:
+            silent = [socket.create_connection(lst.address, timeout=10) for _ in range(2)]
+            for raw in silent:                        # challenged, never answer: cut at the deadline
+                assert isinstance(_recv(raw)["challenge"], bytes)
+            extra = socket.create_connection(lst.address, timeout=10)
+            assert extra.recv(1) == b""               # a third handshake at once: closed, no challenge
+            for raw in silent:
+                assert _recv(raw) is None             # the deadline passed: hung up
+            deadline = time.monotonic() + 10
+            while quota.shaking and time.monotonic() < deadline:
+                time.sleep(0.01)                      # waiting for the listener's threads to count them out
+            fpga = connect_tcp(*lst.address, TOKEN)   # room again
+            assert fpga.clock() >= 0
+            pipes = [fpga.pipeline(f"p{i}", ["threshold"], period_ms=100.0, frame_shape=SHAPE) for i in range(4)]
+            with pytest.raises(DaemonError, match="limit pipelines = 4"):
+                fpga.pipeline("p4", ["threshold"], period_ms=100.0, frame_shape=SHAPE)
+            with pytest.raises(DaemonError, match="exceeds"):         # over the inline budget
+                pipes[0].submit(np.zeros((1080, 1920), np.uint8)).result(timeout=30)
+            fpga.close()
+            for raw in (*silent, extra):
+                raw.close()
+        finally:
+            lst.close()
+
+
+def test_a_remote_pipeline_recovers_after_timeouts(listener, monkeypatch):
+    """Frames whose outcome does not come within the listener's wait are answered ``busy``; their
+    ring slots come back when the daemon answers, so the pipeline keeps working."""
+    import fpgashare.tcp_listener as tcp
+
+    fpga = connect_tcp(*listener.address, TOKEN)
+    try:
+        pipe = fpga.pipeline("slow", CHAIN, period_ms=20.0, frame_shape=SHAPE)
+        monkeypatch.setattr(tcp, "FRAME_WAIT_S", 0.0)          # every wait times out
+        kinds = set()
+        for _ in range(8):                                    # twice the ring's slots
+            try:
+                pipe.submit(np.zeros(SHAPE, np.uint8)).result(timeout=30)
+                kinds.add("result")
+            except DaemonError as exc:
+                kinds.add(exc.kind)
+        assert "busy" in kinds
+        monkeypatch.setattr(tcp, "FRAME_WAIT_S", 30.0)
+        frame = np.full(SHAPE, 99, np.uint8)
+        assert np.array_equal(pipe.submit(frame).result(timeout=30), chain_reference(resolve_chain(CHAIN, {}), frame))
+    finally:
+        fpga.close()
+
+
+def test_fuzzed_requests_over_tcp_never_get_internal(listener):
+    """The daemon fuzzer's requests over the listener, with inline frames good and bad (fresh seed
+    each run): every one answered, none ``internal``, and the listener never hangs up."""
+    from benchmarks.daemon_fuzz import fuzz_tcp
+
+    seed = int.from_bytes(os.urandom(4), "little")
+    kinds = fuzz_tcp(listener.address, TOKEN, 2_000, seed, timeout_s=120)
+    assert "internal" not in kinds and kinds["ok"] > 100 and kinds["bad_request"] > 100, (seed, kinds)

@@ -26,7 +26,8 @@ from collections import deque
 from pathlib import Path
 
 from fpgashare.client.errors import DaemonError, daemon_error
-from fpgashare.protocol import HEADER, MAX_MESSAGE, ProtocolError, decode, encode
+from fpgashare.framing import Decoder, FramingError
+from fpgashare.protocol import MAX_MESSAGE, ProtocolError, decode, encode
 
 log = logging.getLogger("fpgashare.client")
 
@@ -59,7 +60,8 @@ class Connection:
                               f"{exc.strerror or exc}") from None
         with self._lock:
             self._sock = sock
-            self._buffer = bytearray()
+            self._decoder = Decoder(MAX_MESSAGE)      # the wire's framing (runtime/framing.py)
+            self._bodies: deque[bytes] = deque()     # whole replies not yet taken
             self._fds: deque[int] = deque()            # ring descriptors received, in order
             self._last_error: dict | None = None       # an error the daemon sent unasked (before closing)
             self._lost = False
@@ -150,18 +152,11 @@ class Connection:
     def _next_message(self, deadline: float | None) -> dict | None:
         """The next whole message from the socket, or None if the deadline passes first."""
         while True:
-            if len(self._buffer) >= HEADER.size:
-                (length,) = HEADER.unpack_from(self._buffer)
-                if length > MAX_MESSAGE:
-                    raise ProtocolError("oversized", f"reply of {length} bytes")
-                end = HEADER.size + length
-                if len(self._buffer) >= end:
-                    body = bytes(self._buffer[HEADER.size:end])
-                    del self._buffer[:end]
-                    message = decode(body)
-                    if message.get("ring_fd"):    # its descriptor came with its first byte
-                        message["fd"] = self._fds.popleft() if self._fds else None
-                    return message
+            if self._bodies:
+                message = decode(self._bodies.popleft())
+                if message.get("ring_fd"):            # its descriptor came with its first byte
+                    message["fd"] = self._fds.popleft() if self._fds else None
+                return message
             if deadline is not None:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not select.select([self._sock], [], [], remaining)[0]:
@@ -170,8 +165,11 @@ class Connection:
             self._fds.extend(fds)
             if not chunk:
                 raise ProtocolError("malformed", "the daemon closed the connection"
-                                    + (" inside a message" if self._buffer else ""))
-            self._buffer += chunk
+                                    + (" inside a message" if self._decoder.pending else ""))
+            try:
+                self._bodies.extend(self._decoder.feed(chunk))
+            except FramingError as exc:
+                raise ProtocolError(exc.kind, f"reply: {exc}") from None
 
     def _fail_all(self, lost: bool = False) -> None:
         """The connection is gone: every waiting request ends with an error reply (the daemon's

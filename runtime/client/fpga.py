@@ -94,8 +94,10 @@ class Fpga(Connection):
         while (delay := (t - self.clock()) * self.dilation) > 0:
             time.sleep(delay)       # real waiting: pacing an app, not a simulated duration
 
-    def status(self) -> dict:
-        return self.request("status")
+    def status(self, own: bool = False) -> dict:
+        """The daemon's status; ``own``: only this connection's pipelines and itself, even for an
+        admin (what a proxy of remote clients asks for)."""
+        return self.request("status", scope="own") if own else self.request("status")
 
     def pipeline(self, name: str, stages: list[str], period_ms: float, frame_shape: tuple[int, int],
                  deadline_ms: float | None = None, params: dict | None = None,

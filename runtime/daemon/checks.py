@@ -33,7 +33,7 @@ def _bad(message: dict, key: str, problem: str) -> ProtocolError:
     return ProtocolError("bad_request", f"{op}: {key} {problem}")
 
 
-def _show(value) -> str:
+def show(value) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -42,16 +42,16 @@ def name(message: dict, key: str) -> str:
     """A name: a string of 1..NAME_MAX printable characters."""
     value = message.get(key)
     if not isinstance(value, str):
-        raise _bad(message, key, f"must be a string, got {_show(value)}")
+        raise _bad(message, key, f"must be a string, got {show(value)}")
     if not 1 <= len(value) <= NAME_MAX or not value.isprintable():
-        raise _bad(message, key, f"must be 1..{NAME_MAX} printable characters, got {_show(value)}")
+        raise _bad(message, key, f"must be 1..{NAME_MAX} printable characters, got {show(value)}")
     return value
 
 
 def integer(message: dict, key: str, low: int, high: int) -> int:
     value = message.get(key)
     if not isinstance(value, int) or isinstance(value, bool):
-        raise _bad(message, key, f"must be an integer, got {_show(value)}")
+        raise _bad(message, key, f"must be an integer, got {show(value)}")
     if not low <= value <= high:
         raise _bad(message, key, f"must be in {low}..{high}, got {value}")
     return value
@@ -64,7 +64,7 @@ def number(message: dict, key: str, low: float, high: float, default: float | No
         return default
     value = message.get(key)
     if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise _bad(message, key, f"must be a number, got {_show(value)}")
+        raise _bad(message, key, f"must be a number, got {show(value)}")
     value = float(value)
     if not math.isfinite(value):
         raise _bad(message, key, f"must be finite, got {value}")
@@ -77,20 +77,20 @@ def number(message: dict, key: str, low: float, high: float, default: float | No
 def int_list(message: dict, key: str, min_len: int, max_len: int, low: int, high: int) -> list[int]:
     value = message.get(key)
     if not isinstance(value, list) or not min_len <= len(value) <= max_len:
-        raise _bad(message, key, f"must be a list of {min_len}..{max_len} integers, got {_show(value)}")
+        raise _bad(message, key, f"must be a list of {min_len}..{max_len} integers, got {show(value)}")
     for v in value:
         if not isinstance(v, int) or isinstance(v, bool) or not low <= v <= high:
-            raise _bad(message, key, f"must hold integers in {low}..{high}, got {_show(value)}")
+            raise _bad(message, key, f"must hold integers in {low}..{high}, got {show(value)}")
     return list(value)
 
 
 def stages(message: dict, key: str = "stages") -> list[str]:
     value = message.get(key)
     if not isinstance(value, list) or not 1 <= len(value) <= MAX_STAGES:
-        raise _bad(message, key, f"must be a list of 1..{MAX_STAGES} module names, got {_show(value)}")
+        raise _bad(message, key, f"must be a list of 1..{MAX_STAGES} module names, got {show(value)}")
     for v in value:
         if not isinstance(v, str) or not 1 <= len(v) <= NAME_MAX or not v.isprintable():
-            raise _bad(message, key, f"must hold module names (strings of 1..{NAME_MAX} characters), got {_show(v)}")
+            raise _bad(message, key, f"must hold module names (strings of 1..{NAME_MAX} characters), got {show(v)}")
     return list(value)
 
 
@@ -100,19 +100,19 @@ def params(message: dict, key: str = "params") -> dict[str, dict[str, int]]:
     if value is None:
         return {}
     if not isinstance(value, dict) or len(value) > MAX_STAGES:
-        raise _bad(message, key, f"must be a map of at most {MAX_STAGES} stages to register maps, got {_show(value)}")
+        raise _bad(message, key, f"must be a map of at most {MAX_STAGES} stages to register maps, got {show(value)}")
     out: dict[str, dict[str, int]] = {}
     for stage, registers in value.items():
         if not isinstance(stage, str) or not 1 <= len(stage) <= NAME_MAX:
-            raise _bad(message, key, f"has a stage name that is not a short string: {_show(stage)}")
+            raise _bad(message, key, f"has a stage name that is not a short string: {show(stage)}")
         if not isinstance(registers, dict) or len(registers) > MAX_REGISTERS:
             raise _bad(message, f"{key}.{stage}", f"must be a map of at most {MAX_REGISTERS} registers to "
-                       f"integers, got {_show(registers)}")
+                       f"integers, got {show(registers)}")
         for reg, v in registers.items():
             if not isinstance(reg, str) or not 1 <= len(reg) <= NAME_MAX:
-                raise _bad(message, f"{key}.{stage}", f"has a register name that is not a short string: {_show(reg)}")
+                raise _bad(message, f"{key}.{stage}", f"has a register name that is not a short string: {show(reg)}")
             if not isinstance(v, int) or isinstance(v, bool) or not WORD32[0] <= v <= WORD32[1]:
-                raise _bad(message, f"{key}.{stage}.{reg}", f"must be a 32-bit word (-2^31 .. 2^32-1), got {_show(v)}")
+                raise _bad(message, f"{key}.{stage}.{reg}", f"must be a 32-bit word (-2^31 .. 2^32-1), got {show(v)}")
         out[stage] = dict(registers)
     return out
 
@@ -120,7 +120,7 @@ def params(message: dict, key: str = "params") -> dict[str, dict[str, int]]:
 def short_string(message: dict, key: str, max_len: int = 16) -> str:
     value = message.get(key)
     if not isinstance(value, str) or not 1 <= len(value) <= max_len:
-        raise _bad(message, key, f"must be a string of 1..{max_len} characters, got {_show(value)}")
+        raise _bad(message, key, f"must be a string of 1..{max_len} characters, got {show(value)}")
     return value
 
 
@@ -131,5 +131,5 @@ def fallback(message: dict, key: str = "fallback") -> str | None:
     """Where stages the fabric does not take may run: None (nowhere: refused) or "cpu"."""
     value = message.get(key)
     if value is not None and value not in FALLBACKS:
-        raise _bad(message, key, f"must be one of {', '.join(map(repr, FALLBACKS))} or absent, got {_show(value)}")
+        raise _bad(message, key, f"must be one of {', '.join(map(repr, FALLBACKS))} or absent, got {show(value)}")
     return value

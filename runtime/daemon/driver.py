@@ -48,8 +48,8 @@ class Driver:
             self._timer.cancel()
         self._timer, self._timer_due = None, due
         if due is not None and not self.virtual:
-            wall_s = max(0.0, (due - self.clock.now()) * self.dilation)
-            self._timer = self._loop.call_later(wall_s, self._timer_fired)
+            wall_due = self._loop.time() + max(0.0, (due - self.clock.now()) * self.dilation)
+            self._timer = self._loop.call_at(wall_due, self._timer_fired, wall_due)
 
     def run_until(self, t: float) -> None:
         """A virtual clock's daemon: move time to ``t`` (on the loop) and take every event due."""
@@ -69,7 +69,8 @@ class Driver:
         else:
             go()
 
-    def _timer_fired(self) -> None:
+    def _timer_fired(self, wall_due: float) -> None:
+        self.loop_latency.record(self._loop.time() - wall_due)
         self._timer, self._timer_due = None, None
         self._advance()
 

@@ -5,6 +5,7 @@ that fails at any point after that is undone entirely: engine, ring, names, quot
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
@@ -43,7 +44,10 @@ class Ops:
     async def _op_status(self: Daemon, client: Client, message: dict) -> dict:
         from fpgashare.daemon.stats import status
 
-        return status(self, client)
+        scope = message.get("scope", "all")
+        if scope not in ("all", "own"):
+            raise ProtocolError("bad_request", f"status: scope must be 'all' or 'own', got {checks.show(scope)}")
+        return status(self, client, own=scope == "own")
 
     async def _op_pipeline(self: Daemon, client: Client, message: dict) -> None:
         name = checks.name(message, "name")
@@ -76,13 +80,19 @@ class Ops:
         out_shape = chain_shape(chain, rows, cols)
         async with self._registering:
             self._check_name_free(client, name)          # the same client may have raced itself
+            # The key again, under the lock: another client may have taken the name meanwhile.
+            key = self._engine_name(client, name)
+            if spec is not None and spec.name != key:
+                spec = dataclasses.replace(spec, name=key)
             self._check_shm(client, name, RING_SLOTS * _ring_bytes(in_shape, out_shape))
+            deadline = self.off_loop.deadline()
             if fallback is None:
-                reason = await self._admission(spec)
+                reason = await self._admission(spec, deadline)
                 if reason:
                     raise ProtocolError("admission", f"pipeline {name!r} not admitted: {reason}")
             else:
-                spec = await self._place(key, chain, period_ms / 1e3, deadline_ms / 1e3, (rows, cols), params)
+                spec = await self._place(key, chain, period_ms / 1e3, deadline_ms / 1e3, (rows, cols), params,
+                                         deadline)
                 if isinstance(spec, str):
                     raise ProtocolError("admission", f"pipeline {name!r} not admitted: {spec}")
             ready = asyncio.get_running_loop().create_future()
@@ -121,16 +131,17 @@ class Ops:
             raise ProtocolError("admission", f"pipeline {name!r}: its modules could not be made ready "
                                              f"within {READY_LIMIT_S:g} s") from None
 
-    async def _admission(self: Daemon, spec: PipelineSpec) -> str | None:
+    async def _admission(self: Daemon, spec: PipelineSpec, deadline: float) -> str | None:
         """Why ``spec`` is not admitted (None: it is). The trial runs on a worker thread, on a
-        snapshot: frames keep flowing."""
+        snapshot taken here: frames keep flowing."""
         test = self.engine.admission_test(spec)
-        return await asyncio.get_running_loop().run_in_executor(None, test)
+        return await self.off_loop.run(f"admission of {spec.name!r}", deadline, test)
 
     async def _place(self: Daemon, key: str, chain, period_s: float, deadline_s: float, frame: tuple[int, int],
-                     params: dict) -> PipelineSpec | str:
+                     params: dict, deadline: float) -> PipelineSpec | str:
         """The first placement of ``chain`` admission accepts (runtime/sched/cpu_fallback.py), or
-        why none is: the whole chain's reason and the last placement's."""
+        why none is: the whole chain's reason and the last placement's. Candidates are made on a
+        worker (each may measure host stages), one at a time; admission snapshots on the loop."""
         engine = self.engine
         states = [s.state for s in engine.slots.slots]     # one read (on several streams: a snapshot)
         failed = frozenset(m for m in self.platform.modules
@@ -138,10 +149,13 @@ class Ops:
                                   for s in self.platform.slots_for(m)))
         used = cpu_share([*engine.pipelines, *engine.cpu_pipelines])
         reasons = []
-        for spec, why in fallback_candidates(key, chain, period_s, deadline_s, frame, self.platform, params,
-                                             self.cpu_cost, failed, used):
+        candidates = fallback_candidates(key, chain, period_s, deadline_s, frame, self.platform, params,
+                                         self.cpu_cost, failed, used)
+        what = f"placement of {key!r}"
+        while (step := await self.off_loop.run(what, deadline, next, candidates, None)) is not None:
+            spec, why = step
             if spec is not None:
-                why = await self._admission(spec)
+                why = await self._admission(spec, deadline)
                 if not why:
                     return spec
             reasons.append(why)
@@ -174,6 +188,7 @@ class Ops:
             if "dnn_tile" in self.platform.modules else []
         key = self._engine_name(client, name)
         spec = PipelineSpec(key, "besteffort", model=model)
+        deadline = self.off_loop.deadline()
         # A model the platform's tile variant cannot hold is as good as no tile.
         too_big = misfit(self.platform, model) if tiles else None
         if not tiles or too_big:
@@ -183,12 +198,14 @@ class Ops:
                 raise ProtocolError("admission", f"dnn {name!r} not admitted: {too_big}" if too_big else
                                     f"dnn {name!r} not admitted: {self.platform.name} has {why} for {model}")
             # Best effort on the host: one image at a time on a worker, bounded by its measured cost.
-            seconds = await asyncio.get_running_loop().run_in_executor(None, self.cpu_cost.infer_seconds, model)
+            seconds = await self.off_loop.run(f"dnn {name!r}: measuring {model} on the host", deadline,
+                                              self.cpu_cost.infer_seconds, model)
             spec = PipelineSpec(key, "besteffort", model=model, host=True, cpu_before_s=seconds)
-        shape = network(model).input_shape
+        shape = (await self.off_loop.run(f"dnn {name!r}: building {model}", deadline, network, model)).input_shape
         in_shape = shape[:2] if shape[2] == 1 else shape
         async with self._registering:
             self._check_name_free(client, name)
+            spec = dataclasses.replace(spec, name=self._engine_name(client, name))   # as above
             self._check_shm(client, name, RING_SLOTS * _ring_bytes(in_shape, (1,)))
             ring = self._register(client, name, spec, in_shape, (1,))
         answer = {"ring": ring.spec.to_wire(), "model": model, "placement": [list(p) for p in spec.placement]}
@@ -200,11 +217,17 @@ class Ops:
             raise ProtocolError("bad_request", f"a pipeline named {name!r} is already registered by this client")
 
     def _engine_name(self: Daemon, client: Client, name: str) -> str:
-        """The client's name unless another client's pipeline has it, then ``name@client``."""
-        return name if name not in self.states else f"{name}@{client.id}"
+        """The client's name if no pipeline has it and it holds no ``@``, else ``name@client``.
+
+        Why no client can take another's key: a plain key holds no ``@`` and is given once; a
+        suffixed key ends in ``@`` and the id of the client it was made for (the text after the last
+        ``@``), so it is that client's alone, and within it the name part tells its names apart.
+        So squatting ``edges`` and ``edges@7`` cannot block client 7's ``edges``."""
+        return name if name not in self.states and "@" not in name else f"{name}@{client.id}"
 
     def _check_shm(self: Daemon, client: Client, name: str, nbytes: int) -> None:
         limits = self.limits
+        self.tenants.check_pipeline(client, name, nbytes)
         if client.shm_bytes + nbytes > limits.shm_bytes_per_client:
             raise refuse("shm_bytes_per_client", limits.shm_bytes_per_client,
                          f"{name!r}: its ring of {nbytes} bytes on top of this client's {client.shm_bytes}")
@@ -216,10 +239,17 @@ class Ops:
                   on_ready=None, on_refused=None) -> FrameRing:
         """Ring, engine, names and counts, all or nothing; ``on_ready``: the engine's word that
         the pipeline can run (``OnlineEngine.add_pipeline``)."""
+        engine = self.engine
+        self.tenants.check_share(client, name, spec, {p.name: p for p in (*engine.pipelines, *engine.cpu_pipelines)},
+                                 len(self.platform.slots))
         ring = FrameRing.create_private(RING_SLOTS, tuple(in_shape), tuple(out_shape), tag=f"c{client.id}")
         state = PipelineState(name, spec.name, ring, set(range(RING_SLOTS)))
         added = False
+        # Undo only what this request made: a pipeline of that name already in the engine is not ours.
+        existed = any(p.name == spec.name for p in (*engine.pipelines, *engine.dnn_pipelines, *engine.cpu_pipelines))
         try:
+            if existed or spec.name in self.states:
+                raise ProtocolError("bad_request", f"{name!r}: its engine name {spec.name!r} is taken")
             self._step(self.engine.add_pipeline, spec, spec.realtime, on_ready, on_refused)
             added = True
             client.pipelines[name] = state
@@ -231,10 +261,10 @@ class Ops:
                 del client.pipelines[name]
                 client.shm_bytes -= ring.nbytes
                 self.shm_bytes -= ring.nbytes
-            self.states.pop(spec.name, None)
-            engine = self.engine
+            if self.states.get(spec.name, (None, None))[1] is state:
+                del self.states[spec.name]
             every = (*engine.pipelines, *engine.dnn_pipelines, *engine.cpu_pipelines)
-            if added or any(p.name == spec.name for p in every):
+            if not existed and (added or any(p.name == spec.name for p in every)):
                 self._step(engine.remove_pipeline, spec.name, "registration failed")
             ring.close()
             if isinstance(exc, FpgashareError) and not isinstance(exc, ProtocolError):
@@ -274,6 +304,7 @@ class Ops:
         if client.in_flight() >= self.limits.outstanding_per_client:
             raise refuse("outstanding_per_client", self.limits.outstanding_per_client,
                          f"{kind} to {name!r}: this client has {client.in_flight()} frames in flight")
+        self.tenants.check_submit(client, f"{kind} to {name!r}")
         # The client says what it wrote; a frame of another layout would be read as garbage.
         try:
             check_layout(tuple(shape), dtype, state.ring.spec.in_shape, state.ring.spec.dtype)

@@ -32,6 +32,7 @@ import logging
 import os
 import signal
 import socket
+import stat
 import time
 from collections import deque
 from pathlib import Path
@@ -39,12 +40,16 @@ from pathlib import Path
 import numpy as np
 from fpgashare.backends.base import Backend
 from fpgashare.clock import WallClock
+from fpgashare.daemon.acceptor import BACKLOG, Acceptor
 from fpgashare.daemon.driver import Driver
-from fpgashare.daemon.limits import Limits, RateLimiter, refuse
+from fpgashare.daemon.limits import DescriptorBudget, Limits, RateLimiter
 from fpgashare.daemon.lock import BoardLock, sweep_stale_rings
+from fpgashare.daemon.loop_latency import LoopLatency
+from fpgashare.daemon.off_loop import OffLoop
 from fpgashare.daemon.ops import Ops
-from fpgashare.daemon.sessions import Client, PipelineState, Sessions, peer_credentials
+from fpgashare.daemon.sessions import Client, PipelineState, Sessions
 from fpgashare.daemon.stats import Stats
+from fpgashare.daemon.tenants import Tenants
 from fpgashare.errors import FpgashareError
 from fpgashare.eventloop import tighten_timer_slack
 from fpgashare.protocol import ProtocolError, error_reply, read_message, reply
@@ -118,14 +123,17 @@ class Daemon(Ops, Driver, Sessions):
         self._timer: asyncio.TimerHandle | None = None   # wakes the engine for its next event
         self._timer_due: float | None = None
         self.clients: dict[int, Client] = {}
+        self.tenants: Tenants | None = None    # at start: the descriptor budget is the process's
         self.states: dict[str, tuple[Client, PipelineState]] = {}    # engine name -> owner, state
         self.shm_bytes = 0                                           # every ring together
         self._next_client = 0
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._server: asyncio.base_events.Server | None = None
+        self._server: Acceptor | None = None
         self._stopped = asyncio.Event()
         self._registering = asyncio.Lock()   # one registration at a time: each test sees the set it joins
         self.stats = Stats()
+        self.loop_latency = LoopLatency()     #: how late the loop runs what is due (status, metrics)
+        self.off_loop = OffLoop()             #: slow work of a request (measurements, admission trials)
         self.failure: BaseException | None = None     #: what stopped the daemon, if a bug did
         self._stopping: asyncio.Future | None = None
         self.shutting_down = False    #: once stop() begins: requests are refused ``gone``
@@ -158,10 +166,25 @@ class Daemon(Ops, Driver, Sessions):
         self.socket_path.parent.mkdir(parents=True, exist_ok=True)
         self.lock.acquire()
         try:
+            self.tenants = Tenants(self.limits, self.clients, DescriptorBudget.of_process(self.limits))
             sweep_stale_rings()
+            try:
+                mode = self.socket_path.lstat().st_mode
+            except FileNotFoundError:
+                mode = None
+            if mode is not None and not stat.S_ISSOCK(mode):
+                raise FpgashareError(f"socket path {self.socket_path} exists and is not a socket; "
+                                     "refusing to replace it (choose another --socket or remove it)")
             with contextlib.suppress(FileNotFoundError):
                 self.socket_path.unlink()        # a dead daemon's: the lock and the probe say so
-            self._server = await asyncio.start_unix_server(self._serve, path=str(self.socket_path))
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                listener.bind(str(self.socket_path))
+                listener.listen(BACKLOG)
+            except BaseException:
+                listener.close()
+                raise
+            self._server = Acceptor(self._loop, listener, self.tenants.admit, self._serve)
             os.chmod(self.socket_path, 0o660)
             if self.socket_group is not None:
                 os.chown(self.socket_path, -1, grp.getgrnam(self.socket_group).gr_gid)
@@ -169,12 +192,14 @@ class Daemon(Ops, Driver, Sessions):
                 from fpgashare.metrics import DaemonMetrics
 
                 self.metrics = DaemonMetrics(self.engine, self.clock)
+                self.loop_latency.observers.append(self.metrics.loop_delay.observe)
                 self.metrics_port = self.metrics.serve(self.metrics_port)
                 log.info("metrics on http://127.0.0.1:%d/metrics", self.metrics_port)
         except BaseException:
             self.lock.release()
             raise
         tighten_timer_slack()                 # a frame's end is a timer: wake within microseconds
+        self.loop_latency.start(self._loop)
         _warm_up()                            # first-call costs (OpenCV's init) must not land on a frame
         self._step(self.engine.begin)
         log.info("serving %s on %s (%s backend, dilation %g)", self.platform.name, self.socket_path,
@@ -212,6 +237,8 @@ class Daemon(Ops, Driver, Sessions):
             client.writer.close()           # its reader sees the end and its task finishes
         if self._timer is not None:
             self._timer.cancel()
+        self.loop_latency.stop()
+        self.off_loop.close()
         if self.metrics is not None:
             self.metrics.close()
         with contextlib.suppress(FileNotFoundError):
@@ -222,15 +249,14 @@ class Daemon(Ops, Driver, Sessions):
         self._stopped.set()
 
     # ---- connections
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        pid, uid, gid = peer_credentials(writer)
-        if len(self.clients) >= self.limits.clients:
-            writer.write(error_reply(-1, refuse("clients", self.limits.clients, "too many connections")))
-            writer.close()
-            return
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                     creds: tuple[int, int, int]) -> None:
+        """A connection the acceptor took (its user admitted: acceptor.py, tenants.py)."""
+        pid, uid, gid = creds
         self._next_client += 1
         client = Client(self._next_client, pid, uid, gid, writer, RateLimiter(self.limits.messages_per_s))
         self.clients[client.id] = client
+        self.tenants.joined(client)
         log.info("client %d connected (pid %d, uid %d, gid %d)", client.id, pid, uid, gid)
         try:
             while True:
@@ -245,17 +271,23 @@ class Daemon(Ops, Driver, Sessions):
                     break
                 if message is None:
                     break
-                if not client.rate.take():
-                    self._send(client, error_reply(message["id"], refuse(
-                        "messages_per_s", self.limits.messages_per_s, "request rate too high")))
-                else:
-                    await self._handle(client, message)
+                over = self.tenants.over_rate(client, message.get("op"))
+                if over is not None:
+                    self._send(client, error_reply(message["id"], over[0]))
+                    await writer.drain()
+                    await asyncio.sleep(over[1])     # not read again until a request could be taken
+                    continue
+                await self._handle(client, message)
                 # A client that does not read its replies is not read either: they cannot pile up here.
                 await writer.drain()
+                # One request per connection per turn of the loop: timers due (frames ending, loads)
+                # run between a flooder's requests, and other connections get their turn.
+                await asyncio.sleep(0)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
             self._client_gone(client, CLIENT_GONE)
+            self.tenants.left(client)
             with contextlib.suppress(Exception):
                 writer.close()
 
@@ -303,6 +335,8 @@ class Daemon(Ops, Driver, Sessions):
         if handler is None:
             self._send(client, error_reply(rid, ProtocolError("unknown_op", f"unknown op {op!r}")))
             return
+        if self._timer_due is not None and self._timer_due <= self.clock.now():
+            self._advance()                  # the real-time path first: events due before any request
         try:
             answer = await handler(client, message)
         except ProtocolError as exc:

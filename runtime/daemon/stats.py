@@ -38,16 +38,16 @@ class Stats:
                 self.per_pipeline.pop(old, None)
 
 
-def status(daemon, client) -> dict:
+def status(daemon, client, own: bool = False) -> dict:
     """The ``status`` answer for ``client``: the fabric, its own pipelines, and every client's
-    only if it may see them (root, or a member of the admin group)."""
+    only if it may see them (root, or a member of the admin group) and did not ask for its ``own``."""
     engine = daemon.engine
     now = max(daemon.clock.now(), 1e-9)
     streams = engine.slot_streams()
     slots = [{"slot": s.index, "state": s.state.value, "module": s.module, "stream": streams[s.index],
               "utilization": round(engine.busy_by_slot[s.index] / now, 4)} for s in engine.slots.slots]
     port = engine.slots.port
-    admin = daemon.is_admin(client)
+    admin = daemon.is_admin(client) and not own
     shown = {key: (owner, state) for key, (owner, state) in daemon.states.items() if admin or owner is client}
     in_flight: dict[str, int] = {}
     for frame in engine.frames:
@@ -75,4 +75,4 @@ def status(daemon, client) -> dict:
     return {"now": daemon.clock.now(), "dilation": daemon.dilation, "slots": slots,
             "port": {"loads": port.loads, "busy_s": port.busy_s, "queued": len(port.queue)},
             "pipelines": named, "outcomes": dict(daemon.stats.outcomes),
-            "clients": clients, "admin": admin}
+            "clients": clients, "admin": admin, "loop": daemon.loop_latency.summary()}

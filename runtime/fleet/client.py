@@ -21,6 +21,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import queue
+import socket
 import threading
 import uuid
 
@@ -52,6 +53,24 @@ def _ray():
     return ray
 
 
+PROBE_S = 5.0     #: how long an explicit head address gets to accept a TCP connection
+
+
+def _probe(address: str, timeout: float) -> None:
+    """Fail fast when nothing listens at an explicit ``HOST:PORT`` (Ray itself retries for
+    minutes); "auto" and ``ray://`` addresses are left to Ray."""
+    if not address or address == "auto" or "://" in address:
+        return
+    host, sep, port = address.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise FleetUnavailable(f"Ray address {address!r}: expected HOST:PORT with a port in 1..65535")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise FleetUnavailable(f"no Ray head answers at {address} ({exc.strerror or exc})") from None
+
+
 def connect(address: str = "auto", timeout: float = 30.0) -> FleetFpga:
     """A connection to the fleet whose Ray head is at ``address`` (started by ``fpgashare fleet up``
     or by the head host's unit)."""
@@ -59,6 +78,7 @@ def connect(address: str = "auto", timeout: float = 30.0) -> FleetFpga:
     from fpgashare.fleet.controller import CONTROLLER, NAMESPACE
 
     if not ray.is_initialized():
+        _probe(address, min(timeout, PROBE_S))
         ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level=logging.WARNING)
     try:
         controller = ray.get_actor(CONTROLLER, namespace=NAMESPACE)

@@ -1,0 +1,88 @@
+"""Nothing slow runs on the daemon's loop: a registration whose placement measures host stages
+(``fallback="cpu"``) waits on a worker while other apps' frames and requests go on, and past its
+time limit it is refused, typed; the loop's own dispatch delay is in status and the metrics."""
+
+from __future__ import annotations
+
+import threading
+import urllib.request
+
+import numpy as np
+import pytest
+from fpgashare.backends import make_backend
+from fpgashare.client import AdmissionRejected, connect
+from fpgashare.clock import VirtualClock
+from fpgashare.daemon import Daemon, DaemonThread
+from fpgashare.platform import load_platform
+from fpgashare.sched.cpu_work import ModelledCpuCost
+from fpgashare.simrun import resolve_chain
+from fpgashare.vision_ref import chain_reference
+
+from tests.test_cpu_fallback import EDGES, without_modules
+
+SHAPE = (48, 64)
+
+
+class StuckCost(ModelledCpuCost):
+    """A host measurement that takes as long as the test says (``release``): a 1080p chain measured
+    candidate after candidate on a slow board, made to last exactly as long as needed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started, self.release = threading.Event(), threading.Event()
+
+    def measure(self, stages, rows, cols) -> float:
+        self.started.set()
+        self.release.wait(60)
+        return super().measure(stages, rows, cols)
+
+
+@pytest.mark.parametrize("limit_s", [60.0, 0.3])
+def test_a_slow_placement_waits_on_a_worker_while_frames_go_on(tmp_path, limit_s):
+    cost = StuckCost()
+    platform = load_platform(without_modules(tmp_path, "pynq-z2", {"sobel_mag"}))
+    sock = tmp_path / "d.sock"
+    daemon = Daemon(make_backend("model", platform), sock, clock=VirtualClock(), cpu_cost=cost)
+    daemon.off_loop.limit_s = limit_s
+    frame = np.random.default_rng().integers(0, 256, SHAPE, dtype=np.uint8)
+    want = chain_reference(resolve_chain(["threshold"], {}), frame)
+    with DaemonThread(daemon), connect(sock, timeout=30) as app, connect(sock, timeout=30) as slow:
+        pipe = app.pipeline("app", ["threshold"], period_ms=10.0, frame_shape=SHAPE)
+        outcome: dict = {}
+
+        def register() -> None:
+            try:
+                outcome["pipe"] = slow.pipeline("edges", EDGES, period_ms=33.3, frame_shape=SHAPE, fallback="cpu")
+            except AdmissionRejected as exc:
+                outcome["refused"] = str(exc)
+
+        registering = threading.Thread(target=register)
+        registering.start()
+        assert cost.started.wait(30)
+        if limit_s < 1:
+            registering.join(30)              # refused at the limit, the measurement still stuck
+            assert "took longer than the time limit of 0.3 s" in outcome["refused"]
+        for k in range(20):                   # the measurement is stuck meanwhile: the loop is not
+            daemon.run_until(0.05 + k * 0.010)
+            future = pipe.submit(frame)
+            assert app.clock() >= 0 and app.status()["loop"]["samples"] >= 0
+            daemon.run_until(0.05 + (k + 1) * 0.010)
+            assert np.array_equal(future.result(timeout=10), want)
+        cost.release.set()
+        registering.join(30)
+        if limit_s > 1:
+            assert [stage for stage, where in outcome["pipe"].placement if where == "cpu"] == ["sobel_mag", "threshold"]
+    assert daemon.per_pipeline["app"]["outcomes"] == {"on_time": 20}
+
+
+def test_the_loops_dispatch_delay_is_exported(tmp_path):
+    sock = tmp_path / "d.sock"
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, metrics_port=0)
+    with DaemonThread(daemon), connect(sock) as fpga:
+        pipe = fpga.pipeline("p", ["threshold"], period_ms=10.0, frame_shape=SHAPE)
+        for _ in range(5):
+            pipe.submit(np.zeros(SHAPE, np.uint8)).result(timeout=30)
+        loop = fpga.status()["loop"]
+        text = urllib.request.urlopen(f"http://127.0.0.1:{daemon.metrics_port}/metrics", timeout=5).read().decode()
+    assert loop["samples"] > 0 and 0 <= loop["p50_ms"] <= loop["p99_ms"] <= loop["max_ms"]
+    assert "fpgashare_loop_dispatch_delay_seconds_count" in text

@@ -91,18 +91,20 @@ def test_bad_submit_fields_are_named(sock, fields, says):
 def test_a_registration_failing_late_is_undone_entirely(sock, monkeypatch):
     """A fault after the engine took the pipeline (here: the policy's dispatch raising) leaves no
     pipeline, ring, name or quota count behind, and the next registration works."""
+    from fpgashare.sched.online import OnlineEngine
+
     with running(sock) as daemon, connect(sock) as fpga:
         engine = daemon.engine
-        original = engine.pipelines_changed
+        original = OnlineEngine.pipelines_changed
         calls = {"n": 0}
 
-        def failing():
-            original()
+        def failing(self):
+            original(self)
             calls["n"] += 1
             if calls["n"] == 1:
                 raise RuntimeError("injected fault in the engine")
 
-        monkeypatch.setattr(engine, "pipelines_changed", failing)
+        monkeypatch.setattr(OnlineEngine, "pipelines_changed", failing)
         with pytest.raises(DaemonError, match="injected fault") as err:
             fpga.pipeline("doomed", ["threshold"], period_ms=20.0, frame_shape=SHAPE)
         assert err.value.kind == "internal"            # a real bug is still reported as one

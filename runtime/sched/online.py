@@ -240,7 +240,12 @@ class OnlineEngine(Engine):
             return
         self.pipelines.append(spec)
         self._next_index[spec.name] = 0
-        self.pipelines_changed()
+        try:
+            self.pipelines_changed()
+        except BaseException:               # all or nothing: the set is as it was
+            self.pipelines = [p for p in self.pipelines if p is not spec]
+            self.pipelines_changed()
+            raise
         for frame in held:
             self._arrive(frame)
 

@@ -372,8 +372,13 @@ class OnlineStreams:
                 self._step_relayout()
                 return
             _, k, spec = choice
-        self.parts[k].add_pipeline(spec, admitted=True, on_ready=on_ready)
         self._home[spec.name] = k
+        try:
+            self.parts[k].add_pipeline(spec, admitted=True, on_ready=on_ready)
+        except BaseException:               # all or nothing: nothing of it stays behind
+            self._home.pop(spec.name, None)
+            self._order = [p for p in self._order if p.name != spec.name]
+            raise
         self.arbiter.grant()
 
     def remove_pipeline(self, name: str, reason: str) -> list[Frame]:

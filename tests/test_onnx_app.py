@@ -26,5 +26,5 @@ def test_digits_app_reads_with_an_imported_model(tmp_path, digit_video, capsys, 
     imported = import_onnx(SHIPPED_ONNX["digits_qdq"])
     crops = data["crops"].astype(np.float32)[:, None] / np.float32(255)
     assert summary["frames"] == "3" and int(summary["digits"]) == len(crops) == 9
-    assert summary["cpu"] == ("9" if platform == "pynq-z2" else "0")
+    assert summary["cpu"] == "0"          # both boards run it on their dnn_tile slots
     assert np.array_equal(data["logits"], imported.reference(crops))

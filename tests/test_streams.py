@@ -114,7 +114,7 @@ def test_a_pipeline_no_partition_can_take_is_refused_with_a_reason():
     # (two 20.8 ms frames in 33.3 ms) nor a slot for a stream of their own.
     assert [p.name for p in plan.admitted] == ["cam0"] and len(plan.partitions) == 1
     assert [r["name"] for r in plan.rejected] == ["cam1", "cam2"]
-    assert all("busy 1.247 of the time" in r["reason"] and "1 of 2 stream(s) taken" in r["reason"]
+    assert all("busy 1.248 of the time" in r["reason"] and "1 of 2 stream(s) taken" in r["reason"]
                for r in plan.rejected)
 
 

@@ -26,6 +26,7 @@ class = "realtime"
 period_ms = 20.0
 frame = [240, 320]
 stages = ["gauss3x3", "sobel_mag", "threshold"]
+jitter_ms = 1.5
 
 [[pipeline]]
 name = "small"
@@ -64,7 +65,8 @@ def _through_the_socket(workload, sock) -> tuple[set[str], dict[str, dict[str, i
             if kind == 0:
                 try:
                     pipes[p.name] = fpga.pipeline(p.name, [s.name for s in p.stages], p.period_s * 1e3,
-                                                  p.frame, deadline_ms=p.deadline_s * 1e3)
+                                                  p.frame, deadline_ms=p.deadline_s * 1e3,
+                                                  jitter_ms=p.jitter_s * 1e3)
                 except AdmissionRejected:
                     continue
                 admitted.add(p.name)

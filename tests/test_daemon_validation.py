@@ -165,3 +165,11 @@ def test_fuzzed_requests_never_get_internal(sock):
         with connect(sock) as fpga:
             check_frame_round_trip(fpga)
         assert daemon.failure is None
+
+
+def test_a_jitter_not_below_the_period_is_refused_by_name(sock):
+    with running(sock), connect(sock) as fpga:
+        with pytest.raises(DaemonError, match="jitter_ms must be below period_ms") as err:
+            fpga.pipeline("j", ["threshold"], period_ms=20.0, frame_shape=SHAPE, jitter_ms=20.0)
+        assert err.value.kind == "bad_request"
+        fpga.pipeline("j", ["threshold"], period_ms=20.0, frame_shape=SHAPE, jitter_ms=2.0)

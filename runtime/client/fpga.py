@@ -101,8 +101,11 @@ class Fpga(Connection):
 
     def pipeline(self, name: str, stages: list[str], period_ms: float, frame_shape: tuple[int, int],
                  deadline_ms: float | None = None, params: dict | None = None,
-                 fallback: str | None = None) -> Pipeline:
+                 fallback: str | None = None, jitter_ms: float | None = None) -> Pipeline:
         """Register a real-time pipeline; raises AdmissionRejected with the reason if it does not fit.
+        It returns once the pipeline can run under the guarantee. ``jitter_ms``: how late after its
+        period's grid a frame may come (a camera's release jitter; admission counts it, and frames
+        within it are never held).
         ``fallback="cpu"``: stages the fabric does not take (admission, a module the board lacks, a
         quarantined slot) run on the host, in the daemon, with OpenCV; ``Pipeline.placement`` says
         where each stage runs, and results are the same either way."""
@@ -112,6 +115,8 @@ class Fpga(Connection):
             fields["deadline_ms"] = float(deadline_ms)
         if fallback is not None:
             fields["fallback"] = fallback
+        if jitter_ms is not None:
+            fields["jitter_ms"] = float(jitter_ms)
         answer = self.request("pipeline", **fields)
         pipe = Pipeline(self, name, self._attach(answer), answer, fields)
         self.pipelines[name] = pipe

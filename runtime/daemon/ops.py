@@ -56,6 +56,11 @@ class Ops:
         deadline_ms = checks.number(message, "deadline_ms", 0.0, checks.MAX_PERIOD_MS, default=period_ms,
                                     low_open=True)
         rows, cols = checks.int_list(message, "frame_shape", 2, 2, 1, checks.MAX_SIDE)
+        # Release jitter: below the period (the arrival curve admission assumes).
+        jitter_ms = checks.number(message, "jitter_ms", 0.0, period_ms, default=0.0)
+        if jitter_ms >= period_ms:
+            raise ProtocolError("bad_request", f"pipeline {name!r}: jitter_ms must be below period_ms "
+                                               f"({jitter_ms:g} >= {period_ms:g})")
         params = checks.params(message)
         fallback = checks.fallback(message)
         self._check_name_free(client, name)
@@ -69,7 +74,8 @@ class Ops:
         except FpgashareError as exc:
             raise ProtocolError("bad_request", f"pipeline {name!r}: stages: {exc}") from None
         try:
-            spec = realtime_spec(key, stages, period_ms / 1e3, deadline_ms / 1e3, [rows, cols], self.platform, params)
+            spec = realtime_spec(key, stages, period_ms / 1e3, deadline_ms / 1e3, [rows, cols], self.platform, params,
+                                 jitter_s=jitter_ms / 1e3)
         except FpgashareError as exc:
             if not _capacity(exc):
                 raise ProtocolError("bad_request", f"pipeline {name!r}{exc}") from None

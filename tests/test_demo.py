@@ -35,17 +35,17 @@ def test_demo_runs_four_apps_and_writes_its_files(tmp_path, capsys):
     assert set(files) == {"trace", "gantt", "video"}
     tracks = {e["args"]["name"] for e in json.loads(Path(files["trace"]).read_text())["traceEvents"]
               if e["name"] == "thread_name"}
-    assert {"port", "pipeline edges", "pipeline motion", "pipeline colour", "stream 0", "stream 1"} <= tracks
-    _on_two_streams(summary)
+    assert {"port", "pipeline edges", "pipeline motion", "pipeline colour"} <= tracks
+    assert {f"stream {k}" for k in range(len(summary["streams"]["carried"]))} <= tracks
+    _on_the_streams(summary)
     assert Path(files["gantt"]).read_bytes()[:4] == b"\x89PNG" and Path(files["video"]).stat().st_size > 0
 
 
-def _on_two_streams(summary: dict) -> None:
-    """The demo's daemon splits the board in two and both streams carry the apps' work. (Which
-    stream a pipeline joins depends on the order the apps register and on what each partition
-    holds then: edges and motion usually take one each, and once, in a loaded CI run, shared one.)"""
+def _on_the_streams(summary: dict) -> None:
+    """The demo's daemon uses at most two streams, partitioned as the apps register (the planner
+    bench uses decides how many), and every app's work is carried by one of them."""
     carried = summary["streams"]["carried"]
-    assert sorted(carried) == ["stream 0", "stream 1"]
+    assert 1 <= len(carried) <= 2 and set(carried) <= {"stream 0", "stream 1"}
     assert {p for pipelines in carried.values() for p in pipelines} == {"edges", "motion", "colour", "digits"}
 
 
@@ -110,7 +110,7 @@ def test_the_readme_demo_on_the_rtl(tmp_path):
     assert fabric["slots_computing"] > 0.02 and fabric["slots_computing_or_loading"] >= 0.1
     assert fabric["port_loading"] >= 0.2
     assert Path(files["gantt"]).read_bytes()[:4] == b"\x89PNG"
-    _on_two_streams(summary)
+    _on_the_streams(summary)
     # Registered first (demo.registration_order), the 60 fps chain has a stream of its own.
     (motion_stream,) = [s for s, carried in summary["streams"]["carried"].items() if "motion" in carried]
     assert not {"edges", "colour"} & set(summary["streams"]["carried"][motion_stream])

@@ -42,6 +42,7 @@ from fpgashare.sched.online import OnlineEngine
 from fpgashare.sched.online_streams import OnlineStreams, split_slots
 from fpgashare.workload import DNN_MODELS, PipelineSpec, realtime_spec
 
+from benchmarks.results import write_result
 from benchmarks.workload_gen import FRAMES, VISION
 
 log = logging.getLogger(__name__)
@@ -241,9 +242,12 @@ def main() -> None:
              "mode changes %d, re-layouts %d", totals["apps"], totals["admitted"], totals["refused"], totals["left"],
              totals["frames"], totals["missed"], totals["withdrawn"], totals["ended_twice"], totals["unended"],
              totals["images"], totals["dnn_done"], totals["switches"], totals["relayouts"])
+    data = {"first_seed": first, "episodes": count, **{k: int(v) for k, v in totals.items()},
+            "by_platform_and_streams": {f"{p} x{s}": n for (p, s), n in sorted(by_platform.items())}}
+    write_result("daemon_path_soundness", data, quick=args.quick)
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"first_seed": first, "count": count, **totals}, fh, indent=1)
+            json.dump(data, fh, indent=1)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from fpgashare.sched.stream_plan import plan_streams
 from fpgashare.workload import Workload
 
 from benchmarks.daemon_path_soundness import episode
+from benchmarks.results import write_result
 
 log = logging.getLogger(__name__)
 
@@ -101,10 +102,15 @@ def main() -> None:
              len(behind), sum(r["relayouts"] for r in rows))
     for r in behind:
         log.info("behind: %s", r)
+    data = {"first_seed": first, "workloads": count, "admitted_online": online, "admitted_offline": offline,
+            "online_over_offline": round(online / max(1, offline), 4), "admitted_best_fixed_split": best_fixed,
+            "online_over_best_fixed": round(online / max(1, best_fixed), 4),
+            "admitted_one_stream": sum(r["fixed"][1] for r in rows),
+            "workloads_behind_best_fixed": len(behind), "relayouts": sum(r["relayouts"] for r in rows)}
+    write_result("online_admission", data, quick=args.quick)
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"first_seed": first, "count": count, "online": online, "offline": offline,
-                       "best_fixed": best_fixed, "behind": behind}, fh, indent=1)
+            json.dump({**data, "behind": behind}, fh, indent=1)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,8 @@ from fpgashare.simrun import resolve_chain
 from fpgashare.vision_timing import chain_cycles
 from fpgashare.workload import PipelineSpec, Workload
 
+from benchmarks.results import write_result
+
 CHAINS = (["gauss3x3", "sobel_mag", "threshold"], ["downscale2x", "box3x3"], ["sharpen3x3"], ["threshold"],
           ["laplacian3x3", "downscale2x"])
 
@@ -190,6 +192,9 @@ def main() -> int:
         admission.append({"pipelines": n, "admitted": verdict.ok, "fastest_ms": round(min(times) * 1e3, 3),
                           "median_ms": round(float(np.median(times)) * 1e3, 3)})
     replan = replan_cost(sizes[-1], 5 if args.quick else 50)
+    write_result("scheduler_cost", {"decisions": {f"{r['scheduler']} at {r['pipelines']}": r for r in rows},
+                                    "admission": {f"{a['pipelines']} pipelines": a for a in admission},
+                                    "replan": replan}, quick=args.quick)
     if args.json:
         print(json.dumps({"decisions": rows, "admission": admission, "replan": replan}, indent=2))
         return 0

@@ -18,7 +18,7 @@ def test_written_figures_are_always_within_the_headroom(synthesized):
 def test_update_touches_only_the_module_and_drops_its_estimate_note(tmp_path):
     note = "# resources: estimate, not synthesized\n"
     real = load_platform("pynq-z2").path.read_text()
-    # The shipped manifests are all synthesized now: mark two modules as estimates, as issue 19 added them.
+    # The shipped manifests are all synthesized now: mark two modules as estimates, as they were when first added.
     text = real
     for name in ("erode3x3", "fast9"):
         block = text.index(f'[[module]]\nname = "{name}"')

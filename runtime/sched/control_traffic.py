@@ -11,7 +11,7 @@ operation, and the admission analysis adds it to every frame pass, every load an
 allows (runtime/sched/analysis.py), so an admitted set stays admitted with the traffic counted.
 
 The bound, per operation: (streams + 1) x (the most accesses any one operation makes) x the cycles
-of one access. Measured on the RTL shell (2026-12-04): 4 cycles per AXI-Lite read or write. A board's
+of one access. Measured on the RTL shell: 4 cycles per AXI-Lite read or write. A board's
 CPU takes longer per access (an assumption to measure there: ``ACCESS_CYCLES`` is the RTL's).
 """
 

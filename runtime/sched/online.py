@@ -27,6 +27,7 @@ from fpgashare.clock import Clock
 from fpgashare.errors import FpgashareError, HardwareTimeout
 from fpgashare.platform import Platform
 from fpgashare.sched.analysis import analyse, transition_check
+from fpgashare.sched.arrivals import ArrivalCurves
 from fpgashare.sched.cpu_work import host_inference
 from fpgashare.sched.engine import DnnRequest, Engine, Frame
 from fpgashare.sched.jobs import CPU_START, JOB_DONE, LOAD_DONE, RELEASE
@@ -52,18 +53,13 @@ class OnlineEngine(Engine):
         super().__init__(empty, backend, policy, clock, replacement, want_output=True)
         self.t0 = 0.0                       # pipelines register whenever they like; no warm-up window
         self.trace = deque(maxlen=TRACE_LIMIT)
-        self._counts: dict[str, int] = {}
-        #: Per pipeline, over its frames released so far: (max of release - index x period, next index).
-        self._released_grid: dict[str, tuple[float, int]] = {}
+        self.arrivals = ArrivalCurves()       #: the curve each pipeline declared (runtime/sched/arrivals.py)
         self.dnn_queue: dict[str, list[DnnRequest]] = {}
         self._verdicts: dict[str, tuple[int, object]] = {}   # pipeline -> (target version, its analysis)
         #: Registrations and departures, each a mode change analysed step by step (mode_change.py).
         self.changes = ModeChanges(self)
         self.held_by_board = False          #: set by the board while a re-layout waits (relayout.py)
         self._held: dict[str, list[Frame]] = {}    # frames submitted before their pipeline's switch
-        #: Per pipeline, max over its releases of (release - index x period): a frame may not be
-        #: released before this + index x period - jitter (the arrival curve admission assumed).
-        self._grid: dict[str, float] = {}
         self.watchdog_margin, self.watchdog_floor_s = WATCHDOG_MARGIN, WATCHDOG_FLOOR_S
         self.watchdog_fired = 0                  #: loads and frames the watchdog ended
         self._host_nets: dict[str, host_inference] = {}   # DNN pipelines on the host: their networks
@@ -252,18 +248,13 @@ class OnlineEngine(Engine):
     def pipeline_state(self, name: str) -> tuple:
         """What moves with real-time pipeline ``name`` to another partition (runtime/sched/relayout.py):
         its submission count and its arrival curve so far."""
-        return (self._counts.get(name, 0), self._grid.get(name), self._released_grid.get(name),
-                self._next_index.get(name, 0))
+        return self.arrivals.state(name), self._next_index.get(name, 0)
 
     def adopt(self, spec: PipelineSpec, state: tuple) -> None:
         """Take real-time pipeline ``spec`` from another partition, with ``pipeline_state``'s
         ``state`` (its contract comes with the partition's next mode change)."""
-        count, grid, released, nxt = state
-        self._counts[spec.name] = count
-        if grid is not None:
-            self._grid[spec.name] = grid
-        if released is not None:
-            self._released_grid[spec.name] = released
+        curve, nxt = state
+        self.arrivals.restore(spec.name, curve)
         self.pipelines.append(spec)
         self._next_index[spec.name] = nxt
 
@@ -301,8 +292,7 @@ class OnlineEngine(Engine):
         for frame in held:                  # released later (an arrival held to its curve)
             self.finish(frame, "dropped", reason)
         self._next_index.pop(name, None)
-        self._grid.pop(name, None)
-        self._released_grid.pop(name, None)
+        self.arrivals.forget(name)
         self.pipelines_changed()
         self._decide()
         return dropped
@@ -330,8 +320,7 @@ class OnlineEngine(Engine):
                     None)
         if spec is None:
             raise FpgashareError(f"no real-time pipeline {name!r}")
-        index = self._counts.get(name, 0)
-        self._counts[name] = index + 1
+        index = self.arrivals.next_index(name)
         self._seq += 1
         # CPU stages first: the fabric takes the frame when their bound has passed (cpu_work.py).
         fabric = self.now + spec.cpu_before_s
@@ -350,21 +339,18 @@ class OnlineEngine(Engine):
             self._arrive(frame)
 
     def _arrive(self, frame: Frame) -> None:
-        """Release ``frame`` no earlier than its pipeline's arrival curve allows: releases r_i
-        keep r_k - r_i >= (k - i) T - J, so any window holds no more frames than the demand
-        bound counts. ``_grid`` keeps max(r_i - i T); frames that come as declared are never
-        held. An app that sends faster only delays its own frames: a frame held to the curve has
-        its deadline count from its allowed release; one that waited for its pipeline's switch
-        keeps its arrival's (that wait is the daemon's, not the app's)."""
+        """Release ``frame`` no earlier than its pipeline's arrival curve allows (arrivals.py).
+        An app that sends faster only delays its own frames: a frame held to the curve has its
+        deadline count from its allowed release; one that waited for its pipeline's switch keeps
+        its arrival's (that wait is the daemon's, not the app's)."""
         p = frame.pipeline
-        name, k = p.name, frame.index
-        allowed = self._grid.get(name, -np.inf) + k * p.period_s - p.jitter_s
+        allowed = self.arrivals.earliest(p, frame.index)
         release = max(self.now, frame.release, allowed)
         if release > frame.release:
             frame.origin += max(0.0, allowed - frame.release)
             frame.release = release
             frame.deadline = release + p.deadline_s
-        self._grid[name] = max(self._grid.get(name, -np.inf), release - k * p.period_s)
+        self.arrivals.decided(p, frame.index, release)
         self.push(release, RELEASE, frame)
 
     def _drop_unplaceable(self) -> None:
@@ -402,18 +388,13 @@ class OnlineEngine(Engine):
         if frame.outcome is not None:       # held, and its pipeline ended before its release
             self.pending.remove(frame)
             return
-        p = frame.pipeline
-        grid, _ = self._released_grid.get(p.name, (-np.inf, 0))
-        self._released_grid[p.name] = (max(grid, frame.release - frame.index * p.period_s), frame.index + 1)
-        self.demand.moved(p)
+        self.arrivals.taken(frame.pipeline, frame.index, frame.release)
+        self.demand.moved(frame.pipeline)
 
     def next_release_s(self, pipeline: PipelineSpec) -> float:
-        """The earliest the pipeline's next frame may be released: its arrival curve (period and
-        jitter, ``_arrive``) from the frames released so far; now before its first."""
-        if pipeline.name not in self._released_grid:
-            return self.now
-        grid, k = self._released_grid[pipeline.name]
-        return max(self.now, grid + k * pipeline.period_s - pipeline.jitter_s)
+        """The earliest the pipeline's next frame may be released: its arrival curve from the
+        frames released so far (arrivals.py); now before its first."""
+        return self.arrivals.next_release(pipeline, self.now)
 
     def _need_time(self, pipeline: PipelineSpec) -> float:
         return self.next_release_s(pipeline) + pipeline.deadline_s

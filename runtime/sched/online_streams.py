@@ -306,8 +306,6 @@ class OnlineStreams:
         def test() -> str | None:
             if ddr:
                 return ddr
-            if replan is not None and replan():
-                return None                  # the planner's layout takes it (a join or a re-layout)
             best, why_not = None, list(reasons)
             for k, engine, trial, before, has_dnn in trials:
                 why = trial()
@@ -324,6 +322,9 @@ class OnlineStreams:
                 if best is None or k != best[1]:
                     engine._verdicts.pop(spec.name, None)
             if best is None:
+                # No partition in force takes it: the planner's layout may (a board-wide mode change).
+                if replan is not None and replan():
+                    return None
                 return "no stream admits it: " + "; ".join(why_not)
             self._chosen[spec.name] = ("join", best[1], fitted[best[1]])
             return None

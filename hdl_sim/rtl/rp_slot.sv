@@ -19,12 +19,18 @@ module rp_slot #(
     parameter int DNN_ACT_ENTRIES = 4096,
     parameter int DNN_W_ENTRIES = 1024,
     parameter int DNN_PG_ENTRIES = 64,
-    parameter int DNN_MAX_LAYERS = 16
+    parameter int DNN_MAX_LAYERS = 16,
+    parameter bit EXTERNAL = 1'b0
 ) (
     input  wire [4:0]         active_module,
     input  wire               rm_rst,
     input  wire               decouple,
     output wire               decouple_status,
+    output wire [31:0]        x_ctl,
+    input  wire [31:0]        x_sts,
+    output wire [DATA_W-1:0]  x_s_tdata,
+    input  wire [DATA_W-1:0]  x_m_tdata,
+    input  wire [31:0]        x_rdata,
     `include "rm_ports.svh"
 );
     localparam int NM = 32;  // module ids 0..31 (0 = blank)
@@ -83,7 +89,13 @@ module rp_slot #(
     assign rp_rvalid   = l_rvalid[sel];
 
     for (genvar m = 0; m < NM; m++) begin : g_rm
-        if (m == 0 || MODULE_MASK[m]) begin : g_present
+        if (EXTERNAL && m != 0 && MODULE_MASK[m]) begin : g_external
+            // Only the selected module's outputs reach the mux, so every id shares the boundary.
+            assign {l_rresp[m], l_bresp[m], l_rvalid[m], l_arready[m], l_bvalid[m], l_wready[m], l_awready[m],
+                    o_tuser[m], o_tlast[m], o_tvalid[m], i_tready[m]} = x_sts[12:0];
+            assign o_tdata[m] = x_m_tdata;
+            assign l_rdata[m] = x_rdata;
+        end else if (m == 0 || MODULE_MASK[m]) begin : g_present
             wire on = (sel == 5'(m));
             // The blank (id 0) is the junk source and never stops. Any other module runs only while
             // selected (its clock is gated off otherwise) and is reset by every load into the slot.
@@ -119,7 +131,17 @@ module rp_slot #(
         end
     end
 
-    wire unused_slot = &{1'b0, MODULE_MASK[0]};
+    // The boundary of the external modules: the static side's signals as the selected module sees them.
+    if (EXTERNAL) begin : g_boundary
+        assign x_ctl = {17'd0, rp_rready, rp_arvalid, rp_bready, rp_wvalid, rp_awvalid, rp_m_tready, rp_s_tuser,
+                        rp_s_tlast, rp_s_tvalid, rst || rm_rst, sel};
+        assign x_s_tdata = rp_s_tdata;
+    end else begin : g_no_boundary
+        assign x_ctl = '0;
+        assign x_s_tdata = '0;
+    end
+
+    wire unused_slot = &{1'b0, MODULE_MASK[0], x_sts[31:13], EXTERNAL ? 1'b0 : ^{x_sts, x_m_tdata, x_rdata}};
 endmodule
 
 `resetall

@@ -1,0 +1,96 @@
+"""One shared library per reconfigurable module, for a harness that simulates a slot's loaded module
+on its own (the shell built with ``RM_EXTERNAL = 1``; see shell_harness.cpp and rm_pins.h).
+
+A module's library is ``rm_library`` at one ``MODULE_ID`` with the stream parameters of the shell
+(beat width, pixels per clock, line length, DNN tile sizes), wrapped by ``rm_model.cpp`` in a C ABI.
+It is cached by content hash like every build, and its key holds only what the module's model
+depends on: a new platform or chain with the same stream parameters reuses every module built
+before and builds only its shell (and the modules nobody built yet).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+
+from fpgashare.hdl_sim.build import (
+    HARNESS_DIR,
+    RTL_DIR,
+    CompileOptions,
+    build_lock,
+    cache_root,
+    compile_shared_library,
+    content_key,
+    format_parameter,
+    rtl_headers,
+    rtl_sources,
+    runtime_object,
+)
+from fpgashare.hdl_sim.toolchain import setup_environment
+
+log = logging.getLogger(__name__)
+
+#: Shell parameters that reach the modules (rp_slot passes them to rm_library); the rest is the shell's.
+MODULE_PARAMETERS = ("DATA_W", "MAX_W", "NPPC", "DNN_P", "DNN_ACT_ENTRIES", "DNN_W_ENTRIES", "DNN_PG_ENTRIES",
+                     "DNN_MAX_LAYERS")
+MODEL_SOURCES = ("rm_model.cpp", "rm_pins.h", "port_words.h")
+
+
+def module_parameters(shell_parameters: Mapping[str, int | str]) -> dict[str, int | str]:
+    """The part of a shell's parameters a module model is built with."""
+    return {k: shell_parameters[k] for k in MODULE_PARAMETERS if k in shell_parameters}
+
+
+def slot_masks(shell_parameters: Mapping[str, int | str]) -> list[int]:
+    """SLOT_MODULES of a shell parameter set, one mask per slot (bit m: the slot can hold module m)."""
+    slots = int(shell_parameters.get("NUM_SLOTS", 2))
+    value = shell_parameters.get("SLOT_MODULES", 0)
+    mask = int(value.split("'h", 1)[1], 16) if isinstance(value, str) else int(value)
+    return [(mask >> (32 * k)) & 0xFFFF_FFFE for k in range(slots)]
+
+
+def slot_modules(shell_parameters: Mapping[str, int | str],
+                 modules: Iterable[int] | None = None) -> dict[int, list[int]]:
+    """Module ids to simulate per slot: what the slot's library holds, cut to ``modules`` if given
+    (the smallest library for a run: the modules it can load)."""
+    wanted = None if modules is None else set(modules)
+    return {k: [m for m in range(1, 32) if mask >> m & 1 and (wanted is None or m in wanted)]
+            for k, mask in enumerate(slot_masks(shell_parameters))}
+
+
+def build_module(module_id: int, parameters: Mapping[str, int | str], flags: Sequence[str],
+                 options: CompileOptions) -> Path:
+    """Build (or reuse) the library of module ``module_id`` at ``parameters``; return its path."""
+    setup_environment()
+    sources = rtl_sources()
+    cpp = [HARNESS_DIR / name for name in MODEL_SOURCES]
+    key = content_key("module", [*sources, *rtl_headers(), *cpp],
+                      {"id": module_id, "params": dict(parameters), "flags": list(flags), "compile": asdict(options)})
+    build_dir = cache_root() / "modules" / f"{module_id}-{key}"
+    lib = build_dir / "librm.so"
+    with build_lock(build_dir):
+        if lib.exists():
+            return lib
+        log.info("building module %d's model in %s", module_id, build_dir)
+        gparams = [f"-G{k}={format_parameter(v)}" for k, v in {"MODULE_ID": module_id, **parameters}.items()]
+        verilate = ["verilator", "--cc", "--top-module", "rm_library", "--prefix", "Vrm", "-Mdir",
+                    str(build_dir / "obj"), f"-I{RTL_DIR}", f"-I{HARNESS_DIR}", *flags, *gparams, *map(str, sources)]
+        compile_shared_library(verilate, build_dir / "obj", "Vrm", [cpp[0]], lib, options, jobs=1,
+                               runtime=runtime_object(options))
+    return lib
+
+
+def build_modules(ids: Iterable[int], parameters: Mapping[str, int | str], flags: Sequence[str],
+                  options: CompileOptions) -> dict[int, Path]:
+    """Build (or reuse) the libraries of ``ids``, one per core at a time; {id: path}."""
+    todo = sorted(set(ids))
+    if not todo:
+        return {}
+    runtime_object(options)   # once, before the builds that link it
+    with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 2)) as pool:
+        paths = list(pool.map(lambda m: build_module(m, parameters, flags, options), todo))
+    return dict(zip(todo, paths, strict=True))

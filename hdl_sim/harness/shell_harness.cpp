@@ -184,6 +184,11 @@ void settle_modules(Harness* h) {
         for (int k = 0; k < NUM_SLOTS; k++) {
             ModuleSlot& s = h->slots[k];
             if (!s.attached) continue;
+            // A blank slot (id 0: nothing loaded, or a load in progress) has no model to run.
+            if ((get_word(t->rm_ctl, k) & rm::CTL_MODULE) == 0 && !t->rst) {
+                s.active = 0;
+                continue;
+            }
             bool moved = read_pins(t, k, s.pins);
             int id = s.pins.ctl & rm::CTL_MODULE;
             if (round == 0) {

@@ -179,6 +179,7 @@ class ShellHarness:
         L.fs_attach.restype = ctypes.c_int
         L.fs_fault.argtypes = [ctypes.c_void_p]
         L.fs_fault.restype = ctypes.c_uint32
+        L.fs_evals.argtypes = [ctypes.c_void_p, np.ctypeslib.ndpointer(dtype=np.uint64, flags="C_CONTIGUOUS")]
         #: 32-bit words in a stream beat (the shell's DATA_W / 32); stream arrays are whole beats.
         self.beat_words = int(L.fs_beat_words())
         self.streams = int(parameters.get("NUM_STREAMS", 1))
@@ -232,6 +233,12 @@ class ShellHarness:
     @property
     def cycles(self) -> int:
         return int(self.lib.fs_cycles(self.handle))
+
+    def evaluations(self) -> tuple[int, int]:
+        """(extra shell evaluations settling the module boundary, module model evaluations) so far."""
+        out = np.zeros(2, dtype=np.uint64)
+        self.lib.fs_evals(self.handle, out)
+        return int(out[0]), int(out[1])
 
     def idle(self, cycles: int) -> None:
         self.lib.fs_idle(self.handle, cycles)

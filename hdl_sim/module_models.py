@@ -4,14 +4,16 @@ on its own (the shell built with ``RM_EXTERNAL = 1``; see shell_harness.cpp and 
 A module's library is ``rm_library`` at one ``MODULE_ID`` with the stream parameters of the shell
 (beat width, pixels per clock, line length, DNN tile sizes), wrapped by ``rm_model.cpp`` in a C ABI.
 It is cached by content hash like every build, and its key holds only what the module's model
-depends on: a new platform or chain with the same stream parameters reuses every module built
-before and builds only its shell (and the modules nobody built yet).
+depends on (``module_sources``): a new platform or chain with the same stream parameters reuses every
+module built before and builds only its shell (and the modules nobody built yet), and an edit to one
+module's RTL rebuilds that module's model only.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
@@ -62,14 +64,48 @@ def slot_modules(shell_parameters: Mapping[str, int | str],
             for k, mask in enumerate(slot_masks(shell_parameters))}
 
 
+def _code(text: str) -> str:
+    """SystemVerilog without its comments (a module named in a comment is no dependency)."""
+    return re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
+
+
+def module_sources(module_id: int, rtl_dir: Path = RTL_DIR) -> tuple[list[Path], str]:
+    """What the model of ``module_id`` depends on: the RTL files its ``rm_library`` arm reaches (any
+    file whose module or package it names, and theirs, transitively) and the text of ``rm_library``
+    that matters to it (everything but the other modules' arms). Over-approximates (a name counts
+    wherever it appears in code), never misses a file it instantiates or imports: each RTL file holds
+    one module or package named after it (tests/test_rtl_lint.py). If the arm is not found by its
+    label (``g_<module name>``), every source counts."""
+    from fpgashare.modules import KINDS_BY_ID
+
+    files = {p.stem: p for p in sorted(rtl_dir.glob("*.sv"))}
+    library = files.pop("rm_library").read_text()
+    kind = KINDS_BY_ID.get(module_id)
+    head, case, _ = library.partition("case (MODULE_ID)")
+    arm = re.search(rf"begin\s*:\s*g_{kind.name}\b.*?\n\s*end\b", library, re.S) if kind and case else None
+    if arm is None:
+        return sorted(files.values()), library
+    seen: set[str] = set()
+    todo = [head + arm.group(0)]
+    while todo:
+        code = _code(todo.pop())
+        for stem in files:
+            if stem not in seen and re.search(rf"\b{stem}\b", code):
+                seen.add(stem)
+                todo.append(files[stem].read_text())
+    return sorted(files[s] for s in seen), head + arm.group(0)
+
+
 def build_module(module_id: int, parameters: Mapping[str, int | str], flags: Sequence[str],
                  options: CompileOptions) -> Path:
     """Build (or reuse) the library of module ``module_id`` at ``parameters``; return its path."""
     setup_environment()
     sources = rtl_sources()
     cpp = [HARNESS_DIR / name for name in MODEL_SOURCES]
-    key = content_key("module", [*sources, *rtl_headers(), *cpp],
-                      {"id": module_id, "params": dict(parameters), "flags": list(flags), "compile": asdict(options)})
+    depends, library = module_sources(module_id)
+    key = content_key("module", [*depends, *rtl_headers(), *cpp],
+                      {"id": module_id, "library": library, "params": dict(parameters), "flags": list(flags),
+                       "compile": asdict(options)})
     build_dir = cache_root() / "modules" / f"{module_id}-{key}"
     lib = build_dir / "librm.so"
     with build_lock(build_dir):

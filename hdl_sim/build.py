@@ -191,7 +191,7 @@ def runtime_object(options: CompileOptions = CompileOptions()) -> Path:
 
 def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user_sources: Sequence[Path],
                            out: Path, options: CompileOptions = CompileOptions(), jobs: int | None = None,
-                           runtime: Path | None = None) -> None:
+                           runtime: Path | None = None, one_unit: bool = False) -> None:
     """Run ``verilate`` (a Verilator --cc command writing to ``obj`` a model whose class is ``prefix``,
     ``V<top>`` unless --prefix says otherwise), compile its output, Verilator's runtime library and
     ``user_sources`` with g++ on ``jobs`` cores (default: all), and link them into the shared library
@@ -200,7 +200,8 @@ def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user
     Faster than Verilator's makefile for a model built once: no precompiled headers (two cost more
     than the few translation units they would serve), the model compiled as one translation unit per
     core, the run-once code at -O0, and the runtime library compiled (as one unit) while Verilator
-    still runs (or, given ``runtime``, that object from ``runtime_object`` instead). On the demo's
+    still runs (or, given ``runtime``, that object from ``runtime_object`` instead). ``one_unit``
+    compiles the model and ``user_sources`` as one translation unit (for small models). On the demo's
     shell (2026-12-04): 17-20 s of CPU against 24-26 s for the makefile at
     the same -O levels, and against 45 s for the makefile as this harness used it before (-O2 throughout).
     With the runtime library at -O2 (per eval it runs two of its functions) the zcu104 shell's build
@@ -230,10 +231,17 @@ def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user
                              f"is compiled without")
         fast = classes.get("VM_CLASSES_FAST", []) + classes.get("VM_SUPPORT_FAST", [])
         slow = classes.get("VM_CLASSES_SLOW", []) + classes.get("VM_SUPPORT_SLOW", [])
-        units = [(_unity(obj, f"{prefix}__fast{k}", group), options.fast, f"{prefix}__fast{k}")
-                 for k, group in enumerate(_balanced(fast, obj, jobs))]
-        units += [(_unity(obj, f"{prefix}__slow", slow), options.slow, f"{prefix}__slow")]
-        units += [(src, options.user, src.stem, ()) for src in user_sources]
+        if one_unit:
+            # A small model: its headers (verilated.h above all) cost more to parse than its code
+            # to compile, so the model and the user sources are one unit (hidden symbols: the user
+            # sources mark what they export).
+            sources = [f"{name}" for name in fast + slow] + [str(src.with_suffix("")) for src in user_sources]
+            units = [(_unity(obj, f"{prefix}__all", sources), options.fast, f"{prefix}__all")]
+        else:
+            units = [(_unity(obj, f"{prefix}__fast{k}", group), options.fast, f"{prefix}__fast{k}")
+                     for k, group in enumerate(_balanced(fast, obj, jobs))]
+            units += [(_unity(obj, f"{prefix}__slow", slow), options.slow, f"{prefix}__slow")]
+            units += [(src, options.user, src.stem, ()) for src in user_sources]
         objects += [pool.submit(compile_unit, *unit) for unit in units]
         built = [f.result() for f in objects] + ([runtime] if runtime is not None else [])
     tmp = out.with_name(out.name + ".tmp")

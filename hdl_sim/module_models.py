@@ -29,7 +29,6 @@ from fpgashare.hdl_sim.build import (
     content_key,
     format_parameter,
     rtl_headers,
-    rtl_sources,
     runtime_object,
 )
 from fpgashare.hdl_sim.toolchain import setup_environment
@@ -71,11 +70,11 @@ def _code(text: str) -> str:
 
 def module_sources(module_id: int, rtl_dir: Path = RTL_DIR) -> tuple[list[Path], str]:
     """What the model of ``module_id`` depends on: the RTL files its ``rm_library`` arm reaches (any
-    file whose module or package it names, and theirs, transitively) and the text of ``rm_library``
-    that matters to it (everything but the other modules' arms). Over-approximates (a name counts
-    wherever it appears in code), never misses a file it instantiates or imports: each RTL file holds
-    one module or package named after it (tests/test_rtl_lint.py). If the arm is not found by its
-    label (``g_<module name>``), every source counts."""
+    file whose module or package it names, and theirs, transitively), and ``rm_library`` cut to that
+    arm (the model's top: its text, to verilate in place of rm_library.sv). Over-approximates (a name
+    counts wherever it appears in code), never misses a file it instantiates or imports: each RTL file
+    holds one module or package named after it (tests/test_rtl_lint.py). If the arm is not found by
+    its label (``g_<module name>``), every source counts and the top is rm_library.sv whole."""
     from fpgashare.modules import KINDS_BY_ID
 
     files = {p.stem: p for p in sorted(rtl_dir.glob("*.sv"))}
@@ -93,14 +92,14 @@ def module_sources(module_id: int, rtl_dir: Path = RTL_DIR) -> tuple[list[Path],
             if stem not in seen and re.search(rf"\b{stem}\b", code):
                 seen.add(stem)
                 todo.append(files[stem].read_text())
-    return sorted(files[s] for s in seen), head + arm.group(0)
+    top = f"{head}case (MODULE_ID)\n        default: {arm.group(0)}\n    endcase\nendmodule\n\n`resetall\n"
+    return sorted(files[s] for s in seen), top
 
 
 def build_module(module_id: int, parameters: Mapping[str, int | str], flags: Sequence[str],
                  options: CompileOptions) -> Path:
     """Build (or reuse) the library of module ``module_id`` at ``parameters``; return its path."""
     setup_environment()
-    sources = rtl_sources()
     cpp = [HARNESS_DIR / name for name in MODEL_SOURCES]
     depends, library = module_sources(module_id)
     key = content_key("module", [*depends, *rtl_headers(), *cpp],
@@ -113,10 +112,12 @@ def build_module(module_id: int, parameters: Mapping[str, int | str], flags: Seq
             return lib
         log.info("building module %d's model in %s", module_id, build_dir)
         gparams = [f"-G{k}={format_parameter(v)}" for k, v in {"MODULE_ID": module_id, **parameters}.items()]
+        top = build_dir / "rm_library.sv"   # Verilator reads only the files this module reaches
+        top.write_text(library)
         verilate = ["verilator", "--cc", "--top-module", "rm_library", "--prefix", "Vrm", "-Mdir",
-                    str(build_dir / "obj"), f"-I{RTL_DIR}", f"-I{HARNESS_DIR}", *flags, *gparams, *map(str, sources)]
+                    str(build_dir / "obj"), f"-I{RTL_DIR}", *flags, *gparams, *map(str, depends), str(top)]
         compile_shared_library(verilate, build_dir / "obj", "Vrm", [cpp[0]], lib, options, jobs=1,
-                               runtime=runtime_object(options))
+                               runtime=runtime_object(options), one_unit=True)
     return lib
 
 

@@ -68,4 +68,4 @@ const rm::Api API = {rm::ABI, BEAT_WORDS, create, destroy, eval};
 
 }  // namespace
 
-extern "C" const rm::Api* rm_api() { return &API; }
+extern "C" __attribute__((visibility("default"))) const rm::Api* rm_api() { return &API; }

@@ -20,7 +20,7 @@ module rp_slot #(
     parameter int DNN_W_ENTRIES = 1024,
     parameter int DNN_PG_ENTRIES = 64,
     parameter int DNN_MAX_LAYERS = 16,
-    parameter bit EXTERNAL = 1'b0
+    parameter int EXTERNAL = 0
 ) (
     input  wire [4:0]         active_module,
     input  wire               rm_rst,
@@ -34,6 +34,7 @@ module rp_slot #(
     `include "rm_ports.svh"
 );
     localparam int NM = 32;  // module ids 0..31 (0 = blank)
+    localparam bit EXT = (EXTERNAL != 0);
 
     // Partition-side signals (inside the decoupler).
     wire [DATA_W-1:0] rp_s_tdata, rp_m_tdata;
@@ -74,7 +75,7 @@ module rp_slot #(
     wire [1:0] l_rresp [NM];
     wire [31:0] l_rdata [NM];
 
-    if (EXTERNAL) begin : g_mux_external
+    if (EXT) begin : g_mux_external
         // The blank (id 0) is here; every other id is the module outside, behind the boundary.
         wire ext = (sel != 5'd0);
         assign rp_s_tready = ext ? x_sts[0] : i_tready[0];
@@ -110,7 +111,7 @@ module rp_slot #(
     end
 
     for (genvar m = 0; m < NM; m++) begin : g_rm
-        if (m == 0 || (!EXTERNAL && MODULE_MASK[m])) begin : g_present
+        if (m == 0 || (!EXT && MODULE_MASK[m])) begin : g_present
             wire on = (sel == 5'(m));
             // The blank (id 0) is the junk source and never stops. Any other module runs only while
             // selected (its clock is gated off otherwise) and is reset by every load into the slot.
@@ -147,7 +148,7 @@ module rp_slot #(
     end
 
     // The boundary of the external modules: the static side's signals as the selected module sees them.
-    if (EXTERNAL) begin : g_boundary
+    if (EXT) begin : g_boundary
         assign x_ctl = {17'd0, rp_rready, rp_arvalid, rp_bready, rp_wvalid, rp_awvalid, rp_m_tready, rp_s_tuser,
                         rp_s_tlast, rp_s_tvalid, rst || rm_rst, sel};
         assign x_s_tdata = rp_s_tdata;
@@ -156,7 +157,7 @@ module rp_slot #(
         assign x_s_tdata = '0;
     end
 
-    wire unused_slot = &{1'b0, MODULE_MASK[0], x_sts[31:13], EXTERNAL ? 1'b0 : ^{x_sts[12:0], x_m_tdata, x_rdata}};
+    wire unused_slot = &{1'b0, MODULE_MASK[0], x_sts[31:13], EXT ? 1'b0 : ^{x_sts[12:0], x_m_tdata, x_rdata}};
 endmodule
 
 `resetall

@@ -39,7 +39,7 @@ module shell #(
     parameter int DNN_W_ENTRIES = 1024,
     parameter int DNN_PG_ENTRIES = 64,
     parameter int DNN_MAX_LAYERS = 16,
-    parameter bit RM_EXTERNAL = 1'b0        // 1: the slots' modules are simulated outside (rp_slot's EXTERNAL)
+    parameter int RM_EXTERNAL = 0           // 1: the slots' modules are simulated outside (rp_slot's EXTERNAL)
 ) (
     input  wire               clk,
     input  wire               rst,

@@ -18,7 +18,7 @@ module rp_slot #(
     parameter int DNN_W_ENTRIES = 1024,
     parameter int DNN_PG_ENTRIES = 64,
     parameter int DNN_MAX_LAYERS = 16,
-    parameter bit EXTERNAL = 1'b0           // the simulation's external-module boundary: unused here
+    parameter int EXTERNAL = 0              // the simulation's external-module boundary: unused here
 ) (
     input  wire [4:0]         active_module,
     input  wire               rm_rst,

@@ -9,6 +9,7 @@ harness drives (stream 0: ``harness_parameters``), whatever the platform's strea
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +17,7 @@ from fpgashare.bitstream.packets import ACTIVATION_CYCLES, PortError
 from fpgashare.errors import FrameError, LoadError
 from fpgashare.hdl_sim.cosim import Job, PortPhase, StreamPhase, run_alone
 from fpgashare.hdl_sim.harness import HarnessError, RunStats, ShellHarness, harness_parameters
+from fpgashare.modules import KINDS
 from fpgashare.platform import Platform
 from fpgashare.shell_map import (
     MODULE_WINDOW,
@@ -66,12 +68,17 @@ class SlotStatus:
 class SimBoard(ShellControl):
     """A platform's shell in Verilator, with the operations a runtime backend needs."""
 
-    def __init__(self, platform: Platform, streams: int = 1) -> None:
+    def __init__(self, platform: Platform, streams: int = 1, modules: Iterable[str] | None = None,
+                 external: bool = True) -> None:
+        """``modules``: the module names the run may load (default: every one the platform's slots can
+        hold); only those are simulated, each slot evaluating the one its last load activated.
+        ``external=False`` simulates the shell with every module of every slot inside (the old build)."""
         self.platform = platform
         self.slot_count = len(platform.slots)
         parameters = harness_parameters(platform.rtl_parameters(), streams)
         self.stream_count = int(parameters["NUM_STREAMS"])   # routes for other streams are refused before a write
-        self.rtl = ShellHarness(parameters)
+        ids = None if modules is None else {KINDS[platform.module(name).name].module_id for name in modules}
+        self.rtl = ShellHarness(parameters, ids, external=external)
 
     # -- registers
     def shell_read(self, index: int) -> int:

@@ -186,8 +186,35 @@ def _balanced(files: list[str], obj: Path, parts: int) -> list[list[str]]:
     return [g for g in groups if g]
 
 
+def _compile_flags(obj: Path | None, options: CompileOptions) -> list[str]:
+    inc = verilator_root() / "include"
+    return [*options.cxxflags, *([f"-I{obj}"] if obj else []), f"-I{inc}", f"-I{inc / 'vltstd'}", "-DVERILATOR=1",
+            *(f"-D{k}={v}" for k, v in VERILATED_DEFINES.items())]
+
+
+def runtime_object(options: CompileOptions = CompileOptions()) -> Path:
+    """Verilator's runtime library compiled once (one object, position-independent, hidden symbols)
+    for every model built with ``options``: each model library links its own copy, so a run of many
+    small models (a module each, see harness.py) does not compile it once per model."""
+    setup_environment()
+    key = content_key("runtime", [verilator_root() / "include" / src for src in RUNTIME_SOURCES],
+                      {"root": str(verilator_root()), "compile": [options.runtime, *options.cxxflags,
+                                                                  *options.model_flags], "defines": VERILATED_DEFINES})
+    build_dir = cache_root() / "runtime" / key
+    target = build_dir / "verilated_runtime.o"
+    with build_lock(build_dir):
+        if not target.exists():
+            source = _unity(build_dir, "verilated_runtime", [Path(src).stem for src in RUNTIME_SOURCES])
+            tmp = build_dir / "verilated_runtime.tmp.o"
+            run_step(["g++", options.runtime, *_compile_flags(None, options), *options.model_flags, "-c", str(source),
+                      "-o", str(tmp)], build_dir)
+            tmp.rename(target)
+    return target
+
+
 def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user_sources: Sequence[Path],
-                           out: Path, options: CompileOptions = CompileOptions(), jobs: int | None = None) -> None:
+                           out: Path, options: CompileOptions = CompileOptions(), jobs: int | None = None,
+                           runtime: Path | None = None, one_unit: bool = False) -> None:
     """Run ``verilate`` (a Verilator --cc command writing to ``obj`` a model whose class is ``prefix``,
     ``V<top>`` unless --prefix says otherwise), compile its output, Verilator's runtime library and
     ``user_sources`` with g++ on ``jobs`` cores (default: all), and link them into the shared library
@@ -196,15 +223,15 @@ def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user
     Faster than Verilator's makefile for a model built once: no precompiled headers (two cost more
     than the few translation units they would serve), the model compiled as one translation unit per
     core, the run-once code at -O0, and the runtime library compiled (as one unit) while Verilator
-    still runs. On the demo's shell (2026-12-04): 17-20 s of CPU against 24-26 s for the makefile at
+    still runs (or, given ``runtime``, that object from ``runtime_object`` instead). ``one_unit``
+    compiles the model and ``user_sources`` as one translation unit (for small models). On the demo's
+    shell (2026-12-04): 17-20 s of CPU against 24-26 s for the makefile at
     the same -O levels, and against 45 s for the makefile as this harness used it before (-O2 throughout).
     With the runtime library at -O2 (per eval it runs two of its functions) the zcu104 shell's build
     takes 17 s of CPU instead of 15 s and the same wall time (2026-12-04).
     """
     jobs = jobs or os.cpu_count() or 2
-    inc = verilator_root() / "include"
-    flags = [*options.cxxflags, f"-I{obj}", f"-I{inc}", f"-I{inc / 'vltstd'}", "-DVERILATOR=1",
-             *(f"-D{k}={v}" for k, v in VERILATED_DEFINES.items())]
+    flags = _compile_flags(obj, options)
     cwd = obj.parent
     obj.mkdir(parents=True, exist_ok=True)   # the runtime library compiles into it while Verilator runs
 
@@ -215,9 +242,10 @@ def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         model = pool.submit(run_step, list(verilate), cwd)
-        # One unit for the runtime library: its two files share most of their (large) headers.
-        runtime = _unity(obj, "verilated_runtime", [Path(src).stem for src in RUNTIME_SOURCES])
-        objects: list[Future[Path]] = [pool.submit(compile_unit, runtime, options.runtime, runtime.stem)]
+        objects: list[Future[Path]] = []
+        if runtime is None:   # one unit for the runtime library: its two files share most of their headers
+            unity = _unity(obj, "verilated_runtime", [Path(src).stem for src in RUNTIME_SOURCES])
+            objects.append(pool.submit(compile_unit, unity, options.runtime, unity.stem))
         model.result()
         classes = _classes(obj, prefix)
         wrong = {k: v for k, v in VERILATED_DEFINES.items() if classes.get(k, [v]) != [v]}
@@ -226,12 +254,19 @@ def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user
                              f"is compiled without")
         fast = classes.get("VM_CLASSES_FAST", []) + classes.get("VM_SUPPORT_FAST", [])
         slow = classes.get("VM_CLASSES_SLOW", []) + classes.get("VM_SUPPORT_SLOW", [])
-        units = [(_unity(obj, f"{prefix}__fast{k}", group), options.fast, f"{prefix}__fast{k}")
-                 for k, group in enumerate(_balanced(fast, obj, jobs))]
-        units += [(_unity(obj, f"{prefix}__slow", slow), options.slow, f"{prefix}__slow")]
-        units += [(src, options.user, src.stem, ()) for src in user_sources]
+        if one_unit:
+            # A small model: its headers (verilated.h above all) cost more to parse than its code
+            # to compile, so the model and the user sources are one unit (hidden symbols: the user
+            # sources mark what they export).
+            sources = [f"{name}" for name in fast + slow] + [str(src.with_suffix("")) for src in user_sources]
+            units = [(_unity(obj, f"{prefix}__all", sources), options.fast, f"{prefix}__all")]
+        else:
+            units = [(_unity(obj, f"{prefix}__fast{k}", group), options.fast, f"{prefix}__fast{k}")
+                     for k, group in enumerate(_balanced(fast, obj, jobs))]
+            units += [(_unity(obj, f"{prefix}__slow", slow), options.slow, f"{prefix}__slow")]
+            units += [(src, options.user, src.stem, ()) for src in user_sources]
         objects += [pool.submit(compile_unit, *unit) for unit in units]
-        built = [f.result() for f in objects]
+        built = [f.result() for f in objects] + ([runtime] if runtime is not None else [])
     tmp = out.with_name(out.name + ".tmp")
     run_step(["g++", "-shared", "-o", str(tmp), *map(str, built), "-pthread"], cwd)
     tmp.rename(out)

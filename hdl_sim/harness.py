@@ -2,13 +2,18 @@
 
 Built at first use per platform (its RTL parameters), cached by content hash like every build.
 Data moves as numpy arrays passed by pointer; no Python runs per cycle.
+
+By default the shell is built without its modules (``RM_EXTERNAL = 1``) and each module the run may
+load is a library of its own (module_models.py), attached to its slots: a slot then costs what its
+loaded module costs. ``external=False`` builds the shell with every module inside, as before (the
+tests compare the two cycle for cycle).
 """
 
 from __future__ import annotations
 
 import ctypes
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -27,6 +32,7 @@ from fpgashare.hdl_sim.build import (
     rtl_headers,
     sim_sources,
 )
+from fpgashare.hdl_sim.module_models import MODEL_SOURCES, build_modules, module_parameters, slot_modules
 from fpgashare.hdl_sim.toolchain import setup_environment
 
 log = logging.getLogger(__name__)
@@ -63,7 +69,8 @@ def build_harness(parameters: Mapping[str, int]) -> Path:
     setup_environment()
     sources = sim_sources()
     cpp = HARNESS_DIR / "shell_harness.cpp"
-    key = content_key("harness", [*sources, *rtl_headers(), cpp],
+    headers = [HARNESS_DIR / name for name in MODEL_SOURCES if name.endswith(".h")]
+    key = content_key("harness", [*sources, *rtl_headers(), cpp, *headers],
                       {"params": dict(parameters), "flags": VERILATOR_FLAGS, "config": VERILATOR_CONFIG,
                        "compile": asdict(COMPILE)})
     build_dir = cache_root() / "harness" / key
@@ -126,11 +133,18 @@ _U32P = np.ctypeslib.ndpointer(dtype=np.uint32, flags="C_CONTIGUOUS")
 
 
 class ShellHarness:
-    """One instance of the Verilated shell."""
+    """One instance of the Verilated shell.
 
-    def __init__(self, parameters: Mapping[str, int]) -> None:
+    ``external`` (the default): the shell without its modules, and a model per module of ``modules``
+    (ids; default every module a slot can hold) attached to each slot that can hold it. Loading a
+    module that has no model stops the run with a HarnessError."""
+
+    def __init__(self, parameters: Mapping[str, int], modules: Iterable[int] | None = None,
+                 external: bool = True) -> None:
         self.handle = None
-        self.lib = ctypes.CDLL(str(build_harness(parameters)))
+        self.external = external
+        shell_parameters = {**parameters, "RM_EXTERNAL": 1} if external else dict(parameters)
+        self.lib = ctypes.CDLL(str(build_harness(shell_parameters)))
         L = self.lib  # noqa: N806 - short alias for the prototypes below
         L.fs_create.restype = ctypes.c_void_p
         L.fs_destroy.argtypes = [ctypes.c_void_p]
@@ -162,13 +176,48 @@ class ShellHarness:
         L.fs_armed.argtypes = [ctypes.c_void_p]
         L.fs_armed.restype = ctypes.c_uint32
         L.fs_beat_words.restype = ctypes.c_int
+        L.fs_attach.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+        L.fs_attach.restype = ctypes.c_int
+        L.fs_fault.argtypes = [ctypes.c_void_p]
+        L.fs_fault.restype = ctypes.c_uint32
+        L.fs_evals.argtypes = [ctypes.c_void_p, np.ctypeslib.ndpointer(dtype=np.uint64, flags="C_CONTIGUOUS")]
         #: 32-bit words in a stream beat (the shell's DATA_W / 32); stream arrays are whole beats.
         self.beat_words = int(L.fs_beat_words())
         self.streams = int(parameters.get("NUM_STREAMS", 1))
         self.handle = L.fs_create()
         L.fs_set_streams(self.handle, self.streams)
+        #: module ids with a model, per slot (empty when the modules are inside the shell)
+        self.slot_models: dict[int, list[int]] = {}
+        self._module_libs: dict[int, ctypes.CDLL] = {}
+        if external:
+            self._attach(parameters, modules)
         self._buffers: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # arrays the C side points into
         self.reset()
+
+    def _attach(self, parameters: Mapping[str, int], modules: Iterable[int] | None) -> None:
+        per_slot = slot_modules(parameters, modules)
+        paths = build_modules({m for ids in per_slot.values() for m in ids}, module_parameters(parameters),
+                              VERILATOR_FLAGS, COMPILE)
+        for module_id, path in paths.items():
+            lib = ctypes.CDLL(str(path))
+            lib.rm_api.restype = ctypes.c_void_p
+            self._module_libs[module_id] = lib
+        for slot, ids in per_slot.items():
+            for module_id in ids:
+                api = self._module_libs[module_id].rm_api()
+                if self.lib.fs_attach(self.handle, slot, module_id, api):
+                    raise HarnessError(f"module {module_id}'s model does not fit slot {slot} of this shell")
+            self.slot_models[slot] = list(ids)
+
+    def _check(self) -> None:
+        """Raise if the run stopped on a module without a model (or a boundary that never settled)."""
+        fault = int(self.lib.fs_fault(self.handle))
+        if fault == 0xFFFF:
+            raise HarnessError("a module's boundary did not settle: a combinational loop through the shell")
+        if fault:
+            slot, module_id = (fault & 0xFF) - 1, fault >> 8
+            raise HarnessError(f"slot {slot} activated module {module_id}, which this simulated board has no "
+                               f"model for (it simulates {self.slot_models.get(slot, [])} there)")
 
     def close(self) -> None:
         if self.handle:
@@ -180,17 +229,26 @@ class ShellHarness:
 
     def reset(self, cycles: int = 8) -> None:
         self.lib.fs_reset(self.handle, cycles)
+        self._check()
 
     @property
     def cycles(self) -> int:
         return int(self.lib.fs_cycles(self.handle))
 
+    def evaluations(self) -> tuple[int, int]:
+        """(extra shell evaluations settling the module boundary, module model evaluations) so far."""
+        out = np.zeros(2, dtype=np.uint64)
+        self.lib.fs_evals(self.handle, out)
+        return int(out[0]), int(out[1])
+
     def idle(self, cycles: int) -> None:
         self.lib.fs_idle(self.handle, cycles)
+        self._check()
 
     def write(self, addr: int, value: int, timeout: int = 1000) -> int:
         """AXI-Lite write; returns BRESP."""
         resp = self.lib.fs_axil_write(self.handle, addr, value & 0xFFFFFFFF, timeout)
+        self._check()
         if resp < 0:
             raise HarnessError(f"AXI-Lite write to 0x{addr:04x} got no response in {timeout} cycles")
         return resp
@@ -198,6 +256,7 @@ class ShellHarness:
     def read(self, addr: int, timeout: int = 1000) -> tuple[int, int]:
         """AXI-Lite read; returns (RRESP, RDATA)."""
         value = self.lib.fs_axil_read(self.handle, addr, timeout)
+        self._check()
         if value < 0:
             raise HarnessError(f"AXI-Lite read of 0x{addr:04x} got no response in {timeout} cycles")
         return value >> 32, value & 0xFFFFFFFF
@@ -220,6 +279,7 @@ class ShellHarness:
                                  max_cycles, stats)
         if cycles == -2:
             raise HarnessError("fs_run while channels are armed: stream 0 and the port are theirs")
+        self._check()
         return out[:n_out * bw], RunStats(int(cycles), *(int(s) for s in stats))
 
     def _beats(self, words: np.ndarray) -> int:
@@ -250,7 +310,9 @@ class ShellHarness:
     def advance(self, until: int) -> int:
         """Run to absolute cycle ``until`` or until a channel is done; the mask of done channels
         (bit s: stream s; bit PORT_CHANNEL: the port)."""
-        return int(self.lib.fs_advance(self.handle, until))
+        done = int(self.lib.fs_advance(self.handle, until))
+        self._check()
+        return done
 
     @property
     def armed(self) -> int:

@@ -121,9 +121,8 @@ def cmd_board_package(args: argparse.Namespace) -> int:
 
 def cmd_sim_run(args: argparse.Namespace) -> int:
     import cv2
-    from fpgashare.hdl_sim.board import SimBoard
     from fpgashare.platform import load_platform
-    from fpgashare.simrun import parse_overrides, resolve_chain, run_chain
+    from fpgashare.simrun import chain_board, parse_overrides, resolve_chain, run_chain
 
     platform = load_platform(args.platform)
     chain = [c.strip() for c in args.chain.split(",") if c.strip()]
@@ -140,19 +139,22 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
     out_path = Path(args.output)
     if out_path.suffix.lower() not in (".png", ".pgm", ".bmp", ".tif", ".tiff"):
         raise FpgashareError(f"--out {out_path}: use a lossless format (.png, .pgm, .bmp, .tif)")
-    result = run_chain(SimBoard(platform), stages, frame)
+    result = run_chain(chain_board(platform, stages), stages, frame)
     if not cv2.imwrite(str(out_path), result.output):
         raise FpgashareError(f"--out {out_path}: could not write the image")
     info = {"platform": platform.name, "chain": chain, "out": str(out_path), **result.as_dict()}
     lines = [f"{platform.name}: {' -> '.join(chain)} on a {frame.shape[1]}x{frame.shape[0]} frame",
-             *(f"  {st:<14} in slot {sl}" for st, sl in result.slots.items()),
+             *(f"  pass {n + 1}: " + ", ".join(f"{st} in slot {sl}" for st, sl in p.items())
+               for n, p in enumerate(result.passes)),
              f"  loads: {result.load_words} words, {result.load_cycles} port cycles = "
              f"{result.load_s * 1e3:.3f} ms at {platform.config_port.clock_hz / 1e6:.0f} MHz",
              f"  compute: {result.compute_cycles} cycles = {result.compute_s * 1e3:.3f} ms at "
              f"{platform.fabric_clock_hz / 1e6:.0f} MHz",
              *(f"  {st:<14} registers after the frame: " + ", ".join(f"{k}={v}" for k, v in regs.items())
                for st, regs in result.results.items()),
-             f"  simulated in {result.wall_s:.2f} s wall; wrote {out_path}"]
+             f"  simulated in {result.wall_s:.2f} s wall ({result.load_wall_s:.2f} s loading); streaming "
+             f"{result.pixels_per_s / 1e6:.2f} M px/s wall, {result.pixels_per_cpu_s / 1e6:.2f} M per CPU s; "
+             f"wrote {out_path}"]
     _emit(info, args.json, lines)
     return 0
 

@@ -11,11 +11,12 @@ pipeline, how busy the fabric was, and how many of the printed digits the reader
 (scored against what the video printed).
 
 Wall time goes mostly to partial loads: the RTL takes each 1 MB partial word by word (about
-0.5 s of CPU per load here, against about 0.1 s per 640x480 frame through a chain at four pixels
-per clock), and three real-time chains of 3-4 stages on two slots a stream swap modules every
-frame. The shell model is built with only the modules the apps use (``app_modules``). So the
-default is a short video (4 frames): from an empty build cache the README's first command takes
-49-58 s here (measured 2026-12-04).
+0.12 s of CPU per load since each slot simulates only its loaded module, docs/simulated-board.md;
+0.5 s before), and three real-time chains of 3-4 stages on two slots a stream swap modules every
+frame (356 loads in 30 frames). The board simulates only the modules the apps use (``app_modules``).
+So the default is a short video (4 frames): from an empty build cache the README's first command
+took 49-58 s here (measured 2026-12-04); 30 frames took 108 s of wall time and 97 s of CPU with the
+builds cached, on the shared machine at load average 9 (2026-12-05), nothing late.
 
 Time: the daemon's clock runs with the wall clock while the board is idle and stands still while
 the RTL simulation is slower than the hardware it stands for, so every frame and load takes its

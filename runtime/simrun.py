@@ -1,7 +1,11 @@
 """Run a chain of vision modules on the simulated board: load each into a slot through the
-configuration port, route the chain through the stream switch, stream one frame.
+configuration port, route the chain through the stream switch, stream one frame. A chain longer than
+the slots runs in passes through memory, split as bench and the daemon split it (passes.py): each
+pass loads its stages (a module already in its slot stays), streams the previous pass's output.
 
-Used by ``fpgashare sim run`` and, until the daemon exists, by ``fpgashare demo``.
+Used by ``fpgashare sim run``. ``chain_board`` builds the smallest simulated board for a chain: the
+platform's shell with models of the chain's modules only (the simulator evaluates a slot's loaded
+module, and builds each module once, so a smaller library costs less to build, not to run).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import numpy as np
 from fpgashare.bitstream.registry import build_config
 from fpgashare.errors import FrameError, ModuleError
 from fpgashare.modules import Stage, expand_chain, resolve_stage
+from fpgashare.passes import match_slots, split_chain
 from fpgashare.platform import Platform, SlotSpec
 
 MIN_SIDE = 8
@@ -35,6 +40,17 @@ class ChainResult:
     load_wall_s: float = 0.0     #: wall time of generating and loading the bitstreams
     stream_wall_s: float = 0.0   #: wall time of streaming the frame through the RTL (packing included)
     stream_cpu_s: float = 0.0    #: CPU time of the same (steadier than wall time on a shared machine)
+    passes: list[dict[str, str]] = field(default_factory=list)   #: stage -> slot name, per pass
+
+    @property
+    def pixels_per_s(self) -> float:
+        """Simulated pixels per second of wall time spent streaming (all passes)."""
+        return self.pixels / self.stream_wall_s if self.stream_wall_s > 0 else 0.0
+
+    @property
+    def pixels_per_cpu_s(self) -> float:
+        """The same per CPU second (steadier on a shared machine)."""
+        return self.pixels / self.stream_cpu_s if self.stream_cpu_s > 0 else 0.0
 
     def as_dict(self) -> dict:
         return {
@@ -42,7 +58,8 @@ class ChainResult:
             "compute_cycles": self.compute_cycles, "load_s": self.load_s, "compute_s": self.compute_s,
             "wall_s": round(self.wall_s, 4), "load_wall_s": round(self.load_wall_s, 4),
             "stream_wall_s": round(self.stream_wall_s, 4), "stream_cpu_s": round(self.stream_cpu_s, 4),
-            "slots": self.slots,
+            "slots": self.slots, "passes": self.passes,
+            "pixels_per_s": round(self.pixels_per_s), "pixels_per_cpu_s": round(self.pixels_per_cpu_s),
             "output_shape": list(self.output.shape), "results": self.results,
         }
 
@@ -122,32 +139,71 @@ def check_frame(platform: Platform, stages: Sequence[Stage], frame: np.ndarray) 
             raise FrameError(f"frame {cols}x{rows} becomes empty after {stage.name}")
 
 
+def pass_slots(platform: Platform, stages: Sequence[Stage]) -> list[SlotSpec]:
+    """Distinct slots for ``stages`` run at once, each able to hold its stage's module; ModuleError if none."""
+    slots = {s.index: s for s in platform.slots}
+    homes = [set(platform.module(stage.kind.name).slots) for stage in stages]
+    owner = match_slots(list(range(len(stages))), list(slots), lambda s, i: slots[s].name in homes[i])
+    if owner is None:
+        raise ModuleError(f"no slots on {platform.name} hold {', '.join(s.name for s in stages)} at once")
+    by_stage = {i: slots[s] for s, i in owner.items()}
+    return [by_stage[i] for i in range(len(stages))]
+
+
+def chain_board(platform: Platform, stages: Sequence[Stage]):
+    """The simulated board for ``stages``: the platform's shell, models of the chain's modules only."""
+    from fpgashare.hdl_sim.board import SimBoard
+
+    return SimBoard(platform, modules={stage.kind.name for stage in stages})
+
+
 def run_chain(board, stages: Sequence[Stage], frame: np.ndarray) -> ChainResult:
-    """Load, route, program and stream one frame on a SimBoard."""
+    """Load, route, program and stream one frame on a SimBoard, in as many passes as the slots need."""
     platform: Platform = board.platform
     check_frame(platform, stages, frame)
-    slots = assign_slots(platform, stages)
+    counts = split_chain(stages, *frame.shape[:2], platform)
     start = time.perf_counter()
-    load_cycles = load_words = 0
-    for stage, slot in zip(stages, slots, strict=True):
-        result = board.load_or_raise(slot.index, build_config(platform, slot, stage.kind.name))
-        load_cycles += result.cycles
-        load_words += result.words
-    load_wall = time.perf_counter() - start
-    board.route([s.index for s in slots])
-    shape = frame.shape[:2]
-    for stage, slot in zip(stages, slots, strict=True):
-        board.program(slot.index, stage, *shape)
-        shape = stage.kind.output_shape(*shape)
-    stream_start, stream_cpu = time.perf_counter(), time.process_time()
-    out, stats = board.stream(frame, shape)
-    stream_wall, stream_cpu = time.perf_counter() - stream_start, time.process_time() - stream_cpu
-    results = board.read_results([s.index for s in slots], stages)
+    load_cycles = load_words = compute_cycles = 0
+    load_wall = stream_wall = stream_cpu = 0.0
+    loaded: dict[int, str] = {}
+    passes: list[dict[str, str]] = []
+    results: dict[str, dict[str, int]] = {}
+    data, k = frame, 0
+    for count in counts:
+        part = list(stages[k:k + count])
+        k += count
+        if part[-1].kind.channels_out != 1 and k < len(stages):
+            raise ModuleError(f"the chain is cut into passes after {part[-1].name}, which gives "
+                              f"{part[-1].kind.channels_out} channels per pixel; a pass writes gray frames")
+        slots = pass_slots(platform, part)
+        load_start = time.perf_counter()
+        for stage, slot in zip(part, slots, strict=True):
+            if loaded.get(slot.index) == stage.kind.name:
+                continue    # already there: reprogrammed by registers, as the daemon keeps it
+            result = board.load_or_raise(slot.index, build_config(platform, slot, stage.kind.name))
+            loaded[slot.index] = stage.kind.name
+            load_cycles += result.cycles
+            load_words += result.words
+        load_wall += time.perf_counter() - load_start
+        indices = [s.index for s in slots]
+        board.route(indices)
+        shape = data.shape[:2]
+        for stage, slot in zip(part, slots, strict=True):
+            board.program(slot.index, stage, *shape)
+            shape = stage.kind.output_shape(*shape)
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        data, stats = board.stream(data, shape)
+        stream_wall += time.perf_counter() - wall0
+        stream_cpu += time.process_time() - cpu0
+        compute_cycles += stats.cycles
+        results.update(board.read_results(indices, part))
+        passes.append({st.name: sl.name for st, sl in zip(part, slots, strict=True)})
     wall = time.perf_counter() - start
     return ChainResult(
-        output=out, slots={st.name: sl.name for st, sl in zip(stages, slots, strict=True)},
-        load_cycles=load_cycles, load_words=load_words, compute_cycles=stats.cycles, wall_s=wall,
+        output=data, slots={name: slot for p in passes for name, slot in p.items()},
+        load_cycles=load_cycles, load_words=load_words, compute_cycles=compute_cycles, wall_s=wall,
         load_s=load_cycles / platform.config_port.clock_hz,
-        compute_s=stats.cycles / platform.fabric_clock_hz, pixels=int(frame.shape[0] * frame.shape[1]),
+        compute_s=compute_cycles / platform.fabric_clock_hz, pixels=int(frame.shape[0] * frame.shape[1]),
         results=results, load_wall_s=load_wall, stream_wall_s=stream_wall, stream_cpu_s=stream_cpu,
+        passes=passes,
     )

@@ -15,3 +15,35 @@ def test_a_cocotb_model_from_another_venv_is_not_reused(monkeypatch, tmp_path):
     other = {**build.cocotb_toolchain(), "cocotb": "/elsewhere/.venv/lib/python3.11/site-packages/cocotb"}
     monkeypatch.setattr(build, "cocotb_toolchain", lambda: other)
     assert build.cocotb_build_dir("threshold", {"WIDTH": 8}) != here
+
+
+def _module_key(module_id: int, rtl_dir) -> str:
+    from fpgashare.hdl_sim.module_models import module_sources
+
+    files, library = module_sources(module_id, rtl_dir)
+    return build.content_key("module", files, {"library": library})
+
+
+def test_an_edit_to_one_module_rebuilds_that_module_only(tmp_path):
+    """A module model's key covers the files its rm_library arm reaches and that arm: editing one
+    module's file, or its arm, changes its key and no other module's."""
+    import random
+    import shutil
+
+    from fpgashare.modules import KINDS
+
+    rtl = tmp_path / "rtl"
+    shutil.copytree(build.RTL_DIR, rtl)
+    ids = {name: KINDS[name].module_id for name in ("conv3x3", "sobel_mag", "threshold", "rgb2gray", "dnn_tile")}
+    before = {name: _module_key(m, rtl) for name, m in ids.items()}
+    edited = random.choice(["threshold", "rgb2gray", "dnn_tile"])
+    (rtl / f"{edited}.sv").write_text((rtl / f"{edited}.sv").read_text() + "\n// edited\n")
+    after = {name: _module_key(m, rtl) for name, m in ids.items()}
+    assert {n for n in ids if after[n] != before[n]} == {edited}
+    library = (rtl / "rm_library.sv").read_text()
+    (rtl / "rm_library.sv").write_text(library.replace("begin : g_sobel_mag\n", "begin : g_sobel_mag\n\n", 1))
+    again = {name: _module_key(m, rtl) for name, m in ids.items()}
+    assert {n for n in ids if again[n] != after[n]} == {"sobel_mag"}
+    shared = rtl / "axil_regfile.sv"   # every module's register file
+    shared.write_text(shared.read_text() + "\n// edited\n")
+    assert all(_module_key(m, rtl) != again[n] for n, m in ids.items())

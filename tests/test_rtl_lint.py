@@ -61,3 +61,9 @@ def test_shell_lints_clean_at_four_pixels_per_clock(tmp_path):
     platform = load_platform(manifest_at_pixels_per_clock("zcu104", 4, tmp_path / "x4.toml"))
     assert lint("shell", platform.rtl_parameters()) == ""
     assert lint("shell", load_platform("zcu104-x4").rtl_parameters()) == ""   # the shipped one
+
+
+@pytest.mark.parametrize("name", ["pynq-z2", "zcu104"])
+def test_shell_lints_clean_without_its_modules(name):
+    """The shell as the harness builds it: every slot's modules outside, at its boundary."""
+    assert lint("shell", {**load_platform(name).rtl_parameters(), "RM_EXTERNAL": 1}) == ""

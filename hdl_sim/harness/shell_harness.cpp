@@ -7,6 +7,13 @@
 // configuration port runs in the same cycles, whatever else the caller does meanwhile - every cycle
 // of every call (register accesses, idling) drives every armed channel - and each channel records
 // the cycle it ended (the co-simulation of hdl_sim/cosim.py).
+//
+// Modules (fs_attach): with the shell built RM_EXTERNAL = 1 its slots hold no modules; the harness
+// evaluates, per slot, only the model of the module the slot's last load activated (rm_pins.h), as a
+// gated clock would leave every other module frozen. Each half cycle the shell and the active models
+// are evaluated in turn until the boundary settles, so every cycle is the one the shell with the
+// modules inside would have (tests/test_harness_modules.py compares the two).
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -14,9 +21,19 @@
 #include <utility>
 
 #include "Vshell.h"
+#include "port_words.h"
+#include "rm_pins.h"
 #include "verilated.h"
 
+// The model's evaluation without eval()'s per-call housekeeping (a deleter for dynamic objects and
+// a cross-thread message queue, two mutexes and thread-local look-ups a call, neither used by a
+// single-threaded model without classes): at several evaluations a cycle it was a tenth of the time.
+// eval() runs once at creation, for the model's initialisation.
+void Vshell___024root___eval(Vshell___024root* vlSelf);
+
 namespace {
+
+inline void eval_model(Vshell* t) { Vshell___024root___eval(t->rootp); }
 
 constexpr int MAX_STREAMS = 16;
 constexpr int CFG_CHANNEL = MAX_STREAMS;     // channel index of the configuration port
@@ -48,9 +65,27 @@ struct CfgChannel {
     bool on = false;
 };
 
+// The shell's slots and the module boundary (RM_EXTERNAL = 1): rm_ctl has a 32-bit word per slot.
+using CtlType = std::remove_reference_t<decltype(std::declval<Vshell&>().rm_ctl)>;
+constexpr int NUM_SLOTS = port_words<CtlType>();
+constexpr int NUM_IDS = 32;
+
+// One slot's module models, by id, and its pins as last exchanged with the shell.
+struct ModuleSlot {
+    const rm::Api* api[NUM_IDS] = {};
+    void* model[NUM_IDS] = {};
+    int attached = 0;
+    int active = 0;              // the id the shell selected in this cycle's low phase (0: none to run)
+    rm::Pins pins;
+};
+
 struct Harness {
     std::unique_ptr<VerilatedContext> ctx;
     std::unique_ptr<Vshell> top;
+    ModuleSlot slots[NUM_SLOTS];
+    bool modules = false;             // some model attached: run the boundary every half cycle
+    uint32_t fault = 0;               // {module id, slot + 1}: a slot selected a module with no model
+    uint64_t shell_evals = 0, module_evals = 0;   // evaluations so far (what a cycle costs, fs_evals)
     uint64_t cycle = 0;
     uint32_t rng = 1;
     int streams = 1;                  // video streams the Verilated shell has (NUM_STREAMS)
@@ -61,40 +96,7 @@ struct Harness {
 };
 
 // Port access for stream s: stream 0 is s_axis / m_axis, stream s > 0 slice s - 1 of the *_more
-// vectors, whose C++ type Verilator picks by width (an integer up to 64 bits, VlWide above).
-template <typename T>
-inline void put_word(T& v, int i, uint32_t x) {
-    if constexpr (std::is_integral_v<T>) {
-        if constexpr (sizeof(T) <= 4) {
-            v = x;
-        } else {
-            const uint64_t mask = 0xFFFFFFFFULL << (32 * i);
-            v = (v & ~mask) | (static_cast<uint64_t>(x) << (32 * i));
-        }
-    } else {
-        v[i] = x;
-    }
-}
-
-template <typename T>
-inline uint32_t get_word(T& v, int i) {
-    if constexpr (std::is_integral_v<T>) {
-        return static_cast<uint32_t>(static_cast<uint64_t>(v) >> (32 * i));
-    } else {
-        return v[i];
-    }
-}
-
-template <typename T>
-inline void put_bit(T& v, int i, bool b) {
-    v = static_cast<T>((v & ~(T(1) << i)) | (T(b) << i));
-}
-
-template <typename T>
-inline bool get_bit(T v, int i) {
-    return (v >> i) & 1;
-}
-
+// vectors, whose C++ type Verilator picks by width (port_words.h).
 inline void drive_stream(Vshell* t, int s, bool valid, const uint32_t* data, bool last, bool user, bool ready) {
     if (s == 0) {
         t->s_axis_tvalid = valid;
@@ -135,18 +137,114 @@ void drive_channels(Harness* h);
 void sample_channels(Harness* h);
 void commit_channels(Harness* h);
 
+void settle_modules(Harness* h);
+void clock_modules(Harness* h);
+
 inline void settle_low(Harness* h) {
     if (h->armed) drive_channels(h);
     h->top->clk = 0;
-    h->top->eval();
+    eval_model(h->top.get());
+    if (h->modules) settle_modules(h);
     if (h->armed) sample_channels(h);
 }
 
 inline void rise(Harness* h) {
     h->top->clk = 1;
-    h->top->eval();
+    eval_model(h->top.get());
+    if (h->modules) clock_modules(h);
     h->cycle++;
     if (h->armed) commit_channels(h);
+}
+
+// The inputs of slot k's module as the shell drives them now; true if they changed.
+bool read_pins(Vshell* t, int k, rm::Pins& x) {
+    rm::Pins old = x;
+    x.ctl = get_word(t->rm_ctl, k);
+    x.awaddr = t->rm_axil_awaddr;
+    x.araddr = t->rm_axil_araddr;
+    x.wdata = t->rm_axil_wdata;
+    x.wstrb = t->rm_axil_wstrb;
+    for (int j = 0; j < BEAT_WORDS; j++) x.s_tdata[j] = get_word(t->rm_s_tdata, k * BEAT_WORDS + j);
+    return std::memcmp(&old, &x, offsetof(rm::Pins, sts)) != 0;
+}
+
+// Slot k's module outputs into the shell; true if they differ from what the shell had.
+bool write_pins(Vshell* t, int k, const rm::Pins& x) {
+    bool changed = get_word(t->rm_sts, k) != x.sts || get_word(t->rm_rdata, k) != x.rdata;
+    for (int j = 0; j < BEAT_WORDS; j++) changed |= get_word(t->rm_m_tdata, k * BEAT_WORDS + j) != x.m_tdata[j];
+    if (!changed) return false;
+    put_word(t->rm_sts, k, x.sts);
+    put_word(t->rm_rdata, k, x.rdata);
+    for (int j = 0; j < BEAT_WORDS; j++) put_word(t->rm_m_tdata, k * BEAT_WORDS + j, x.m_tdata[j]);
+    return true;
+}
+
+// Low phase: evaluate each slot's selected module on the shell's outputs and the shell on the
+// modules' outputs until neither changes (a module's ready may depend on its inputs in the same
+// cycle, and the switch carries it on). A model that is not selected is not evaluated: its clock
+// is gated in the RTL, so it would not change either. In reset every model is clocked, as the RTL
+// clocks every module while rst is high; the unselected ones see their inputs gated to zero.
+void settle_modules(Harness* h) {
+    Vshell* t = h->top.get();
+    rm::Pins reset_pins;
+    reset_pins.ctl = rm::CTL_RST;
+    for (int round = 0; round < 64; round++) {
+        bool changed = false;
+        for (int k = 0; k < NUM_SLOTS; k++) {
+            ModuleSlot& s = h->slots[k];
+            if (!s.attached) continue;
+            // A blank slot (id 0: nothing loaded, or a load in progress) has no model to run.
+            if ((get_word(t->rm_ctl, k) & rm::CTL_MODULE) == 0 && !t->rst) {
+                s.active = 0;
+                continue;
+            }
+            bool moved = read_pins(t, k, s.pins);
+            int id = s.pins.ctl & rm::CTL_MODULE;
+            if (round == 0) {
+                s.active = id;
+                if (t->rst) {
+                    for (int m = 1; m < NUM_IDS; m++) {
+                        if (s.model[m] && m != id) s.api[m]->eval(s.model[m], 0, &reset_pins);
+                    }
+                }
+            }
+            if (id == 0) continue;
+            if (!s.model[id]) {
+                h->fault = static_cast<uint32_t>(id) << 8 | static_cast<uint32_t>(k + 1);
+                s.active = 0;
+                continue;
+            }
+            if (round > 0 && !moved) continue;
+            s.api[id]->eval(s.model[id], 0, &s.pins);
+            h->module_evals++;
+            changed |= write_pins(t, k, s.pins);
+        }
+        if (!changed) return;
+        eval_model(t);
+        h->shell_evals++;
+    }
+    h->fault = 0xFFFF;   // the boundary did not settle: a combinational loop through a module
+}
+
+// Rising edge: the selected models (all, in reset) take the edge with the inputs they settled on,
+// as the shell's flops just did; their new outputs reach the shell at the next low phase.
+void clock_modules(Harness* h) {
+    Vshell* t = h->top.get();
+    rm::Pins reset_pins;
+    reset_pins.ctl = rm::CTL_RST;
+    for (int k = 0; k < NUM_SLOTS; k++) {
+        ModuleSlot& s = h->slots[k];
+        if (!s.attached) continue;
+        if (s.active) {
+            s.api[s.active]->eval(s.model[s.active], 1, &s.pins);
+            h->module_evals++;
+            write_pins(t, k, s.pins);
+        }
+        if (!t->rst) continue;
+        for (int m = 1; m < NUM_IDS; m++) {
+            if (s.model[m] && m != s.active) s.api[m]->eval(s.model[m], 1, &reset_pins);
+        }
+    }
 }
 
 // Per cycle, for every armed channel: present the next word (low phase), see what fired before the
@@ -292,13 +390,41 @@ int fs_chan_cfg(void* p, const uint32_t* words, uint64_t n, uint64_t tail) {
 // or `until` (an absolute cycle) is reached. Returns the mask of done channels.
 uint32_t fs_advance(void* p, uint64_t until) {
     auto* h = static_cast<Harness*>(p);
-    while (!h->done_mask && h->armed && h->cycle < until) tick(h);
+    while (!h->done_mask && h->armed && h->cycle < until && !h->fault) tick(h);
     if (!h->armed && !h->done_mask && h->cycle < until) {
         // nothing armed: idle cycles change nothing the caller sees, but the caller asked for them
-        while (h->cycle < until) tick(h);
+        while (h->cycle < until && !h->fault) tick(h);
     }
     return h->done_mask;
 }
+
+// Attach a model of module `id` (a module library's rm_api()) to slot `slot`. Returns 0, or -1 if
+// the slot or id is out of range or taken, -2 if the library was built for another ABI or beat.
+int fs_attach(void* p, int slot, int id, const rm::Api* api) {
+    auto* h = static_cast<Harness*>(p);
+    if (slot < 0 || slot >= NUM_SLOTS || id <= 0 || id >= NUM_IDS || h->slots[slot].model[id]) return -1;
+    if (api->abi != rm::ABI || api->words != BEAT_WORDS) return -2;
+    ModuleSlot& s = h->slots[slot];
+    s.api[id] = api;
+    s.model[id] = api->create();
+    s.attached++;
+    h->modules = true;
+    return 0;
+}
+
+int fs_slots() { return NUM_SLOTS; }
+
+// Evaluations since creation: [0] of the shell beyond its two a cycle (the boundary settling),
+// [1] of module models.
+void fs_evals(void* p, uint64_t* out) {
+    auto* h = static_cast<Harness*>(p);
+    out[0] = h->shell_evals;
+    out[1] = h->module_evals;
+}
+
+// {module id, slot + 1} of a slot that selected a module no model was attached for (the run stops
+// there), 0xFFFF if a module's boundary never settled, else 0.
+uint32_t fs_fault(void* p) { return static_cast<Harness*>(p)->fault; }
 
 // Collect a done channel (streams 0.., the port at CFG_CHANNEL): stats (8 entries) in sent,
 // out received, extra out beats, TLAST errors, TUSER errors, start cycle, last-output (port: last
@@ -349,12 +475,19 @@ void* fs_create() {
     h->top = std::make_unique<Vshell>(h->ctx.get(), "shell");
     idle_inputs(h->top.get());
     h->top->s_axil_wstrb = 0xF;
+    h->top->clk = 0;
+    h->top->eval();   // initialisation (initial blocks, settle); later evaluations go through eval_model
     return h;
 }
 
 void fs_destroy(void* p) {
     auto* h = static_cast<Harness*>(p);
     h->top->final();
+    for (auto& s : h->slots) {
+        for (int m = 0; m < NUM_IDS; m++) {
+            if (s.model[m]) s.api[m]->destroy(s.model[m]);
+        }
+    }
     delete h;
 }
 
@@ -386,7 +519,7 @@ int fs_axil_write(void* p, uint32_t addr, uint32_t data, int max_cycles) {
     t->s_axil_wvalid = 1;
     t->s_axil_bready = 1;
     bool aw = false, w = false;
-    for (int i = 0; i < max_cycles; i++) {
+    for (int i = 0; i < max_cycles && !h->fault; i++) {
         settle_low(h);
         bool aw_fire = !aw && t->s_axil_awready;
         bool w_fire = !w && t->s_axil_wready;
@@ -414,7 +547,7 @@ int64_t fs_axil_read(void* p, uint32_t addr, int max_cycles) {
     t->s_axil_arvalid = 1;
     t->s_axil_rready = 1;
     bool ar = false;
-    for (int i = 0; i < max_cycles; i++) {
+    for (int i = 0; i < max_cycles && !h->fault; i++) {
         settle_low(h);
         bool ar_fire = !ar && t->s_axil_arready;
         bool r_fire = (ar || ar_fire) && t->s_axil_rvalid;
@@ -452,7 +585,7 @@ int64_t fs_run(void* p, const uint32_t* in, uint64_t n_in, uint32_t in_cols, uin
     uint64_t i_in = 0, i_out = 0, i_cfg = 0, extra = 0, last_err = 0, user_err = 0;
     uint64_t cfg_end = 0, out_end = 0, after = 0;
     const uint64_t start = h->cycle;
-    for (uint64_t c = 0; c < max_cycles; c++) {
+    for (uint64_t c = 0; c < max_cycles && !h->fault; c++) {
         bool in_on = i_in < n_in && (gap_pct == 0 || next_rand(h) % 100 >= gap_pct);
         t->s_axis_tvalid = in_on;
         if (in_on) {
@@ -504,6 +637,7 @@ int64_t fs_run(void* p, const uint32_t* in, uint64_t n_in, uint32_t in_cols, uin
     stats[6] = cfg_end;
     stats[7] = out_end;
     bool finished = i_in >= n_in && i_out >= n_out && i_cfg >= n_cfg;
+    if (h->fault) return -3;
     return finished ? static_cast<int64_t>(h->cycle - start) : -1;
 }
 

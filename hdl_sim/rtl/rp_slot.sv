@@ -20,15 +20,22 @@ module rp_slot #(
     parameter int DNN_W_ENTRIES = 1024,
     parameter int DNN_PG_ENTRIES = 64,
     parameter int DNN_MAX_LAYERS = 16,
-    parameter int DNN_URAM = 1             // dnn_tile memories in UltraRAM (1) or block RAM (0)
+    parameter int DNN_URAM = 1,            // dnn_tile memories in UltraRAM (1) or block RAM (0)
+    parameter int EXTERNAL = 0
 ) (
     input  wire [4:0]         active_module,
     input  wire               rm_rst,
     input  wire               decouple,
     output wire               decouple_status,
+    output wire [31:0]        x_ctl,
+    input  wire [31:0]        x_sts,
+    output wire [DATA_W-1:0]  x_s_tdata,
+    input  wire [DATA_W-1:0]  x_m_tdata,
+    input  wire [31:0]        x_rdata,
     `include "rm_ports.svh"
 );
     localparam int NM = 32;  // module ids 0..31 (0 = blank)
+    localparam bit EXT = (EXTERNAL != 0);
 
     // Partition-side signals (inside the decoupler).
     wire [DATA_W-1:0] rp_s_tdata, rp_m_tdata;
@@ -69,22 +76,43 @@ module rp_slot #(
     wire [1:0] l_rresp [NM];
     wire [31:0] l_rdata [NM];
 
-    assign rp_s_tready = i_tready[sel];
-    assign rp_m_tdata  = o_tdata[sel];
-    assign rp_m_tvalid = o_tvalid[sel];
-    assign rp_m_tlast  = o_tlast[sel];
-    assign rp_m_tuser  = o_tuser[sel];
-    assign rp_awready  = l_awready[sel];
-    assign rp_wready   = l_wready[sel];
-    assign rp_bresp    = l_bresp[sel];
-    assign rp_bvalid   = l_bvalid[sel];
-    assign rp_arready  = l_arready[sel];
-    assign rp_rdata    = l_rdata[sel];
-    assign rp_rresp    = l_rresp[sel];
-    assign rp_rvalid   = l_rvalid[sel];
+    if (EXT) begin : g_mux_external
+        // The blank (id 0) is here; every other id is the module outside, behind the boundary.
+        wire ext = (sel != 5'd0);
+        assign rp_s_tready = ext ? x_sts[0] : i_tready[0];
+        assign rp_m_tdata  = ext ? x_m_tdata : o_tdata[0];
+        assign rp_m_tvalid = ext ? x_sts[1] : o_tvalid[0];
+        assign rp_m_tlast  = ext ? x_sts[2] : o_tlast[0];
+        assign rp_m_tuser  = ext ? x_sts[3] : o_tuser[0];
+        assign rp_awready  = ext ? x_sts[4] : l_awready[0];
+        assign rp_wready   = ext ? x_sts[5] : l_wready[0];
+        assign rp_bvalid   = ext ? x_sts[6] : l_bvalid[0];
+        assign rp_arready  = ext ? x_sts[7] : l_arready[0];
+        assign rp_rvalid   = ext ? x_sts[8] : l_rvalid[0];
+        assign rp_bresp    = ext ? x_sts[10:9] : l_bresp[0];
+        assign rp_rresp    = ext ? x_sts[12:11] : l_rresp[0];
+        assign rp_rdata    = ext ? x_rdata : l_rdata[0];
+        wire unused_mux = &{1'b0, i_tready[NM-1:1], o_tvalid[NM-1:1], o_tlast[NM-1:1], o_tuser[NM-1:1],
+                            l_awready[NM-1:1], l_wready[NM-1:1], l_bvalid[NM-1:1], l_arready[NM-1:1],
+                            l_rvalid[NM-1:1]};
+    end else begin : g_mux_library
+        assign rp_s_tready = i_tready[sel];
+        assign rp_m_tdata  = o_tdata[sel];
+        assign rp_m_tvalid = o_tvalid[sel];
+        assign rp_m_tlast  = o_tlast[sel];
+        assign rp_m_tuser  = o_tuser[sel];
+        assign rp_awready  = l_awready[sel];
+        assign rp_wready   = l_wready[sel];
+        assign rp_bresp    = l_bresp[sel];
+        assign rp_bvalid   = l_bvalid[sel];
+        assign rp_arready  = l_arready[sel];
+        assign rp_rdata    = l_rdata[sel];
+        assign rp_rresp    = l_rresp[sel];
+        assign rp_rvalid   = l_rvalid[sel];
+    end
 
     for (genvar m = 0; m < NM; m++) begin : g_rm
-        if (m == 0 || MODULE_MASK[m]) begin : g_present
+        if (m == 0 || (!EXT && MODULE_MASK[m])) begin : g_present
             wire on = (sel == 5'(m));
             // The blank (id 0) is the junk source and never stops. Any other module runs only while
             // selected (its clock is gated off otherwise) and is reset by every load into the slot.
@@ -120,7 +148,17 @@ module rp_slot #(
         end
     end
 
-    wire unused_slot = &{1'b0, MODULE_MASK[0]};
+    // The boundary of the external modules: the static side's signals as the selected module sees them.
+    if (EXT) begin : g_boundary
+        assign x_ctl = {17'd0, rp_rready, rp_arvalid, rp_bready, rp_wvalid, rp_awvalid, rp_m_tready, rp_s_tuser,
+                        rp_s_tlast, rp_s_tvalid, rst || rm_rst, sel};
+        assign x_s_tdata = rp_s_tdata;
+    end else begin : g_no_boundary
+        assign x_ctl = '0;
+        assign x_s_tdata = '0;
+    end
+
+    wire unused_slot = &{1'b0, MODULE_MASK[0], x_sts[31:13], EXT ? 1'b0 : ^{x_sts[12:0], x_m_tdata, x_rdata}};
 endmodule
 
 `resetall

@@ -41,7 +41,8 @@ module shell import fpgashare_pkg::*; #(
     parameter int DNN_W_ENTRIES = 1024,
     parameter int DNN_PG_ENTRIES = 64,
     parameter int DNN_MAX_LAYERS = 16,
-    parameter int DNN_URAM = 1             // dnn_tile memories in UltraRAM (1) or block RAM (0)
+    parameter int DNN_URAM = 1,            // dnn_tile memories in UltraRAM (1) or block RAM (0)
+    parameter int RM_EXTERNAL = 0           // 1: the slots' modules are simulated outside (rp_slot's EXTERNAL)
 ) (
     input  wire               clk,
     input  wire               rst,
@@ -70,6 +71,16 @@ module shell import fpgashare_pkg::*; #(
     input  wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        m_axis_more_tready,
     output wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        m_axis_more_tlast,
     output wire [(NUM_STREAMS > 1 ? NUM_STREAMS - 1 : 1)-1:0]        m_axis_more_tuser,
+    // slot k's module boundary in slice k (RM_EXTERNAL = 1; tied off otherwise): rp_slot's x_* ports
+    output wire [NUM_SLOTS*32-1:0]     rm_ctl,
+    input  wire [NUM_SLOTS*32-1:0]     rm_sts,
+    output wire [NUM_SLOTS*DATA_W-1:0] rm_s_tdata,
+    input  wire [NUM_SLOTS*DATA_W-1:0] rm_m_tdata,
+    input  wire [NUM_SLOTS*32-1:0]     rm_rdata,
+    output wire [7:0]                  rm_axil_awaddr,
+    output wire [7:0]                  rm_axil_araddr,
+    output wire [31:0]                 rm_axil_wdata,
+    output wire [3:0]                  rm_axil_wstrb,
     `define AXIL_ADDR_W 16
     `include "axil_ports.svh"
 );
@@ -128,6 +139,11 @@ module shell import fpgashare_pkg::*; #(
         .regs, .ro_values(ro), .wr_stb
     );
     wire bypass_decouplers = regs[REG_DEBUG*32 + DEBUG_BYPASS_LSB];
+    // The decouplers pass addresses and write data through unchanged: one copy serves every slot.
+    assign rm_axil_awaddr = p_awaddr;
+    assign rm_axil_araddr = p_araddr;
+    assign rm_axil_wdata = p_wdata;
+    assign rm_axil_wstrb = p_wstrb;
 
     // ---- register slices on every stream crossing the shell boundary: the static region's
     // ports start and end in flops, as timing closure on a real shell would want, so nothing
@@ -232,11 +248,14 @@ module shell import fpgashare_pkg::*; #(
         rp_slot #(
             .DATA_W(DATA_W), .MAX_W(MAX_W), .NPPC(NPPC), .MODULE_MASK(SLOT_MODULES[k*32 +: 32]),
             .SEED(32'h9E37_79B9 * (k + 1)), .DNN_P(DNN_P), .DNN_ACT_ENTRIES(DNN_ACT_ENTRIES),
-            .DNN_W_ENTRIES(DNN_W_ENTRIES), .DNN_PG_ENTRIES(DNN_PG_ENTRIES), .DNN_MAX_LAYERS(DNN_MAX_LAYERS), .DNN_URAM(DNN_URAM)
+            .DNN_W_ENTRIES(DNN_W_ENTRIES), .DNN_PG_ENTRIES(DNN_PG_ENTRIES), .DNN_MAX_LAYERS(DNN_MAX_LAYERS),
+            .DNN_URAM(DNN_URAM), .EXTERNAL(RM_EXTERNAL)
         ) u_slot (
             .clk, .rst,
             .active_module(slot_module[k*MODULE_ID_BITS +: MODULE_ID_BITS]), .rm_rst(slot_rst[k]),
             .decouple(dec), .decouple_status(decoupled[k]),
+            .x_ctl(rm_ctl[k*32 +: 32]), .x_sts(rm_sts[k*32 +: 32]), .x_s_tdata(rm_s_tdata[k*DATA_W +: DATA_W]),
+            .x_m_tdata(rm_m_tdata[k*DATA_W +: DATA_W]), .x_rdata(rm_rdata[k*32 +: 32]),
             .s_axis_tdata(snk_tdata[k]), .s_axis_tvalid(snk_tvalid[k]),
             .s_axis_tready(snk_tready[k]), .s_axis_tlast(snk_tlast[k]), .s_axis_tuser(snk_tuser[k]),
             .m_axis_tdata(o_tdata), .m_axis_tvalid(o_tvalid), .m_axis_tready(o_tready),

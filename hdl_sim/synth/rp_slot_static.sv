@@ -52,12 +52,18 @@ module rp_slot #(
     parameter int DNN_W_ENTRIES = 1024,
     parameter int DNN_PG_ENTRIES = 64,
     parameter int DNN_MAX_LAYERS = 16,
-    parameter int DNN_URAM = 1             // dnn_tile memories in UltraRAM (1) or block RAM (0)
+    parameter int DNN_URAM = 1,            // dnn_tile memories in UltraRAM (1) or block RAM (0)
+    parameter int EXTERNAL = 0              // the simulation's external-module boundary: unused here
 ) (
     input  wire [4:0]         active_module,
     input  wire               rm_rst,
     input  wire               decouple,
     output wire               decouple_status,
+    output wire [31:0]        x_ctl,
+    input  wire [31:0]        x_sts,
+    output wire [DATA_W-1:0]  x_s_tdata,
+    input  wire [DATA_W-1:0]  x_m_tdata,
+    input  wire [31:0]        x_rdata,
     `include "rm_ports.svh"
 );
     wire [DATA_W-1:0] rp_s_tdata, rp_m_tdata;
@@ -108,6 +114,10 @@ module rp_slot #(
     );
 
     wire unused_slot = &{1'b0, active_module, MODULE_MASK, SEED, box_m_tdata};
+    // The simulation's boundary for modules simulated outside the shell (hdl_sim/rtl/rp_slot.sv): tied off.
+    assign x_ctl = '0;
+    assign x_s_tdata = '0;
+    wire unused_external = &{1'b0, EXTERNAL, x_sts, x_m_tdata, x_rdata};
 endmodule
 
 `resetall

@@ -1,0 +1,71 @@
+// rm_model: one reconfigurable module (rm_library at one MODULE_ID) as a shared library, evaluated by
+// the shell harness at its slot's boundary (rm_pins.h) only while it is the slot's loaded module.
+#include <memory>
+
+#include "Vrm.h"
+#include "port_words.h"
+#include "rm_pins.h"
+#include "verilated.h"
+
+// As in shell_harness.cpp: the evaluation without eval()'s per-call housekeeping, after one eval().
+void Vrm___024root___eval(Vrm___024root* vlSelf);
+
+namespace {
+
+using BeatType = std::remove_reference_t<decltype(std::declval<Vrm&>().s_axis_tdata)>;
+constexpr int BEAT_WORDS = port_words<BeatType>();
+static_assert(BEAT_WORDS <= rm::MAX_WORDS, "a module's beat is at most 128 bits");
+
+struct Model {
+    std::unique_ptr<VerilatedContext> ctx;
+    std::unique_ptr<Vrm> top;
+};
+
+void* create() {
+    auto* m = new Model;
+    m->ctx = std::make_unique<VerilatedContext>();
+    m->top = std::make_unique<Vrm>(m->ctx.get(), "rm");
+    m->top->clk = 0;
+    m->top->eval();
+    return m;
+}
+
+void destroy(void* p) {
+    auto* m = static_cast<Model*>(p);
+    m->top->final();
+    delete m;
+}
+
+void eval(void* p, int clk, rm::Pins* x) {
+    Vrm* t = static_cast<Model*>(p)->top.get();
+    const uint32_t c = x->ctl;
+    t->clk = clk;
+    t->rst = (c & rm::CTL_RST) != 0;
+    for (int j = 0; j < BEAT_WORDS; j++) put_word(t->s_axis_tdata, j, x->s_tdata[j]);
+    t->s_axis_tvalid = c >> rm::CTL_S_TVALID & 1;
+    t->s_axis_tlast = c >> rm::CTL_S_TLAST & 1;
+    t->s_axis_tuser = c >> rm::CTL_S_TUSER & 1;
+    t->m_axis_tready = c >> rm::CTL_M_TREADY & 1;
+    t->s_axil_awaddr = x->awaddr;
+    t->s_axil_awvalid = c >> rm::CTL_AWVALID & 1;
+    t->s_axil_wdata = x->wdata;
+    t->s_axil_wstrb = x->wstrb;
+    t->s_axil_wvalid = c >> rm::CTL_WVALID & 1;
+    t->s_axil_bready = c >> rm::CTL_BREADY & 1;
+    t->s_axil_araddr = x->araddr;
+    t->s_axil_arvalid = c >> rm::CTL_ARVALID & 1;
+    t->s_axil_rready = c >> rm::CTL_RREADY & 1;
+    Vrm___024root___eval(t->rootp);
+    x->sts = uint32_t(t->s_axis_tready) | uint32_t(t->m_axis_tvalid) << 1 | uint32_t(t->m_axis_tlast) << 2 |
+             uint32_t(t->m_axis_tuser) << 3 | uint32_t(t->s_axil_awready) << 4 | uint32_t(t->s_axil_wready) << 5 |
+             uint32_t(t->s_axil_bvalid) << 6 | uint32_t(t->s_axil_arready) << 7 | uint32_t(t->s_axil_rvalid) << 8 |
+             uint32_t(t->s_axil_bresp) << 9 | uint32_t(t->s_axil_rresp) << 11;
+    x->rdata = t->s_axil_rdata;
+    for (int j = 0; j < BEAT_WORDS; j++) x->m_tdata[j] = get_word(t->m_axis_tdata, j);
+}
+
+const rm::Api API = {rm::ABI, BEAT_WORDS, create, destroy, eval};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const rm::Api* rm_api() { return &API; }

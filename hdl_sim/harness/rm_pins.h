@@ -1,0 +1,41 @@
+// rm_pins.h: the boundary between the shell and a reconfigurable module simulated on its own (the
+// shell built with RM_EXTERNAL = 1; rp_slot.sv packs the bits). The harness copies one slot's pins out
+// of the shell, a module model (rm_model.cpp, one shared library per module) evaluates them and
+// writes its outputs back.
+#pragma once
+#include <cstdint>
+
+namespace rm {
+
+constexpr int MAX_WORDS = 4;      // a stream beat: up to 128 bits (four pixels per clock)
+
+// rm_ctl, the static side's signals as the selected module sees them
+constexpr uint32_t CTL_MODULE = 0x1Fu;         // [4:0] the slot's active module id (0: the blank)
+constexpr uint32_t CTL_RST = 1u << 5;          // reset: the shell's, or a load's into this slot
+constexpr int CTL_S_TVALID = 6, CTL_S_TLAST = 7, CTL_S_TUSER = 8, CTL_M_TREADY = 9;
+constexpr int CTL_AWVALID = 10, CTL_WVALID = 11, CTL_BREADY = 12, CTL_ARVALID = 13, CTL_RREADY = 14;
+// rm_sts, the module's: [0] s_tready [1] m_tvalid [2] m_tlast [3] m_tuser [4] awready [5] wready
+// [6] bvalid [7] arready [8] rvalid [10:9] bresp [12:11] rresp
+
+struct Pins {
+    // to the module
+    uint32_t ctl = 0, awaddr = 0, araddr = 0, wdata = 0, wstrb = 0;
+    uint32_t s_tdata[MAX_WORDS] = {};
+    // from the module
+    uint32_t sts = 0, rdata = 0;
+    uint32_t m_tdata[MAX_WORDS] = {};
+};
+
+// What a module library exports (rm_api()): a model per call of create; eval takes the inputs in
+// pins, evaluates with the clock at clk, and writes the outputs into pins.
+struct Api {
+    int abi;                       // ABI below; the harness refuses another
+    int words;                     // 32-bit words of the module's stream beat
+    void* (*create)();
+    void (*destroy)(void*);
+    void (*eval)(void*, int clk, Pins*);
+};
+
+constexpr int ABI = 1;
+
+}  // namespace rm

@@ -1,0 +1,133 @@
+"""One shared library per reconfigurable module, for a harness that simulates a slot's loaded module
+on its own (the shell built with ``RM_EXTERNAL = 1``; see shell_harness.cpp and rm_pins.h).
+
+A module's library is ``rm_library`` at one ``MODULE_ID`` with the stream parameters of the shell
+(beat width, pixels per clock, line length, DNN tile sizes), wrapped by ``rm_model.cpp`` in a C ABI.
+It is cached by content hash like every build, and its key holds only what the module's model
+depends on (``module_sources``): a new platform or chain with the same stream parameters reuses every
+module built before and builds only its shell (and the modules nobody built yet), and an edit to one
+module's RTL rebuilds that module's model only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+
+from fpgashare.hdl_sim.build import (
+    HARNESS_DIR,
+    RTL_DIR,
+    CompileOptions,
+    build_lock,
+    cache_root,
+    compile_shared_library,
+    content_key,
+    format_parameter,
+    rtl_headers,
+    runtime_object,
+)
+from fpgashare.hdl_sim.toolchain import setup_environment
+
+log = logging.getLogger(__name__)
+
+#: Shell parameters that reach the modules (rp_slot passes them to rm_library); the rest is the shell's.
+MODULE_PARAMETERS = ("DATA_W", "MAX_W", "NPPC", "DNN_P", "DNN_ACT_ENTRIES", "DNN_W_ENTRIES", "DNN_PG_ENTRIES",
+                     "DNN_MAX_LAYERS")
+MODEL_SOURCES = ("rm_model.cpp", "rm_pins.h", "port_words.h")
+
+
+def module_parameters(shell_parameters: Mapping[str, int | str]) -> dict[str, int | str]:
+    """The part of a shell's parameters a module model is built with."""
+    return {k: shell_parameters[k] for k in MODULE_PARAMETERS if k in shell_parameters}
+
+
+def slot_masks(shell_parameters: Mapping[str, int | str]) -> list[int]:
+    """SLOT_MODULES of a shell parameter set, one mask per slot (bit m: the slot can hold module m)."""
+    slots = int(shell_parameters.get("NUM_SLOTS", 2))
+    value = shell_parameters.get("SLOT_MODULES", 0)
+    mask = int(value.split("'h", 1)[1], 16) if isinstance(value, str) else int(value)
+    return [(mask >> (32 * k)) & 0xFFFF_FFFE for k in range(slots)]
+
+
+def slot_modules(shell_parameters: Mapping[str, int | str],
+                 modules: Iterable[int] | None = None) -> dict[int, list[int]]:
+    """Module ids to simulate per slot: what the slot's library holds, cut to ``modules`` if given
+    (the smallest library for a run: the modules it can load)."""
+    wanted = None if modules is None else set(modules)
+    return {k: [m for m in range(1, 32) if mask >> m & 1 and (wanted is None or m in wanted)]
+            for k, mask in enumerate(slot_masks(shell_parameters))}
+
+
+def _code(text: str) -> str:
+    """SystemVerilog without its comments (a module named in a comment is no dependency)."""
+    return re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
+
+
+def module_sources(module_id: int, rtl_dir: Path = RTL_DIR) -> tuple[list[Path], str]:
+    """What the model of ``module_id`` depends on: the RTL files its ``rm_library`` arm reaches (any
+    file whose module or package it names, and theirs, transitively), and ``rm_library`` cut to that
+    arm (the model's top: its text, to verilate in place of rm_library.sv). Over-approximates (a name
+    counts wherever it appears in code), never misses a file it instantiates or imports: each RTL file
+    holds one module or package named after it (tests/test_rtl_lint.py). If the arm is not found by
+    its label (``g_<module name>``), every source counts and the top is rm_library.sv whole."""
+    from fpgashare.modules import KINDS_BY_ID
+
+    files = {p.stem: p for p in sorted(rtl_dir.glob("*.sv"))}
+    library = files.pop("rm_library").read_text()
+    kind = KINDS_BY_ID.get(module_id)
+    head, case, _ = library.partition("case (MODULE_ID)")
+    arm = re.search(rf"begin\s*:\s*g_{kind.name}\b.*?\n\s*end\b", library, re.S) if kind and case else None
+    if arm is None:
+        return sorted(files.values()), library
+    seen: set[str] = set()
+    todo = [head + arm.group(0)]
+    while todo:
+        code = _code(todo.pop())
+        for stem in files:
+            if stem not in seen and re.search(rf"\b{stem}\b", code):
+                seen.add(stem)
+                todo.append(files[stem].read_text())
+    top = f"{head}case (MODULE_ID)\n        default: {arm.group(0)}\n    endcase\nendmodule\n\n`resetall\n"
+    return sorted(files[s] for s in seen), top
+
+
+def build_module(module_id: int, parameters: Mapping[str, int | str], flags: Sequence[str],
+                 options: CompileOptions) -> Path:
+    """Build (or reuse) the library of module ``module_id`` at ``parameters``; return its path."""
+    setup_environment()
+    cpp = [HARNESS_DIR / name for name in MODEL_SOURCES]
+    depends, library = module_sources(module_id)
+    key = content_key("module", [*depends, *rtl_headers(), *cpp],
+                      {"id": module_id, "library": library, "params": dict(parameters), "flags": list(flags),
+                       "compile": asdict(options)})
+    build_dir = cache_root() / "modules" / f"{module_id}-{key}"
+    lib = build_dir / "librm.so"
+    with build_lock(build_dir):
+        if lib.exists():
+            return lib
+        log.info("building module %d's model in %s", module_id, build_dir)
+        gparams = [f"-G{k}={format_parameter(v)}" for k, v in {"MODULE_ID": module_id, **parameters}.items()]
+        top = build_dir / "rm_library.sv"   # Verilator reads only the files this module reaches
+        top.write_text(library)
+        verilate = ["verilator", "--cc", "--top-module", "rm_library", "--prefix", "Vrm", "-Mdir",
+                    str(build_dir / "obj"), f"-I{RTL_DIR}", *flags, *gparams, *map(str, depends), str(top)]
+        compile_shared_library(verilate, build_dir / "obj", "Vrm", [cpp[0]], lib, options, jobs=1,
+                               runtime=runtime_object(options), one_unit=True)
+    return lib
+
+
+def build_modules(ids: Iterable[int], parameters: Mapping[str, int | str], flags: Sequence[str],
+                  options: CompileOptions) -> dict[int, Path]:
+    """Build (or reuse) the libraries of ``ids``, one per core at a time; {id: path}."""
+    todo = sorted(set(ids))
+    if not todo:
+        return {}
+    runtime_object(options)   # once, before the builds that link it
+    with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 2)) as pool:
+        paths = list(pool.map(lambda m: build_module(m, parameters, flags, options), todo))
+    return dict(zip(todo, paths, strict=True))

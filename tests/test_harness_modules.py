@@ -1,0 +1,82 @@
+"""A slot simulates only its loaded module: the shell built without its modules, each module a model
+of its own at the slot's boundary (hdl_sim/module_models.py), behaves cycle for cycle like the shell
+with every module inside (the build before), on loads (good and broken) and frames alike."""
+
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+import pytest
+from fpgashare.bitstream.registry import build_config
+from fpgashare.hdl_sim.board import SimBoard
+from fpgashare.hdl_sim.harness import HarnessError
+from fpgashare.modules import resolve_stage
+from fpgashare.platform import load_platform, manifest_at_pixels_per_clock
+from fpgashare.vision_ref import chain_reference
+
+pytestmark = pytest.mark.rtl
+
+#: A small library (both builds simulate it): a colour stage, two window stages, a pixel stage.
+MODULES = ("rgb2gray", "conv3x3", "sobel_mag", "threshold")
+GRAY_STAGES = ("gauss3x3", "box3x3", "sobel_mag", "threshold")
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory):
+    path = manifest_at_pixels_per_clock("pynq-z2", 1, tmp_path_factory.mktemp("lib") / "small.toml", MODULES)
+    return load_platform(path)
+
+
+@pytest.fixture(scope="module")
+def boards(platform):
+    return SimBoard(platform, external=False), SimBoard(platform)
+
+
+def corrupt(words: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The partial with one word past the header flipped: the port must refuse it the same way."""
+    bad = words.copy()
+    k = int(rng.integers(len(bad) // 2, len(bad) - 8))
+    bad[k] ^= np.uint32(1 << int(rng.integers(0, 32)))
+    return bad
+
+
+def test_loads_and_frames_match_the_shell_with_its_modules_inside(platform, boards):
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    old, new = boards
+    for _ in range(2):
+        first = "rgb2gray" if rng.integers(0, 2) else str(rng.choice(GRAY_STAGES))
+        second = str(rng.choice([s for s in GRAY_STAGES if s != first]))
+        stages = [resolve_stage(first), resolve_stage(second)]
+        slots = [int(s) for s in rng.permutation(2)]
+        rows, cols = (int(v) for v in rng.integers(8, 48, size=2))
+        shape = (rows, cols, 3) if first == "rgb2gray" else (rows, cols)
+        frame = rng.integers(0, 256, shape, dtype=np.uint8)
+        broken = bool(rng.integers(0, 2))
+        seen = []
+        for board in (old, new):
+            got = []
+            for slot, stage in zip(slots, stages, strict=True):
+                words = build_config(platform, platform.slots[slot], stage.kind.name)
+                if broken:
+                    got.append(board.load(slot, corrupt(words, np.random.default_rng(seed))))
+                got.append(board.load(slot, words))
+            board.route(slots)
+            size = (rows, cols)
+            for slot, stage in zip(slots, stages, strict=True):
+                board.program(slot, stage, *size)
+                size = stage.kind.output_shape(*size)
+            out, stats = board.stream(frame, size)
+            board.release_route(0)
+            got += [out.tobytes(), stats, board.cycles]
+            seen.append(got)
+        assert seen[0] == seen[1], f"seed {seed}: {[first, second]} in slots {slots}, broken={broken}"
+        assert np.array_equal(np.frombuffer(seen[1][-3], np.uint8).reshape(size), chain_reference(stages, frame)), \
+            f"seed {seed}"
+
+
+def test_a_load_of_a_module_without_a_model_stops_the_run(platform):
+    board = SimBoard(platform, modules=["threshold"])
+    with pytest.raises(HarnessError, match="no model"):
+        board.load(0, build_config(platform, platform.slots[0], "conv3x3"))

@@ -134,7 +134,7 @@ class CompileOptions:
     Its runtime library is mostly run-once code too (context, messages), but every ``eval()`` goes
     through two of its functions (``VlDeleter::deleteAll`` and ``Verilated::endOfEval``, a lock and a
     message-queue check each), so it is compiled like the model: at -O0 those two took about 15% of
-    the harness's time on the zcu104 shell at four pixels per clock (perf, 2026-12-04).
+    the harness's time on the zcu104 shell at four pixels per clock (perf).
 
     ``cxxflags`` go to every unit: -fno-semantic-interposition lets g++ inline and call directly the
     model's functions although they are compiled -fPIC (without it every call between them may be
@@ -143,7 +143,7 @@ class CompileOptions:
     library's dynamic table (the user sources, the harness's C ABI, keep default visibility so ctypes
     finds them)."""
 
-    fast: str = "-O1"      #: -O2 is 2-3% faster per cycle but costs a third more compile (zcu104, 2026-12-04)
+    fast: str = "-O1"      #: -O2 is 2-3% faster per cycle but costs a third more compile (zcu104)
     slow: str = "-O0"
     runtime: str = "-O2"   #: +2 s of CPU on a build, while Verilator runs (wall unchanged)
     user: str = "-O2"      #: the harness's own sources
@@ -225,10 +225,10 @@ def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user
     core, the run-once code at -O0, and the runtime library compiled (as one unit) while Verilator
     still runs (or, given ``runtime``, that object from ``runtime_object`` instead). ``one_unit``
     compiles the model and ``user_sources`` as one translation unit (for small models). On the demo's
-    shell (2026-12-04): 17-20 s of CPU against 24-26 s for the makefile at
+    shell: 17-20 s of CPU against 24-26 s for the makefile at
     the same -O levels, and against 45 s for the makefile as this harness used it before (-O2 throughout).
     With the runtime library at -O2 (per eval it runs two of its functions) the zcu104 shell's build
-    takes 17 s of CPU instead of 15 s and the same wall time (2026-12-04).
+    takes 17 s of CPU instead of 15 s and the same wall time.
     """
     jobs = jobs or os.cpu_count() or 2
     flags = _compile_flags(obj, options)

@@ -41,7 +41,7 @@ VERILATOR_FLAGS = ["-O3", "--x-assign", "fast", "--x-initial", "fast", "-Wno-fat
 COMPILE = CompileOptions()
 #: Verilator configuration of the model. dnn_tile is the largest module and every slot holds an identical
 #: copy: kept as one class rather than inlined four times, the model's C++ is a quarter smaller (a second
-#: less to compile here) and simulates as fast (measured 2026-12-04 on partial loads and DNN batches).
+#: less to compile here) and simulates as fast (measured on partial loads and DNN batches).
 VERILATOR_CONFIG = '`verilator_config\nno_inline -module "dnn_tile"\n'
 
 

@@ -14,9 +14,9 @@ Wall time goes mostly to partial loads: the RTL takes each 1 MB partial word by 
 0.12 s of CPU per load since each slot simulates only its loaded module, docs/simulated-board.md;
 0.5 s before), and three real-time chains of 3-4 stages on two slots a stream swap modules every
 frame (356 loads in 30 frames). The board simulates only the modules the apps use (``app_modules``).
-So the default is a short video (4 frames): from an empty build cache the README's first command
-took 49-58 s here (measured 2026-12-04); 30 frames took 108 s of wall time and 97 s of CPU with the
-builds cached, on the shared machine at load average 9 (2026-12-05), nothing late.
+So the default is a short video (4 frames), which keeps the README's first command near a minute
+from an empty build cache; 30 frames take about a hundred seconds with the builds cached (the
+measured figures are in docs/simulated-board.md).
 
 Time: the daemon's clock runs with the wall clock while the board is idle and stands still while
 the RTL simulation is slower than the hardware it stands for, so every frame and load takes its
@@ -50,23 +50,19 @@ DEMO_SIZE = (480, 640)
 #: Frames of the demo's video. Four keep the README's first command (install, build, run) within a
 #: minute here with four apps at 640x480: partial loads take most of the wall time (a 1 MB partial
 #: goes through the RTL port word by word, about 0.45 s each), and each frame period needs about
-#: eleven (three real-time chains of 3-4 stages on two slots a stream). Measured 2026-12-04: 6 frames
-#: took 65 s from a fresh clone. ``--frames`` runs longer videos.
+#: eleven (three real-time chains of 3-4 stages on two slots a stream). ``--frames`` runs longer videos.
 DEMO_FRAMES = 4
-#: Video streams the demo's daemon uses: the ZCU104's four slots in two partitions, so the apps'
-#: frames compute side by side (runtime/sched/online_streams.py). Measured 2026-12-04 (four apps,
-#: zcu104-x4, 6 frames): nothing late either way, 68 loads on two streams against 67 on one (chains of
-#: 3-4 stages reload every frame either way).
+#: The most video streams the demo's daemon uses: the board is partitioned as the apps register
+#: (runtime/sched/relayout.py), so the apps' frames may compute side by side. Chains of 3-4 stages
+#: reload every frame whether on one stream or two.
 DEMO_STREAMS = 2
 
 #: Wall seconds per board second while the board idles. The daemon and three app processes share
 #: the host's cores, and a few ms the daemon waits for one would pass for board time at 1 (loads
 #: and frames already take exactly their hardware time: the clock is held while the RTL runs).
-#: Measured 2026-12-03 (160x120, 30 frames): at 1, 98-151 loads and late motion frames in some runs;
-#: at 4, 38-39 loads, nothing late. At 640x480 (6-8 frames) nothing late at 4 either, on one stream.
-#: On two streams each chain runs in two passes, closer to its deadline (p99 15-17 of 16.7 ms for
-#: motion): 2026-12-04, three demos at once on two cores, one motion frame late in 1 of 3 runs at 4,
-#: none in 6 of 6 at 8 (wall +2 s: the board idles at most ~0.5 s of board time).
+#: At 1, late motion frames happened in some runs on a shared host; on two streams each chain runs
+#: in two passes, closer to its deadline, and three demos at once on two cores once lost a motion
+#: frame at 4; none at 8 (the wall time grows by ~2 s: the board idles at most ~0.5 s).
 DEMO_DILATION = 8.0
 
 
@@ -74,8 +70,8 @@ def app_modules(apps: tuple[str, ...]) -> list[str]:
     """The module kinds the apps' pipelines use (presets resolved to their module): the demo's
     library. The shell model instantiates every module of a slot's library in every slot, so a
     library of only these is about a third of the C++ of the platform's whole catalogue (it builds in
-    about 18 s of CPU here instead of 30 with the same flags) and simulates a little faster (measured
-    2026-12-04: partial loads 15%, frames 25%, idle cycles 2x)."""
+    about 18 s of CPU here instead of 30 with the same flags) and simulates a little faster (partial
+    loads by about 15%, frames 25%, idle cycles 2x)."""
     import importlib
 
     from fpgashare.modules import expand_chain, resolve_stage

@@ -220,6 +220,13 @@ def main() -> int:
               + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
         for kind, example in sorted(counts.examples.items()):
             print(f"  e.g. {kind}: {example[:110]}")
+    from benchmarks.results import write_result
+
+    write_result("daemon_fuzz", {"messages_each": messages, "seed": args.seed,
+                                 "unix": dict(kinds.most_common()), "tcp": dict(tcp_kinds.most_common()),
+                                 "internal_replies": kinds.get("internal", 0) + tcp_kinds.get("internal", 0),
+                                 "fresh_client_frame_equals_opencv": good, "daemon_failure": repr(daemon.failure)},
+                 quick=args.quick)
     print(f"no internal reply in {sum(kinds.values()) + sum(tcp_kinds.values())}; a fresh client's frame "
           f"{'equals' if good else 'DIFFERS FROM'} OpenCV's; daemon failure: {daemon.failure!r}; "
           f"process RSS {rss_mib:.0f} MiB")

@@ -309,6 +309,8 @@ class _Handler(socketserver.BaseRequestHandler):
                     pipe = fpga.pipeline(m["name"], **fields)
                     answer = {"deadline_ms": pipe.deadline_ms, "exec_ms": pipe.exec_ms}
                 else:
+                    if not isinstance(m.get("model"), str):
+                        raise FpgashareError(f"dnn {m['name']!r}: model must be a string, got {m.get('model')!r}")
                     pipe, answer = fpga.dnn(m["name"], m["model"]), {}
             except BaseException:
                 quota.drop_pipeline()

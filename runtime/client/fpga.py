@@ -137,6 +137,8 @@ class Fpga(Connection):
         dnn_tile slots, the daemon runs the int8 reference on the host (same outputs).
         ``model="X.onnx"`` (or ``digits_qdq``): a quantized ONNX model, converted here and sent to
         the daemon; the pipeline takes float inputs (runtime/dnn/onnx_client.py)."""
+        if not isinstance(model, str):
+            raise TypeError(f"dnn {name!r}: model must be a name or a path (str), not {type(model).__name__}")
         fields = {"name": name, "model": model}
         imported = None
         from fpgashare.dnn.onnx_shipped import onnx_path

@@ -209,9 +209,8 @@ def bench(path: str, schedulers: list[str], backend: str = "model", trace: str |
             raise FpgashareError(f"{workload.path}: --sweep without a name needs a sweep key in the workload")
         sweep_pipeline = workload.sweep
     results, engines = [], []
+    daemon_path = run_online(workload, backend, streams) if plan != "offline" and "edf" in schedulers else None
     for name in schedulers:
-        if plan != "offline" and name == "edf":
-            results.append(run_online(workload, backend, streams))
         if plan == "online":
             continue
         engine, result = run_one(workload, name, backend, streams=streams)
@@ -233,6 +232,8 @@ def bench(path: str, schedulers: list[str], backend: str = "model", trace: str |
               "streams": {"shell": workload.platform.streams, "backend": carried,
                           "used": streams_used(workload.platform, carried, streams)},
               "results": results}
+    if daemon_path is not None:
+        report["daemon_path"] = daemon_path
     swept = {r["scheduler"]: r["sweep"]["max_pipelines"] for r in results if "sweep" in r}
     for base in ("rr-bundle", "fred"):
         if "edf" in swept and base in swept:
@@ -256,11 +257,12 @@ def report_lines(report: dict) -> list[str]:
         if f"sweep_ratio_edf_over_{base}" in report:
             lines.append(f"sweep: edf sustains {report[f'sweep_ratio_edf_over_{base}']} x the copies "
                          f"{base.replace('_', '-')} does")
-    width = max(10, *(len(r["scheduler"]) for r in report["results"]))
+    rows = [*([report["daemon_path"]] if "daemon_path" in report else []), *report["results"]]
+    width = max(10, *(len(r["scheduler"]) for r in rows))
     header = f"{'scheduler':{width}s} {'pipeline':14s} {'frames':>6s} {'on_time':>7s} {'late':>5s} {'drop':>5s} " \
              f"{'p50 ms':>7s} {'p99 ms':>7s}"
     lines.append(header)
-    for r in report["results"]:
+    for r in rows:
         for name, p in r["pipelines"].items():
             p50 = "-" if p["latency_ms_p50"] is None else f"{p['latency_ms_p50']:.2f}"
             p99 = "-" if p["latency_ms_p99"] is None else f"{p['latency_ms_p99']:.2f}"

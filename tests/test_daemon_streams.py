@@ -55,7 +55,8 @@ def _frames_side_by_side(sock, streams: int):
     """Both apps' frames submitted together, 10 times, after a warm-up; the daemon and the frames'
     (start, end, track) on the fabric."""
     frame = np.random.default_rng(7).integers(0, 256, SHAPE, dtype=np.uint8)
-    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock(), streams=streams)
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock(), streams=streams,
+                    fixed_split=True)
     with DaemonThread(daemon), connect(sock) as a, connect(sock) as b:
         pipes = {"a": a.pipeline("a", CHAINS["a"], period_ms=10.0, frame_shape=SHAPE),
                  "b": b.pipeline("b", CHAINS["b"], period_ms=10.0, frame_shape=SHAPE)}

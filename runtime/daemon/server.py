@@ -73,7 +73,7 @@ class Daemon(Ops, Driver, Sessions):
     def __init__(self, backend: Backend, socket_path: str | Path = DEFAULT_SOCKET, dilation: float = 1.0,
                  scheduler: str = "edf", metrics_port: int | None = None, limits: Limits | None = None,
                  socket_group: str | None = None, clock=None, watchdog_margin: float | None = None,
-                 cpu_cost: CpuCost | None = None, streams: int | None = None) -> None:
+                 cpu_cost: CpuCost | None = None, streams: int | None = None, fixed_split: bool = False) -> None:
         """``metrics_port``: serve Prometheus metrics on 127.0.0.1 at that port (0: any free one);
         ``socket_group``: the group the socket (mode 0660) belongs to (default: the daemon's);
         ``clock``: a VirtualClock for tests (no timers: the test moves time with ``run_until``),
@@ -84,7 +84,8 @@ class Daemon(Ops, Driver, Sessions):
         ``streams``: the most video streams used at once (default: every stream the shell and the
         backend carry, with a scheduler whose admission places pipelines; 1: every slot on one
         stream). The board is partitioned as pipelines come, with the planner ``bench`` uses
-        (runtime/sched/relayout.py)."""
+        (runtime/sched/relayout.py); ``fixed_split``: cut it into ``streams`` even partitions at the
+        start instead, for good (what ``benchmarks/online_admission.py`` compares against)."""
         self.backend, self.platform = backend, backend.platform
         self.socket_path = Path(socket_path)
         self.socket_group = socket_group
@@ -108,8 +109,10 @@ class Daemon(Ops, Driver, Sessions):
         if streams == 1:
             self.engine = OnlineEngine(self.platform, backend, make_policy(scheduler), self.clock)
         else:
+            whole = [tuple(s.index for s in self.platform.slots)]
+            layout = split_slots(self.platform, streams) if fixed_split else whole
             self.engine = OnlineStreams(self.platform, backend, lambda: make_policy(scheduler), self.clock,
-                                        [tuple(s.index for s in self.platform.slots)], cap=streams)
+                                        layout, cap=None if fixed_split else streams)
         self.streams = streams
         if watchdog_margin is not None:
             self.engine.watchdog_margin = watchdog_margin

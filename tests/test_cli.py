@@ -26,8 +26,8 @@ def test_sim_run_equals_opencv(tmp_path, capsys):
     assert code == 0
     info = json.loads(capsys.readouterr().out)
     assert {"pixels", "load_cycles", "compute_cycles", "wall_s", "slots"} <= set(info)
-    assert info["pixels"] == 37 * 53 and info["slots"] == {"box3x3": "composable/pr_0",
-                                                          "threshold": "composable/pr_1"}
+    assert info["pixels"] == 37 * 53 and set(info["slots"]) == {"box3x3", "threshold"}
+    assert sorted(info["slots"].values()) == ["composable/pr_0", "composable/pr_1"]     # a slot each
     stages = [resolve_stage("box3x3"), resolve_stage("threshold", {"THRESH": 90, "TYPE": 3})]
     got = cv2.imread(str(tmp_path / "out.png"), cv2.IMREAD_UNCHANGED)
     assert np.array_equal(got, chain_reference(stages, frame))

@@ -47,8 +47,8 @@ def _variants(words: np.ndarray, other_far: int) -> dict[str, tuple[np.ndarray, 
         "wrong idcode": (edit(IDCODE_AT, 0x0372C093), PortError.BAD_IDCODE),
         "crc mismatch": (edit(FDRI_AT + 777, words[FDRI_AT + 777] ^ 0x40), PortError.CRC_MISMATCH),
         "far outside slot": (edit(FAR_AT, other_far), PortError.FAR_OUTSIDE_SLOT),
-        # Ids 1..15 are all taken; the PYNQ-Z2's slots hold every module but dnn_tile (6).
-        "unknown module": (edit(FDRI_AT + 1, 6), PortError.UNKNOWN_MODULE),
+        # The PYNQ-Z2's slots hold ids 1..15 (their module mask); 16, template_match, is not offered there.
+        "unknown module": (edit(FDRI_AT + 1, 16), PortError.UNKNOWN_MODULE),
         "fdri before idcode": (np.delete(words, [IDCODE_AT - 1, IDCODE_AT]), PortError.FDRI_BEFORE_IDCODE),
     }
 

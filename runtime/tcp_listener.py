@@ -350,7 +350,9 @@ class _Handler(socketserver.BaseRequestHandler):
             threading.Thread(target=_settle_late, args=(future,), name="tcp-late", daemon=True).start()
             reply = {"id": rid, "ok": False, "error": {"kind": "busy", "message": f"no outcome within "
                                                        f"{FRAME_WAIT_S:g} s; the frame may still end on the board"}}
-        except (FpgashareError, KeyError, TypeError, ValueError, OverflowError) as exc:
+        except (FpgashareError, KeyError, IndexError, TypeError, ValueError, OverflowError) as exc:
+            # The frame and its fields are a remote client's: what the client library refuses to
+            # turn into a frame (a shape of the wrong rank, an index past it) is that client's error.
             message = f"{type(exc).__name__}: {exc}"
             reply = {"id": rid, "ok": False, "error": {"kind": "bad_request", "message": message}}
         except Exception as exc:              # a bug here: said so, and the connection lives on

@@ -22,8 +22,8 @@ from fpgashare.platform import Platform
 BACKENDS = ("rtl", "reference")
 
 
-def read_images(path: str | Path, net: Network) -> tuple[np.ndarray, np.ndarray | None]:
-    """``images`` (N x H x W uint8) and optional ``labels`` (N integers) from an .npz file."""
+def _load_npz(path: str | Path) -> tuple[np.ndarray, np.ndarray | None]:
+    """The ``images`` array and the optional ``labels`` of an .npz file, or a FrameError naming it."""
     try:
         with np.load(path, allow_pickle=False) as data:
             if "images" not in data.files:
@@ -34,6 +34,12 @@ def read_images(path: str | Path, net: Network) -> tuple[np.ndarray, np.ndarray 
         raise FrameError(f"{path}: no such file") from None
     except (OSError, ValueError) as exc:
         raise FrameError(f"{path}: not an .npz file: {exc}") from None
+    return images, labels
+
+
+def read_images(path: str | Path, net: Network) -> tuple[np.ndarray, np.ndarray | None]:
+    """``images`` (N x H x W uint8) and optional ``labels`` (N integers) from an .npz file."""
+    images, labels = _load_npz(path)
     h, w, c = net.input_shape
     want = (h, w) if c == 1 else (h, w, c)
     if images.dtype != np.uint8 or images.ndim != len(want) + 1 or images.shape[1:] != want or len(images) == 0:
@@ -62,16 +68,7 @@ def default_images(net: Network) -> tuple[np.ndarray, np.ndarray | None]:
 
 def read_float_inputs(path: str | Path, imported) -> tuple[np.ndarray, np.ndarray | None]:
     """``images`` (float, the ONNX model's input shape) and optional ``labels`` from an .npz file."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            if "images" not in data.files:
-                raise FrameError(f"{path}: no 'images' array (found: {', '.join(data.files) or 'nothing'})")
-            images = data["images"]
-            labels = data["labels"] if "labels" in data.files else None
-    except FileNotFoundError:
-        raise FrameError(f"{path}: no such file") from None
-    except (OSError, ValueError) as exc:
-        raise FrameError(f"{path}: not an .npz file: {exc}") from None
+    images, labels = _load_npz(path)
     images = imported.check_input(images)
     if labels is not None and (labels.shape != (len(images),) or not np.issubdtype(labels.dtype, np.integer)):
         raise FrameError(f"{path}: labels must be {len(images)} integers, got {labels.dtype} {labels.shape}")

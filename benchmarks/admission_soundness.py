@@ -7,8 +7,8 @@ pessimism: of the sets it rejects, how many in fact ran clean under edf without 
 the sets a utilisation bound accepts (frames alone fill at most the stream), how many it rejects.
 
 With ``--streams`` each workload runs on 1..S streams (S: the platform's; drawn per workload):
-pipelines are partitioned over streams and slots (runtime/sched/stream_plan.py) and every
-partition's engine shares the one configuration port (runtime/sched/streams.py).
+pipelines are partitioned over streams and slots (runtime/sched/board/stream_plan.py) and every
+partition's engine shares the one configuration port (runtime/sched/board/streams.py).
 
     python -m benchmarks.admission_soundness [--quick] [--count 200] [--seed 0] [--max-s 10] [--streams] [--json]
 """
@@ -23,12 +23,12 @@ import time
 from dataclasses import replace
 
 from fpgashare.backends.model import ModelBackend
-from fpgashare.bench import unadmitted_misses
-from fpgashare.sched.admission import admit
-from fpgashare.sched.edf import EdfPolicy
-from fpgashare.sched.engine import run_workload
-from fpgashare.sched.stream_plan import plan_streams
-from fpgashare.sched.streams import run_streams
+from fpgashare.cli.bench import unadmitted_misses
+from fpgashare.sched.analysis.admission import admit
+from fpgashare.sched.board.stream_plan import plan_streams
+from fpgashare.sched.board.streams import run_streams
+from fpgashare.sched.core.engine import run_workload
+from fpgashare.sched.policies.edf import EdfPolicy
 
 from benchmarks.results import write_result
 from benchmarks.workload_gen import random_workload

@@ -4,10 +4,10 @@ Generated workloads (the episodes of benchmarks/daemon_path_soundness.py: three 
 in random registration order; departures and DNN left out) are registered one at a time, each once
 the previous registration returned, into:
 
-- *online*: the daemon's default, partitions found as pipelines come (runtime/sched/relayout.py);
+- *online*: the daemon's default, partitions found as pipelines come (runtime/sched/board/relayout.py);
 - *fixed N*: the board cut into N even partitions at the start, for every N the shell allows (what
   ``--streams N`` did before);
-- *offline*: ``bench``'s planner over the whole set at once (runtime/sched/stream_plan.py).
+- *offline*: ``bench``'s planner over the whole set at once (runtime/sched/board/stream_plan.py).
 
 Printed: admitted pipelines summed over the workloads, online as a share of offline, and the
 workloads where online admits fewer than the best fixed split (the claim: none).
@@ -25,12 +25,12 @@ import time
 from pathlib import Path
 
 from fpgashare.backends.model import ModelBackend
-from fpgashare.clock import VirtualClock
-from fpgashare.sched import make_policy
-from fpgashare.sched.online import OnlineEngine
-from fpgashare.sched.online_streams import OnlineStreams, split_slots
-from fpgashare.sched.stream_plan import plan_streams
-from fpgashare.workload import Workload
+from fpgashare.catalogue.workload import Workload
+from fpgashare.sched.board.online import OnlineEngine
+from fpgashare.sched.board.online_streams import OnlineStreams, split_slots
+from fpgashare.sched.board.stream_plan import plan_streams
+from fpgashare.sched.core.clock import VirtualClock
+from fpgashare.sched.policies.registry import make_policy
 
 from benchmarks.daemon_path_soundness import episode
 from benchmarks.results import write_result

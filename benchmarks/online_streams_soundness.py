@@ -1,4 +1,4 @@
-"""Admitted means guaranteed for the daemon on several streams (runtime/sched/online_streams.py).
+"""Admitted means guaranteed for the daemon on several streams (runtime/sched/board/online_streams.py).
 
 Random workloads (benchmarks/workload_gen.py) are replayed as a daemon sees them: each real-time
 pipeline registers at its first release (admission decides then, against the pipelines already in,
@@ -24,11 +24,11 @@ from collections import Counter
 
 import numpy as np
 from fpgashare.backends.model import ModelBackend
-from fpgashare.clock import VirtualClock
 from fpgashare.dnn.planning import network
 from fpgashare.errors import FpgashareError
-from fpgashare.sched import make_policy
-from fpgashare.sched.online_streams import OnlineStreams, split_slots
+from fpgashare.sched.board.online_streams import OnlineStreams, split_slots
+from fpgashare.sched.core.clock import VirtualClock
+from fpgashare.sched.policies.registry import make_policy
 
 from benchmarks.workload_gen import random_workload
 

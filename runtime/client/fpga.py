@@ -11,7 +11,7 @@ from pathlib import Path
 from fpgashare.client.connection import Connection
 from fpgashare.client.errors import DaemonError, unwrap
 from fpgashare.client.pipeline import DnnPipeline, Pipeline
-from fpgashare.shm import FrameRing, RingSpec
+from fpgashare.wire.shm import FrameRing, RingSpec
 
 log = logging.getLogger("fpgashare.client")
 

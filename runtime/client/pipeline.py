@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from fpgashare.client.errors import DaemonError, DeadlineMissed, FrameDropped, FrameFailed, daemon_error
-from fpgashare.shm import FrameRing, check_frame
+from fpgashare.wire.shm import FrameRing, check_frame
 
 if TYPE_CHECKING:
     from fpgashare.client.fpga import Fpga

@@ -38,9 +38,9 @@ from pathlib import Path
 
 from fpgashare.bitstream.registry import file_name, relocatable_file_name
 from fpgashare.bitstream.relocate import shape_groups
+from fpgashare.catalogue.modules import KINDS
+from fpgashare.catalogue.platform import Platform, load_platform
 from fpgashare.errors import FpgashareError
-from fpgashare.modules import KINDS
-from fpgashare.platform import Platform, load_platform
 
 
 @dataclass(frozen=True)

@@ -57,11 +57,10 @@ from fpgashare.sched.core.clock import WallClock
 from fpgashare.sched.core.engine import DnnRequest, Frame
 from fpgashare.sched.host.cpu_work import CpuCost, CpuExecutor, ModelledCpuCost
 from fpgashare.sched.policies.registry import make_policy
-from fpgashare.wire.protocol import ProtocolError, error_reply, read_message, reply
+from fpgashare.wire.protocol import DEFAULT_SOCKET, ProtocolError, error_reply, read_message, reply
 
 log = logging.getLogger("fpgashare.daemon")
 
-DEFAULT_SOCKET = Path(os.environ.get("FPGASHARE_SOCKET", "/run/fpgashare/fpgashare.sock"))
 CLIENT_GONE = "client gone"
 SHUTTING_DOWN = "daemon shutting down"
 SHUTDOWN_GRACE_S = 5.0    #: wall seconds frames on the fabric get to finish when the daemon stops

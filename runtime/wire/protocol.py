@@ -19,11 +19,16 @@ descriptor rides on the reply's first byte as SCM_RIGHTS ancillary data (runtime
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 from typing import Any
 
 import msgpack
 from fpgashare.errors import FpgashareError
 from fpgashare.wire.framing import HEADER, frame
+
+#: Where the daemon listens and clients connect unless told otherwise.
+DEFAULT_SOCKET = Path(os.environ.get("FPGASHARE_SOCKET", "/run/fpgashare/fpgashare.sock"))
 
 VERSION = 2                      #: 2: submit and infer state the frame's shape and dtype
 MAX_MESSAGE = 64 * 1024          #: bytes of msgpack; a frame handle and its metadata need < 1 kB

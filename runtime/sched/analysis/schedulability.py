@@ -290,17 +290,21 @@ def transition_check(pipelines: Sequence[PipelineSpec], loads: dict[str, int], p
     """Whether ``pipelines``, whose frames need ``loads`` loads each under the contract in force,
     also meet every deadline while a mode change loads pins beside them: one load that serves no
     frame (a pin) may then straddle any release, on top of the usual blocking
-    (runtime/sched/analysis/mode_change.py)."""
+    (runtime/sched/analysis/mode_change.py). A pin load holds only the port, never the stream or
+    a slot a frame uses, so it can delay only frames that wait for the port: when no frame needs a
+    load, the extra blocking is nil."""
     if not pipelines:
         return DemandCheck(True, float("inf"), 0.0, 0)
     L, X = load_and_control(platform, port_share, board_load_s, control_s)
     S, T, D, J = _arrays(pipelines, loads, L, X)
-    return demand_check(S, T, D, J, X + L)
+    pin_load = L if any(loads.get(p.name, 0) > 0 for p in pipelines) else 0.0
+    return demand_check(S, T, D, J, X + pin_load)
 
 
 def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: dict[int, str] | None = None,
             few_pins: bool = False, port_share: int = 1, check_ddr: bool = True,
-            board_load_s: float | None = None, control_s: float | None = None) -> Verdict:
+            board_load_s: float | None = None, control_s: float | None = None,
+            afford_change: bool = False) -> Verdict:
     """Whether ``pipelines`` (real-time) pass the test on ``platform``, and with which pins.
     Pin sets are tried in order of the load time their frames still need (least first), or, with
     ``few_pins`` (best-effort work wants slots to borrow), fewest pins first. ``keep_pinned``:
@@ -311,7 +315,11 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     longest into any slot of the whole board, whose other partitions' slots may be larger).
     ``check_ddr`` False: the caller checks the DDR budget over every stream at once. ``control_s``:
     the register traffic one operation may cost beyond its stream or port cycles (default: this
-    platform's, ``control_traffic.control_seconds``; a partition passes its board's)."""
+    platform's, ``control_traffic.control_seconds``; a partition passes its board's).
+    ``afford_change`` (the daemon, whose set changes): of the pin sets that pass, the first in the
+    order above under which the set could also afford a later mode change's pin load
+    (``transition_check``) is taken, else the first that passes: a set with no slack for a pin load
+    could never take another pipeline that needs a pin."""
     L, X = load_and_control(platform, port_share, board_load_s, control_s)
     if not pipelines:
         return Verdict(True, contract=AdmissionContract({}, L, True, float("inf")))
@@ -336,6 +344,7 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     candidates.sort(key=(lambda c: (c[0], c[1])) if few_pins else (lambda c: (c[1], c[0])))
     reason = "no set of pinned modules leaves room for every chain's other stages"
     best_slack: float | None = None
+    first_ok: Verdict | None = None
     for _, _, pins in candidates[:MAX_TRIED]:
         plan = residency(pipelines, platform, pins, keep_pinned)
         if isinstance(plan, str):
@@ -343,11 +352,15 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
         S, T, D, J = _arrays(pipelines, plan.loads, L, X)
         check = demand_check(S, T, D, J, X)
         if check.ok:
-            return _verdict(plan, check, L, X, S, T, D, J)
+            verdict = _verdict(plan, check, L, X, S, T, D, J)
+            if not afford_change or verdict.contract.idle_loads or not any(plan.loads.values()):
+                return verdict
+            first_ok = first_ok or verdict
+            continue
         if best_slack is None or check.slack_s > best_slack:
             best_slack = check.slack_s
             reason = check.reason + (f" (pinned: {', '.join(sorted(plan.pinned.values()))})" if plan.pinned else "")
-    return Verdict(False, reason)
+    return first_ok or Verdict(False, reason)
 
 
 def _passes_too_long(p: PipelineSpec) -> str:

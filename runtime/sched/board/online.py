@@ -125,7 +125,8 @@ class OnlineEngine(Engine):
         kw = {k: v for k, v in self.analysis_kw.items() if k != "check_ddr"}
 
         def test() -> str | None:
-            verdict = analyse(candidate, platform, keep_pinned=pinned, few_pins=True, **self.analysis_kw)
+            verdict = analyse(candidate, platform, keep_pinned=pinned, few_pins=True, afford_change=True,
+                              **self.analysis_kw)
             if verdict.ok and set(verdict.contract.pinned.items()) - set(pinned.items()):
                 # New pins load beside the frames of the set in force: it must afford one load of
                 # blocking per busy period meanwhile (runtime/sched/analysis/mode_change.py).

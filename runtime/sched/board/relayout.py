@@ -58,22 +58,28 @@ class Relayout:
 
 
 def propose(platform: Platform, admitted: list[PipelineSpec], besteffort: list[PipelineSpec],
-            newcomer: PipelineSpec, cap: int) -> list[StreamPlan]:
+            newcomer: PipelineSpec, cap: int, pinned_now: dict[int, str] | None = None) -> list[StreamPlan]:
     """Layouts that take ``admitted`` (registration order) and ``newcomer``, best first: the
-    planner's, if it admits all of them; else the board cut evenly into N partitions for each N up
+    planner's, if it admits all of them; then the board cut evenly into N partitions for each N up
     to ``cap``, each pipeline in order into the partition that admits it with the fewest loads a
-    second (what a fixed split would do), where every pipeline finds one."""
+    second (what a fixed split would do), where every pipeline finds one. The even splits are
+    offered even when the planner's layout takes everyone: the planner does not know which modules
+    are pinned where now, and a layout that keeps them may be the only one with a safe transition."""
     workload = Workload(Path("<daemon>"), platform, 0, 1.0, (*admitted, newcomer, *besteffort))
     plan = plan_streams(workload, cap)
     wanted = {p.name for p in (*admitted, newcomer)}
-    if wanted <= {p.name for p in plan.admitted}:
-        return [_cover(platform, plan)]
-    return [plan for n in range(1, cap + 1) if (plan := even_split(platform, [*admitted, newcomer], n)) is not None]
+    plans = [_cover(platform, plan)] if wanted <= {p.name for p in plan.admitted} else []
+    return plans + [split for n in range(1, cap + 1)
+                    if (split := even_split(platform, [*admitted, newcomer], n, pinned_now or {})) is not None]
 
 
-def even_split(platform: Platform, pipelines: list[PipelineSpec], n: int) -> StreamPlan | None:
+def even_split(platform: Platform, pipelines: list[PipelineSpec], n: int,
+               pinned_now: dict[int, str] | None = None) -> StreamPlan | None:
     """``pipelines`` placed in order on the board cut into ``n`` even partitions, or None if one
-    finds no partition that admits it."""
+    finds no partition that admits it. A pipeline goes first to a partition that holds modules of
+    its chain pinned now (``pinned_now``: board slot -> module): those pins stay resident across
+    the switch, so its frames need fewer loads before the new pins are in (``check``)."""
+    pinned_now = pinned_now or {}
     from fpgashare.backends.slot_view import sub_platform
     from fpgashare.errors import FpgashareError
     from fpgashare.sched.analysis.control_traffic import control_seconds
@@ -84,7 +90,7 @@ def even_split(platform: Platform, pipelines: list[PipelineSpec], n: int) -> Str
     parts = [Partition(k, slots) for k, slots in enumerate(consecutive_runs([s.index for s in platform.slots], n))]
     subs = [sub_platform(platform, part.slots) for part in parts]
     kw = {"port_share": n, "board_load_s": load_seconds(platform), "control_s": control_seconds(platform),
-          "check_ddr": False, "few_pins": True}
+          "check_ddr": False, "few_pins": True, "afford_change": True}
     for p in pipelines:
         best = None
         for part, sub in zip(parts, subs, strict=True):
@@ -96,7 +102,8 @@ def even_split(platform: Platform, pipelines: list[PipelineSpec], n: int) -> Str
             if verdict.ok:
                 members = [*part.pipelines, fitted]
                 rate = sum(verdict.plan.loads.get(q.name, 0) / q.period_s for q in members) if verdict.plan else 0.0
-                rank = (rate, -verdict.slack_s, part.stream)
+                kept = sum(1 for g in part.slots if pinned_now.get(g) in p.modules)
+                rank = (-kept, rate, -verdict.slack_s, part.stream)
                 if best is None or rank < best[0]:
                     best = (rank, part, fitted)
         if best is None:
@@ -142,7 +149,8 @@ def check(plan: StreamPlan, platform: Platform, sub_platform, newcomer: str,
         # tries the fewest pins (its tiles need the slots).
         why = ""
         for forced in (({}, here) if part.dnn else (here, {})):
-            verdict = analyse(fitted, sub, keep_pinned=forced, few_pins=part.dnn, check_ddr=False, **kw)
+            verdict = analyse(fitted, sub, keep_pinned=forced, few_pins=part.dnn, check_ddr=False,
+                              afford_change=True, **kw)
             if not verdict.ok:
                 why = f"stream {part.stream} of the new layout fails with the port shared: {verdict.reason}"
                 continue
@@ -182,7 +190,7 @@ def replan_test(board, spec: PipelineSpec) -> Callable[[], bool]:
     from fpgashare.backends.slot_view import sub_platform
 
     def test() -> bool:
-        for plan in propose(platform, order, besteffort, spec, cap):
+        for plan in propose(platform, order, besteffort, spec, cap, pinned_now):
             layout = [(tuple(part.slots), frozenset(p.name for p in part.pipelines if p.name != spec.name))
                       for part in plan.partitions]
             if sorted(layout) == sorted(current):

@@ -157,6 +157,8 @@ def _result(workload: Workload, engine, parts: Sequence, frames: dict, unsent: d
                        "stalled_reconfig_s": round(sum(p.stalled_reconfig_s for p in parts), 6),
                        "slot_utilization": round(busy / (workload.duration_s * len(workload.platform.slots)), 4),
                        "dnn_images": done, "dnn_images_per_s": round(done / workload.duration_s, 2),
-                       "relayouts": getattr(engine, "relayouts", 0), "sim_s": workload.duration_s,
+                       "relayouts": getattr(engine, "relayouts", 0),
+                       "pins_given_back": sum(getattr(p, "pins_given_back", 0) for p in parts),
+                       "sim_s": workload.duration_s,
                        "wall_s": round(wall_s, 3)},
             "bound": {"dnn_images_per_s": 0.0}}

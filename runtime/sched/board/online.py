@@ -28,6 +28,7 @@ from fpgashare.catalogue.workload import PipelineSpec, Workload
 from fpgashare.errors import FpgashareError, HardwareTimeout
 from fpgashare.sched.analysis.arrivals import ArrivalCurves
 from fpgashare.sched.analysis.mode_change import ModeChanges
+from fpgashare.sched.analysis.pin_drops import join_giving_back
 from fpgashare.sched.analysis.schedulability import analyse, transition_check
 from fpgashare.sched.core.clock import Clock
 from fpgashare.sched.core.engine import DnnRequest, Engine, Frame
@@ -55,7 +56,9 @@ class OnlineEngine(Engine):
         self.trace = deque(maxlen=TRACE_LIMIT)
         self.arrivals = ArrivalCurves()       #: the curve each pipeline declared (runtime/sched/analysis/arrivals.py)
         self.dnn_queue: dict[str, list[DnnRequest]] = {}
-        self._verdicts: dict[str, tuple[int, object]] = {}   # pipeline -> (target version, its analysis)
+        #: pipeline -> (target version, its analysis, the pins-given-back step before it or None)
+        self._verdicts: dict[str, tuple[int, object, object]] = {}
+        self.pins_given_back = 0           #: joins that gave pins back first (analysis/pin_drops.py)
         #: Registrations and departures, each a mode change analysed step by step (mode_change.py).
         self.changes = ModeChanges(self)
         self.held_by_board = False          #: set by the board while a re-layout waits (relayout.py)
@@ -134,7 +137,12 @@ class OnlineEngine(Engine):
                 if not check.ok:
                     return (f"no safe mode change: while {spec.name}'s pinned modules load, the "
                             f"pipelines admitted now would not keep their deadlines ({check.reason})")
-            self._verdicts[spec.name] = (version, verdict)
+            give_back = None
+            if not verdict.ok and pinned and before:
+                steps = join_giving_back(before, spec, platform, pinned, self.analysis_kw)
+                if not isinstance(steps, str):
+                    give_back, verdict = steps
+            self._verdicts[spec.name] = (version, verdict, give_back)
             return None if verdict.ok else verdict.reason
 
         return test
@@ -181,12 +189,15 @@ class OnlineEngine(Engine):
         if not spec.realtime and "dnn_tile" not in self.backend.platform.modules:
             raise FpgashareError(f"{self.backend.platform.name} has no dnn_tile slots for {spec.model}")
         if spec.realtime and self.policy.admission:
-            version, verdict = self._verdicts.pop(spec.name, (None, None))
+            version, verdict, give_back = self._verdicts.pop(spec.name, (None, None, None))
             if verdict is None or not verdict.ok or version != self.changes.version:
                 why = self.admission_test(spec)()       # against the set as it is now
                 if why:
                     raise FpgashareError(why)
-                _, verdict = self._verdicts.pop(spec.name)
+                _, verdict, give_back = self._verdicts.pop(spec.name)
+            if give_back is not None:               # pins given back first (analysis/pin_drops.py)
+                self.changes.ask(give_back, self.changes.target_pipelines, None, None)
+                self.pins_given_back += 1
             self.changes.ask(verdict, [*self.changes.target_pipelines, spec], spec, on_ready)
             self._decide()
             return

@@ -73,6 +73,14 @@ def run_online(workload: Workload, backend: str, streams: int | None = None) -> 
     used = streams_used(workload.platform, backend_class(backend).streams_carried(workload.platform), streams)
     board = make_backend(backend, workload.platform, streams=used if used > 1 else None)
     _, result = replay(workload, board, used)
+    # The DNN's yardstick: the bound of the layout the planner gives the set the daemon admitted.
+    admitted = set(result["admitted"])
+    kept = replace(workload, pipelines=tuple(p for p in workload.pipelines if not p.realtime or p.name in admitted))
+    if used > 1:
+        result["bound"] = {**streams_dnn_bound(kept, plan_streams(kept, used)),
+                           "of": "the planner's layout for the admitted set"}
+    else:
+        result["bound"] = dnn_bound(kept, [p for p in kept.pipelines if p.realtime])
     return result
 
 

@@ -394,6 +394,8 @@ class OnlineEngine(Engine):
     def take_dnn_work(self, pipeline: PipelineSpec, images: int) -> tuple[np.ndarray, list[DnnRequest]]:
         queue = self.dnn_queue[pipeline.name]
         taken, self.dnn_queue[pipeline.name] = queue[:images], queue[images:]
+        if not self.want_output:            # timing only (a replay): a count, no outputs computed
+            return len(taken), taken
         return np.stack([r.image for r in taken]), taken
 
     def _released(self, frame: Frame) -> None:

@@ -251,8 +251,7 @@ class OnlineStreams:
             self._relayout = None
             self._hold_partitions(False)
             self._order = [p for p in self._order if p.name != relayout.joining.name]
-            if relayout.on_refused is not None:
-                relayout.on_refused("the modules its new partitions counted on were given back meanwhile")
+            self._join_instead(relayout, "the modules its new partitions counted on were given back meanwhile")
         elif board_idle(self):
             self._relayout = None
             self._hold_partitions(False)
@@ -264,9 +263,18 @@ class OnlineStreams:
             self._relayout = None
             self._hold_partitions(False)
             self._order = [p for p in self._order if p.name != relayout.joining.name]
-            if relayout.on_refused is not None:
-                relayout.on_refused(f"the board was never idle within {RELAYOUT_LIMIT_S:g} s to change "
-                                    f"its partitions for {relayout.joining.name}")
+            why = f"the board was never idle within {RELAYOUT_LIMIT_S:g} s to change its partitions"
+            self._join_instead(relayout, why)
+
+    def _join_instead(self, relayout: Relayout, why: str) -> None:
+        """The re-layout for a newcomer was given up: it joins a partition in force if one admits
+        it now (analysed against the set as it is), else it is refused with ``why``."""
+        spec = relayout.joining
+        refusal = self.admission_test(spec, replan=False)()
+        if refusal is None:
+            self.add_pipeline(spec, admitted=True, on_ready=relayout.on_ready, on_refused=relayout.on_refused)
+        elif relayout.on_refused is not None:
+            relayout.on_refused(f"{why} for {spec.name}, and no partition in force admits it: {refusal}")
 
     @property
     def busy(self) -> bool:
@@ -279,10 +287,13 @@ class OnlineStreams:
             return f"a pipeline named {name!r} is already registered"
         return next((why for e in self.parts if (why := e._name_taken(name))), None)
 
-    def admission_test(self, spec: PipelineSpec):
+    def admission_test(self, spec: PipelineSpec, replan: bool = True):
         """A callable that says why ``spec`` cannot join any partition now, or None (then it
         remembers which partition takes it, with the chain cut into passes for that partition's
-        slots). Snapshots are taken now; the call may run off the loop's thread."""
+        slots, or the re-layout that takes it). The planner's layout for the set with ``spec`` is
+        tried first, as ``bench`` plans it (relayout.py); else a partition in force that admits it;
+        else an even split of the board. ``replan`` False: partitions in force only. Snapshots
+        are taken now; the call may run off the loop's thread."""
         taken = self._name_taken(spec.name)
         if taken:
             return lambda: taken
@@ -301,11 +312,15 @@ class OnlineStreams:
         ddr = ddr_refusal(self.platform, sum(p.ddr_bytes_per_frame / p.period_s for p in (*self.pipelines, spec)))
         trials = [(k, e, e.admission_test(fitted[k]), e.changes.target_pipelines, bool(e.dnn_pipelines))
                   for k, e in enumerate(self.parts) if k in fitted]
-        replan = self._replan_test(spec) if self.cap is not None and self._relayout is None else None
+        can_replan = replan and self.cap is not None and self._relayout is None
+        planned = replan_test(self, spec, planner_only=True) if can_replan else None
+        replan = self._replan_test(spec) if can_replan else None
 
         def test() -> str | None:
             if ddr:
                 return ddr
+            if planned is not None and planned():
+                return None
             best, why_not = None, list(reasons)
             for k, engine, trial, before, has_dnn in trials:
                 why = trial()
@@ -341,8 +356,9 @@ class OnlineStreams:
         for k, engine in enumerate(self.parts):
             tiles = len(engine.working_platform().slots_for(DNN)) if DNN in engine.platform.modules else 0
             if tiles:
-                idle = 1.0 - sum(p.exec_s / p.period_s for p in engine.pipelines)
-                options.append((not engine.pipelines, idle, tiles, k))
+                members = engine.changes.target_pipelines       # joining ones too
+                idle = 1.0 - sum(p.exec_s / p.period_s for p in members)
+                options.append((not members, idle, tiles, k))
         if not options:
             raise FpgashareError(f"{self.platform.name} has no working dnn_tile slot in any partition")
         return max(options)[3]

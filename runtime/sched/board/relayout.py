@@ -58,17 +58,21 @@ class Relayout:
 
 
 def propose(platform: Platform, admitted: list[PipelineSpec], besteffort: list[PipelineSpec],
-            newcomer: PipelineSpec, cap: int, pinned_now: dict[int, str] | None = None) -> list[StreamPlan]:
+            newcomer: PipelineSpec, cap: int, pinned_now: dict[int, str] | None = None,
+            splits: bool = True) -> list[StreamPlan]:
     """Layouts that take ``admitted`` (registration order) and ``newcomer``, best first: the
     planner's, if it admits all of them; then the board cut evenly into N partitions for each N up
     to ``cap``, each pipeline in order into the partition that admits it with the fewest loads a
     second (what a fixed split would do), where every pipeline finds one. The even splits are
     offered even when the planner's layout takes everyone: the planner does not know which modules
-    are pinned where now, and a layout that keeps them may be the only one with a safe transition."""
+    are pinned where now, and a layout that keeps them may be the only one with a safe transition.
+    ``splits`` False: the planner's layout only."""
     workload = Workload(Path("<daemon>"), platform, 0, 1.0, (*admitted, newcomer, *besteffort))
     plan = plan_streams(workload, cap)
     wanted = {p.name for p in (*admitted, newcomer)}
     plans = [_cover(platform, plan)] if wanted <= {p.name for p in plan.admitted} else []
+    if not splits:
+        return plans
     return plans + [split for n in range(1, cap + 1)
                     if (split := even_split(platform, [*admitted, newcomer], n, pinned_now or {})) is not None]
 
@@ -175,10 +179,11 @@ def transition_contract(verdict_contract: AdmissionContract, kept: dict[int, str
     return replace(verdict_contract, pinned=dict(kept), idle_loads=False, dnn_block_s=0.0)
 
 
-def replan_test(board, spec: PipelineSpec) -> Callable[[], bool]:
+def replan_test(board, spec: PipelineSpec, planner_only: bool = False) -> Callable[[], bool]:
     """A callable that asks the planner for ``board``'s set plus ``spec`` and, if the plan keeps
     the current partitions or passes ``check``, records the choice in ``board._chosen`` and says
-    True. Snapshots are taken now (the call may run off the loop's thread)."""
+    True. ``planner_only``: the planner's layout alone, not the even splits (``propose``).
+    Snapshots are taken now (the call may run off the loop's thread)."""
     platform, cap = board.platform, board.cap
     order = list(board._order)
     besteffort = list(board.dnn_pipelines)
@@ -190,7 +195,7 @@ def replan_test(board, spec: PipelineSpec) -> Callable[[], bool]:
     from fpgashare.backends.slot_view import sub_platform
 
     def test() -> bool:
-        for plan in propose(platform, order, besteffort, spec, cap, pinned_now):
+        for plan in propose(platform, order, besteffort, spec, cap, pinned_now, splits=not planner_only):
             layout = [(tuple(part.slots), frozenset(p.name for p in part.pipelines if p.name != spec.name))
                       for part in plan.partitions]
             if sorted(layout) == sorted(current):
@@ -255,7 +260,9 @@ def adopt(board, relayout: Relayout) -> None:
             board._home[joining.name] = k
         engine.changes.ask(verdict, [*staying, *([joining] if joining else [])], joining,
                            relayout.on_ready if joining else None)
-    home = board._dnn_home() if besteffort else 0
+    # The DNN goes where the plan put it (the planner gave that partition its slots for it).
+    planned = [k for k, part in enumerate(relayout.plan.partitions) if part.dnn]
+    home = (planned[0] if planned else board._dnn_home()) if besteffort else 0
     for p, was in besteffort:
         target = board.parts[home]
         target.dnn_pipelines.append(p)

@@ -64,7 +64,7 @@ class DnnJobs:
             self.dnn_images[job.pipeline.name] += job.images
             self.dnn_busy_s += job.end - job.start
         for i, request in enumerate(job.requests):
-            request.end, request.output = self.now, job.outputs[i]
+            request.end, request.output = self.now, None if job.outputs is None else job.outputs[i]
             self.finish_dnn(request, "done")
         self._trace_stream(f"{job.pipeline.name} x{job.images}", job.start, job.end, job.pipeline.name)
         for slot in job.slots:

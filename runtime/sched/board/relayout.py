@@ -31,7 +31,7 @@ partition's); modules stay where they are in the slots.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -59,22 +59,25 @@ class Relayout:
 
 def propose(platform: Platform, admitted: list[PipelineSpec], besteffort: list[PipelineSpec],
             newcomer: PipelineSpec, cap: int, pinned_now: dict[int, str] | None = None,
-            splits: bool = True) -> list[StreamPlan]:
+            splits: bool = True) -> Iterator[StreamPlan]:
     """Layouts that take ``admitted`` (registration order) and ``newcomer``, best first: the
     planner's, if it admits all of them; then the board cut evenly into N partitions for each N up
     to ``cap``, each pipeline in order into the partition that admits it with the fewest loads a
     second (what a fixed split would do), where every pipeline finds one. The even splits are
     offered even when the planner's layout takes everyone: the planner does not know which modules
     are pinned where now, and a layout that keeps them may be the only one with a safe transition.
-    ``splits`` False: the planner's layout only."""
+    ``splits`` False: the planner's layout only. Lazily: a caller that takes the first layout
+    that passes its check pays for no split after it."""
     workload = Workload(Path("<daemon>"), platform, 0, 1.0, (*admitted, newcomer, *besteffort))
     plan = plan_streams(workload, cap)
     wanted = {p.name for p in (*admitted, newcomer)}
-    plans = [_cover(platform, plan)] if wanted <= {p.name for p in plan.admitted} else []
-    if not splits:
-        return plans
-    return plans + [split for n in range(1, cap + 1)
-                    if (split := even_split(platform, [*admitted, newcomer], n, pinned_now or {})) is not None]
+    if wanted <= {p.name for p in plan.admitted}:
+        yield _cover(platform, plan)
+    if splits:
+        for n in range(1, cap + 1):
+            split = even_split(platform, [*admitted, newcomer], n, pinned_now or {})
+            if split is not None:
+                yield split
 
 
 def even_split(platform: Platform, pipelines: list[PipelineSpec], n: int,

@@ -40,6 +40,7 @@ set can afford (what is left over after the real-time demand goes to the DNN and
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -232,18 +233,29 @@ def _pin_sets(pipelines: Sequence[PipelineSpec], slots: int, keep: Counter[str])
     """Candidate pin sets (module -> copies), each with its size and the port time per second its
     frames would still load: every sub-multiset of the copies the chains use, up to one per slot,
     that contains ``keep`` and leaves room for every chain's unpinned stages."""
+    # They depend only on each pipeline's passes' module counts and period: the planner and the
+    # daemon's re-plans ask for the same sets many times, so they are kept (fresh copies out).
+    key = (tuple((tuple(tuple(sorted(c.items())) for c in p.pass_module_counts), p.period_s) for p in pipelines),
+           slots, tuple(sorted(keep.items())))
+    return [(size, rate, Counter(pins)) for size, rate, pins in _pin_sets_of(key)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _pin_sets_of(key: tuple) -> tuple[tuple[int, float, Counter], ...]:
+    passes_by_pipeline, slots, keep_items = key
+    keep: Counter[str] = Counter(dict(keep_items))
     wanted: Counter[str] = Counter()
-    for p in pipelines:
-        for module, count in Counter(p.modules).items():
+    for passes, _ in passes_by_pipeline:
+        for module, count in sum((Counter(dict(c)) for c in passes), Counter()).items():
             wanted[module] = max(wanted[module], count)
     for module, count in keep.items():
         wanted[module] = max(wanted[module], count)
     modules = sorted(wanted)
     # Per module, the frames per second that load it unless k copies are pinned.
-    rates = {m: [sum(1.0 / p.period_s for p in pipelines for c in p.pass_module_counts if c.get(m, 0) > k)
+    rates = {m: [sum(1.0 / period for passes, period in passes_by_pipeline for c in passes if dict(c).get(m, 0) > k)
                  for k in range(wanted[m] + 1)] for m in modules}
     out = []
-    counts = [c for p in pipelines for c in p.pass_module_counts]      # each pass must fit on its own
+    counts = [dict(c) for passes, _ in passes_by_pipeline for c in passes]      # each pass must fit on its own
 
     def walk(i: int, pins: dict[str, int], size: int, rate: float) -> None:
         if i == len(modules):
@@ -258,7 +270,7 @@ def _pin_sets(pipelines: Sequence[PipelineSpec], slots: int, keep: Counter[str])
         pins.pop(m, None)
 
     walk(0, {}, 0, 0.0)
-    return out
+    return tuple(out)
 
 
 #: Pin sets tried with the full demand test, best first; the rest are refused with the best's reason.

@@ -42,7 +42,7 @@ from fpgashare.sched.core.clock import Clock
 from fpgashare.sched.core.engine import DnnRequest, Frame
 from fpgashare.sched.core.jobs import TraceEvent
 from fpgashare.sched.core.port import LoadRequest
-from fpgashare.sched.core.slots import Slot
+from fpgashare.sched.core.slots import Slot, SlotState
 from fpgashare.sched.policies.backfill import DNN
 
 
@@ -312,7 +312,9 @@ class OnlineStreams:
         ddr = ddr_refusal(self.platform, sum(p.ddr_bytes_per_frame / p.period_s for p in (*self.pipelines, spec)))
         trials = [(k, e, e.admission_test(fitted[k]), e.changes.target_pipelines, bool(e.dnn_pipelines))
                   for k, e in enumerate(self.parts) if k in fitted]
-        can_replan = replan and self.cap is not None and self._relayout is None
+        # A quarantined slot is in no plan's reach: re-layouts wait until the board is whole again.
+        quarantined = any(s.state is SlotState.FAILED for e in self.parts for s in e.slots.slots)
+        can_replan = replan and self.cap is not None and self._relayout is None and not quarantined
         planned = replan_test(self, spec, planner_only=True) if can_replan else None
         replan = self._replan_test(spec) if can_replan else None
 

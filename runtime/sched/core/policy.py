@@ -17,7 +17,7 @@ class Policy(ABC):
     def setup(self, engine: EngineView) -> None:
         """Before the first release: fill blank slots with the modules the first frames need, in
         the order they are needed (the same warm-up for every policy that does not override it)."""
-        future = engine.need_order()
+        future = engine.foresight.need_order()
         for module in list(future):
             if engine.slots.ready_with(module) or engine.slots.coming_with(module):
                 continue
@@ -34,7 +34,7 @@ class Policy(ABC):
     @staticmethod
     def start_if_resident(engine: EngineView, frame: Frame, reserved: set[int]) -> bool:
         """Start ``frame`` if every stage's module is resident in a free slot and the video stream is free."""
-        chosen, missing = engine.find_slots(frame, reserved)
+        chosen, missing = engine.placement.find_slots(frame, reserved)
         if missing or not engine.stream_free():
             return False
         engine.start(frame, [s for s in chosen if s is not None])
@@ -51,7 +51,7 @@ class Policy(ABC):
         slot exists when that starts it sooner (with one video stream, only a busy copy that frees
         after the stream does can make it so). Nothing is loaded if some stage has no source.
         Returns the slots the frame counts on, so later decisions leave them alone."""
-        chosen, _ = engine.find_slots(frame, keep)
+        chosen, _ = engine.placement.find_slots(frame, keep)
         used = set(keep)
         used.update(s for s in chosen if s is not None)
         steps: list[tuple[str, float | None]] = []   # module, when its busy copy frees (None: no copy)
@@ -62,14 +62,14 @@ class Policy(ABC):
             if coming is not None:
                 used.add(coming)
                 continue
-            busy = min(((engine.free_at(s) or engine.now, s) for s in engine.slots.busy_with(module)
+            busy = min(((engine.placement.free_at(s) or engine.now, s) for s in engine.slots.busy_with(module)
                         if s not in used), default=None)
             if busy is not None:
                 used.add(busy[1])
             steps.append((module, busy[0] if busy is not None else None))
         if not steps:
             return used                    # every module is resident or on its way
-        future = engine.need_order([frame])
+        future = engine.foresight.need_order([frame])
         # Victims go first to modules nobody holds (they are needed), then to extra copies.
         plan: list[tuple[str, float | None, int | None]] = []   # module, busy copy frees at, victim
         victims: set[int] = set()
@@ -102,12 +102,12 @@ class Policy(ABC):
         step's second field: when that slot frees): a copy costs a load and evicts something, so
         copies are made only when waiting would make this frame, or a frame queued behind it for
         the same busy modules, late, and a copy would start it sooner."""
-        ready_at = engine.now + engine.port_backlog_s()
+        ready_at = engine.now + engine.port.backlog_s()
 
         def start(loads: list[tuple[str, float | None, int | None]]) -> float:
             """When the frame could start if ``loads`` are queued and the other stages wait."""
             waits = [step[1] for step in plan if step not in loads and step[1] is not None]
-            done = ready_at + sum(engine.load_seconds(v) for _, _, v in loads if v is not None)
+            done = ready_at + sum(engine.port.load_seconds(v) for _, _, v in loads if v is not None)
             return max([*waits, done, stream_at] if loads else [*waits, stream_at])
 
         wait_plan = [step for step in plan if step[1] is None]
@@ -169,7 +169,7 @@ class PriorityPolicy(Policy):
             if (frame.pipeline.name, frame.step) in blocked and not borrows:
                 chosen, missing = [], blocked[frame.pipeline.name, frame.step]
             else:
-                chosen, missing = engine.find_slots(frame, keep)
+                chosen, missing = engine.placement.find_slots(frame, keep)
                 if missing and not borrows:
                     blocked[frame.pipeline.name, frame.step] = missing
             # Once the stream is taken and the first blocked frame has its loads, a blocked frame
@@ -194,7 +194,7 @@ class PriorityPolicy(Policy):
                 idle = set(engine.slots.idle())
                 if self.borrow:
                     borrowable = resident
-                    lend_until = frame.deadline - frame.remaining_s - engine.longest_load_s()
+                    lend_until = frame.deadline - frame.remaining_s - engine.port.longest_load_s()
                 if not engine.stream_free():
                     work = self._port_idle_work(engine, frames)
                     if work is None:

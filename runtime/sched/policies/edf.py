@@ -108,7 +108,7 @@ class EdfPolicy(PriorityPolicy):
             borrows = self.borrow and later and now + exec_s <= ready_at
             if later and not (borrows and engine.stream_free()):
                 continue                     # it can neither start nor load now: judged next time
-            chosen, missing = engine.find_slots(frame, reserved - borrowable if borrows else reserved)
+            chosen, missing = engine.placement.find_slots(frame, reserved - borrowable if borrows else reserved)
             reason = self.hopeless(engine, frame, missing, stream_at)
             if reason:
                 engine.drop(frame, reason)
@@ -154,10 +154,10 @@ class EdfPolicy(PriorityPolicy):
         module, a busy slot holding it (free when its job ends: with one stream, sooner than a
         new copy could be), or a victim slot to load."""
         slots = engine.slots
-        chosen, _ = engine.find_slots(frame, keep)
+        chosen, _ = engine.placement.find_slots(frame, keep)
         plan = LoadPlan(chosen, {s for s in chosen if s is not None})
         future = None
-        waits = engine.now + engine.port_backlog_s()
+        waits = engine.now + engine.port.backlog_s()
         for module, slot in zip(frame.modules, chosen, strict=True):
             if slot is not None:
                 continue
@@ -168,18 +168,18 @@ class EdfPolicy(PriorityPolicy):
             busy = next((s for s in slots.busy_with(module) if s not in plan.used and s not in keep), None)
             if busy is not None:
                 plan.used.add(busy)
-                waits = max(waits, engine.free_at(busy) or engine.now)
+                waits = max(waits, engine.placement.free_at(busy) or engine.now)
                 continue
             if future is None:
-                future = engine.need_order([frame])
+                future = engine.foresight.need_order([frame])
             victim = slots.victim(module, future, keep=keep | plan.used)
             if victim is None:
                 plan.complete = False
                 continue
             plan.used.add(victim)
             plan.loads.append((module, victim))
-        plan.ready_at = max(waits, engine.now + engine.port_backlog_s()
-                            + sum(engine.load_seconds(v) for _, v in plan.loads))
+        plan.ready_at = max(waits, engine.now + engine.port.backlog_s()
+                            + sum(engine.port.load_seconds(v) for _, v in plan.loads))
         return plan
 
     @staticmethod
@@ -203,13 +203,13 @@ class EdfPolicy(PriorityPolicy):
             slots = engine.slots
             new = sum(max(0, need - len(slots.ready_with(m)) - len(slots.busy_with(m)) - len(slots.coming_with(m)))
                       for m, need in frame.module_counts.items() if m in missing)
-            if new and engine.now + new * engine.shortest_load_s() + exec_s > frame.deadline:
+            if new and engine.now + new * engine.port.shortest_load_s() + exec_s > frame.deadline:
                 return f"cannot finish by its deadline: {new} module(s) still to load"
         return None
 
     # ---- the port when no frame owns it ----------------------------------------------------
     def _port_idle(self, engine: EngineView, reserved: set[int]) -> None:
-        if not engine.port_free():
+        if not engine.port.free():
             return          # (on a shared port the engine is asked again when the port frees)
         if self._load_pins(engine):
             return
@@ -237,7 +237,7 @@ class EdfPolicy(PriorityPolicy):
                     return True
         for slot, (module, by) in sorted(engine.planned_reloads.items()):
             s = engine.slots.slots[slot]
-            if engine.now + engine.load_seconds(slot) > by or s.module == module:
+            if engine.now + engine.port.load_seconds(slot) > by or s.module == module:
                 del engine.planned_reloads[slot]          # too late to be harmless, or done
             elif s.state in (SlotState.BLANK, SlotState.READY) and not engine.slots.holds(module) \
                     and side_load_allowed(engine, slot):
@@ -251,7 +251,7 @@ class EdfPolicy(PriorityPolicy):
         # (idle slots may be lent), and in the gap after a period's frames (a load there has no
         # frame to hide under, while one put off may be hidden under the next period's first).
         target = self._prefetch_target(engine, waiting)
-        stream_end = engine.stream_job_end()
+        stream_end = engine.foresight.stream_job_end()
         dnn = bool(engine.dnn_pipelines and engine.runs_dnn)
         if target is not None and stream_end is not None:
             # A load hidden under the job on the stream costs nothing: take it now, but not into
@@ -290,13 +290,13 @@ class EdfPolicy(PriorityPolicy):
         ``waiting``: the pending frames by deadline."""
         if not engine.slots.idle():
             return None                              # no slot could take a load
-        future = engine.need_order(waiting)
+        future = engine.foresight.need_order(waiting)
         needed = future.head(len(engine.slots.slots))   # each module once, in order of first need
         slots = engine.slots
         module = next((m for m in needed if not slots.holds(m)), None)
         if module is None:
             # A chain that uses a module twice needs two copies: one held is not enough.
-            copies = engine.copies_needed()
+            copies = engine.placement.copies_needed()
             module = next((m for m in needed if copies.get(m, 1) > 1 and len(slots.ready_with(m))
                            + len(slots.busy_with(m)) + len(slots.coming_with(m)) < copies[m]), None)
         return None if module is None else (future, needed, module)
@@ -310,8 +310,8 @@ class EdfPolicy(PriorityPolicy):
         future, needed, module = target
         victim = engine.slots.victim(module, future, keep=reserved | _holding(engine, future, needed, module))
         if hidden_only:
-            end = engine.stream_job_end()
-            if victim is not None and end is not None and engine.now + engine.load_seconds(victim) <= end \
+            end = engine.foresight.stream_job_end()
+            if victim is not None and end is not None and engine.now + engine.port.load_seconds(victim) <= end \
                     and side_load_allowed(engine, victim):
                 engine.slots.request(victim, module, "prefetch")
                 return True
@@ -321,7 +321,8 @@ class EdfPolicy(PriorityPolicy):
             return True
         if victim is not None and not engine.pending:
             # Not allowed now: look again when the stream's job or the next release comes.
-            nxt = min(t for t in (engine.stream_job_end(), engine.earliest_release_s()) if t is not None)
+            foresight = engine.foresight
+            nxt = min(t for t in (foresight.stream_job_end(), foresight.earliest_release_s()) if t is not None)
             if nxt != float("inf"):
                 engine.wake(nxt)
         return False

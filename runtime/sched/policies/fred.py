@@ -49,13 +49,13 @@ class FredPolicy(Policy):
         if not engine.pending:
             return
         head = min(engine.pending, key=lambda f: (f.release, f.seq))       # the partition's FIFO queue
-        chosen, missing = engine.find_slots(head, set())
+        chosen, missing = engine.placement.find_slots(head, set())
         if not missing:
             if engine.stream_free():
                 engine.start(head, [s for s in chosen if s is not None])
             return
         used = {s for s in chosen if s is not None}
-        future = engine.need_order([head])
+        future = engine.foresight.need_order([head])
         for module in missing:
             coming = next((s for s in engine.slots.coming_with(module) if s not in used), None)
             if coming is not None:

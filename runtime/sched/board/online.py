@@ -29,10 +29,9 @@ from fpgashare.errors import FpgashareError, HardwareTimeout
 from fpgashare.sched.analysis.arrivals import ArrivalCurves
 from fpgashare.sched.analysis.mode_change import ModeChanges
 from fpgashare.sched.analysis.schedulability import analyse, transition_check
+from fpgashare.sched.board.dnn_queue import QueuedDnnJobs
 from fpgashare.sched.core.clock import Clock
-from fpgashare.sched.core.dnn_jobs import DnnJobs
 from fpgashare.sched.core.engine import DnnRequest, Engine, Frame
-from fpgashare.sched.core.engine_state import EngineState
 from fpgashare.sched.core.jobs import CPU_START, JOB_DONE, LOAD_DONE, RELEASE
 from fpgashare.sched.core.slots import SlotState
 from fpgashare.sched.host.cpu_work import host_inference
@@ -48,32 +47,15 @@ WATCHDOG_FLOOR_S = 0.002
 WATCHDOG_POLL_S = 0.0005
 
 
-class QueuedDnnJobs(DnnJobs):
-    """DNN batches of the images apps submitted: ``queue`` holds them by pipeline name."""
-
-    def __init__(self, engine: EngineState, queue: dict[str, list[DnnRequest]]) -> None:
-        super().__init__(engine)
-        self.queue = queue
-
-    def backlog(self, pipeline: PipelineSpec) -> bool:
-        return bool(self.queue.get(pipeline.name))
-
-    def take_work(self, pipeline: PipelineSpec, images: int) -> tuple[np.ndarray, list[DnnRequest]]:
-        queue = self.queue[pipeline.name]
-        taken, self.queue[pipeline.name] = queue[:images], queue[images:]
-        return np.stack([r.image for r in taken]), taken
-
-
 class OnlineEngine(Engine):
     def __init__(self, platform: Platform, backend: Backend, policy, clock: Clock,
                  replacement: str = "belady") -> None:
         empty = Workload(Path("<daemon>"), platform, 0, float("inf"), ())
-        super().__init__(empty, backend, policy, clock, replacement, want_output=True)
+        super().__init__(empty, backend, policy, clock, replacement, want_output=True, dnn_jobs=QueuedDnnJobs)
         self.t0 = 0.0                       # pipelines register whenever they like; no warm-up window
         self.trace = deque(maxlen=TRACE_LIMIT)
         self.arrivals = ArrivalCurves()       #: the curve each pipeline declared (runtime/sched/analysis/arrivals.py)
-        self.dnn_queue: dict[str, list[DnnRequest]] = {}
-        self.dnn = QueuedDnnJobs(self, self.dnn_queue)    # batches of the images apps submitted
+        self.dnn_queue: dict[str, list[DnnRequest]] = self.dnn.queue   # the images apps submitted
         self._verdicts: dict[str, tuple[int, object]] = {}   # pipeline -> (target version, its analysis)
         #: Registrations and departures, each a mode change analysed step by step (mode_change.py).
         self.changes = ModeChanges(self)
@@ -102,16 +84,16 @@ class OnlineEngine(Engine):
         super()._load_done()
 
     def _job_done(self, frame: Frame) -> None:
-        work = self._streaming.get(frame.key)
+        work = self.stream.works.get(frame.key)
         if work is not None and not work.ready():
             limit = self._overdue(frame.streamed[-1][0], work.seconds)
             if self.now < limit:                 # the DMA is not done: look again soon
                 frame.expected_end = min(limit, self.now + WATCHDOG_POLL_S)
-                self.stream_changed()
+                self.stream.changed()
                 self.push(frame.expected_end, JOB_DONE, frame)
                 return
             self.watchdog_fired += 1
-            self._streaming[frame.key] = _timed_out(f"frame {frame.key} on slots {list(frame.slots)}", work.seconds)
+            self.stream.works[frame.key] = _timed_out(f"frame {frame.key} on slots {list(frame.slots)}", work.seconds)
             super()._job_done(frame)
             self.slots.reset(frame.slots, self.now)      # reset through the decoupler, reloaded when needed
             return

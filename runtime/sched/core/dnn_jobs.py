@@ -37,7 +37,7 @@ class DnnJobs:
     def start(self, pipeline: PipelineSpec, slots: Sequence[int], images: int) -> DnnJob | None:
         """Run a batch of up to ``images`` images of a best-effort DNN pipeline on dnn_tile ``slots``."""
         engine = self.engine
-        if not engine.stream_free():
+        if not engine.stream.free():
             raise RuntimeError(f"a {pipeline.name} batch cannot start: the video stream is carrying other work")
         start = engine.now
         work, requests = self.take_work(pipeline, images)
@@ -51,18 +51,17 @@ class DnnJobs:
         job = DnnJob(pipeline, tuple(slots), count, start, start + pending.seconds, requests, work=pending)
         engine.slots.acquire(slots, job.key)
         self.running[job.key] = job
-        engine.stream_changed()
+        engine.stream.changed()
         engine.when_done(pending, job.end, JOB_DONE, job)
         return job
 
     def done(self, job: DnnJob) -> None:
         """``job``'s batch ended: its slots are free, its images end ``done`` (or with the fault)."""
         engine = self.engine
-        now = engine.now
         self.running.pop(job.key)
-        engine.stream_changed()
-        engine.slots.release(job.slots, now)
-        job.end = now
+        engine.stream.changed()
+        engine.slots.release(job.slots, engine.now)
+        job.end = engine.now
         try:
             report = job.work.report()
         except Exception as exc:     # a hardware fault: the batch's images end with the reason
@@ -70,13 +69,14 @@ class DnnJobs:
                 engine.finish_dnn(request, "error", fault_reason(exc))
             return
         job.images, job.outputs = report.images, report.outputs
+        now = engine.now
         if now <= engine.end_s + 1e-12:
             engine.dnn_images[job.pipeline.name] += job.images
             engine.dnn_busy_s += job.end - job.start
         for i, request in enumerate(job.requests):
             request.end, request.output = now, job.outputs[i]
             engine.finish_dnn(request, "done")
-        engine.trace_stream(f"{job.pipeline.name} x{job.images}", job.start, job.end, job.pipeline.name)
+        engine.stream.trace(f"{job.pipeline.name} x{job.images}", job.start, job.end, job.pipeline.name)
         for slot in job.slots:
             engine.trace.append(TraceEvent(f"slot {slot}", f"{job.pipeline.name} x{job.images}", job.start, job.end,
                                            {"pipeline": job.pipeline.name, "images": job.images}))

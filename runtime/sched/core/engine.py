@@ -26,7 +26,7 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
-from fpgashare.backends.base import Backend, FrameReport, Pending
+from fpgashare.backends.base import Backend, Pending
 from fpgashare.catalogue.workload import PipelineSpec, Workload
 from fpgashare.sched.analysis.schedulability import UNCONSTRAINED, AdmissionContract
 from fpgashare.sched.core.clock import Clock, VirtualClock
@@ -34,6 +34,7 @@ from fpgashare.sched.core.cpu_jobs import CpuJobs
 from fpgashare.sched.core.demand import Demand
 from fpgashare.sched.core.dnn_jobs import DnnJobs
 from fpgashare.sched.core.foresight import Foresight
+from fpgashare.sched.core.frame_stream import FrameStream
 from fpgashare.sched.core.jobs import (
     CPU_DONE,
     CPU_START,
@@ -45,30 +46,26 @@ from fpgashare.sched.core.jobs import (
     DnnRequest,
     Frame,
     TraceEvent,
-    fault_reason,
 )
 from fpgashare.sched.core.port_use import PortDriver
 from fpgashare.sched.core.run_summary import summarize
 from fpgashare.sched.core.slot_use import Placement
 from fpgashare.sched.core.slots import SlotManager, SlotState
-from fpgashare.sched.host.cpu_work import CpuExecutor, chain_shape
+from fpgashare.sched.host.cpu_work import CpuExecutor
 
 log = logging.getLogger(__name__)
-
-#: Frames or DNN batches one engine streams at once: one video input and one output of the shell.
-VIDEO_STREAMS = 1
-NOT_BUSY = float("-inf")     # Engine._stream_at while the stream can take work
 
 
 class Engine:
     """Runs ``workload``'s real-time pipelines under ``policy`` on ``backend``. Its parts, each
     handed the engine as an ``EngineState`` (engine_state.py): ``port`` drives the configuration
     port, ``placement`` fits frames to slots and keeps the contract's pins, ``dnn`` runs DNN
-    batches, ``cpu_jobs`` the host's work, ``foresight`` forecasts what modules are wanted when."""
+    batches, ``cpu_jobs`` the host's work, ``stream`` carries frames and batches through the shell's
+    video stream, ``foresight`` forecasts what modules are wanted when."""
 
     def __init__(self, workload: Workload, backend: Backend, policy, clock: Clock | None = None,
                  replacement: str = "belady", want_output: bool = False, drain_s: float = 1.0,
-                 contract: AdmissionContract | None = None) -> None:
+                 contract: AdmissionContract | None = None, dnn_jobs: type[DnnJobs] = DnnJobs) -> None:
         self.workload, self.backend, self.policy = workload, backend, policy
         self.clock = clock or VirtualClock()
         self.slots = SlotManager(backend, replacement)
@@ -79,15 +76,14 @@ class Engine:
         self.cpu_pipelines: list[PipelineSpec] = []   #: real-time pipelines wholly on the host (the daemon's)
         self.port = PortDriver(self)
         self.placement = Placement(self)
-        self.dnn = DnnJobs(self)
+        self.dnn = dnn_jobs(self)         #: the daemon's engine hands in a part with a queue of submitted images
         self.cpu_jobs = CpuJobs(self)
         self.foresight = Foresight(self, self.port)
+        self.stream = FrameStream(self, self.dnn, self.cpu_jobs)
         self.dnn_images: dict[str, int] = {p.name: 0 for p in self.dnn_pipelines}
         self.frames: list[Frame] = []
         self.pending: list[Frame] = []
         self.running: dict[str, Frame] = {}
-        self._streaming: dict[str, Pending[FrameReport]] = {}   # by frame key: its report, when done
-        self._stream_at: float | None = None     # stream_free_at() while the stream is busy
         self.trace: list[TraceEvent] = []
         self._events: list[tuple[float, int, str, object]] = []
         self._seq = 0
@@ -160,8 +156,8 @@ class Engine:
         self.cpu_jobs.running.clear()
         self.pending.clear()
         self.running.clear()
-        self._streaming.clear()
-        self._stream_at = None
+        self.stream.works.clear()
+        self.stream.changed()
 
     def begin(self) -> None:
         """Let the policy set up (warm-up loads) before the first event."""
@@ -326,22 +322,11 @@ class Engine:
 
     def stream_free(self) -> bool:
         """Whether the shell's video stream can take a frame or a DNN batch now."""
-        return len(self.running) + len(self.dnn.running) < VIDEO_STREAMS
+        return self.stream.free()
 
     def stream_free_at(self) -> float:
         """When the video stream can next take a frame or a batch (now if it can)."""
-        at = self._stream_at              # asked for every pending frame; changes only at a start or an end
-        if at is None:
-            at = self._stream_at = NOT_BUSY if self.stream_free() else min(self._job_ends())
-        return self.now if at is NOT_BUSY else at
-
-    def _job_ends(self) -> list[float]:
-        """When each frame and DNN batch on the stream ends."""
-        return [f.expected_end for f in self.running.values()] + [j.end for j in self.dnn.running.values()]
-
-    def stream_changed(self) -> None:
-        """Work started or ended on the stream: ``stream_free_at`` is asked again."""
-        self._stream_at = None
+        return self.stream.free_at()
 
     def test_pixels(self, frame: Frame) -> np.ndarray:
         """The workload's stand-in input for a frame that came without pixels."""
@@ -361,78 +346,12 @@ class Engine:
         self.placement.plan_reload(slot, module, by)
 
     def start(self, frame: Frame, slots: Sequence[int]) -> None:
-        if not self.stream_free():
-            raise RuntimeError(f"frame {frame.key} cannot start: the video stream is carrying other work")
-        self.pending.remove(frame)
-        if self.committed is frame:
-            self.committed = None
-        self.slots.acquire(slots, frame.key)
-        if frame.step == 0:
-            frame.start = self.now
-        frame.slots = tuple(slots)
-        try:
-            if frame.step:
-                pixels = frame.carry
-            else:
-                pixels = frame.pixels if frame.pixels is not None else self.test_pixels(frame)
-            # A pass before the last must hand its pixels on (a backend may skip them only at the end).
-            work = self.backend.start_frame(slots, frame.pipeline.pass_stages[frame.step], pixels, self.want_output,
-                                            stream=self.stream_id)
-        except Exception as exc:     # a hardware fault by the backend's contract (errors.HardwareError)
-            self.slots.release(slots, self.now)
-            self.finish(frame, "error", fault_reason(exc))
-            return
-        self.running[frame.key] = frame
-        self._streaming[frame.key] = work
-        self.stream_changed()
-        # Hardware time from the start: on a wall clock, the host's time to simulate is not the
-        # board's (a dilated clock absorbs it).
-        frame.expected_end = self.now + work.seconds
-        frame.streamed.append((self.now, frame.expected_end))
-        self.when_done(work, frame.expected_end, JOB_DONE, frame)
+        """Start ``frame``'s next pass on ``slots`` (frame_stream.py)."""
+        self.stream.start(frame, slots)
 
     def _job_done(self, frame: Frame) -> None:
-        failure = None
-        try:
-            report = self._streaming.pop(frame.key).report()   # on a board: waits for the DMA if need be
-        except Exception as exc:     # a hardware fault by the backend's contract
-            failure = fault_reason(exc)
-        else:
-            frame.results.update(report.results)
-        self.running.pop(frame.key)
-        self.stream_changed()
-        end = self.now
-        self.slots.release(frame.slots, end)
-        self.trace_stream(frame.key, frame.streamed[-1][0], end, frame.pipeline.name)
-        for slot in frame.slots:
-            self.trace.append(TraceEvent(f"slot {slot}", frame.key, frame.streamed[-1][0], end,
-                                         {"pipeline": frame.pipeline.name}))
-        if failure is None and frame.step < len(frame.pipeline.pass_stages) - 1:
-            # The next pass reads this one's output from memory once the port has loaded its stages.
-            frame._at_pass(frame.step + 1)
-            # Timing only (the model backend without outputs): the next pass needs just the size.
-            frame.carry = report.output if report.output is not None else \
-                np.zeros(frame.pipeline.pass_input_shapes[frame.step], np.uint8)
-            frame.expected_end = None
-            self.pending.append(frame)
-            return
-        if failure is None and frame.pipeline.cpu_after:
-            p = frame.pipeline
-            pixels = report.output if report.output is not None else np.zeros(
-                p.cpu_after[0].kind.input_shape(*chain_shape(p.stages, *p.frame)), np.uint8)
-            self.cpu_jobs.run(frame, "after", pixels)
-            return
-        if failure is None:
-            frame.end = end
-            frame.output = report.output if self.want_output else None
-            self.finish(frame, "on_time" if end <= frame.due + 1e-12 else "late")
-        else:
-            self.finish(frame, "error", failure)
-        self.trace.append(TraceEvent(f"pipeline {frame.pipeline.name}", frame.key, frame.release, end,
-                                     {"outcome": frame.outcome}))
-
-    def trace_stream(self, name: str, start: float, end: float, pipeline: str) -> None:
-        self.trace.append(TraceEvent(f"stream {self.stream_id}", name, start, end, {"pipeline": pipeline}))
+        """A frame's pass is due to end (the daemon's engine first checks it with its watchdog)."""
+        self.stream.job_done(frame)
 
     def summary(self, wall_s: float) -> dict:
         """Outcomes and latencies per pipeline, port and slot figures (runtime/sched/core/run_summary.py)."""

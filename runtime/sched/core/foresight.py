@@ -57,7 +57,7 @@ def _stream_order(engine: EngineState, longest_load_s: float, needs: dict[str, f
     loaded while the first streams, in slots the stream leaves idle anyway.
     The guess of who goes first can be wrong (jitter): then the frame that does waits for
     the loads put off. None unless every frame would still meet its deadline after that wait."""
-    stream_at = engine.stream_free_at()
+    stream_at = engine.stream.free_at()
     for frame in engine.pending:
         held.update(frame.modules)
         stream_at += frame.remaining_s
@@ -128,7 +128,7 @@ class Foresight:
 
     def stream_job_end(self) -> float | None:
         """When the frame or DNN batch on the stream ends (None if the stream is free)."""
-        return None if self.engine.stream_free() else self.engine.stream_free_at()
+        return None if self.engine.stream.free() else self.engine.stream.free_at()
 
     def next_passes(self) -> list[tuple[Frame, tuple[str, ...]]]:
         """Frames on the stream with passes to go, each with the modules of its next pass."""

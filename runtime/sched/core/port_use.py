@@ -59,8 +59,8 @@ class PortDriver:
         engine = self.engine
         if self.arbiter is not None:
             self.arbiter.finished(engine)
+        request, ok = engine.slots.finish(engine.now)
         now = engine.now
-        request, ok = engine.slots.finish(now)
         started = self.started.pop(request.slot, now)
         self.by_reason[request.reason] = self.by_reason.get(request.reason, 0.0) + now - started
         engine.trace.append(TraceEvent("port", f"load {request.module} -> slot {request.slot}", started, now,

@@ -16,11 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+# What a policy names of the core besides the view itself (it imports the core through view.py,
+# jobs.py and policy.py only: tests/test_layers.py).
+from fpgashare.sched.core.demand import NeedOrder
+
 if TYPE_CHECKING:
     from fpgashare.catalogue.platform import Platform
     from fpgashare.catalogue.workload import PipelineSpec
     from fpgashare.sched.analysis.schedulability import AdmissionContract
-    from fpgashare.sched.core.demand import NeedOrder
     from fpgashare.sched.core.jobs import DnnJob, Frame
     from fpgashare.sched.core.slots import SlotManager
 

@@ -26,8 +26,7 @@ A platform with no slot for dnn_tile gives the DNN nothing (``refusal`` says why
 from __future__ import annotations
 
 from fpgashare.dnn.planning import dnn_plan, dnn_slot_count, misfit
-from fpgashare.sched.core.slots import SlotState
-from fpgashare.sched.core.view import EngineView
+from fpgashare.sched.core.view import EngineView, SlotState
 from fpgashare.sched.policies.guard import batch_room, side_load_allowed
 from fpgashare.sched.policies.lookahead import reclaim_at, victims_due
 from fpgashare.sched.policies.pin_move import lend_moves

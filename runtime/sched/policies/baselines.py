@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from fpgashare.sched.core.engine import Frame
+from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.policy import Policy, PriorityPolicy
-from fpgashare.sched.core.slots import SlotState
-from fpgashare.sched.core.view import EngineView
+from fpgashare.sched.core.view import EngineView, SlotState
 
 
 class FcfsPolicy(PriorityPolicy):

@@ -28,11 +28,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 
-from fpgashare.sched.core.demand import NeedOrder
-from fpgashare.sched.core.engine import Frame
+from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.policy import PriorityPolicy
-from fpgashare.sched.core.slots import SlotState
-from fpgashare.sched.core.view import EngineView
+from fpgashare.sched.core.view import EngineView, NeedOrder, SlotState
 from fpgashare.sched.policies.backfill import DNN as DNN_TILE
 from fpgashare.sched.policies.backfill import backfill
 from fpgashare.sched.policies.guard import side_load_allowed

@@ -33,9 +33,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from fpgashare.sched.analysis.schedulability import residency
-from fpgashare.sched.core.engine import Frame
-from fpgashare.sched.core.slots import SlotState
-from fpgashare.sched.core.view import EngineView
+from fpgashare.sched.core.jobs import Frame
+from fpgashare.sched.core.view import EngineView, SlotState
 
 
 @dataclass(frozen=True)

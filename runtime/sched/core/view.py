@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 # What a policy names of the core besides the view itself (it imports the core through view.py,
 # jobs.py and policy.py only: tests/test_layers.py).
 from fpgashare.sched.core.demand import NeedOrder
+from fpgashare.sched.core.slots import SlotState
 
 if TYPE_CHECKING:
     from fpgashare.catalogue.platform import Platform
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from fpgashare.sched.analysis.schedulability import AdmissionContract
     from fpgashare.sched.core.jobs import DnnJob, Frame
     from fpgashare.sched.core.slots import SlotManager
+
+__all__ = ["DnnView", "EngineView", "ForesightView", "NeedOrder", "PlacementView", "PortView", "SlotState"]
 
 
 class PortView(Protocol):

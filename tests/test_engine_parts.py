@@ -42,5 +42,5 @@ def test_a_running_dnn_batch_takes_the_stream_every_part_sees(engine):
         end = 1.0
     engine.dnn.running["batch"] = _Batch()
     engine.stream.changed()
-    assert not engine.stream_free() and engine.stream_free_at() == 1.0
+    assert not engine.stream.free() and engine.stream.free_at() == 1.0
     assert engine.foresight.stream_job_end() == 1.0

@@ -35,17 +35,28 @@ def _part_views() -> dict[str, type]:
     return {name: protocols[hint] for name, hint in EngineView.__annotations__.items() if hint in protocols}
 
 
+def _is_engine_member(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "engine"
+
+
 def _uses(path: Path) -> tuple[set[str], dict[str, set[str]]]:
-    """``engine.<name>`` and, per part, ``engine.<part>.<name>`` in one module."""
+    """``engine.<name>`` and, per part, ``engine.<part>.<name>`` in one module; a part bound to a
+    local name in a function (``slots = engine.slots``) is followed through that name there."""
     tree = ast.parse(path.read_text())
     top: set[str] = set()
     parts: dict[str, set[str]] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "engine":
+        if _is_engine_member(node):
             top.add(node.attr)
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) \
-                and isinstance(node.value.value, ast.Name) and node.value.value.id == "engine":
+        if isinstance(node, ast.Attribute) and _is_engine_member(node.value):
             parts.setdefault(node.value.attr, set()).add(node.attr)
+    for func in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        aliases = {t.id: a.value.attr for a in ast.walk(func)
+                   if isinstance(a, ast.Assign) and _is_engine_member(a.value)
+                   for t in a.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(func):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+                parts.setdefault(aliases[node.value.id], set()).add(node.attr)
     return top, parts
 
 
@@ -78,3 +89,14 @@ def test_the_engine_implements_the_whole_view():
     for part, protocol in _part_views().items():
         lacking = [n for n in sorted(_members(protocol)) if not hasattr(getattr(engine, part), n)]
         assert not lacking, f"Engine.{part} lacks {lacking}"
+
+
+def test_the_view_is_narrow_and_changes_nothing_but_through_its_actions():
+    data = set(EngineView.__annotations__)
+    actions = {n for n, v in vars(EngineView).items() if callable(v) and not n.startswith("_")}
+    assert len(data) <= 21, f"the view shows {len(data)} members: {sorted(data)}"
+    assert actions == {"start", "start_dnn", "load", "commit", "drop", "wake", "move_pin", "plan_reload"}
+    mutators = {"acquire", "release", "request", "reset", "finish", "start_next", "set_contract", "kick", "done"}
+    for part, protocol in _part_views().items():
+        changes = _members(protocol) & mutators
+        assert not changes, f"the {part} view lets a policy change state: {sorted(changes)}"

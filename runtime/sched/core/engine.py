@@ -13,7 +13,7 @@ reason) or ``error``.
 
 Slots are not the only shared resource: an engine drives one of the shell's video streams (an
 input and an output, hdl_sim/rtl/shell.sv), so it streams one frame or one DNN batch at a time,
-whatever slots are free (``stream_free``). A shell with several streams runs one engine per
+whatever slots are free (``FrameStream.free``). A shell with several streams runs one engine per
 partition of the fabric, a stream and slots of its own, on one clock and one configuration port
 (runtime/sched/board/streams.py).
 """
@@ -313,26 +313,19 @@ class Engine:
         """Whether the backend runs DNN batches."""
         return self.backend.runs_dnn
 
-    @property
-    def port_shared(self) -> bool:
-        """Whether another partition may load through the same port after the first release (its
-        loads may come between this one's; a quiet partition's never do)."""
-        arbiter = self.port.arbiter
-        return arbiter is not None and any(e.loads_after_t0 for e in arbiter.engines if e is not self)
-
-    def stream_free(self) -> bool:
-        """Whether the shell's video stream can take a frame or a DNN batch now."""
-        return self.stream.free()
-
-    def stream_free_at(self) -> float:
-        """When the video stream can next take a frame or a batch (now if it can)."""
-        return self.stream.free_at()
-
     def test_pixels(self, frame: Frame) -> np.ndarray:
         """The workload's stand-in input for a frame that came without pixels."""
         return self._pixels[frame.pipeline.name]
 
     # ---- the policy's actions beside ``start`` and ``drop`` (view.py)
+    def load(self, slot: int, module: str, reason: str = "demand", stamp: float = 0.0) -> None:
+        """Queue a load of ``module`` into ``slot`` (BLANK or READY) on the port."""
+        self.slots.request(slot, module, reason, stamp)
+
+    def commit(self, frame: Frame) -> None:
+        """``frame`` holds the port for its loads until it streams (edf's commitment)."""
+        self.committed = frame
+
     def start_dnn(self, pipeline: PipelineSpec, slots: Sequence[int], images: int) -> DnnJob | None:
         """Run a batch of up to ``images`` images of a best-effort DNN pipeline on dnn_tile ``slots``."""
         return self.dnn.start(pipeline, slots, images)

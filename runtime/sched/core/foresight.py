@@ -126,6 +126,11 @@ class Foresight:
         now = engine.now
         return min((max(now, engine.next_release_s(p)) for p in engine.pipelines), default=float("inf"))
 
+    def next_release_s(self, pipeline: PipelineSpec) -> float:
+        """Earliest time the next unreleased frame of ``pipeline`` can arrive (the engine's
+        forecast: nominal releases, or the daemon's arrival curves)."""
+        return self.engine.next_release_s(pipeline)
+
     def stream_job_end(self) -> float | None:
         """When the frame or DNN batch on the stream ends (None if the stream is free)."""
         return None if self.engine.stream.free() else self.engine.stream.free_at()

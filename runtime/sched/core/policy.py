@@ -24,7 +24,7 @@ class Policy(ABC):
             victim = engine.slots.victim(module, future)
             if victim is None or engine.slots.slots[victim].state != SlotState.BLANK:
                 break
-            engine.slots.request(victim, module, "warm-up")
+            engine.load(victim, module, "warm-up")
 
     @abstractmethod
     def dispatch(self, engine: EngineView) -> None:
@@ -35,7 +35,7 @@ class Policy(ABC):
     def start_if_resident(engine: EngineView, frame: Frame, reserved: set[int]) -> bool:
         """Start ``frame`` if every stage's module is resident in a free slot and the video stream is free."""
         chosen, missing = engine.placement.find_slots(frame, reserved)
-        if missing or not engine.stream_free():
+        if missing or not engine.stream.free():
             return False
         engine.start(frame, [s for s in chosen if s is not None])
         return True
@@ -81,7 +81,7 @@ class Policy(ABC):
                 victims.add(victim)
                 plan.append((module, None, victim))
         # With a busy copy that frees only after the stream does, a new copy may start the frame sooner.
-        stream_at = engine.stream_free_at()
+        stream_at = engine.stream.free_at()
         if any(free is not None and free > stream_at for _, free in steps):
             for module, free in steps:
                 if free is not None:
@@ -91,7 +91,7 @@ class Policy(ABC):
                     plan.append((module, free, victim))
             plan = Policy._copies_or_waits(engine, frame, plan, stream_at)
         for module, _, victim in plan:
-            engine.slots.request(victim, module, reason)
+            engine.load(victim, module, reason)
             used.add(victim)
         return used
 
@@ -157,7 +157,7 @@ class PriorityPolicy(Policy):
         now = engine.now
         work, work_for = None, -1           # the port's work, once asked (and the pending count then)
         idle = set(engine.slots.idle())     # ready or blank; refreshed when a start or a load takes some
-        stream_at = engine.stream_free_at()  # refreshed when a frame starts
+        stream_at = engine.stream.free_at()  # refreshed when a frame starts
         frames = sorted(engine.pending, key=self.priority)
         for position, frame in enumerate(frames):
             borrows = now + frame.exec_s <= lend_until
@@ -174,16 +174,16 @@ class PriorityPolicy(Policy):
                     blocked[frame.pipeline.name, frame.step] = missing
             # Once the stream is taken and the first blocked frame has its loads, a blocked frame
             # can neither start nor load: it is judged on the stream alone now, in full next time.
-            settled = blocked_seen and missing and not engine.stream_free()
+            settled = blocked_seen and missing and not engine.stream.free()
             reason = self.hopeless(engine, frame, () if settled else missing, stream_at)
             if reason:
                 engine.drop(frame, reason)
                 continue
             if not missing:
-                if engine.stream_free():
+                if engine.stream.free():
                     engine.start(frame, [s for s in chosen if s is not None])
                     idle = set(engine.slots.idle())
-                    stream_at = engine.stream_free_at()
+                    stream_at = engine.stream.free_at()
                 else:                           # ready, waiting for the video stream: keep its slots
                     reserved |= {s for s in chosen if s is not None}
                 continue
@@ -195,7 +195,7 @@ class PriorityPolicy(Policy):
                 if self.borrow:
                     borrowable = resident
                     lend_until = frame.deadline - frame.remaining_s - engine.port.longest_load_s()
-                if not engine.stream_free():
+                if not engine.stream.free():
                     work = self._port_idle_work(engine, frames)
                     if work is None:
                         # The rest can neither start (the stream is taken), nor queue loads (this

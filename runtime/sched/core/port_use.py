@@ -46,6 +46,12 @@ class PortDriver:
             if arbiter is not None:
                 arbiter.started(engine, end)
 
+    def shared(self) -> bool:
+        """Whether another partition may load through the same port after the first release (its
+        loads may come between this one's; a quiet partition's never do)."""
+        return self.arbiter is not None and any(e.loads_after_t0 for e in self.arbiter.engines
+                                                if e is not self.engine)
+
     def free(self) -> bool:
         """Whether a load queued now would start at once (no load in flight or queued, here or, on a
         shared port, in another partition)."""

@@ -1,14 +1,15 @@
 """What a scheduling policy sees of the engine, and what it may do: the one interface between
-``engine.py`` and the policies (``edf.py``, ``policy.py``, ``baselines.py``, ``fred.py``) and their
-helpers (``backfill.py``, ``guard.py``, ``lookahead.py``, ``pin_move.py``). ``Engine`` implements it;
-``tests/test_policy_view.py`` checks that those modules use nothing else of the engine.
+the engine and the policies (runtime/sched/policies/: ``edf``, ``baselines``, ``fred`` and their
+helpers ``backfill``, ``guard``, ``lookahead``, ``pin_move``; and core/policy.py).
+``tests/test_policy_view.py`` checks that those modules use nothing else of the engine, and
+``tests/test_layers.py`` that they import the core only through this module, jobs.py and policy.py.
 
-The view is read-mostly: pending and running work, the slots (``SlotManager``: states, residency,
-victims; ``slots.request`` is the one way to queue a load), the stream, the port's backlog, the
-admission contract and forecasts of the next releases (the questions go to the engine's parts:
-``port``, ``placement``, ``dnn``, ``foresight``, each seen through a view of its own). The
-actions: ``start`` a frame, ``start_dnn`` a batch, ``drop`` a frame that certainly misses, ``wake``
-the policy later, and the contract's ``move_pin`` / ``plan_reload``.
+The view is read-only: 21 members, five of them parts seen through narrow views of their own
+(``port``, ``placement``, ``dnn``, ``foresight``, ``stream``: questions only), and ``slots`` seen
+as ``SlotsView`` (states, residency, victims; no ``acquire``/``release``/``request``). A policy
+changes nothing but through the named actions: ``start`` a frame, ``start_dnn`` a batch, ``load``
+a module into a slot, ``commit`` the port to a frame's loads, ``drop`` a frame that certainly
+misses, ``wake`` the policy later, and the contract's ``move_pin`` / ``plan_reload``.
 """
 
 from __future__ import annotations
@@ -26,14 +27,42 @@ if TYPE_CHECKING:
     from fpgashare.catalogue.workload import PipelineSpec
     from fpgashare.sched.analysis.schedulability import AdmissionContract
     from fpgashare.sched.core.jobs import DnnJob, Frame
-    from fpgashare.sched.core.slots import SlotManager
+    from fpgashare.sched.core.port import ConfigPort
+    from fpgashare.sched.core.slots import Slot
 
-__all__ = ["DnnView", "EngineView", "ForesightView", "NeedOrder", "PlacementView", "PortView", "SlotState"]
+__all__ = ["DnnView", "EngineView", "ForesightView", "NeedOrder", "PlacementView", "PortView", "SlotState",
+           "SlotsView", "StreamView"]
+
+
+class SlotsView(Protocol):
+    """The slots as a policy reads them (``SlotManager``, slots.py, less its mutators)."""
+
+    slots: Sequence[Slot]                       #: state, module, owner of each slot
+    pinned: frozenset[int]                      #: slots the contract pins
+    port: ConfigPort                            #: the loads queued and in flight
+
+    def compatible(self, slot: int, module: str) -> bool: ...
+    def compatible_slots(self, module: str) -> tuple[int, ...]: ...
+    def ready_with(self, module: str) -> tuple[int, ...]: ...
+    def busy_with(self, module: str) -> tuple[int, ...]: ...
+    def coming_with(self, module: str) -> tuple[int, ...]: ...
+    def held_modules(self, excluding: int | None = None) -> set[str]: ...
+    def holds(self, module: str) -> bool: ...
+    def idle(self, exclude: set[int] = ...) -> list[int]: ...
+    def victim(self, module: str, future: NeedOrder, keep: set[int] = ...) -> int | None: ...
+
+
+class StreamView(Protocol):
+    """The shell's video stream (``FrameStream``, frame_stream.py)."""
+
+    def free(self) -> bool: ...
+    def free_at(self) -> float: ...
 
 
 class PortView(Protocol):
     """The configuration port as a policy sees it (``PortDriver``, port_use.py)."""
 
+    def shared(self) -> bool: ...
     def free(self) -> bool: ...
     def backlog_s(self) -> float: ...
     def load_seconds(self, slot: int) -> float: ...
@@ -59,6 +88,7 @@ class DnnView(Protocol):
 class ForesightView(Protocol):
     """Forecasts of the next releases and the modules they want (``Foresight``, foresight.py)."""
 
+    def next_release_s(self, pipeline: PipelineSpec) -> float: ...
     def earliest_release_s(self) -> float: ...
     def stream_job_end(self) -> float | None: ...
     def next_passes(self) -> list[tuple[Frame, tuple[str, ...]]]: ...
@@ -67,13 +97,12 @@ class ForesightView(Protocol):
 
 
 class EngineView(Protocol):
-    # ---- what there is
+    # ---- what there is (read-only)
     now: float
     t0: float                                   #: the first release (pipelines register before it)
     end_s: float                                #: when releases stop
     platform: Platform
     runs_dnn: bool                              #: whether the backend runs DNN batches
-    slots: SlotManager
     pipelines: list[PipelineSpec]               #: real-time, admitted
     dnn_pipelines: list[PipelineSpec]           #: best-effort
     pending: list[Frame]                        #: released, not started (or between passes)
@@ -83,21 +112,19 @@ class EngineView(Protocol):
     committed: Frame | None                     #: the frame that owns the port for its loads (edf)
     planned_reloads: dict[int, tuple[str, float]]
     changing: bool                              #: a mode change is under way: no DNN, lends or pin moves
-    loads_after_t0: bool
-    port_shared: bool
+    loads_after_t0: bool                        #: False: a quiet partition (every module pinned)
+    slots: SlotsView
+    stream: StreamView
     port: PortView
     placement: PlacementView
     dnn: DnnView
     foresight: ForesightView
 
-    # ---- questions
-    def stream_free(self) -> bool: ...
-    def stream_free_at(self) -> float: ...
-    def next_release_s(self, pipeline: PipelineSpec) -> float: ...
-
     # ---- actions
     def start(self, frame: Frame, slots: Sequence[int]) -> None: ...
     def start_dnn(self, pipeline: PipelineSpec, slots: Sequence[int], images: int) -> DnnJob | None: ...
+    def load(self, slot: int, module: str, reason: str = "demand", stamp: float = 0.0) -> None: ...
+    def commit(self, frame: Frame) -> None: ...
     def drop(self, frame: Frame, reason: str) -> None: ...
     def wake(self, t: float) -> None: ...
     def move_pin(self, slot: int, to: int) -> None: ...

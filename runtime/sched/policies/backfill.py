@@ -71,7 +71,7 @@ def _until(due: list[float], idle_others: int) -> float:
 
 
 def _run(engine: EngineView) -> None:
-    if engine.pending or not engine.stream_free():
+    if engine.pending or not engine.stream.free():
         return      # frames first, and the stream carries one thing at a time
     idle = [s.index for s in engine.slots.slots if s.state == SlotState.READY and s.module == DNN]
     waiting = [p for p in engine.dnn_pipelines if engine.dnn.backlog(p)]
@@ -101,11 +101,11 @@ def stream_gaps(engine: EngineView, horizon_s: float) -> list[tuple[float, float
     end = now + horizon_s
     jobs = [(now, f.remaining_s) for f in engine.pending]
     for p in engine.pipelines:
-        t = engine.next_release_s(p)
+        t = engine.foresight.next_release_s(p)
         while t < end:
             jobs.append((max(t, now), p.exec_s))
             t += p.period_s
-    gaps, t = [], engine.stream_free_at()
+    gaps, t = [], engine.stream.free_at()
     for release, exec_s in sorted(jobs):
         if release > t:
             gaps.append((t, release))
@@ -167,4 +167,4 @@ def _lend(engine: EngineView) -> None:
                 engine.move_pin(moved.into, moved.to)
             else:
                 engine.plan_reload(moved.to, moved.held, engine.foresight.earliest_release_s())
-        engine.slots.request(best[1], DNN, "dnn")
+        engine.load(best[1], DNN, "dnn")

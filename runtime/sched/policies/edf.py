@@ -73,13 +73,13 @@ class EdfPolicy(PriorityPolicy):
         reserved: set[int] = set()
         borrowable: set[int] = set()
         ready_at = float("inf")
-        if committed is not None and self.hopeless(engine, committed, (), engine.stream_free_at()):
+        if committed is not None and self.hopeless(engine, committed, (), engine.stream.free_at()):
             engine.drop(committed, "cannot finish by its deadline: the stream is taken until then")
             committed = None
         if committed is not None:
             plan = self._plan(engine, committed, set())
             if not plan.loads and plan.complete and all(s is not None for s in plan.chosen) \
-                    and engine.stream_free():
+                    and engine.stream.free():
                 engine.start(committed, plan.chosen)
                 committed = None
                 self._load_pins(engine)              # a moved pin goes back first, under this job
@@ -88,7 +88,7 @@ class EdfPolicy(PriorityPolicy):
                 reserved = plan.used
                 borrowable = {s for s in plan.chosen if s is not None}
                 ready_at = plan.ready_at
-        stream_at = engine.stream_free_at()
+        stream_at = engine.stream.free_at()
         head_seen = False            # a frame earlier in deadline order is still pending
         port_given = committed is not None
         for frame in sorted(engine.pending, key=self.priority):
@@ -104,7 +104,7 @@ class EdfPolicy(PriorityPolicy):
             # frame is the one job a more urgent frame may wait behind (the analysis's blocking).
             later = committed is not None
             borrows = self.borrow and later and now + exec_s <= ready_at
-            if later and not (borrows and engine.stream_free()):
+            if later and not (borrows and engine.stream.free()):
                 continue                     # it can neither start nor load now: judged next time
             chosen, missing = engine.placement.find_slots(frame, reserved - borrowable if borrows else reserved)
             reason = self.hopeless(engine, frame, missing, stream_at)
@@ -112,9 +112,9 @@ class EdfPolicy(PriorityPolicy):
                 engine.drop(frame, reason)
                 continue
             if not missing:
-                if engine.stream_free() and (not later or borrows):
+                if engine.stream.free() and (not later or borrows):
                     engine.start(frame, [s for s in chosen if s is not None])
-                    stream_at = engine.stream_free_at()
+                    stream_at = engine.stream.free_at()
                     if engine.committed is None:
                         self._load_pins(engine)      # a moved pin goes back first, under this job
                     continue
@@ -127,21 +127,22 @@ class EdfPolicy(PriorityPolicy):
                 continue                     # the port is taken this round
             port_given = True
             plan = self._plan(engine, frame, reserved)
-            if is_head and engine.stream_free():
+            if is_head and engine.stream.free():
                 # Commit only onto a free stream: then at most one job (this one, or the one on
                 # the stream) stands before a more urgent frame that comes next (the analysis's
                 # one blocking term).
-                engine.committed = committed = frame      # it owns the port until it streams
+                engine.commit(frame)
+                committed = frame     # it owns the port until it streams
                 self._issue(engine, plan)
                 reserved = reserved | plan.used
                 borrowable = {s for s in plan.chosen if s is not None}
                 ready_at = plan.ready_at
             else:
                 if plan.loads and side_load_allowed(engine, plan.loads[0][1]):
-                    engine.slots.request(plan.loads[0][1], plan.loads[0][0], "demand")
+                    engine.load(plan.loads[0][1], plan.loads[0][0], "demand")
                 elif is_head and (move := pin_move(engine, frame, chosen, missing)) is not None:
                     engine.move_pin(move.into, move.to)          # the load below is hidden; M goes back
-                    engine.slots.request(move.into, move.module, "demand")   # under this frame's stream
+                    engine.load(move.into, move.module, "demand")   # under this frame's stream
                     plan.used = {s for s in chosen if s is not None} | {move.into}
                 reserved |= plan.used
         if engine.committed is None:
@@ -187,7 +188,7 @@ class EdfPolicy(PriorityPolicy):
         port = engine.slots.port
         if plan.loads and port.current is None and not port.queue:
             module, victim = plan.loads[0]
-            engine.slots.request(victim, module, "demand")
+            engine.load(victim, module, "demand")
 
     # ---- drops -----------------------------------------------------------------------------
     def hopeless(self, engine: EngineView, frame: Frame, missing: Sequence[str], stream_at: float) -> str | None:
@@ -230,7 +231,7 @@ class EdfPolicy(PriorityPolicy):
             if s.state not in (SlotState.BLANK, SlotState.READY):
                 continue
             if warm_up or side_load_allowed(engine, slot):
-                engine.slots.request(slot, module, "pin")
+                engine.load(slot, module, "pin")
                 if not warm_up:
                     return True
         for slot, (module, by) in sorted(engine.planned_reloads.items()):
@@ -240,7 +241,7 @@ class EdfPolicy(PriorityPolicy):
             elif s.state in (SlotState.BLANK, SlotState.READY) and not engine.slots.holds(module) \
                     and side_load_allowed(engine, slot):
                 del engine.planned_reloads[slot]
-                engine.slots.request(slot, module, "prefetch")
+                engine.load(slot, module, "prefetch")
                 return True
         return False
 
@@ -263,7 +264,7 @@ class EdfPolicy(PriorityPolicy):
             return lambda reserved: self._just_in_time(engine, waiting, reserved)
         if target is None:
             return None
-        if not waiting and engine.stream_free():
+        if not waiting and engine.stream.free():
             return lambda reserved: self._just_in_time(engine, waiting, reserved, target)
         return lambda reserved: self._prefetch(engine, reserved, target)
 
@@ -311,11 +312,11 @@ class EdfPolicy(PriorityPolicy):
             end = engine.foresight.stream_job_end()
             if victim is not None and end is not None and engine.now + engine.port.load_seconds(victim) <= end \
                     and side_load_allowed(engine, victim):
-                engine.slots.request(victim, module, "prefetch")
+                engine.load(victim, module, "prefetch")
                 return True
             return False
         if victim is not None and side_load_allowed(engine, victim):
-            engine.slots.request(victim, module, "prefetch")
+            engine.load(victim, module, "prefetch")
             return True
         if victim is not None and not engine.pending:
             # Not allowed now: look again when the stream's job or the next release comes.

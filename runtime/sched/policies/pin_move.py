@@ -49,7 +49,7 @@ def pin_move(engine: EngineView, frame: Frame, chosen: list[int | None], missing
     """A move that hides ``frame``'s one missing load under the job on the stream, or None."""
     end = engine.foresight.stream_job_end()
     pinned = engine.contract.pinned
-    if end is None or not pinned or engine.committed is not None or not engine.port.free() or engine.port_shared \
+    if end is None or not pinned or engine.committed is not None or not engine.port.free() or engine.port.shared() \
             or engine.changing or not _settled(engine):
         return None
     slots = engine.slots
@@ -99,7 +99,7 @@ def _next_at(engine: EngineView, frame: Frame, end: float) -> bool:
     if any((f.deadline, f.seq) < key and f.step < len(f.pipeline.pass_stages) - 1 for f in engine.running.values()):
         return False              # a frame on the stream comes back for its next pass at E
     for p in engine.pipelines:
-        release = engine.next_release_s(p)
+        release = engine.foresight.next_release_s(p)
         if release <= end and release + p.deadline_s <= frame.deadline:
             return False
     return True
@@ -121,7 +121,7 @@ def lend_moves(engine: EngineView, module: str) -> list[PinMove]:
     reload is hidden under it. ``PinMove.to`` is r."""
     end = engine.foresight.stream_job_end()
     pinned = engine.contract.pinned
-    if end is None or engine.pending or engine.committed is not None or not engine.port.free() or engine.port_shared \
+    if end is None or engine.pending or engine.committed is not None or not engine.port.free() or engine.port.shared() \
             or not _settled(engine) or engine.foresight.next_passes():
         return []                 # (a frame on the stream with passes to go waits again at E)
     slots = engine.slots

@@ -1,6 +1,6 @@
 """Just-in-time loading: how long the port may wait before the next real-time load must start.
 
-Real-time work wants modules at known times (``Engine.module_needs``: now for a pending frame,
+Real-time work wants modules at known times (``engine.foresight.module_needs``: now for a pending frame,
 otherwise when the next nominal release of a pipeline using it can start on the one video stream).
 The modules among them that no slot holds or is receiving must pass through the one port in order
 of need, each finished by its need time. Walking that list

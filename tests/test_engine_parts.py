@@ -5,6 +5,9 @@ part checks."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import numpy as np
 import pytest
 from fpgashare.backends.model import ModelBackend
 from fpgashare.catalogue.platform import load_platform
@@ -44,3 +47,25 @@ def test_a_running_dnn_batch_takes_the_stream_every_part_sees(engine):
     engine.stream.changed()
     assert not engine.stream.free() and engine.stream.free_at() == 1.0
     assert engine.foresight.stream_job_end() == 1.0
+
+
+def test_host_work_runs_on_the_workers_the_engine_is_given_after_it_is_built():
+    """The daemon replaces the engine's host workers with threaded ones once built: the CPU part
+    must use those, not workers of its own."""
+    engine = _engines()[1]
+    calls = []
+
+    class _Workers:
+        def run_stages(self, stages, seconds, pixels):
+            calls.append("stages")
+            return object()
+
+        def start(self, seconds, fn):
+            calls.append("image")
+            return object()
+
+    engine.cpu = engine.cpu_besteffort = _Workers()
+    p = SimpleNamespace(name="p", cpu_before=(), cpu_before_s=0.001, cpu_after=(), cpu_after_s=0.0)
+    engine.cpu_jobs.run(SimpleNamespace(key="p/0", pipeline=p), "before", np.zeros((2, 2), np.uint8))
+    engine.cpu_jobs.run_dnn_on_host(SimpleNamespace(image=None, pipeline=p, seq=1), 0.001, lambda image: image)
+    assert calls == ["stages", "image"]

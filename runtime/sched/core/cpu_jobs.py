@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from fpgashare.sched.core.jobs import CPU_DONE, DnnRequest, Frame, TraceEvent
-from fpgashare.sched.host.cpu_work import CpuExecutor
 
 if TYPE_CHECKING:
     from fpgashare.sched.core.engine_state import EngineState
@@ -27,14 +26,12 @@ def _key(item: Frame | DnnRequest) -> str:
 
 
 class CpuJobs:
-    """One engine's work on the host. ``running``: frame key -> (frame, "before"/"after", Pending)."""
+    """One engine's work on the host, on the engine's workers (``engine.cpu``, and
+    ``engine.cpu_besteffort`` for DNN images: the daemon replaces them with threaded ones).
+    ``running``: frame key -> (frame, "before"/"after", Pending)."""
 
     def __init__(self, engine: EngineState) -> None:
         self.engine = engine
-        self.cpu = CpuExecutor()          #: the host's worker for CPU stages (the daemon's has threads)
-        #: best-effort work on the host (DNN images) has workers of its own: it never queues ahead
-        #: of a real-time frame's CPU stages
-        self.besteffort = CpuExecutor()
         self.running: dict[str, tuple[Frame | DnnRequest, str, object]] = {}
         self.overruns = 0                 #: CPU parts that took longer than their bound
         self._late: set[str] = set()
@@ -50,7 +47,7 @@ class CpuJobs:
         engine = self.engine
         p = frame.pipeline
         stages, seconds = (p.cpu_before, p.cpu_before_s) if phase == "before" else (p.cpu_after, p.cpu_after_s)
-        work = self.cpu.run_stages(stages, seconds, pixels)
+        work = engine.cpu.run_stages(stages, seconds, pixels)
         self.running[frame.key] = (frame, phase, work)
         start = engine.now
         engine.trace.append(TraceEvent("cpu", f"{frame.key} {phase}", start, start + seconds,
@@ -60,7 +57,7 @@ class CpuJobs:
     def run_dnn_on_host(self, request: DnnRequest, seconds: float, infer) -> None:
         """A best-effort image of a DNN pipeline the fabric cannot take: ``infer(image)`` on the host."""
         image = request.image
-        self.running[_key(request)] = (request, "dnn", self.besteffort.start(seconds, lambda: infer(image)))
+        self.running[_key(request)] = (request, "dnn", self.engine.cpu_besteffort.start(seconds, lambda: infer(image)))
         self.engine.push(self.engine.now + seconds, CPU_DONE, request)
 
     def _settled(self, key: str, item: Frame | DnnRequest):

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from fpgashare.sched.core.demand import Demand
     from fpgashare.sched.core.jobs import DnnRequest, Frame, TraceEvent
     from fpgashare.sched.core.slots import SlotManager
+    from fpgashare.sched.host.cpu_work import CpuExecutor
 
 
 class StreamState(Protocol):
@@ -49,6 +50,8 @@ class EngineState(Protocol):
     planned_reloads: dict[int, tuple[str, float]]
     stream_id: int
     want_output: bool
+    cpu: CpuExecutor                  #: the host's workers for CPU stages
+    cpu_besteffort: CpuExecutor       #: ... and for best-effort DNN images
 
     # ---- real-time work
     pipelines: list[PipelineSpec]

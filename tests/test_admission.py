@@ -180,7 +180,7 @@ def test_a_pipeline_with_new_pins_is_ready_once_they_are_in_and_then_on_time():
     while not ready and (due := engine.next_event_s()) is not None:
         engine.clock.wait_until(due)
         engine.advance_to(due)
-    assert ready and ready[0] >= 2 * engine.load_seconds(0) - 1e-9      # both copies loaded first
+    assert ready and ready[0] >= 2 * engine.port.load_seconds(0) - 1e-9      # both copies loaded first
     assert sorted(engine.contract.pinned.values()) == ["conv3x3", "conv3x3"]
     frames = []
     for k in range(5):
@@ -208,7 +208,7 @@ def test_frames_sent_before_the_switch_count_from_their_arrival():
     engine.advance_to(1.0)
     assert early.outcome in ("on_time", "late", "dropped")
     assert early.due == pytest.approx(spec.due_s)                     # arrival 0 + its deadline
-    assert early.start is None or early.start >= 2 * engine.load_seconds(0) - 1e-9
+    assert early.start is None or early.start >= 2 * engine.port.load_seconds(0) - 1e-9
 
 
 def _exact_violation(cost, period, dl, jit, until) -> bool:

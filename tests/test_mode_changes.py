@@ -73,7 +73,7 @@ def test_no_dnn_batch_starts_while_a_change_is_under_way():
     engine.add_pipeline(PipelineSpec("dnn", "besteffort", model="edge_cnn"))
     for _ in range(50):
         engine.submit_dnn("dnn", np.zeros((28, 28, 1), np.uint8))
-    _run_until(engine, lambda: bool(engine.dnn_running), limit_s=1.0)
+    _run_until(engine, lambda: bool(engine.dnn.running), limit_s=1.0)
     spec = realtime_spec("cam", ["gauss3x3", "sobel_mag", "threshold"], 0.020, 0.015, [1080, 1920],
                          engine.platform)
     ready = []
@@ -81,9 +81,9 @@ def test_no_dnn_batch_starts_while_a_change_is_under_way():
     started = []
     while not ready and (due := engine.next_event_s()) is not None and due < 2.0:
         engine.clock.wait_until(due)
-        running_before = set(engine.dnn_running)
+        running_before = set(engine.dnn.running)
         engine.advance_to(due)
-        started += [k for k in engine.dnn_running if k not in running_before]
+        started += [k for k in engine.dnn.running if k not in running_before]
     assert ready, "the change did not complete"
     assert started == []
 

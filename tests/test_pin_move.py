@@ -82,7 +82,8 @@ def _engine(pending, releases: dict[str, tuple[float, float]]):
     """A stand-in with what ``_next_at`` reads: pending frames, each pipeline's next release and
     relative deadline."""
     pipes = [SimpleNamespace(name=n, deadline_s=d) for n, (_, d) in releases.items()]
-    return SimpleNamespace(pending=pending, pipelines=pipes, running={}, next_release_s=lambda p: releases[p.name][0])
+    foresight = SimpleNamespace(next_release_s=lambda p: releases[p.name][0])
+    return SimpleNamespace(pending=pending, pipelines=pipes, running={}, foresight=foresight)
 
 
 def test_a_move_waits_until_the_next_frame_is_certain():

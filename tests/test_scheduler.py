@@ -317,7 +317,7 @@ def test_what_the_second_frame_of_a_burst_lacks_is_wanted_when_it_can_start():
     only once thumb's frame has streamed: they may load meanwhile, in slots the stream leaves idle."""
     engine, (thumb, _) = _burst(period_s=0.0333)
     release = engine.next_release_s(thumb)
-    needs = engine.module_needs()
+    needs = engine.foresight.module_needs()
     assert needs["downscale2x"] == needs["threshold"] == release
     assert needs["conv3x3"] == needs["sobel_mag"] == pytest.approx(release + thumb.exec_s)
 
@@ -327,7 +327,7 @@ def test_a_burst_with_no_room_for_a_wrong_guess_wants_everything_at_its_release(
     not absorb that wait, every module is wanted at the release, as if the stream were not there."""
     engine, (thumb, _) = _burst(period_s=0.0102)    # both frames take 9.2 ms of a 10.2 ms period
     release = engine.next_release_s(thumb)
-    assert engine.module_needs()["conv3x3"] == release
+    assert engine.foresight.module_needs()["conv3x3"] == release
 
 
 def test_a_short_frame_borrows_the_stream_while_the_committed_frame_loads():
@@ -358,7 +358,7 @@ def test_a_short_frame_borrows_the_stream_while_the_committed_frame_loads():
         starts[borrow] = {f.pipeline.name: f.start for f in engine.frames if f.index == 0}
         assert all(f.outcome == "on_time" for f in engine.frames)
     assert starts[True]["small"] == 0.0 < starts[False]["small"]
-    assert starts[True]["edges"] == starts[False]["edges"] == pytest.approx(2 * engine.load_seconds(1))
+    assert starts[True]["edges"] == starts[False]["edges"] == pytest.approx(2 * engine.port.load_seconds(1))
 
 
 def test_the_same_engine_runs_on_the_wall_clock():

@@ -150,6 +150,7 @@ class _Part:
 
         self.name, self.log, self.now = name, log, 0.0
         self.slots = type("S", (), {"port": ConfigPort()})()
+        self.port = self            # its own port driver: kick, longest_load_s, arbiter
         arbiter.add(self)
         self.arbiter = arbiter
 
@@ -161,7 +162,7 @@ class _Part:
     def _advance(self, t: float) -> None:
         pass
 
-    def _kick_port(self) -> None:
+    def kick(self) -> None:
         if self.arbiter.may_start(self):
             request = self.slots.port.queue.popleft()
             self.slots.port.current = request

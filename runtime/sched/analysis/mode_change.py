@@ -63,7 +63,7 @@ class ModeChanges:
     """The queue of a partition's mode changes and the steps of the one at its head.
 
     ``engine`` is the partition (``OnlineEngine``): what it reads is the slot states, whether work
-    is in flight, and ``set_contract``; what it calls at the switch is ``joined``.
+    is in flight, and ``placement.set_contract``; what it calls at the switch is ``joined``.
     """
 
     def __init__(self, engine) -> None:
@@ -146,12 +146,12 @@ class ModeChanges:
         e = self.engine
         pinned = {s: m for s, m in e.contract.pinned.items() if s != slot}
         pinned[slot] = module
-        e.set_contract(replace(e.contract, pinned=pinned))
+        e.placement.set_contract(replace(e.contract, pinned=pinned))
 
     def _switch(self, change: Change) -> None:
         e = self.engine
         self.queue.pop(0)
-        e.set_contract(change.contract)
+        e.placement.set_contract(change.contract)
         self.loads = change.loads
         took = e.now - change.asked_at
         self.longest_s = max(self.longest_s, took)

@@ -30,6 +30,7 @@ from fpgashare.sched.analysis.arrivals import ArrivalCurves
 from fpgashare.sched.analysis.mode_change import ModeChanges
 from fpgashare.sched.analysis.pin_drops import join_giving_back
 from fpgashare.sched.analysis.schedulability import analyse, transition_check
+from fpgashare.sched.board.dnn_queue import QueuedDnnJobs
 from fpgashare.sched.core.clock import Clock
 from fpgashare.sched.core.engine import DnnRequest, Engine, Frame
 from fpgashare.sched.core.jobs import CPU_START, JOB_DONE, LOAD_DONE, RELEASE
@@ -51,11 +52,11 @@ class OnlineEngine(Engine):
     def __init__(self, platform: Platform, backend: Backend, policy, clock: Clock,
                  replacement: str = "belady") -> None:
         empty = Workload(Path("<daemon>"), platform, 0, float("inf"), ())
-        super().__init__(empty, backend, policy, clock, replacement, want_output=True)
+        super().__init__(empty, backend, policy, clock, replacement, want_output=True, dnn_jobs=QueuedDnnJobs)
         self.t0 = 0.0                       # pipelines register whenever they like; no warm-up window
         self.trace = deque(maxlen=TRACE_LIMIT)
         self.arrivals = ArrivalCurves()       #: the curve each pipeline declared (runtime/sched/analysis/arrivals.py)
-        self.dnn_queue: dict[str, list[DnnRequest]] = {}
+        self.dnn_queue: dict[str, list[DnnRequest]] = self.dnn.queue   # the images apps submitted
         #: pipeline -> (target version, its analysis, the pins-given-back step before it or None)
         self._verdicts: dict[str, tuple[int, object, object]] = {}
         self.pins_given_back = 0           #: joins that gave pins back first (analysis/pin_drops.py)
@@ -77,7 +78,7 @@ class OnlineEngine(Engine):
     def _load_done(self) -> None:
         pending, request = self.slots._pending, self.slots.port.current
         if pending is not None and request is not None and not pending.ready():
-            limit = self._overdue(self._load_started.get(request.slot, self.now), pending.seconds)
+            limit = self._overdue(self.port.started.get(request.slot, self.now), pending.seconds)
             if self.now < limit:                 # still on the port: look again soon
                 self.push(min(limit, self.now + WATCHDOG_POLL_S), LOAD_DONE, None)
                 return
@@ -86,16 +87,16 @@ class OnlineEngine(Engine):
         super()._load_done()
 
     def _job_done(self, frame: Frame) -> None:
-        work = self._streaming.get(frame.key)
+        work = self.stream.works.get(frame.key)
         if work is not None and not work.ready():
             limit = self._overdue(frame.streamed[-1][0], work.seconds)
             if self.now < limit:                 # the DMA is not done: look again soon
                 frame.expected_end = min(limit, self.now + WATCHDOG_POLL_S)
-                self._stream_at = None
+                self.stream.changed()
                 self.push(frame.expected_end, JOB_DONE, frame)
                 return
             self.watchdog_fired += 1
-            self._streaming[frame.key] = _timed_out(f"frame {frame.key} on slots {list(frame.slots)}", work.seconds)
+            self.stream.works[frame.key] = _timed_out(f"frame {frame.key} on slots {list(frame.slots)}", work.seconds)
             super()._job_done(frame)
             self.slots.reset(frame.slots, self.now)      # reset through the decoupler, reloaded when needed
             return
@@ -224,7 +225,7 @@ class OnlineEngine(Engine):
         """What the loop does after every event: the policy, the mode change, the port."""
         self.policy.dispatch(self)
         self.after_dispatch()
-        self._kick_port()
+        self.port.kick()
 
     def after_dispatch(self) -> None:
         """The mode change at the head of the queue takes its next step (mode_change.py)."""
@@ -273,7 +274,7 @@ class OnlineEngine(Engine):
     def idle(self) -> bool:
         """Nothing in flight on the fabric: no frame waiting or streaming, no DNN batch, no load."""
         port = self.slots.port
-        return (not self.pending and not self.running and not self.dnn_running and self.committed is None
+        return (not self.pending and not self.running and not self.dnn.running and self.committed is None
                 and port.current is None and not port.queue)
 
     def remove_pipeline(self, name: str, reason: str) -> list[Frame]:
@@ -288,7 +289,7 @@ class OnlineEngine(Engine):
             self.finish(frame, "dropped", reason)
         for request in self.dnn_queue.pop(name, []):
             self.finish_dnn(request, "dropped", reason)
-        for request, _, _ in [e for e in self.on_cpu.values() if isinstance(e[0], DnnRequest)]:
+        for request, _, _ in [e for e in self.cpu_jobs.running.values() if isinstance(e[0], DnnRequest)]:
             if request.pipeline.name == name and request.outcome is None:
                 self.finish_dnn(request, "dropped", reason)
         self._host_nets.pop(name, None)
@@ -341,10 +342,10 @@ class OnlineEngine(Engine):
         if spec.cpu_before:
             self.push(self.now, CPU_START, frame)
         else:
-            self._fabric_release(frame)
+            self.fabric_release(frame)
         return frame
 
-    def _fabric_release(self, frame: Frame) -> None:
+    def fabric_release(self, frame: Frame) -> None:
         if any(p.name == frame.pipeline.name for p in self.changes.joining()):
             self._held.setdefault(frame.pipeline.name, []).append(frame)
         else:
@@ -382,21 +383,11 @@ class OnlineEngine(Engine):
         self._seq += 1
         request = DnnRequest(spec, image, self._seq, self.now)
         if spec.host:
-            self.run_dnn_on_host(request, spec.cpu_before_s, self._host_nets[name])
+            self.cpu_jobs.run_dnn_on_host(request, spec.cpu_before_s, self._host_nets[name])
             return request
         self.dnn_queue[name].append(request)
         self.poke()                        # let the backfill see it at the next step
         return request
-
-    def dnn_backlog(self, pipeline: PipelineSpec) -> bool:
-        return bool(self.dnn_queue.get(pipeline.name))
-
-    def take_dnn_work(self, pipeline: PipelineSpec, images: int) -> tuple[np.ndarray, list[DnnRequest]]:
-        queue = self.dnn_queue[pipeline.name]
-        taken, self.dnn_queue[pipeline.name] = queue[:images], queue[images:]
-        if not self.want_output:            # timing only (a replay): a count, no outputs computed
-            return len(taken), taken
-        return np.stack([r.image for r in taken]), taken
 
     def _released(self, frame: Frame) -> None:
         if frame.outcome is not None:       # held, and its pipeline ended before its release

@@ -151,7 +151,7 @@ class OnlineStreams:
     @property
     def on_cpu(self) -> dict:
         """Frames and images on the host, every partition's."""
-        return {k: v for e in self.parts for k, v in e.on_cpu.items()}
+        return {k: v for e in self.parts for k, v in e.cpu_jobs.running.items()}
 
     @property
     def dnn_queue(self) -> dict[str, list[DnnRequest]]:

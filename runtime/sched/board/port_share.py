@@ -34,7 +34,7 @@ class PortArbiter:
 
     def add(self, engine: Engine) -> None:
         self.engines.append(engine)
-        engine.port_arbiter = self
+        engine.port.arbiter = self
 
     @staticmethod
     def _waiting(engine: Engine) -> bool:
@@ -73,7 +73,7 @@ class PortArbiter:
         """Port time other partitions hold before ``engine``'s next load could start (estimated:
         the load in flight and one queued load of every other partition)."""
         owed = (self.busy_until - now) if self.owner is not None and self.owner is not engine else 0.0
-        return owed + sum(e.longest_load_s() for e in self.engines if e is not engine and self._waiting(e))
+        return owed + sum(e.port.longest_load_s() for e in self.engines if e is not engine and self._waiting(e))
 
     def grant(self) -> None:
         """Start the next waiting load if the port is idle (called after every step of the loop)."""
@@ -82,6 +82,6 @@ class PortArbiter:
             if first is None:
                 return
             first._advance(first.now)
-            first._kick_port()
+            first.port.kick()
             if self.owner is None and self._waiting(first):
                 return          # could not start (a fault path left it queued): next step retries

@@ -231,7 +231,7 @@ def kept_in_place(board, relayout: Relayout) -> bool:
 def board_idle(board) -> bool:
     """No partition has a frame that has not ended (waiting, held to its curve, on the fabric or
     the host), a DNN batch, a load, or a mode change under way."""
-    return all(e.idle() and not e.frames and not e.on_cpu and not e.changes.active for e in board.parts)
+    return all(e.idle() and not e.frames and not e.cpu_jobs.running and not e.changes.active for e in board.parts)
 
 
 def adopt(board, relayout: Relayout) -> None:
@@ -251,7 +251,7 @@ def adopt(board, relayout: Relayout) -> None:
             was = slots[view.global_slots[i]]
             slot.state, slot.module, slot.last_used = was.state, was.module, was.last_used
         fitted, verdict, kept, loads = relayout.verdicts[k]
-        engine.set_contract(transition_contract(verdict.contract, kept))
+        engine.placement.set_contract(transition_contract(verdict.contract, kept))
         staying = [p for p in fitted if p.name in moving]
         for p in staying:
             engine.adopt(p, moving[p.name][1])

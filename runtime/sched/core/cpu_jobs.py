@@ -1,6 +1,6 @@
-"""The engine's CPU jobs (a mixin of ``Engine``): the stages of ``fallback="cpu"`` pipelines the
-fabric does not take, before its part, after it, or all of them, and DNN images of a model the
-fabric has no tiles for. Each job's end is an event at its start + its bound
+"""The engine's CPU jobs (``CpuJobs``, a part of the engine): the stages of ``fallback="cpu"``
+pipelines the fabric does not take, before its part, after it, or all of them, and DNN images of a
+model the fabric has no tiles for. Each job's end is an event at its start + its bound
 (runtime/sched/host/cpu_work.py says why the bound, not the host's actual time); a job still
 computing then is looked at again every CPU_POLL_S and counted as an overrun, never waited for."""
 
@@ -10,10 +10,10 @@ import logging
 from typing import TYPE_CHECKING
 
 import numpy as np
-from fpgashare.sched.core.jobs import CPU_DONE, RELEASE, DnnRequest, Frame, TraceEvent
+from fpgashare.sched.core.jobs import CPU_DONE, DnnRequest, Frame, TraceEvent
 
 if TYPE_CHECKING:
-    from fpgashare.sched.core.engine import Engine
+    from fpgashare.sched.core.engine_state import EngineState
 
 log = logging.getLogger(__name__)
 
@@ -26,89 +26,100 @@ def _key(item: Frame | DnnRequest) -> str:
 
 
 class CpuJobs:
-    def _cpu_start(self: Engine, frame: Frame) -> None:
+    """One engine's work on the host, on the engine's workers (``engine.cpu``, and
+    ``engine.cpu_besteffort`` for DNN images: the daemon replaces them with threaded ones).
+    ``running``: frame key -> (frame, "before"/"after", Pending)."""
+
+    def __init__(self, engine: EngineState) -> None:
+        self.engine = engine
+        self.running: dict[str, tuple[Frame | DnnRequest, str, object]] = {}
+        self.overruns = 0                 #: CPU parts that took longer than their bound
+        self._late: set[str] = set()
+
+    def start(self, frame: Frame) -> None:
         """The frame's release: its CPU prefix (or whole chain) starts on the host."""
         if frame.outcome is None:
-            pixels = frame.pixels if frame.pixels is not None else self._pixels[frame.pipeline.name]
-            self._run_on_cpu(frame, "before", pixels)
+            pixels = frame.pixels if frame.pixels is not None else self.engine.test_pixels(frame)
+            self.run(frame, "before", pixels)
 
-    def _run_on_cpu(self: Engine, frame: Frame, phase: str, pixels: np.ndarray) -> None:
+    def run(self, frame: Frame, phase: str, pixels: np.ndarray) -> None:
+        """Run the frame's CPU stages of ``phase`` ("before" or "after" its fabric part)."""
+        engine = self.engine
         p = frame.pipeline
         stages, seconds = (p.cpu_before, p.cpu_before_s) if phase == "before" else (p.cpu_after, p.cpu_after_s)
-        work = self.cpu.run_stages(stages, seconds, pixels)
-        self.on_cpu[frame.key] = (frame, phase, work)
-        start = self.now
-        self.trace.append(TraceEvent("cpu", f"{frame.key} {phase}", start, start + seconds,
-                                     {"pipeline": p.name, "stages": [s.name for s in stages]}))
-        self.push(start + seconds, CPU_DONE, frame)
+        work = engine.cpu.run_stages(stages, seconds, pixels)
+        self.running[frame.key] = (frame, phase, work)
+        start = engine.now
+        engine.trace.append(TraceEvent("cpu", f"{frame.key} {phase}", start, start + seconds,
+                                       {"pipeline": p.name, "stages": [s.name for s in stages]}))
+        engine.push(start + seconds, CPU_DONE, frame)
 
-    def run_dnn_on_host(self: Engine, request: DnnRequest, seconds: float, infer) -> None:
+    def run_dnn_on_host(self, request: DnnRequest, seconds: float, infer) -> None:
         """A best-effort image of a DNN pipeline the fabric cannot take: ``infer(image)`` on the host."""
         image = request.image
-        self.on_cpu[_key(request)] = (request, "dnn", self.cpu_besteffort.start(seconds, lambda: infer(image)))
-        self.push(self.now + seconds, CPU_DONE, request)
+        self.running[_key(request)] = (request, "dnn", self.engine.cpu_besteffort.start(seconds, lambda: infer(image)))
+        self.engine.push(self.engine.now + seconds, CPU_DONE, request)
 
-    def _settled(self: Engine, key: str, item: Frame | DnnRequest):
-        """The finished CPU job of ``item`` (taken off ``on_cpu``), or None: the item ended
+    def _settled(self, key: str, item: Frame | DnnRequest):
+        """The finished CPU job of ``item`` (taken off ``running``), or None: the item ended
         meanwhile (its pipeline closed), or the host is still at it past the bound (counted as an
         overrun, looked at again in CPU_POLL_S)."""
-        entry = self.on_cpu.get(key)
+        entry = self.running.get(key)
         if entry is None or entry[0] is not item:
             return None
         if item.outcome is not None:
-            del self.on_cpu[key]
+            del self.running[key]
             return None
         work = entry[2]
         if not work.ready():
-            if key not in self._cpu_late:
-                self._cpu_late.add(key)
-                self.cpu_overruns += 1
-            self.push(self.now + CPU_POLL_S, CPU_DONE, item)
+            if key not in self._late:
+                self._late.add(key)
+                self.overruns += 1
+            self.engine.push(self.engine.now + CPU_POLL_S, CPU_DONE, item)
             return None
-        del self.on_cpu[key]
-        self._cpu_late.discard(key)
+        del self.running[key]
+        self._late.discard(key)
         return entry
 
-    def _cpu_done(self: Engine, frame: Frame | DnnRequest) -> None:
+    def done(self, frame: Frame | DnnRequest) -> None:
+        """A CPU job's bound is up: take its result (or look again later)."""
         if isinstance(frame, DnnRequest):
             self._dnn_on_host_done(frame)
             return
         entry = self._settled(frame.key, frame)
         if entry is None:
             return
+        engine = self.engine
         _, phase, work = entry
         try:
             out, results = work.report()
         except Exception as exc:            # a bug in a CPU stage ends this frame, not the daemon
             log.error("CPU stages of %s failed", frame.key, exc_info=True)
-            self.finish(frame, "error", f"CPU stages failed: {type(exc).__name__}: {exc}")
+            engine.finish(frame, "error", f"CPU stages failed: {type(exc).__name__}: {exc}")
             return
         frame.results.update(results)
         if phase == "before" and frame.pipeline.stages:
             frame.pixels = out
-            self._fabric_release(frame)
+            engine.fabric_release(frame)
             return
-        frame.end = self.now
-        frame.output = out if self.want_output else None
-        self.finish(frame, "on_time" if frame.end <= frame.due + 1e-12 else "late")
-        self.trace.append(TraceEvent(f"pipeline {frame.pipeline.name}", frame.key, frame.origin, frame.end,
-                                     {"outcome": frame.outcome}))
+        frame.end = engine.now
+        frame.output = out if engine.want_output else None
+        engine.finish(frame, "on_time" if frame.end <= frame.due + 1e-12 else "late")
+        engine.trace.append(TraceEvent(f"pipeline {frame.pipeline.name}", frame.key, frame.origin, frame.end,
+                                       {"outcome": frame.outcome}))
 
-    def _fabric_release(self: Engine, frame: Frame) -> None:
-        """The CPU prefix is done: the fabric part is released (at its planned time or now)."""
-        self.push(max(self.now, frame.release), RELEASE, frame)
-
-    def _dnn_on_host_done(self: Engine, request: DnnRequest) -> None:
+    def _dnn_on_host_done(self, request: DnnRequest) -> None:
         key = _key(request)
         entry = self._settled(key, request)
         if entry is None:
             return
+        engine = self.engine
         try:
             request.output = np.asarray(entry[2].report())
         except Exception as exc:
             log.error("the host's inference of %s failed", key, exc_info=True)
-            self.finish_dnn(request, "error", f"CPU inference failed: {type(exc).__name__}: {exc}")
+            engine.finish_dnn(request, "error", f"CPU inference failed: {type(exc).__name__}: {exc}")
             return
-        request.end = self.now
-        self.dnn_images[request.pipeline.name] = self.dnn_images.get(request.pipeline.name, 0) + 1
-        self.finish_dnn(request, "done")
+        request.end = engine.now
+        engine.dnn_images[request.pipeline.name] = engine.dnn_images.get(request.pipeline.name, 0) + 1
+        engine.finish_dnn(request, "done")

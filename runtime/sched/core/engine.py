@@ -13,7 +13,7 @@ reason) or ``error``.
 
 Slots are not the only shared resource: an engine drives one of the shell's video streams (an
 input and an output, hdl_sim/rtl/shell.sv), so it streams one frame or one DNN batch at a time,
-whatever slots are free (``stream_free``). A shell with several streams runs one engine per
+whatever slots are free (``FrameStream.free``). A shell with several streams runs one engine per
 partition of the fabric, a stream and slots of its own, on one clock and one configuration port
 (runtime/sched/board/streams.py).
 """
@@ -26,7 +26,7 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
-from fpgashare.backends.base import Backend, FrameReport, Pending
+from fpgashare.backends.base import Backend, Pending
 from fpgashare.catalogue.workload import PipelineSpec, Workload
 from fpgashare.sched.analysis.schedulability import UNCONSTRAINED, AdmissionContract
 from fpgashare.sched.core.clock import Clock, VirtualClock
@@ -34,6 +34,7 @@ from fpgashare.sched.core.cpu_jobs import CpuJobs
 from fpgashare.sched.core.demand import Demand
 from fpgashare.sched.core.dnn_jobs import DnnJobs
 from fpgashare.sched.core.foresight import Foresight
+from fpgashare.sched.core.frame_stream import FrameStream
 from fpgashare.sched.core.jobs import (
     CPU_DONE,
     CPU_START,
@@ -45,27 +46,26 @@ from fpgashare.sched.core.jobs import (
     DnnRequest,
     Frame,
     TraceEvent,
-    fault_reason,
 )
-from fpgashare.sched.core.port_use import PortUse
+from fpgashare.sched.core.port_use import PortDriver
 from fpgashare.sched.core.run_summary import summarize
-from fpgashare.sched.core.slot_use import SlotUse
+from fpgashare.sched.core.slot_use import Placement
 from fpgashare.sched.core.slots import SlotManager, SlotState
-from fpgashare.sched.host.cpu_work import CpuExecutor, chain_shape
+from fpgashare.sched.host.cpu_work import CpuExecutor
 
 log = logging.getLogger(__name__)
 
-#: Frames or DNN batches one engine streams at once: one video input and one output of the shell.
-VIDEO_STREAMS = 1
-NOT_BUSY = float("-inf")     # Engine._stream_at while the stream can take work
 
-
-class Engine(PortUse, SlotUse, DnnJobs, CpuJobs, Foresight):
-    """Runs ``workload``'s real-time pipelines under ``policy`` on ``backend``."""
+class Engine:
+    """Runs ``workload``'s real-time pipelines under ``policy`` on ``backend``. Its parts, each
+    handed the engine as an ``EngineState`` (engine_state.py): ``port`` drives the configuration
+    port, ``placement`` fits frames to slots and keeps the contract's pins, ``dnn`` runs DNN
+    batches, ``cpu_jobs`` the host's work, ``stream`` carries frames and batches through the shell's
+    video stream, ``foresight`` forecasts what modules are wanted when."""
 
     def __init__(self, workload: Workload, backend: Backend, policy, clock: Clock | None = None,
                  replacement: str = "belady", want_output: bool = False, drain_s: float = 1.0,
-                 contract: AdmissionContract | None = None) -> None:
+                 contract: AdmissionContract | None = None, dnn_jobs: type[DnnJobs] = DnnJobs) -> None:
         self.workload, self.backend, self.policy = workload, backend, policy
         self.clock = clock or VirtualClock()
         self.slots = SlotManager(backend, replacement)
@@ -74,13 +74,16 @@ class Engine(PortUse, SlotUse, DnnJobs, CpuJobs, Foresight):
         self.pipelines = [p for p in workload.pipelines if p.realtime]
         self.dnn_pipelines = [p for p in workload.pipelines if not p.realtime]
         self.cpu_pipelines: list[PipelineSpec] = []   #: real-time pipelines wholly on the host (the daemon's)
-        self.dnn_running: dict[str, DnnJob] = {}     #: by job key (one job per slot group)
+        self.port = PortDriver(self)
+        self.placement = Placement(self)
+        self.dnn = dnn_jobs(self)         #: the daemon's engine hands in a part with a queue of submitted images
+        self.cpu_jobs = CpuJobs(self)
+        self.foresight = Foresight(self, self.port)
+        self.stream = FrameStream(self, self.dnn, self.cpu_jobs)
         self.dnn_images: dict[str, int] = {p.name: 0 for p in self.dnn_pipelines}
         self.frames: list[Frame] = []
         self.pending: list[Frame] = []
         self.running: dict[str, Frame] = {}
-        self._streaming: dict[str, Pending[FrameReport]] = {}   # by frame key: its report, when done
-        self._stream_at: float | None = None     # stream_free_at() while the stream is busy
         self.trace: list[TraceEvent] = []
         self._events: list[tuple[float, int, str, object]] = []
         self._seq = 0
@@ -91,10 +94,6 @@ class Engine(PortUse, SlotUse, DnnJobs, CpuJobs, Foresight):
         self.busy_by_slot = [0.0] * len(self.slots.slots)   #: seconds each slot spent computing
         self.dnn_busy_s = 0.0             #: stream time of DNN batches (the DNN's compute time)
         self._pixels = self._test_frames()
-        self._load_started: dict[int, float] = {}
-        self._load_s: dict[int, float] = {}
-        self._longest_load_s: float | None = None
-        self.port_by_reason: dict[str, float] = {}   # demand, prefetch, warm-up, dnn, static
         self.exposed_by_reason: dict[str, float] = {}
         self._next_index = {p.name: 0 for p in self.pipelines}   # next frame not yet released
         self.demand = Demand(self._need_time)
@@ -111,21 +110,15 @@ class Engine(PortUse, SlotUse, DnnJobs, CpuJobs, Foresight):
         #: best-effort work on the host (DNN images) has workers of its own: it never queues ahead
         #: of a real-time frame's CPU stages
         self.cpu_besteffort = CpuExecutor()
-        self.on_cpu: dict[str, tuple[Frame, str, object]] = {}   #: frame key -> (frame, "before"/"after", Pending)
-        self.cpu_overruns = 0             #: CPU parts that took longer than their bound
-        self._cpu_late: set[str] = set()
-        #: The shared port's round-robin grants when this engine runs one partition of the fabric
-        #: (runtime/sched/board/port_share.py, streams.py); None: the port is this engine's alone.
-        self.port_arbiter = None
         self.stream_id = 0                #: the shell's video stream this engine's work takes (trace)
         #: False: no load but a committed frame's after the first release (a partition whose every
         #: module is pinned: runtime/sched/board/stream_plan.py counts no port time for it)
         self.loads_after_t0 = True
         if contract is not None:
-            self.set_contract(contract)
+            self.placement.set_contract(contract)
         # Pipelines register before their first frame: the policy may fill every slot once
         # (setup and prefetch) before releases begin, the same warm-up for every policy.
-        self.t0 = self.longest_load_s() * len(self.slots.slots)
+        self.t0 = self.port.longest_load_s() * len(self.slots.slots)
 
     # ---- the event loop
     def push(self, t: float, kind: str, data: object) -> None:
@@ -158,18 +151,18 @@ class Engine(PortUse, SlotUse, DnnJobs, CpuJobs, Foresight):
         """The run is over: every frame not finished yet ends ``dropped``."""
         horizon = self.horizon_s
         self._advance(max(self.now, min(horizon, self.t0 + self.workload.duration_s)))
-        for frame in [*self.pending, *self.running.values(), *(f for f, _, _ in self.on_cpu.values())]:
+        for frame in [*self.pending, *self.running.values(), *(f for f, _, _ in self.cpu_jobs.running.values())]:
             self.finish(frame, "dropped", "the run ended before it completed")
-        self.on_cpu.clear()
+        self.cpu_jobs.running.clear()
         self.pending.clear()
         self.running.clear()
-        self._streaming.clear()
-        self._stream_at = None
+        self.stream.works.clear()
+        self.stream.changed()
 
     def begin(self) -> None:
         """Let the policy set up (warm-up loads) before the first event."""
         self.policy.setup(self)
-        self._kick_port()
+        self.port.kick()
 
     def next_event_s(self) -> float | None:
         """When the next event is due (None when nothing is scheduled)."""
@@ -199,19 +192,27 @@ class Engine(PortUse, SlotUse, DnnJobs, CpuJobs, Foresight):
             elif kind == LOAD_DONE:
                 self._load_done()
             elif kind == CPU_START:
-                self._cpu_start(data)
+                self.cpu_jobs.start(data)
             elif kind == CPU_DONE:
-                self._cpu_done(data)
+                self.cpu_jobs.done(data)
             elif kind == JOB_DONE:
                 if isinstance(data, DnnJob):
-                    self._dnn_done(data)
+                    self.dnn.done(data)
                 else:
                     self._job_done(data)
             if self.slots.quarantined:
                 self._drop_unplaceable()
             self.policy.dispatch(self)
             self.after_dispatch()
-            self._kick_port()
+            self.port.kick()
+
+    def _load_done(self) -> None:
+        """A load's end is due (the daemon's engine first checks it with its watchdog)."""
+        self.port.load_done()
+
+    def _drop_unplaceable(self) -> None:
+        """A slot is quarantined: frames (and the daemon's DNN images) nothing can place any more end."""
+        self.placement.drop_unplaceable()
 
     def after_dispatch(self) -> None:
         """After the policy's decisions at each event (the daemon's engine steps its mode changes)."""
@@ -223,16 +224,30 @@ class Engine(PortUse, SlotUse, DnnJobs, CpuJobs, Foresight):
 
     def pipelines_changed(self) -> None:
         """The set of real-time pipelines changed: look-ahead state starts over."""
-        self._copies: dict[str, int] = {}
-        for p in self.pipelines:
-            for module, count in p.module_counts.items():
-                self._copies[module] = max(self._copies.get(module, 0), count)
+        self.placement.pipelines_changed()
         self.demand.reset(self.pipelines)
         self.stream_info = [(p.deadline_s, p.exec_s, frozenset(p.modules)) for p in self.pipelines]
 
     def _released(self, frame: Frame) -> None:
         self._next_index[frame.pipeline.name] = frame.index + 1
         self.demand.moved(frame.pipeline)
+
+    # ---- the release forecast (the daemon's engine forecasts from arrival curves instead)
+    def next_release_s(self, pipeline: PipelineSpec) -> float:
+        """Earliest time the next unreleased frame of ``pipeline`` can arrive (its nominal release;
+        jitter only delays it); inf after the last one."""
+        k = self._next_index[pipeline.name]
+        if pipeline.offset_s + k * pipeline.period_s >= self.workload.duration_s:
+            return float("inf")
+        return self.t0 + pipeline.offset_s + k * pipeline.period_s
+
+    def _need_time(self, pipeline: PipelineSpec) -> float:
+        """The deadline of ``pipeline``'s next unreleased frame, as the demand order ranks it (inf
+        after the last one)."""
+        k = self._next_index[pipeline.name]
+        if pipeline.offset_s + k * pipeline.period_s >= self.workload.duration_s:
+            return float("inf")
+        return pipeline.offset_s + k * pipeline.period_s + pipeline.deadline_s
 
     @property
     def slot_busy_s(self) -> float:
@@ -298,101 +313,38 @@ class Engine(PortUse, SlotUse, DnnJobs, CpuJobs, Foresight):
         """Whether the backend runs DNN batches."""
         return self.backend.runs_dnn
 
-    @property
-    def port_shared(self) -> bool:
-        """Whether another partition may load through the same port after the first release (its
-        loads may come between this one's; a quiet partition's never do)."""
-        return self.port_arbiter is not None and any(e.loads_after_t0 for e in self.port_arbiter.engines
-                                                     if e is not self)
+    def test_pixels(self, frame: Frame) -> np.ndarray:
+        """The workload's stand-in input for a frame that came without pixels."""
+        return self._pixels[frame.pipeline.name]
 
-    def stream_free(self) -> bool:
-        """Whether the shell's video stream can take a frame or a DNN batch now."""
-        return len(self.running) + len(self.dnn_running) < VIDEO_STREAMS
+    # ---- the policy's actions beside ``start`` and ``drop`` (view.py)
+    def load(self, slot: int, module: str, reason: str = "demand", stamp: float = 0.0) -> None:
+        """Queue a load of ``module`` into ``slot`` (BLANK or READY) on the port."""
+        self.slots.request(slot, module, reason, stamp)
 
-    def stream_free_at(self) -> float:
-        """When the video stream can next take a frame or a batch (now if it can)."""
-        at = self._stream_at              # asked for every pending frame; changes only at a start or an end
-        if at is None:
-            at = self._stream_at = NOT_BUSY if self.stream_free() else min(self._job_ends())
-        return self.now if at is NOT_BUSY else at
+    def commit(self, frame: Frame) -> None:
+        """``frame`` holds the port for its loads until it streams (edf's commitment)."""
+        self.committed = frame
 
-    def _job_ends(self) -> list[float]:
-        """When each frame and DNN batch on the stream ends."""
-        return [f.expected_end for f in self.running.values()] + [j.end for j in self.dnn_running.values()]
+    def start_dnn(self, pipeline: PipelineSpec, slots: Sequence[int], images: int) -> DnnJob | None:
+        """Run a batch of up to ``images`` images of a best-effort DNN pipeline on dnn_tile ``slots``."""
+        return self.dnn.start(pipeline, slots, images)
+
+    def move_pin(self, slot: int, to: int) -> None:
+        """The module pinned at ``slot`` is pinned at ``to`` from now on."""
+        self.placement.move_pin(slot, to)
+
+    def plan_reload(self, slot: int, module: str, by: float) -> None:
+        """Load ``module`` into ``slot`` as soon as it is free, if that can be by ``by``."""
+        self.placement.plan_reload(slot, module, by)
 
     def start(self, frame: Frame, slots: Sequence[int]) -> None:
-        if not self.stream_free():
-            raise RuntimeError(f"frame {frame.key} cannot start: the video stream is carrying other work")
-        self.pending.remove(frame)
-        if self.committed is frame:
-            self.committed = None
-        self.slots.acquire(slots, frame.key)
-        if frame.step == 0:
-            frame.start = self.now
-        frame.slots = tuple(slots)
-        try:
-            if frame.step:
-                pixels = frame.carry
-            else:
-                pixels = frame.pixels if frame.pixels is not None else self._pixels[frame.pipeline.name]
-            # A pass before the last must hand its pixels on (a backend may skip them only at the end).
-            work = self.backend.start_frame(slots, frame.pipeline.pass_stages[frame.step], pixels, self.want_output,
-                                            stream=self.stream_id)
-        except Exception as exc:     # a hardware fault by the backend's contract (errors.HardwareError)
-            self.slots.release(slots, self.now)
-            self.finish(frame, "error", fault_reason(exc))
-            return
-        self.running[frame.key] = frame
-        self._streaming[frame.key] = work
-        self._stream_at = None
-        # Hardware time from the start: on a wall clock, the host's time to simulate is not the
-        # board's (a dilated clock absorbs it).
-        frame.expected_end = self.now + work.seconds
-        frame.streamed.append((self.now, frame.expected_end))
-        self.when_done(work, frame.expected_end, JOB_DONE, frame)
+        """Start ``frame``'s next pass on ``slots`` (frame_stream.py)."""
+        self.stream.start(frame, slots)
 
     def _job_done(self, frame: Frame) -> None:
-        failure = None
-        try:
-            report = self._streaming.pop(frame.key).report()   # on a board: waits for the DMA if need be
-        except Exception as exc:     # a hardware fault by the backend's contract
-            failure = fault_reason(exc)
-        else:
-            frame.results.update(report.results)
-        self.running.pop(frame.key)
-        self._stream_at = None
-        end = self.now
-        self.slots.release(frame.slots, end)
-        self._trace_stream(frame.key, frame.streamed[-1][0], end, frame.pipeline.name)
-        for slot in frame.slots:
-            self.trace.append(TraceEvent(f"slot {slot}", frame.key, frame.streamed[-1][0], end,
-                                         {"pipeline": frame.pipeline.name}))
-        if failure is None and frame.step < len(frame.pipeline.pass_stages) - 1:
-            # The next pass reads this one's output from memory once the port has loaded its stages.
-            frame._at_pass(frame.step + 1)
-            # Timing only (the model backend without outputs): the next pass needs just the size.
-            frame.carry = report.output if report.output is not None else \
-                np.zeros(frame.pipeline.pass_input_shapes[frame.step], np.uint8)
-            frame.expected_end = None
-            self.pending.append(frame)
-            return
-        if failure is None and frame.pipeline.cpu_after:
-            p = frame.pipeline
-            pixels = report.output if report.output is not None else np.zeros(
-                p.cpu_after[0].kind.input_shape(*chain_shape(p.stages, *p.frame)), np.uint8)
-            self._run_on_cpu(frame, "after", pixels)
-            return
-        if failure is None:
-            frame.end = end
-            frame.output = report.output if self.want_output else None
-            self.finish(frame, "on_time" if end <= frame.due + 1e-12 else "late")
-        else:
-            self.finish(frame, "error", failure)
-        self.trace.append(TraceEvent(f"pipeline {frame.pipeline.name}", frame.key, frame.release, end,
-                                     {"outcome": frame.outcome}))
-
-    def _trace_stream(self, name: str, start: float, end: float, pipeline: str) -> None:
-        self.trace.append(TraceEvent(f"stream {self.stream_id}", name, start, end, {"pipeline": pipeline}))
+        """A frame's pass is due to end (the daemon's engine first checks it with its watchdog)."""
+        self.stream.job_done(frame)
 
     def summary(self, wall_s: float) -> dict:
         """Outcomes and latencies per pipeline, port and slot figures (runtime/sched/core/run_summary.py)."""
@@ -417,6 +369,10 @@ class Engine(PortUse, SlotUse, DnnJobs, CpuJobs, Foresight):
     def drop(self, frame: Frame, reason: str) -> None:
         self.pending.remove(frame)
         self.finish(frame, "dropped", reason)
+
+    def fabric_release(self, frame: Frame) -> None:
+        """The CPU prefix is done: the fabric part is released (at its planned time or now)."""
+        self.push(max(self.now, frame.release), RELEASE, frame)
 
 def run_workload(workload: Workload, backend: Backend, policy, **kw) -> tuple[Engine, dict]:
     start = time.perf_counter()

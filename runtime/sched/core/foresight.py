@@ -1,6 +1,7 @@
 """Look-ahead over the next releases: when real-time work will want each module, with the
 releases played out on the one video stream as dispatch would run them (Belady replacement,
-prefetch and lending read it through ``Engine.module_needs``)."""
+prefetch and lending read it through ``Foresight.module_needs``; ``Foresight`` is a part of the
+engine, handed the engine's state and its port driver)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from fpgashare.sched.core.demand import NeedOrder
 
 if TYPE_CHECKING:
     from fpgashare.catalogue.workload import PipelineSpec
-    from fpgashare.sched.core.engine import Engine
+    from fpgashare.sched.core.engine_state import EngineState
     from fpgashare.sched.core.jobs import Frame
+    from fpgashare.sched.core.port_use import PortDriver
 
 
-def module_needs(engine: Engine, held: set[str] | None = None) -> dict[str, float]:
+def module_needs(engine: EngineState, longest_load_s: float, held: set[str] | None = None) -> dict[str, float]:
     """For each module real-time work will want: the earliest time it is wanted. A pending
     frame's modules are wanted now; otherwise a module is wanted at the next release of a
     pipeline that uses it, unless the stream allows a later time (``_stream_order``)."""
@@ -28,7 +30,8 @@ def module_needs(engine: Engine, held: set[str] | None = None) -> dict[str, floa
     for frame, modules in next_passes(engine):     # wanted again when the pass on the stream ends
         for module in modules:
             needs[module] = min(needs.get(module, float("inf")), frame.expected_end)
-    played = _stream_order(engine, dict(needs), set(engine.slots.held_modules() if held is None else held))
+    held = set(engine.slots.held_modules() if held is None else held)
+    played = _stream_order(engine, longest_load_s, dict(needs), held)
     if played is not None:
         return played
     for p in engine.pipelines:
@@ -38,14 +41,15 @@ def module_needs(engine: Engine, held: set[str] | None = None) -> dict[str, floa
                 needs[module] = t
     return needs
 
-def next_passes(engine: Engine) -> list[tuple[Frame, tuple[str, ...]]]:
+def next_passes(engine: EngineState) -> list[tuple[Frame, tuple[str, ...]]]:
     """Frames on the stream with passes to go, each with the modules of its next pass: they are
     pending again, wanting those modules, as soon as their pass ends."""
     return [(f, f.pipeline.pass_modules[f.step + 1]) for f in engine.running.values()
             if f.step < len(f.pipeline.pass_stages) - 1]
 
 
-def _stream_order(engine: Engine, needs: dict[str, float], held: set[str]) -> dict[str, float] | None:
+def _stream_order(engine: EngineState, longest_load_s: float, needs: dict[str, float],
+                  held: set[str]) -> dict[str, float] | None:
     """Module needs with the next releases played out on the one video stream, as dispatch
     would run them: among the frames released by then, one whose modules are all ``held``
     starts first, else the earliest deadline (nominal releases, ties by name); a frame's
@@ -53,7 +57,7 @@ def _stream_order(engine: Engine, needs: dict[str, float], held: set[str]) -> di
     loaded while the first streams, in slots the stream leaves idle anyway.
     The guess of who goes first can be wrong (jitter): then the frame that does waits for
     the loads put off. None unless every frame would still meet its deadline after that wait."""
-    stream_at = engine.stream_free_at()
+    stream_at = engine.stream.free_at()
     for frame in engine.pending:
         held.update(frame.modules)
         stream_at += frame.remaining_s
@@ -102,49 +106,47 @@ def _stream_order(engine: Engine, needs: dict[str, float], held: set[str]) -> di
             if module not in needs:
                 needs[module] = start
                 postponed += module not in loaded and start > release
-    wait = postponed * engine.longest_load_s()
+    wait = postponed * longest_load_s
     if all(start + wait + p.exec_s <= deadline for start, deadline, _, p in played):
         return needs
     return None
 
 
 class Foresight:
-    """What the future holds, for Belady replacement, prefetch and lending (a mixin of ``Engine``;
-    the daemon's engine overrides the release forecasts: its frames come when apps send them)."""
+    """What the future holds, for Belady replacement, prefetch and lending (a part of the engine;
+    the release forecasts are the engine's: the daemon's frames come when apps send them)."""
 
-    def earliest_release_s(self: Engine) -> float:
+    def __init__(self, engine: EngineState, port: PortDriver) -> None:
+        self.engine, self.port = engine, port
+
+    def earliest_release_s(self) -> float:
         """The earliest a real-time frame not yet released may arrive (now if one may arrive any
         moment; inf if none will): a load or a DNN batch that ends by then delays no frame."""
-        now = self.now
-        return min((max(now, self.next_release_s(p)) for p in self.pipelines), default=float("inf"))
+        engine = self.engine
+        now = engine.now
+        return min((max(now, engine.next_release_s(p)) for p in engine.pipelines), default=float("inf"))
 
-    def stream_job_end(self: Engine) -> float | None:
+    def next_release_s(self, pipeline: PipelineSpec) -> float:
+        """Earliest time the next unreleased frame of ``pipeline`` can arrive (the engine's
+        forecast: nominal releases, or the daemon's arrival curves)."""
+        return self.engine.next_release_s(pipeline)
+
+    def stream_job_end(self) -> float | None:
         """When the frame or DNN batch on the stream ends (None if the stream is free)."""
-        return None if self.stream_free() else self.stream_free_at()
+        return None if self.engine.stream.free() else self.engine.stream.free_at()
 
-    def next_release_s(self: Engine, pipeline: PipelineSpec) -> float:
-        """Earliest time the next unreleased frame of ``pipeline`` can arrive (its nominal release;
-        jitter only delays it); inf after the last one."""
-        k = self._next_index[pipeline.name]
-        if pipeline.offset_s + k * pipeline.period_s >= self.workload.duration_s:
-            return float("inf")
-        return self.t0 + pipeline.offset_s + k * pipeline.period_s
+    def next_passes(self) -> list[tuple[Frame, tuple[str, ...]]]:
+        """Frames on the stream with passes to go, each with the modules of its next pass."""
+        return next_passes(self.engine)
 
-    def module_needs(self: Engine, held: set[str] | None = None) -> dict[str, float]:
+    def module_needs(self, held: set[str] | None = None) -> dict[str, float]:
         """For each module real-time work will want: the earliest time it is wanted
-        (runtime/sched/core/foresight.py)."""
-        return module_needs(self, held)
+        (``module_needs`` above)."""
+        return module_needs(self.engine, self.port.longest_load_s(), held)
 
-    def _need_time(self: Engine, pipeline: PipelineSpec) -> float:
-        """The deadline of ``pipeline``'s next unreleased frame, as the demand order ranks it (inf
-        after the last one)."""
-        k = self._next_index[pipeline.name]
-        if pipeline.offset_s + k * pipeline.period_s >= self.workload.duration_s:
-            return float("inf")
-        return pipeline.offset_s + k * pipeline.period_s + pipeline.deadline_s
-
-    def need_order(self: Engine, first: Sequence[Frame] = ()) -> NeedOrder:
+    def need_order(self, first: Sequence[Frame] = ()) -> NeedOrder:
         """Modules in the order they will be needed: the given frames', the next passes of frames
         on the stream, then those of every pipeline's next release by deadline
         (runtime/sched/core/demand.py)."""
-        return NeedOrder([frame.modules for frame in first] + [m for _, m in next_passes(self)], self.demand)
+        return NeedOrder([frame.modules for frame in first] + [m for _, m in next_passes(self.engine)],
+                         self.engine.demand)

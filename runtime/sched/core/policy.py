@@ -17,14 +17,14 @@ class Policy(ABC):
     def setup(self, engine: EngineView) -> None:
         """Before the first release: fill blank slots with the modules the first frames need, in
         the order they are needed (the same warm-up for every policy that does not override it)."""
-        future = engine.need_order()
+        future = engine.foresight.need_order()
         for module in list(future):
             if engine.slots.ready_with(module) or engine.slots.coming_with(module):
                 continue
             victim = engine.slots.victim(module, future)
             if victim is None or engine.slots.slots[victim].state != SlotState.BLANK:
                 break
-            engine.slots.request(victim, module, "warm-up")
+            engine.load(victim, module, "warm-up")
 
     @abstractmethod
     def dispatch(self, engine: EngineView) -> None:
@@ -34,8 +34,8 @@ class Policy(ABC):
     @staticmethod
     def start_if_resident(engine: EngineView, frame: Frame, reserved: set[int]) -> bool:
         """Start ``frame`` if every stage's module is resident in a free slot and the video stream is free."""
-        chosen, missing = engine.find_slots(frame, reserved)
-        if missing or not engine.stream_free():
+        chosen, missing = engine.placement.find_slots(frame, reserved)
+        if missing or not engine.stream.free():
             return False
         engine.start(frame, [s for s in chosen if s is not None])
         return True
@@ -51,7 +51,7 @@ class Policy(ABC):
         slot exists when that starts it sooner (with one video stream, only a busy copy that frees
         after the stream does can make it so). Nothing is loaded if some stage has no source.
         Returns the slots the frame counts on, so later decisions leave them alone."""
-        chosen, _ = engine.find_slots(frame, keep)
+        chosen, _ = engine.placement.find_slots(frame, keep)
         used = set(keep)
         used.update(s for s in chosen if s is not None)
         steps: list[tuple[str, float | None]] = []   # module, when its busy copy frees (None: no copy)
@@ -62,14 +62,14 @@ class Policy(ABC):
             if coming is not None:
                 used.add(coming)
                 continue
-            busy = min(((engine.free_at(s) or engine.now, s) for s in engine.slots.busy_with(module)
+            busy = min(((engine.placement.free_at(s) or engine.now, s) for s in engine.slots.busy_with(module)
                         if s not in used), default=None)
             if busy is not None:
                 used.add(busy[1])
             steps.append((module, busy[0] if busy is not None else None))
         if not steps:
             return used                    # every module is resident or on its way
-        future = engine.need_order([frame])
+        future = engine.foresight.need_order([frame])
         # Victims go first to modules nobody holds (they are needed), then to extra copies.
         plan: list[tuple[str, float | None, int | None]] = []   # module, busy copy frees at, victim
         victims: set[int] = set()
@@ -81,7 +81,7 @@ class Policy(ABC):
                 victims.add(victim)
                 plan.append((module, None, victim))
         # With a busy copy that frees only after the stream does, a new copy may start the frame sooner.
-        stream_at = engine.stream_free_at()
+        stream_at = engine.stream.free_at()
         if any(free is not None and free > stream_at for _, free in steps):
             for module, free in steps:
                 if free is not None:
@@ -91,7 +91,7 @@ class Policy(ABC):
                     plan.append((module, free, victim))
             plan = Policy._copies_or_waits(engine, frame, plan, stream_at)
         for module, _, victim in plan:
-            engine.slots.request(victim, module, reason)
+            engine.load(victim, module, reason)
             used.add(victim)
         return used
 
@@ -102,12 +102,12 @@ class Policy(ABC):
         step's second field: when that slot frees): a copy costs a load and evicts something, so
         copies are made only when waiting would make this frame, or a frame queued behind it for
         the same busy modules, late, and a copy would start it sooner."""
-        ready_at = engine.now + engine.port_backlog_s()
+        ready_at = engine.now + engine.port.backlog_s()
 
         def start(loads: list[tuple[str, float | None, int | None]]) -> float:
             """When the frame could start if ``loads`` are queued and the other stages wait."""
             waits = [step[1] for step in plan if step not in loads and step[1] is not None]
-            done = ready_at + sum(engine.load_seconds(v) for _, _, v in loads if v is not None)
+            done = ready_at + sum(engine.port.load_seconds(v) for _, _, v in loads if v is not None)
             return max([*waits, done, stream_at] if loads else [*waits, stream_at])
 
         wait_plan = [step for step in plan if step[1] is None]
@@ -157,7 +157,7 @@ class PriorityPolicy(Policy):
         now = engine.now
         work, work_for = None, -1           # the port's work, once asked (and the pending count then)
         idle = set(engine.slots.idle())     # ready or blank; refreshed when a start or a load takes some
-        stream_at = engine.stream_free_at()  # refreshed when a frame starts
+        stream_at = engine.stream.free_at()  # refreshed when a frame starts
         frames = sorted(engine.pending, key=self.priority)
         for position, frame in enumerate(frames):
             borrows = now + frame.exec_s <= lend_until
@@ -169,21 +169,21 @@ class PriorityPolicy(Policy):
             if (frame.pipeline.name, frame.step) in blocked and not borrows:
                 chosen, missing = [], blocked[frame.pipeline.name, frame.step]
             else:
-                chosen, missing = engine.find_slots(frame, keep)
+                chosen, missing = engine.placement.find_slots(frame, keep)
                 if missing and not borrows:
                     blocked[frame.pipeline.name, frame.step] = missing
             # Once the stream is taken and the first blocked frame has its loads, a blocked frame
             # can neither start nor load: it is judged on the stream alone now, in full next time.
-            settled = blocked_seen and missing and not engine.stream_free()
+            settled = blocked_seen and missing and not engine.stream.free()
             reason = self.hopeless(engine, frame, () if settled else missing, stream_at)
             if reason:
                 engine.drop(frame, reason)
                 continue
             if not missing:
-                if engine.stream_free():
+                if engine.stream.free():
                     engine.start(frame, [s for s in chosen if s is not None])
                     idle = set(engine.slots.idle())
-                    stream_at = engine.stream_free_at()
+                    stream_at = engine.stream.free_at()
                 else:                           # ready, waiting for the video stream: keep its slots
                     reserved |= {s for s in chosen if s is not None}
                 continue
@@ -194,8 +194,8 @@ class PriorityPolicy(Policy):
                 idle = set(engine.slots.idle())
                 if self.borrow:
                     borrowable = resident
-                    lend_until = frame.deadline - frame.remaining_s - engine.longest_load_s()
-                if not engine.stream_free():
+                    lend_until = frame.deadline - frame.remaining_s - engine.port.longest_load_s()
+                if not engine.stream.free():
                     work = self._port_idle_work(engine, frames)
                     if work is None:
                         # The rest can neither start (the stream is taken), nor queue loads (this

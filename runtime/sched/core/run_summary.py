@@ -3,17 +3,43 @@ reason, and how much of it no slot computed under), slot utilization and DNN ima
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from fpgashare.sched.core.engine import Engine
+    from fpgashare.catalogue.workload import PipelineSpec, Workload
+    from fpgashare.sched.core.jobs import Frame, TraceEvent
+    from fpgashare.sched.core.port_use import PortDriver
+    from fpgashare.sched.core.slots import SlotManager
 
 OUTCOMES = ("on_time", "late", "dropped", "error")
 
 
-def summarize(engine: Engine, wall_s: float) -> dict:
+class RunFigures(Protocol):
+    """What a summary reads of a finished run (an ``Engine``)."""
+
+    workload: Workload
+    pipelines: list[PipelineSpec]
+    frames: list[Frame]
+    slots: SlotManager
+    port: PortDriver
+    trace: Sequence[TraceEvent]
+    t0: float
+    dnn_images: dict[str, int]
+    dnn_busy_s: float
+    exposed_reconfig_s: float
+    stalled_reconfig_s: float
+    steady_exposed_s: float
+    exposed_by_reason: dict[str, float]
+    @property
+    def now(self) -> float: ...
+    @property
+    def slot_busy_s(self) -> float: ...
+
+
+def summarize(engine: RunFigures, wall_s: float) -> dict:
     """The run's figures (``fpgashare bench`` prints them); ``wall_s``: the host time it took."""
     per: dict[str, dict] = {}
     for p in engine.pipelines:
@@ -35,7 +61,7 @@ def summarize(engine: Engine, wall_s: float) -> dict:
         "steady_port_s": round(sum(max(0.0, e.end - max(e.start, engine.t0)) for e in engine.trace
                                    if e.track == "port"), 6),
         "steady_exposed_s": round(engine.steady_exposed_s, 6),
-        "port_s_by_reason": {k: round(v, 6) for k, v in sorted(engine.port_by_reason.items())},
+        "port_s_by_reason": {k: round(v, 6) for k, v in sorted(engine.port.by_reason.items())},
         "exposed_s_by_reason": {k: round(v, 6) for k, v in sorted(engine.exposed_by_reason.items())},
         "slot_utilization": round(engine.slot_busy_s / ((engine.now or sim_s) * len(engine.slots.slots)), 4),
         "dnn_images": dnn, "dnn_images_per_s": round(dnn / sim_s, 2),

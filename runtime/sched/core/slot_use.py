@@ -1,61 +1,78 @@
-"""The engine's slots (a mixin of ``Engine``): where a frame's stages can run now, the pins the
-admission contract keeps and moves, and frames no working slot can hold any more."""
+"""The engine's slots (``Placement``, a part of the engine): where a frame's stages can run now,
+the pins the admission contract keeps and moves, and frames no working slot can hold any more."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from fpgashare.sched.analysis.schedulability import AdmissionContract
 from fpgashare.sched.core.slots import SlotState
 
 if TYPE_CHECKING:
-    from fpgashare.sched.core.engine import Engine, Frame
+    from fpgashare.sched.analysis.schedulability import AdmissionContract
+    from fpgashare.sched.core.engine_state import EngineState
+    from fpgashare.sched.core.jobs import Frame
 
 
-class SlotUse:
-    def set_contract(self: Engine, contract: AdmissionContract) -> None:
+class Placement:
+    """Where frames run on the engine's slots, and the pins its contract holds there."""
+
+    def __init__(self, engine: EngineState) -> None:
+        self.engine = engine
+        self.copies: dict[str, int] = {}    #: per module, the most copies one real-time chain uses at once
+
+    def pipelines_changed(self) -> None:
+        """The set of real-time pipelines changed: count the copies each module needs again."""
+        self.copies = {}
+        for p in self.engine.pipelines:
+            for module, count in p.module_counts.items():
+                self.copies[module] = max(self.copies.get(module, 0), count)
+
+    def set_contract(self, contract: AdmissionContract) -> None:
         """Keep to ``contract`` from now on: its pinned slots are never evicted."""
-        self.contract = contract
-        self.slots.pinned = contract.pinned_slots
-        self.slots.pin_modules = dict(contract.pinned)
+        engine = self.engine
+        engine.contract = contract
+        engine.slots.pinned = contract.pinned_slots
+        engine.slots.pin_modules = dict(contract.pinned)
 
-    def move_pin(self: Engine, slot: int, to: int) -> None:
+    def move_pin(self, slot: int, to: int) -> None:
         """The module pinned at ``slot`` is pinned at ``to`` from now on (runtime/sched/policies/pin_move.py)."""
-        pinned = dict(self.contract.pinned)
+        pinned = dict(self.engine.contract.pinned)
         pinned[to] = pinned.pop(slot)
-        self.set_contract(replace(self.contract, pinned=pinned))
-        self.pin_moves += 1
+        self.set_contract(replace(self.engine.contract, pinned=pinned))
+        self.engine.pin_moves += 1
 
-    def plan_reload(self: Engine, slot: int, module: str, by: float) -> None:
+    def plan_reload(self, slot: int, module: str, by: float) -> None:
         """Load ``module`` into ``slot`` as soon as it is free, if that can be by ``by`` (a lend
         moved it out of its slot: runtime/sched/policies/pin_move.py)."""
-        self.planned_reloads[slot] = (module, by)
+        self.engine.planned_reloads[slot] = (module, by)
 
-    def _drop_unplaceable(self: Engine) -> None:
+    def drop_unplaceable(self) -> None:
         """Frames needing more copies of a module than working (not quarantined) slots can hold
         end ``dropped`` now: no schedule can run them, and every frame must end."""
-        platform = self.backend.platform
-        for frame in list(self.pending):
+        engine = self.engine
+        platform = engine.backend.platform
+        for frame in list(engine.pending):
             for module, need in frame.module_counts.items():
                 working = sum(1 for s in platform.slots_for(module)
-                              if self.slots.slots[s.index].state is not SlotState.FAILED)
+                              if engine.slots.slots[s.index].state is not SlotState.FAILED)
                 if working < need:
-                    self.drop(frame, f"no working slot can hold {module}: its slots are quarantined")
+                    engine.drop(frame, f"no working slot can hold {module}: its slots are quarantined")
                     break
 
-    def copies_needed(self: Engine) -> dict[str, int]:
+    def copies_needed(self) -> dict[str, int]:
         """For each module, the most copies one real-time chain uses at once."""
-        return self._copies
+        return self.copies
 
-    def find_slots(self: Engine, frame: Frame, reserved: set[int]) -> tuple[list[int | None], list[str]]:
+    def find_slots(self, frame: Frame, reserved: set[int]) -> tuple[list[int | None], list[str]]:
         """For each stage, a READY slot holding its module (None where there is none), and the
         modules missing."""
         taken = set(reserved)
         chosen: list[int | None] = []
         missing = []
-        ready = self.slots.ready_by_module()
-        pinned = self.slots.pinned
+        slots = self.engine.slots
+        ready = slots.ready_by_module()
+        pinned = slots.pinned
         for module in frame.modules:
             copies = ready.get(module, ())
             if pinned and len(copies) > 1:
@@ -71,8 +88,8 @@ class SlotUse:
                 missing.append(module)
         return chosen, missing
 
-    def free_at(self: Engine, slot: int) -> float | None:
+    def free_at(self, slot: int) -> float | None:
         """When a busy slot's job ends (None if the slot is not running a job)."""
-        owner = self.slots.slots[slot].owner
-        frame = self.running.get(owner) if owner else None
+        owner = self.engine.slots.slots[slot].owner
+        frame = self.engine.running.get(owner) if owner else None
         return frame.expected_end if frame else None

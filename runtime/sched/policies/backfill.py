@@ -26,8 +26,7 @@ A platform with no slot for dnn_tile gives the DNN nothing (``refusal`` says why
 from __future__ import annotations
 
 from fpgashare.dnn.planning import dnn_plan, dnn_slot_count, misfit
-from fpgashare.sched.core.slots import SlotState
-from fpgashare.sched.core.view import EngineView
+from fpgashare.sched.core.view import EngineView, SlotState
 from fpgashare.sched.policies.guard import batch_room, side_load_allowed
 from fpgashare.sched.policies.lookahead import reclaim_at, victims_due
 from fpgashare.sched.policies.pin_move import lend_moves
@@ -72,10 +71,10 @@ def _until(due: list[float], idle_others: int) -> float:
 
 
 def _run(engine: EngineView) -> None:
-    if engine.pending or not engine.stream_free():
+    if engine.pending or not engine.stream.free():
         return      # frames first, and the stream carries one thing at a time
     idle = [s.index for s in engine.slots.slots if s.state == SlotState.READY and s.module == DNN]
-    waiting = [p for p in engine.dnn_pipelines if engine.dnn_backlog(p)]
+    waiting = [p for p in engine.dnn_pipelines if engine.dnn.backlog(p)]
     if not idle or not waiting:
         return
     pipeline = min(waiting, key=lambda p: (engine.dnn_images[p.name], p.name))
@@ -83,11 +82,11 @@ def _run(engine: EngineView) -> None:
     size = len(plan.stages)
     now = engine.now
     # Tiles new to their layers are programmed first: the batch is that much longer.
-    latency_s = plan.latency_cycles / plan.clock_hz + engine.dnn_setup_s(idle[:size], pipeline.model, plan)
+    latency_s = plan.latency_cycles / plan.clock_hz + engine.dnn.setup_s(idle[:size], pipeline.model, plan)
     room = min(_until(victims_due(engine), len(idle) - size) - now, batch_room(engine), engine.end_s - now)
     if engine.slots.coming_with(DNN):
         # A tile is on its way: end this batch when it is in, so the next runs on the faster chain.
-        room = min(room, max(engine.port_backlog_s(), latency_s))
+        room = min(room, max(engine.port.backlog_s(), latency_s))
     if room < latency_s:
         return
     per_image_s = plan.bottleneck_cycles / plan.clock_hz
@@ -102,11 +101,11 @@ def stream_gaps(engine: EngineView, horizon_s: float) -> list[tuple[float, float
     end = now + horizon_s
     jobs = [(now, f.remaining_s) for f in engine.pending]
     for p in engine.pipelines:
-        t = engine.next_release_s(p)
+        t = engine.foresight.next_release_s(p)
         while t < end:
             jobs.append((max(t, now), p.exec_s))
             t += p.period_s
-    gaps, t = [], engine.stream_free_at()
+    gaps, t = [], engine.stream.free_at()
     for release, exec_s in sorted(jobs):
         if release > t:
             gaps.append((t, release))
@@ -132,8 +131,8 @@ def lend_gain_s(engine: EngineView, model: str, held: int, gaps: list[tuple[floa
 
 
 def _lend(engine: EngineView) -> None:
-    if not engine.port_free() or engine.pending or engine.committed is not None \
-            or not any(engine.dnn_backlog(p) for p in engine.dnn_pipelines):
+    if not engine.port.free() or engine.pending or engine.committed is not None \
+            or not any(engine.dnn.backlog(p) for p in engine.dnn_pipelines):
         return
     model = min(engine.dnn_pipelines, key=lambda p: p.name).model
     platform = engine.platform
@@ -148,9 +147,9 @@ def _lend(engine: EngineView) -> None:
         if s.state not in (SlotState.BLANK, SlotState.READY) or s.module == DNN or s.index in engine.slots.pinned \
                 or not engine.slots.compatible(s.index, DNN):
             continue
-        load_s = engine.load_seconds(s.index)
+        load_s = engine.port.load_seconds(s.index)
         until = min(reclaim_at(engine, evicting=s.index), engine.end_s, now + LEND_HORIZON_S)
-        gain = lend_gain_s(engine, model, held, gaps, now + engine.port_backlog_s() + load_s, until)
+        gain = lend_gain_s(engine, model, held, gaps, now + engine.port.backlog_s() + load_s, until)
         if gain >= WORTH * 2 * load_s and (best is None or gain > best[0]):
             best = (gain, s.index)
     # Or a slot whose module goes, hidden, into a slot the job on the stream frees (pin_move.py):
@@ -158,7 +157,7 @@ def _lend(engine: EngineView) -> None:
     moved = None
     for move in lend_moves(engine, DNN):
         until = min(reclaim_at(engine, evicting=move.to), engine.end_s, now + LEND_HORIZON_S)
-        load_s = engine.load_seconds(move.into)
+        load_s = engine.port.load_seconds(move.into)
         gain = lend_gain_s(engine, model, held, gaps, now + load_s, until)
         if gain >= WORTH * 2 * load_s and (best is None or gain > best[0]):
             best, moved = (gain, move.into), move
@@ -167,5 +166,5 @@ def _lend(engine: EngineView) -> None:
             if moved.into in engine.slots.pinned:
                 engine.move_pin(moved.into, moved.to)
             else:
-                engine.plan_reload(moved.to, moved.held, engine.earliest_release_s())
-        engine.slots.request(best[1], DNN, "dnn")
+                engine.plan_reload(moved.to, moved.held, engine.foresight.earliest_release_s())
+        engine.load(best[1], DNN, "dnn")

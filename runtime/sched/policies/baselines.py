@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from fpgashare.sched.core.engine import Frame
+from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.policy import Policy, PriorityPolicy
-from fpgashare.sched.core.slots import SlotState
-from fpgashare.sched.core.view import EngineView
+from fpgashare.sched.core.view import EngineView, SlotState
 
 
 class FcfsPolicy(PriorityPolicy):
@@ -99,7 +98,7 @@ class StaticPolicy(Policy):
                 continue
             self.assigned[p.name] = slots
             for slot, module in zip(slots, p.modules, strict=True):
-                engine.slots.request(slot, module, "static")
+                engine.load(slot, module, "static")
 
     def dispatch(self, engine: EngineView) -> None:
         for frame in sorted(engine.pending, key=lambda f: (f.release, f.seq)):
@@ -107,5 +106,5 @@ class StaticPolicy(Policy):
             if slots is None:
                 engine.drop(frame, "the static partition has no slots left for this pipeline")
                 continue
-            if engine.stream_free() and all(engine.slots.slots[s].state == SlotState.READY for s in slots):
+            if engine.stream.free() and all(engine.slots.slots[s].state == SlotState.READY for s in slots):
                 engine.start(frame, slots)

@@ -28,11 +28,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 
-from fpgashare.sched.core.demand import NeedOrder
-from fpgashare.sched.core.engine import Frame
+from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.policy import PriorityPolicy
-from fpgashare.sched.core.slots import SlotState
-from fpgashare.sched.core.view import EngineView
+from fpgashare.sched.core.view import EngineView, NeedOrder, SlotState
 from fpgashare.sched.policies.backfill import DNN as DNN_TILE
 from fpgashare.sched.policies.backfill import backfill
 from fpgashare.sched.policies.guard import side_load_allowed
@@ -75,13 +73,13 @@ class EdfPolicy(PriorityPolicy):
         reserved: set[int] = set()
         borrowable: set[int] = set()
         ready_at = float("inf")
-        if committed is not None and self.hopeless(engine, committed, (), engine.stream_free_at()):
+        if committed is not None and self.hopeless(engine, committed, (), engine.stream.free_at()):
             engine.drop(committed, "cannot finish by its deadline: the stream is taken until then")
             committed = None
         if committed is not None:
             plan = self._plan(engine, committed, set())
             if not plan.loads and plan.complete and all(s is not None for s in plan.chosen) \
-                    and engine.stream_free():
+                    and engine.stream.free():
                 engine.start(committed, plan.chosen)
                 committed = None
                 self._load_pins(engine)              # a moved pin goes back first, under this job
@@ -90,7 +88,7 @@ class EdfPolicy(PriorityPolicy):
                 reserved = plan.used
                 borrowable = {s for s in plan.chosen if s is not None}
                 ready_at = plan.ready_at
-        stream_at = engine.stream_free_at()
+        stream_at = engine.stream.free_at()
         head_seen = False            # a frame earlier in deadline order is still pending
         port_given = committed is not None
         for frame in sorted(engine.pending, key=self.priority):
@@ -106,17 +104,17 @@ class EdfPolicy(PriorityPolicy):
             # frame is the one job a more urgent frame may wait behind (the analysis's blocking).
             later = committed is not None
             borrows = self.borrow and later and now + exec_s <= ready_at
-            if later and not (borrows and engine.stream_free()):
+            if later and not (borrows and engine.stream.free()):
                 continue                     # it can neither start nor load now: judged next time
-            chosen, missing = engine.find_slots(frame, reserved - borrowable if borrows else reserved)
+            chosen, missing = engine.placement.find_slots(frame, reserved - borrowable if borrows else reserved)
             reason = self.hopeless(engine, frame, missing, stream_at)
             if reason:
                 engine.drop(frame, reason)
                 continue
             if not missing:
-                if engine.stream_free() and (not later or borrows):
+                if engine.stream.free() and (not later or borrows):
                     engine.start(frame, [s for s in chosen if s is not None])
-                    stream_at = engine.stream_free_at()
+                    stream_at = engine.stream.free_at()
                     if engine.committed is None:
                         self._load_pins(engine)      # a moved pin goes back first, under this job
                     continue
@@ -129,21 +127,22 @@ class EdfPolicy(PriorityPolicy):
                 continue                     # the port is taken this round
             port_given = True
             plan = self._plan(engine, frame, reserved)
-            if is_head and engine.stream_free():
+            if is_head and engine.stream.free():
                 # Commit only onto a free stream: then at most one job (this one, or the one on
                 # the stream) stands before a more urgent frame that comes next (the analysis's
                 # one blocking term).
-                engine.committed = committed = frame      # it owns the port until it streams
+                engine.commit(frame)
+                committed = frame     # it owns the port until it streams
                 self._issue(engine, plan)
                 reserved = reserved | plan.used
                 borrowable = {s for s in plan.chosen if s is not None}
                 ready_at = plan.ready_at
             else:
                 if plan.loads and side_load_allowed(engine, plan.loads[0][1]):
-                    engine.slots.request(plan.loads[0][1], plan.loads[0][0], "demand")
+                    engine.load(plan.loads[0][1], plan.loads[0][0], "demand")
                 elif is_head and (move := pin_move(engine, frame, chosen, missing)) is not None:
                     engine.move_pin(move.into, move.to)          # the load below is hidden; M goes back
-                    engine.slots.request(move.into, move.module, "demand")   # under this frame's stream
+                    engine.load(move.into, move.module, "demand")   # under this frame's stream
                     plan.used = {s for s in chosen if s is not None} | {move.into}
                 reserved |= plan.used
         if engine.committed is None:
@@ -154,10 +153,10 @@ class EdfPolicy(PriorityPolicy):
         module, a busy slot holding it (free when its job ends: with one stream, sooner than a
         new copy could be), or a victim slot to load."""
         slots = engine.slots
-        chosen, _ = engine.find_slots(frame, keep)
+        chosen, _ = engine.placement.find_slots(frame, keep)
         plan = LoadPlan(chosen, {s for s in chosen if s is not None})
         future = None
-        waits = engine.now + engine.port_backlog_s()
+        waits = engine.now + engine.port.backlog_s()
         for module, slot in zip(frame.modules, chosen, strict=True):
             if slot is not None:
                 continue
@@ -168,18 +167,18 @@ class EdfPolicy(PriorityPolicy):
             busy = next((s for s in slots.busy_with(module) if s not in plan.used and s not in keep), None)
             if busy is not None:
                 plan.used.add(busy)
-                waits = max(waits, engine.free_at(busy) or engine.now)
+                waits = max(waits, engine.placement.free_at(busy) or engine.now)
                 continue
             if future is None:
-                future = engine.need_order([frame])
+                future = engine.foresight.need_order([frame])
             victim = slots.victim(module, future, keep=keep | plan.used)
             if victim is None:
                 plan.complete = False
                 continue
             plan.used.add(victim)
             plan.loads.append((module, victim))
-        plan.ready_at = max(waits, engine.now + engine.port_backlog_s()
-                            + sum(engine.load_seconds(v) for _, v in plan.loads))
+        plan.ready_at = max(waits, engine.now + engine.port.backlog_s()
+                            + sum(engine.port.load_seconds(v) for _, v in plan.loads))
         return plan
 
     @staticmethod
@@ -189,7 +188,7 @@ class EdfPolicy(PriorityPolicy):
         port = engine.slots.port
         if plan.loads and port.current is None and not port.queue:
             module, victim = plan.loads[0]
-            engine.slots.request(victim, module, "demand")
+            engine.load(victim, module, "demand")
 
     # ---- drops -----------------------------------------------------------------------------
     def hopeless(self, engine: EngineView, frame: Frame, missing: Sequence[str], stream_at: float) -> str | None:
@@ -203,13 +202,13 @@ class EdfPolicy(PriorityPolicy):
             slots = engine.slots
             new = sum(max(0, need - len(slots.ready_with(m)) - len(slots.busy_with(m)) - len(slots.coming_with(m)))
                       for m, need in frame.module_counts.items() if m in missing)
-            if new and engine.now + new * engine.shortest_load_s() + exec_s > frame.deadline:
+            if new and engine.now + new * engine.port.shortest_load_s() + exec_s > frame.deadline:
                 return f"cannot finish by its deadline: {new} module(s) still to load"
         return None
 
     # ---- the port when no frame owns it ----------------------------------------------------
     def _port_idle(self, engine: EngineView, reserved: set[int]) -> None:
-        if not engine.port_free():
+        if not engine.port.free():
             return          # (on a shared port the engine is asked again when the port frees)
         if self._load_pins(engine):
             return
@@ -232,17 +231,17 @@ class EdfPolicy(PriorityPolicy):
             if s.state not in (SlotState.BLANK, SlotState.READY):
                 continue
             if warm_up or side_load_allowed(engine, slot):
-                engine.slots.request(slot, module, "pin")
+                engine.load(slot, module, "pin")
                 if not warm_up:
                     return True
         for slot, (module, by) in sorted(engine.planned_reloads.items()):
             s = engine.slots.slots[slot]
-            if engine.now + engine.load_seconds(slot) > by or s.module == module:
+            if engine.now + engine.port.load_seconds(slot) > by or s.module == module:
                 del engine.planned_reloads[slot]          # too late to be harmless, or done
             elif s.state in (SlotState.BLANK, SlotState.READY) and not engine.slots.holds(module) \
                     and side_load_allowed(engine, slot):
                 del engine.planned_reloads[slot]
-                engine.slots.request(slot, module, "prefetch")
+                engine.load(slot, module, "prefetch")
                 return True
         return False
 
@@ -251,7 +250,7 @@ class EdfPolicy(PriorityPolicy):
         # (idle slots may be lent), and in the gap after a period's frames (a load there has no
         # frame to hide under, while one put off may be hidden under the next period's first).
         target = self._prefetch_target(engine, waiting)
-        stream_end = engine.stream_job_end()
+        stream_end = engine.foresight.stream_job_end()
         dnn = bool(engine.dnn_pipelines and engine.runs_dnn)
         if target is not None and stream_end is not None:
             # A load hidden under the job on the stream costs nothing: take it now, but not into
@@ -265,7 +264,7 @@ class EdfPolicy(PriorityPolicy):
             return lambda reserved: self._just_in_time(engine, waiting, reserved)
         if target is None:
             return None
-        if not waiting and engine.stream_free():
+        if not waiting and engine.stream.free():
             return lambda reserved: self._just_in_time(engine, waiting, reserved, target)
         return lambda reserved: self._prefetch(engine, reserved, target)
 
@@ -290,13 +289,13 @@ class EdfPolicy(PriorityPolicy):
         ``waiting``: the pending frames by deadline."""
         if not engine.slots.idle():
             return None                              # no slot could take a load
-        future = engine.need_order(waiting)
+        future = engine.foresight.need_order(waiting)
         needed = future.head(len(engine.slots.slots))   # each module once, in order of first need
         slots = engine.slots
         module = next((m for m in needed if not slots.holds(m)), None)
         if module is None:
             # A chain that uses a module twice needs two copies: one held is not enough.
-            copies = engine.copies_needed()
+            copies = engine.placement.copies_needed()
             module = next((m for m in needed if copies.get(m, 1) > 1 and len(slots.ready_with(m))
                            + len(slots.busy_with(m)) + len(slots.coming_with(m)) < copies[m]), None)
         return None if module is None else (future, needed, module)
@@ -310,18 +309,19 @@ class EdfPolicy(PriorityPolicy):
         future, needed, module = target
         victim = engine.slots.victim(module, future, keep=reserved | _holding(engine, future, needed, module))
         if hidden_only:
-            end = engine.stream_job_end()
-            if victim is not None and end is not None and engine.now + engine.load_seconds(victim) <= end \
+            end = engine.foresight.stream_job_end()
+            if victim is not None and end is not None and engine.now + engine.port.load_seconds(victim) <= end \
                     and side_load_allowed(engine, victim):
-                engine.slots.request(victim, module, "prefetch")
+                engine.load(victim, module, "prefetch")
                 return True
             return False
         if victim is not None and side_load_allowed(engine, victim):
-            engine.slots.request(victim, module, "prefetch")
+            engine.load(victim, module, "prefetch")
             return True
         if victim is not None and not engine.pending:
             # Not allowed now: look again when the stream's job or the next release comes.
-            nxt = min(t for t in (engine.stream_job_end(), engine.earliest_release_s()) if t is not None)
+            foresight = engine.foresight
+            nxt = min(t for t in (foresight.stream_job_end(), foresight.earliest_release_s()) if t is not None)
             if nxt != float("inf"):
                 engine.wake(nxt)
         return False

@@ -49,13 +49,13 @@ class FredPolicy(Policy):
         if not engine.pending:
             return
         head = min(engine.pending, key=lambda f: (f.release, f.seq))       # the partition's FIFO queue
-        chosen, missing = engine.find_slots(head, set())
+        chosen, missing = engine.placement.find_slots(head, set())
         if not missing:
-            if engine.stream_free():
+            if engine.stream.free():
                 engine.start(head, [s for s in chosen if s is not None])
             return
         used = {s for s in chosen if s is not None}
-        future = engine.need_order([head])
+        future = engine.foresight.need_order([head])
         for module in missing:
             coming = next((s for s in engine.slots.coming_with(module) if s not in used), None)
             if coming is not None:
@@ -64,7 +64,7 @@ class FredPolicy(Policy):
             victim = engine.slots.victim(module, future, keep=used)
             if victim is None:
                 return                       # slots still busy: the head waits for them
-            engine.slots.request(victim, module, "demand", stamp=head.release)
+            engine.load(victim, module, "demand", stamp=head.release)
             used.add(victim)
 
 

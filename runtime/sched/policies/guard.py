@@ -14,7 +14,6 @@ stream inside time the analysis already counts.
 
 from __future__ import annotations
 
-from fpgashare.sched.core.foresight import next_passes
 from fpgashare.sched.core.view import EngineView
 
 
@@ -25,26 +24,26 @@ def side_load_allowed(engine: EngineView, slot: int) -> bool:
         return False                      # the committed frame owns the port
     if not engine.loads_after_t0 and engine.now >= engine.t0:
         return False                      # a quiet partition: the others' analysis counts no load of it
-    if not engine.port_free():
+    if not engine.port.free():
         return False                      # one load at a time: nothing queues behind another
-    end = engine.now + engine.load_seconds(slot)
-    stream_end = engine.stream_job_end()
+    end = engine.now + engine.port.load_seconds(slot)
+    stream_end = engine.foresight.stream_job_end()
     if stream_end is not None and end <= stream_end:
         return True                       # hidden under the job on the stream
-    if engine.pending or next_passes(engine):
+    if engine.pending or engine.foresight.next_passes():
         return False                      # (a frame between passes is pending again when its pass ends)
-    return engine.contract.idle_loads or end <= engine.earliest_release_s()
+    return engine.contract.idle_loads or end <= engine.foresight.earliest_release_s()
 
 
 def batch_allowed(engine: EngineView, seconds: float) -> bool:
     """Whether a DNN batch of ``seconds`` may start now (the stream is free and no frame waits)."""
     if engine.pending or engine.committed is not None:
         return False
-    return seconds <= engine.contract.dnn_block_s or engine.now + seconds <= engine.earliest_release_s()
+    return seconds <= engine.contract.dnn_block_s or engine.now + seconds <= engine.foresight.earliest_release_s()
 
 
 def batch_room(engine: EngineView) -> float:
     """The longest DNN batch that may start now (0 if none)."""
     if engine.pending or engine.committed is not None:
         return 0.0
-    return max(engine.contract.dnn_block_s, engine.earliest_release_s() - engine.now)
+    return max(engine.contract.dnn_block_s, engine.foresight.earliest_release_s() - engine.now)

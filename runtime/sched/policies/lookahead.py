@@ -1,6 +1,6 @@
 """Just-in-time loading: how long the port may wait before the next real-time load must start.
 
-Real-time work wants modules at known times (``Engine.module_needs``: now for a pending frame,
+Real-time work wants modules at known times (``engine.foresight.module_needs``: now for a pending frame,
 otherwise when the next nominal release of a pipeline using it can start on the one video stream).
 The modules among them that no slot holds or is receiving must pass through the one port in order
 of need, each finished by its need time. Walking that list
@@ -17,14 +17,14 @@ def missing_needs(engine: EngineView, evicting: int | None = None) -> list[tuple
     """(need time, module) of every wanted module no slot holds or is receiving, earliest first;
     with ``evicting``, as if that slot's module were gone."""
     held = engine.slots.held_modules(excluding=evicting)
-    return sorted((t, module) for module, t in engine.module_needs(held).items() if module not in held)
+    return sorted((t, module) for module, t in engine.foresight.module_needs(held).items() if module not in held)
 
 
 def latest_load_starts(engine: EngineView, evicting: int | None = None) -> list[float]:
     """Latest start times of the missing real-time loads, in port order, such that every missing
     module is in by its need time. Loads are assumed to take the longest slot's load time, since
     the victim slots are not chosen yet."""
-    load_s = engine.longest_load_s()
+    load_s = engine.port.longest_load_s()
     starts = []
     finish = float("inf")
     for t, _ in reversed(missing_needs(engine, evicting)):
@@ -40,7 +40,7 @@ SLACK_LOADS = 0.1
 def victims_due(engine: EngineView, evicting: int | None = None) -> list[float]:
     """When the 1st, 2nd, ... idle victim slot must be available for real-time loads: each
     load's latest start, less some slack."""
-    slack = SLACK_LOADS * engine.longest_load_s()
+    slack = SLACK_LOADS * engine.port.longest_load_s()
     return [t - slack for t in latest_load_starts(engine, evicting)]
 
 

@@ -33,10 +33,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from fpgashare.sched.analysis.schedulability import residency
-from fpgashare.sched.core.engine import Frame
-from fpgashare.sched.core.foresight import next_passes
-from fpgashare.sched.core.slots import SlotState
-from fpgashare.sched.core.view import EngineView
+from fpgashare.sched.core.jobs import Frame
+from fpgashare.sched.core.view import EngineView, SlotState
 
 
 @dataclass(frozen=True)
@@ -49,9 +47,9 @@ class PinMove:
 
 def pin_move(engine: EngineView, frame: Frame, chosen: list[int | None], missing: list[str]) -> PinMove | None:
     """A move that hides ``frame``'s one missing load under the job on the stream, or None."""
-    end = engine.stream_job_end()
+    end = engine.foresight.stream_job_end()
     pinned = engine.contract.pinned
-    if end is None or not pinned or engine.committed is not None or not engine.port_free() or engine.port_shared \
+    if end is None or not pinned or engine.committed is not None or not engine.port.free() or engine.port.shared() \
             or engine.changing or not _settled(engine):
         return None
     slots = engine.slots
@@ -72,11 +70,11 @@ def pin_move(engine: EngineView, frame: Frame, chosen: list[int | None], missing
         held = pinned.get(s)
         slot = slots.slots[s]
         if held is None or held in frame.modules or s in uses or slot.state is not SlotState.READY \
-                or engine.now + engine.load_seconds(s) > end:
+                or engine.now + engine.port.load_seconds(s) > end:
             continue
         for r in slots.compatible_slots(held):
             if r == s or r in pinned or r in uses or slots.slots[r].state is SlotState.LOADING \
-                    or slots.slots[r].state is SlotState.FAILED or engine.load_seconds(r) > frame.exec_s:
+                    or slots.slots[r].state is SlotState.FAILED or engine.port.load_seconds(r) > frame.exec_s:
                 continue
             placed = {k: v for k, v in pinned.items() if k != s} | {r: held}
             if _fits(engine, placed):
@@ -101,7 +99,7 @@ def _next_at(engine: EngineView, frame: Frame, end: float) -> bool:
     if any((f.deadline, f.seq) < key and f.step < len(f.pipeline.pass_stages) - 1 for f in engine.running.values()):
         return False              # a frame on the stream comes back for its next pass at E
     for p in engine.pipelines:
-        release = engine.next_release_s(p)
+        release = engine.foresight.next_release_s(p)
         if release <= end and release + p.deadline_s <= frame.deadline:
             return False
     return True
@@ -121,23 +119,23 @@ def lend_moves(engine: EngineView, module: str) -> list[PinMove]:
     then does: no frame waits, and none can arrive before M is back (its reload, started at E
     at the latest, ends by the earliest possible release); with a batch on the tile from E, the
     reload is hidden under it. ``PinMove.to`` is r."""
-    end = engine.stream_job_end()
+    end = engine.foresight.stream_job_end()
     pinned = engine.contract.pinned
-    if end is None or engine.pending or engine.committed is not None or not engine.port_free() or engine.port_shared \
-            or not _settled(engine) or next_passes(engine):
+    if end is None or engine.pending or engine.committed is not None or not engine.port.free() or engine.port.shared() \
+            or not _settled(engine) or engine.foresight.next_passes():
         return []                 # (a frame on the stream with passes to go waits again at E)
     slots = engine.slots
-    earliest = engine.earliest_release_s()
+    earliest = engine.foresight.earliest_release_s()
     moves = []
     for s in slots.compatible_slots(module):
         held = slots.slots[s].module
         if held is None or held == module or slots.slots[s].state is not SlotState.READY \
-                or engine.now + engine.load_seconds(s) > end:
+                or engine.now + engine.port.load_seconds(s) > end:
             continue
         for r in slots.compatible_slots(held):
             target = slots.slots[r]
             if r in pinned or target.state is not SlotState.BUSY or target.module in (module, held) \
-                    or end + engine.load_seconds(r) > earliest:
+                    or end + engine.port.load_seconds(r) > earliest:
                 continue
             if s not in pinned or _fits(engine, {k: v for k, v in pinned.items() if k != s} | {r: held}):
                 moves.append(PinMove(module, s, held, r))

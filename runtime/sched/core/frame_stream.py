@@ -1,0 +1,132 @@
+"""The shell's video stream one engine drives (``FrameStream``, a part of the engine): an input
+and an output of the shell (hdl_sim/rtl/shell.sv), so one frame pass or one DNN batch at a time,
+whatever slots are free. A frame's pass starts on its slots, and at its end the frame goes on to
+its next pass, its CPU stages after the fabric, or its outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from fpgashare.sched.core.jobs import JOB_DONE, Frame, TraceEvent, fault_reason
+from fpgashare.sched.host.cpu_work import chain_shape
+
+if TYPE_CHECKING:
+    from fpgashare.backends.base import FrameReport, Pending
+    from fpgashare.sched.core.cpu_jobs import CpuJobs
+    from fpgashare.sched.core.dnn_jobs import DnnJobs
+    from fpgashare.sched.core.engine_state import EngineState
+
+#: Frames or DNN batches one engine streams at once: one video input and one output of the shell.
+VIDEO_STREAMS = 1
+NOT_BUSY = float("-inf")     # FrameStream._at while the stream can take work
+
+
+class FrameStream:
+    """The stream's work: the engine's running frames and its DNN part's batches. ``works``: by
+    frame key, the backend's report of the pass on the stream, when done."""
+
+    def __init__(self, engine: EngineState, dnn: DnnJobs, cpu_jobs: CpuJobs) -> None:
+        self.engine, self.dnn, self.cpu_jobs = engine, dnn, cpu_jobs
+        self.works: dict[str, Pending[FrameReport]] = {}
+        self._at: float | None = None     # free_at() while the stream is busy
+
+    def free(self) -> bool:
+        """Whether the shell's video stream can take a frame or a DNN batch now."""
+        return len(self.engine.running) + len(self.dnn.running) < VIDEO_STREAMS
+
+    def free_at(self) -> float:
+        """When the video stream can next take a frame or a batch (now if it can)."""
+        at = self._at              # asked for every pending frame; changes only at a start or an end
+        if at is None:
+            at = self._at = NOT_BUSY if self.free() else min(self._job_ends())
+        return self.engine.now if at is NOT_BUSY else at
+
+    def _job_ends(self) -> list[float]:
+        """When each frame and DNN batch on the stream ends."""
+        return [f.expected_end for f in self.engine.running.values()] + [j.end for j in self.dnn.running.values()]
+
+    def changed(self) -> None:
+        """Work started or ended on the stream: ``free_at`` is asked again."""
+        self._at = None
+
+    def trace(self, name: str, start: float, end: float, pipeline: str) -> None:
+        """One slice of the stream's track in the trace."""
+        engine = self.engine
+        engine.trace.append(TraceEvent(f"stream {engine.stream_id}", name, start, end, {"pipeline": pipeline}))
+
+    def start(self, frame: Frame, slots: Sequence[int]) -> None:
+        """Start ``frame``'s next pass on ``slots`` (each holding its stage's module)."""
+        engine = self.engine
+        if not self.free():
+            raise RuntimeError(f"frame {frame.key} cannot start: the video stream is carrying other work")
+        engine.pending.remove(frame)
+        if engine.committed is frame:
+            engine.committed = None
+        engine.slots.acquire(slots, frame.key)
+        if frame.step == 0:
+            frame.start = engine.now
+        frame.slots = tuple(slots)
+        try:
+            if frame.step:
+                pixels = frame.carry
+            else:
+                pixels = frame.pixels if frame.pixels is not None else engine.test_pixels(frame)
+            # A pass before the last must hand its pixels on (a backend may skip them only at the end).
+            work = engine.backend.start_frame(slots, frame.pipeline.pass_stages[frame.step], pixels,
+                                              engine.want_output, stream=engine.stream_id)
+        except Exception as exc:     # a hardware fault by the backend's contract (errors.HardwareError)
+            engine.slots.release(slots, engine.now)
+            engine.finish(frame, "error", fault_reason(exc))
+            return
+        engine.running[frame.key] = frame
+        self.works[frame.key] = work
+        self.changed()
+        # Hardware time from the start: on a wall clock, the host's time to simulate is not the
+        # board's (a dilated clock absorbs it).
+        frame.expected_end = engine.now + work.seconds
+        frame.streamed.append((engine.now, frame.expected_end))
+        engine.when_done(work, frame.expected_end, JOB_DONE, frame)
+
+    def job_done(self, frame: Frame) -> None:
+        """``frame``'s pass ended: its slots are free; the frame goes on or ends."""
+        engine = self.engine
+        failure = None
+        try:
+            report = self.works.pop(frame.key).report()   # on a board: waits for the DMA if need be
+        except Exception as exc:     # a hardware fault by the backend's contract
+            failure = fault_reason(exc)
+        else:
+            frame.results.update(report.results)
+        engine.running.pop(frame.key)
+        self.changed()
+        end = engine.now
+        engine.slots.release(frame.slots, end)
+        self.trace(frame.key, frame.streamed[-1][0], end, frame.pipeline.name)
+        for slot in frame.slots:
+            engine.trace.append(TraceEvent(f"slot {slot}", frame.key, frame.streamed[-1][0], end,
+                                           {"pipeline": frame.pipeline.name}))
+        if failure is None and frame.step < len(frame.pipeline.pass_stages) - 1:
+            # The next pass reads this one's output from memory once the port has loaded its stages.
+            frame._at_pass(frame.step + 1)
+            # Timing only (the model backend without outputs): the next pass needs just the size.
+            frame.carry = report.output if report.output is not None else \
+                np.zeros(frame.pipeline.pass_input_shapes[frame.step], np.uint8)
+            frame.expected_end = None
+            engine.pending.append(frame)
+            return
+        if failure is None and frame.pipeline.cpu_after:
+            p = frame.pipeline
+            pixels = report.output if report.output is not None else np.zeros(
+                p.cpu_after[0].kind.input_shape(*chain_shape(p.stages, *p.frame)), np.uint8)
+            self.cpu_jobs.run(frame, "after", pixels)
+            return
+        if failure is None:
+            frame.end = end
+            frame.output = report.output if engine.want_output else None
+            engine.finish(frame, "on_time" if end <= frame.due + 1e-12 else "late")
+        else:
+            engine.finish(frame, "error", failure)
+        engine.trace.append(TraceEvent(f"pipeline {frame.pipeline.name}", frame.key, frame.release, end,
+                                       {"outcome": frame.outcome}))

@@ -1,0 +1,71 @@
+"""The engine is composed of parts handed their collaborators (runtime/sched/core/engine_state.py):
+whichever engine builds them (a workload's or the daemon's), every part works on that engine and
+on the same sibling parts, so a DNN batch started by the DNN part occupies the stream the frame
+part checks."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from fpgashare.backends.model import ModelBackend
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.workload import load_workload
+from fpgashare.sched.board.dnn_queue import QueuedDnnJobs
+from fpgashare.sched.board.online import OnlineEngine
+from fpgashare.sched.core.clock import VirtualClock
+from fpgashare.sched.core.engine import Engine
+from fpgashare.sched.policies.registry import make_policy
+
+
+def _engines() -> list[Engine]:
+    workload = load_workload("dnn_backfill_zcu104")
+    platform = load_platform("zcu104")
+    return [Engine(workload, ModelBackend(workload.platform), make_policy("edf")),
+            OnlineEngine(platform, ModelBackend(platform), make_policy("edf"), VirtualClock())]
+
+
+@pytest.mark.parametrize("engine", _engines(), ids=["workload", "daemon"])
+def test_every_part_works_on_its_own_engine_and_siblings(engine):
+    for name in ("port", "placement", "dnn", "cpu_jobs", "foresight", "stream"):
+        assert getattr(engine, name).engine is engine, f"{name} works on another engine"
+    assert engine.stream.dnn is engine.dnn and engine.stream.cpu_jobs is engine.cpu_jobs
+    assert engine.foresight.port is engine.port
+
+
+def test_the_daemons_dnn_part_batches_the_images_apps_queue():
+    engine = _engines()[1]
+    assert isinstance(engine.dnn, QueuedDnnJobs) and engine.dnn_queue is engine.dnn.queue
+
+
+@pytest.mark.parametrize("engine", _engines(), ids=["workload", "daemon"])
+def test_a_running_dnn_batch_takes_the_stream_every_part_sees(engine):
+    class _Batch:
+        end = 1.0
+    engine.dnn.running["batch"] = _Batch()
+    engine.stream.changed()
+    assert not engine.stream.free() and engine.stream.free_at() == 1.0
+    assert engine.foresight.stream_job_end() == 1.0
+
+
+def test_host_work_runs_on_the_workers_the_engine_is_given_after_it_is_built():
+    """The daemon replaces the engine's host workers with threaded ones once built: the CPU part
+    must use those, not workers of its own."""
+    engine = _engines()[1]
+    calls = []
+
+    class _Workers:
+        def run_stages(self, stages, seconds, pixels):
+            calls.append("stages")
+            return object()
+
+        def start(self, seconds, fn):
+            calls.append("image")
+            return object()
+
+    engine.cpu = engine.cpu_besteffort = _Workers()
+    p = SimpleNamespace(name="p", cpu_before=(), cpu_before_s=0.001, cpu_after=(), cpu_after_s=0.0)
+    engine.cpu_jobs.run(SimpleNamespace(key="p/0", pipeline=p), "before", np.zeros((2, 2), np.uint8))
+    engine.cpu_jobs.run_dnn_on_host(SimpleNamespace(image=None, pipeline=p, seq=1), 0.001, lambda image: image)
+    assert calls == ["stages", "image"]

@@ -52,7 +52,7 @@ from fpgashare.daemon.stats import Stats
 from fpgashare.daemon.tenants import Tenants
 from fpgashare.errors import FpgashareError
 from fpgashare.eventloop import tighten_timer_slack
-from fpgashare.protocol import ProtocolError, error_reply, read_message, reply
+from fpgashare.protocol import MessageReader, ProtocolError, error_reply, reply
 from fpgashare.sched import make_policy
 from fpgashare.sched.cpu_work import CpuCost, CpuExecutor, ModelledCpuCost
 from fpgashare.sched.engine import DnnRequest, Frame
@@ -261,10 +261,11 @@ class Daemon(Ops, Driver, Sessions):
         self.clients[client.id] = client
         self.tenants.joined(client)
         log.info("client %d connected (pid %d, uid %d, gid %d)", client.id, pid, uid, gid)
+        messages = MessageReader(reader)
         try:
             while True:
                 try:
-                    message = await read_message(reader)
+                    message = await messages.next()
                 except ProtocolError as exc:
                     self._send(client, error_reply(-1, exc))
                     if exc.kind in ("oversized", "malformed") and "stream ended" not in str(exc):

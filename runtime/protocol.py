@@ -65,14 +65,19 @@ def decode(body: bytes) -> dict[str, Any]:
 
 class MessageReader:
     """The messages of one asyncio stream, cut by the wire's decoder (runtime/framing.py).
-    ``chunk``: the most bytes one read takes (the default: every request already there, one
-    read for many); ``chunk=None`` reads no byte past the message returned, so a reader made per
-    message loses nothing."""
+    ``chunk``: the most bytes one read takes (the default is above what a StreamReader buffers
+    before it pauses its transport, so one read takes every request already there); ``chunk=None``
+    reads no byte past the message returned, so a reader made per message loses nothing."""
 
-    def __init__(self, reader: asyncio.StreamReader, limit: int = MAX_MESSAGE, chunk: int | None = 1 << 16) -> None:
+    def __init__(self, reader: asyncio.StreamReader, limit: int = MAX_MESSAGE, chunk: int | None = 1 << 18) -> None:
         self.reader, self.chunk = reader, chunk
         self.decoder = Decoder(limit)
         self.bodies: deque[bytes] = deque()
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a whole message is already here (``next`` returns it without reading)."""
+        return bool(self.bodies)
 
     async def next(self) -> dict[str, Any] | None:
         """The next message, or None at a clean end of stream. An oversized length is refused

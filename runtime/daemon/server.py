@@ -313,8 +313,10 @@ class Daemon:
                 # A client that does not read its replies is not read either: they cannot pile up here.
                 await writer.drain()
                 # One request per connection per turn of the loop: timers due (frames ending, loads)
-                # run between a flooder's requests, and other connections get their turn.
-                await asyncio.sleep(0)
+                # run between a flooder's requests, and other connections get their turn. A request
+                # not yet here needs no yield: waiting for it gives the turn away.
+                if messages.waiting:
+                    await asyncio.sleep(0)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:

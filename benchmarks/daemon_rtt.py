@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -49,25 +50,49 @@ while True:
 """
 
 
-def ping_pong(rounds: int, size: int) -> list[float]:
-    """Round trips of a ``size``-byte length-prefixed message to a child process that echoes it."""
+def cpu_seconds(pid: int | None) -> float | None:
+    """CPU time (user + system) a process has used: this one's (``None``), or a child's from
+    /proc (None where there is no /proc). CPU time, unlike wall time, does not grow when other
+    programs take the machine's cores, so its ratio holds on a loaded host."""
+    if pid is None:
+        return time.process_time()
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def ping_pong(rounds: int, size: int) -> tuple[list[float], float | None]:
+    """Round trips of a ``size``-byte length-prefixed message to a child process that echoes it,
+    and the CPU time both sides spent per round trip."""
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     child = subprocess.Popen([sys.executable, "-c", ECHO, str(theirs.fileno())], pass_fds=[theirs.fileno()])
     theirs.close()
     message = len(b"x" * size).to_bytes(4, "big") + b"x" * size
     times = []
     try:
-        for _ in range(rounds + 50):          # the first 50 warm up
+        for i in range(rounds + 50):          # the first 50 warm up
+            if i == 50:
+                cpu = cpu_seconds(None), cpu_seconds(child.pid)
             start = time.perf_counter()
             mine.sendall(message)
             got = 0
             while got < len(message):
                 got += len(mine.recv(1 << 16))
             times.append(time.perf_counter() - start)
+        spent = _spent(cpu, cpu_seconds(None), cpu_seconds(child.pid), rounds)
     finally:
         mine.close()
         child.wait(10)
-    return times[50:]
+    return times[50:], spent
+
+
+def _spent(before: tuple, mine: float, theirs: float | None, rounds: int) -> float | None:
+    """CPU seconds per round, both processes together (None without /proc)."""
+    if theirs is None or before[1] is None:
+        return None
+    return (mine - before[0] + theirs - before[1]) / rounds
 
 
 class CountingSocket:
@@ -105,7 +130,7 @@ def serving(path: Path, own_process: bool):
     (``own_process``) as ``fpgashare daemon`` in a process of its own, as apps meet it."""
     if not own_process:
         with DaemonThread(Daemon(make_backend("model", load_platform("zcu104")), path, dilation=1.0)):
-            yield
+            yield None
         return
     daemon = subprocess.Popen([sys.executable, "-m", "fpgashare.cli", "daemon", "--board", "model", "--platform",
                                "zcu104", "--socket", str(path), "--dilation", "1"], cwd=ROOT,
@@ -120,7 +145,7 @@ def serving(path: Path, own_process: bool):
                 if daemon.poll() is not None or time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)          # waiting for another process to start, not simulating
-        yield
+        yield daemon.pid
     finally:
         daemon.terminate()
         daemon.wait(30)
@@ -130,7 +155,7 @@ def measure(path: Path, own_process: bool, frames: int) -> dict:
     """One daemon's round trips: control requests, then ``frames`` frames submitted one at a time."""
     shape = (120, 160)
     frame = np.random.default_rng(0).integers(0, 256, shape, dtype=np.uint8)
-    with serving(path, own_process), connect(path) as fpga:
+    with serving(path, own_process) as pid, connect(path) as fpga:
         control = []
         for _ in range(frames):
             start = time.perf_counter()
@@ -147,12 +172,14 @@ def measure(path: Path, own_process: bool, frames: int) -> dict:
         fpga._sock = counting
         overhead, compute = [], []
         previous = time.perf_counter()
+        cpu = cpu_seconds(None), cpu_seconds(pid) if own_process else None
         for _ in range(frames):
             while time.perf_counter() < previous + PERIOD_MS / 1e3:
                 pass                        # pacing real arrivals (busy: a sleep is too coarse)
             start = previous = time.perf_counter()
             pipe.submit(frame).result(timeout=10)
             overhead.append(time.perf_counter() - start)
+        spent = _spent(cpu, cpu_seconds(None), cpu_seconds(pid) if own_process else None, frames)
         # The twin computes the output with OpenCV on the daemon's loop: measure that alone.
         from fpgashare.simrun import resolve_chain
         from fpgashare.vision_ref import chain_reference
@@ -170,7 +197,7 @@ def measure(path: Path, own_process: bool, frames: int) -> dict:
             "compute_alone": percentiles(compute), "overhead_excluding_compute": percentiles(net),
             "hardware_us": round(hardware_s * 1e6, 1), "request_bytes": sent / frames,
             "socket_bytes_per_frame": round((sent + received) / frames, 1), "frame_bytes": frame.nbytes,
-            "shape": list(shape)}
+            "shape": list(shape), "cpu_us_per_frame": None if spent is None else round(spent * 1e6, 1)}
 
 
 def main() -> int:
@@ -186,15 +213,21 @@ def main() -> int:
     for own_process in {"thread": (False,), "process": (True,), "both": (False, True)}[where]:
         path = Path(tempfile.mkdtemp()) / "rtt.sock"
         runs.append(measure(path, own_process, frames))
-    pong = percentiles(ping_pong(frames, int(runs[0]["request_bytes"])))
+    times, pong_cpu = ping_pong(frames, int(runs[0]["request_bytes"]))
+    pong = {**percentiles(times), "cpu_us_per_round": None if pong_cpu is None else round(pong_cpu * 1e6, 1)}
     for run in runs:
         run["overhead_over_ping_pong"] = round(run["overhead_excluding_compute"]["p50_us"] / pong["p50_us"], 2)
         run["goal_met"] = run["overhead_over_ping_pong"] <= GOAL_RATIO
+        if run["cpu_us_per_frame"] is not None and pong_cpu:
+            # Both processes' CPU per frame (the twin's compute taken out) over the ping-pong's.
+            net_cpu = run["cpu_us_per_frame"] - run["compute_alone"]["p50_us"]
+            run["cpu_over_ping_pong"] = round(net_cpu / pong["cpu_us_per_round"], 2)
     result = {"frames": frames, "unix_ping_pong": pong, "goal_ratio": GOAL_RATIO, "runs": runs}
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"{'unix_ping_pong':28s} p50 {pong['p50_us']:8.1f} us   p99 {pong['p99_us']:8.1f} us")
+        print(f"{'unix_ping_pong':28s} p50 {pong['p50_us']:8.1f} us   p99 {pong['p99_us']:8.1f} us   "
+              f"cpu {pong['cpu_us_per_round']} us a round (both processes)")
         for run in runs:
             print(f"-- daemon on a {run['daemon']}")
             for key in ("control_rtt", "submit_to_result", "compute_alone", "overhead_excluding_compute"):
@@ -204,6 +237,9 @@ def main() -> int:
                   f"(the frame is {run['frame_bytes']} bytes)")
             print(f"overhead p50 / ping-pong p50 = {run['overhead_over_ping_pong']:.2f}; goal <= {GOAL_RATIO:g}: "
                   f"{'met' if run['goal_met'] else 'NOT met'}")
+            if "cpu_over_ping_pong" in run:
+                print(f"cpu per frame (daemon + client) {run['cpu_us_per_frame']} us; over the ping-pong's: "
+                      f"{run['cpu_over_ping_pong']:.2f}")
     from benchmarks.results import write_result
 
     write_result("daemon_rtt", result, quick=args.quick)

@@ -29,6 +29,7 @@ class Driver:
         self.virtual = not isinstance(clock, WallClock)
         self.dilation = getattr(clock, "dilation", 1.0)
         self.halted = False               #: once the daemon stopped on a failure: the engine is not touched again
+        self.failure: BaseException | None = None     #: the first exception out of the engine
         self._ended: deque[Frame | DnnRequest] = deque()
         engine.on_finish = self._ended.append
         self._timer: asyncio.TimerHandle | None = None   # wakes the engine for its next event
@@ -59,6 +60,7 @@ class Driver:
             self.engine.advance_to(self.clock.now())
         except Exception as exc:
             log.critical("engine step failed; stopping the daemon", exc_info=True)
+            self.failure = self.failure or exc
             self.on_failure(exc)
             return
         ended, on_ended = self._ended, self.on_ended
@@ -92,8 +94,9 @@ class Driver:
 
     def advance_events(self, limit: float, until: Callable[[], bool] = lambda: False) -> None:
         """A virtual clock: take the engine's events one at a time, each at its own time, up to
-        ``limit`` (or until ``until()`` holds)."""
-        while not until() and (due := self.engine.next_event_s()) is not None and due <= limit:
+        ``limit`` (or until ``until()`` holds, or the engine fails: its events are then stuck)."""
+        while self.failure is None and not until() and (due := self.engine.next_event_s()) is not None \
+                and due <= limit:
             self.clock.wait_until(max(due, self.clock.now()))
             self.advance()
 

@@ -141,10 +141,7 @@ class Ops:
         virtual clock nothing else moves time meanwhile: the registration takes the board time
         its change needs, event by event."""
         if self.driver.virtual:
-            limit = self.clock.now() + READY_LIMIT_S
-            while not ready.done() and (due := self.engine.next_event_s()) is not None and due <= limit:
-                self.clock.wait_until(max(due, self.clock.now()))
-                self.driver.advance()
+            self.driver.advance_events(self.clock.now() + READY_LIMIT_S, until=ready.done)
         try:
             await asyncio.wait_for(asyncio.shield(ready), READY_LIMIT_S * self.driver.dilation)
         except ProtocolError:

@@ -270,7 +270,11 @@ def main() -> int:
                       f"{run['cpu_over_ping_pong']:.2f}")
     from benchmarks.results import write_result
 
-    write_result("daemon_rtt", result, quick=args.quick)
+    # Flat rows: the results page renders a list of mappings as one table, a column per key.
+    flat = [{f"{key}_{k}" if isinstance(value, dict) else key: v
+             for key, value in run.items() for k, v in (value.items() if isinstance(value, dict) else [(None, value)])}
+            for run in runs]
+    write_result("daemon_rtt", {**result, "runs": flat}, quick=args.quick)
     return 0
 
 

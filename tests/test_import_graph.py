@@ -9,16 +9,7 @@ not for the reader.
 
 from __future__ import annotations
 
-import pytest
-
 from tests.import_graph import a_cycle, graph, modules, strongly_connected
-
-#: Cycles known and being removed elsewhere; each is expected to fail its own test below until
-#: then (strict: once it is gone, the test passes and the marker must go).
-KNOWN = {
-    ("fpgashare.daemon.ops", "fpgashare.daemon.server"):
-        "the daemon's operations and server import each other (its mixins are being made parts)",
-}
 
 
 def _cycles() -> list[list[str]]:
@@ -39,14 +30,7 @@ def test_a_cycle_is_found_and_printed():
     assert a_cycle(g, ["a", "b", "c"]) == ["a", "b", "c", "a"]
 
 
-def test_no_import_cycle_but_the_known_ones():
+def test_no_import_cycle():
     g = graph()
-    unknown = [c for c in _cycles() if tuple(c) not in KNOWN]
-    assert not unknown, "import cycles:\n" + "\n".join(" -> ".join(a_cycle(g, c)) for c in unknown)
-
-
-@pytest.mark.parametrize("cycle", [pytest.param(c, id=c[0].rsplit(".", 1)[1],
-                                                marks=pytest.mark.xfail(reason=why, strict=True))
-                                   for c, why in KNOWN.items()])
-def test_the_known_cycle_is_gone(cycle):
-    assert list(cycle) not in _cycles(), " -> ".join(a_cycle(graph(), list(cycle)))
+    cycles = _cycles()
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(a_cycle(g, c)) for c in cycles)

@@ -15,7 +15,7 @@ import threading
 import numpy as np
 from fpgashare.client import AdmissionRejected, DaemonError, DeadlineMissed, FrameDropped, FrameFailed
 from fpgashare.errors import FpgashareError
-from fpgashare.wire.tcp_wire import CHALLENGE_BYTES
+from fpgashare.wire.tcp_wire import CHALLENGE_BYTES, Reader
 from fpgashare.wire.tcp_wire import array as _array
 from fpgashare.wire.tcp_wire import pack_array as _pack_array
 from fpgashare.wire.tcp_wire import proof as _proof
@@ -56,7 +56,8 @@ class TcpFpga:
     def _read(self) -> None:
         parting = {"kind": "gone", "message": "the board went away"}
         try:
-            while (message := _recv(self._sock)) is not None:
+            replies = Reader(self._sock)
+            while (message := replies.next()) is not None:
                 future = self._waiting.pop(message.get("id"), None)
                 if future is not None:
                     future.set_result(message)

@@ -1,6 +1,8 @@
-"""The fpgashare daemon, split by role: ``server`` (connections, the engine on the loop, frames
-ending), ``ops`` (one method per request), ``checks`` (field validation), ``limits`` (quotas),
-``lock`` (one daemon per board), ``stats`` (counts and status), ``runner`` (a daemon on a thread)."""
+"""The fpgashare daemon, split by role: ``server`` (lifecycle and connections) owns the parts
+``driver`` (the engine on the loop), ``sessions`` (clients, pipelines, frames ending) and ``ops``
+(one method per request), each handed its collaborators; ``checks`` (field validation), ``limits``
+(quotas), ``tenants``, ``lock`` (one daemon per board), ``stats`` (counts and status), ``runner`` (a
+daemon on a thread)."""
 
 from fpgashare.daemon.limits import Limits
 from fpgashare.daemon.lock import DaemonRunningError

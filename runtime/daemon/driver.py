@@ -1,53 +1,78 @@
 """The engine on the daemon's loop: every request that changes it is followed by taking every
-event due by the clock's now; a timer wakes the loop for the next event (none on a virtual clock:
-the test moves time with ``run_until``). Items that end are answered at once: a frame's output
-goes into its client's ring and the reply onto its socket."""
+event due by the clock's now; a timer on the loop wakes it for the next event (none on a virtual
+clock: the test moves time with ``run_until``). Items that end are handed to ``on_ended`` once
+the engine call returns, never from inside it (sessions.py answers them)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
+from collections.abc import Callable
 
-import numpy as np
+from fpgashare.daemon.loop_latency import LoopLatency
 from fpgashare.errors import FpgashareError
+from fpgashare.sched.core.clock import WallClock
 from fpgashare.sched.core.engine import DnnRequest, Frame
-from fpgashare.wire.protocol import reply
-from fpgashare.wire.shm import FrameRing
 
 log = logging.getLogger("fpgashare.daemon")
 
 
 class Driver:
-    """The engine on the loop and frames ending (a mixin of ``Daemon``)."""
+    """Drives ``engine`` on ``clock``; ``on_ended(item)`` answers an item that ended,
+    ``on_failure(exc)`` is told of an exception out of the engine (a bug: the daemon stops)."""
 
-    def _step(self, fn, *args):
-        """``fn(*args)`` on the engine, then every event now due (see ``_advance``)."""
+    def __init__(self, engine, clock, loop_latency: LoopLatency, on_ended: Callable[[Frame | DnnRequest], None],
+                 on_failure: Callable[[BaseException], None]) -> None:
+        self.engine, self.clock, self.loop_latency = engine, clock, loop_latency
+        self.on_ended, self.on_failure = on_ended, on_failure
+        self.virtual = not isinstance(clock, WallClock)
+        self.dilation = getattr(clock, "dilation", 1.0)
+        self.halted = False               #: once the daemon stopped on a failure: the engine is not touched again
+        self.failure: BaseException | None = None     #: the first exception out of the engine
+        self._ended: deque[Frame | DnnRequest] = deque()
+        engine.on_finish = self._ended.append
+        self._timer: asyncio.TimerHandle | None = None   # wakes the engine for its next event
+        self._timer_due: float | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The loop whose timers wake the engine (the daemon's, once it starts)."""
+        self._loop = loop
+
+    def step(self, fn, *args):
+        """``fn(*args)`` on the engine, then every event now due (see ``advance``)."""
         try:
             return fn(*args)
         finally:
-            self._advance()
+            self.advance()
 
-    def _advance(self) -> None:
+    def overdue(self) -> bool:
+        """Whether the engine's next event is already due (a request then takes it first)."""
+        return self._timer_due is not None and self._timer_due <= self.clock.now()
+
+    def advance(self) -> None:
         """Take every event due by the clock's now, answer what ended, then set the timer for
-        the next event. An exception here is a bug: the daemon stops (see the module's doc)."""
-        if self._stopped.is_set() and self.failure is not None:
+        the next event. An exception here is a bug: ``on_failure`` hears of it."""
+        if self.halted:
             return
         try:
             self.engine.advance_to(self.clock.now())
         except Exception as exc:
             log.critical("engine step failed; stopping the daemon", exc_info=True)
-            self.failure = exc
-            self._stopping = asyncio.ensure_future(self.stop())
+            self.failure = self.failure or exc
+            self.on_failure(exc)
             return
-        while self._ended:
-            self._frame_done(self._ended.popleft())
+        ended, on_ended = self._ended, self.on_ended
+        while ended:
+            on_ended(ended.popleft())
         due = self.engine.next_event_s()
         if due == self._timer_due:
             return
         if self._timer is not None:
             self._timer.cancel()
         self._timer, self._timer_due = None, due
-        if due is not None and not self.virtual:
+        if due is not None and not self.virtual and self._loop is not None:
             wall_due = self._loop.time() + max(0.0, (due - self.clock.now()) * self.dilation)
             self._timer = self._loop.call_at(wall_due, self._timer_fired, wall_due)
 
@@ -58,76 +83,32 @@ class Driver:
 
         def go():
             # Event by event: each is taken at its own time, not at t.
-            while (due := self.engine.next_event_s()) is not None and due <= t:
-                self.clock.wait_until(max(due, self.clock.now()))
-                self._advance()
+            self.advance_events(t)
             self.clock.wait_until(max(t, self.clock.now()))
-            self._advance()
+            self.advance()
 
         if self._loop is not None and self._loop.is_running():
             asyncio.run_coroutine_threadsafe(_call(go), self._loop).result(30)
         else:
             go()
 
+    def advance_events(self, limit: float, until: Callable[[], bool] = lambda: False) -> None:
+        """A virtual clock: take the engine's events one at a time, each at its own time, up to
+        ``limit`` (or until ``until()`` holds, or the engine fails: its events are then stuck)."""
+        while self.failure is None and not until() and (due := self.engine.next_event_s()) is not None \
+                and due <= limit:
+            self.clock.wait_until(max(due, self.clock.now()))
+            self.advance()
+
     def _timer_fired(self, wall_due: float) -> None:
         self.loop_latency.record(self._loop.time() - wall_due)
         self._timer, self._timer_due = None, None
-        self._advance()
+        self.advance()
 
-    def _frame_done(self, frame: Frame | DnnRequest) -> None:
-        owner = self.states.get(frame.pipeline.name)
-        if owner is None or frame.seq not in owner[1].in_flight:
-            return                          # already answered
-        client, state = owner
-        outcome, reason = frame.outcome, frame.reason
-        if state.closing and outcome in ("on_time", "late", "done"):
-            # Its ring is going away: the output is not written, so it must not pass for a result.
-            outcome, reason = "dropped", f"{state.closing} while the frame was on the fabric"
-        elif outcome in ("on_time", "late", "done"):
-            garbage = bad_output(frame, state.ring)
-            if garbage:                     # the board's DMA returned something else: not a result
-                outcome, reason = "error", garbage
-        # From when the app's frame came (a DNN image: its submission; a frame with CPU stages
-        # first: its release, not the fabric's).
-        came = frame.release if isinstance(frame, DnnRequest) else frame.origin
-        latency = None if frame.end is None else (frame.end - came) * 1e3
-        self.stats.ended(frame.pipeline.name, frame.pipeline.klass, outcome, latency)
-        slot = state.in_flight.pop(frame.seq)
-        rid = client.submits.pop(frame.seq, -1)
-        if isinstance(frame, DnnRequest):   # outputs are a few int8 values: they ride in the reply
-            output = frame.output if outcome == "done" else None
-            extra = {"output": None if output is None else [int(v) for v in output]}
-            metric_latency = None
-            frame.image = None
-        else:                               # a frame's output goes next to its input in the ring
-            if frame.output is not None and outcome in ("on_time", "late"):
-                state.ring.output(slot)[...] = frame.output
-            extra = {"latency_ms": latency}
-            if frame.results and outcome in ("on_time", "late"):
-                extra["results"] = frame.results      # registers the modules left (moments, template_match)
-            metric_latency = None if latency is None else latency / 1e3
-            frame.pixels = frame.output = None      # the ring's views: let it close
-        if self.metrics is not None:
-            self.metrics.frame_ended(frame.pipeline.name, outcome, metric_latency)
-        self._send(client, reply(rid, outcome=outcome, reason=reason, slot=slot, **extra))
-        state.free.add(slot)
-        if state.closing and not state.in_flight:
-            self._retire(client, state)
-
-
-def bad_output(item: Frame | DnnRequest, ring: FrameRing) -> str | None:
-    """Why the output the board returned cannot be a result (None if it can)."""
-    out = item.output
-    if isinstance(item, DnnRequest):
-        if isinstance(out, np.ndarray) and out.ndim == 1 and out.dtype.kind in "iu" and out.size \
-                and int(out.min()) >= -128 and int(out.max()) <= 127:
-            return None
-        what = f"shape {getattr(out, 'shape', None)}, dtype {getattr(out, 'dtype', type(out).__name__)}"
-        return f"the board returned a DNN output of {what}, not int8 values"
-    if isinstance(out, np.ndarray) and out.shape == ring.spec.out_shape and out.dtype == ring.spec.np_dtype:
-        return None
-    what = f"shape {getattr(out, 'shape', None)}, dtype {getattr(out, 'dtype', type(out).__name__)}"
-    return f"the board returned a frame of {what}; the pipeline's output is {ring.spec.out_shape} {ring.spec.dtype}"
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 async def _call(fn) -> None:

@@ -1,5 +1,6 @@
-"""The daemon's operations, one method per op (``_op_<name>``): each checks every field first
-(checks.py), then the client's quotas (limits.py), and only then changes state. A registration
+"""The daemon's operations, one method per op (``_op_<name>``, gathered once into ``handlers``):
+each checks every field first (checks.py), then the client's quotas (limits.py), and only then
+changes state. A registration
 that fails at any point after that is undone entirely: engine, ring, names, quota counts."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from fpgashare.backends.simrun import resolve_chain
@@ -22,7 +24,13 @@ from fpgashare.wire.protocol import VERSION, ProtocolError, reply
 from fpgashare.wire.shm import FrameRing, check_layout
 
 if TYPE_CHECKING:
-    from fpgashare.daemon.server import Daemon
+    from fpgashare.backends.base import Backend
+    from fpgashare.daemon.driver import Driver
+    from fpgashare.daemon.limits import Limits
+    from fpgashare.daemon.off_loop import OffLoop
+    from fpgashare.daemon.sessions import Sessions
+    from fpgashare.daemon.tenants import Tenants
+    from fpgashare.sched.host.cpu_work import CpuCost
 
 log = logging.getLogger("fpgashare.daemon")
 
@@ -33,23 +41,35 @@ READY_LIMIT_S = 30.0
 
 
 class Ops:
-    async def _op_hello(self: Daemon, client: Client, message: dict) -> dict:
+    """The requests' handlers (``handlers``: op name -> coroutine), handed what they act on: the
+    board (``backend``), the engine through its ``driver``, the clients' ``sessions``, the
+    ``tenants`` and their ``limits``, the worker for slow work (``off_loop``), the host's stage
+    costs (``cpu_cost``) and ``status(client, own)``, the status answer."""
+
+    def __init__(self, backend: Backend, driver: Driver, sessions: Sessions, tenants: Tenants, limits: Limits,
+                 off_loop: OffLoop, cpu_cost: CpuCost, status: Callable[[Client, bool], dict]) -> None:
+        self.backend, self.platform = backend, backend.platform
+        self.driver, self.engine, self.clock = driver, driver.engine, driver.clock
+        self.sessions, self.tenants, self.limits = sessions, tenants, limits
+        self.off_loop, self.cpu_cost, self.status = off_loop, cpu_cost, status
+        self._registering = asyncio.Lock()   # one registration at a time: each test sees the set it joins
+        self.handlers = {name[len("_op_"):]: getattr(self, name) for name in dir(self) if name.startswith("_op_")}
+
+    async def _op_hello(self, client: Client, message: dict) -> dict:
         return {"server": "fpgashare", "version": VERSION, "platform": self.platform.name,
-                "backend": self.backend.name, "dilation": self.dilation, "now": self.clock.now(),
+                "backend": self.backend.name, "dilation": self.driver.dilation, "now": self.clock.now(),
                 "client": client.id}
 
-    async def _op_clock(self: Daemon, client: Client, message: dict) -> dict:
-        return {"now": self.clock.now(), "dilation": self.dilation}
+    async def _op_clock(self, client: Client, message: dict) -> dict:
+        return {"now": self.clock.now(), "dilation": self.driver.dilation}
 
-    async def _op_status(self: Daemon, client: Client, message: dict) -> dict:
-        from fpgashare.daemon.stats import status
-
+    async def _op_status(self, client: Client, message: dict) -> dict:
         scope = message.get("scope", "all")
         if scope not in ("all", "own"):
             raise ProtocolError("bad_request", f"status: scope must be 'all' or 'own', got {checks.show(scope)}")
-        return status(self, client, own=scope == "own")
+        return self.status(client, own=scope == "own")
 
-    async def _op_pipeline(self: Daemon, client: Client, message: dict) -> None:
+    async def _op_pipeline(self, client: Client, message: dict) -> None:
         name = checks.name(message, "name")
         stages = checks.stages(message)
         period_ms = checks.number(message, "period_ms", checks.MIN_PERIOD_MS, checks.MAX_PERIOD_MS)
@@ -63,12 +83,12 @@ class Ops:
                                                f"({jitter_ms:g} >= {period_ms:g})")
         params = checks.params(message)
         fallback = checks.fallback(message)
-        self._check_name_free(client, name)
+        self.sessions.check_name_free(client, name)
         count = sum(1 for s in client.pipelines.values() if s.ring.spec.out_shape != (1,))
         if count >= self.limits.pipelines_per_client:
             raise refuse("pipelines_per_client", self.limits.pipelines_per_client,
                          f"pipeline {name!r}: this client has {count} real-time pipelines")
-        key = self._engine_name(client, name)
+        key = self.sessions.engine_name(client, name)
         try:
             chain = resolve_chain(stages, params)
         except FpgashareError as exc:
@@ -85,9 +105,9 @@ class Ops:
         in_shape = chain[0].kind.input_shape(rows, cols)
         out_shape = chain_shape(chain, rows, cols)
         async with self._registering:
-            self._check_name_free(client, name)          # the same client may have raced itself
+            self.sessions.check_name_free(client, name)          # the same client may have raced itself
             # The key again, under the lock: another client may have taken the name meanwhile.
-            key = self._engine_name(client, name)
+            key = self.sessions.engine_name(client, name)
             if spec is not None and spec.name != key:
                 spec = dataclasses.replace(spec, name=key)
             self._check_shm(client, name, RING_SLOTS * _ring_bytes(in_shape, out_shape))
@@ -115,35 +135,32 @@ class Ops:
                   "placement": [list(p) for p in spec.placement]}
         await self._answer_with_ring(client, message["id"], answer, ring)
 
-    async def _until_ready(self: Daemon, client: Client, name: str, ready: asyncio.Future) -> None:
+    async def _until_ready(self, client: Client, name: str, ready: asyncio.Future) -> None:
         """Registration returns once the pipeline's frames can run under the guarantee (its
         mode change switched); a change that never completes ends the pipeline instead. On a
         virtual clock nothing else moves time meanwhile: the registration takes the board time
         its change needs, event by event."""
-        if self.virtual:
-            limit = self.clock.now() + READY_LIMIT_S
-            while not ready.done() and (due := self.engine.next_event_s()) is not None and due <= limit:
-                self.clock.wait_until(max(due, self.clock.now()))
-                self._advance()
+        if self.driver.virtual:
+            self.driver.advance_events(self.clock.now() + READY_LIMIT_S, until=ready.done)
         try:
-            await asyncio.wait_for(asyncio.shield(ready), READY_LIMIT_S * self.dilation)
+            await asyncio.wait_for(asyncio.shield(ready), READY_LIMIT_S * self.driver.dilation)
         except ProtocolError:
             if name in client.pipelines:
-                self._end_pipeline(client, name, "its partitions could not change in time")
+                self.sessions.end_pipeline(client, name, "its partitions could not change in time")
             raise
         except TimeoutError:
             if name in client.pipelines:
-                self._end_pipeline(client, name, "its mode change did not complete")
+                self.sessions.end_pipeline(client, name, "its mode change did not complete")
             raise ProtocolError("admission", f"pipeline {name!r}: its modules could not be made ready "
                                              f"within {READY_LIMIT_S:g} s") from None
 
-    async def _admission(self: Daemon, spec: PipelineSpec, deadline: float) -> str | None:
+    async def _admission(self, spec: PipelineSpec, deadline: float) -> str | None:
         """Why ``spec`` is not admitted (None: it is). The trial runs on a worker thread, on a
         snapshot taken here: frames keep flowing."""
         test = self.engine.admission_test(spec)
         return await self.off_loop.run(f"admission of {spec.name!r}", deadline, test)
 
-    async def _place(self: Daemon, key: str, chain, period_s: float, deadline_s: float, frame: tuple[int, int],
+    async def _place(self, key: str, chain, period_s: float, deadline_s: float, frame: tuple[int, int],
                      params: dict, deadline: float) -> PipelineSpec | str:
         """The first placement of ``chain`` admission accepts (runtime/sched/host/cpu_fallback.py), or
         why none is: the whole chain's reason and the last placement's. Candidates are made on a
@@ -167,7 +184,7 @@ class Ops:
             reasons.append(why)
         return f"{reasons[0]}; no placement with stages on the host fits either ({reasons[-1]})"
 
-    async def _op_dnn(self: Daemon, client: Client, message: dict) -> None:
+    async def _op_dnn(self, client: Client, message: dict) -> None:
         """A best-effort DNN pipeline: images go into its ring, outputs come back in the reply."""
         from fpgashare.dnn.planning import misfit, network
 
@@ -184,7 +201,7 @@ class Ops:
                 raise ProtocolError("bad_request", f"dnn {name!r}: {exc}") from None
         elif model not in DNN_MODELS:
             raise ProtocolError("bad_request", f"dnn {name!r}: unknown model {model!r} ({', '.join(DNN_MODELS)})")
-        self._check_name_free(client, name)
+        self.sessions.check_name_free(client, name)
         count = sum(1 for s in client.pipelines.values() if s.ring.spec.out_shape == (1,))
         if count >= self.limits.dnn_per_client:
             raise refuse("dnn_per_client", self.limits.dnn_per_client,
@@ -192,7 +209,7 @@ class Ops:
         states = [s.state for s in self.engine.slots.slots]
         tiles = [s for s in self.platform.slots_for("dnn_tile") if states[s.index] is not SlotState.FAILED] \
             if "dnn_tile" in self.platform.modules else []
-        key = self._engine_name(client, name)
+        key = self.sessions.engine_name(client, name)
         spec = PipelineSpec(key, "besteffort", model=model)
         deadline = self.off_loop.deadline()
         # A model the platform's tile variant cannot hold is as good as no tile.
@@ -210,38 +227,24 @@ class Ops:
         shape = (await self.off_loop.run(f"dnn {name!r}: building {model}", deadline, network, model)).input_shape
         in_shape = shape[:2] if shape[2] == 1 else shape
         async with self._registering:
-            self._check_name_free(client, name)
-            spec = dataclasses.replace(spec, name=self._engine_name(client, name))   # as above
+            self.sessions.check_name_free(client, name)
+            spec = dataclasses.replace(spec, name=self.sessions.engine_name(client, name))   # as above
             self._check_shm(client, name, RING_SLOTS * _ring_bytes(in_shape, (1,)))
             ring = self._register(client, name, spec, in_shape, (1,))
         answer = {"ring": ring.spec.to_wire(), "model": model, "placement": [list(p) for p in spec.placement]}
         await self._answer_with_ring(client, message["id"], answer, ring)
 
-    def _check_name_free(self: Daemon, client: Client, name: str) -> None:
-        # Names are the client's own (a closing pipeline keeps its name until retired).
-        if name in client.pipelines:
-            raise ProtocolError("bad_request", f"a pipeline named {name!r} is already registered by this client")
-
-    def _engine_name(self: Daemon, client: Client, name: str) -> str:
-        """The client's name if no pipeline has it and it holds no ``@``, else ``name@client``.
-
-        Why no client can take another's key: a plain key holds no ``@`` and is given once; a
-        suffixed key ends in ``@`` and the id of the client it was made for (the text after the last
-        ``@``), so it is that client's alone, and within it the name part tells its names apart.
-        So squatting ``edges`` and ``edges@7`` cannot block client 7's ``edges``."""
-        return name if name not in self.states and "@" not in name else f"{name}@{client.id}"
-
-    def _check_shm(self: Daemon, client: Client, name: str, nbytes: int) -> None:
+    def _check_shm(self, client: Client, name: str, nbytes: int) -> None:
         limits = self.limits
         self.tenants.check_pipeline(client, name, nbytes)
         if client.shm_bytes + nbytes > limits.shm_bytes_per_client:
             raise refuse("shm_bytes_per_client", limits.shm_bytes_per_client,
                          f"{name!r}: its ring of {nbytes} bytes on top of this client's {client.shm_bytes}")
-        if self.shm_bytes + nbytes > limits.shm_bytes_total:
+        if self.sessions.shm_bytes + nbytes > limits.shm_bytes_total:
             raise refuse("shm_bytes_total", limits.shm_bytes_total,
-                         f"{name!r}: its ring of {nbytes} bytes on top of every client's {self.shm_bytes}")
+                         f"{name!r}: its ring of {nbytes} bytes on top of every client's {self.sessions.shm_bytes}")
 
-    def _register(self: Daemon, client: Client, name: str, spec: PipelineSpec, in_shape, out_shape,
+    def _register(self, client: Client, name: str, spec: PipelineSpec, in_shape, out_shape,
                   on_ready=None, on_refused=None) -> FrameRing:
         """Ring, engine, names and counts, all or nothing; ``on_ready``: the engine's word that
         the pipeline can run (``OnlineEngine.add_pipeline``)."""
@@ -254,46 +257,46 @@ class Ops:
         # Undo only what this request made: a pipeline of that name already in the engine is not ours.
         existed = any(p.name == spec.name for p in (*engine.pipelines, *engine.dnn_pipelines, *engine.cpu_pipelines))
         try:
-            if existed or spec.name in self.states:
+            if existed or spec.name in self.sessions.states:
                 raise ProtocolError("bad_request", f"{name!r}: its engine name {spec.name!r} is taken")
-            self._step(self.engine.add_pipeline, spec, spec.realtime, on_ready, on_refused)
+            self.driver.step(self.engine.add_pipeline, spec, spec.realtime, on_ready, on_refused)
             added = True
             client.pipelines[name] = state
-            self.states[spec.name] = (client, state)
+            self.sessions.states[spec.name] = (client, state)
             client.shm_bytes += ring.nbytes
-            self.shm_bytes += ring.nbytes
+            self.sessions.shm_bytes += ring.nbytes
         except BaseException as exc:
             if client.pipelines.get(name) is state:
                 del client.pipelines[name]
                 client.shm_bytes -= ring.nbytes
-                self.shm_bytes -= ring.nbytes
-            if self.states.get(spec.name, (None, None))[1] is state:
-                del self.states[spec.name]
+                self.sessions.shm_bytes -= ring.nbytes
+            if self.sessions.states.get(spec.name, (None, None))[1] is state:
+                del self.sessions.states[spec.name]
             every = (*engine.pipelines, *engine.dnn_pipelines, *engine.cpu_pipelines)
             if not existed and (added or any(p.name == spec.name for p in every)):
-                self._step(engine.remove_pipeline, spec.name, "registration failed")
+                self.driver.step(engine.remove_pipeline, spec.name, "registration failed")
             ring.close()
             if isinstance(exc, FpgashareError) and not isinstance(exc, ProtocolError):
                 raise ProtocolError("admission", f"{name!r} not admitted: {exc}") from None
             raise
         return ring
 
-    async def _answer_with_ring(self: Daemon, client: Client, rid: int, answer: dict, ring: FrameRing) -> None:
+    async def _answer_with_ring(self, client: Client, rid: int, answer: dict, ring: FrameRing) -> None:
         """The registration's reply with the ring's descriptor; the daemon keeps only the mapping."""
         fd = ring.take_fd()
         try:
-            await self._send_with_fd(client, reply(rid, ring_fd=True, **answer), fd)
+            await client.send_with_fd(reply(rid, ring_fd=True, **answer), fd)
         except (ConnectionError, OSError) as exc:
             log.warning("client %d: the ring of a new pipeline could not be handed over (%s)", client.id, exc)
             client.writer.close()          # its task ends and takes its pipelines with it
 
-    async def _op_submit(self: Daemon, client: Client, message: dict) -> None:
+    async def _op_submit(self, client: Client, message: dict) -> None:
         return self._hand_in(client, message, self.engine.submit)
 
-    async def _op_infer(self: Daemon, client: Client, message: dict) -> None:
+    async def _op_infer(self, client: Client, message: dict) -> None:
         return self._hand_in(client, message, self.engine.submit_dnn)
 
-    def _hand_in(self: Daemon, client: Client, message: dict, submit) -> None:
+    def _hand_in(self, client: Client, message: dict, submit) -> None:
         """Give the engine the frame (or DNN image) in a ring slot; answered when it ends."""
         name = checks.name(message, "pipeline")
         slot = checks.integer(message, "slot", -(1 << 63), (1 << 64) - 1)
@@ -320,14 +323,14 @@ class Ops:
         state.free.discard(slot)
         state.in_flight[item.seq] = slot
         client.submits[item.seq] = message["id"]
-        self._advance()
+        self.driver.advance()
 
-    async def _op_close(self: Daemon, client: Client, message: dict) -> dict:
+    async def _op_close(self, client: Client, message: dict) -> dict:
         name = checks.name(message, "pipeline")
         state = client.pipelines.get(name)
         if state is None or state.closing:
             raise ProtocolError("bad_request", f"close: no pipeline {name!r} of this client")
-        self._end_pipeline(client, name, "pipeline closed")
+        self.sessions.end_pipeline(client, name, "pipeline closed")
         return {"closed": name}
 
 

@@ -14,9 +14,10 @@ client holds it, then ``name@client``).
 A frame whose pipeline closes while it is on the fabric ends ``dropped`` with the reason: its
 output is never written into a ring that is going away, and never answered as a result.
 
-The daemon, by role: this module (lifecycle, connections, requests in and replies out),
-ops.py (one method per request), driver.py (the engine on this loop, frames ending), sessions.py
-(clients and their pipelines, and how they end), stats.py, limits.py, checks.py, lock.py.
+The daemon, by role: this module (lifecycle, connections, requests in and replies out), and the
+parts it owns, each handed its collaborators: ops.py (one method per request), driver.py (the
+engine on this loop), sessions.py (clients and their pipelines, how they and their frames end),
+tenants.py, stats.py, limits.py, checks.py, lock.py.
 
 Failures: a request the daemon cannot take is a typed error reply; an exception out of the engine
 is a bug that would leave slots and frames in an unknown state, so the daemon logs it and stops
@@ -34,7 +35,6 @@ import signal
 import socket
 import stat
 import time
-from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +48,7 @@ from fpgashare.daemon.loop_latency import LoopLatency
 from fpgashare.daemon.off_loop import OffLoop
 from fpgashare.daemon.ops import Ops
 from fpgashare.daemon.sessions import Client, PipelineState, Sessions
-from fpgashare.daemon.stats import Stats
+from fpgashare.daemon.stats import Stats, status
 from fpgashare.daemon.tenants import Tenants
 from fpgashare.errors import FpgashareError
 from fpgashare.sched.board.online import OnlineEngine
@@ -57,18 +57,21 @@ from fpgashare.sched.core.clock import WallClock
 from fpgashare.sched.core.engine import DnnRequest, Frame
 from fpgashare.sched.host.cpu_work import CpuCost, CpuExecutor, ModelledCpuCost
 from fpgashare.sched.policies.registry import make_policy
-from fpgashare.wire.protocol import DEFAULT_SOCKET, ProtocolError, error_reply, read_message, reply
+from fpgashare.wire.protocol import DEFAULT_SOCKET, MessageReader, ProtocolError, error_reply, reply
 
 log = logging.getLogger("fpgashare.daemon")
 
 CLIENT_GONE = "client gone"
 SHUTTING_DOWN = "daemon shutting down"
 SHUTDOWN_GRACE_S = 5.0    #: wall seconds frames on the fabric get to finish when the daemon stops
-FD_SEND_WAIT_S = 5.0      #: how long a ring's descriptor waits for room in a client's socket
 CPU_WORKERS = 2           #: threads running CPU stages of fallback="cpu" pipelines (one per core here)
 
 
-class Daemon(Ops, Driver, Sessions):
+class Daemon:
+    """The daemon: its lifecycle and its connections; the work is done by parts it owns and
+    hands their collaborators: ``driver`` (the engine on the loop), ``sessions`` (clients,
+    pipelines, frames ending), ``ops`` (the requests, once it starts), ``tenants``, ``stats``."""
+
     def __init__(self, backend: Backend, socket_path: str | Path = DEFAULT_SOCKET, dilation: float = 1.0,
                  scheduler: str = "edf", metrics_port: int | None = None, limits: Limits | None = None,
                  socket_group: str | None = None, clock=None, watchdog_margin: float | None = None,
@@ -119,29 +122,51 @@ class Daemon(Ops, Driver, Sessions):
         if not self.virtual:            # CPU stages compute on worker threads while the loop goes on
             self.engine.cpu = CpuExecutor(CPU_WORKERS)
             self.engine.cpu_besteffort = CpuExecutor(1)
-        # Items that end during an engine call are answered once it returns, never from inside it.
-        self._ended: deque[Frame | DnnRequest] = deque()
-        self.engine.on_finish = self._ended.append
-        self._timer: asyncio.TimerHandle | None = None   # wakes the engine for its next event
-        self._timer_due: float | None = None
-        self.clients: dict[int, Client] = {}
-        self.tenants: Tenants | None = None    # at start: the descriptor budget is the process's
-        self.states: dict[str, tuple[Client, PipelineState]] = {}    # engine name -> owner, state
-        self.shm_bytes = 0                                           # every ring together
-        self._next_client = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._server: Acceptor | None = None
-        self._stopped = asyncio.Event()
-        self._registering = asyncio.Lock()   # one registration at a time: each test sees the set it joins
         self.stats = Stats()
         self.loop_latency = LoopLatency()     #: how late the loop runs what is due (status, metrics)
         self.off_loop = OffLoop()             #: slow work of a request (measurements, admission trials)
         self.failure: BaseException | None = None     #: what stopped the daemon, if a bug did
         self._stopping: asyncio.Future | None = None
         self.shutting_down = False    #: once stop() begins: requests are refused ``gone``
+        # Items that end during an engine call are answered once it returns, never from inside it.
+        self.driver = Driver(self.engine, self.clock, self.loop_latency, self._answer, self._failed)
+        self.sessions = Sessions(self.driver, self.stats, self.limits)
+        self.tenants: Tenants | None = None    # at start: the descriptor budget is the process's
+        self.ops: Ops | None = None            # at start, with the tenants
+        self._next_client = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: Acceptor | None = None
+        self._stopped = asyncio.Event()
         self.lock = BoardLock(self.socket_path)
         self.metrics_port = metrics_port
         self.metrics = None
+
+    @property
+    def clients(self) -> dict[int, Client]:
+        return self.sessions.clients
+
+    @property
+    def states(self) -> dict[str, tuple[Client, PipelineState]]:
+        """Every pipeline by its engine name: its owner and its state."""
+        return self.sessions.states
+
+    @property
+    def shm_bytes(self) -> int:
+        return self.sessions.shm_bytes
+
+    def is_admin(self, client: Client) -> bool:
+        return self.sessions.is_admin(client)
+
+    def run_until(self, t: float) -> None:
+        """A virtual clock's daemon: move time to ``t`` (on the loop) and take every event due."""
+        self.driver.run_until(t)
+
+    def _answer(self, item: Frame | DnnRequest) -> None:
+        self.sessions.frame_done(item)
+
+    def _failed(self, exc: BaseException) -> None:
+        self.failure = exc
+        self._stopping = asyncio.ensure_future(self.stop())
 
     @property
     def outcomes(self) -> dict[str, int]:
@@ -165,10 +190,13 @@ class Daemon(Ops, Driver, Sessions):
         """Take the board (refused with DaemonRunningError if another daemon has it), sweep what a dead
         daemon left, and listen."""
         self._loop = asyncio.get_running_loop()
+        self.driver.attach(self._loop)
         self.socket_path.parent.mkdir(parents=True, exist_ok=True)
         self.lock.acquire()
         try:
             self.tenants = Tenants(self.limits, self.clients, DescriptorBudget.of_process(self.limits))
+            self.ops = Ops(self.backend, self.driver, self.sessions, self.tenants, self.limits, self.off_loop,
+                           self.cpu_cost, lambda client, own: status(self, client, own=own))
             sweep_stale_rings()
             try:
                 mode = self.socket_path.lstat().st_mode
@@ -193,7 +221,7 @@ class Daemon(Ops, Driver, Sessions):
             if self.metrics_port is not None:
                 from fpgashare.daemon.metrics import DaemonMetrics
 
-                self.metrics = DaemonMetrics(self.engine, self.clock)
+                self.metrics = self.sessions.metrics = DaemonMetrics(self.engine, self.clock)
                 self.loop_latency.observers.append(self.metrics.loop_delay.observe)
                 self.metrics_port = self.metrics.serve(self.metrics_port)
                 log.info("metrics on http://127.0.0.1:%d/metrics", self.metrics_port)
@@ -203,7 +231,7 @@ class Daemon(Ops, Driver, Sessions):
         tighten_timer_slack()                 # a frame's end is a timer: wake within microseconds
         self.loop_latency.start(self._loop)
         _warm_up()                            # first-call costs (OpenCV's init) must not land on a frame
-        self._step(self.engine.begin)
+        self.driver.step(self.engine.begin)
         log.info("serving %s on %s (%s backend, dilation %g)", self.platform.name, self.socket_path,
                  self.backend.name, self.dilation)
 
@@ -228,17 +256,16 @@ class Daemon(Ops, Driver, Sessions):
             self._server.close()
         leaving = list(self.clients.values())
         for client in leaving:
-            self._client_gone(client, SHUTTING_DOWN)
+            self.sessions.client_gone(client, SHUTTING_DOWN)
         # Frames on the fabric end first, each answered dropped with the reason, then the sockets close.
         deadline = time.monotonic() + SHUTDOWN_GRACE_S
         while self.states and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         for client, state in list(self.states.values()):
-            self._retire(client, state)
+            self.sessions.retire(client, state)
         for client in leaving:
             client.writer.close()           # its reader sees the end and its task finishes
-        if self._timer is not None:
-            self._timer.cancel()
+        self.driver.close()
         self.loop_latency.stop()
         self.off_loop.close()
         if self.metrics is not None:
@@ -248,6 +275,7 @@ class Daemon(Ops, Driver, Sessions):
         self.engine.cpu.close()
         self.engine.cpu_besteffort.close()
         self.lock.release()
+        self.driver.halted = self.failure is not None
         self._stopped.set()
 
     # ---- connections
@@ -260,12 +288,13 @@ class Daemon(Ops, Driver, Sessions):
         self.clients[client.id] = client
         self.tenants.joined(client)
         log.info("client %d connected (pid %d, uid %d, gid %d)", client.id, pid, uid, gid)
+        messages = MessageReader(reader)
         try:
             while True:
                 try:
-                    message = await read_message(reader)
+                    message = await messages.next()
                 except ProtocolError as exc:
-                    self._send(client, error_reply(-1, exc))
+                    client.send(error_reply(-1, exc))
                     if exc.kind in ("oversized", "malformed") and "stream ended" not in str(exc):
                         if exc.kind == "oversized":
                             break          # the stream cannot be resynchronised after a bad length
@@ -275,7 +304,7 @@ class Daemon(Ops, Driver, Sessions):
                     break
                 over = self.tenants.over_rate(client, message.get("op"))
                 if over is not None:
-                    self._send(client, error_reply(message["id"], over[0]))
+                    client.send(error_reply(message["id"], over[0]))
                     await writer.drain()
                     await asyncio.sleep(over[1])     # not read again until a request could be taken
                     continue
@@ -283,76 +312,44 @@ class Daemon(Ops, Driver, Sessions):
                 # A client that does not read its replies is not read either: they cannot pile up here.
                 await writer.drain()
                 # One request per connection per turn of the loop: timers due (frames ending, loads)
-                # run between a flooder's requests, and other connections get their turn.
-                await asyncio.sleep(0)
+                # run between a flooder's requests, and other connections get their turn. A request
+                # not yet here needs no yield: waiting for it gives the turn away.
+                if messages.waiting:
+                    await asyncio.sleep(0)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
-            self._client_gone(client, CLIENT_GONE)
+            self.sessions.client_gone(client, CLIENT_GONE)
             self.tenants.left(client)
             with contextlib.suppress(Exception):
                 writer.close()
 
-    def _send(self, client: Client, data: bytes) -> None:
-        if not client.writer.is_closing():
-            client.writer.write(data)
-
-    async def _send_with_fd(self, client: Client, data: bytes, fd: int) -> None:
-        """``data`` with ``fd`` on its first byte (SCM_RIGHTS), after every byte already queued;
-        ``fd`` is closed here. A client whose socket stays full loses its connection."""
-        writer = client.writer
-        transport = writer.transport
-        try:
-            if transport.get_write_buffer_size():
-                transport.set_write_buffer_limits(high=0)      # drain() now waits for an empty buffer
-                try:
-                    await writer.drain()
-                finally:
-                    transport.set_write_buffer_limits()
-            raw = socket.socket(fileno=transport.get_extra_info("socket").fileno())
-            try:
-                deadline = time.monotonic() + FD_SEND_WAIT_S
-                while True:
-                    try:
-                        sent = socket.send_fds(raw, [data], [fd])
-                        break
-                    except BlockingIOError:
-                        if time.monotonic() > deadline:
-                            raise ConnectionError("the client's socket stayed full") from None
-                        await asyncio.sleep(0.001)
-            finally:
-                raw.detach()
-            if sent < len(data):
-                writer.write(data[sent:])
-        finally:
-            os.close(fd)
-
     async def _handle(self, client: Client, message: dict) -> None:
         rid = message["id"]
         op = message.get("op")
-        handler = getattr(self, f"_op_{op}", None) if isinstance(op, str) and op.isidentifier() else None
+        handler = self.ops.handlers.get(op) if isinstance(op, str) else None
         if self.shutting_down:
-            self._send(client, error_reply(rid, ProtocolError("gone", SHUTTING_DOWN)))
+            client.send(error_reply(rid, ProtocolError("gone", SHUTTING_DOWN)))
             return
         if handler is None:
-            self._send(client, error_reply(rid, ProtocolError("unknown_op", f"unknown op {op!r}")))
+            client.send(error_reply(rid, ProtocolError("unknown_op", f"unknown op {op!r}")))
             return
-        if self._timer_due is not None and self._timer_due <= self.clock.now():
-            self._advance()                  # the real-time path first: events due before any request
+        if self.driver.overdue():
+            self.driver.advance()            # the real-time path first: events due before any request
         try:
             answer = await handler(client, message)
         except ProtocolError as exc:
-            self._send(client, error_reply(rid, exc))
+            client.send(error_reply(rid, exc))
         except FpgashareError as exc:
-            self._send(client, error_reply(rid, ProtocolError("bad_request", str(exc))))
+            client.send(error_reply(rid, ProtocolError("bad_request", str(exc))))
         except (ConnectionError, asyncio.CancelledError):
             raise
         except Exception as exc:
             log.exception("op %s failed", op)
-            self._send(client, error_reply(rid, ProtocolError("internal", f"{type(exc).__name__}: {exc}")))
+            client.send(error_reply(rid, ProtocolError("internal", f"{type(exc).__name__}: {exc}")))
         else:
             if answer is not None:
-                self._send(client, reply(rid, **answer))
+                client.send(reply(rid, **answer))
 
 
 def _warm_up() -> None:

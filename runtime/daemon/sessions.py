@@ -1,7 +1,7 @@
 """Who the daemon serves: a client (its connection, credentials, quotas' counts) and its
 pipelines' states, and how they end: a pipeline ends when its client closes it or goes (or the
 daemon stops); frames waiting are answered dropped at once, frames on the fabric when they end
-(driver.py), then its ring is retired."""
+(``frame_done``), then its ring is retired."""
 
 from __future__ import annotations
 
@@ -11,12 +11,23 @@ import os
 import pwd
 import socket
 import struct
+import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from fpgashare.daemon.limits import RateLimiter
+import numpy as np
+from fpgashare.daemon.limits import Limits, RateLimiter
+from fpgashare.sched.core.engine import DnnRequest, Frame
+from fpgashare.wire.protocol import ProtocolError, reply
 from fpgashare.wire.shm import FrameRing
 
+if TYPE_CHECKING:
+    from fpgashare.daemon.driver import Driver
+    from fpgashare.daemon.stats import Stats
+
 log = logging.getLogger("fpgashare.daemon")
+
+FD_SEND_WAIT_S = 5.0      #: how long a ring's descriptor waits for room in a client's socket
 
 
 @dataclass
@@ -44,9 +55,53 @@ class Client:
     def in_flight(self) -> int:
         return sum(len(s.in_flight) for s in self.pipelines.values())
 
+    def send(self, data: bytes) -> None:
+        """Queue ``data`` on the client's socket (dropped once the socket is closing)."""
+        if not self.writer.is_closing():
+            self.writer.write(data)
+
+    async def send_with_fd(self, data: bytes, fd: int) -> None:
+        """``data`` with ``fd`` on its first byte (SCM_RIGHTS), after every byte already queued;
+        ``fd`` is closed here. A client whose socket stays full loses its connection."""
+        writer = self.writer
+        transport = writer.transport
+        try:
+            if transport.get_write_buffer_size():
+                transport.set_write_buffer_limits(high=0)      # drain() now waits for an empty buffer
+                try:
+                    await writer.drain()
+                finally:
+                    transport.set_write_buffer_limits()
+            raw = socket.socket(fileno=transport.get_extra_info("socket").fileno())
+            try:
+                deadline = time.monotonic() + FD_SEND_WAIT_S
+                while True:
+                    try:
+                        sent = socket.send_fds(raw, [data], [fd])
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() > deadline:
+                            raise ConnectionError("the client's socket stayed full") from None
+                        await asyncio.sleep(0.001)
+            finally:
+                raw.detach()
+            if sent < len(data):
+                writer.write(data[sent:])
+        finally:
+            os.close(fd)
+
 
 class Sessions:
-    """The daemon's side of its clients (a mixin of ``Daemon``)."""
+    """The daemon's side of its clients: who is connected (``clients``), every pipeline by its
+    engine name (``states``: owner and state), the rings' bytes (``shm_bytes``), and how frames
+    and pipelines end. Handed the driver (the engine on the loop), the statistics and the limits."""
+
+    def __init__(self, driver: Driver, stats: Stats, limits: Limits) -> None:
+        self.driver, self.stats, self.limits = driver, stats, limits
+        self.clients: dict[int, Client] = {}
+        self.states: dict[str, tuple[Client, PipelineState]] = {}    # engine name -> owner, state
+        self.shm_bytes = 0                                           # every ring together
+        self.metrics = None             #: the Prometheus metrics, once the daemon serves them
 
     def is_admin(self, client: Client) -> bool:
         """Root, the daemon's own user, or a member of ``limits.admin_gid``."""
@@ -62,16 +117,30 @@ class Sessions:
         except KeyError:
             return False
 
-    def _end_pipeline(self, client: Client, name: str, reason: str) -> None:
+    def check_name_free(self, client: Client, name: str) -> None:
+        # Names are the client's own (a closing pipeline keeps its name until retired).
+        if name in client.pipelines:
+            raise ProtocolError("bad_request", f"a pipeline named {name!r} is already registered by this client")
+
+    def engine_name(self, client: Client, name: str) -> str:
+        """The client's name if no pipeline has it and it holds no ``@``, else ``name@client``.
+
+        Why no client can take another's key: a plain key holds no ``@`` and is given once; a
+        suffixed key ends in ``@`` and the id of the client it was made for (the text after the last
+        ``@``), so it is that client's alone, and within it the name part tells its names apart.
+        So squatting ``edges`` and ``edges@7`` cannot block client 7's ``edges``."""
+        return name if name not in self.states and "@" not in name else f"{name}@{client.id}"
+
+    def end_pipeline(self, client: Client, name: str, reason: str) -> None:
         state = client.pipelines[name]
         if state.closing:
             return
         state.closing = reason
-        self._step(self.engine.remove_pipeline, state.key, reason)     # waiting frames are answered dropped
+        self.driver.step(self.driver.engine.remove_pipeline, state.key, reason)   # waiting frames: dropped
         if not state.in_flight:             # else frames on the fabric end first (answered dropped)
-            self._retire(client, state)
+            self.retire(client, state)
 
-    def _retire(self, client: Client, state: PipelineState) -> None:
+    def retire(self, client: Client, state: PipelineState) -> None:
         state.ring.close()
         if client.pipelines.get(state.name) is state:
             del client.pipelines[state.name]
@@ -80,12 +149,69 @@ class Sessions:
         self.states.pop(state.key, None)
         self.stats.retired(state.key, self.states)
 
-    def _client_gone(self, client: Client, reason: str) -> None:
+    def client_gone(self, client: Client, reason: str) -> None:
         if self.clients.pop(client.id, None) is None:
             return
         for name in list(client.pipelines):
-            self._end_pipeline(client, name, reason)
+            self.end_pipeline(client, name, reason)
         log.info("client %d gone (%s)", client.id, reason)
+
+    def frame_done(self, frame: Frame | DnnRequest) -> None:
+        """Answer an item that ended: a frame's output into its client's ring and the reply onto
+        its socket; a DNN image's output in the reply."""
+        owner = self.states.get(frame.pipeline.name)
+        if owner is None or frame.seq not in owner[1].in_flight:
+            return                          # already answered
+        client, state = owner
+        outcome, reason = frame.outcome, frame.reason
+        if state.closing and outcome in ("on_time", "late", "done"):
+            # Its ring is going away: the output is not written, so it must not pass for a result.
+            outcome, reason = "dropped", f"{state.closing} while the frame was on the fabric"
+        elif outcome in ("on_time", "late", "done"):
+            garbage = bad_output(frame, state.ring)
+            if garbage:                     # the board's DMA returned something else: not a result
+                outcome, reason = "error", garbage
+        # From when the app's frame came (a DNN image: its submission; a frame with CPU stages
+        # first: its release, not the fabric's).
+        came = frame.release if isinstance(frame, DnnRequest) else frame.origin
+        latency = None if frame.end is None else (frame.end - came) * 1e3
+        self.stats.ended(frame.pipeline.name, frame.pipeline.klass, outcome, latency)
+        slot = state.in_flight.pop(frame.seq)
+        rid = client.submits.pop(frame.seq, -1)
+        if isinstance(frame, DnnRequest):   # outputs are a few int8 values: they ride in the reply
+            output = frame.output if outcome == "done" else None
+            extra = {"output": None if output is None else [int(v) for v in output]}
+            metric_latency = None
+            frame.image = None
+        else:                               # a frame's output goes next to its input in the ring
+            if frame.output is not None and outcome in ("on_time", "late"):
+                state.ring.output(slot)[...] = frame.output
+            extra = {"latency_ms": latency}
+            if frame.results and outcome in ("on_time", "late"):
+                extra["results"] = frame.results      # registers the modules left (moments, template_match)
+            metric_latency = None if latency is None else latency / 1e3
+            frame.pixels = frame.output = None      # the ring's views: let it close
+        if self.metrics is not None:
+            self.metrics.frame_ended(frame.pipeline.name, outcome, metric_latency)
+        client.send(reply(rid, outcome=outcome, reason=reason, slot=slot, **extra))
+        state.free.add(slot)
+        if state.closing and not state.in_flight:
+            self.retire(client, state)
+
+
+def bad_output(item: Frame | DnnRequest, ring: FrameRing) -> str | None:
+    """Why the output the board returned cannot be a result (None if it can)."""
+    out = item.output
+    if isinstance(item, DnnRequest):
+        if isinstance(out, np.ndarray) and out.ndim == 1 and out.dtype.kind in "iu" and out.size \
+                and int(out.min()) >= -128 and int(out.max()) <= 127:
+            return None
+        what = f"shape {getattr(out, 'shape', None)}, dtype {getattr(out, 'dtype', type(out).__name__)}"
+        return f"the board returned a DNN output of {what}, not int8 values"
+    if isinstance(out, np.ndarray) and out.shape == ring.spec.out_shape and out.dtype == ring.spec.np_dtype:
+        return None
+    what = f"shape {getattr(out, 'shape', None)}, dtype {getattr(out, 'dtype', type(out).__name__)}"
+    return f"the board returned a frame of {what}; the pipeline's output is {ring.spec.out_shape} {ring.spec.dtype}"
 
 
 def peer_credentials(writer: asyncio.StreamWriter) -> tuple[int, int, int]:

@@ -35,20 +35,18 @@ import threading
 import time
 from pathlib import Path
 
-import msgpack
 from fpgashare.cli.inputs import host_port
 from fpgashare.client import AdmissionRejected, DaemonError, DeadlineMissed, FrameDropped, FrameFailed, connect
 from fpgashare.client.pipeline import DnnPipeline
 from fpgashare.client.tcp import TcpFpga, connect_tcp  # noqa: F401  (the client, where it was first)
-from fpgashare.daemon.limits import RateLimiter
+from fpgashare.daemon.tcp_quota import TokenQuota, default_quota
 from fpgashare.errors import FpgashareError
 from fpgashare.wire.protocol import ProtocolError
-from fpgashare.wire.tcp_wire import CHALLENGE_BYTES, DEFAULT_PORT, HEADER, MAX_TCP_MESSAGE, PROTOCOL
+from fpgashare.wire.tcp_wire import CHALLENGE_BYTES, DEFAULT_PORT, MAX_TCP_MESSAGE, PROTOCOL, Reader
 from fpgashare.wire.tcp_wire import array as _array
 from fpgashare.wire.tcp_wire import pack_array as _pack_array
 from fpgashare.wire.tcp_wire import proof as _proof
 from fpgashare.wire.tcp_wire import recv as _recv
-from fpgashare.wire.tcp_wire import recv_exact as _recv_exact
 from fpgashare.wire.tcp_wire import send as _send
 
 log = logging.getLogger(__name__)
@@ -100,68 +98,6 @@ def check_token(token: bytes, what: str = "the TCP listener's token") -> None:
                              f"at least {MIN_TOKEN_BITS} needed); make one with head -c 32 /dev/urandom | base64")
 
 
-class TokenQuota:
-    """What the holders of the token may use together (every remote client shares one token, so
-    these are per token): connections (authenticated, and still in the handshake), pipelines,
-    requests a second, and bytes of inline frames in flight (read and not yet answered) — a body
-    is read only once its bytes fit, so a flood of frames waits in TCP's window, not in memory."""
-
-    def __init__(self, connections: int, handshakes: int, pipelines: int, messages_per_s: float,
-                 inline_bytes: int) -> None:
-        self.connections, self.handshakes, self.pipelines = connections, handshakes, pipelines
-        self.inline_bytes = inline_bytes
-        self.rate = RateLimiter(messages_per_s)
-        self._lock = threading.Condition()
-        self.open = self.shaking = self.registered = self.in_flight = 0
-
-    def enter(self) -> bool:
-        with self._lock:
-            if self.open >= self.connections or self.shaking >= self.handshakes:
-                return False
-            self.open += 1
-            self.shaking += 1
-            return True
-
-    def shaken(self) -> None:
-        with self._lock:
-            self.shaking -= 1
-
-    def leave(self, shaking: bool) -> None:
-        with self._lock:
-            self.open -= 1
-            self.shaking -= shaking
-
-    def take_rate(self) -> float:
-        """0 if a request may go now, else how long to wait for one."""
-        with self._lock:
-            return 0.0 if self.rate.take() else max(self.rate.wait_s(), 1e-3)
-
-    def reserve(self, nbytes: int, timeout: float) -> bool:
-        with self._lock:
-            return self._lock.wait_for(lambda: self.in_flight + nbytes <= self.inline_bytes, timeout) and \
-                self._add(nbytes)
-
-    def _add(self, nbytes: int) -> bool:
-        self.in_flight += nbytes
-        return True
-
-    def release(self, nbytes: int) -> None:
-        with self._lock:
-            self.in_flight -= nbytes
-            self._lock.notify_all()
-
-    def add_pipeline(self) -> bool:
-        with self._lock:
-            if self.registered >= self.pipelines:
-                return False
-            self.registered += 1
-            return True
-
-    def drop_pipeline(self) -> None:
-        with self._lock:
-            self.registered -= 1
-
-
 def _quota(rid, limit: str, value, detail: str) -> dict:
     return {"id": rid, "ok": False, "error": {"kind": "quota", "message": f"{detail}: limit {limit} = {value}"}}
 
@@ -192,11 +128,12 @@ class _Handler(socketserver.BaseRequestHandler):
             return
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="tcp-frame")
         pipes: dict = {}
+        reader = Reader(sock, min(MAX_TCP_MESSAGE, quota.inline_bytes))
         try:
             while True:
                 try:
-                    message, nbytes = self._next(sock, quota)
-                except (FpgashareError, ValueError, msgpack.UnpackException) as exc:
+                    message, nbytes = self._next(reader, quota)
+                except (FpgashareError, ValueError) as exc:
                     kind = getattr(exc, "kind", "malformed")
                     _send(sock, {"id": -1, "ok": False, "error": {"kind": kind, "message": str(exc)}}, write)
                     return
@@ -239,30 +176,22 @@ class _Handler(socketserver.BaseRequestHandler):
             log.info("tcp client %s gone", peer)
 
     @staticmethod
-    def _next(sock: socket.socket, quota: TokenQuota) -> tuple[dict | None, int]:
+    def _next(reader: Reader, quota: TokenQuota) -> tuple[dict | None, int]:
         """The next message and the inline bytes it holds of the token's budget (reserved before
         its body is read; the caller releases them once it is answered)."""
-        header = _recv_exact(sock, HEADER.size)
-        if header is None:
-            return None, 0
-        (length,) = HEADER.unpack(header)
-        if length > min(MAX_TCP_MESSAGE, quota.inline_bytes):
-            raise ProtocolError("oversized", f"message of {length} bytes exceeds "
-                                f"{min(MAX_TCP_MESSAGE, quota.inline_bytes)}")
-        if not quota.reserve(length, FRAME_WAIT_S):
-            raise ProtocolError("quota", f"a message of {length} bytes waited {FRAME_WAIT_S:g} s for room: "
-                                f"limit inline_bytes = {quota.inline_bytes}")
+        reserved = [0]
+
+        def admit(length: int) -> None:
+            if not quota.reserve(length, FRAME_WAIT_S):
+                raise ProtocolError("quota", f"a message of {length} bytes waited {FRAME_WAIT_S:g} s for room: "
+                                    f"limit inline_bytes = {quota.inline_bytes}")
+            reserved[0] = length
+
         try:
-            body = _recv_exact(sock, length)
-            if body is None:
-                raise ProtocolError("malformed", "connection ended inside a message")
-            message = msgpack.unpackb(body, raw=False)
-            if not isinstance(message, dict):
-                raise ProtocolError("malformed", "a message must be a map")
+            return reader.next(admit), reserved[0]
         except BaseException:
-            quota.release(length)
+            quota.release(reserved[0])
             raise
-        return message, length
 
     def _authenticate(self, sock: socket.socket, peer: str) -> bool:
         # One deadline for the whole handshake: a client trickling bytes is cut off at it.
@@ -281,7 +210,7 @@ class _Handler(socketserver.BaseRequestHandler):
             if not isinstance(theirs, bytes) or len(theirs) != CHALLENGE_BYTES:
                 return False
             _send(sock, {"ok": True, "proof": _proof(self.server.token, theirs, b"server")})
-        except (OSError, FpgashareError, ValueError, msgpack.UnpackException) as exc:
+        except (OSError, FpgashareError, ValueError) as exc:
             log.warning("tcp client %s: authentication failed (%s)", peer, exc)
             return False
         finally:
@@ -410,17 +339,6 @@ class TcpListener(socketserver.ThreadingTCPServer):
     def close(self) -> None:
         self.shutdown()
         self.server_close()
-
-
-def default_quota() -> TokenQuota:
-    """The token's limits: 32 connections (fewer if the descriptor limit is low: each holds its
-    TCP socket, its daemon connection and its rings' mappings), 8 handshakes at once, 32
-    pipelines, 2,000 requests a second, 256 MiB of inline frames in flight."""
-    import resource
-
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    connections = max(1, min(32, (soft - 64) // 8))
-    return TokenQuota(connections, min(8, connections), 32, 2000.0, 256 << 20)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections import deque
 from pathlib import Path
 from typing import Any
 
-import msgpack
 from fpgashare.errors import FpgashareError
-from fpgashare.wire.framing import HEADER, frame
+from fpgashare.wire.framing import HEADER, Decoder, FramingError, pack_map, unpack_map  # noqa: F401  (HEADER: the wire's, for raw clients)
 
 #: Where the daemon listens and clients connect unless told otherwise.
 DEFAULT_SOCKET = Path(os.environ.get("FPGASHARE_SOCKET", "/run/fpgashare/fpgashare.sock"))
@@ -48,20 +48,18 @@ class ProtocolError(FpgashareError):
 
 def encode(message: dict[str, Any]) -> bytes:
     """One message, framed. Raises ProtocolError if it would exceed MAX_MESSAGE."""
-    body = msgpack.packb({"v": VERSION, **message}, use_bin_type=True)
-    if len(body) > MAX_MESSAGE:
-        raise ProtocolError("oversized", f"message of {len(body)} bytes exceeds {MAX_MESSAGE}")
-    return frame(body)
+    try:
+        return pack_map({"v": VERSION, **message}, MAX_MESSAGE)
+    except FramingError as exc:
+        raise ProtocolError(exc.kind, str(exc)) from None
 
 
 def decode(body: bytes) -> dict[str, Any]:
     """The map in ``body`` (no length prefix), checked for shape and version."""
     try:
-        message = msgpack.unpackb(body, raw=False, strict_map_key=True)
-    except Exception as exc:    # msgpack raises several unrelated types for bad bytes
-        raise ProtocolError("malformed", f"not msgpack: {exc}") from None
-    if not isinstance(message, dict):
-        raise ProtocolError("malformed", f"a message must be a map, got {type(message).__name__}")
+        message = unpack_map(body)
+    except FramingError as exc:
+        raise ProtocolError(exc.kind, str(exc)) from None
     version = message.get("v")
     if version != VERSION:
         raise ProtocolError("version", f"protocol version {version!r} is not supported (this daemon speaks {VERSION})")
@@ -70,23 +68,43 @@ def decode(body: bytes) -> dict[str, Any]:
     return message
 
 
+class MessageReader:
+    """The messages of one asyncio stream, cut by the wire's decoder (runtime/wire/framing.py).
+    ``chunk``: the most bytes one read takes (the default is above what a StreamReader buffers
+    before it pauses its transport, so one read takes every request already there); ``chunk=None``
+    reads no byte past the message returned, so a reader made per message loses nothing."""
+
+    def __init__(self, reader: asyncio.StreamReader, limit: int = MAX_MESSAGE, chunk: int | None = 1 << 18) -> None:
+        self.reader, self.chunk = reader, chunk
+        self.decoder = Decoder(limit)
+        self.bodies: deque[bytes] = deque()
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a whole message is already here (``next`` returns it without reading)."""
+        return bool(self.bodies)
+
+    async def next(self) -> dict[str, Any] | None:
+        """The next message, or None at a clean end of stream. An oversized length is refused
+        once its header is in (the body is never read); the stream cannot be resynchronised
+        after it. A body that is no message is refused alone: the next one is read."""
+        while not self.bodies:
+            data = await self.reader.read(self.decoder.needed if self.chunk is None else self.chunk)
+            if not data:
+                if self.decoder.pending:
+                    where = "header" if self.decoder.expecting is None else f"{self.decoder.expecting}-byte message"
+                    raise ProtocolError("malformed", f"stream ended inside a {where}")
+                return None
+            try:
+                self.bodies.extend(self.decoder.feed(data))
+            except FramingError as exc:
+                raise ProtocolError(exc.kind, str(exc)) from None
+        return decode(self.bodies.popleft())
+
+
 async def read_message(reader: asyncio.StreamReader) -> dict[str, Any] | None:
-    """The next message, or None at a clean end of stream. An oversized length is refused after
-    the 4 header bytes (the body is never read); the stream cannot be resynchronised after it."""
-    try:
-        header = await reader.readexactly(HEADER.size)
-    except asyncio.IncompleteReadError as exc:
-        if not exc.partial:
-            return None
-        raise ProtocolError("malformed", "stream ended inside a message header") from None
-    (length,) = HEADER.unpack(header)
-    if length > MAX_MESSAGE:
-        raise ProtocolError("oversized", f"message of {length} bytes exceeds {MAX_MESSAGE}")
-    try:
-        body = await reader.readexactly(length)
-    except asyncio.IncompleteReadError:
-        raise ProtocolError("malformed", f"stream ended inside a {length}-byte message") from None
-    return decode(body)
+    """The next message of ``reader`` alone (no byte after it is read), or None at a clean end."""
+    return await MessageReader(reader, chunk=None).next()
 
 
 def reply(request_id: int, **fields: Any) -> bytes:

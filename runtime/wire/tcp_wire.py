@@ -7,16 +7,16 @@ import hashlib
 import hmac
 import socket
 import threading
+from collections.abc import Callable
 
-import msgpack
 import numpy as np
-from fpgashare.errors import FpgashareError
-from fpgashare.wire.framing import HEADER
+from fpgashare.wire.framing import HEADER, Decoder, FramingError, pack_map, unpack_map  # noqa: F401  (HEADER: raw clients)
 
 MAX_TCP_MESSAGE = 32 << 20       #: a 1080p RGB frame is 6.2 MB
 CHALLENGE_BYTES = 32
 DEFAULT_PORT = 7411
 PROTOCOL = b"fpgashare-tcp-1"
+READ_BYTES = 1 << 20            #: the most one recv takes of an inline frame
 
 
 def proof(token: bytes, challenge: bytes, role: bytes) -> bytes:
@@ -24,10 +24,7 @@ def proof(token: bytes, challenge: bytes, role: bytes) -> bytes:
 
 
 def send(sock: socket.socket, message: dict, lock: threading.Lock | None = None) -> None:
-    body = msgpack.packb(message, use_bin_type=True)
-    if len(body) > MAX_TCP_MESSAGE:
-        raise FpgashareError(f"message of {len(body)} bytes exceeds {MAX_TCP_MESSAGE}")
-    data = HEADER.pack(len(body)) + body
+    data = pack_map(message, MAX_TCP_MESSAGE)
     if lock is None:
         sock.sendall(data)
     else:
@@ -35,31 +32,37 @@ def send(sock: socket.socket, message: dict, lock: threading.Lock | None = None)
             sock.sendall(data)
 
 
-def recv_exact(sock: socket.socket, n: int) -> bytes | None:
-    chunks, got = [], 0
-    while got < n:
-        chunk = sock.recv(min(n - got, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
+class Reader:
+    """The messages of a blocking socket, cut by the wire's decoder (runtime/wire/framing.py). It
+    reads no byte past the message it returns, so ``admit(length)`` runs once a message's header
+    is in and before any of its body is read (the listener reserves room for it there)."""
+
+    def __init__(self, sock: socket.socket, limit: int = MAX_TCP_MESSAGE) -> None:
+        self.sock = sock
+        self.decoder = Decoder(limit)
+
+    def next(self, admit: Callable[[int], None] | None = None) -> dict | None:
+        """The next message, or None at a clean end; FramingError if the bytes are no message."""
+        decoder, admitted = self.decoder, False
+        while True:
+            if admit is not None and not admitted and decoder.expecting is not None:
+                admit(decoder.expecting)
+                admitted = True
+            data = self.sock.recv(min(decoder.needed, READ_BYTES))
+            if not data:
+                if decoder.pending:
+                    raise FramingError("malformed", "connection ended inside a message")
+                return None
+            bodies = decoder.feed(data)
+            if bodies:                       # one: no more than the message was read
+                if admit is not None and not admitted:
+                    admit(len(bodies[0]))
+                return unpack_map(bodies[0])
 
 
 def recv(sock: socket.socket, limit: int = MAX_TCP_MESSAGE) -> dict | None:
-    header = recv_exact(sock, HEADER.size)
-    if header is None:
-        return None
-    (length,) = HEADER.unpack(header)
-    if length > limit:
-        raise FpgashareError(f"message of {length} bytes exceeds {limit}")
-    body = recv_exact(sock, length)
-    if body is None:
-        raise FpgashareError("connection ended inside a message")
-    message = msgpack.unpackb(body, raw=False)
-    if not isinstance(message, dict):
-        raise FpgashareError("a message must be a map")
-    return message
+    """One message from ``sock`` (no byte after it is read), or None at a clean end."""
+    return Reader(sock, limit).next()
 
 
 def array(fields: dict, prefix: str) -> np.ndarray:

@@ -316,7 +316,7 @@ def transition_check(pipelines: Sequence[PipelineSpec], loads: dict[str, int], p
 def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: dict[int, str] | None = None,
             few_pins: bool = False, port_share: int = 1, check_ddr: bool = True,
             board_load_s: float | None = None, control_s: float | None = None,
-            afford_change: bool = False) -> Verdict:
+            afford_change: bool = False, afford_share: int | None = None) -> Verdict:
     """Whether ``pipelines`` (real-time) pass the test on ``platform``, and with which pins.
     Pin sets are tried in order of the load time their frames still need (least first), or, with
     ``few_pins`` (best-effort work wants slots to borrow), fewest pins first. ``keep_pinned``:
@@ -331,7 +331,8 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     ``afford_change`` (the daemon, whose set changes): of the pin sets that pass, the first in the
     order above under which the set could also afford a later mode change's pin load
     (``transition_check``) is taken, else the first that passes: a set with no slack for a pin load
-    could never take another pipeline that needs a pin."""
+    could never take another pipeline that needs a pin. ``afford_share``: the port shared that
+    many ways in that check (a board that may re-partition into that many partitions)."""
     L, X = load_and_control(platform, port_share, board_load_s, control_s)
     if not pipelines:
         return Verdict(True, contract=AdmissionContract({}, L, True, float("inf")))
@@ -365,7 +366,13 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
         check = demand_check(S, T, D, J, X)
         if check.ok:
             verdict = _verdict(plan, check, L, X, S, T, D, J)
-            if not afford_change or verdict.contract.idle_loads or not any(plan.loads.values()):
+            if not afford_change or not any(plan.loads.values()):
+                return verdict
+            if afford_share is None or afford_share <= port_share:
+                affords = verdict.contract.idle_loads
+            else:
+                affords = transition_check(pipelines, plan.loads, platform, afford_share, board_load_s, control_s).ok
+            if affords:
                 return verdict
             first_ok = first_ok or verdict
             continue

@@ -70,6 +70,9 @@ class OnlineEngine(Engine):
         #: Extra arguments of every analysis: a partition of the board (online_streams.py) counts the
         #: port shared with the others, the board's register traffic, and leaves DDR to the board.
         self.analysis_kw: dict = {}
+        #: the most partitions the board may re-partition into: admissions keep slack for a pin
+        #: load with the port shared that many ways (analyse's ``afford_share``)
+        self.afford_share: int | None = None
 
     # ---- the watchdog: hardware completions are polled (Pending.ready), never waited for
     def _overdue(self, started: float, seconds: float) -> float:
@@ -130,6 +133,7 @@ class OnlineEngine(Engine):
 
         def test() -> str | None:
             verdict = analyse(candidate, platform, keep_pinned=pinned, few_pins=True, afford_change=True,
+                              afford_share=self.afford_share,
                               **self.analysis_kw)
             if verdict.ok and set(verdict.contract.pinned.items()) - set(pinned.items()):
                 # New pins load beside the frames of the set in force: it must afford one load of

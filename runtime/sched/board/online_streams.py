@@ -113,6 +113,7 @@ class OnlineStreams:
             engine = OnlineEngine(view.platform, view, self._make_policy(), self.clock)
             engine.stream_id = k
             engine.analysis_kw = dict(shared)
+            engine.afford_share = max(self.cap or 1, len(partitions))
             for name, value in self._shared.items():
                 setattr(engine, name, value)
             self.arbiter.add(engine)

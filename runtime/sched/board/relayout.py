@@ -97,7 +97,7 @@ def even_split(platform: Platform, pipelines: list[PipelineSpec], n: int,
     parts = [Partition(k, slots) for k, slots in enumerate(consecutive_runs([s.index for s in platform.slots], n))]
     subs = [sub_platform(platform, part.slots) for part in parts]
     kw = {"port_share": n, "board_load_s": load_seconds(platform), "control_s": control_seconds(platform),
-          "check_ddr": False, "few_pins": True, "afford_change": True}
+          "check_ddr": False, "few_pins": True, "afford_change": True, "afford_share": platform.streams}
     for p in pipelines:
         best = None
         for part, sub in zip(parts, subs, strict=True):
@@ -157,7 +157,7 @@ def check(plan: StreamPlan, platform: Platform, sub_platform, newcomer: str,
         why = ""
         for forced in (({}, here) if part.dnn else (here, {})):
             verdict = analyse(fitted, sub, keep_pinned=forced, few_pins=part.dnn, check_ddr=False,
-                              afford_change=True, **kw)
+                              afford_change=True, afford_share=platform.streams, **kw)
             if not verdict.ok:
                 why = f"stream {part.stream} of the new layout fails with the port shared: {verdict.reason}"
                 continue

@@ -14,7 +14,8 @@ With ``--phased`` the admission may use the workloads' known phases (``analyse(p
 runtime/sched/phased_demand.py), as ``fpgashare bench`` does; without, the phase-free test a
 daemon uses.
 
-    python -m benchmarks.admission_soundness [--quick] [--count 200] [--seed 0] [--max-s 10] [--streams] [--phased] [--json]
+    python -m benchmarks.admission_soundness [--quick] [--count 200] [--seed 0] [--max-s 10] [--streams]
+                                             [--phased] [--json]
 """
 
 from __future__ import annotations

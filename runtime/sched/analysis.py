@@ -208,12 +208,14 @@ def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, ext
 
 
 def release_test(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: np.ndarray | None,
-                 extra_block_s: float) -> DemandCheck:
+                 extra_block_s: float, most_slack: bool = True) -> DemandCheck:
     """``demand_check``, and with known phases ``P`` (strictly periodic releases at P + k·T plus
     at most J) also the phased check (runtime/sched/phased_demand.py), whichever leaves more slack:
-    each is a sufficient test on its own, the phased one over the releases that do happen."""
+    each is a sufficient test on its own, the phased one over the releases that do happen.
+    ``most_slack`` False: the phased check only where the phase-free one fails (a verdict, not
+    the slack, is wanted)."""
     check = demand_check(S, T, D, J, extra_block_s)
-    if P is None or not math.isfinite(check.horizon_s):
+    if P is None or not math.isfinite(check.horizon_s) or (check.ok and not most_slack):
         return check
     phased = phased_slack(S, T, D, J, P, extra_block_s, check.horizon_s)
     if phased is None or phased[0] <= check.slack_s:
@@ -364,7 +366,7 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
         if isinstance(plan, str):
             continue
         S, T, D, J = _arrays(pipelines, plan.loads, L, X)
-        check = release_test(S, T, D, J, P, X)
+        check = release_test(S, T, D, J, P, X, most_slack=False)
         if check.ok:
             return _verdict(plan, check, L, X, S, T, D, J, P)
         if best_slack is None or check.slack_s > best_slack:
@@ -388,6 +390,8 @@ def _verdict(plan: ResidencyPlan, check: DemandCheck, L: float, X: float, S, T, 
     release), the rest as the longest DNN batch allowed to overlap a possible release. The scheduler
     sizes batches by their stream time, and a batch's register traffic may add up to X to that:
     the budget it is given is X shorter."""
+    if P is not None:                 # the phased windows may leave more slack than the verdict's test
+        check = release_test(S, T, D, J, P, X)
     slack = check.slack_s
     idle = slack >= L
     if idle:

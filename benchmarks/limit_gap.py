@@ -48,6 +48,7 @@ from fpgashare.sched import POLICIES
 from fpgashare.sched.limits.bench_limits import Limits, served
 from fpgashare.workload import PipelineSpec, Workload, realtime_spec
 
+from benchmarks.results import write_result
 from benchmarks.workload_gen import FRAMES, VISION
 
 log = logging.getLogger(__name__)
@@ -262,6 +263,7 @@ def main() -> int:
         sys.stdout.write("\n".join(summary_lines(summary)) + "\n")
         if args.json:
             Path(args.json).write_text(json.dumps({"summary": summary, "rows": rows}, indent=2, default=str))
+        write_result("limit_gap", summary)
         return 1 if summary["beyond_a_limit"] else 0
     if args.suites:
         rows = suite_limits(args.quick)
@@ -285,6 +287,7 @@ def main() -> int:
     summary.update(first_seed=first, wall_s=round(time.perf_counter() - started, 1),
                    date=time.strftime("%Y-%m-%d", time.gmtime()))
     sys.stdout.write("\n".join(summary_lines(summary)) + "\n")
+    write_result("limit_gap", summary, quick=args.quick)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({"summary": summary, "rows": rows}, indent=2, default=str))

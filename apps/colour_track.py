@@ -19,9 +19,9 @@ import sys
 import cv2
 import numpy as np
 from fpgashare.apps._common import Pacer, Recorder, app_main, frame_size, frames, register
+from fpgashare.catalogue.vision_ref import binary_moments
 from fpgashare.client import connect
 from fpgashare.errors import FpgashareError
-from fpgashare.vision_ref import binary_moments
 
 CHAIN = ["rgb2hsv", "in_range", "moments"]
 #: The demo video's orange ball (RGB 255, 180, 0: H 21 on OpenCV's 0..179 scale).

@@ -15,9 +15,9 @@ import sys
 import cv2
 import numpy as np
 from fpgashare.apps._common import Pacer, Recorder, app_main, frame_size, frames, register
+from fpgashare.catalogue.vision_ref import fast9_keypoints
 from fpgashare.client import connect
 from fpgashare.errors import FpgashareError
-from fpgashare.vision_ref import fast9_keypoints
 
 CHAIN = ["rgb2gray", "fast9"]
 PERIOD_MS = 1000 / 30

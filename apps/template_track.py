@@ -23,9 +23,9 @@ import cv2
 import numpy as np
 from fpgashare.apps._common import Pacer, Recorder, app_main, frame_size, frames, register
 from fpgashare.apps.colour_track import HSV_HI, HSV_LO
+from fpgashare.catalogue.modules import TEMPLATE_SIDE, template_registers
 from fpgashare.client import connect
 from fpgashare.errors import FpgashareError
-from fpgashare.modules import TEMPLATE_SIDE, template_registers
 
 CHAIN = ["rgb2gray", "template_match"]
 PERIOD_MS = 1000 / 30

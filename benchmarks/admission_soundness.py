@@ -7,11 +7,11 @@ pessimism: of the sets it rejects, how many in fact ran clean under edf without 
 the sets a utilisation bound accepts (frames alone fill at most the stream), how many it rejects.
 
 With ``--streams`` each workload runs on 1..S streams (S: the platform's; drawn per workload):
-pipelines are partitioned over streams and slots (runtime/sched/stream_plan.py) and every
-partition's engine shares the one configuration port (runtime/sched/streams.py).
+pipelines are partitioned over streams and slots (runtime/sched/board/stream_plan.py) and every
+partition's engine shares the one configuration port (runtime/sched/board/streams.py).
 
 With ``--phased`` the admission may use the workloads' known phases (``analyse(phased=True)``,
-runtime/sched/phased_demand.py), as ``fpgashare bench`` does; without, the phase-free test a
+runtime/sched/analysis/phased_demand.py), as ``fpgashare bench`` does; without, the phase-free test a
 daemon uses. The phased test applies only where the periods' hyperperiod is short, so with
 ``--phased`` every odd seed draws one of ``limit_gap``'s small workloads instead (periods of 10,
 20 or 40 ms, random phases and jitter), run for 25 hyperperiods.
@@ -30,13 +30,13 @@ import time
 from dataclasses import replace
 
 from fpgashare.backends.model import ModelBackend
-from fpgashare.bench import unadmitted_misses
-from fpgashare.sched.admission import admit
-from fpgashare.sched.edf import EdfPolicy
-from fpgashare.sched.engine import run_workload
-from fpgashare.sched.stream_plan import plan_streams
-from fpgashare.sched.streams import run_streams
-from fpgashare.workload import Workload
+from fpgashare.catalogue.workload import Workload
+from fpgashare.cli.bench import unadmitted_misses
+from fpgashare.sched.analysis.admission import admit
+from fpgashare.sched.board.stream_plan import plan_streams
+from fpgashare.sched.board.streams import run_streams
+from fpgashare.sched.core.engine import run_workload
+from fpgashare.sched.policies.edf import EdfPolicy
 
 from benchmarks.limit_gap import LONG_RUN_HYPERPERIODS, small_workload
 from benchmarks.results import write_result

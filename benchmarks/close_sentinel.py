@@ -36,12 +36,12 @@ from pathlib import Path
 
 import numpy as np
 from fpgashare.backends import make_backend
+from fpgashare.backends.simrun import resolve_chain
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.client import DaemonError, DeadlineMissed, FrameDropped, connect
 from fpgashare.daemon import Daemon
-from fpgashare.eventloop import new_event_loop
-from fpgashare.platform import load_platform
-from fpgashare.simrun import resolve_chain
-from fpgashare.vision_ref import chain_reference
+from fpgashare.daemon.eventloop import new_event_loop
 
 from benchmarks.results import write_result
 
@@ -53,7 +53,7 @@ START_WAIT_S = 60.0         #: a forked daemon answers well within this
 DILATION = 10.0             #: wall s per daemon s: frames stay on the fabric long enough to be caught
 PHASES = 10                 #: the end comes 0, 0.1, ... 0.9 ms after the frames, round by round
 
-log = logging.getLogger("fpgashare.bench.close_sentinel")
+log = logging.getLogger("fpgashare.cli.bench.close_sentinel")
 
 
 def fork_daemon(sock: Path) -> int:

@@ -16,8 +16,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 from fpgashare.bitstream.registry import build_config
-from fpgashare.modules import register_words, resolve_stage
-from fpgashare.platform import load_platform
+from fpgashare.catalogue.modules import register_words, resolve_stage
+from fpgashare.catalogue.platform import load_platform
 
 CHAIN = ("gauss3x3", "sobel_mag", "threshold")
 

@@ -29,12 +29,12 @@ from pathlib import Path
 import numpy as np
 from fpgashare.backends.model import ModelBackend
 from fpgashare.backends.sim import SimBackend
-from fpgashare.platform import load_platform, manifest_at_pixels_per_clock
-from fpgashare.sched.control_traffic import control_seconds
-from fpgashare.sched.edf import EdfPolicy
-from fpgashare.sched.stream_plan import spread_plan
-from fpgashare.sched.streams import run_streams
-from fpgashare.workload import load_workload
+from fpgashare.catalogue.platform import load_platform, manifest_at_pixels_per_clock
+from fpgashare.catalogue.workload import load_workload
+from fpgashare.sched.analysis.control_traffic import control_seconds
+from fpgashare.sched.board.stream_plan import spread_plan
+from fpgashare.sched.board.streams import run_streams
+from fpgashare.sched.policies.edf import EdfPolicy
 
 from benchmarks.results import write_result
 

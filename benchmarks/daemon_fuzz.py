@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import msgpack
-from fpgashare.protocol import HEADER, VERSION, encode
+from fpgashare.wire.protocol import HEADER, VERSION, encode
 
 OPS = ("hello", "clock", "status", "pipeline", "dnn", "submit", "infer", "close", "teleport", "", "_serve")
 NAMES = ("f0", "f1", "f2", "d0")
@@ -139,7 +139,7 @@ def fuzz_tcp(address: tuple[str, int], token: bytes, messages: int, seed: int, w
     left unanswered, or the listener hanging up."""
     import concurrent.futures
 
-    from fpgashare.tcp_client import connect_tcp
+    from fpgashare.client.tcp import connect_tcp
 
     r = random.Random(seed)
     fpga = connect_tcp(*address, token, timeout=timeout_s)
@@ -180,9 +180,9 @@ def fuzz_tcp(address: tuple[str, int], token: bytes, messages: int, seed: int, w
 
 def main() -> int:
     from fpgashare.backends import make_backend
+    from fpgashare.catalogue.platform import load_platform
     from fpgashare.client import connect
     from fpgashare.daemon import Daemon, DaemonThread, Limits
-    from fpgashare.platform import load_platform
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=100_000, help="each over the Unix socket and TCP")
@@ -191,9 +191,9 @@ def main() -> int:
     args = parser.parse_args()
     messages = 2_000 if args.quick else args.messages
     import numpy as np
-    from fpgashare.simrun import resolve_chain
-    from fpgashare.tcp_listener import TcpListener, TokenQuota
-    from fpgashare.vision_ref import chain_reference
+    from fpgashare.backends.simrun import resolve_chain
+    from fpgashare.catalogue.vision_ref import chain_reference
+    from fpgashare.daemon.tcp_listener import TcpListener, TokenQuota
 
     path = Path(tempfile.mkdtemp()) / "fuzz.sock"
     token = os.urandom(32)

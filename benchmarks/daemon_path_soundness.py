@@ -5,7 +5,7 @@ streams the daemon uses (1 .. the shell's), and apps: real-time cameras (chains 
 stages, 120x160 .. 1080x1920, periods 8-100 ms, deadlines between the chain's time and the
 period, release jitter up to 2 ms) that register at random times in random order, some of them
 leaving later, and best-effort DNN apps that send bursts of images. An app's camera starts when
-its registration returns (its mode change is done: runtime/sched/mode_change.py), at a random
+its registration returns (its mode change is done: runtime/sched/analysis/mode_change.py), at a random
 phase, and sends frame k at start + k x period + a random delay within its declared jitter.
 The engine the daemon runs (one ``OnlineEngine``, or ``OnlineStreams`` on several streams) runs on
 a virtual clock over the twin.
@@ -33,14 +33,14 @@ from dataclasses import dataclass
 
 import numpy as np
 from fpgashare.backends.model import ModelBackend
-from fpgashare.clock import VirtualClock
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.workload import DNN_MODELS, PipelineSpec, realtime_spec
 from fpgashare.dnn.planning import network
 from fpgashare.errors import FpgashareError
-from fpgashare.platform import load_platform
-from fpgashare.sched import make_policy
-from fpgashare.sched.online import OnlineEngine
-from fpgashare.sched.online_streams import OnlineStreams, split_slots
-from fpgashare.workload import DNN_MODELS, PipelineSpec, realtime_spec
+from fpgashare.sched.board.online import OnlineEngine
+from fpgashare.sched.board.online_streams import OnlineStreams, split_slots
+from fpgashare.sched.core.clock import VirtualClock
+from fpgashare.sched.policies.registry import make_policy
 
 from benchmarks.results import write_result
 from benchmarks.workload_gen import FRAMES, VISION
@@ -82,7 +82,7 @@ def _camera(rng: random.Random, name: str, platform) -> PipelineSpec | None:
 
 
 def _preset(stage: str, platform) -> bool:
-    from fpgashare.modules import PRESETS
+    from fpgashare.catalogue.modules import PRESETS
 
     return stage in PRESETS and PRESETS[stage][0] in platform.modules
 

@@ -28,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 from fpgashare.backends import make_backend
+from fpgashare.catalogue.platform import load_platform
 from fpgashare.client import connect
 from fpgashare.daemon import Daemon, DaemonThread
 from fpgashare.errors import FpgashareError
-from fpgashare.platform import load_platform
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_RATIO = 2.0
@@ -139,7 +139,7 @@ def main() -> int:
             start = time.perf_counter()
             fpga.clock()
             control.append(time.perf_counter() - start)
-        # A period shorter than a round trip: frames are never held to it (runtime/sched/online.py).
+        # A period shorter than a round trip: frames are never held to it (runtime/sched/board/online.py).
         pipe = fpga.pipeline("rtt", ["threshold"], period_ms=0.1, deadline_ms=100.0, frame_shape=shape)
         pipe.submit(frame).result(timeout=10)                   # the module is loaded after this
         counting = CountingSocket(fpga._sock)
@@ -152,8 +152,8 @@ def main() -> int:
             total = time.perf_counter() - start
             overhead.append(total)
         # The twin computes the output with OpenCV on the daemon's loop: measure that alone.
-        from fpgashare.simrun import resolve_chain
-        from fpgashare.vision_ref import chain_reference
+        from fpgashare.backends.simrun import resolve_chain
+        from fpgashare.catalogue.vision_ref import chain_reference
 
         stages = resolve_chain(["threshold"], {})
         for _ in range(args.frames):

@@ -16,6 +16,7 @@ import sys
 import time
 
 import numpy as np
+from fpgashare.catalogue.platform import load_platform
 from fpgashare.dnn.cycle_model import LinkModel
 from fpgashare.dnn.models import digits_cnn, edge_cnn, random_layer
 from fpgashare.dnn.network import Network
@@ -24,7 +25,6 @@ from fpgashare.dnn.planning import link_model
 from fpgashare.dnn.reference import logits
 from fpgashare.dnn.tile_chain import TileChain
 from fpgashare.hdl_sim.board import SimBoard
-from fpgashare.platform import load_platform
 
 from benchmarks.results import write_result
 

@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--quick", action="store_true", help="one board, one second of DNN images, no failover")
     args = parser.parse_args(argv)
-    from fpgashare.cli import main as cli
+    from fpgashare.cli.main import main as cli
 
     if args.failover_only:            # one cluster per process: Ray does not start a second one cleanly
         sys.stdout.write(json.dumps(failover(args.failover_only, 1000, 3)) + "\n")

@@ -41,12 +41,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from fpgashare.bench import run_one
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.workload import PipelineSpec, Workload, realtime_spec
+from fpgashare.cli.bench import run_one
 from fpgashare.errors import WorkloadError
-from fpgashare.platform import load_platform
-from fpgashare.sched import POLICIES
 from fpgashare.sched.limits.bench_limits import Limits, served
-from fpgashare.workload import PipelineSpec, Workload, realtime_spec
+from fpgashare.sched.policies.registry import POLICIES
 
 from benchmarks.results import write_result
 from benchmarks.workload_gen import FRAMES, VISION
@@ -223,7 +223,7 @@ SUITES = Path(__file__).parent / "workloads"
 
 def suite_limits(quick: bool) -> list[dict]:
     """The scheduler-independent limits of every shipped suite (``--quick``: the first two), timed."""
-    from fpgashare.workload import load_workload
+    from fpgashare.catalogue.workload import load_workload
 
     rows = []
     for path in sorted(SUITES.glob("*.toml"))[:2 if quick else None]:

@@ -46,7 +46,7 @@ def clock_flood(sock: str, until: float) -> None:
 
 def _pipelined(sock: str, until: float, op: str) -> None:
     """As many connections as the user may open, each sending requests without waiting."""
-    from fpgashare.protocol import encode
+    from fpgashare.wire.protocol import encode
 
     burst = b"".join(encode({"op": op, "id": i}) for i in range(64))
     conns = []
@@ -77,7 +77,7 @@ def garbage_flood(sock: str, until: float) -> None:
     """Random bytes in valid frames, and oversized headers."""
     import random
 
-    from fpgashare.protocol import HEADER
+    from fpgashare.wire.protocol import HEADER
 
     rng = random.Random(os.getpid())
     while time.monotonic() < until:

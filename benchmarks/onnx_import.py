@@ -17,6 +17,7 @@ import sys
 import time
 
 import numpy as np
+from fpgashare.catalogue.platform import load_platform
 from fpgashare.dnn.onnx_example import split, to_input
 from fpgashare.dnn.onnx_import import import_onnx
 from fpgashare.dnn.onnx_model import onnxruntime_outputs
@@ -24,7 +25,6 @@ from fpgashare.dnn.onnx_shipped import SHIPPED_ONNX
 from fpgashare.dnn.partition import plan_for
 from fpgashare.dnn.planning import link_model
 from fpgashare.dnn.reference import run_network
-from fpgashare.platform import load_platform
 
 SPLITS = {1: [(0, 6)], 2: [(0, 2), (2, 6)], 3: [(0, 2), (2, 4), (4, 6)], 4: [(0, 1), (1, 2), (2, 4), (4, 6)]}
 

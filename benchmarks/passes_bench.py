@@ -28,12 +28,12 @@ from pathlib import Path
 
 import numpy as np
 from fpgashare.backends import make_backend
-from fpgashare.platform import load_platform
-from fpgashare.sched import make_policy
-from fpgashare.sched.admission import admit
-from fpgashare.sched.engine import run_workload
-from fpgashare.vision_ref import chain_reference
-from fpgashare.workload import Workload, realtime_spec
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.vision_ref import chain_reference
+from fpgashare.catalogue.workload import Workload, realtime_spec
+from fpgashare.sched.analysis.admission import admit
+from fpgashare.sched.core.engine import run_workload
+from fpgashare.sched.policies.registry import make_policy
 
 from benchmarks.results import write_result
 

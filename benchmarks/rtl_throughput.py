@@ -36,10 +36,10 @@ from pathlib import Path
 import cv2
 import numpy as np
 from fpgashare.bitstream.registry import build_config
+from fpgashare.catalogue.modules import resolve_stage
+from fpgashare.catalogue.platform import load_platform, manifest_at_pixels_per_clock
+from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.hdl_sim.board import SimBoard
-from fpgashare.modules import resolve_stage
-from fpgashare.platform import load_platform, manifest_at_pixels_per_clock
-from fpgashare.vision_ref import chain_reference
 
 CHAIN = ("gauss3x3", "sobel_mag", "threshold")
 CHAIN_MODULES = ("conv3x3", "sobel_mag", "threshold")   #: the modules (bitstreams) the chain loads

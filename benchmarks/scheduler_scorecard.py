@@ -27,8 +27,8 @@ import json
 import math
 from pathlib import Path
 
-from fpgashare.bench import misses, run_one, sweep
-from fpgashare.workload import load_workload
+from fpgashare.catalogue.workload import load_workload
+from fpgashare.cli.bench import misses, run_one, sweep
 
 from benchmarks.results import write_result
 

@@ -31,9 +31,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from fpgashare.bench import misses, run_one
+from fpgashare.catalogue.workload import Workload, load_workload
+from fpgashare.cli.bench import misses, run_one
 from fpgashare.dnn.planning import dnn_plan
-from fpgashare.workload import Workload, load_workload
 
 SUITES = Path(__file__).resolve().parent / "workloads"
 DEFAULT_SUITE = "vision_reader_pynq_z2"

@@ -24,9 +24,9 @@ from dataclasses import replace
 from functools import reduce
 from pathlib import Path
 
-from fpgashare.modules import PRESETS
-from fpgashare.platform import load_platform
-from fpgashare.workload import DNN_MODELS, PipelineSpec, Workload, realtime_spec
+from fpgashare.catalogue.modules import PRESETS
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.workload import DNN_MODELS, PipelineSpec, Workload, realtime_spec
 
 log = logging.getLogger(__name__)
 

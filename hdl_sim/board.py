@@ -13,13 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from fpgashare.bitstream.packets import ACTIVATION_CYCLES, PortError
-from fpgashare.errors import FrameError, LoadError
-from fpgashare.hdl_sim.cosim import Job, PortPhase, StreamPhase, run_alone
-from fpgashare.hdl_sim.harness import HarnessError, RunStats, ShellHarness, harness_parameters
-from fpgashare.modules import KINDS
-from fpgashare.platform import Platform
-from fpgashare.shell_map import (
+from fpgashare.backends.shell_map import (
     MODULE_WINDOW,
     REG_CFG_CTRL,
     REG_CFG_CYCLES,
@@ -33,6 +27,12 @@ from fpgashare.shell_map import (
     slot_reg,
     unpack_beats,
 )
+from fpgashare.bitstream.packets import ACTIVATION_CYCLES, PortError
+from fpgashare.catalogue.modules import KINDS
+from fpgashare.catalogue.platform import Platform
+from fpgashare.errors import FrameError, LoadError
+from fpgashare.hdl_sim.cosim import Job, PortPhase, StreamPhase, run_alone
+from fpgashare.hdl_sim.harness import HarnessError, RunStats, ShellHarness, harness_parameters
 
 log = logging.getLogger(__name__)
 

@@ -75,7 +75,7 @@ def module_sources(module_id: int, rtl_dir: Path = RTL_DIR) -> tuple[list[Path],
     counts wherever it appears in code), never misses a file it instantiates or imports: each RTL file
     holds one module or package named after it (tests/test_rtl_lint.py). If the arm is not found by
     its label (``g_<module name>``), every source counts and the top is rm_library.sv whole."""
-    from fpgashare.modules import KINDS_BY_ID
+    from fpgashare.catalogue.modules import KINDS_BY_ID
 
     files = {p.stem: p for p in sorted(rtl_dir.glob("*.sv"))}
     library = files.pop("rm_library").read_text()

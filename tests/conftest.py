@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from fpgashare.platform import load_platform
+from fpgashare.catalogue.platform import load_platform
 
 
 @pytest.fixture(scope="session")

@@ -14,14 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fpgashare.backends.model import ModelBackend
-from fpgashare.bench import run_one
-from fpgashare.platform import load_platform
-from fpgashare.sched.admission import admit
-from fpgashare.sched.analysis import analyse, demand_check
-from fpgashare.sched.control_traffic import control_seconds
-from fpgashare.sched.edf import EdfPolicy
-from fpgashare.sched.engine import run_workload
-from fpgashare.workload import PipelineSpec, Workload, realtime_spec
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.workload import PipelineSpec, Workload, realtime_spec
+from fpgashare.cli.bench import run_one
+from fpgashare.sched.analysis.admission import admit
+from fpgashare.sched.analysis.control_traffic import control_seconds
+from fpgashare.sched.analysis.schedulability import analyse, demand_check
+from fpgashare.sched.core.engine import run_workload
+from fpgashare.sched.policies.edf import EdfPolicy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -110,7 +110,7 @@ def test_a_pipeline_that_fits_the_empty_board_alone_is_admitted_and_served(platf
 
 @pytest.mark.parametrize("model", ["digits_cnn", "edge_cnn"])
 def test_best_effort_work_on_a_board_without_a_tile_gets_a_reason_not_an_error(model, tmp_path):
-    from fpgashare.platform import manifest_at_pixels_per_clock
+    from fpgashare.catalogue.platform import manifest_at_pixels_per_clock
 
     pynq = load_platform("pynq-z2")     # its library without dnn_tile
     platform = load_platform(manifest_at_pixels_per_clock(
@@ -126,7 +126,7 @@ def test_best_effort_work_on_a_board_without_a_tile_gets_a_reason_not_an_error(m
 def test_any_prefix_of_a_run_releases_exactly_as_the_run():
     """Jitter is drawn per (pipeline, frame index) from the seed, offsets shift the first release:
     a shorter run releases the same frames at the same times."""
-    from fpgashare.sched.engine import Engine
+    from fpgashare.sched.core.engine import Engine
 
     workload = random_workload(7, max_s=2.0)
     releases = []
@@ -167,8 +167,8 @@ def test_a_pipeline_with_new_pins_is_ready_once_they_are_in_and_then_on_time():
     registration returns) once both pinned copies are loaded, so its first frame needs no load the
     analysis did not count; frames sent before then wait for the switch, their deadlines counting
     from their arrival."""
-    from fpgashare.clock import VirtualClock
-    from fpgashare.sched.online import OnlineEngine
+    from fpgashare.sched.board.online import OnlineEngine
+    from fpgashare.sched.core.clock import VirtualClock
 
     platform = load_platform("pynq-z2")
     engine = OnlineEngine(platform, ModelBackend(platform), EdfPolicy(), VirtualClock())
@@ -196,8 +196,8 @@ def test_a_pipeline_with_new_pins_is_ready_once_they_are_in_and_then_on_time():
 def test_frames_sent_before_the_switch_count_from_their_arrival():
     """A frame sent while its pipeline's mode change is under way waits for the switch; its
     deadline as the app sees it still counts from its arrival (nothing shifts it)."""
-    from fpgashare.clock import VirtualClock
-    from fpgashare.sched.online import OnlineEngine
+    from fpgashare.sched.board.online import OnlineEngine
+    from fpgashare.sched.core.clock import VirtualClock
 
     platform = load_platform("pynq-z2")
     engine = OnlineEngine(platform, ModelBackend(platform), EdfPolicy(), VirtualClock())
@@ -262,7 +262,7 @@ def test_a_frame_released_at_a_step_point_is_counted():
 
 def test_every_frame_and_load_is_counted_with_its_register_traffic():
     """A frame's job is its stream time plus the register traffic X it and the operations beside it
-    may cost (runtime/sched/control_traffic.py), and X more of blocking: one pinned chain whose
+    may cost (runtime/sched/analysis/control_traffic.py), and X more of blocking: one pinned chain whose
     deadline leaves 1.5 X beyond its stream time is refused, 2.5 X admitted; the contract's load is
     L + X and the DNN's budget is the slack less X."""
     platform = load_platform("zcu104")

@@ -8,9 +8,9 @@ import cv2
 import numpy as np
 import pytest
 from fpgashare.apps import colour_track, corners, edge_detect, motion, template_track
+from fpgashare.backends.simrun import resolve_chain
+from fpgashare.catalogue.vision_ref import chain_reference, fast9_keypoints
 from fpgashare.client import connect
-from fpgashare.simrun import resolve_chain
-from fpgashare.vision_ref import chain_reference, fast9_keypoints
 
 from tests.test_daemon import RunningDaemon
 
@@ -18,7 +18,7 @@ from tests.test_daemon import RunningDaemon
 @pytest.fixture
 def video(tmp_path):
     """Six frames of the demo's video (moving shapes and digits), as the apps read it."""
-    from fpgashare.demo import make_video
+    from fpgashare.cli.demo import make_video
 
     return make_video(tmp_path / "shapes.avi", 6)
 
@@ -145,7 +145,7 @@ def test_template_track_finds_what_opencv_finds(tmp_path, video, capsys, board):
     """Where the first frame's 7x7 patch matches best in every frame, from template_match's registers
     (on the PYNQ-Z2, whose slots cannot hold it, the daemon runs that stage on its CPU): the least
     sum of squared differences and its place, as cv2.matchTemplate(TM_SQDIFF) + minMaxLoc give them."""
-    from fpgashare.vision_ref import template_best
+    from fpgashare.catalogue.vision_ref import template_best
 
     sock = tmp_path / "s.sock"
     with RunningDaemon(sock, dilation=10.0, platform=board):

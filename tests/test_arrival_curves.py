@@ -1,4 +1,4 @@
-"""The arrival curve the engine enforces (runtime/sched/arrivals.py): whatever an app sends, the
+"""The arrival curve the engine enforces (runtime/sched/analysis/arrivals.py): whatever an app sends, the
 released frames keep r_k - r_i >= (k - i) T - J; frames sent within their declared curve are never
 held."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fpgashare.sched.arrivals import ArrivalCurves
+from fpgashare.sched.analysis.arrivals import ArrivalCurves
 from hypothesis import given
 from hypothesis import strategies as st
 

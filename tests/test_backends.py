@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from fpgashare.backends import make_backend
+from fpgashare.backends.simrun import assign_slots, resolve_chain
+from fpgashare.catalogue.platform import load_platform, manifest_at_pixels_per_clock
 from fpgashare.errors import FpgashareError
-from fpgashare.platform import load_platform, manifest_at_pixels_per_clock
-from fpgashare.simrun import assign_slots, resolve_chain
 
 CHAINS = [["gauss3x3", "sobel_mag", "threshold"], ["rgb2gray", "box3x3", "downscale2x"],
           ["downscale2x", "sharpen3x3"], ["threshold"], ["laplacian3x3", "downscale2x", "sobel_x"]]

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from fpgashare.cli import main
+from fpgashare.cli.main import main
 
 SUITE = Path(__file__).resolve().parent.parent / "benchmarks" / "workloads" / "nh_720p60_zcu104.toml"
 
@@ -74,7 +74,7 @@ model = "digits_cnn"
 
 @pytest.mark.rtl
 def test_bench_on_the_rtl_agrees_with_the_twin(tmp_path):
-    from fpgashare.bench import bench
+    from fpgashare.cli.bench import bench
 
     path = tmp_path / "tiny.toml"
     path.write_text(TINY)
@@ -109,7 +109,7 @@ def test_dnn_backfill_on_the_rtl_agrees_with_the_twin(tmp_path):
     take the time the twin predicts, so the same slots are lent and the same images counted: on one
     stream (each operation alone through the RTL) and on every stream (co-simulated: the DNN streams
     beside the frames)."""
-    from fpgashare.bench import bench
+    from fpgashare.cli.bench import bench
 
     path = tmp_path / "tiny_dnn.toml"
     path.write_text(TINY_DNN)

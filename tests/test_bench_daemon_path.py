@@ -1,11 +1,11 @@
 """``fpgashare bench`` reports what users get: the workload replayed as the daemon sees it, beside
-the offline plan (runtime/sched/daemon_replay.py)."""
+the offline plan (runtime/sched/board/daemon_replay.py)."""
 
 from __future__ import annotations
 
 import pytest
-from fpgashare.bench import bench
-from fpgashare.workload import load_workload
+from fpgashare.catalogue.workload import load_workload
+from fpgashare.cli.bench import bench
 
 
 @pytest.mark.parametrize("suite", ["nh_720p60_zcu104", "multicam_pynq_z2", "dnn_backfill_zcu104"])

@@ -1,5 +1,5 @@
 """``bench`` and the daemon agree: a workload replayed as the daemon sees it
-(runtime/sched/daemon_replay.py) and the same workload sent through the daemon's socket by
+(runtime/sched/board/daemon_replay.py) and the same workload sent through the daemon's socket by
 clients, on a virtual clock, admit the same pipelines and end every frame the same way."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import heapq
 import numpy as np
 import pytest
 from fpgashare.backends import make_backend
+from fpgashare.catalogue.workload import load_workload
 from fpgashare.client import AdmissionRejected, connect
-from fpgashare.clock import VirtualClock
 from fpgashare.daemon import Daemon, DaemonThread
-from fpgashare.sched.daemon_replay import replay
-from fpgashare.workload import load_workload
+from fpgashare.sched.board.daemon_replay import replay
+from fpgashare.sched.core.clock import VirtualClock
 
 WORKLOAD = """
 platform = "zcu104"

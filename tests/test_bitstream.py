@@ -110,8 +110,8 @@ def test_every_partial_of_every_shipped_manifest_passes_inspect_and_the_board_ch
     it names). ``fpgashare bitstream inspect`` accepts one file of every module (each module id
     once, template_match's included) and every file of a relocatable build."""
     from fpgashare.bitstream.registry import Registry
-    from fpgashare.cli import main
-    from fpgashare.platform import load_platform
+    from fpgashare.catalogue.platform import load_platform
+    from fpgashare.cli.main import main
 
     def inspect_ok(path: Path) -> None:
         assert main(["bitstream", "inspect", str(path), "--json"]) == 0, capsys.readouterr().err

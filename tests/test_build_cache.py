@@ -30,7 +30,7 @@ def test_an_edit_to_one_module_rebuilds_that_module_only(tmp_path):
     import random
     import shutil
 
-    from fpgashare.modules import KINDS
+    from fpgashare.catalogue.modules import KINDS
 
     rtl = tmp_path / "rtl"
     shutil.copytree(build.RTL_DIR, rtl)

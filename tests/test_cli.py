@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fpgashare.cli import main
-from fpgashare.modules import resolve_stage
-from fpgashare.vision_ref import chain_reference
+from fpgashare.catalogue.modules import resolve_stage
+from fpgashare.catalogue.vision_ref import chain_reference
+from fpgashare.cli.main import main
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -5,7 +5,7 @@ into missing folders, bad daemon quotas."""
 from __future__ import annotations
 
 import pytest
-from fpgashare.cli import main
+from fpgashare.cli.main import main
 
 PIPELINE = ('[[pipeline]]\nname = "a"\nclass = "realtime"\nstages = ["threshold"]\n'
             'period_ms = {period}\nframe = [60, 80]\n')
@@ -69,7 +69,7 @@ def test_the_daemon_does_not_replace_a_file_that_is_not_a_socket(tmp_path, capsy
 def test_listen_addresses_are_checked(text, says):
     import argparse
 
-    from fpgashare.cli_inputs import host_port
+    from fpgashare.cli.inputs import host_port
 
     with pytest.raises(argparse.ArgumentTypeError, match=says):
         host_port(text)

@@ -9,17 +9,17 @@ import numpy as np
 import pytest
 from fpgashare.backends.model import ModelBackend
 from fpgashare.backends.sim import SimBackend
+from fpgashare.catalogue.modules import resolve_stage
+from fpgashare.catalogue.platform import load_platform, manifest_at_pixels_per_clock
+from fpgashare.catalogue.vision_ref import chain_reference
+from fpgashare.catalogue.workload import load_workload
 from fpgashare.errors import FpgashareError
 from fpgashare.hdl_sim.board import pack_beats
 from fpgashare.hdl_sim.cosim import StreamPhase
-from fpgashare.modules import resolve_stage
-from fpgashare.platform import load_platform, manifest_at_pixels_per_clock
-from fpgashare.sched.control_traffic import control_seconds
-from fpgashare.sched.edf import EdfPolicy
-from fpgashare.sched.stream_plan import plan_streams
-from fpgashare.sched.streams import run_streams
-from fpgashare.vision_ref import chain_reference
-from fpgashare.workload import load_workload
+from fpgashare.sched.analysis.control_traffic import control_seconds
+from fpgashare.sched.board.stream_plan import plan_streams
+from fpgashare.sched.board.streams import run_streams
+from fpgashare.sched.policies.edf import EdfPolicy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fpgashare.backends import make_backend
+from fpgashare.backends.simrun import resolve_chain
+from fpgashare.catalogue.platform import load_platform, resolve_platform_path
+from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.client import AdmissionRejected, DaemonError, FrameDropped, connect
-from fpgashare.clock import VirtualClock
 from fpgashare.daemon.server import Daemon
-from fpgashare.platform import load_platform, resolve_platform_path
-from fpgashare.sched.cpu_fallback import fallback_candidates
-from fpgashare.sched.cpu_work import CpuCost, CpuExecutor, ModelledCpuCost, chain_shape
-from fpgashare.simrun import resolve_chain
-from fpgashare.vision_ref import chain_reference
+from fpgashare.sched.core.clock import VirtualClock
+from fpgashare.sched.host.cpu_fallback import fallback_candidates
+from fpgashare.sched.host.cpu_work import CpuCost, CpuExecutor, ModelledCpuCost, chain_shape
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -223,7 +223,7 @@ def test_closing_drops_frames_still_on_the_host(tmp_path):
 def test_quarantined_slots_send_a_new_pipeline_to_the_host(tmp_path):
     """Every slot of the board quarantined (loads failing): a pipeline registered with the fallback
     runs wholly on the host and gets OpenCV's output; one without it is refused."""
-    from fpgashare.slots import SlotState
+    from fpgashare.sched.core.slots import SlotState
 
     sock = tmp_path / "d.sock"
     backend = make_backend("faulty", load_platform("pynq-z2"))

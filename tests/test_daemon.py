@@ -17,13 +17,13 @@ import msgpack
 import numpy as np
 import pytest
 from fpgashare.backends import make_backend
+from fpgashare.backends.simrun import resolve_chain
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.client import AdmissionRejected, DaemonError, connect
 from fpgashare.daemon import Daemon, DaemonThread
 from fpgashare.errors import FrameError
-from fpgashare.platform import load_platform
-from fpgashare.protocol import VERSION, encode
-from fpgashare.simrun import resolve_chain
-from fpgashare.vision_ref import chain_reference
+from fpgashare.wire.protocol import VERSION, encode
 
 SHAPE = (60, 80)
 CHAIN = ["gauss3x3", "sobel_mag", "threshold"]
@@ -237,7 +237,7 @@ def test_a_killed_client_leaves_nothing_behind(sock):
 def test_status_command_and_daemon_arguments(sock, capsys):
     import json
 
-    from fpgashare.cli import main
+    from fpgashare.cli.main import main
 
     with RunningDaemon(sock), connect(sock) as fpga:
         fpga.pipeline("edges", CHAIN, period_ms=20.0, frame_shape=SHAPE)

@@ -13,12 +13,12 @@ from multiprocessing import resource_tracker, shared_memory
 import numpy as np
 import pytest
 from fpgashare.backends import make_backend
+from fpgashare.backends.simrun import resolve_chain
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.client import DaemonError, DeadlineMissed, FrameDropped, connect
-from fpgashare.clock import VirtualClock
 from fpgashare.daemon import Daemon, DaemonRunningError, DaemonThread
-from fpgashare.platform import load_platform
-from fpgashare.simrun import resolve_chain
-from fpgashare.vision_ref import chain_reference
+from fpgashare.sched.core.clock import VirtualClock
 
 SHAPE = (60, 80)
 SENTINEL = 77

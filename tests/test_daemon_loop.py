@@ -10,13 +10,13 @@ import urllib.request
 import numpy as np
 import pytest
 from fpgashare.backends import make_backend
+from fpgashare.backends.simrun import resolve_chain
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.client import AdmissionRejected, connect
-from fpgashare.clock import VirtualClock
 from fpgashare.daemon import Daemon, DaemonThread
-from fpgashare.platform import load_platform
-from fpgashare.sched.cpu_work import ModelledCpuCost
-from fpgashare.simrun import resolve_chain
-from fpgashare.vision_ref import chain_reference
+from fpgashare.sched.core.clock import VirtualClock
+from fpgashare.sched.host.cpu_work import ModelledCpuCost
 
 from tests.test_cpu_fallback import EDGES, without_modules
 

@@ -15,16 +15,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fpgashare.backends import make_backend
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.workload import realtime_spec
 from fpgashare.client import QuotaExceeded, connect
 from fpgashare.client.connection import Connection
-from fpgashare.clock import VirtualClock
 from fpgashare.daemon import Daemon, DaemonThread, Limits
 from fpgashare.daemon.limits import refuse
-from fpgashare.platform import load_platform
-from fpgashare.protocol import encode, error_reply
-from fpgashare.sched import make_policy
-from fpgashare.sched.online import OnlineEngine
-from fpgashare.workload import realtime_spec
+from fpgashare.sched.board.online import OnlineEngine
+from fpgashare.sched.core.clock import VirtualClock
+from fpgashare.sched.policies.registry import make_policy
+from fpgashare.wire.protocol import encode, error_reply
 
 SHAPE = (64, 80)           #: a ring of it (4 slots of input and output) is 40,960 bytes: whole pages
 RING = 4 * 2 * SHAPE[0] * SHAPE[1]

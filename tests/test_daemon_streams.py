@@ -1,4 +1,4 @@
-"""The daemon on several video streams (runtime/sched/online_streams.py): apps' pipelines go to
+"""The daemon on several video streams (runtime/sched/board/online_streams.py): apps' pipelines go to
 fixed partitions of the board (a stream and slots of their own), frames of different partitions
 run at the same time, and admitted still means guaranteed when pipelines arrive one by one."""
 
@@ -10,16 +10,16 @@ import numpy as np
 import pytest
 from fpgashare.backends import make_backend
 from fpgashare.backends.model import ModelBackend
+from fpgashare.backends.simrun import resolve_chain
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.vision_ref import chain_reference
+from fpgashare.catalogue.workload import realtime_spec
 from fpgashare.client import connect
-from fpgashare.clock import VirtualClock
 from fpgashare.daemon import Daemon, DaemonThread
 from fpgashare.errors import FpgashareError
-from fpgashare.platform import load_platform
-from fpgashare.sched import make_policy
-from fpgashare.sched.online_streams import OnlineStreams, split_slots
-from fpgashare.simrun import resolve_chain
-from fpgashare.vision_ref import chain_reference
-from fpgashare.workload import realtime_spec
+from fpgashare.sched.board.online_streams import OnlineStreams, split_slots
+from fpgashare.sched.core.clock import VirtualClock
+from fpgashare.sched.policies.registry import make_policy
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 

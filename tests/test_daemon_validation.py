@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from fpgashare.backends import make_backend
+from fpgashare.backends.simrun import resolve_chain
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.client import DaemonError, connect
 from fpgashare.daemon import Daemon, DaemonThread, Limits
-from fpgashare.platform import load_platform
-from fpgashare.simrun import resolve_chain
-from fpgashare.vision_ref import chain_reference
 
 from benchmarks.daemon_fuzz import fuzz
 
@@ -91,7 +91,7 @@ def test_bad_submit_fields_are_named(sock, fields, says):
 def test_a_registration_failing_late_is_undone_entirely(sock, monkeypatch):
     """A fault after the engine took the pipeline (here: the policy's dispatch raising) leaves no
     pipeline, ring, name or quota count behind, and the next registration works."""
-    from fpgashare.sched.online import OnlineEngine
+    from fpgashare.sched.board.online import OnlineEngine
 
     with running(sock) as daemon, connect(sock) as fpga:
         engine = daemon.engine

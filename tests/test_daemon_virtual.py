@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 from fpgashare.backends import make_backend
+from fpgashare.backends.simrun import resolve_chain
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.client import FrameDropped, connect
-from fpgashare.clock import VirtualClock
 from fpgashare.daemon import Daemon, DaemonThread
-from fpgashare.platform import load_platform
-from fpgashare.simrun import resolve_chain
-from fpgashare.vision_ref import chain_reference
+from fpgashare.sched.core.clock import VirtualClock
 
 SHAPE = (60, 80)
 CHAINS = {"a": ["gauss3x3", "threshold"], "b": ["sobel_mag"]}
@@ -70,8 +70,8 @@ def test_a_frame_comes_back_with_the_registers_its_modules_left(tmp_path):
     """template_match leaves where the template matched best in registers; the client gets them
     with the frame (``FrameFuture.results``), equal to cv2.matchTemplate + minMaxLoc's place."""
     import cv2
-    from fpgashare.modules import template_registers
-    from fpgashare.vision_ref import template_best
+    from fpgashare.catalogue.modules import template_registers
+    from fpgashare.catalogue.vision_ref import template_best
 
     rng = np.random.default_rng(9)
     sock = tmp_path / "r.sock"

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from fpgashare.cli import main
+from fpgashare.cli.main import main
 
 
 def test_demo_runs_four_apps_and_writes_its_files(tmp_path, capsys):
@@ -59,9 +59,9 @@ def test_the_readme_demo_on_the_rtl(tmp_path):
     import cv2
     import numpy as np
     from fpgashare.apps import colour_track, edge_detect, motion
-    from fpgashare.demo import APPS, DEMO_FRAMES, DEMO_PLATFORM, DEMO_SIZE, app_modules, run_demo
-    from fpgashare.simrun import resolve_chain
-    from fpgashare.vision_ref import chain_reference
+    from fpgashare.backends.simrun import resolve_chain
+    from fpgashare.catalogue.vision_ref import chain_reference
+    from fpgashare.cli.demo import APPS, DEMO_FRAMES, DEMO_PLATFORM, DEMO_SIZE, app_modules, run_demo
 
     n = DEMO_FRAMES
     summary = run_demo(DEMO_PLATFORM, tmp_path, DEMO_FRAMES, "sim", progress=False, size=DEMO_SIZE, apps=APPS,

@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from fpgashare.cli import main
+from fpgashare.cli.main import main
 from fpgashare.dnn.models import digits_cnn, edge_cnn
 from fpgashare.dnn.partition import partition, plan_for
 from fpgashare.dnn.reference import logits

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.resources import data_dir
 from fpgashare.dnn.cycle_model import segment_cycles
 from fpgashare.dnn.models import get_model
 from fpgashare.dnn.planning import dnn_plan, link_model, misfit, program_words
 from fpgashare.dnn.tile_format import DEFAULT_TILE, TileSpec, footprint, load_stream
 from fpgashare.errors import ManifestError
-from fpgashare.platform import load_platform
-from fpgashare.resources import data_dir
 
 from tests.test_dnn_partition import random_network
 
@@ -105,7 +105,7 @@ def test_shipped_models_on_the_pynq_variant(pynq_z2):
 
 
 def test_a_model_too_big_for_the_variant_is_refused_with_a_reason():
-    from fpgashare.bench import bench
+    from fpgashare.cli.bench import bench
 
     suite = Path(__file__).resolve().parent.parent / "benchmarks" / "workloads" / "cameras_edge_cnn_pynq_z2.toml"
     result, = bench(str(suite), ["edf"])["results"]

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from fpgashare.backends import make_backend
 from fpgashare.backends.faulty import POINTS
+from fpgashare.backends.simrun import resolve_chain
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.client import DeadlineMissed, FrameDropped, FrameFailed, connect
 from fpgashare.daemon import Daemon, DaemonThread
-from fpgashare.platform import load_platform
-from fpgashare.simrun import resolve_chain
-from fpgashare.vision_ref import chain_reference
 
 SHAPE = (60, 80)
 CHAIN = ["gauss3x3", "threshold"]

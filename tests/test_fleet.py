@@ -16,10 +16,10 @@ import pytest
 ray = pytest.importorskip("ray", reason="the fleet tests need Ray: pip install 'fpgashare[fleet]'")
 
 from fpgashare import fleet  # noqa: E402
+from fpgashare.backends.simrun import resolve_chain  # noqa: E402
+from fpgashare.catalogue.vision_ref import chain_reference  # noqa: E402
 from fpgashare.client import AdmissionRejected, DeadlineMissed, FrameDropped, FrameFailed  # noqa: E402
 from fpgashare.fleet.local import LocalFleet, SimBoard  # noqa: E402
-from fpgashare.simrun import resolve_chain  # noqa: E402
-from fpgashare.vision_ref import chain_reference  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def test_app_on_a_board_uses_its_shared_memory(local_fleet):
 def test_fleet_status_command(local_fleet, capsys):
     import json
 
-    from fpgashare.cli import main
+    from fpgashare.cli.main import main
 
     assert main(["fleet", "status", "--address", local_fleet.address, "--json"]) == 0
     status = json.loads(capsys.readouterr().out)

@@ -18,7 +18,7 @@ class NoRay:
         if name == "ray" or name.startswith("ray."):
             raise ModuleNotFoundError("No module named 'ray'")
 sys.meta_path.insert(0, NoRay())
-from fpgashare.cli import main
+from fpgashare.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -9,11 +9,11 @@ import secrets
 import numpy as np
 import pytest
 from fpgashare.bitstream.registry import build_config
+from fpgashare.catalogue.modules import resolve_stage
+from fpgashare.catalogue.platform import load_platform, manifest_at_pixels_per_clock
+from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.hdl_sim.board import SimBoard
 from fpgashare.hdl_sim.harness import HarnessError
-from fpgashare.modules import resolve_stage
-from fpgashare.platform import load_platform, manifest_at_pixels_per_clock
-from fpgashare.vision_ref import chain_reference
 
 pytestmark = pytest.mark.rtl
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fpgashare.backends.shell_map import REG_STREAMS, RouteError
 from fpgashare.bitstream.registry import build_config
+from fpgashare.catalogue.modules import resolve_stage
+from fpgashare.catalogue.platform import Platform, load_platform, manifest_at_pixels_per_clock
+from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.hdl_sim.board import SimBoard
 from fpgashare.hdl_sim.harness import DRIVEN_STREAMS, ShellHarness, harness_parameters
-from fpgashare.modules import resolve_stage
-from fpgashare.platform import Platform, load_platform, manifest_at_pixels_per_clock
-from fpgashare.shell_map import REG_STREAMS, RouteError
-from fpgashare.vision_ref import chain_reference
 
 CHAIN = ("gauss3x3", "sobel_mag", "threshold")
 

@@ -40,11 +40,11 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
 DAEMON = """
 import sys, threading
 from fpgashare.backends import make_backend
-from fpgashare.clock import VirtualClock
+from fpgashare.sched.core.clock import VirtualClock
 from fpgashare.daemon import Daemon, DaemonThread
-from fpgashare.platform import load_platform
+from fpgashare.catalogue.platform import load_platform
 
-from fpgashare.tcp_listener import TcpListener
+from fpgashare.daemon.tcp_listener import TcpListener
 
 daemon = Daemon(make_backend("model", load_platform("zcu104")), sys.argv[1], clock=VirtualClock(),
                 socket_group=sys.argv[2])
@@ -67,9 +67,9 @@ def victim(sock: str, ready, stopped) -> dict:
     """Another user's app: registers ``edges``, says it is ``ready``, and once told (``stop``)
     streams VICTIM_FRAMES frames, one at a time, each checked against OpenCV."""
     import numpy as np
+    from fpgashare.backends.simrun import resolve_chain
+    from fpgashare.catalogue.vision_ref import chain_reference
     from fpgashare.client import DeadlineMissed, FrameDropped, connect
-    from fpgashare.simrun import resolve_chain
-    from fpgashare.vision_ref import chain_reference
 
     outcomes = {"on_time": 0, "late": 0, "dropped": 0, "wrong": 0}
     rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
@@ -156,8 +156,8 @@ def cheap_request_flood(sock: str, ready, stopped) -> dict:
     waiting for a reply before the next)."""
     import socket as socketlib
 
-    from fpgashare.framing import Decoder
-    from fpgashare.protocol import encode
+    from fpgashare.wire.framing import Decoder
+    from fpgashare.wire.protocol import encode
 
     socks = []
     for _ in range(16):
@@ -249,8 +249,8 @@ def garbage(sock: str, ready, stopped) -> dict:
     import socket as socketlib
 
     import msgpack
-    from fpgashare.framing import Decoder
-    from fpgashare.protocol import HEADER, VERSION
+    from fpgashare.wire.framing import Decoder
+    from fpgashare.wire.protocol import HEADER, VERSION
 
     rng = random.Random(int.from_bytes(os.urandom(4), "little"))
     kinds: dict[str, int] = {}
@@ -301,8 +301,8 @@ def tcp_flood(sock: str, ready, stopped) -> dict:
 
     import numpy as np
     from fpgashare.client import DaemonError
+    from fpgashare.client.tcp import connect_tcp
     from fpgashare.errors import FpgashareError
-    from fpgashare.tcp_client import connect_tcp
 
     seen: dict[str, int] = {}
     silent = []
@@ -447,9 +447,6 @@ class Daemon:
         import encodings.idna  # noqa: F401
 
         import cv2  # noqa: F401
-        import fpgashare.client
-        import fpgashare.tcp_client
-        import fpgashare.vision_ref  # noqa: F401
 
         self.runtime = Path(tempfile.mkdtemp(prefix="fpgashare-hostile-"))
         os.chown(self.runtime, 0, gid)

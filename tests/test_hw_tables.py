@@ -43,10 +43,10 @@ def test_check_mode_reports_a_stale_file(tmp_path, monkeypatch):
 
 
 def test_the_runtime_reads_the_tables():
+    from fpgashare.backends.shell_map import slot_module_of, slot_reg
     from fpgashare.bitstream.packets import PortError
+    from fpgashare.catalogue.modules import COMMON_REGS, KINDS
     from fpgashare.dnn import tile_format
-    from fpgashare.modules import COMMON_REGS, KINDS
-    from fpgashare.shell_map import slot_module_of, slot_reg
 
     assert PortError is tables.PortError
     assert {k.name: k.module_id for k in KINDS.values()} == {n: i for n, i in tables.MODULE_IDS.items() if i}

@@ -7,15 +7,15 @@ import sys
 from dataclasses import replace
 
 import pytest
-from fpgashare.bench import run_one
+from fpgashare.cli.bench import run_one
 from fpgashare.errors import FpgashareError
-from fpgashare.sched import POLICIES
 from fpgashare.sched.limits import require_ortools
 from fpgashare.sched.limits.bench_limits import Limits, served
 from fpgashare.sched.limits.caps import admitted_cap
 from fpgashare.sched.limits.exact import calm_schedule, fewest_loads, most_admitted
 from fpgashare.sched.limits.jobs import frame_jobs, realtime
 from fpgashare.sched.limits.schedule_check import violations
+from fpgashare.sched.policies.registry import POLICIES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from fpgashare.bench import bench, report_lines
-from fpgashare.cli import main
+from fpgashare.cli.bench import bench, report_lines
+from fpgashare.cli.main import main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from fpgashare.bench import sweep
+from fpgashare.cli.bench import sweep
 from fpgashare.sched.limits.belady import Ran, belady_loads, wait_floor_s
 from fpgashare.sched.limits.caps import copies_cap
 from fpgashare.sched.limits.dnn_windows import Window, window_images

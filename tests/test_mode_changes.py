@@ -1,16 +1,16 @@
 """Mode changes on the daemon's path: pipelines join and leave a running partition without an
-admitted frame missing its deadline (runtime/sched/mode_change.py)."""
+admitted frame missing its deadline (runtime/sched/analysis/mode_change.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from fpgashare.backends.model import ModelBackend
-from fpgashare.clock import VirtualClock
-from fpgashare.platform import load_platform
-from fpgashare.sched import make_policy
-from fpgashare.sched.online import OnlineEngine
-from fpgashare.workload import PipelineSpec, realtime_spec
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.workload import PipelineSpec, realtime_spec
+from fpgashare.sched.board.online import OnlineEngine
+from fpgashare.sched.core.clock import VirtualClock
+from fpgashare.sched.policies.registry import make_policy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -91,8 +91,8 @@ def test_no_dnn_batch_starts_while_a_change_is_under_way():
 def test_a_newcomer_whose_pins_the_admitted_set_cannot_afford_is_refused_with_that_reason(monkeypatch):
     """When the set in force has no room for one pin load of blocking, no safe transition exists:
     the newcomer is refused and says so."""
-    import fpgashare.sched.online as online
-    from fpgashare.sched.analysis import DemandCheck
+    import fpgashare.sched.board.online as online
+    from fpgashare.sched.analysis.schedulability import DemandCheck
 
     engine = _engine()
     ready = []

@@ -10,6 +10,7 @@ import zipfile
 import numpy as np
 import pytest
 from fpgashare.backends import make_backend
+from fpgashare.catalogue.platform import load_platform
 from fpgashare.client import DaemonError, connect
 from fpgashare.daemon import Daemon, DaemonThread
 from fpgashare.dnn.network import Layer, Network
@@ -18,7 +19,6 @@ from fpgashare.dnn.onnx_example import split, to_input
 from fpgashare.dnn.onnx_import import import_onnx
 from fpgashare.dnn.onnx_shipped import SHIPPED_ONNX
 from fpgashare.errors import NetworkError
-from fpgashare.platform import load_platform
 
 pytest.importorskip("onnxruntime")
 SHIPPED = SHIPPED_ONNX["digits_qdq"]

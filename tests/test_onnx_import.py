@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from fpgashare.cli import main
+from fpgashare.cli.main import main
 from fpgashare.dnn.onnx_example import build, split, to_input
 from fpgashare.dnn.onnx_import import import_onnx
 from fpgashare.dnn.onnx_model import onnxruntime_outputs

@@ -148,7 +148,7 @@ def test_scales_the_tile_cannot_represent_are_refused(tmp_path, value, words):
 def test_cli_import_lists_what_it_refuses(tmp_path, capsys):
     import json
 
-    from fpgashare.cli import main
+    from fpgashare.cli.main import main
 
     model = small_float()
     nodes = list(model.graph.node)

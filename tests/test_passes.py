@@ -1,4 +1,4 @@
-"""Chains longer than the fabric run in passes through memory (runtime/passes.py): each pass's
+"""Chains longer than the fabric run in passes through memory (runtime/catalogue/passes.py): each pass's
 output goes back in as the next pass's input, end to end equal to OpenCV, every frame one outcome,
 and admission names the pass that cannot fit."""
 
@@ -11,18 +11,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fpgashare.backends import make_backend
+from fpgashare.backends.simrun import resolve_chain
+from fpgashare.catalogue.passes import fits, split_chain
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.vision_ref import chain_reference
+from fpgashare.catalogue.workload import Workload, realtime_spec
 from fpgashare.client import connect
-from fpgashare.clock import VirtualClock
 from fpgashare.daemon import Daemon, DaemonThread
-from fpgashare.passes import fits, split_chain
-from fpgashare.platform import load_platform
-from fpgashare.sched.admission import admit
-from fpgashare.sched.analysis import analyse
-from fpgashare.sched.edf import EdfPolicy
-from fpgashare.sched.engine import run_workload
-from fpgashare.simrun import resolve_chain
-from fpgashare.vision_ref import chain_reference
-from fpgashare.workload import Workload, realtime_spec
+from fpgashare.sched.analysis.admission import admit
+from fpgashare.sched.analysis.schedulability import analyse
+from fpgashare.sched.core.clock import VirtualClock
+from fpgashare.sched.core.engine import run_workload
+from fpgashare.sched.policies.edf import EdfPolicy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -119,7 +119,7 @@ def test_the_daemon_serves_a_chain_in_passes(tmp_path):
 
 @pytest.mark.parametrize("scheduler", ["rr-bundle", "fcfs"])
 def test_baselines_run_passes_too(scheduler):
-    from fpgashare.sched import make_policy
+    from fpgashare.sched.policies.registry import make_policy
 
     platform = load_platform("pynq-z2")
     spec = realtime_spec("edges", EDGES, 1 / 30, 1 / 30, [120, 160], platform)
@@ -149,8 +149,8 @@ def test_ddr_traffic_counts_every_pass_and_admission_keeps_to_the_budget(tmp_pat
     """Each pass reads its input and writes its output: two passes move twice a one-pass chain's
     intermediate traffic; a set whose traffic exceeds the fabric's share of platform.ddr_bytes_per_s is
     refused, naming it."""
-    from fpgashare.platform import resolve_platform_path
-    from fpgashare.sched.analysis import analyse
+    from fpgashare.catalogue.platform import resolve_platform_path
+    from fpgashare.sched.analysis.schedulability import analyse
 
     zcu, z2 = load_platform("zcu104"), load_platform("pynq-z2")
     one = realtime_spec("e", EDGES, 1 / 30, 1 / 30, [480, 640], zcu)

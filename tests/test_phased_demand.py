@@ -1,4 +1,4 @@
-"""The phased demand test (runtime/sched/phased_demand.py): admission with known release phases.
+"""The phased demand test (runtime/sched/analysis/phased_demand.py): admission with known release phases.
 
 Checked three ways on generated inputs: against an independent simulation of non-preemptive EDF
 (any set the test passes never misses, whatever jitter and run times below the bounds), against
@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fpgashare.backends.model import ModelBackend
-from fpgashare.platform import load_platform
-from fpgashare.sched.admission import admit
-from fpgashare.sched.analysis import demand_check, release_test
-from fpgashare.sched.edf import EdfPolicy
-from fpgashare.sched.engine import run_workload
-from fpgashare.sched.phased_demand import hyperperiod, phased_slack
-from fpgashare.workload import Workload, realtime_spec
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.workload import Workload, realtime_spec
+from fpgashare.sched.analysis.admission import admit
+from fpgashare.sched.analysis.phased_demand import hyperperiod, phased_slack
+from fpgashare.sched.analysis.schedulability import demand_check, release_test
+from fpgashare.sched.core.engine import run_workload
+from fpgashare.sched.policies.edf import EdfPolicy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

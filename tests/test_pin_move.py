@@ -1,4 +1,4 @@
-"""Moving a pin to hide a load (runtime/sched/pin_move.py): on crowded boards (more distinct modules
+"""Moving a pin to hide a load (runtime/sched/policies/pin_move.py): on crowded boards (more distinct modules
 than slots) edf lends a pinned slot to the next frame's missing module under the job on the stream
 and reloads the pin elsewhere under that frame; admitted pipelines still never miss."""
 
@@ -10,12 +10,12 @@ from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
-from fpgashare.modules import resolve_stage
-from fpgashare.platform import load_platform
-from fpgashare.sched.analysis import residency
-from fpgashare.sched.pin_move import _next_at
-from fpgashare.slots import SlotState
-from fpgashare.workload import DNN_MODELS, PipelineSpec, Workload, realtime_spec
+from fpgashare.catalogue.modules import resolve_stage
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.workload import DNN_MODELS, PipelineSpec, Workload, realtime_spec
+from fpgashare.sched.analysis.schedulability import residency
+from fpgashare.sched.core.slots import SlotState
+from fpgashare.sched.policies.pin_move import _next_at
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

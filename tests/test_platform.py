@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.resources import data_dir
 from fpgashare.errors import ManifestError
-from fpgashare.platform import load_platform
-from fpgashare.resources import data_dir
 
 
 def test_shipped_platforms_load(pynq_z2, zcu104):
@@ -59,7 +59,7 @@ def test_missing_and_malformed_files(tmp_path):
 
 
 def test_pixels_per_clock_defaults_to_one_and_is_checked(tmp_path, pynq_z2):
-    from fpgashare.platform import manifest_at_pixels_per_clock
+    from fpgashare.catalogue.platform import manifest_at_pixels_per_clock
 
     assert pynq_z2.pixels_per_clock == 1 and pynq_z2.rtl_parameters()["NPPC"] == 1
     with pytest.raises(ManifestError, match=r"bad.toml: platform.pixels_per_clock must be 1 or 4, not 3"):
@@ -116,9 +116,9 @@ def test_stream_count_does_not_change_scheduling_yet():
     from dataclasses import replace
 
     from fpgashare.backends.model import ModelBackend
-    from fpgashare.sched.edf import EdfPolicy
-    from fpgashare.sched.engine import run_workload
-    from fpgashare.workload import load_workload
+    from fpgashare.catalogue.workload import load_workload
+    from fpgashare.sched.core.engine import run_workload
+    from fpgashare.sched.policies.edf import EdfPolicy
 
     base = load_workload(data_dir("suite") / "camera_mix_zcu104.toml")
     base = replace(base, duration_s=min(base.duration_s, 2.0))

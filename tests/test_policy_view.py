@@ -1,4 +1,4 @@
-"""Policies see the engine through one narrow interface (runtime/sched/view.py): every
+"""Policies see the engine through one narrow interface (runtime/sched/core/view.py): every
 ``engine.<name>`` in the policies and their helpers is a member of ``EngineView``, and the engine
 implements all of it."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from fpgashare.backends.model import ModelBackend
-from fpgashare.sched.edf import EdfPolicy
-from fpgashare.sched.engine import Engine
-from fpgashare.sched.view import EngineView
-from fpgashare.workload import load_workload
+from fpgashare.catalogue.workload import load_workload
+from fpgashare.sched.core.engine import Engine
+from fpgashare.sched.core.view import EngineView
+from fpgashare.sched.policies.edf import EdfPolicy
 
 SCHED = Path(inspect.getfile(EngineView)).parent
 POLICY_MODULES = ("edf", "policy", "baselines", "fred", "backfill", "guard", "lookahead", "pin_move")

@@ -11,8 +11,8 @@ import msgpack
 import numpy as np
 import pytest
 from fpgashare.errors import FrameError
-from fpgashare.protocol import MAX_MESSAGE, VERSION, ProtocolError, decode, encode, error_reply, read_message
-from fpgashare.shm import FrameRing, RingSpec, check_frame
+from fpgashare.wire.protocol import MAX_MESSAGE, VERSION, ProtocolError, decode, encode, error_reply, read_message
+from fpgashare.wire.shm import FrameRing, RingSpec, check_frame
 
 
 def _read(data: bytes):
@@ -144,7 +144,7 @@ def test_the_framing_decoder_gives_back_every_body_however_the_bytes_are_cut():
     the same bodies come out, in order; a length over the limit is refused at its header."""
     import random
 
-    from fpgashare.framing import Decoder, FramingError, frame
+    from fpgashare.wire.framing import Decoder, FramingError, frame
 
     seed = int.from_bytes(os.urandom(4), "little")
     rng = random.Random(seed)

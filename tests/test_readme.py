@@ -86,7 +86,7 @@ def _options(parser: argparse.ArgumentParser) -> set[str]:
 def test_the_commands_table_is_the_cli() -> None:
     """``fpgashare --help`` is the truth: the README's table names every command the CLI has, and
     every option a row mentions is one that command (or one of its subcommands) takes."""
-    from fpgashare.cli import build_parser
+    from fpgashare.cli.main import build_parser
 
     commands = _subcommands(build_parser())
     rows = re.findall(r"^\| `fpgashare ([a-z]+)[^`]*` \|(.*)\|$", section(README.read_text(), "Commands"), re.MULTILINE)

@@ -14,10 +14,10 @@ from pathlib import Path
 import cv2
 import numpy as np
 from fpgashare.backends import make_backend
+from fpgashare.backends.simrun import resolve_chain
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.daemon import Daemon, DaemonThread
-from fpgashare.platform import load_platform
-from fpgashare.simrun import resolve_chain
-from fpgashare.vision_ref import chain_reference
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 #: Idle time runs this many times slower than board time, so the app's pacing and the daemon's

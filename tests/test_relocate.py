@@ -15,12 +15,12 @@ from fpgashare.bitstream.bitfile import parse_bit
 from fpgashare.bitstream.packets import PortError, SlotRegion, check_words, frame_data, partial_words
 from fpgashare.bitstream.registry import Registry, build_all, build_config, inspect_bytes
 from fpgashare.bitstream.relocate import ANY_SLOT, _step, advance, relocate_words, shape_groups
-from fpgashare.cli import main
+from fpgashare.catalogue.modules import KINDS, resolve_stage
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.resources import resolve
+from fpgashare.catalogue.vision_ref import stage_reference
+from fpgashare.cli.main import main
 from fpgashare.errors import BitstreamError
-from fpgashare.modules import KINDS, resolve_stage
-from fpgashare.platform import load_platform
-from fpgashare.resources import resolve
-from fpgashare.vision_ref import stage_reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from fpgashare.catalogue.platform import load_platform
 from fpgashare.hdl_sim.build import ASSERT_FLAGS, RTL_DIR, format_parameter, rtl_module_files, sim_sources
 from fpgashare.hdl_sim.toolchain import setup_environment, verilator_binary
-from fpgashare.platform import load_platform
 
 MODULES = [p.stem for p in rtl_module_files()]
 
@@ -56,7 +56,7 @@ def test_module_lints_clean_at_four_pixels_per_beat(top):
 
 
 def test_shell_lints_clean_at_four_pixels_per_clock(tmp_path):
-    from fpgashare.platform import manifest_at_pixels_per_clock
+    from fpgashare.catalogue.platform import manifest_at_pixels_per_clock
 
     platform = load_platform(manifest_at_pixels_per_clock("zcu104", 4, tmp_path / "x4.toml"))
     assert lint("shell", platform.rtl_parameters()) == ""

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 from fpgashare.backends import make_backend
-from fpgashare.modules import PRESETS
-from fpgashare.platform import load_platform
-from fpgashare.sched import POLICIES, make_policy
-from fpgashare.sched.demand import Demand, NeedOrder
-from fpgashare.sched.engine import run_workload
-from fpgashare.sched.run_summary import OUTCOMES
-from fpgashare.simrun import resolve_chain
-from fpgashare.slots import SlotManager
-from fpgashare.vision_timing import chain_cycles
-from fpgashare.workload import PipelineSpec, Workload, load_workload
+from fpgashare.backends.simrun import resolve_chain
+from fpgashare.catalogue.modules import PRESETS
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.vision_timing import chain_cycles
+from fpgashare.catalogue.workload import PipelineSpec, Workload, load_workload
+from fpgashare.sched.core.demand import Demand, NeedOrder
+from fpgashare.sched.core.engine import run_workload
+from fpgashare.sched.core.run_summary import OUTCOMES
+from fpgashare.sched.core.slots import SlotManager
+from fpgashare.sched.policies.registry import POLICIES, make_policy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -192,7 +192,7 @@ def test_demand_order_is_the_first_need_over_every_upcoming_release(chains, firs
 
 @pytest.mark.parametrize("suite", sorted(p.stem for p in WORKLOADS.glob("*.toml")))
 def test_edf_admission_keeps_every_admitted_deadline(suite):
-    from fpgashare.bench import run_one
+    from fpgashare.cli.bench import run_one
 
     _, result = run_one(load_workload(WORKLOADS / f"{suite}.toml"), "edf", "model")
     for name, p in result["pipelines"].items():
@@ -263,7 +263,7 @@ def test_a_prefetch_in_the_gap_after_a_period_waits_to_be_hidden_under_the_next_
     the third is refused.)"""
     from dataclasses import replace
 
-    from fpgashare.bench import run_one
+    from fpgashare.cli.bench import run_one
 
     suite = load_workload(WORKLOADS / "nh_720p60_zcu104.toml")
     slower = tuple(replace(p, period_s=p.period_s * 1.01, deadline_s=p.deadline_s * 1.01) for p in suite.pipelines)
@@ -276,7 +276,7 @@ def test_a_prefetch_in_the_gap_after_a_period_waits_to_be_hidden_under_the_next_
 
 
 def test_dnn_backfills_idle_slots_without_hurting_real_time():
-    from fpgashare.bench import run_one
+    from fpgashare.cli.bench import run_one
     from fpgashare.dnn.planning import dnn_plan
 
     workload = load_workload(WORKLOADS / "dnn_backfill_zcu104.toml")
@@ -295,9 +295,9 @@ def test_dnn_backfills_idle_slots_without_hurting_real_time():
 def _burst(period_s: float) -> tuple:
     """An engine with two pipelines released together: thumb holds every module it needs, edges
     lacks two of its three."""
-    from fpgashare.sched.edf import EdfPolicy
-    from fpgashare.sched.engine import Engine
-    from fpgashare.workload import realtime_spec
+    from fpgashare.catalogue.workload import realtime_spec
+    from fpgashare.sched.core.engine import Engine
+    from fpgashare.sched.policies.edf import EdfPolicy
 
     platform = load_platform("zcu104")
     pipelines = [realtime_spec(name, chain, period_s, period_s, [720, 1280], platform, jitter_s=0.0005)
@@ -334,9 +334,9 @@ def test_a_short_frame_borrows_the_stream_while_the_committed_frame_loads():
     """The most urgent frame lacks two modules: it commits and the port loads them (2.6 ms) while
     the stream idles. A less urgent frame that ends before those loads do streams meanwhile, on
     the slot the committed frame waits with; the committed frame starts no later for it."""
-    from fpgashare.sched.edf import EdfPolicy
-    from fpgashare.sched.engine import Engine
-    from fpgashare.workload import realtime_spec
+    from fpgashare.catalogue.workload import realtime_spec
+    from fpgashare.sched.core.engine import Engine
+    from fpgashare.sched.policies.edf import EdfPolicy
 
     platform = load_platform("zcu104")
     edges = realtime_spec("edges", ["gauss3x3", "sobel_mag", "threshold"], 0.033, 0.020, [720, 1280], platform)
@@ -366,7 +366,7 @@ def test_the_same_engine_runs_on_the_wall_clock():
     held to virtual time everywhere else)."""
     import time
 
-    from fpgashare.clock import WallClock
+    from fpgashare.sched.core.clock import WallClock
 
     path = WORKLOADS / "two_edges_720p.toml"
     workload = replace(load_workload(path), duration_s=0.1)
@@ -391,9 +391,9 @@ def test_the_daemon_holds_a_frame_to_a_period_after_the_last():
     model): a frame that comes sooner is released a period after the previous one, its deadline
     counted from then, and the next release is expected no sooner than that."""
     import numpy as np
-    from fpgashare.clock import VirtualClock
-    from fpgashare.sched.online import OnlineEngine
-    from fpgashare.workload import realtime_spec
+    from fpgashare.catalogue.workload import realtime_spec
+    from fpgashare.sched.board.online import OnlineEngine
+    from fpgashare.sched.core.clock import VirtualClock
 
     platform = load_platform("zcu104")
     engine = OnlineEngine(platform, make_backend("model", platform), make_policy("edf"), VirtualClock())
@@ -416,7 +416,7 @@ def test_the_daemon_holds_a_frame_to_a_period_after_the_last():
 def test_a_held_wall_clock_counts_hardware_time_not_host_time():
     """While a simulated operation runs the clock stands still; afterwards it has moved by the
     operation's hardware time only (and never goes back)."""
-    from fpgashare.clock import WallClock
+    from fpgashare.sched.core.clock import WallClock
 
     host = [100.0]                                # a fake host time source: no wall-clock luck
     clock = WallClock(monotonic=lambda: host[0])

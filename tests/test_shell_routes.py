@@ -1,4 +1,4 @@
-"""Stream routes in software (runtime/shell_map.py): a set of routes that would share a slot between
+"""Stream routes in software (runtime/backends/shell_map.py): a set of routes that would share a slot between
 streams, name a stream or slot the shell lacks, or hold a slot twice is refused before any register
 is written; the words ``route`` writes carry exactly the chains asked for, one stream's route never
 disturbs another's, and with one stream the writes are the single-stream shell's, word for word."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from fpgashare.shell_map import (
+from fpgashare.backends.shell_map import (
     REG_ROUTE_OUT,
     ROUTE_ENABLE,
     RouteError,

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from fpgashare.bitstream.packets import DUMMY, PortError, SlotRegion, check_words
 from fpgashare.bitstream.registry import build_config
+from fpgashare.catalogue.modules import resolve_stage
+from fpgashare.catalogue.vision_ref import stage_reference
 from fpgashare.hdl_sim.board import ACTIVATION_CYCLES
-from fpgashare.modules import resolve_stage
-from fpgashare.vision_ref import stage_reference
 
 pytestmark = pytest.mark.rtl
 
@@ -129,8 +129,8 @@ def test_full_hd_frame_through_every_module(board, pynq_z2):
 @pytest.fixture(scope="module")
 def x4(tmp_path_factory):
     """The zcu104 shell built at 4 pixels per clock (every module; a 128-bit stream), in RTL."""
+    from fpgashare.catalogue.platform import load_platform, manifest_at_pixels_per_clock
     from fpgashare.hdl_sim.board import SimBoard
-    from fpgashare.platform import load_platform, manifest_at_pixels_per_clock
 
     path = manifest_at_pixels_per_clock("zcu104", 4, tmp_path_factory.mktemp("x4") / "zcu104-x4.toml")
     platform = load_platform(path)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fpgashare.platform import load_platform
-from fpgashare.simrun import chain_board, resolve_chain, run_chain
-from fpgashare.vision_ref import chain_reference
+from fpgashare.backends.simrun import chain_board, resolve_chain, run_chain
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.vision_ref import chain_reference
 
 pytestmark = pytest.mark.rtl
 

@@ -1,6 +1,6 @@
 """Several video streams at once: admission partitions pipelines over streams and slots
-(runtime/sched/stream_plan.py), one engine per partition shares the clock and the configuration
-port (runtime/sched/streams.py, port_share.py). Admitted must still mean guaranteed, on random
+(runtime/sched/board/stream_plan.py), one engine per partition shares the clock and the configuration
+port (runtime/sched/board/streams.py, port_share.py). Admitted must still mean guaranteed, on random
 workloads with 1..S streams, random offsets and jitter."""
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 from fpgashare.backends.model import ModelBackend
 from fpgashare.backends.slot_view import SlotView, sub_platform
-from fpgashare.bench import run_one
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.workload import Workload, load_workload, realtime_spec
+from fpgashare.cli.bench import run_one
+from fpgashare.cli.trace import trace_events
 from fpgashare.errors import FpgashareError
-from fpgashare.platform import load_platform
-from fpgashare.sched.edf import EdfPolicy
-from fpgashare.sched.port_share import PortArbiter
-from fpgashare.sched.stream_plan import plan_streams, spread_plan
-from fpgashare.sched.streams import run_streams
-from fpgashare.trace import trace_events
-from fpgashare.workload import Workload, load_workload, realtime_spec
+from fpgashare.sched.board.port_share import PortArbiter
+from fpgashare.sched.board.stream_plan import plan_streams, spread_plan
+from fpgashare.sched.board.streams import run_streams
+from fpgashare.sched.policies.edf import EdfPolicy
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -146,7 +146,7 @@ class _Part:
     """A stand-in partition engine for the arbiter: a port queue and a kick that starts its head."""
 
     def __init__(self, arbiter: PortArbiter, name: str, log: list) -> None:
-        from fpgashare.port import ConfigPort
+        from fpgashare.sched.core.port import ConfigPort
 
         self.name, self.log, self.now = name, log, 0.0
         self.slots = type("S", (), {"port": ConfigPort()})()
@@ -154,7 +154,7 @@ class _Part:
         self.arbiter = arbiter
 
     def ask(self, stamp: float) -> None:
-        from fpgashare.port import LoadRequest
+        from fpgashare.sched.core.port import LoadRequest
 
         self.slots.port.queue.append(LoadRequest(0, "m", stamp=stamp))
 
@@ -239,8 +239,8 @@ def test_partitions_that_both_load_through_the_one_port_keep_every_deadline(peri
 
 def test_a_loads_wait_at_the_port_counts_the_boards_longest_load():
     """Another partition's load may go into a larger slot: the wait is the board's longest load."""
-    from fpgashare.sched.analysis import analyse, load_seconds
-    from fpgashare.sched.control_traffic import control_seconds
+    from fpgashare.sched.analysis.control_traffic import control_seconds
+    from fpgashare.sched.analysis.schedulability import analyse, load_seconds
 
     base = load_platform("zcu104")
     board = replace(base, slots=(*base.slots[:3], replace(base.slots[3], frames=3 * base.slots[3].frames)))
@@ -249,7 +249,7 @@ def test_a_loads_wait_at_the_port_counts_the_boards_longest_load():
     x = control_seconds(board)
     verdict = analyse([cam], small, port_share=2, board_load_s=load_seconds(board), control_s=x)
     assert load_seconds(board) == pytest.approx(3 * load_seconds(small), rel=1e-3)
-    # Each load with its register traffic (runtime/sched/control_traffic.py).
+    # Each load with its register traffic (runtime/sched/analysis/control_traffic.py).
     assert verdict.contract.load_s == pytest.approx(load_seconds(small) + x + load_seconds(board) + x)
 
 

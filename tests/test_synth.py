@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from fpgashare.errors import ManifestError
-from fpgashare.platform import load_platform, manifest_at_pixels_per_clock
-from fpgashare.synth import (
+from fpgashare.catalogue.platform import load_platform, manifest_at_pixels_per_clock
+from fpgashare.catalogue.toml_table import read_toml
+from fpgashare.cli.synth import (
     RESOURCES,
     SHELL,
     figures_from_cells,
@@ -23,7 +23,7 @@ from fpgashare.synth import (
     synth_one,
     yosys_version,
 )
-from fpgashare.toml_table import read_toml
+from fpgashare.errors import ManifestError
 
 PLATFORMS = ["pynq-z2", "zcu104"]
 #: Every module of every platform: each manifest figure comes from synthesis.
@@ -62,7 +62,7 @@ def test_load_platform_refuses_a_module_over_its_slot(tmp_path):
 
 
 def test_runs_start_largest_first_and_come_back_in_order(monkeypatch):
-    import fpgashare.synth as synth
+    import fpgashare.cli.synth as synth
 
     started = []
 
@@ -116,7 +116,7 @@ def test_manifest_names_the_tool_and_the_shell_synthesizes(synthesized, platform
 
 @pytest.mark.rtl
 def test_cli_prints_synthesized_manifest_and_fit(synthesized, capsys):
-    from fpgashare.cli import main
+    from fpgashare.cli.main import main
 
     assert main(["rtl", "synth", "--platform", "zcu104", "--module", "dnn_tile", "--json"]) == 0
     row = json.loads(capsys.readouterr().out)["modules"][0]

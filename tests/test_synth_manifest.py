@@ -4,8 +4,8 @@ only the module's resources line and its "estimate" note change."""
 
 from __future__ import annotations
 
-from fpgashare.platform import load_platform
-from fpgashare.synth import RESOURCES, headroom_problems, manifest_figures, update_manifest
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.cli.synth import RESOURCES, headroom_problems, manifest_figures, update_manifest
 from hypothesis import given
 from hypothesis import strategies as st
 

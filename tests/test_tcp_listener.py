@@ -11,12 +11,12 @@ import time
 
 import numpy as np
 import pytest
+from fpgashare.backends.simrun import resolve_chain
+from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.client import AdmissionRejected, DaemonError
+from fpgashare.daemon.tcp_listener import TcpListener, _recv, _send, connect_tcp, load_token
 from fpgashare.errors import FpgashareError
 from fpgashare.fleet.board import BoardAgent
-from fpgashare.simrun import resolve_chain
-from fpgashare.tcp_listener import TcpListener, _recv, _send, connect_tcp, load_token
-from fpgashare.vision_ref import chain_reference
 
 from tests.test_daemon import RunningDaemon
 
@@ -139,7 +139,7 @@ def test_remote_clients_see_only_their_own_pipelines(listener):
 
 
 def test_connections_over_the_cap_and_slow_handshakes_are_cut(tmp_path, monkeypatch):
-    import fpgashare.tcp_listener as tcp
+    import fpgashare.daemon.tcp_listener as tcp
 
     monkeypatch.setattr(tcp, "AUTH_TIMEOUT_S", 0.5)
     sock = tmp_path / "fpgashare.sock"
@@ -174,7 +174,7 @@ def test_connections_over_the_cap_and_slow_handshakes_are_cut(tmp_path, monkeypa
 def test_a_remote_pipeline_recovers_after_timeouts(listener, monkeypatch):
     """Frames whose outcome does not come within the listener's wait are answered ``busy``; their
     ring slots come back when the daemon answers, so the pipeline keeps working."""
-    import fpgashare.tcp_listener as tcp
+    import fpgashare.daemon.tcp_listener as tcp
 
     fpga = connect_tcp(*listener.address, TOKEN)
     try:

@@ -26,9 +26,9 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
 def app(sock: str) -> dict:
     """The ordinary user's app: 100 frames through a two-stage chain, each compared with OpenCV."""
     import numpy as np
+    from fpgashare.backends.simrun import resolve_chain
+    from fpgashare.catalogue.vision_ref import chain_reference
     from fpgashare.client import DeadlineMissed, FrameDropped, connect
-    from fpgashare.simrun import resolve_chain
-    from fpgashare.vision_ref import chain_reference
 
     stages = resolve_chain(["gauss3x3", "threshold"], {})
     fpga = connect(sock)
@@ -132,8 +132,6 @@ class AsUser:
 
 def test_an_ordinary_user_streams_and_another_member_cannot_touch_it(tmp_path):
     import cv2  # noqa: F401  (imported before the fork: see AsUser)
-    import fpgashare.client
-    import fpgashare.vision_ref  # noqa: F401
 
     try:
         gid = grp.getgrnam(GROUP).gr_gid

@@ -8,11 +8,10 @@ import cv2
 import numpy as np
 import pytest
 from fpgashare.backends import make_backend
-from fpgashare.errors import ModuleError
-from fpgashare.modules import CHAIN_PRESETS, KINDS, expand_chain, resolve_stage, template_registers
-from fpgashare.platform import load_platform
-from fpgashare.simrun import assign_slots, resolve_chain
-from fpgashare.vision_ref import (
+from fpgashare.backends.simrun import assign_slots, resolve_chain
+from fpgashare.catalogue.modules import CHAIN_PRESETS, KINDS, expand_chain, resolve_stage, template_registers
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.vision_ref import (
     binary_moments,
     chain_reference,
     fast9_keypoints,
@@ -20,7 +19,8 @@ from fpgashare.vision_ref import (
     rgb2hsv_reference,
     template_best,
 )
-from fpgashare.vision_timing import chain_cycles, frame_memory_bytes
+from fpgashare.catalogue.vision_timing import chain_cycles, frame_memory_bytes
+from fpgashare.errors import ModuleError
 
 NEW = ["erode3x3", "dilate3x3", "median3x3", "rgb2hsv", "in_range", "moments", "absdiff", "bg_update", "fast9",
        "template_match"]
@@ -166,8 +166,8 @@ def test_a_full_hd_frame_through_the_shell_with_gaps_and_stalls(zcu104, chain):
 
 
 def test_the_seven_pipeline_suites_run_under_every_scheduler():
-    from fpgashare.bench import bench
-    from fpgashare.sched import POLICIES
+    from fpgashare.cli.bench import bench
+    from fpgashare.sched.policies.registry import POLICIES
 
     for suite in ("nh_seven_zcu104", "nh_seven_pynq_z2"):
         report = bench(suite, list(POLICIES))
@@ -180,8 +180,8 @@ def test_the_seven_pipeline_suites_run_under_every_scheduler():
 
 @pytest.mark.rtl
 def test_sim_run_reads_the_moments_registers_after_the_frame(zcu104):
+    from fpgashare.backends.simrun import run_chain
     from fpgashare.hdl_sim.board import SimBoard
-    from fpgashare.simrun import run_chain
 
     stages = resolve_chain(["rgb2hsv", "in_range", "moments"], {"in_range": {"LO0": 20, "HI0": 60}})
     frame = np.random.default_rng(10).integers(0, 256, (120, 161, 3), dtype=np.uint8)
@@ -226,8 +226,8 @@ def test_a_template_register_set_needs_seven_by_seven_bytes():
 def test_template_match_finds_a_template_on_a_full_hd_frame_through_the_shell(zcu104):
     """rgb2gray then template_match on one 1920x1080 frame in the shell RTL: the registers read after
     the frame equal the golden (and OpenCV's place), the pixels pass through."""
+    from fpgashare.backends.simrun import run_chain
     from fpgashare.hdl_sim.board import SimBoard
-    from fpgashare.simrun import run_chain
 
     rng = np.random.default_rng(12)
     rgb = cv2.GaussianBlur(rng.integers(0, 256, (1080, 1920, 3), dtype=np.uint8), (5, 5), 0)

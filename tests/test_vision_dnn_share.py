@@ -10,8 +10,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from fpgashare.platform import load_platform
-from fpgashare.workload import PipelineSpec, Workload, load_workload, realtime_spec
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.workload import PipelineSpec, Workload, load_workload, realtime_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

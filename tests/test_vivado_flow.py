@@ -14,9 +14,9 @@ from fpgashare.backends.pynq_board import PynqBackend
 from fpgashare.bitstream.bitfile import BitHeader, write_bit
 from fpgashare.bitstream.registry import Registry, file_name, part_field, relocatable_file_name
 from fpgashare.bitstream.relocate import shape_groups
-from fpgashare.cli import main
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.cli.main import main
 from fpgashare.errors import BitstreamError
-from fpgashare.platform import load_platform
 from fpgashare.vivado.flow import BOARDS, write_flow
 
 PLATFORMS = ["pynq-z2", "zcu104"]

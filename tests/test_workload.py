@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fpgashare.catalogue.workload import load_workload
 from fpgashare.errors import WorkloadError
-from fpgashare.workload import load_workload
 
 SUITES = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "workloads").glob("*.toml"))
 

@@ -13,9 +13,9 @@ wheel=$(ls "$work"/dist/fpgashare-*.whl)
 "$work/venv/bin/python" -m pip install -q "$wheel[demo]"
 cd "$work"
 venv/bin/python - <<'PY'
-import fpgashare, fpgashare.sched.edf, fpgashare.backends.model, fpgashare.hdl_sim.board  # noqa: F401
+import fpgashare, fpgashare.sched.policies.edf, fpgashare.backends.model, fpgashare.hdl_sim.board  # noqa: F401
 from fpgashare import connect  # noqa: F401
-from fpgashare.resources import names
+from fpgashare.catalogue.resources import names
 assert "zcu104" in names("platform") and "nh_720p60_zcu104" in names("suite"), "package data missing"
 assert "site-packages" in fpgashare.__file__, fpgashare.__file__
 print("wheel: import fpgashare from", fpgashare.__file__)

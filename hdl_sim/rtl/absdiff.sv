@@ -1,7 +1,7 @@
 // absdiff: |a - b| of two 8-bit frames that arrive side by side in one beat, a (the current frame)
 // in tdata[7:0] and b (the reference: the previous frame or a background) in tdata[15:8], as
 // cv2.absdiff(a, b). The shell's input DMA reads both frames from memory and an AXI4-Stream combiner
-// in the static side puts them into one beat (2 bytes read per pixel, runtime/vision_timing.py), so
+// in the static side puts them into one beat (2 bytes read per pixel, runtime/catalogue/vision_timing.py), so
 // the module keeps the one-stream contract and needs no frame store of its own.
 // At NPPC > 1 a beat carries NPPC such pairs in 32-bit lanes (pixel k's a in tdata[32k+7:32k], its b
 // in [32k+15:32k+8]) and the results leave packed, pixel k in [8k+7:8k].

@@ -3,7 +3,7 @@
 //   V = max, d = V - min, S = (d * SDIV[V] + 2^11) >> 12, SDIV[i] = round(255 * 2^12 / i),
 //   H' = G - B (V == R), B - R + 2d (V == G), R - G + 4d (else), H = (H' * HDIV[d] + 2^11) >> 12,
 //   HDIV[i] = round(180 * 2^12 / (6 i)), H += 180 if negative; round is half-to-even (cvRound);
-//   SDIV[0] = HDIV[0] = 0. Checked against cv2 on all 2^24 colours (runtime/vision_ref.py's golden).
+//   SDIV[0] = HDIV[0] = 0. Checked against cv2 on all 2^24 colours (runtime/catalogue/vision_ref.py's golden).
 // At NPPC > 1 a beat carries NPPC pixels in 32-bit lanes, in and out (pixel k in tdata[32k+23:32k]).
 // Registers: 0 ID (RO), 1 WIDTH, 2 HEIGHT, 3 STATUS (RO), 4 FRAMES (RO; frames begun).
 `resetall

@@ -6,8 +6,8 @@ raise, and what the engine does then: fpgashare.errors.HardwareError."""
 from __future__ import annotations
 
 from fpgashare.backends.base import Backend, FrameReport, LoadReport
+from fpgashare.catalogue.platform import Platform
 from fpgashare.errors import FpgashareError
-from fpgashare.platform import Platform
 
 BACKENDS = ("model", "sim", "pynq", "faulty")
 

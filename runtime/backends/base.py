@@ -14,9 +14,9 @@ from typing import Generic, TypeVar
 
 import numpy as np
 from fpgashare.bitstream.packets import PortError
+from fpgashare.catalogue.modules import Stage
+from fpgashare.catalogue.platform import Platform
 from fpgashare.errors import FpgashareError
-from fpgashare.modules import Stage
-from fpgashare.platform import Platform
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ class Backend(ABC):
         0 only so far (the twin and the co-simulated board override this)."""
         return 1
     #: A clock with hold() / release(host s, hardware s) around every operation, so a daemon's clock
-    #: stands still while a simulated board is slower than its hardware (runtime/clock.py).
+    #: stands still while a simulated board is slower than its hardware (runtime/sched/core/clock.py).
     held_clock = None
 
     def __init__(self, platform: Platform, streams: int | None = None) -> None:

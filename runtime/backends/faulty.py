@@ -22,8 +22,8 @@ from collections.abc import Sequence
 import numpy as np
 from fpgashare.backends.base import FrameReport, LoadReport, Pending, done
 from fpgashare.backends.model import ModelBackend
+from fpgashare.catalogue.modules import Stage
 from fpgashare.errors import FpgashareError, HardwareError
-from fpgashare.modules import Stage
 
 POINTS = ("load_raises", "load_hangs", "frame_raises", "frame_hangs", "dma_garbage", "dnn_raises", "harness_raises")
 

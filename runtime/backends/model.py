@@ -1,5 +1,5 @@
 """The ``model`` backend: the analytical twin of the simulated board. Outputs from the OpenCV
-goldens, frame time from fpgashare.vision_timing, load time from the partial bitstream's length at
+goldens, frame time from fpgashare.catalogue.vision_timing, load time from the partial bitstream's length at
 one word per port cycle (plus the activation cycle), as the RTL port takes it. It models a
 healthy port: a corrupted bitstream is the sim backend's (and the board's) business."""
 
@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 from fpgashare.backends.base import Backend, DnnReport, FrameReport, LoadReport
 from fpgashare.bitstream.packets import PortError
+from fpgashare.catalogue.modules import Stage
+from fpgashare.catalogue.platform import Platform
+from fpgashare.catalogue.vision_ref import chain_results
+from fpgashare.catalogue.vision_timing import chain_cycles
 from fpgashare.dnn.planning import network, program_words
 from fpgashare.dnn.reference import logits
-from fpgashare.modules import Stage
-from fpgashare.platform import Platform
-from fpgashare.vision_ref import chain_results
-from fpgashare.vision_timing import chain_cycles
 
 
 class ModelBackend(Backend):

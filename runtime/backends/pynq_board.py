@@ -13,7 +13,7 @@ the board as it does in the schedule.
 Frames go the way pynq moves data: the shell overlay (``pynq.Overlay``) exposes the shell's
 register block (``pynq.MMIO``) and an AXI DMA; each frame is packed into a ``pynq.allocate``
 buffer (kept and reused per size), the stream switch is routed and the stages programmed through
-the same register code as the simulated board (runtime/shell_map.py), and the DMA sends the
+the same register code as the simulated board (runtime/backends/shell_map.py), and the DMA sends the
 frame and receives the result. ``start_frame`` returns once both DMA channels are started; the
 engine polls them (``Pending.ready``) from the frame's expected end and never waits on the
 loop, so the daemon serves requests and starts loads while a frame streams. Frame time
@@ -33,13 +33,20 @@ from pathlib import Path
 
 import numpy as np
 from fpgashare.backends.base import Backend, FrameReport, LoadReport, Pending
+from fpgashare.backends.shell_map import (
+    MODULE_WINDOW,
+    REG_CYCLES_HI,
+    REG_CYCLES_LO,
+    ShellControl,
+    pack_beats,
+    unpack_beats,
+)
 from fpgashare.bitstream.packets import PortError
 from fpgashare.bitstream.registry import Registry
+from fpgashare.catalogue.modules import Stage
+from fpgashare.catalogue.platform import Platform
+from fpgashare.catalogue.vision_timing import chain_cycles
 from fpgashare.errors import FpgashareError, FrameError
-from fpgashare.modules import Stage
-from fpgashare.platform import Platform
-from fpgashare.shell_map import MODULE_WINDOW, REG_CYCLES_HI, REG_CYCLES_LO, ShellControl, pack_beats, unpack_beats
-from fpgashare.vision_timing import chain_cycles
 
 log = logging.getLogger(__name__)
 

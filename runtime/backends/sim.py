@@ -8,9 +8,9 @@ from functools import lru_cache
 import numpy as np
 from fpgashare.backends.base import Backend, DnnReport, FrameReport, HardwarePending, LoadReport, Pending
 from fpgashare.bitstream.registry import build_config
+from fpgashare.catalogue.modules import Stage
+from fpgashare.catalogue.platform import Platform
 from fpgashare.errors import FpgashareError
-from fpgashare.modules import Stage
-from fpgashare.platform import Platform
 
 
 class SimBackend(Backend):

@@ -1,5 +1,5 @@
 """A backend seen through a subset of its slots: what one stream's partition of the fabric
-(runtime/sched/stream_plan.py) gives its scheduler. Slot ``i`` of the view is slot ``slots[i]`` of
+(runtime/sched/board/stream_plan.py) gives its scheduler. Slot ``i`` of the view is slot ``slots[i]`` of
 the board; the view's platform is the board's with only those slots (names, frame ranges and
 module lists kept, so load times and compatibility are the board's own)."""
 
@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import numpy as np
 from fpgashare.backends.base import Backend, DnnReport, FrameReport, LoadReport, Pending
+from fpgashare.catalogue.modules import Stage
+from fpgashare.catalogue.platform import Platform
 from fpgashare.errors import FpgashareError
-from fpgashare.modules import Stage
-from fpgashare.platform import Platform
 
 _SUBS: dict[tuple[int, tuple[int, ...]], tuple[Platform, Platform]] = {}
 

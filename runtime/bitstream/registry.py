@@ -22,10 +22,10 @@ import numpy as np
 from fpgashare.bitstream.bitfile import BitHeader, parse_bit, write_bit
 from fpgashare.bitstream.packets import PortVerdict, SlotRegion, check_words, frame_data, partial_words, type1
 from fpgashare.bitstream.relocate import ANY_SLOT, group_of, relocate_words, shape_groups
+from fpgashare.catalogue.modules import KINDS, KINDS_BY_ID
+from fpgashare.catalogue.platform import Platform, SlotSpec
 from fpgashare.errors import BitstreamError
 from fpgashare.hwtables.tables import CFG_REG_FAR
-from fpgashare.modules import KINDS, KINDS_BY_ID
-from fpgashare.platform import Platform, SlotSpec
 
 log = logging.getLogger(__name__)
 

@@ -27,6 +27,8 @@ from functools import lru_cache
 
 import numpy as np
 from fpgashare.bitstream.crc import icap_crc
+from fpgashare.catalogue.modules import KINDS_BY_ID
+from fpgashare.catalogue.platform import Platform, SlotSpec
 from fpgashare.errors import BitstreamError
 from fpgashare.hwtables.tables import (
     CFG_REG_CMD,
@@ -39,8 +41,6 @@ from fpgashare.hwtables.tables import (
     RM_MAGIC,
     SYNC,
 )
-from fpgashare.modules import KINDS_BY_ID
-from fpgashare.platform import Platform, SlotSpec
 
 #: Slot field of the frame-0 descriptor of a relocatable build: valid in any slot of its shape.
 ANY_SLOT = 0xFFFFFFFF

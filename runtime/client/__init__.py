@@ -7,7 +7,7 @@
         fut = edges.submit(frame)                  # non-blocking
         out = fut.result(timeout=1.0)              # ndarray; raises DeadlineMissed / FrameDropped
 
-Frames go into the pipeline's shared-memory ring (runtime/shm.py); only the ring slot's index
+Frames go into the pipeline's shared-memory ring (runtime/wire/shm.py); only the ring slot's index
 crosses the socket. Every submitted frame ends in exactly one outcome: its output (on time),
 ``DeadlineMissed`` (late; the output is on the exception), ``FrameDropped`` (with the daemon's
 reason) or ``FrameFailed``.

@@ -26,8 +26,8 @@ from collections import deque
 from pathlib import Path
 
 from fpgashare.client.errors import DaemonError, daemon_error
-from fpgashare.framing import Decoder, FramingError
-from fpgashare.protocol import MAX_MESSAGE, ProtocolError, decode, encode
+from fpgashare.wire.framing import Decoder, FramingError
+from fpgashare.wire.protocol import MAX_MESSAGE, ProtocolError, decode, encode
 
 log = logging.getLogger("fpgashare.client")
 
@@ -60,7 +60,7 @@ class Connection:
                               f"{exc.strerror or exc}") from None
         with self._lock:
             self._sock = sock
-            self._decoder = Decoder(MAX_MESSAGE)      # the wire's framing (runtime/framing.py)
+            self._decoder = Decoder(MAX_MESSAGE)      # the wire's framing (runtime/wire/framing.py)
             self._bodies: deque[bytes] = deque()     # whole replies not yet taken
             self._fds: deque[int] = deque()            # ring descriptors received, in order
             self._last_error: dict | None = None       # an error the daemon sent unasked (before closing)

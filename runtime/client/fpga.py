@@ -11,7 +11,8 @@ from pathlib import Path
 from fpgashare.client.connection import Connection
 from fpgashare.client.errors import DaemonError, unwrap
 from fpgashare.client.pipeline import DnnPipeline, Pipeline
-from fpgashare.shm import FrameRing, RingSpec
+from fpgashare.wire.protocol import DEFAULT_SOCKET
+from fpgashare.wire.shm import FrameRing, RingSpec
 
 log = logging.getLogger("fpgashare.client")
 
@@ -20,8 +21,6 @@ def connect(path: str | Path | None = None, timeout: float = 5.0, reconnect: boo
     """A connection to the daemon at ``path`` (default: $FPGASHARE_SOCKET or
     /run/fpgashare/fpgashare.sock). ``reconnect``: when the daemon goes, connect again at the next
     call (waiting up to ``timeout`` for a new daemon) and register this app's pipelines anew."""
-    from fpgashare.daemon.server import DEFAULT_SOCKET
-
     return Fpga(Path(path) if path is not None else DEFAULT_SOCKET, timeout, reconnect)
 
 

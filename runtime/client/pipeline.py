@@ -7,14 +7,24 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from fpgashare.client.errors import DaemonError, DeadlineMissed, FrameDropped, FrameFailed, daemon_error
-from fpgashare.shm import FrameRing, check_frame
+from fpgashare.wire.shm import FrameRing, check_frame
 
-if TYPE_CHECKING:
-    from fpgashare.client.fpga import Fpga
+
+class Owner(Protocol):
+    """What a pipeline needs of the connection that registered it (client/fpga.py's ``Fpga``)."""
+
+    timeout: float
+    reconnect: bool
+    pipelines: dict
+
+    def _ensure(self) -> None: ...
+    def _send(self, op: str, **fields) -> tuple[int, concurrent.futures.Future]: ...
+    def request(self, op: str, **fields) -> dict: ...
+    def wait(self, future: concurrent.futures.Future, timeout: float | None) -> dict: ...
 
 
 class Pipeline:
@@ -22,7 +32,7 @@ class Pipeline:
 
     op, op_register = "submit", "pipeline"
 
-    def __init__(self, fpga: Fpga, name: str, ring: FrameRing, info: dict, registration: dict) -> None:
+    def __init__(self, fpga: Owner, name: str, ring: FrameRing, info: dict, registration: dict) -> None:
         self.fpga, self.name = fpga, name
         self.registration = registration        #: the request that registered it (again, after a reconnect)
         self._lock = threading.Lock()

@@ -15,7 +15,7 @@ import struct
 from collections.abc import Callable
 
 from fpgashare.daemon.limits import RateLimiter
-from fpgashare.protocol import ProtocolError, error_reply
+from fpgashare.wire.protocol import ProtocolError, error_reply
 
 log = logging.getLogger("fpgashare.daemon")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from fpgashare.protocol import ProtocolError
+from fpgashare.wire.protocol import ProtocolError
 
 NAME_MAX = 64
 MIN_PERIOD_MS = 0.01

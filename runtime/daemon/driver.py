@@ -10,9 +10,9 @@ import logging
 
 import numpy as np
 from fpgashare.errors import FpgashareError
-from fpgashare.protocol import reply
-from fpgashare.sched.engine import DnnRequest, Frame
-from fpgashare.shm import FrameRing
+from fpgashare.sched.core.engine import DnnRequest, Frame
+from fpgashare.wire.protocol import reply
+from fpgashare.wire.shm import FrameRing
 
 log = logging.getLogger("fpgashare.daemon")
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from fpgashare.protocol import ProtocolError
+from fpgashare.wire.protocol import ProtocolError
 
 log = logging.getLogger("fpgashare.daemon")
 

@@ -9,17 +9,17 @@ import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
+from fpgashare.backends.simrun import resolve_chain
+from fpgashare.catalogue.workload import DNN_MODELS, PipelineSpec, realtime_spec
 from fpgashare.daemon import checks
 from fpgashare.daemon.limits import refuse
 from fpgashare.daemon.sessions import Client, PipelineState
 from fpgashare.errors import FpgashareError, FrameError
-from fpgashare.protocol import VERSION, ProtocolError, reply
-from fpgashare.sched.cpu_fallback import cpu_share, fallback_candidates
-from fpgashare.sched.cpu_work import chain_shape
-from fpgashare.shm import FrameRing, check_layout
-from fpgashare.simrun import resolve_chain
-from fpgashare.slots import SlotState
-from fpgashare.workload import DNN_MODELS, PipelineSpec, realtime_spec
+from fpgashare.sched.core.slots import SlotState
+from fpgashare.sched.host.cpu_fallback import cpu_share, fallback_candidates
+from fpgashare.sched.host.cpu_work import chain_shape
+from fpgashare.wire.protocol import VERSION, ProtocolError, reply
+from fpgashare.wire.shm import FrameRing, check_layout
 
 if TYPE_CHECKING:
     from fpgashare.daemon.server import Daemon
@@ -28,7 +28,7 @@ log = logging.getLogger("fpgashare.daemon")
 
 RING_SLOTS = 4            #: frames a client may have in flight per pipeline
 #: Longest wait, in board seconds, for an admitted pipeline's mode change (its pins loading
-#: while the partition is idle: runtime/sched/mode_change.py) before registration gives up.
+#: while the partition is idle: runtime/sched/analysis/mode_change.py) before registration gives up.
 READY_LIMIT_S = 30.0
 
 
@@ -107,7 +107,7 @@ class Ops:
                                   on_refused=lambda why: ready.done() or ready.set_exception(
                                       ProtocolError("admission", f"pipeline {name!r} not admitted: {why}")))
             # One registration at a time until it can run: the next is analysed against the set
-            # its change leaves (runtime/sched/mode_change.py, relayout.py).
+            # its change leaves (runtime/sched/analysis/mode_change.py, relayout.py).
             await self._until_ready(client, name, ready)
         log.info("client %d: pipeline %s admitted as %s (%s)", client.id, name, key,
                  ", ".join(f"{stage} on {where}" for stage, where in spec.placement))
@@ -145,7 +145,7 @@ class Ops:
 
     async def _place(self: Daemon, key: str, chain, period_s: float, deadline_s: float, frame: tuple[int, int],
                      params: dict, deadline: float) -> PipelineSpec | str:
-        """The first placement of ``chain`` admission accepts (runtime/sched/cpu_fallback.py), or
+        """The first placement of ``chain`` admission accepts (runtime/sched/host/cpu_fallback.py), or
         why none is: the whole chain's reason and the last placement's. Candidates are made on a
         worker (each may measure host stages), one at a time; admission snapshots on the loop."""
         engine = self.engine

@@ -9,9 +9,9 @@ import threading
 import time
 
 from fpgashare.backends.base import Backend
+from fpgashare.daemon.eventloop import new_event_loop
 from fpgashare.daemon.server import Daemon
 from fpgashare.errors import FpgashareError
-from fpgashare.eventloop import new_event_loop
 
 
 class DaemonThread:
@@ -62,7 +62,7 @@ def calibrate_dilation(backend: Backend, margin: float = 2.0) -> float:
     small frame over their hardware time, times ``margin``; 1 for a real board. Loads a module
     into slot 0 (the daemon starts with every slot blank, so nothing is lost)."""
     import numpy as np
-    from fpgashare.simrun import resolve_chain
+    from fpgashare.backends.simrun import resolve_chain
 
     if backend.name == "pynq":
         return 1.0

@@ -1,12 +1,12 @@
 """``fpgashare daemon``: owns the FPGA and serves apps over a Unix socket.
 
-One thread of control, an asyncio loop (runtime/eventloop.py: timers to the microsecond). It
-reads requests (runtime/protocol.py), checks every field (checks.py) and the client's quotas
-(limits.py), and hands them to the engine (runtime/sched/online.py), which it then advances to the
+One thread of control, an asyncio loop (runtime/daemon/eventloop.py: timers to the microsecond). It
+reads requests (runtime/wire/protocol.py), checks every field (checks.py) and the client's quotas
+(limits.py), and hands them to the engine (runtime/sched/board/online.py), which it then advances to the
 clock's now; a timer on the loop wakes it when the next event is due. A frame that ends is
 answered at once: its output goes into the client's ring and the reply onto its socket.
 
-Rings are private to their client (runtime/shm.py): an anonymous memory file whose descriptor
+Rings are private to their client (runtime/wire/shm.py): an anonymous memory file whose descriptor
 goes to the client with the registration's reply and nowhere else. Pipeline names are per client:
 the engine knows a pipeline by a name unique across clients (the client's own unless another
 client holds it, then ``name@client``).
@@ -39,9 +39,9 @@ from pathlib import Path
 
 import numpy as np
 from fpgashare.backends.base import Backend
-from fpgashare.clock import WallClock
 from fpgashare.daemon.acceptor import BACKLOG, Acceptor
 from fpgashare.daemon.driver import Driver
+from fpgashare.daemon.eventloop import tighten_timer_slack
 from fpgashare.daemon.limits import DescriptorBudget, Limits, RateLimiter
 from fpgashare.daemon.lock import BoardLock, sweep_stale_rings
 from fpgashare.daemon.loop_latency import LoopLatency
@@ -51,17 +51,16 @@ from fpgashare.daemon.sessions import Client, PipelineState, Sessions
 from fpgashare.daemon.stats import Stats
 from fpgashare.daemon.tenants import Tenants
 from fpgashare.errors import FpgashareError
-from fpgashare.eventloop import tighten_timer_slack
-from fpgashare.protocol import ProtocolError, error_reply, read_message, reply
-from fpgashare.sched import make_policy
-from fpgashare.sched.cpu_work import CpuCost, CpuExecutor, ModelledCpuCost
-from fpgashare.sched.engine import DnnRequest, Frame
-from fpgashare.sched.online import OnlineEngine
-from fpgashare.sched.online_streams import OnlineStreams, split_slots
+from fpgashare.sched.board.online import OnlineEngine
+from fpgashare.sched.board.online_streams import OnlineStreams, split_slots
+from fpgashare.sched.core.clock import WallClock
+from fpgashare.sched.core.engine import DnnRequest, Frame
+from fpgashare.sched.host.cpu_work import CpuCost, CpuExecutor, ModelledCpuCost
+from fpgashare.sched.policies.registry import make_policy
+from fpgashare.wire.protocol import DEFAULT_SOCKET, ProtocolError, error_reply, read_message, reply
 
 log = logging.getLogger("fpgashare.daemon")
 
-DEFAULT_SOCKET = Path(os.environ.get("FPGASHARE_SOCKET", "/run/fpgashare/fpgashare.sock"))
 CLIENT_GONE = "client gone"
 SHUTTING_DOWN = "daemon shutting down"
 SHUTDOWN_GRACE_S = 5.0    #: wall seconds frames on the fabric get to finish when the daemon stops
@@ -78,13 +77,13 @@ class Daemon(Ops, Driver, Sessions):
         ``socket_group``: the group the socket (mode 0660) belongs to (default: the daemon's);
         ``clock``: a VirtualClock for tests (no timers: the test moves time with ``run_until``),
         else a WallClock at ``dilation``; ``watchdog_margin``: how far past its expected time (a
-        fraction of it) a load or frame may run before the watchdog ends it (runtime/sched/online.py);
+        fraction of it) a load or frame may run before the watchdog ends it (runtime/sched/board/online.py);
         ``cpu_cost``: the bounds of stages run on the host for ``fallback="cpu"`` pipelines (default:
         measured here; a virtual clock's daemon uses a fixed-rate model, the same on every machine);
         ``streams``: the most video streams used at once (default: every stream the shell and the
         backend carry, with a scheduler whose admission places pipelines; 1: every slot on one
         stream). The board is partitioned as pipelines come, with the planner ``bench`` uses
-        (runtime/sched/relayout.py); ``fixed_split``: cut it into ``streams`` even partitions at the
+        (runtime/sched/board/relayout.py); ``fixed_split``: cut it into ``streams`` even partitions at the
         start instead, for good (what ``benchmarks/online_admission.py`` compares against)."""
         self.backend, self.platform = backend, backend.platform
         self.socket_path = Path(socket_path)
@@ -192,7 +191,7 @@ class Daemon(Ops, Driver, Sessions):
             if self.socket_group is not None:
                 os.chown(self.socket_path, -1, grp.getgrnam(self.socket_group).gr_gid)
             if self.metrics_port is not None:
-                from fpgashare.metrics import DaemonMetrics
+                from fpgashare.daemon.metrics import DaemonMetrics
 
                 self.metrics = DaemonMetrics(self.engine, self.clock)
                 self.loop_latency.observers.append(self.metrics.loop_delay.observe)
@@ -357,7 +356,7 @@ class Daemon(Ops, Driver, Sessions):
 
 
 def _warm_up() -> None:
-    from fpgashare.simrun import resolve_chain
-    from fpgashare.vision_ref import chain_reference
+    from fpgashare.backends.simrun import resolve_chain
+    from fpgashare.catalogue.vision_ref import chain_reference
 
     chain_reference(resolve_chain(["gauss3x3", "threshold"], {}), np.zeros((8, 8), np.uint8))

@@ -14,7 +14,7 @@ import struct
 from dataclasses import dataclass, field
 
 from fpgashare.daemon.limits import RateLimiter
-from fpgashare.shm import FrameRing
+from fpgashare.wire.shm import FrameRing
 
 log = logging.getLogger("fpgashare.daemon")
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from fpgashare.daemon.limits import RING_FDS, DescriptorBudget, Limits, RateLimiter, refuse
 from fpgashare.daemon.sessions import Client
-from fpgashare.protocol import ProtocolError
+from fpgashare.wire.protocol import ProtocolError
 
 #: What a request costs of its user's rate, in units of the cheapest (about 20 us of the loop):
 #: a status builds a map of every slot and pipeline (~250 us), a registration a ring and an

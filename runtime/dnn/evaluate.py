@@ -11,13 +11,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+from fpgashare.catalogue.platform import Platform
 from fpgashare.dnn.models import get_model
 from fpgashare.dnn.network import Network
 from fpgashare.dnn.partition import partition
 from fpgashare.dnn.planning import link_model
 from fpgashare.dnn.reference import logits, run_network
 from fpgashare.errors import FrameError, NetworkError
-from fpgashare.platform import Platform
 
 BACKENDS = ("rtl", "reference")
 

@@ -17,9 +17,9 @@ def _unsupported_nodes(source) -> list[str]:
 
 def import_report(model: str, tiles: int, platform_name: str, out: str | None = None) -> tuple[dict, list[str]]:
     """(report, lines): the layers and the plan on ``tiles`` tiles of the platform, or the refusal."""
+    from fpgashare.catalogue.platform import load_platform
     from fpgashare.dnn.partition import partition
     from fpgashare.dnn.planning import link_model
-    from fpgashare.platform import load_platform
 
     source = onnx_path(model)
     if source is None:

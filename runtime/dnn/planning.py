@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from fpgashare.catalogue.platform import Platform
 from fpgashare.dnn.cycle_model import LinkModel
 from fpgashare.dnn.models import get_model
 from fpgashare.dnn.partition import Plan, partition
 from fpgashare.dnn.tile_format import DEFAULT_TILE, TileSpec
 from fpgashare.errors import NetworkError
-from fpgashare.platform import Platform
 
 _PLANS: dict[tuple, Plan] = {}
 _MISFITS: dict[tuple, str | None] = {}

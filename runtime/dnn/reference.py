@@ -58,10 +58,15 @@ def accumulate(x: np.ndarray, layer: Layer) -> np.ndarray:
     """int32 accumulators (bias included) of a conv/fc layer on int8 input [N, H, W, C]."""
     kh, kw = layer.kernel_hw(x.shape[1:])
     stride, pad = (1, 0) if layer.kind == "fc" else (layer.stride, layer.pad)
-    xp = np.pad(x.astype(np.int64), ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+    # In float64 through BLAS: int8 x int8 products sum exactly while |sum| < 2**53, i.e. for
+    # fewer than 2**53 / 128**2 (~5e11) terms per output, far beyond any layer a tile runs.
+    xp = np.pad(x.astype(np.float64), ((0, 0), (pad, pad), (pad, pad), (0, 0)))
     win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(1, 2))[:, ::stride, ::stride]
-    # win: [N, OH, OW, C, KH, KW]; weights: [OC, KH, KW, C]
-    acc = np.einsum("nhwcij,oijc->nhwo", win, layer.weights.astype(np.int64), optimize=True)
+    # win: [N, OH, OW, C, KH, KW]; weights: [OC, KH, KW, C] -> [C * KH * KW, OC] in win's order
+    n, oh, ow = win.shape[:3]
+    cols = win.reshape(n * oh * ow, -1)
+    w = layer.weights.astype(np.float64).transpose(3, 1, 2, 0).reshape(-1, layer.weights.shape[0])
+    acc = np.rint(cols @ w).astype(np.int64).reshape(n, oh, ow, -1)
     return wrap32(wrap32(acc) + layer.bias.astype(np.int64))
 
 

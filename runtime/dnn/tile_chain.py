@@ -12,15 +12,15 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from fpgashare.backends.shell_map import low_words, word_beats
 from fpgashare.bitstream.registry import build_config
+from fpgashare.catalogue.modules import KINDS
 from fpgashare.dnn.network import Network
 from fpgashare.dnn.partition import Plan
 from fpgashare.dnn.reference import quantize_input
 from fpgashare.dnn.tile_format import TileSpec, load_stream, pack_activations, unpack_activations
 from fpgashare.errors import FrameError, NetworkError
 from fpgashare.hdl_sim.cosim import Job, StreamPhase, run_alone
-from fpgashare.modules import KINDS
-from fpgashare.shell_map import low_words, word_beats
 
 log = logging.getLogger(__name__)
 

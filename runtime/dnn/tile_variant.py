@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from fpgashare.catalogue.toml_table import TomlTable
 from fpgashare.dnn.tile_format import DEFAULT_TILE, TileSpec
 from fpgashare.errors import ManifestError
-from fpgashare.toml_table import TomlTable
 
 #: Families with UltraRAM (platform.family values).
 URAM_FAMILIES = ("zynqmp",)

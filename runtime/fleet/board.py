@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 BOARD = "fpgashare_board"               #: every board node has 1
 STREAM = "fpgashare_stream_milli"       #: a board's stream time, thousandths
-LABEL_BOARD, LABEL_PLATFORM, LABEL_CAMERAS = "fpgashare.board", "fpgashare.platform", "fpgashare.cameras"
+LABEL_BOARD, LABEL_PLATFORM, LABEL_CAMERAS = "fpgashare.board", "fpgashare.catalogue.platform", "fpgashare.cameras"
 CAMERA_SEP = "."                        # label values allow [A-Za-z0-9._-]: cameras are joined by dots
 WATCH_PERIOD_S = 0.2                    # how often the agent checks its daemon is there
 DNN_WINDOW = 4                          # images in flight per DNN batch (the daemon's ring slots)
@@ -84,7 +84,7 @@ def connect_board(address: str, timeout: float):
     for a proxy node on a gateway; the token from ``$FPGASHARE_TOKEN_FILE``)."""
     if not address.startswith("tcp://"):
         return connect(address, timeout=timeout)
-    from fpgashare.tcp_listener import connect_tcp, load_token
+    from fpgashare.daemon.tcp_listener import connect_tcp, load_token
 
     host, _, port = address[len("tcp://"):].rpartition(":")
     token_file = os.environ.get("FPGASHARE_TOKEN_FILE")

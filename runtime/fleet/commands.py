@@ -1,4 +1,4 @@
-"""``fpgashare fleet up | status | bench``: what the CLI runs (runtime/cli.py builds the parser).
+"""``fpgashare fleet up | status | bench``: what the CLI runs (runtime/cli/main.py builds the parser).
 Imports without Ray; each command says how to install the ``fleet`` extra when Ray is missing."""
 
 from __future__ import annotations
@@ -101,8 +101,8 @@ def cmd_bench(args) -> int:
     """Place copies of the workload's real-time pipelines on 1..N boards until none admits another,
     then spread DNN images over the same boards; one table, every board count in one run."""
     require_ray()
+    from fpgashare.catalogue.workload import load_workload
     from fpgashare.fleet.local import LocalFleet
-    from fpgashare.workload import load_workload
 
     workload = load_workload(args.workload)
     boards = parse_boards(args.platforms or workload.platform.name, args.boards)

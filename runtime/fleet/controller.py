@@ -22,11 +22,11 @@ import time
 from dataclasses import dataclass
 
 import ray
+from fpgashare.catalogue.platform import load_platform as _load_platform
+from fpgashare.catalogue.workload import realtime_spec
 from fpgashare.errors import FpgashareError
 from fpgashare.fleet.board import BoardAgent, BoardInfo, board_resource, boards_from_nodes
 from fpgashare.fleet.events import BOARD_LOST
-from fpgashare.platform import load_platform as _load_platform
-from fpgashare.workload import realtime_spec
 
 log = logging.getLogger(__name__)
 

@@ -1,20 +1,6 @@
-"""Scheduling: the event-driven engine and the policies it runs (edf and the baselines)."""
+"""Scheduling, by layer: ``core`` (the event-driven engine, its clock, port and slots), ``analysis``
+(what admission proves: schedulability, arrival curves, mode changes), ``policies`` (``edf`` and the
+baselines), ``host`` (the CPU as a resource), ``board`` (partitions, the online path the daemon runs)
+and ``limits`` (what any scheduler could do).
 
-from __future__ import annotations
-
-from fpgashare.errors import FpgashareError
-from fpgashare.sched.baselines import FcfsPolicy, RrBundlePolicy, StaticPolicy
-from fpgashare.sched.edf import EdfPolicy
-from fpgashare.sched.fred import FredPolicy
-from fpgashare.sched.policy import Policy
-
-POLICIES: dict[str, type[Policy]] = {"edf": EdfPolicy, "rr-bundle": RrBundlePolicy, "fcfs": FcfsPolicy,
-                                     "static": StaticPolicy, "fred": FredPolicy}
-
-
-def make_policy(name: str) -> Policy:
-    """A fresh policy object by its command-line name."""
-    try:
-        return POLICIES[name]()
-    except KeyError:
-        raise FpgashareError(f"unknown scheduler {name!r}; known: {', '.join(POLICIES)}") from None
+The package itself imports nothing, so a layer can import another's modules without a cycle."""

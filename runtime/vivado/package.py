@@ -28,8 +28,8 @@ from pathlib import Path
 
 from fpgashare.bitstream.bitfile import bit_to_bin, parse_bit
 from fpgashare.bitstream.registry import INDEX_NAME, Registry, build_all, file_name, part_field
+from fpgashare.catalogue.platform import Platform
 from fpgashare.errors import BitstreamError, FpgashareError
-from fpgashare.platform import Platform
 
 log = logging.getLogger(__name__)
 

@@ -46,7 +46,7 @@ def test_installed_daemon_loads_through_the_fpga_manager(board_dirs, tmp_path):
     etc = tmp_path / "etc"
     packaged = subprocess.run([str(CLI), "board", "package", "--platform", "pynq-z2", "--out", str(etc),
                                "--relocatable", "--json"], capture_output=True, text=True, check=True)
-    from fpgashare.platform import load_platform
+    from fpgashare.catalogue.platform import load_platform
 
     modules = load_platform("pynq-z2").modules
     assert json.loads(packaged.stdout)["partials"] == len(modules)        # one file per module

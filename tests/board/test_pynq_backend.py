@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fpgashare.backends.shell_map import REG_CYCLES_HI, REG_CYCLES_LO, REG_ROUTE_OUT, ROUTE_ENABLE, slot_reg
+from fpgashare.backends.simrun import resolve_chain
 from fpgashare.bitstream.registry import build_all
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.vision_ref import chain_reference
+from fpgashare.catalogue.vision_timing import chain_cycles
 from fpgashare.errors import BitstreamError, FpgashareError
-from fpgashare.platform import load_platform
-from fpgashare.shell_map import REG_CYCLES_HI, REG_CYCLES_LO, REG_ROUTE_OUT, ROUTE_ENABLE, slot_reg
-from fpgashare.simrun import resolve_chain
-from fpgashare.vision_ref import chain_reference
-from fpgashare.vision_timing import chain_cycles
 
 pynq_device = pytest.importorskip("pynq.pl_server.embedded_device", reason="needs the board extra (pynq)")
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.board
 
 @pytest.mark.parametrize("name", ["pynq-z2", "zcu104"])
 def test_pynq_parses_every_generated_file_like_we_do(tmp_path, name):
-    from fpgashare.platform import load_platform
+    from fpgashare.catalogue.platform import load_platform
 
     platform = load_platform(name)
     entries = build_all(platform, tmp_path)

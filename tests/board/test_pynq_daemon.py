@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fpgashare.backends.simrun import resolve_chain
 from fpgashare.bitstream.registry import build_all
-from fpgashare.platform import load_platform
-from fpgashare.simrun import resolve_chain
-from fpgashare.vision_ref import chain_reference
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.vision_ref import chain_reference
 
 from tests.board.test_pynq_backend import FRAME_SHAPE, Buffer, FakeOverlay, FakeShell
 

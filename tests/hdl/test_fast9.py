@@ -10,8 +10,8 @@ import cocotb
 import cv2
 import numpy as np
 import pytest
-from fpgashare.modules import resolve_stage
-from fpgashare.vision_ref import fast9_keypoints, stage_reference
+from fpgashare.catalogue.modules import resolve_stage
+from fpgashare.catalogue.vision_ref import fast9_keypoints, stage_reference
 
 from tests.hdl.vision_tb import VisionTB, run_module
 

@@ -9,8 +9,8 @@ import cocotb
 import cv2
 import numpy as np
 import pytest
-from fpgashare.modules import resolve_stage
-from fpgashare.vision_ref import binary_moments
+from fpgashare.catalogue.modules import resolve_stage
+from fpgashare.catalogue.vision_ref import binary_moments
 
 from tests.hdl.vision_tb import VisionTB, run_module, sizes_to_test
 

@@ -21,10 +21,7 @@ import pytest
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
-from fpgashare.bitstream.registry import build_config
-from fpgashare.modules import KINDS, register_words, resolve_stage
-from fpgashare.platform import load_platform, manifest_at_pixels_per_clock
-from fpgashare.shell_map import (
+from fpgashare.backends.shell_map import (
     MODULE_WINDOW,
     REG_CFG_CTRL,
     REG_CFG_STATUS,
@@ -38,7 +35,10 @@ from fpgashare.shell_map import (
     slot_module_of,
     slot_reg,
 )
-from fpgashare.vision_ref import chain_reference
+from fpgashare.bitstream.registry import build_config
+from fpgashare.catalogue.modules import KINDS, register_words, resolve_stage
+from fpgashare.catalogue.platform import load_platform, manifest_at_pixels_per_clock
+from fpgashare.catalogue.vision_ref import chain_reference
 
 ROWS, COLS = 16, 24
 MODULES = ("conv3x3", "threshold", "sobel_mag", "downscale2x")

@@ -11,8 +11,8 @@ import cocotb
 import cv2
 import numpy as np
 import pytest
-from fpgashare.modules import TEMPLATE_SIDE, resolve_stage, template_registers
-from fpgashare.vision_ref import template_best
+from fpgashare.catalogue.modules import TEMPLATE_SIDE, resolve_stage, template_registers
+from fpgashare.catalogue.vision_ref import template_best
 
 from tests.hdl.vision_tb import VisionTB, run_module
 

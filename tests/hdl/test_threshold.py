@@ -5,8 +5,8 @@ from __future__ import annotations
 import cocotb
 import numpy as np
 import pytest
-from fpgashare.modules import THRESHOLD_TYPES, resolve_stage
-from fpgashare.vision_ref import stage_reference
+from fpgashare.catalogue.modules import THRESHOLD_TYPES, resolve_stage
+from fpgashare.catalogue.vision_ref import stage_reference
 
 from tests.hdl.vision_tb import VisionTB, run_module
 

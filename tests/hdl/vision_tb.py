@@ -25,7 +25,7 @@ from cocotbext.axi import (
     AxiStreamSink,
     AxiStreamSource,
 )
-from fpgashare.modules import Stage, register_words
+from fpgashare.catalogue.modules import Stage, register_words
 
 
 async def clock_and_reset(dut, cycles: int = 4) -> None:

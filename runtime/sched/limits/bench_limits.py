@@ -15,9 +15,9 @@ from __future__ import annotations
 import logging
 import time
 
+from fpgashare.catalogue.workload import Workload
 from fpgashare.sched.limits import belady, caps, dnn_windows
 from fpgashare.sched.limits.jobs import TICK_S, check_fits, frame_jobs, realtime
-from fpgashare.workload import Workload
 
 log = logging.getLogger(__name__)
 

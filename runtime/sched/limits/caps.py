@@ -20,9 +20,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from fpgashare.platform import Platform
+from fpgashare.catalogue.platform import Platform
+from fpgashare.catalogue.workload import PipelineSpec
 from fpgashare.sched.limits.jobs import TICK_S, Job
-from fpgashare.workload import PipelineSpec
 
 
 def shortest_load_s(platform: Platform) -> float:

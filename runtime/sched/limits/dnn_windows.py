@@ -22,7 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fpgashare.platform import Platform
+from fpgashare.catalogue.platform import Platform
 
 
 @dataclass(frozen=True)

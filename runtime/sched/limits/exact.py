@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from fpgashare.platform import Platform
+from fpgashare.catalogue.platform import Platform
 from fpgashare.sched.limits import require_ortools
 from fpgashare.sched.limits.jobs import Job, load_ticks
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from fpgashare.catalogue.platform import Platform
+from fpgashare.catalogue.workload import PipelineSpec, Workload
 from fpgashare.errors import FpgashareError
-from fpgashare.platform import Platform
-from fpgashare.workload import PipelineSpec, Workload
 
 #: Seconds per tick of the exact model (100 ns: frames of a few microseconds keep their length).
 TICK_S = 1e-7
@@ -102,7 +102,7 @@ def load_ticks(platform: Platform) -> dict[int, int]:
 
 def check_fits(jobs: list[Job], platform: Platform) -> None:
     """Every job's modules must fit distinct compatible slots, and its length its window."""
-    from fpgashare.passes import fits
+    from fpgashare.catalogue.passes import fits
 
     for job in jobs:
         if not fits(job.modules, platform):

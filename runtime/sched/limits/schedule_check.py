@@ -15,7 +15,7 @@ import itertools
 from collections import Counter
 from collections.abc import Sequence
 
-from fpgashare.platform import Platform
+from fpgashare.catalogue.platform import Platform
 from fpgashare.sched.limits.exact import Schedule
 from fpgashare.sched.limits.jobs import Job
 

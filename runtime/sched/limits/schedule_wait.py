@@ -1,4 +1,4 @@
-"""Port time of a schedule as the engine counts it (runtime/sched/engine.py): *exposed* while the
+"""Port time of a schedule as the engine counts it (runtime/sched/core/engine.py): *exposed* while the
 port loads and no job computes, *stalled* while, besides, a released job has not started (a frame
 waits for the port). A pass after the first is released when the pass before it ends."""
 

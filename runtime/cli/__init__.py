@@ -1,0 +1,1 @@
+"""The ``fpgashare`` command line: the parser (``main``) and what each command runs."""

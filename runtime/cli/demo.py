@@ -1,0 +1,443 @@
+"""``fpgashare demo``: the example apps share one simulated FPGA for real.
+
+A daemon on the simulated board (the shell in RTL: every bitstream through the configuration
+port, every frame through the modules, every DNN image through the dnn_tile) serves the example
+apps, each its own process: by default the edge detector (30 fps), the motion detector (60 fps),
+the colour tracker (30 fps) and the digit reader (best effort, ``printed_digits`` on the DNN
+tiles), on the ZCU104 at four pixels per clock (``zcu104-x4``) and one synthetic 640x480 video
+made here with OpenCV (a textured ground, moving shapes, printed digits). Afterwards: a Perfetto
+trace, a Gantt picture of the whole run, the edge detector's side-by-side video, a summary per
+pipeline, how busy the fabric was, and how many of the printed digits the reader read right
+(scored against what the video printed).
+
+Wall time goes mostly to partial loads: the RTL takes each 1 MB partial word by word (about
+0.12 s of CPU per load since each slot simulates only its loaded module, docs/simulated-board.md;
+0.5 s before), and three real-time chains of 3-4 stages on two slots a stream swap modules every
+frame (356 loads in 30 frames). The board simulates only the modules the apps use (``app_modules``).
+So the default is a short video (4 frames), which keeps the README's first command near a minute
+from an empty build cache; 30 frames take about a hundred seconds with the builds cached (the
+measured figures are in docs/simulated-board.md).
+
+Time: the daemon's clock runs with the wall clock while the board is idle and stands still while
+the RTL simulation is slower than the hardware it stands for, so every frame and load takes its
+hardware time on it (see runtime/sched/core/clock.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+from fpgashare.errors import FpgashareError
+
+log = logging.getLogger(__name__)
+
+#: The example apps the demo can run, and the pipeline each registers with the daemon.
+APP_PIPELINES = {"edge_detect": "edges", "motion": "motion", "colour_track": "colour", "corners": "corners",
+                 "template_track": "template", "digits": "digits"}
+APPS = ("edge_detect", "motion", "colour_track", "digits")
+#: The demo's board: the ZCU104 at four pixels per clock (bitstreams/zcu104-x4.toml), every app's
+#: chain at NPPC 4 (colour tracking's RGB and motion's frame pairs in 32-bit lanes of a 128-bit beat).
+DEMO_PLATFORM = "zcu104-x4"
+DEMO_SIZE = (480, 640)
+#: Frames of the demo's video. Four keep the README's first command (install, build, run) within a
+#: minute here with four apps at 640x480: partial loads take most of the wall time (a 1 MB partial
+#: goes through the RTL port word by word, about 0.45 s each), and each frame period needs about
+#: eleven (three real-time chains of 3-4 stages on two slots a stream). ``--frames`` runs longer videos.
+DEMO_FRAMES = 4
+#: The most video streams the demo's daemon uses: the board is partitioned as the apps register
+#: (runtime/sched/board/relayout.py), so the apps' frames may compute side by side. Chains of 3-4 stages
+#: reload every frame whether on one stream or two.
+DEMO_STREAMS = 2
+
+#: Wall seconds per board second while the board idles. The daemon and three app processes share
+#: the host's cores, and a few ms the daemon waits for one would pass for board time at 1 (loads
+#: and frames already take exactly their hardware time: the clock is held while the RTL runs).
+#: At 1, late motion frames happened in some runs on a shared host; on two streams each chain runs
+#: in two passes, closer to its deadline, and three demos at once on two cores once lost a motion
+#: frame at 4; none at 8 (the wall time grows by ~2 s: the board idles at most ~0.5 s).
+DEMO_DILATION = 8.0
+
+
+def app_modules(apps: tuple[str, ...]) -> list[str]:
+    """The module kinds the apps' pipelines use (presets resolved to their module): the demo's
+    library. The shell model instantiates every module of a slot's library in every slot, so a
+    library of only these is about a third of the C++ of the platform's whole catalogue (it builds in
+    about 18 s of CPU here instead of 30 with the same flags) and simulates a little faster (partial
+    loads by about 15%, frames 25%, idle cycles 2x)."""
+    import importlib
+
+    from fpgashare.catalogue.modules import expand_chain, resolve_stage
+
+    kinds: set[str] = set()
+    for app in apps:
+        if app == "digits":   # the reader's network runs on the DNN tiles
+            kinds.add("dnn_tile")
+            continue
+        chain = importlib.import_module(f"fpgashare.apps.{app}").CHAIN
+        kinds.update(resolve_stage(name).kind.name for name in expand_chain(chain))
+    return sorted(kinds)
+
+
+def demo_platform(platform_name: str, apps: tuple[str, ...], folder: Path):
+    """The platform with its catalogue cut down to ``app_modules(apps)``, written to ``folder``:
+    same slots, clocks, port and module ids, so the same schedules and outputs."""
+    from fpgashare.catalogue.platform import load_platform, manifest_at_pixels_per_clock
+
+    base = load_platform(platform_name)
+    wanted = app_modules(apps)
+    missing = [m for m in wanted if m not in base.modules]
+    if missing:
+        raise FpgashareError(f"platform {base.name} has no {', '.join(missing)}, which the demo's apps need")
+    return load_platform(manifest_at_pixels_per_clock(base.path, base.pixels_per_clock, folder / "platform.toml",
+                                                      wanted))
+
+
+def registration_order(apps: tuple[str, ...]) -> list[str]:
+    """The apps by how much of the board they need, the shortest period first, the digit reader (best
+    effort) last. The daemon places a registering pipeline in the partition where it adds fewest
+    loads/s, with partitions fixed, so the order fixes the placement: registered first, the 60 fps
+    motion chain gets a partition of its own, and the 30 fps chains share the other. In whatever
+    order processes happened to connect, motion could land beside a 30 fps chain and not fit the
+    fabric (measured: its last two stages on the CPU in 1 of 3 loaded runs)."""
+    import importlib
+
+    def period(app: str) -> float:
+        return float("inf") if app == "digits" else importlib.import_module(f"fpgashare.apps.{app}").PERIOD_MS
+
+    return sorted(apps, key=period)
+
+
+def _await_registration(daemon, pipeline: str, proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
+    """Until ``pipeline`` is registered (or its app has exited: its error is reported later)."""
+    deadline = time.monotonic() + timeout_s
+    while pipeline not in daemon.registered() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``ROWSxCOLS`` -> (rows, cols): at least 240x320 (below it the printed digits are a dozen
+    pixels tall and the reader misses some) and multiples of 4 (the motion app halves the frame;
+    four pixels per clock need widths divisible by 4)."""
+    try:
+        rows, cols = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise FpgashareError(f"--size must be ROWSxCOLS, not {text!r}") from None
+    if rows < 240 or cols < 320 or rows % 4 or cols % 4 or rows * cols > 1920 * 1080:
+        raise FpgashareError(f"--size {text}: need at least 240x320, at most 1920x1080 pixels, both multiples of 4")
+    return rows, cols
+
+
+def parse_apps(text: str) -> tuple[str, ...]:
+    """Comma-separated app names -> a tuple, each checked against ``APP_PIPELINES``."""
+    apps = tuple(a.strip() for a in text.split(",") if a.strip())
+    unknown = [a for a in apps if a not in APP_PIPELINES]
+    if unknown or not apps or len(set(apps)) != len(apps):
+        raise FpgashareError(f"--apps {text!r}: give each of {', '.join(APP_PIPELINES)} at most once"
+                             + (f" ({', '.join(unknown)} unknown)" if unknown else ""))
+    return apps
+
+
+def _texture(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
+    """A static dark ground with some texture, tinted, below the digit reader's threshold."""
+    import cv2
+
+    low = rng.normal(0, 1, (max(2, rows // 24), max(2, cols // 24), 3))
+    tex = cv2.resize(low, (cols, rows), interpolation=cv2.INTER_CUBIC)
+    fine = rng.normal(0, 1, (rows, cols, 1))
+    return np.clip(45 + 14 * tex + 5 * fine, 10, 90).astype(np.uint8)
+
+
+def demo_frames(frames: int, size: tuple[int, int] = (120, 160), seed: int = 3):
+    """The demo's video, frame by frame: (BGR frame, the digits printed on it). A textured ground,
+    an orange ball and a blue box moving across, and two groups of printed digits: four large ones
+    at the bottom (cv2.FONT_HERSHEY_SIMPLEX) that change every third frame, two smaller ones at the
+    top right (DUPLEX) that drift; every frame blurred and noised a little, like a camera's."""
+    import cv2
+    from fpgashare.dnn.printed_digits import DEMO_FONTS, print_digit, text_scale
+
+    rows, cols = size
+    rng = np.random.default_rng(seed)
+    ground = _texture(rng, rows, cols)
+    big, small = rows / 7, max(16.0, rows / 10)
+    groups = [  # (font, height, thickness, x of the first digit, baseline, pitch, drift per frame)
+        (DEMO_FONTS[0], big, max(2, round(big / 11)), cols // 16, rows - rows // 12, big * 0.95, 0),
+        (DEMO_FONTS[1], small, max(2, round(small / 10)), cols - cols // 3, rows // 6, small * 1.05, -cols / 160)]
+    values: list[np.ndarray] = []
+    for k in range(frames):
+        if k % 3 == 0:
+            values = [rng.integers(0, 10, 4), rng.integers(0, 10, 2)]
+        frame = ground.copy()
+        radius = rows // 8
+        x = int((k * cols / 24) % (cols + 2 * radius)) - radius
+        cv2.circle(frame, (x, rows // 3), radius, (0, 180, 255), -1, cv2.LINE_AA)
+        bx = cols - cols // 4 - int(k * cols / 48) % (cols // 2)
+        cv2.rectangle(frame, (bx, rows // 2), (bx + cols // 6, rows // 2 + rows // 6), (255, 90, 30), -1)
+        printed = []
+        for (font, height, thick, x0, base, pitch, drift), digits in zip(groups, values, strict=True):
+            for i, digit in enumerate(digits):
+                org = (int(x0 + i * pitch + k * drift), int(base))
+                printed.append(print_digit(frame, int(digit), org, font, text_scale(height, font), thick,
+                                           (235, 235, 235)))
+        frame = cv2.GaussianBlur(frame, (3, 3), 0.7)
+        frame = np.clip(frame + rng.normal(0, 2, frame.shape), 0, 255).astype(np.uint8)
+        yield frame, printed
+
+
+def write_video(path: Path, frames: int, size: tuple[int, int] = (120, 160), seed: int = 3) -> list[list]:
+    """Write :func:`demo_frames` with OpenCV (MJPG) at 30 fps; return the digits printed per frame."""
+    import cv2
+
+    rows, cols = size
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 30, (cols, rows))
+    if not writer.isOpened():
+        raise FpgashareError(f"OpenCV cannot write {path}")
+    truth = []
+    for frame, printed in demo_frames(frames, size, seed):
+        writer.write(frame)
+        truth.append(printed)
+    writer.release()
+    return truth
+
+
+def make_video(path: Path, frames: int, size: tuple[int, int] = (120, 160), seed: int = 3) -> Path:
+    """Write the demo's video (:func:`write_video`); return its path."""
+    write_video(path, frames, size, seed)
+    return path
+
+
+def score_readings(truth: list[list], readings: list[dict]) -> dict:
+    """How many printed digits the reader read right: each printed digit against the reading whose
+    box holds its centre in the same frame (printed_digits.match)."""
+    from fpgashare.dnn.printed_digits import NOT_A_DIGIT, match
+
+    printed = right = 0
+    for k, digits in enumerate(truth):
+        found = [(tuple(r["box"]), r["label"]) for r in readings if r["frame"] == k]
+        labels = match(digits, found)
+        printed += len(digits)
+        right += sum(label == d.digit for d, label in zip(digits, labels, strict=True))
+    not_digits = sum(r["label"] == NOT_A_DIGIT for r in readings)
+    return {"printed": printed, "read_right": right, "accuracy": round(right / printed, 4) if printed else None,
+            "not_digits": not_digits}
+
+
+def fabric_busy(events, slots: int) -> dict:
+    """Busy fractions over the run's active span (first to last event on a slot or the port): the
+    slots computing (frames and DNN batches), the port loading, and slots either computing or being
+    loaded."""
+    active = [e for e in events if e.track.startswith(("slot", "port"))]
+    if not active:
+        return {"span_s": 0.0, "slots_computing": 0.0, "port_loading": 0.0, "slots_computing_or_loading": 0.0}
+    t0, t1 = min(e.start for e in active), max(e.end for e in active)
+    span = max(t1 - t0, 1e-12)
+    compute = sum(e.end - e.start for e in active if e.track.startswith("slot"))
+    load = sum(e.end - e.start for e in active if e.track == "port")
+    # A load blanks exactly one slot for its duration, so slot time computing or loading adds up.
+    return {"span_s": round(span, 6), "slots_computing": round(compute / (span * slots), 4),
+            "port_loading": round(load / span, 4),
+            "slots_computing_or_loading": round((compute + load) / (span * slots), 4)}
+
+
+def stream_use(events) -> dict:
+    """Which pipelines each video stream carried, and the board time two or more streams carried
+    work at once (space sharing; 0 on one stream)."""
+    spans = [e for e in events if e.track.startswith("stream")]
+    carried: dict[str, set] = {}
+    for e in spans:
+        carried.setdefault(e.track, set()).add(e.args.get("pipeline"))
+    edges = sorted([(e.start, 1) for e in spans] + [(e.end, -1) for e in spans])
+    together, depth, last = 0.0, 0, 0.0
+    for t, step in edges:
+        if depth >= 2:
+            together += t - last
+        depth, last = depth + step, t
+    return {"carried": {k: sorted(v) for k, v in sorted(carried.items())}, "together_s": round(together, 6)}
+
+
+#: The backend's methods that do the board's work, and what the demo calls them.
+METERED = (("_load", "loads"), ("_run_frame", "frames"), ("_run_dnn", "dnn_batches"))
+
+
+class WallMeter:
+    """Wall seconds and counts the backend spends in its three operations (partial loads, frames,
+    DNN batches): where a demo's wall time goes. Wraps the backend instance's methods."""
+
+    def __init__(self, backend) -> None:
+        self.wall = {key: 0.0 for _, key in METERED}
+        self.count = {key: 0 for _, key in METERED}
+        for method, key in METERED:
+            setattr(backend, method, self._timed(getattr(backend, method), key))
+
+    def _timed(self, fn, key: str):
+        def timed(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.wall[key] += time.perf_counter() - started
+                self.count[key] += 1
+        return timed
+
+    def summary(self) -> dict:
+        return {key: {"count": self.count[key], "wall_s": round(self.wall[key], 2)} for key in self.wall}
+
+
+class Progress:
+    """A one-line progress report on stderr while the apps run."""
+
+    def __init__(self, daemon, expected: int) -> None:
+        self.daemon, self.expected = daemon, expected
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            done = sum(self.daemon.outcomes.values())
+            filled = int(30 * min(1.0, done / max(1, self.expected)))
+            sys.stderr.write(f"\r  [{'#' * filled}{'.' * (30 - filled)}] {done}/{self.expected} frames and images, "
+                             f"board time {self.daemon.clock.now():6.2f} s")
+            sys.stderr.flush()
+
+    def __enter__(self) -> Progress:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        sys.stderr.write("\n")
+
+
+def run_demo(platform_name: str = DEMO_PLATFORM, out: str | Path = "out/demo", frames: int = DEMO_FRAMES,
+             backend_name: str = "sim", progress: bool = True, dilation: float = DEMO_DILATION,
+             size: tuple[int, int] = DEMO_SIZE, apps: tuple[str, ...] = APPS, dump: bool = False,
+             streams: int = DEMO_STREAMS) -> dict:
+    """Run ``apps`` (names from ``APP_PIPELINES``) as processes against a daemon on the simulated
+    board, on ``frames`` frames of ``size`` (rows, cols); return the summary. With ``dump``, the
+    vision apps also write their inputs and outputs to ``out/<app>.npz`` (``files['dump_<app>']``)
+    for checking against OpenCV."""
+    from fpgashare.backends import make_backend
+    from fpgashare.catalogue.platform import load_platform
+    from fpgashare.cli.trace import write_gantt, write_trace
+    from fpgashare.daemon import Daemon, DaemonThread
+
+    unknown = [a for a in apps if a not in APP_PIPELINES]
+    if unknown or not apps:
+        raise FpgashareError(f"demo apps: unknown {', '.join(unknown) or '(none given)'}; "
+                             f"choose from {', '.join(APP_PIPELINES)}")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    video = out / "input.avi"
+    truth = write_video(video, frames, size)
+    board_name = load_platform(platform_name).name
+    platform = demo_platform(platform_name, apps, out)
+    log.info("building or reusing the %s shell model with %s (first run builds it: about 15 s of CPU)", board_name,
+             ", ".join(platform.modules))
+    backend = make_backend(backend_name, platform)
+    meter = WallMeter(backend)
+    sock = out / "fpgashare.sock"
+    files = {"trace": str(out / "trace.json"), "gantt": str(out / "gantt.png")}
+    if "edge_detect" in apps:
+        files["video"] = str(out / "edges.mp4")
+    readings = out / "digits.json"
+    started = time.perf_counter()
+    daemon = Daemon(backend, sock, dilation=dilation, streams=streams)
+    with DaemonThread(daemon):
+        procs = {}
+        order = registration_order(apps)
+        for app in order:
+            if app != order[0]:     # the most demanding app first: the partition it joins is then its own
+                _await_registration(daemon, APP_PIPELINES[order[0]], procs[order[0]])
+            extra = ["--out", files["video"] if app == "edge_detect" else str(out / f"{app}.mp4")]
+            if app == "digits":
+                extra += ["--readings", str(readings)]
+            elif dump:
+                files[f"dump_{app}"] = str(out / f"{app}.npz")
+                extra += ["--dump", files[f"dump_{app}"]]
+            cmd = [sys.executable, "-m", f"fpgashare.apps.{app}", "--video", str(video), "--socket", str(sock),
+                   "--size", f"{size[0]}x{size[1]}", *extra]
+            procs[app] = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # The motion app skips the first frame; the digit reader sends every bright blob (the six
+        # digits and the ball, most frames).
+        expected = sum({"motion": frames - 1, "digits": 7 * frames}.get(app, frames) for app in apps)
+        with Progress(daemon, expected) if progress else contextlib.nullcontext():
+            results = {app: proc.communicate(timeout=900) for app, proc in procs.items()}
+        engine = daemon.engine
+        write_trace(engine.trace, files["trace"], f"fpgashare demo on {board_name}")
+        busy = fabric_busy(engine.trace, len(engine.slots.slots))
+        first = min((e.start for e in engine.trace if e.track.startswith(("slot", "port"))), default=0.0)
+        # The whole run from the first load: streams, loads and DNN batches side by side.
+        write_gantt(engine.trace, files["gantt"], f"fpgashare demo on the simulated {board_name}: "
+                    f"{size[1]}x{size[0]}, slots {100 * busy['slots_computing_or_loading']:.0f}% busy",
+                    (first, first + busy["span_s"]))
+        streams_used = stream_use(engine.trace)
+        board_s = daemon.clock.now()
+        dnn_images = sum(engine.dnn_images.values())
+    port = engine.slots.port            # once the daemon has stopped: a load it started last is counted
+    apps_out = {}
+    for app, (stdout, stderr) in results.items():
+        if procs[app].returncode != 0:
+            raise FpgashareError(f"app {app} failed (exit {procs[app].returncode}): {stderr.strip()[-400:]}")
+        apps_out[app] = dict(item.split("=", 1) for item in stdout.split())
+        apps_out[app]["notes"] = [line for line in stderr.splitlines() if line.startswith("apps:")]
+    pipelines = {}
+    for name, stats in daemon.per_pipeline.items():
+        lat, counts = stats["latencies_ms"], stats["outcomes"]
+        pipelines[name] = {"class": stats["class"], "frames": sum(counts.values()),
+                           "on_time": counts.get("on_time", counts.get("done", 0)), "late": counts.get("late", 0),
+                           "dropped": counts.get("dropped", 0),
+                           "latency_ms_p99": round(float(np.percentile(lat, 99)), 3) if lat else None}
+    summary = {"platform": board_name, "modules": list(platform.modules), "backend": backend.name,
+               "size": list(size), "frames": frames, "streams": streams_used,
+               "pipelines": pipelines,
+               "totals": {"reconfigurations": port.loads, "port_busy_s": round(port.busy_s, 6),
+                          "slot_utilization": busy["slots_computing"], "fabric": busy, "dnn_images": dnn_images,
+                          "dnn_images_per_s": round(dnn_images / board_s, 1) if board_s else 0.0,
+                          "board_s": round(board_s, 3), "wall_s": round(time.perf_counter() - started, 1),
+                          "wall_by_operation": meter.summary()},
+               "apps": apps_out, "files": files}
+    if "digits" in apps:
+        summary["digit_reader"] = score_readings(truth, json.loads(readings.read_text()))
+    return summary
+
+
+def report_lines(summary: dict) -> list[str]:
+    t = summary["totals"]
+    rows, cols = summary["size"]
+    lines = [f"fpgashare demo: {len(summary['apps'])} apps on the simulated {summary['platform']} "
+             f"({summary['backend']} backend), {summary['frames']} frames of {cols}x{rows}, "
+             f"{t['board_s']:.2f} s of board time in {t['wall_s']:.0f} s of wall time",
+             f"  {'pipeline':10s} {'class':10s} {'frames':>6s} {'on time':>7s} {'late':>5s} {'dropped':>7s} "
+             f"{'p99 ms':>7s}"]
+    for name, p in summary["pipelines"].items():
+        p99 = "-" if p["latency_ms_p99"] is None else f"{p['latency_ms_p99']:.2f}"
+        lines.append(f"  {name:10s} {p['class']:10s} {p['frames']:6d} {p['on_time']:7d} {p['late']:5d} "
+                     f"{p['dropped']:7d} {p99:>7s}")
+    fab = t["fabric"]
+    lines.append(f"  {t['reconfigurations']} partial loads, port busy {t['port_busy_s'] * 1e3:.1f} ms; over the "
+                 f"{fab['span_s'] * 1e3:.0f} ms the board worked, slots {100 * fab['slots_computing']:.0f}% computing "
+                 f"({100 * fab['slots_computing_or_loading']:.0f}% with loads), port {100 * fab['port_loading']:.0f}% "
+                 f"loading; DNN {t['dnn_images']} images ({t['dnn_images_per_s']:.0f}/s of board time)")
+    use = summary["streams"]
+    lines.append("  streams: " + "; ".join(f"{k} {', '.join(v)}" for k, v in use["carried"].items())
+                 + f"; two or more computing at once for {use['together_s'] * 1e3:.1f} ms")
+    ops = t["wall_by_operation"]
+    lines.append("  wall time in the backend: " + ", ".join(f"{v['count']} {k.replace('_', ' ')} {v['wall_s']:.1f} s"
+                                                           for k, v in ops.items()))
+    if "digit_reader" in summary:
+        d = summary["digit_reader"]
+        lines.append(f"  digit reader: {d['read_right']}/{d['printed']} printed digits read right "
+                     f"({100 * (d['accuracy'] or 0):.1f}%), {d['not_digits']} blobs called no digit")
+    for result in summary["apps"].values():
+        for note in result["notes"]:
+            lines.append(f"  {note.split(':', 1)[1].strip()}")
+    lines.append("  wrote " + ", ".join(summary["files"].values()))
+    return lines

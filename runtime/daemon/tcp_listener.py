@@ -1,0 +1,449 @@
+"""An authenticated TCP listener for a board's daemon, and its client: how a board that cannot run
+a Ray node (PYNQ-Z2: armv7, 512 MB) joins a fleet through a proxy node on a gateway host.
+
+It is off by default and needs no change to the daemon: ``python -m fpgashare.daemon.tcp_listener`` runs
+beside the daemon on the board, takes TCP connections and speaks to the daemon's Unix socket as an
+ordinary client (one client connection per TCP connection), so frames cross the LAN once and land
+in the daemon's shared-memory ring there.
+
+Authentication: a shared token (a file, mode 0600, the same on the board and the gateway). The
+listener opens with a random 32-byte challenge; the client answers HMAC-SHA256(token, challenge)
+with a challenge of its own, which the listener answers the same way (so the client knows it
+reached a board that holds the token too). A wrong answer ends the connection before any request is
+read. The token is never sent. There is no encryption: keep the listener on a trusted LAN or a
+tunnel (WireGuard, SSH).
+
+Messages: the daemon's framing (4-byte big-endian length, msgpack map with an id), at most
+``MAX_TCP_MESSAGE`` bytes because frames travel inline: a submit carries the frame's bytes, shape
+and dtype; its reply the output's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import contextlib
+import hmac
+import logging
+import math
+import os
+import secrets
+import socket
+import socketserver
+import sys
+import threading
+import time
+from pathlib import Path
+
+import msgpack
+from fpgashare.cli.inputs import host_port
+from fpgashare.client import AdmissionRejected, DaemonError, DeadlineMissed, FrameDropped, FrameFailed, connect
+from fpgashare.client.pipeline import DnnPipeline
+from fpgashare.client.tcp import TcpFpga, connect_tcp  # noqa: F401  (the client, where it was first)
+from fpgashare.daemon.limits import RateLimiter
+from fpgashare.errors import FpgashareError
+from fpgashare.wire.protocol import ProtocolError
+from fpgashare.wire.tcp_wire import CHALLENGE_BYTES, DEFAULT_PORT, HEADER, MAX_TCP_MESSAGE, PROTOCOL
+from fpgashare.wire.tcp_wire import array as _array
+from fpgashare.wire.tcp_wire import pack_array as _pack_array
+from fpgashare.wire.tcp_wire import proof as _proof
+from fpgashare.wire.tcp_wire import recv as _recv
+from fpgashare.wire.tcp_wire import recv_exact as _recv_exact
+from fpgashare.wire.tcp_wire import send as _send
+
+log = logging.getLogger(__name__)
+
+AUTH_TIMEOUT_S = 5.0             #: the whole handshake's deadline, however slowly its bytes come
+MIN_TOKEN_BYTES = 16
+MIN_TOKEN_BITS = 48
+FRAME_WAIT_S = 30.0              #: a remote frame's wait for its outcome; past it: ``busy`` (its slot comes back later)
+
+
+def load_token(path: str | Path) -> bytes:
+    """The shared token from ``path``; refuses a file others can read or write, one owned by
+    another user than root (or the listener's own), and a token that does not look random."""
+    path = Path(path)
+    try:
+        info = path.stat()
+        token = path.read_bytes().strip()
+    except OSError as exc:
+        raise FpgashareError(f"token file {path}: {exc.strerror or exc}") from None
+    if info.st_mode & 0o077:
+        raise FpgashareError(f"token file {path}: readable by others (mode {oct(info.st_mode & 0o777)}); chmod 600 it")
+    if info.st_uid not in (0, os.geteuid()):
+        raise FpgashareError(f"token file {path}: owned by uid {info.st_uid}, not root; whoever owns it can "
+                             "change it (chown root it)")
+    check_token(token, f"token file {path}")
+    return token
+
+
+def token_bits(token: bytes) -> float:
+    """An estimate of the token's entropy: its length times the empirical entropy of its bytes,
+    scaled by the share of its 4-byte windows that differ (a repeated word has few): a lower bound
+    for a random token's, far under it for a repeated or patterned one."""
+    if not token:
+        return 0.0
+    counts = [token.count(b) for b in set(token)]
+    bits = -len(token) * sum(c / len(token) * math.log2(c / len(token)) for c in counts)
+    windows = [token[i:i + 4] for i in range(len(token) - 3)]
+    return bits * len(set(windows)) / len(windows) if windows else bits
+
+
+def check_token(token: bytes, what: str = "the TCP listener's token") -> None:
+    """Refuse a token shorter than MIN_TOKEN_BYTES or under MIN_TOKEN_BITS of estimated entropy
+    (32 zero bytes, a word repeated): make one with ``head -c 32 /dev/urandom | base64``."""
+    if len(token) < MIN_TOKEN_BYTES:
+        raise FpgashareError(f"{what}: a token needs at least {MIN_TOKEN_BYTES} bytes, has {len(token)}")
+    bits = token_bits(token)
+    if bits < MIN_TOKEN_BITS:
+        raise FpgashareError(f"{what}: does not look random ({bits:.0f} bits by its byte counts, "
+                             f"at least {MIN_TOKEN_BITS} needed); make one with head -c 32 /dev/urandom | base64")
+
+
+class TokenQuota:
+    """What the holders of the token may use together (every remote client shares one token, so
+    these are per token): connections (authenticated, and still in the handshake), pipelines,
+    requests a second, and bytes of inline frames in flight (read and not yet answered) — a body
+    is read only once its bytes fit, so a flood of frames waits in TCP's window, not in memory."""
+
+    def __init__(self, connections: int, handshakes: int, pipelines: int, messages_per_s: float,
+                 inline_bytes: int) -> None:
+        self.connections, self.handshakes, self.pipelines = connections, handshakes, pipelines
+        self.inline_bytes = inline_bytes
+        self.rate = RateLimiter(messages_per_s)
+        self._lock = threading.Condition()
+        self.open = self.shaking = self.registered = self.in_flight = 0
+
+    def enter(self) -> bool:
+        with self._lock:
+            if self.open >= self.connections or self.shaking >= self.handshakes:
+                return False
+            self.open += 1
+            self.shaking += 1
+            return True
+
+    def shaken(self) -> None:
+        with self._lock:
+            self.shaking -= 1
+
+    def leave(self, shaking: bool) -> None:
+        with self._lock:
+            self.open -= 1
+            self.shaking -= shaking
+
+    def take_rate(self) -> float:
+        """0 if a request may go now, else how long to wait for one."""
+        with self._lock:
+            return 0.0 if self.rate.take() else max(self.rate.wait_s(), 1e-3)
+
+    def reserve(self, nbytes: int, timeout: float) -> bool:
+        with self._lock:
+            return self._lock.wait_for(lambda: self.in_flight + nbytes <= self.inline_bytes, timeout) and \
+                self._add(nbytes)
+
+    def _add(self, nbytes: int) -> bool:
+        self.in_flight += nbytes
+        return True
+
+    def release(self, nbytes: int) -> None:
+        with self._lock:
+            self.in_flight -= nbytes
+            self._lock.notify_all()
+
+    def add_pipeline(self) -> bool:
+        with self._lock:
+            if self.registered >= self.pipelines:
+                return False
+            self.registered += 1
+            return True
+
+    def drop_pipeline(self) -> None:
+        with self._lock:
+            self.registered -= 1
+
+
+def _quota(rid, limit: str, value, detail: str) -> dict:
+    return {"id": rid, "ok": False, "error": {"kind": "quota", "message": f"{detail}: limit {limit} = {value}"}}
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    server: TcpListener
+
+    def handle(self) -> None:
+        sock: socket.socket = self.request
+        peer = f"{self.client_address[0]}:{self.client_address[1]}"
+        quota = self.server.quota
+        shaking = True
+        try:
+            if not self._authenticate(sock, peer):
+                return
+            quota.shaken()
+            shaking = False
+            self._serve(sock, peer, quota)
+        finally:
+            quota.leave(shaking)
+
+    def _serve(self, sock: socket.socket, peer: str, quota: TokenQuota) -> None:
+        write = threading.Lock()
+        try:
+            fpga = connect(self.server.socket_path)
+        except FpgashareError as exc:
+            _send(sock, {"id": 0, "ok": False, "error": {"kind": getattr(exc, "kind", "gone"), "message": str(exc)}})
+            return
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="tcp-frame")
+        pipes: dict = {}
+        try:
+            while True:
+                try:
+                    message, nbytes = self._next(sock, quota)
+                except (FpgashareError, ValueError, msgpack.UnpackException) as exc:
+                    kind = getattr(exc, "kind", "malformed")
+                    _send(sock, {"id": -1, "ok": False, "error": {"kind": kind, "message": str(exc)}}, write)
+                    return
+                if message is None:
+                    return
+                rid, op = message.get("id"), message.get("op")
+                wait = quota.take_rate()
+                if wait:
+                    quota.release(nbytes)
+                    _send(sock, _quota(rid, "messages_per_s", quota.rate.rate, "request rate of this token too high"),
+                          write)
+                    time.sleep(wait)              # real waiting: this connection is not read meanwhile
+                    continue
+                if op in ("submit", "infer"):
+                    pool.submit(self._frame, sock, write, pipes, rid, message, nbytes)
+                    continue
+                try:
+                    reply = {"id": rid, "ok": True, **self._control(fpga, pipes, op, message, quota)}
+                except AdmissionRejected as exc:
+                    reply = {"id": rid, "ok": False, "error": {"kind": "admission", "message": str(exc)}}
+                except DaemonError as exc:
+                    reply = {"id": rid, "ok": False, "error": {"kind": exc.kind, "message": str(exc)}}
+                except (FpgashareError, KeyError, TypeError, ValueError, OverflowError) as exc:
+                    # (OverflowError: a field msgpack took in but the daemon's framing cannot carry)
+                    reply = {"id": rid, "ok": False, "error": {"kind": getattr(exc, "kind", "bad_request"),
+                                                               "message": f"{op}: {exc}"}}
+                except Exception as exc:      # a bug here: said so, and the connection lives on
+                    log.exception("tcp client %s: %s failed", peer, op)
+                    reply = {"id": rid, "ok": False, "error": {"kind": "internal", "message": f"{op}: {exc!r}"}}
+                finally:
+                    quota.release(nbytes)
+                _send(sock, reply, write)
+        except OSError as exc:
+            log.info("tcp client %s: %s", peer, exc)
+        finally:
+            pool.shutdown(wait=True)
+            for _ in pipes:
+                quota.drop_pipeline()
+            fpga.close()
+            log.info("tcp client %s gone", peer)
+
+    @staticmethod
+    def _next(sock: socket.socket, quota: TokenQuota) -> tuple[dict | None, int]:
+        """The next message and the inline bytes it holds of the token's budget (reserved before
+        its body is read; the caller releases them once it is answered)."""
+        header = _recv_exact(sock, HEADER.size)
+        if header is None:
+            return None, 0
+        (length,) = HEADER.unpack(header)
+        if length > min(MAX_TCP_MESSAGE, quota.inline_bytes):
+            raise ProtocolError("oversized", f"message of {length} bytes exceeds "
+                                f"{min(MAX_TCP_MESSAGE, quota.inline_bytes)}")
+        if not quota.reserve(length, FRAME_WAIT_S):
+            raise ProtocolError("quota", f"a message of {length} bytes waited {FRAME_WAIT_S:g} s for room: "
+                                f"limit inline_bytes = {quota.inline_bytes}")
+        try:
+            body = _recv_exact(sock, length)
+            if body is None:
+                raise ProtocolError("malformed", "connection ended inside a message")
+            message = msgpack.unpackb(body, raw=False)
+            if not isinstance(message, dict):
+                raise ProtocolError("malformed", "a message must be a map")
+        except BaseException:
+            quota.release(length)
+            raise
+        return message, length
+
+    def _authenticate(self, sock: socket.socket, peer: str) -> bool:
+        # One deadline for the whole handshake: a client trickling bytes is cut off at it.
+        cutoff = threading.Timer(AUTH_TIMEOUT_S, _shut, (sock,))
+        cutoff.start()
+        try:
+            challenge = secrets.token_bytes(CHALLENGE_BYTES)
+            _send(sock, {"challenge": challenge, "protocol": PROTOCOL.decode()})
+            answer = _recv(sock, limit=1024)
+            if (answer is None or not isinstance(answer.get("proof"), bytes)
+                    or not hmac.compare_digest(answer["proof"], _proof(self.server.token, challenge, b"client"))):
+                log.warning("tcp client %s: authentication failed", peer)
+                _send(sock, {"ok": False, "error": {"kind": "auth", "message": "authentication failed"}})
+                return False
+            theirs = answer.get("challenge")
+            if not isinstance(theirs, bytes) or len(theirs) != CHALLENGE_BYTES:
+                return False
+            _send(sock, {"ok": True, "proof": _proof(self.server.token, theirs, b"server")})
+        except (OSError, FpgashareError, ValueError, msgpack.UnpackException) as exc:
+            log.warning("tcp client %s: authentication failed (%s)", peer, exc)
+            return False
+        finally:
+            cutoff.cancel()
+        log.info("tcp client %s authenticated", peer)
+        return True
+
+    @staticmethod
+    def _control(fpga, pipes: dict, op: str, m: dict, quota: TokenQuota) -> dict:
+        if op == "hello":
+            return {"platform": fpga.platform, "dilation": fpga.dilation}
+        if op == "clock":
+            return {"now": fpga.clock()}
+        if op == "status":                # a remote client sees its own pipelines only, never the admin view
+            return {"status": fpga.status(own=True)}
+        if op in ("pipeline", "dnn"):
+            if not isinstance(m.get("name"), str) or m["name"] in pipes:
+                raise FpgashareError(f"name must be a string not registered on this connection, got {m.get('name')!r}")
+            if not quota.add_pipeline():
+                raise ProtocolError("quota", f"{op} {m['name']!r}: limit pipelines = {quota.pipelines}")
+            try:
+                if op == "pipeline":
+                    keys = ("stages", "period_ms", "frame_shape", "deadline_ms", "params")
+                    fields = {k: m[k] for k in keys if k in m}
+                    pipe = fpga.pipeline(m["name"], **fields)
+                    answer = {"deadline_ms": pipe.deadline_ms, "exec_ms": pipe.exec_ms}
+                else:
+                    if not isinstance(m.get("model"), str):
+                        raise FpgashareError(f"dnn {m['name']!r}: model must be a string, got {m.get('model')!r}")
+                    pipe, answer = fpga.dnn(m["name"], m["model"]), {}
+            except BaseException:
+                quota.drop_pipeline()
+                raise
+            pipes[m["name"]] = pipe
+            return answer
+        if op == "close":
+            pipe = pipes.pop(m["pipeline"], None)
+            if pipe is None:
+                raise FpgashareError(f"no pipeline {m['pipeline']!r} of this connection")
+            quota.drop_pipeline()
+            pipe.close()
+            return {"closed": m["pipeline"]}
+        raise ProtocolError("unknown_op", f"unknown op {op!r}")
+
+    def _frame(self, sock, write, pipes: dict, rid, m: dict, nbytes: int) -> None:
+        future = None
+        try:
+            pipe = pipes[m["pipeline"]]
+            future = pipe.submit(_array(m, "frame"))
+            m = None                          # the inline bytes: let them go once in the ring
+            out = future.result(timeout=FRAME_WAIT_S)
+            reply = {"id": rid, "ok": True, "outcome": "done" if isinstance(pipe, DnnPipeline) else "on_time",
+                     **_pack_array(out, "output")}
+        except DeadlineMissed as exc:
+            reply = {"id": rid, "ok": True, "outcome": "late", "latency_ms": exc.latency_ms,
+                     **_pack_array(exc.output, "output")}
+        except FrameDropped as exc:
+            reply = {"id": rid, "ok": True, "outcome": "dropped", "reason": exc.reason}
+        except FrameFailed as exc:
+            reply = {"id": rid, "ok": True, "outcome": "error", "reason": str(exc)}
+        except DaemonError as exc:
+            reply = {"id": rid, "ok": False, "error": {"kind": exc.kind, "message": str(exc)}}
+        except concurrent.futures.TimeoutError:
+            # The daemon answers every frame in the end: its slot comes back then, so the
+            # pipeline keeps working after timeouts.
+            threading.Thread(target=_settle_late, args=(future,), name="tcp-late", daemon=True).start()
+            reply = {"id": rid, "ok": False, "error": {"kind": "busy", "message": f"no outcome within "
+                                                       f"{FRAME_WAIT_S:g} s; the frame may still end on the board"}}
+        except (FpgashareError, KeyError, IndexError, TypeError, ValueError, OverflowError) as exc:
+            # The frame and its fields are a remote client's: what the client library refuses to
+            # turn into a frame (a shape of the wrong rank, an index past it) is that client's error.
+            message = f"{type(exc).__name__}: {exc}"
+            reply = {"id": rid, "ok": False, "error": {"kind": "bad_request", "message": message}}
+        except Exception as exc:              # a bug here: said so, and the connection lives on
+            log.exception("tcp frame failed")
+            reply = {"id": rid, "ok": False, "error": {"kind": "internal", "message": repr(exc)}}
+        finally:
+            self.server.quota.release(nbytes)
+        try:
+            _send(sock, reply, write)
+        except OSError:
+            pass                          # the client went away; its frames end with it
+
+
+def _settle_late(future) -> None:
+    with contextlib.suppress(Exception):
+        future.result(timeout=None)
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+class TcpListener(socketserver.ThreadingTCPServer):
+    """``TcpListener(socket_path, token, ("127.0.0.1", 0))``; ``serve_forever()`` or ``start()`` (a
+    thread) and ``close()``. ``address`` is the bound (host, port). ``quota``: the token's limits
+    (default ``default_quota()``, its connections below the process's descriptor limit)."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, socket_path: str | Path, token: bytes, address: tuple[str, int] = ("127.0.0.1", DEFAULT_PORT),
+                 quota: TokenQuota | None = None):
+        check_token(token)
+        self.socket_path, self.token = Path(socket_path), token
+        self.quota = quota or default_quota()
+        super().__init__(address, _Handler)
+        self.address = self.server_address[:2]
+
+    def verify_request(self, request, client_address) -> bool:
+        """Over the connection cap (or too many handshakes at once): closed at once, no thread."""
+        if self.quota.enter():
+            return True
+        log.warning("tcp client %s:%d refused: %d connections, %d in the handshake", *client_address[:2],
+                    self.quota.open, self.quota.shaking)
+        return False
+
+    def handle_error(self, request, client_address) -> None:
+        log.exception("tcp client %s: handler failed", client_address)
+
+    def start(self) -> TcpListener:
+        threading.Thread(target=self.serve_forever, name="fpgashare-tcp", daemon=True).start()
+        return self
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+def default_quota() -> TokenQuota:
+    """The token's limits: 32 connections (fewer if the descriptor limit is low: each holds its
+    TCP socket, its daemon connection and its rings' mappings), 8 handshakes at once, 32
+    pipelines, 2,000 requests a second, 256 MiB of inline frames in flight."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    connections = max(1, min(32, (soft - 64) // 8))
+    return TokenQuota(connections, min(8, connections), 32, 2000.0, 256 << 20)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fpgashare.daemon.tcp_listener",
+                                     description="An authenticated TCP listener for the board's daemon.")
+    parser.add_argument("--socket", default=os.environ.get("FPGASHARE_SOCKET", "/run/fpgashare/fpgashare.sock"))
+    parser.add_argument("--listen", type=host_port, default=("127.0.0.1", DEFAULT_PORT),
+                        help="HOST:PORT (default loopback only)")
+    parser.add_argument("--token-file", required=True, help="the shared token (mode 0600)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        listener = TcpListener(args.socket, load_token(args.token_file), args.listen)
+    except (FpgashareError, OSError) as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    log.info("listening on %s:%d for %s", *listener.address, args.socket)
+    try:
+        listener.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""What admission proves: the schedulability test, arrival curves, mode changes, control traffic."""

@@ -1,0 +1,40 @@
+"""Admission control for ``edf``: a real-time pipeline is admitted only if the set with it passes
+the schedulability analysis (runtime/sched/analysis/schedulability.py); the proof, not a trial, decides.
+
+Pipelines are considered in registration (file) order, so an earlier pipeline is never evicted by
+a later one; a rejected pipeline gets the analysis's reason. The admitted set's
+``AdmissionContract`` (pins, the blocking left for prefetch and the DNN) is what edf keeps to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fpgashare.catalogue.workload import PipelineSpec, Workload
+from fpgashare.sched.analysis.schedulability import UNCONSTRAINED, AdmissionContract, Verdict, analyse
+
+
+@dataclass
+class Admission:
+    admitted: list[PipelineSpec] = field(default_factory=list)
+    rejected: list[dict] = field(default_factory=list)     #: {"name", "reason"}
+    contract: AdmissionContract = UNCONSTRAINED
+    verdict: Verdict | None = None
+
+
+def admit(workload: Workload, phased: bool = False) -> Admission:
+    """The real-time pipelines of ``workload`` the analysis admits, in order, and the contract.
+    ``phased``: the frames are released as the workload writes them (offsets, periods, jitter), so
+    the analysis may use the phased test (``schedulability.release_test``); not for a daemon's streams."""
+    few_pins = any(not p.realtime for p in workload.pipelines)    # best-effort work borrows idle slots
+    result = Admission()
+    for p in (q for q in workload.pipelines if q.realtime):
+        verdict = analyse([*result.admitted, p], workload.platform, few_pins=few_pins, phased=phased)
+        if verdict.ok:
+            result.admitted.append(p)
+            result.contract, result.verdict = verdict.contract, verdict
+        else:
+            result.rejected.append({"name": p.name, "reason": verdict.reason})
+    if result.verdict is None:
+        result.contract = analyse([], workload.platform).contract
+    return result

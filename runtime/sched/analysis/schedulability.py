@@ -1,0 +1,424 @@
+"""Schedulability analysis for ``edf``: a sufficient test that an admitted set never misses.
+
+The model (README, "Why an admitted set cannot miss", gives the whole argument):
+
+- The shell streams one frame at a time and a frame cannot be preempted; the configuration port
+  loads one partial at a time and a load cannot be preempted either. The scheduler (edf under
+  its contract, ``runtime/sched/policies/edf.py``) treats a frame's loads and its streaming as one
+  non-preemptive job on a *virtual processor*: the most urgent pending frame either streams (its
+  modules are resident) or *commits* — it takes the port for its missing modules, and from then on
+  no other frame loads or evicts anything until it starts streaming. Any other load, and any frame
+  that runs while a committed frame loads, must end before the work it overlaps does, so it costs
+  the virtual processor nothing.
+- A residency plan pins some modules in slots for good (``ResidencyPlan``); each frame of pipeline
+  i then needs at most ``n_i`` loads (its unpinned stages), so its job takes at most
+  ``S_i = C_i + p_i * X + n_i * L`` (``L``: the longest load, ``p_i`` passes) on the virtual
+  processor, where every operation (a pass, a load) counts ``X``, the shell-register traffic it and
+  the operations beside it may cost beyond its stream or port cycles (``control_traffic.py``; a
+  load's ``L`` includes its ``X``).
+- A chain longer than the fabric runs in passes through memory (runtime/catalogue/passes.py): ``C_i`` is the
+  sum of its passes' stream times and ``n_i`` counts every pass's unpinned stages. Its passes are
+  separate jobs (a more urgent frame may go between them), so the frame is limited-preemptive;
+  using the whole frame's ``S_i`` as the blocking term stays sound, since a frame blocks another
+  for at most one pass and its loads (Bertogna & Baruah, IEEE TII 2010).
+- Non-preemptive EDF with release jitter (deadline relative to the actual release), processor
+  demand analysis with a blocking term, after Jeffay, Stanat & Martel (RTSS 1991) and George,
+  Rivierre & Spuri (INRIA RR-2966, 1996); jitter as in Spuri (INRIA RR-2772, 1996): for every
+  t >= min D_i,
+      sum_i dbf_i(t) + B(t) <= t,   dbf_i(t) = (floor((t - D_i + J_i) / T_i) + 1) * S_i  (t >= D_i)
+      B(t) = max({S_j : D_j > t} ∪ {0}) + dnn_block + L * idle_loads + X
+  where ``dnn_block`` is the longest DNN batch allowed to overlap a possible release (the
+  contract hands the scheduler ``dnn_block - X``: a batch's own traffic may add X), the last X is
+  a load or batch timed to end by a release running over by its traffic, and
+  ``idle_loads`` says whether one load that serves no pending frame (prefetch, lending, pins) may
+  be on the port when a frame arrives. Checked at every step of the demand up to the standard
+  bound on the busy period, with numpy.
+
+The analysis hands the scheduler an ``AdmissionContract``: the pinned slots and the blocking the
+set can afford (what is left over after the real-time demand goes to the DNN and to prefetch).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from fpgashare.catalogue.passes import match_slots
+from fpgashare.catalogue.platform import Platform
+from fpgashare.catalogue.workload import PipelineSpec
+from fpgashare.sched.analysis.control_traffic import control_seconds
+from fpgashare.sched.analysis.phased_demand import phased_slack
+
+#: Added to (t - D + J) / T before the floor in the demand: floating point must never drop a frame.
+STEP_TOLERANCE = 1e-9
+
+#: Most demand steps checked; a set whose busy period needs more (utilisation within a hair of
+#: one) is refused as unverifiable rather than checked partly.
+MAX_POINTS = 400_000
+
+
+@dataclass(frozen=True)
+class AdmissionContract:
+    """What the scheduler promises so that the analysis holds (``runtime/sched/policies/edf.py``)."""
+
+    pinned: dict[int, str] = field(default_factory=dict)   #: slot -> module kept there for good
+    load_s: float = 0.0           #: the longest partial load (the analysis's L)
+    idle_loads: bool = True       #: a load serving no pending frame may straddle a release
+    dnn_block_s: float = float("inf")   #: longest DNN batch that may overlap a possible release
+
+    @property
+    def pinned_slots(self) -> frozenset[int]:
+        return frozenset(self.pinned)
+
+
+#: No analysis: the scheduler's discipline without pins or limits (edf run without admission).
+UNCONSTRAINED = AdmissionContract()
+
+
+@dataclass(frozen=True)
+class ResidencyPlan:
+    pinned: dict[int, str]              #: slot -> module
+    loads: dict[str, int]               #: pipeline -> loads one frame needs at most (unpinned stages)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    reason: str = ""
+    contract: AdmissionContract = UNCONSTRAINED
+    plan: ResidencyPlan | None = None
+    slack_s: float = 0.0                #: min over t of t - demand - blocking (before DNN/prefetch)
+    utilisation: float = 0.0            #: sum S_i / T_i on the virtual processor
+
+
+def load_seconds(platform: Platform) -> float:
+    """L: the longest partial load into any slot."""
+    return max((platform.slot_load_seconds(s.index) for s in platform.slots), default=0.0)
+
+
+# ---- residency ------------------------------------------------------------------------------
+def _unpinned(p: PipelineSpec, pinned: Counter[str]) -> list[list[str]]:
+    """Per pass of ``p`` (runtime/catalogue/passes.py; one pass when the chain fits), the stages' modules the
+    pinned copies do not cover (a pass using a module twice needs two copies)."""
+    out = []
+    for counts in p.pass_module_counts:
+        rest = []
+        for module, count in counts.items():
+            rest += [module] * max(0, count - pinned[module])
+        out.append(rest)
+    return out
+
+
+def unpinned_loads(p: PipelineSpec, pinned: Counter[str]) -> int:
+    """Loads one frame of ``p`` needs with ``pinned`` (module -> copies) resident for good."""
+    return sum(len(rest) for rest in _unpinned(p, pinned))
+
+
+_COMPATIBLE: dict[int, object] = {}
+
+
+def slot_compatibility(platform: Platform):
+    """``ok(slot, module)``: whether the slot's partition has a partial of the module (cached)."""
+    key = id(platform)
+    if key not in _COMPATIBLE or _COMPATIBLE[key][0] is not platform:
+        table = {(s.index, m): s.name in platform.module(m).slots for s in platform.slots for m in platform.modules}
+        _COMPATIBLE[key] = (platform, lambda slot, module: table.get((slot, module), False))
+    return _COMPATIBLE[key][1]
+
+
+def residency(pipelines: Sequence[PipelineSpec], platform: Platform, pins: Counter[str],
+              fixed: dict[int, str] | None = None) -> ResidencyPlan | str:
+    """The plan that pins ``pins`` (module -> copies), or why it cannot work: the pinned copies
+    must fit compatible slots (``fixed``: pins already in their slots, kept there), and every
+    pipeline's unpinned stages must fit the slots left."""
+    fixed = fixed or {}
+    slots = [s.index for s in platform.slots if s.index not in fixed]
+    ok = slot_compatibility(platform)
+
+    wanted = [m for m, n in sorted((pins - Counter(fixed.values())).items()) for _ in range(n)]
+    placed = match_slots(wanted, slots, ok)
+    if placed is None:
+        return f"{', '.join(wanted)} cannot all stay resident in compatible slots"
+    pinned = {**fixed, **placed}
+    slots = [s.index for s in platform.slots]
+    pool = [s for s in slots if s not in pinned]
+    loads = {}
+    for p in pipelines:
+        passes = _unpinned(p, pins)
+        for rest in passes:
+            if match_slots(rest, pool, ok) is None:
+                return (f"{p.name}'s stages {', '.join(rest)} do not fit the {len(pool)} slot(s) left "
+                        f"beside the pinned {', '.join(wanted) or 'nothing'}")
+        loads[p.name] = sum(len(rest) for rest in passes)      # every pass loads what is not pinned
+    return ResidencyPlan(pinned, loads)
+
+
+# ---- processor demand ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DemandCheck:
+    ok: bool
+    slack_s: float            #: min over the checked t of t - demand(t) - blocking(t)
+    worst_t: float            #: where that minimum is
+    points: int
+    reason: str = ""
+    horizon_s: float = float("inf")   #: the longest window the test had to check (the busy period bound)
+
+
+def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, extra_block_s: float) -> DemandCheck:
+    """Processor demand of non-preemptive EDF with jitter and blocking (module docstring), with
+    ``extra_block_s`` added to every blocking term. Returns the smallest slack found."""
+    if S.size == 0:
+        return DemandCheck(True, float("inf"), 0.0, 0)
+    U = float(np.sum(S / T))
+    if U >= 1.0:
+        return DemandCheck(False, -float("inf"), float("inf"), 0,
+                           f"frames and their loads would keep the stream busy {U:.3f} of the time (>= 1)")
+    b_max = float(S.max()) + extra_block_s
+    horizon = max(float(D.max()), min((float(np.sum(S / T * (T - D + J))) + b_max) / (1.0 - U),
+                                      busy_period(S, T, J, b_max)))
+    counts = np.floor(np.maximum(0.0, horizon - (D - J)) / T + STEP_TOLERANCE).astype(np.int64)  # steps after the first
+    total = int(counts.sum()) + S.size
+    if total > MAX_POINTS:
+        return DemandCheck(False, -float("inf"), horizon, total,
+                           f"the stream would be busy {U:.3f} of the time: too close to full to verify "
+                           f"({total} demand steps)")
+    points = np.concatenate([D] + [D[i] - J[i] + T[i] * np.arange(1, counts[i] + 1) for i in range(S.size)])
+    points = np.unique(points[points <= horizon + 1e-12])
+    # dbf_i(t) for every point at once: (points x tasks). A point is some task's D - J + k*T; in
+    # floating point (t - D + J) / T can land a hair below k there and floor drop the k-th frame:
+    # the tolerance counts a frame released within a part in 1e9 of a period of t (pessimistic).
+    steps = np.floor((points[:, None] - D[None, :] + J[None, :]) / T[None, :] + STEP_TOLERANCE) + 1.0
+    steps[points[:, None] < D[None, :]] = 0.0
+    demand = steps @ S
+    # Blocking: the longest job whose relative deadline is beyond t.
+    order = np.argsort(D)
+    d_sorted, s_sorted = D[order], S[order]
+    suffix_max = np.maximum.accumulate(s_sorted[::-1])[::-1]        # max S over tasks k.. (by D)
+    first_after = np.searchsorted(d_sorted, points, side="right")   # tasks with D > t start here
+    block = np.where(first_after < S.size, suffix_max[np.minimum(first_after, S.size - 1)], 0.0)
+    slack = points - demand - block - extra_block_s
+    worst = int(np.argmin(slack))
+    ok = bool(slack[worst] >= 0.0)
+    reason = "" if ok else (f"in a window of {points[worst] * 1e3:.2f} ms the frames due, their loads and "
+                            f"the blocking need {(demand[worst] + block[worst] + extra_block_s) * 1e3:.2f} ms")
+    return DemandCheck(ok, float(slack[worst]), float(points[worst]), int(points.size), reason, horizon)
+
+
+def release_test(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: np.ndarray | None,
+                 extra_block_s: float, most_slack: bool = True) -> DemandCheck:
+    """``demand_check``, and with known phases ``P`` (strictly periodic releases at P + k·T plus
+    at most J) also the phased check (runtime/sched/analysis/phased_demand.py), whichever leaves
+    more slack: each is a sufficient test on its own, the phased one over the releases that do
+    happen. ``most_slack`` False: the phased check only where the phase-free one fails (a verdict,
+    not the slack, is wanted)."""
+    check = demand_check(S, T, D, J, extra_block_s)
+    if P is None or not math.isfinite(check.horizon_s) or (check.ok and not most_slack):
+        return check
+    phased = phased_slack(S, T, D, J, P, extra_block_s, check.horizon_s)
+    if phased is None or phased[0] <= check.slack_s:
+        return check
+    slack, t1, d = phased
+    return DemandCheck(slack >= 0.0, slack, d - t1, check.points, "" if slack >= 0.0 else check.reason,
+                       check.horizon_s)
+
+
+def busy_period(S: np.ndarray, T: np.ndarray, J: np.ndarray, block_s: float, steps: int = 10_000) -> float:
+    """Length of the longest busy period: the least w with w = B + sum ceil((w + J_i) / T_i) S_i
+    (every task released at once, as early as its jitter allows, behind the longest blocking job).
+    No deadline can be missed later than that in a busy period (George et al.); inf if it does
+    not settle within ``steps`` iterations."""
+    w = block_s + float(S.sum())
+    for _ in range(steps):
+        nxt = block_s + float(np.ceil((w + J) / T + STEP_TOLERANCE) @ S)     # (over-counting is safe)
+        if nxt <= w:
+            return w
+        w = nxt
+    return float("inf")
+
+
+def _arrays(pipelines: Sequence[PipelineSpec], loads: dict[str, int], load_s: float, control_s: float = 0.0):
+    """S (each frame's job: its passes' stream time and register traffic, and its loads), T, D, J."""
+    S = np.array([p.exec_s + len(p.pass_seconds) * control_s + loads[p.name] * load_s for p in pipelines],
+                 dtype=np.float64)
+    T = np.array([p.period_s for p in pipelines], dtype=np.float64)
+    D = np.array([p.deadline_s for p in pipelines], dtype=np.float64)
+    J = np.array([p.jitter_s for p in pipelines], dtype=np.float64)
+    return S, T, D, J
+
+
+def _pin_sets(pipelines: Sequence[PipelineSpec], slots: int, keep: Counter[str]) -> list[tuple[int, float, Counter]]:
+    """Candidate pin sets (module -> copies), each with its size and the port time per second its
+    frames would still load: every sub-multiset of the copies the chains use, up to one per slot,
+    that contains ``keep`` and leaves room for every chain's unpinned stages."""
+    # They depend only on each pipeline's passes' module counts and period: the planner and the
+    # daemon's re-plans ask for the same sets many times, so they are kept (fresh copies out).
+    key = (tuple((tuple(tuple(sorted(c.items())) for c in p.pass_module_counts), p.period_s) for p in pipelines),
+           slots, tuple(sorted(keep.items())))
+    return [(size, rate, Counter(pins)) for size, rate, pins in _pin_sets_of(key)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _pin_sets_of(key: tuple) -> tuple[tuple[int, float, Counter], ...]:
+    passes_by_pipeline, slots, keep_items = key
+    keep: Counter[str] = Counter(dict(keep_items))
+    wanted: Counter[str] = Counter()
+    for passes, _ in passes_by_pipeline:
+        for module, count in sum((Counter(dict(c)) for c in passes), Counter()).items():
+            wanted[module] = max(wanted[module], count)
+    for module, count in keep.items():
+        wanted[module] = max(wanted[module], count)
+    modules = sorted(wanted)
+    # Per module, the frames per second that load it unless k copies are pinned.
+    rates = {m: [sum(1.0 / period for passes, period in passes_by_pipeline for c in passes if dict(c).get(m, 0) > k)
+                 for k in range(wanted[m] + 1)] for m in modules}
+    out = []
+    counts = [dict(c) for passes, _ in passes_by_pipeline for c in passes]      # each pass must fit on its own
+
+    def walk(i: int, pins: dict[str, int], size: int, rate: float) -> None:
+        if i == len(modules):
+            room = slots - size       # every chain's unpinned stages (as _unpinned counts them) must fit
+            if all(sum(max(0, c - pins.get(m, 0)) for m, c in mc.items()) <= room for mc in counts):
+                out.append((size, rate, Counter({m: k for m, k in pins.items() if k})))
+            return
+        m = modules[i]
+        for k in range(keep[m], min(wanted[m], slots - size) + 1):
+            pins[m] = k
+            walk(i + 1, pins, size + k, rate + sum(rates[m][j] for j in range(k, wanted[m])))
+        pins.pop(m, None)
+
+    walk(0, {}, 0, 0.0)
+    return tuple(out)
+
+
+#: Pin sets tried with the full demand test, best first; the rest are refused with the best's reason.
+MAX_TRIED = 12
+
+
+#: The share of the DDR's peak (platform.ddr_bytes_per_s) the fabric's frames may use, reads and
+#: writes together. Assumption, not measured: the ARM cores and Linux share the DDR, and refresh
+#: and read/write turnarounds keep sustained traffic well below the peak.
+DDR_FABRIC_SHARE = 0.5
+
+
+def ddr_budget(platform: Platform) -> float:
+    """DDR bytes per second admitted pipelines' frames may move."""
+    return DDR_FABRIC_SHARE * platform.ddr_bytes_per_s
+
+
+def load_and_control(platform: Platform, port_share: int = 1, board_load_s: float | None = None,
+                     control_s: float | None = None) -> tuple[float, float]:
+    """``(L, X)`` of the analysis (``analyse`` says what each argument means)."""
+    X = control_seconds(platform) if control_s is None else control_s
+    own = load_seconds(platform) + X
+    return own + (port_share - 1) * (own if board_load_s is None else max(own, board_load_s + X)), X
+
+
+def transition_check(pipelines: Sequence[PipelineSpec], loads: dict[str, int], platform: Platform,
+                     port_share: int = 1, board_load_s: float | None = None,
+                     control_s: float | None = None) -> DemandCheck:
+    """Whether ``pipelines``, whose frames need ``loads`` loads each under the contract in force,
+    also meet every deadline while a mode change loads pins beside them: one load that serves no
+    frame (a pin) may then straddle any release, on top of the usual blocking
+    (runtime/sched/analysis/mode_change.py). A pin load holds only the port, never the stream or
+    a slot a frame uses, so it can delay only frames that wait for the port: when no frame needs a
+    load, the extra blocking is nil."""
+    if not pipelines:
+        return DemandCheck(True, float("inf"), 0.0, 0)
+    L, X = load_and_control(platform, port_share, board_load_s, control_s)
+    S, T, D, J = _arrays(pipelines, loads, L, X)
+    pin_load = L if any(loads.get(p.name, 0) > 0 for p in pipelines) else 0.0
+    return demand_check(S, T, D, J, X + pin_load)
+
+
+def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: dict[int, str] | None = None,
+            few_pins: bool = False, port_share: int = 1, check_ddr: bool = True,
+            board_load_s: float | None = None, control_s: float | None = None,
+            afford_change: bool = False, phased: bool = False) -> Verdict:
+    """Whether ``pipelines`` (real-time) pass the test on ``platform``, and with which pins.
+    Pin sets are tried in order of the load time their frames still need (least first), or, with
+    ``few_pins`` (best-effort work wants slots to borrow), fewest pins first. ``keep_pinned``:
+    pins already in force (a daemon's), kept. ``port_share``: how many partitions of the fabric
+    (streams with slots of their own, runtime/sched/board/stream_plan.py) may load through the one port;
+    each load may then wait behind one load of every other (runtime/sched/board/port_share.py), so L is
+    this platform's longest load plus ``port_share - 1`` of the board's (``board_load_s``: the
+    longest into any slot of the whole board, whose other partitions' slots may be larger).
+    ``check_ddr`` False: the caller checks the DDR budget over every stream at once. ``control_s``:
+    the register traffic one operation may cost beyond its stream or port cycles (default: this
+    platform's, ``control_traffic.control_seconds``; a partition passes its board's).
+    ``afford_change`` (the daemon, whose set changes): of the pin sets that pass, the first in the
+    order above under which the set could also afford a later mode change's pin load
+    (``transition_check``) is taken, else the first that passes: a set with no slack for a pin load
+    could never take another pipeline that needs a pin. ``phased``: the frames are released
+    strictly at ``offset_s + k·period_s`` plus at most their jitter (a workload run as written,
+    not a daemon's streams), so the phased test may admit too (``release_test``)."""
+    L, X = load_and_control(platform, port_share, board_load_s, control_s)
+    if not pipelines:
+        return Verdict(True, contract=AdmissionContract({}, L, True, float("inf")))
+    for p in pipelines:
+        if len(p.pass_stages) > 1 and p.exec_s > p.deadline_s:
+            return Verdict(False, _passes_too_long(p))
+    ddr, budget = sum(p.ddr_bytes_per_frame / p.period_s for p in pipelines), ddr_budget(platform)
+    if check_ddr and ddr > budget:
+        return Verdict(False, f"the frames would move {ddr / 1e6:.0f} MB/s to and from DDR (passes through memory "
+                              f"included), more than the {budget / 1e6:.0f} MB/s {platform.name} gives the fabric "
+                              f"({DDR_FABRIC_SHARE:.0%} of platform.ddr_bytes_per_s, the DDR's peak)")
+    keep: Counter[str] = Counter((keep_pinned or {}).values())
+    candidates = _pin_sets(pipelines, len(platform.slots), keep)
+    # Load time per second beyond what the stream can take: such a set fails whatever the test.
+    base = sum((p.exec_s + len(p.pass_seconds) * X) / p.period_s for p in pipelines)
+    feasible = [c for c in candidates if base + L * c[1] < 1.0]
+    if not feasible and candidates:
+        best = min(candidates, key=lambda c: c[1])
+        return Verdict(False, f"frames and their loads would keep the stream busy {base + L * best[1]:.3f} of the "
+                              f"time (>= 1) even with {best[0]} module(s) pinned")
+    candidates = feasible
+    candidates.sort(key=(lambda c: (c[0], c[1])) if few_pins else (lambda c: (c[1], c[0])))
+    reason = "no set of pinned modules leaves room for every chain's other stages"
+    best_slack: float | None = None
+    first_ok: Verdict | None = None
+    P = np.array([p.offset_s for p in pipelines], dtype=np.float64) if phased else None
+    for _, _, pins in candidates[:MAX_TRIED]:
+        plan = residency(pipelines, platform, pins, keep_pinned)
+        if isinstance(plan, str):
+            continue
+        S, T, D, J = _arrays(pipelines, plan.loads, L, X)
+        check = release_test(S, T, D, J, P, X, most_slack=False)
+        if check.ok:
+            verdict = _verdict(plan, check, L, X, S, T, D, J, P)
+            if not afford_change or verdict.contract.idle_loads or not any(plan.loads.values()):
+                return verdict
+            first_ok = first_ok or verdict
+            continue
+        if best_slack is None or check.slack_s > best_slack:
+            best_slack = check.slack_s
+            reason = check.reason + (f" (pinned: {', '.join(sorted(plan.pinned.values()))})" if plan.pinned else "")
+    return first_ok or Verdict(False, reason)
+
+
+def _passes_too_long(p: PipelineSpec) -> str:
+    """Why a chain run in passes cannot meet its deadline even alone, naming the pass at fault."""
+    parts = [f"pass {k + 1} ({', '.join(s.name for s in stages)}) {sec * 1e3:.2f} ms"
+             for k, (stages, sec) in enumerate(zip(p.pass_stages, p.pass_seconds, strict=True))]
+    worst = max(range(len(parts)), key=lambda k: p.pass_seconds[k])
+    return (f"{p.name}: a {p.frame[0]}x{p.frame[1]} frame runs in {len(parts)} passes through memory, "
+            f"{'; '.join(parts)}: {p.exec_s * 1e3:.2f} ms of stream alone, more than its "
+            f"{p.deadline_s * 1e3:.2f} ms deadline (the longest is pass {worst + 1})")
+
+
+def _verdict(plan: ResidencyPlan, check: DemandCheck, L: float, X: float, S, T, D, J, P=None) -> Verdict:
+    """Share out the slack: one idle load first (prefetch, lending, pins may then straddle a
+    release), the rest as the longest DNN batch allowed to overlap a possible release. The scheduler
+    sizes batches by their stream time, and a batch's register traffic may add up to X to that:
+    the budget it is given is X shorter."""
+    if P is not None:                 # the phased windows may leave more slack than the verdict's test
+        check = release_test(S, T, D, J, P, X)
+    slack = check.slack_s
+    idle = slack >= L
+    if idle:
+        slack = release_test(S, T, D, J, P, X + L).slack_s
+    contract = AdmissionContract(dict(plan.pinned), L, idle, max(0.0, slack - X))
+    return Verdict(True, "", contract, plan, check.slack_s, float(np.sum(S / T)))

@@ -1,0 +1,358 @@
+"""Admission over several video streams: real-time pipelines are partitioned onto streams, each
+stream with slots of its own, and every partition must pass the one-stream analysis.
+
+Why partitions (the README's "Admitted means guaranteed, on S streams" gives the whole argument):
+
+- A partition is a stream and a disjoint set of slots. Its frames and loads use only its own
+  slots and stream, so inside it the one-stream model of ``analysis.py`` holds as it is: one
+  non-preemptive job at a time on a virtual processor, a frame's loads before its stream.
+- What partitions share is the configuration port. Loads are granted round-robin over the
+  partitions and each keeps at most one load queued or in flight (``port_share.py``), so a load
+  ends within ``L + (P - 1) x L_board`` of its request (P partitions that load; L the partition's
+  longest load, L_board the board's). Each partition is analysed with that as its load time
+  (``analyse(port_share=P, board_load_s=...)``): every term that counts a load counts the wait too.
+- Pin moves (``pin_move.py``) assume the port is free when the job on the stream ends; with other
+  partitions loading it may not be, so they are off while another partition loads.
+- DDR bandwidth is shared by every stream: the admitted frames of all partitions together must fit
+  the budget (``analysis.ddr_budget``).
+
+Pipelines are taken in registration order and an earlier one is never evicted. A pipeline goes to
+an existing partition that stays *quiet* with it (every module pinned: it never loads after the
+first release, so it costs the others no port time), the one with most slack; else to a new
+partition on a free stream with as many free slots as pin its whole chain (fewer if fewer are
+free, never fewer than its longest pass); else to the existing partition that loads least for it;
+else to one grown by free slots; else it is refused with the reason of the last try.
+Adding a partition raises P for every partition, so every partition is checked again each time.
+Best-effort DNN work gets its own partition from the streams and tile slots left; failing that it
+backfills inside the real-time partition with the most slack, which then pins as few modules as
+it can (as on one stream).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from fpgashare.backends.slot_view import sub_platform
+from fpgashare.catalogue.passes import match_slots
+from fpgashare.catalogue.platform import Platform
+from fpgashare.catalogue.workload import PipelineSpec, Workload
+from fpgashare.dnn.planning import dnn_plan
+from fpgashare.sched.analysis.control_traffic import control_seconds
+from fpgashare.sched.analysis.schedulability import (
+    DDR_FABRIC_SHARE,
+    Verdict,
+    analyse,
+    ddr_budget,
+    load_seconds,
+    slot_compatibility,
+)
+from fpgashare.sched.policies.backfill import DNN, refusal
+
+
+@dataclass
+class Partition:
+    """One stream and the slots only its work uses."""
+
+    stream: int
+    slots: tuple[int, ...]                    #: the board's slot indices
+    pipelines: list[PipelineSpec] = field(default_factory=list)
+    verdict: Verdict | None = None            #: the analysis of its pipelines on its slots
+    dnn: bool = False                         #: best-effort DNN work runs here too
+
+    @property
+    def quiet(self) -> bool:
+        """Every module its chains use pinned: no load after the first release."""
+        v = self.verdict
+        return not self.dnn and v is not None and v.plan is not None and not any(v.plan.loads.values())
+
+
+@dataclass
+class StreamPlan:
+    partitions: list[Partition]
+    rejected: list[dict] = field(default_factory=list)     #: {"name", "reason"}
+
+    @property
+    def admitted(self) -> list[PipelineSpec]:
+        return [p for part in self.partitions for p in part.pipelines]
+
+#: Verdicts of one ``plan_streams`` call, by (pipelines, slots, share, dnn): trials re-check the
+#: partitions they leave alone. Cleared at every call (keys hold object ids, alive during it).
+_MEMO: dict[tuple, Verdict] = {}
+
+#: Whether the plan being made may use the phased test (``analyse(phased=True)``): set for the
+#: length of one ``plan_streams`` / ``spread_plan`` call, like ``_MEMO``.
+_PHASED = [False]
+
+
+def _analyse(part: Partition, platform: Platform, share: int) -> Verdict:
+    key = (tuple(id(p) for p in part.pipelines), part.slots, share, part.dnn, _PHASED[0])
+    if key not in _MEMO:
+        _MEMO[key] = analyse(part.pipelines, sub_platform(platform, part.slots), few_pins=part.dnn,
+                             port_share=share, check_ddr=False, board_load_s=load_seconds(platform),
+                             control_s=control_seconds(platform), phased=_PHASED[0])
+    return _MEMO[key]
+
+
+def _quiet(part: Partition, platform: Platform) -> Verdict | None:
+    """The verdict that pins every module ``part``'s chains use, if it passes: such a partition
+    never loads once its pins are in (before the first release), so it takes no port time from the
+    others and nobody's loads delay it (its engine is told: ``Engine.loads_after_t0``)."""
+    if part.dnn:
+        return None
+    v = _analyse(part, platform, 1)
+    return v if v.ok and v.plan is not None and not any(v.plan.loads.values()) else None
+
+
+def _check(part: Partition, platform: Platform, share: int) -> Verdict:
+    return _quiet(part, platform) or _analyse(part, platform, share)
+
+
+def _loaders(parts: list[Partition], platform: Platform) -> int:
+    """Partitions that may load after the first release (every one but the quiet ones)."""
+    return sum(_quiet(q, platform) is None for q in parts)
+
+
+def _all_pass(parts: list[Partition], platform: Platform, extra: int) -> tuple[list[Verdict], str]:
+    """Every partition's verdict, the port shared by the partitions that load (and ``extra`` more:
+    the DNN's own, while a stream may still be left for it), or the first failure's reason."""
+    share = max(1, _loaders(parts, platform) + extra)
+    verdicts = []
+    for part in parts:
+        v = _check(part, platform, share)
+        if not v.ok:
+            return [], v.reason
+        verdicts.append(v)
+    return verdicts, ""
+
+
+def ddr_refusal(platform: Platform, bytes_per_s: float) -> str | None:
+    """Why frames of every stream moving ``bytes_per_s`` to and from DDR are too many for
+    ``platform`` (None if they fit its budget, ``analysis.ddr_budget``)."""
+    budget = ddr_budget(platform)
+    if bytes_per_s <= budget:
+        return None
+    return (f"the frames of every stream would move {bytes_per_s / 1e6:.0f} MB/s to and from DDR, more than "
+            f"the {budget / 1e6:.0f} MB/s {platform.name} gives the fabric ({DDR_FABRIC_SHARE:.0%} of "
+            "platform.ddr_bytes_per_s, the DDR's peak)")
+
+
+def consecutive_runs(slots: list[int], count: int) -> list[tuple[int, ...]]:
+    """``slots`` in ``count`` runs of consecutive ones, as even as they go (the first ones larger)."""
+    size, extra = divmod(len(slots), count)
+    out, at = [], 0
+    for k in range(count):
+        n = size + (k < extra)
+        out.append(tuple(slots[at:at + n]))
+        at += n
+    return out
+
+
+def _new_slots(p: PipelineSpec, platform: Platform, free: list[int]) -> list[tuple[int, ...]]:
+    """Slot sets for a new partition holding ``p``, best first: every copy its chain uses pinned,
+    else each of its passes in turn (the partition then swaps modules)."""
+    ok = slot_compatibility(platform)
+    copies = [m for m, n in sorted(p.module_counts.items()) for _ in range(n)]
+    out = []
+    whole = match_slots(copies, free, ok)
+    if whole is not None:
+        out.append(tuple(sorted(whole)))
+    for stages in sorted(p.pass_modules, key=len, reverse=True):
+        placed = match_slots(list(stages), free, ok)
+        if placed is not None and tuple(sorted(placed)) not in out:
+            out.append(tuple(sorted(placed)))
+    return out
+
+
+def plan_streams(workload: Workload, streams: int, phased: bool = False) -> StreamPlan:
+    """Partition ``workload``'s real-time pipelines over ``streams`` streams (module docstring), or
+    keep them on one stream with every slot when that admits more (partitioning splits the slots,
+    and a chain that needs them all, or a set that shares modules, can fit only one partition).
+    ``phased``: the workload's frames are released as written (``analyse(phased=True)``; not for a
+    daemon's streams)."""
+    _MEMO.clear()
+    spread = spread_plan(workload, streams, phased)
+    if streams > 1:
+        one = one_stream(workload, phased)
+        if (len(one.admitted), -_load_rate(one)) > (len(spread.admitted), -_load_rate(spread)):
+            return one
+    return spread
+
+
+def _load_rate(plan: StreamPlan) -> float:
+    """Loads per second the plan's frames may need at most (the analysis's n_i / T_i)."""
+    return sum(_loads_per_s(part.verdict, part.pipelines) for part in plan.partitions)
+
+
+def _loads_per_s(verdict: Verdict | None, pipelines: list[PipelineSpec]) -> float:
+    if verdict is None or verdict.plan is None:
+        return 0.0
+    return sum(verdict.plan.loads[p.name] / p.period_s for p in pipelines)
+
+
+def one_stream(workload: Workload, phased: bool = False) -> StreamPlan:
+    """Every slot and one stream: the one-stream admission (runtime/sched/analysis/admission.py) as a plan."""
+    from fpgashare.sched.analysis.admission import admit
+
+    admission = admit(workload, phased=phased)
+    part = Partition(0, tuple(s.index for s in workload.platform.slots), list(admission.admitted),
+                     admission.verdict or analyse([], workload.platform), dnn=_runs_dnn(workload))
+    return StreamPlan([part], admission.rejected)
+
+
+def _runs_dnn(workload: Workload) -> bool:
+    """Whether ``workload`` has best-effort DNN work its platform has a tile slot for."""
+    return any(not p.realtime for p in workload.pipelines) and refusal(
+        workload.platform, [p.model for p in workload.pipelines if not p.realtime]) is None
+
+
+def idle_fraction(part: Partition) -> float:
+    """The share of its stream's time ``part``'s real-time frames leave."""
+    return max(0.0, 1.0 - sum(p.exec_s / p.period_s for p in part.pipelines))
+
+
+def spread_plan(workload: Workload, streams: int, phased: bool = False) -> StreamPlan:
+    """The partitioned plan alone (module docstring); ``plan_streams`` may prefer one stream."""
+    _PHASED[0] = phased
+    try:
+        return _spread(workload, streams)
+    finally:
+        _MEMO.clear()
+        _PHASED[0] = False
+
+
+def _spread(workload: Workload, streams: int) -> StreamPlan:
+    platform = workload.platform
+    streams = max(1, min(streams, platform.streams, len(platform.slots)))
+    dnn = _runs_dnn(workload)
+    parts: list[Partition] = []
+    rejected: list[dict] = []
+    free = [s.index for s in platform.slots]
+    ddr = 0.0
+    for p in (q for q in workload.pipelines if q.realtime):
+        rate = p.ddr_bytes_per_frame / p.period_s
+        refusal = ddr_refusal(platform, ddr + rate)
+        if refusal:
+            rejected.append({"name": p.name, "reason": refusal})
+            continue
+        placed, reason = _place(p, parts, free, platform, streams, dnn)
+        if placed:
+            ddr += rate
+        else:
+            rejected.append({"name": p.name, "reason": reason})
+    if dnn:
+        _place_dnn(parts, free, platform, streams)
+    _spread_free(parts, free, platform)
+    if not parts:        # nothing admitted: one partition of every slot (the DNN's, if any)
+        parts = [Partition(0, tuple(free), dnn=dnn)]
+    share = max(1, _loaders(parts, platform))
+    for part in parts:
+        part.verdict = _check(part, platform, share)
+        if not part.verdict.ok:     # fewer partitions than checked for only shortens the loads counted
+            raise RuntimeError(f"stream {part.stream}'s admitted set fails its final check: {part.verdict.reason}")
+    return StreamPlan(parts, rejected)
+
+
+def _share(parts: list[Partition], dnn: bool, streams: int) -> int:
+    """1 while a stream may still be left for the DNN's own partition (it loads tiles), else 0."""
+    return 1 if dnn and len(parts) < streams and not any(q.dnn for q in parts) else 0
+
+
+def _place(p: PipelineSpec, parts: list[Partition], free: list[int], platform: Platform, streams: int,
+           dnn: bool) -> tuple[bool, str]:
+    """Put ``p`` into a partition (changing ``parts`` and ``free``) if every partition then passes:
+    an existing partition that stays quiet with it, else a new one on a free stream, else the
+    existing partition that loads least for it, else one grown by free slots."""
+    reason = "no partition's stream and slots can take it"
+    share = _share(parts, dnn, streams)
+    quiet: list[tuple[float, Partition]] = []
+    loading: list[tuple[tuple[float, float], Partition]] = []
+    for part in parts:
+        trial = replace(part, pipelines=[*part.pipelines, p])
+        verdicts, why = _all_pass([trial if q is part else q for q in parts], platform, share)
+        if not verdicts:
+            reason = why
+            continue
+        v = verdicts[parts.index(part)]
+        if _quiet(trial, platform) is not None:
+            quiet.append((-v.slack_s, part))
+        else:
+            loading.append(((_loads_per_s(v, trial.pipelines), -v.slack_s), part))
+    if quiet:
+        min(quiet, key=lambda c: c[0])[1].pipelines.append(p)
+        return True, ""
+    if len(parts) < streams:
+        options = _new_slots(p, platform, free)
+        for slots in options:
+            trial = Partition(len(parts), slots, [p])
+            verdicts, why = _all_pass([*parts, trial], platform, _share([*parts, trial], dnn, streams))
+            if verdicts:
+                parts.append(trial)
+                free[:] = [s for s in free if s not in slots]
+                return True, ""
+            reason = why
+        if not options and not parts:
+            reason = f"its chain does not fit the {len(free)} slot(s) of {platform.name}"
+    if loading:
+        min(loading, key=lambda c: c[0])[1].pipelines.append(p)
+        return True, ""
+    for part in parts:
+        for extra in range(1, len(free) + 1):
+            trial = replace(part, pipelines=[*part.pipelines, p], slots=tuple(sorted((*part.slots, *free[:extra]))))
+            verdicts, why = _all_pass([trial if q is part else q for q in parts], platform, share)
+            if verdicts:
+                part.pipelines, part.slots = trial.pipelines, trial.slots
+                del free[:extra]
+                return True, ""
+    return False, reason + (f" ({len(parts)} of {streams} stream(s) taken)" if streams > 1 else "")
+
+
+def _spread_free(parts: list[Partition], free: list[int], platform: Platform) -> None:
+    """Slots no partition took go, one at a time, to a partition that loads, if it then loads less
+    (more of its modules pinned) and every partition still passes."""
+    for slot in list(free):
+        share = max(1, _loaders(parts, platform))
+        best: tuple[float, Partition] | None = None
+        for part in parts:
+            if part.dnn or _quiet(part, platform) is not None or not part.pipelines:
+                continue
+            before = _check(part, platform, share)
+            trial = replace(part, slots=tuple(sorted((*part.slots, slot))))
+            verdicts, _ = _all_pass([trial if q is part else q for q in parts], platform, 0)
+            if not verdicts or before.plan is None:
+                continue
+            after = verdicts[parts.index(part)]
+            gain = _loads_per_s(before, part.pipelines) - _loads_per_s(after, part.pipelines)
+            if gain > 0 and (best is None or gain > best[0]):
+                best = (gain, part)
+        if best is not None:
+            best[1].slots = tuple(sorted((*best[1].slots, slot)))
+            free.remove(slot)
+
+
+def _place_dnn(parts: list[Partition], free: list[int], platform: Platform, streams: int) -> None:
+    """Best-effort DNN work: its own partition from the free tile slots on a free stream; else the
+    real-time partition with the most slack takes it (and any free slots) if it still passes.
+    (Choosing the partition with the highest bound instead, ``dnn_bound_of``, gave the same DNN
+    rate on ``multicam_edge_cnn_zcu104`` with twice the tile swaps: the bound counts loads free.)"""
+    tiles = [s for s in free if platform.slot(s).name in platform.module(DNN).slots]
+    if tiles and len(parts) < streams:
+        parts.append(Partition(len(parts), tuple(free), dnn=True))
+        free.clear()
+        return
+    by_slack = sorted(parts, key=lambda q: -(_check(q, platform, len(parts)).slack_s))
+    for part in by_slack:
+        trial = replace(part, dnn=True, slots=tuple(sorted((*part.slots, *free))))
+        if _all_pass([trial if q is part else q for q in parts], platform, 0)[0]:
+            part.dnn, part.slots = True, trial.slots
+            free.clear()
+            return
+
+
+def dnn_bound_of(part: Partition, platform: Platform, models: list[str]) -> float:
+    """Images per second the DNN could get at most in ``part``: the stream time its frames leave,
+    at the partitioner's fastest chain over its tile slots (fill latency and loads free)."""
+    sub = sub_platform(platform, part.slots)
+    tiles = len(sub.slots_for(DNN))
+    if not tiles or not models:
+        return 0.0
+    return idle_fraction(part) * max(dnn_plan(sub, m, tiles).images_per_s for m in models)

@@ -1,0 +1,115 @@
+"""The order in which real-time work will next need each module: what Belady replacement,
+prefetch and the warm-up look ahead over.
+
+A module's place is set by the first frame that needs it: first the frames a decision names (in
+the order given), then every pipeline's next release, by its deadline. Modules no pipeline will
+need again come last, all alike. Only the first need counts, so a pipeline's later releases add
+nothing; and since a release moves only its own pipeline's next need, the order is kept up to
+date one pipeline at a time rather than rebuilt for every decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+from fpgashare.catalogue.workload import PipelineSpec
+
+#: Sort key of a module nobody will need: after every needed one, equal to each other.
+UNNEEDED: tuple = (2,)
+
+
+class Demand:
+    """Per module, when the next release of a pipeline will need it, as a sort key
+    ``(1, need time, pipeline name, stage position)``; smaller is sooner."""
+
+    def __init__(self, need_time: Callable[[PipelineSpec], float]) -> None:
+        self._need_time = need_time          # a pipeline's next release's deadline (inf: no more)
+        self._users: dict[str, list[tuple[PipelineSpec, int]]] = {}
+        self._due: dict[str, float] = {}
+        self._key: dict[str, tuple] = {}
+        self._order: list[str] | None = None
+
+    def reset(self, pipelines: Iterable[PipelineSpec]) -> None:
+        """Start over with ``pipelines`` (the set changed)."""
+        self._users, self._due, self._key, self._order = {}, {}, {}, None
+        for p in pipelines:
+            self._due[p.name] = self._need_time(p)
+            for offset, module in enumerate(p.modules):
+                users = self._users.setdefault(module, [])
+                if all(q is not p for q, _ in users):      # a module twice in a chain: its first stage
+                    users.append((p, offset))
+        for module in self._users:
+            self._rekey(module)
+
+    def moved(self, pipeline: PipelineSpec) -> None:
+        """``pipeline``'s next release changed (one of its frames was released)."""
+        self._due[pipeline.name] = self._need_time(pipeline)
+        for module in dict.fromkeys(pipeline.modules):
+            self._rekey(module)
+        self._order = None
+
+    def _rekey(self, module: str) -> None:
+        due = [(self._due[p.name], p.name, offset) for p, offset in self._users[module]]
+        best = min(due) if due else None
+        self._key[module] = UNNEEDED if best is None or best[0] == float("inf") else (1, *best)
+
+    def key(self, module: str) -> tuple:
+        return self._key.get(module, UNNEEDED)
+
+    def order(self) -> list[str]:
+        """Needed modules, soonest first."""
+        if self._order is None:
+            self._order = sorted((m for m, k in self._key.items() if k is not UNNEEDED), key=self._key.__getitem__)
+        return self._order
+
+
+class NeedOrder:
+    """Modules in order of first need: the modules of ``chains`` (the frames a decision names, in
+    order), then ``demand``'s. Iterating gives each needed module once. The chains are read only
+    as far as a question needs (a prefetch looks at a few modules, not at every pending frame's)."""
+
+    def __init__(self, chains: Sequence[Sequence[str]] = (), demand: Demand | None = None) -> None:
+        self._chains = chains
+        self._read = 0                       # chains read into _first so far
+        self._first: dict[str, int] = {}
+        self._demand = demand
+
+    def _read_chain(self) -> bool:
+        """Read the next chain's new modules; False when every chain has been read."""
+        if self._read >= len(self._chains):
+            return False
+        first = self._first
+        for module in self._chains[self._read]:
+            if module not in first:
+                first[module] = len(first)
+        self._read += 1
+        return True
+
+    def key(self, module: str) -> tuple:
+        """Sort key of ``module``'s next need: smaller is sooner."""
+        while module not in self._first and self._read_chain():
+            pass
+        place = self._first.get(module)
+        if place is not None:
+            return (0, place)
+        return self._demand.key(module) if self._demand is not None else UNNEEDED
+
+    def head(self, count: int) -> list[str]:
+        """The first ``count`` modules of the order (fewer if fewer are needed)."""
+        while len(self._first) < count and self._read_chain():
+            pass
+        out = list(self._first)[:count]
+        if len(out) < count and self._demand is not None:
+            for module in self._demand.order():
+                if module not in self._first:
+                    out.append(module)
+                    if len(out) == count:
+                        break
+        return out
+
+    def __iter__(self) -> Iterator[str]:
+        while self._read_chain():
+            pass
+        yield from self._first
+        if self._demand is not None:
+            yield from (m for m in self._demand.order() if m not in self._first)

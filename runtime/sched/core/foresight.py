@@ -1,0 +1,150 @@
+"""Look-ahead over the next releases: when real-time work will want each module, with the
+releases played out on the one video stream as dispatch would run them (Belady replacement,
+prefetch and lending read it through ``Engine.module_needs``)."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from fpgashare.sched.core.demand import NeedOrder
+
+if TYPE_CHECKING:
+    from fpgashare.catalogue.workload import PipelineSpec
+    from fpgashare.sched.core.engine import Engine
+    from fpgashare.sched.core.jobs import Frame
+
+
+def module_needs(engine: Engine, held: set[str] | None = None) -> dict[str, float]:
+    """For each module real-time work will want: the earliest time it is wanted. A pending
+    frame's modules are wanted now; otherwise a module is wanted at the next release of a
+    pipeline that uses it, unless the stream allows a later time (``_stream_order``)."""
+    now = engine.now
+    needs: dict[str, float] = {}
+    for frame in engine.pending:
+        for module in frame.modules:
+            needs[module] = now
+    for frame, modules in next_passes(engine):     # wanted again when the pass on the stream ends
+        for module in modules:
+            needs[module] = min(needs.get(module, float("inf")), frame.expected_end)
+    played = _stream_order(engine, dict(needs), set(engine.slots.held_modules() if held is None else held))
+    if played is not None:
+        return played
+    for p in engine.pipelines:
+        t = engine.next_release_s(p)
+        for module in p.modules:
+            if t < needs.get(module, float("inf")):
+                needs[module] = t
+    return needs
+
+def next_passes(engine: Engine) -> list[tuple[Frame, tuple[str, ...]]]:
+    """Frames on the stream with passes to go, each with the modules of its next pass: they are
+    pending again, wanting those modules, as soon as their pass ends."""
+    return [(f, f.pipeline.pass_modules[f.step + 1]) for f in engine.running.values()
+            if f.step < len(f.pipeline.pass_stages) - 1]
+
+
+def _stream_order(engine: Engine, needs: dict[str, float], held: set[str]) -> dict[str, float] | None:
+    """Module needs with the next releases played out on the one video stream, as dispatch
+    would run them: among the frames released by then, one whose modules are all ``held``
+    starts first, else the earliest deadline (nominal releases, ties by name); a frame's
+    modules are wanted when it starts. So what the second frame of a burst lacks may be
+    loaded while the first streams, in slots the stream leaves idle anyway.
+    The guess of who goes first can be wrong (jitter): then the frame that does waits for
+    the loads put off. None unless every frame would still meet its deadline after that wait."""
+    stream_at = engine.stream_free_at()
+    for frame in engine.pending:
+        held.update(frame.modules)
+        stream_at += frame.remaining_s
+    for frame, modules in next_passes(engine):
+        held.update(modules)
+        stream_at += frame.remaining_s - frame.exec_s
+    loaded = set(held)                    # modules no load is owed for
+    pipelines, info = engine.pipelines, engine.stream_info
+    inf = float("inf")
+    upcoming = sorted((t, p.name, i) for i, p in enumerate(pipelines) if (t := engine.next_release_s(p)) != inf)
+    position, count = 0, len(upcoming)
+    ready: list[tuple[float, str, int, float]] = []    # released, every module held: a heap by deadline
+    waiting: list[tuple[float, str, int, float]] = []  # released, some module not held
+    played: list[tuple[float, float, float, PipelineSpec]] = []     # start, deadline, release, pipeline
+    heappush, heappop, issuperset = heapq.heappush, heapq.heappop, held.issuperset
+    while position < count or ready or waiting:
+        if not ready and not waiting and upcoming[position][0] > stream_at:
+            stream_at = upcoming[position][0]
+        while position < count and upcoming[position][0] <= stream_at:
+            t, name, i = upcoming[position]
+            entry = (t + info[i][0], name, i, t)
+            if issuperset(info[i][2]):
+                heappush(ready, entry)
+            else:
+                waiting.append(entry)
+            position += 1
+        if ready:
+            chosen = heappop(ready)
+        else:
+            chosen = min(waiting)
+            waiting.remove(chosen)
+        i = chosen[2]
+        modules = info[i][2]
+        played.append((stream_at, chosen[0], chosen[3], pipelines[i]))
+        if waiting and not issuperset(modules):
+            held |= modules
+            for entry in [e for e in waiting if issuperset(info[e[2]][2])]:
+                waiting.remove(entry)
+                heappush(ready, entry)
+        else:
+            held |= modules
+        stream_at += info[i][1]
+    postponed = 0
+    for start, _, release, p in played:
+        for module in p.modules:
+            if module not in needs:
+                needs[module] = start
+                postponed += module not in loaded and start > release
+    wait = postponed * engine.longest_load_s()
+    if all(start + wait + p.exec_s <= deadline for start, deadline, _, p in played):
+        return needs
+    return None
+
+
+class Foresight:
+    """What the future holds, for Belady replacement, prefetch and lending (a mixin of ``Engine``;
+    the daemon's engine overrides the release forecasts: its frames come when apps send them)."""
+
+    def earliest_release_s(self: Engine) -> float:
+        """The earliest a real-time frame not yet released may arrive (now if one may arrive any
+        moment; inf if none will): a load or a DNN batch that ends by then delays no frame."""
+        now = self.now
+        return min((max(now, self.next_release_s(p)) for p in self.pipelines), default=float("inf"))
+
+    def stream_job_end(self: Engine) -> float | None:
+        """When the frame or DNN batch on the stream ends (None if the stream is free)."""
+        return None if self.stream_free() else self.stream_free_at()
+
+    def next_release_s(self: Engine, pipeline: PipelineSpec) -> float:
+        """Earliest time the next unreleased frame of ``pipeline`` can arrive (its nominal release;
+        jitter only delays it); inf after the last one."""
+        k = self._next_index[pipeline.name]
+        if pipeline.offset_s + k * pipeline.period_s >= self.workload.duration_s:
+            return float("inf")
+        return self.t0 + pipeline.offset_s + k * pipeline.period_s
+
+    def module_needs(self: Engine, held: set[str] | None = None) -> dict[str, float]:
+        """For each module real-time work will want: the earliest time it is wanted
+        (runtime/sched/core/foresight.py)."""
+        return module_needs(self, held)
+
+    def _need_time(self: Engine, pipeline: PipelineSpec) -> float:
+        """The deadline of ``pipeline``'s next unreleased frame, as the demand order ranks it (inf
+        after the last one)."""
+        k = self._next_index[pipeline.name]
+        if pipeline.offset_s + k * pipeline.period_s >= self.workload.duration_s:
+            return float("inf")
+        return pipeline.offset_s + k * pipeline.period_s + pipeline.deadline_s
+
+    def need_order(self: Engine, first: Sequence[Frame] = ()) -> NeedOrder:
+        """Modules in the order they will be needed: the given frames', the next passes of frames
+        on the stream, then those of every pipeline's next release by deadline
+        (runtime/sched/core/demand.py)."""
+        return NeedOrder([frame.modules for frame in first] + [m for _, m in next_passes(self)], self.demand)

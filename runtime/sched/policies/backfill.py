@@ -1,0 +1,171 @@
+"""Best-effort DNN work in the time real-time pipelines leave the shell, with a cost model.
+
+The shell streams one thing at a time (one video input, one output), so a DNN batch runs only
+while no frame runs or waits, and it either ends before the earliest possible next release or is
+no longer than the blocking the admission analysis left for it (``guard.batch_room``). Two moves,
+made after the real-time dispatch of every event:
+
+- run: one batch on the idle slots holding dnn_tile, split by the partitioner over as many of them
+  as make it fastest. A batch is at least the chain's fill latency long (its first image), ends at
+  an image boundary, and ends before its slots may be needed as victims of real-time loads
+  (``lookahead.victims_due``), before the run ends, and, while another tile is being loaded, once
+  it is in (the next batch then runs on the faster chain).
+- lend: when the port is idle, no real-time frame waits and the DNN holds fewer slots than its
+  fastest chain uses, one more idle slot is loaded with dnn_tile if it pays: the DNN compute time
+  the extra tile buys before the slot must be back (the stream time real-time frames leave in that
+  window, less the chain's fill latency per gap, at the chain's real rate) must be at least
+  ``WORTH`` times the port time of the two loads it costs (the lend and the reload of what it
+  evicts). A lent slot comes back through the ordinary prefetch or demand loads, which evict
+  dnn_tile first (real-time work never needs it). When only pinned slots are idle, the tile may
+  When the idle slots hold modules wanted soon, the tile may load hidden into one of them while its
+  module moves into a slot the job on the stream frees (``pin_move.lend_moves``).
+
+A platform with no slot for dnn_tile gives the DNN nothing (``refusal`` says why); never an error.
+"""
+
+from __future__ import annotations
+
+from fpgashare.dnn.planning import dnn_plan, dnn_slot_count, misfit
+from fpgashare.sched.core.slots import SlotState
+from fpgashare.sched.core.view import EngineView
+from fpgashare.sched.policies.guard import batch_room, side_load_allowed
+from fpgashare.sched.policies.lookahead import reclaim_at, victims_due
+from fpgashare.sched.policies.pin_move import lend_moves
+
+#: The longest batch: the stream is free for real-time work again sooner, and a client's images
+#: wait less; never shorter than the chain's fill latency (one image).
+DNN_BATCH_MAX_S = 10e-3
+#: A lend must buy at least this many times the port time of its two loads in DNN compute time.
+WORTH = 1.0
+#: How far ahead a lend's gain is counted (a slot nobody needs back is judged over this).
+LEND_HORIZON_S = 0.1
+DNN = "dnn_tile"
+
+
+def refusal(platform, models=()) -> str | None:
+    """Why ``platform`` gives best-effort DNN work nothing, or None if it can run it: no slot holds
+    dnn_tile, or one of ``models`` does not fit the platform's tile variant."""
+    if DNN not in platform.modules or dnn_slot_count(platform) == 0:
+        return f"{platform.name} has no slot that fits dnn_tile: the DNN gets no fabric time"
+    return next(filter(None, (misfit(platform, m) for m in models)), None)
+
+
+def backfill(engine: EngineView) -> None:
+    if not engine.dnn_pipelines or not engine.runs_dnn or engine.changing \
+            or refusal(engine.platform, [p.model for p in engine.dnn_pipelines]):
+        return      # (during a mode change only real-time work and its pins use the stream and port)
+    _lend(engine)
+    _run(engine)
+
+
+def _chain_plan(engine: EngineView, model: str, tiles: int):
+    return dnn_plan(engine.platform, model, tiles)
+
+
+def _until(due: list[float], idle_others: int) -> float:
+    """How long a batch may hold its slots: until the k-th victim is due while fewer than k
+    other idle DNN slots could serve."""
+    for k, t in enumerate(due, 1):
+        if idle_others < k:
+            return t
+    return float("inf")
+
+
+def _run(engine: EngineView) -> None:
+    if engine.pending or not engine.stream_free():
+        return      # frames first, and the stream carries one thing at a time
+    idle = [s.index for s in engine.slots.slots if s.state == SlotState.READY and s.module == DNN]
+    waiting = [p for p in engine.dnn_pipelines if engine.dnn_backlog(p)]
+    if not idle or not waiting:
+        return
+    pipeline = min(waiting, key=lambda p: (engine.dnn_images[p.name], p.name))
+    plan = _chain_plan(engine, pipeline.model, len(idle))
+    size = len(plan.stages)
+    now = engine.now
+    # Tiles new to their layers are programmed first: the batch is that much longer.
+    latency_s = plan.latency_cycles / plan.clock_hz + engine.dnn_setup_s(idle[:size], pipeline.model, plan)
+    room = min(_until(victims_due(engine), len(idle) - size) - now, batch_room(engine), engine.end_s - now)
+    if engine.slots.coming_with(DNN):
+        # A tile is on its way: end this batch when it is in, so the next runs on the faster chain.
+        room = min(room, max(engine.port_backlog_s(), latency_s))
+    if room < latency_s:
+        return
+    per_image_s = plan.bottleneck_cycles / plan.clock_hz
+    images = 1 + max(0, int((min(room, max(DNN_BATCH_MAX_S, latency_s)) - latency_s) // per_image_s))
+    engine.start_dnn(pipeline, idle[:size], images)
+
+
+def stream_gaps(engine: EngineView, horizon_s: float) -> list[tuple[float, float]]:
+    """The stream's idle intervals from now to ``horizon_s`` from now if the real-time frames
+    pending and due in that window (nominal releases) run back to back in release order."""
+    now = engine.now
+    end = now + horizon_s
+    jobs = [(now, f.remaining_s) for f in engine.pending]
+    for p in engine.pipelines:
+        t = engine.next_release_s(p)
+        while t < end:
+            jobs.append((max(t, now), p.exec_s))
+            t += p.period_s
+    gaps, t = [], engine.stream_free_at()
+    for release, exec_s in sorted(jobs):
+        if release > t:
+            gaps.append((t, release))
+        t = max(t, release) + exec_s
+    if t < end:
+        gaps.append((t, end))
+    return gaps
+
+
+def lend_gain_s(engine: EngineView, model: str, held: int, gaps: list[tuple[float, float]], ready_s: float,
+                until_s: float) -> float:
+    """DNN compute time one more tile buys: in the stream's idle ``gaps`` between the tile's
+    arrival (``ready_s``) and its return (``until_s``), each less the chain's fill latency, at the
+    chain's rate with ``held + 1`` tiles against ``held`` tiles."""
+    more = _chain_plan(engine, model, held + 1)
+    fill = more.latency_cycles / more.clock_hz
+    usable = sum(max(0.0, min(b, until_s) - max(a, ready_s) - fill) for a, b in gaps if b > ready_s and a < until_s)
+    if held == 0:
+        return usable
+    # The extra tile speeds the chain up: the images it adds, at the faster chain's pace.
+    fewer = _chain_plan(engine, model, held)
+    return max(0.0, usable * (fewer.bottleneck_cycles / more.bottleneck_cycles - 1.0))
+
+
+def _lend(engine: EngineView) -> None:
+    if not engine.port_free() or engine.pending or engine.committed is not None \
+            or not any(engine.dnn_backlog(p) for p in engine.dnn_pipelines):
+        return
+    model = min(engine.dnn_pipelines, key=lambda p: p.name).model
+    platform = engine.platform
+    # One batch at a time runs on one chain: a slot beyond the fastest chain's tiles adds nothing.
+    held = sum(s.module == DNN and s.state != SlotState.FAILED for s in engine.slots.slots)
+    if held >= len(_chain_plan(engine, model, dnn_slot_count(platform)).stages):
+        return
+    now = engine.now
+    gaps = stream_gaps(engine, LEND_HORIZON_S)
+    best: tuple[float, int] | None = None
+    for s in engine.slots.slots:
+        if s.state not in (SlotState.BLANK, SlotState.READY) or s.module == DNN or s.index in engine.slots.pinned \
+                or not engine.slots.compatible(s.index, DNN):
+            continue
+        load_s = engine.load_seconds(s.index)
+        until = min(reclaim_at(engine, evicting=s.index), engine.end_s, now + LEND_HORIZON_S)
+        gain = lend_gain_s(engine, model, held, gaps, now + engine.port_backlog_s() + load_s, until)
+        if gain >= WORTH * 2 * load_s and (best is None or gain > best[0]):
+            best = (gain, s.index)
+    # Or a slot whose module goes, hidden, into a slot the job on the stream frees (pin_move.py):
+    # the tile then displaces a module wanted later.
+    moved = None
+    for move in lend_moves(engine, DNN):
+        until = min(reclaim_at(engine, evicting=move.to), engine.end_s, now + LEND_HORIZON_S)
+        load_s = engine.load_seconds(move.into)
+        gain = lend_gain_s(engine, model, held, gaps, now + load_s, until)
+        if gain >= WORTH * 2 * load_s and (best is None or gain > best[0]):
+            best, moved = (gain, move.into), move
+    if best is not None and side_load_allowed(engine, best[1]):
+        if moved is not None:
+            if moved.into in engine.slots.pinned:
+                engine.move_pin(moved.into, moved.to)
+            else:
+                engine.plan_reload(moved.to, moved.held, engine.earliest_release_s())
+        engine.slots.request(best[1], DNN, "dnn")

@@ -1,0 +1,342 @@
+"""``edf``: earliest deadline first over real-time frames, reconfiguration-aware, under the
+contract its admission analysis assumes (runtime/sched/analysis/schedulability.py, runtime/sched/policies/guard.py).
+
+After every event, pending frames are taken in deadline order:
+
+- a frame whose modules are resident in free slots starts once the video stream is free (the
+  shell streams one frame at a time); until then it keeps its slots;
+- the most urgent pending frame that lacks modules *commits* once the stream is free: it takes
+  the configuration port for its loads (one at a time, victims chosen by lookahead over the known
+  periodic demand, never a pinned slot), and keeps every slot it counts on until it streams. No
+  other frame loads while a frame is committed, and another frame streams meanwhile only if it
+  ends before the committed frame's loads do (it borrows time the stream would idle);
+- without a committed frame, the first blocked frame may load only what is hidden under the job
+  on the stream (``guard.side_load_allowed``), and so may prefetch for the next releases;
+- a frame is dropped only when it certainly cannot finish by its deadline (the stream, and its
+  loads at their fastest). A frame that could still make it is never dropped for a module the
+  port could still load.
+
+Where an early load gains nothing, prefetch waits until just in time (runtime/sched/policies/lookahead.py):
+with best-effort DNN work present, so idle slots can run DNN batches meanwhile
+(runtime/sched/policies/backfill.py), and in the gap after a period's frames, so the load runs under the
+next period's first frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from operator import attrgetter
+
+from fpgashare.sched.core.demand import NeedOrder
+from fpgashare.sched.core.engine import Frame
+from fpgashare.sched.core.policy import PriorityPolicy
+from fpgashare.sched.core.slots import SlotState
+from fpgashare.sched.core.view import EngineView
+from fpgashare.sched.policies.backfill import DNN as DNN_TILE
+from fpgashare.sched.policies.backfill import backfill
+from fpgashare.sched.policies.guard import side_load_allowed
+from fpgashare.sched.policies.lookahead import reclaim_at
+from fpgashare.sched.policies.pin_move import pin_move
+
+
+@dataclass
+class LoadPlan:
+    """Where a frame's stages would run: resident slots, slots being loaded or busy with its
+    modules, and the loads still to queue (module, victim slot)."""
+
+    chosen: list[int | None]
+    used: set[int] = field(default_factory=set)        #: every slot the frame counts on
+    loads: list[tuple[str, int]] = field(default_factory=list)
+    complete: bool = True                              #: every stage has a source
+    ready_at: float = 0.0                              #: when all of it could be resident
+
+
+class EdfPolicy(PriorityPolicy):
+    name = "edf"
+    admission = True
+    borrow = True        #: a less urgent frame may stream while a committed frame loads (if it ends first)
+
+    priority = attrgetter("deadline", "seq")      # a C-level key: sorted() calls it for every pending frame
+
+    def setup(self, engine: EngineView) -> None:
+        """Pins first, each into its slot; then the usual warm-up for what the first frames need."""
+        self._load_pins(engine, warm_up=True)
+        super().setup(engine)
+
+    # ---- dispatch --------------------------------------------------------------------------
+    def dispatch(self, engine: EngineView) -> None:
+        self._dispatch(engine)
+        backfill(engine)
+
+    def _dispatch(self, engine: EngineView) -> None:
+        now = engine.now
+        committed = engine.committed
+        reserved: set[int] = set()
+        borrowable: set[int] = set()
+        ready_at = float("inf")
+        if committed is not None and self.hopeless(engine, committed, (), engine.stream_free_at()):
+            engine.drop(committed, "cannot finish by its deadline: the stream is taken until then")
+            committed = None
+        if committed is not None:
+            plan = self._plan(engine, committed, set())
+            if not plan.loads and plan.complete and all(s is not None for s in plan.chosen) \
+                    and engine.stream_free():
+                engine.start(committed, plan.chosen)
+                committed = None
+                self._load_pins(engine)              # a moved pin goes back first, under this job
+            else:
+                self._issue(engine, plan)
+                reserved = plan.used
+                borrowable = {s for s in plan.chosen if s is not None}
+                ready_at = plan.ready_at
+        stream_at = engine.stream_free_at()
+        head_seen = False            # a frame earlier in deadline order is still pending
+        port_given = committed is not None
+        for frame in sorted(engine.pending, key=self.priority):
+            if frame is committed:
+                head_seen = True
+                continue
+            exec_s = frame.exec_s             # this pass; the drop rule counts the passes after it too
+            if stream_at + frame.remaining_s > frame.deadline:
+                engine.drop(frame, "cannot finish by its deadline: the stream is taken until then")
+                continue
+            # While a frame is committed, any other frame streams only in the time its loads
+            # leave the stream idle (and then also on the slots it waits with): the committed
+            # frame is the one job a more urgent frame may wait behind (the analysis's blocking).
+            later = committed is not None
+            borrows = self.borrow and later and now + exec_s <= ready_at
+            if later and not (borrows and engine.stream_free()):
+                continue                     # it can neither start nor load now: judged next time
+            chosen, missing = engine.find_slots(frame, reserved - borrowable if borrows else reserved)
+            reason = self.hopeless(engine, frame, missing, stream_at)
+            if reason:
+                engine.drop(frame, reason)
+                continue
+            if not missing:
+                if engine.stream_free() and (not later or borrows):
+                    engine.start(frame, [s for s in chosen if s is not None])
+                    stream_at = engine.stream_free_at()
+                    if engine.committed is None:
+                        self._load_pins(engine)      # a moved pin goes back first, under this job
+                    continue
+                reserved |= {s for s in chosen if s is not None}
+                head_seen = True
+                continue
+            is_head = not head_seen
+            head_seen = True
+            if port_given:
+                continue                     # the port is taken this round
+            port_given = True
+            plan = self._plan(engine, frame, reserved)
+            if is_head and engine.stream_free():
+                # Commit only onto a free stream: then at most one job (this one, or the one on
+                # the stream) stands before a more urgent frame that comes next (the analysis's
+                # one blocking term).
+                engine.committed = committed = frame      # it owns the port until it streams
+                self._issue(engine, plan)
+                reserved = reserved | plan.used
+                borrowable = {s for s in plan.chosen if s is not None}
+                ready_at = plan.ready_at
+            else:
+                if plan.loads and side_load_allowed(engine, plan.loads[0][1]):
+                    engine.slots.request(plan.loads[0][1], plan.loads[0][0], "demand")
+                elif is_head and (move := pin_move(engine, frame, chosen, missing)) is not None:
+                    engine.move_pin(move.into, move.to)          # the load below is hidden; M goes back
+                    engine.slots.request(move.into, move.module, "demand")   # under this frame's stream
+                    plan.used = {s for s in chosen if s is not None} | {move.into}
+                reserved |= plan.used
+        if engine.committed is None:
+            self._port_idle(engine, reserved)
+
+    def _plan(self, engine: EngineView, frame: Frame, keep: set[int]) -> LoadPlan:
+        """Sources for ``frame``'s stages: a free resident slot, a slot being loaded with the
+        module, a busy slot holding it (free when its job ends: with one stream, sooner than a
+        new copy could be), or a victim slot to load."""
+        slots = engine.slots
+        chosen, _ = engine.find_slots(frame, keep)
+        plan = LoadPlan(chosen, {s for s in chosen if s is not None})
+        future = None
+        waits = engine.now + engine.port_backlog_s()
+        for module, slot in zip(frame.modules, chosen, strict=True):
+            if slot is not None:
+                continue
+            coming = next((s for s in slots.coming_with(module) if s not in plan.used), None)
+            if coming is not None:
+                plan.used.add(coming)
+                continue
+            busy = next((s for s in slots.busy_with(module) if s not in plan.used and s not in keep), None)
+            if busy is not None:
+                plan.used.add(busy)
+                waits = max(waits, engine.free_at(busy) or engine.now)
+                continue
+            if future is None:
+                future = engine.need_order([frame])
+            victim = slots.victim(module, future, keep=keep | plan.used)
+            if victim is None:
+                plan.complete = False
+                continue
+            plan.used.add(victim)
+            plan.loads.append((module, victim))
+        plan.ready_at = max(waits, engine.now + engine.port_backlog_s()
+                            + sum(engine.load_seconds(v) for _, v in plan.loads))
+        return plan
+
+    @staticmethod
+    def _issue(engine: EngineView, plan: LoadPlan) -> None:
+        """The committed frame's next load, when the port is free (one at a time: a frame that
+        commits later never waits behind loads queued for another)."""
+        port = engine.slots.port
+        if plan.loads and port.current is None and not port.queue:
+            module, victim = plan.loads[0]
+            engine.slots.request(victim, module, "demand")
+
+    # ---- drops -----------------------------------------------------------------------------
+    def hopeless(self, engine: EngineView, frame: Frame, missing: Sequence[str], stream_at: float) -> str | None:
+        """A reason to drop ``frame`` when it certainly misses: even if the stream took it as soon
+        as it frees, or its missing modules loaded back to back at the port's fastest."""
+        exec_s = frame.remaining_s          # this pass and the ones after it
+        if stream_at + exec_s > frame.deadline:
+            return "cannot finish by its deadline: the stream is taken until then"
+        if missing:
+            # Copies no slot holds, runs or receives must be loaded, whoever keeps the others.
+            slots = engine.slots
+            new = sum(max(0, need - len(slots.ready_with(m)) - len(slots.busy_with(m)) - len(slots.coming_with(m)))
+                      for m, need in frame.module_counts.items() if m in missing)
+            if new and engine.now + new * engine.shortest_load_s() + exec_s > frame.deadline:
+                return f"cannot finish by its deadline: {new} module(s) still to load"
+        return None
+
+    # ---- the port when no frame owns it ----------------------------------------------------
+    def _port_idle(self, engine: EngineView, reserved: set[int]) -> None:
+        if not engine.port_free():
+            return          # (on a shared port the engine is asked again when the port frees)
+        if self._load_pins(engine):
+            return
+        if engine.changing:
+            return          # no prefetch during a mode change: the partition must reach its idle instant
+        waiting = sorted((f for f in engine.pending if f.start is None), key=self.priority)
+        work = self.port_idle_work(engine, waiting)
+        if work is not None:
+            work(reserved)
+
+    def _load_pins(self, engine: EngineView, warm_up: bool = False) -> bool:
+        """Load a pinned module its slot does not hold yet (a new admission may pin more, or a
+        pin moved: pin_move.py), else a module a lend moved out of its slot (``plan_reload``)."""
+        if not engine.contract.pinned and not engine.planned_reloads:
+            return False
+        for slot, module in sorted(engine.contract.pinned.items()):
+            s = engine.slots.slots[slot]
+            if s.module == module and s.state in (SlotState.READY, SlotState.BUSY, SlotState.LOADING):
+                continue
+            if s.state not in (SlotState.BLANK, SlotState.READY):
+                continue
+            if warm_up or side_load_allowed(engine, slot):
+                engine.slots.request(slot, module, "pin")
+                if not warm_up:
+                    return True
+        for slot, (module, by) in sorted(engine.planned_reloads.items()):
+            s = engine.slots.slots[slot]
+            if engine.now + engine.load_seconds(slot) > by or s.module == module:
+                del engine.planned_reloads[slot]          # too late to be harmless, or done
+            elif s.state in (SlotState.BLANK, SlotState.READY) and not engine.slots.holds(module) \
+                    and side_load_allowed(engine, slot):
+                del engine.planned_reloads[slot]
+                engine.slots.request(slot, module, "prefetch")
+                return True
+        return False
+
+    def port_idle_work(self, engine: EngineView, waiting: list[Frame]) -> Callable[[set[int]], None] | None:
+        # Just in time, not as early as possible, where an early load gains nothing: with DNN work
+        # (idle slots may be lent), and in the gap after a period's frames (a load there has no
+        # frame to hide under, while one put off may be hidden under the next period's first).
+        target = self._prefetch_target(engine, waiting)
+        stream_end = engine.stream_job_end()
+        dnn = bool(engine.dnn_pipelines and engine.runs_dnn)
+        if target is not None and stream_end is not None:
+            # A load hidden under the job on the stream costs nothing: take it now, but not into
+            # a tile the DNN can still use before the module is due.
+            if not dnn or reclaim_at(engine) <= stream_end:
+                return lambda reserved: self._prefetch(engine, reserved, target, hidden_only=True)
+            tiles = {s.index for s in engine.slots.slots if s.module == DNN_TILE}
+            return lambda reserved: self._prefetch(engine, reserved | tiles, target, hidden_only=True) \
+                or self._just_in_time(engine, waiting, reserved)
+        if dnn:
+            return lambda reserved: self._just_in_time(engine, waiting, reserved)
+        if target is None:
+            return None
+        if not waiting and engine.stream_free():
+            return lambda reserved: self._just_in_time(engine, waiting, reserved, target)
+        return lambda reserved: self._prefetch(engine, reserved, target)
+
+    def _just_in_time(self, engine: EngineView, waiting: list[Frame], reserved: set[int],
+                      target: tuple[NeedOrder, list[str], str] | None = None) -> None:
+        target = target or self._prefetch_target(engine, waiting)
+        if target is not None and engine.slots.holds(target[2]):
+            self._prefetch(engine, reserved, target)     # a second copy: the plan below counts one
+            return
+        due = reclaim_at(engine)
+        if due > engine.now:
+            if due != float("inf"):
+                engine.wake(due)
+            return
+        if target is not None:
+            self._prefetch(engine, reserved, target)
+
+    @staticmethod
+    def _prefetch_target(engine: EngineView, waiting: list[Frame]) -> tuple[NeedOrder, list[str], str] | None:
+        """The module to prefetch next, with the need order: the first of the modules the next
+        needs will want (as many as there are slots) that no slot holds, runs or receives.
+        ``waiting``: the pending frames by deadline."""
+        if not engine.slots.idle():
+            return None                              # no slot could take a load
+        future = engine.need_order(waiting)
+        needed = future.head(len(engine.slots.slots))   # each module once, in order of first need
+        slots = engine.slots
+        module = next((m for m in needed if not slots.holds(m)), None)
+        if module is None:
+            # A chain that uses a module twice needs two copies: one held is not enough.
+            copies = engine.copies_needed()
+            module = next((m for m in needed if copies.get(m, 1) > 1 and len(slots.ready_with(m))
+                           + len(slots.busy_with(m)) + len(slots.coming_with(m)) < copies[m]), None)
+        return None if module is None else (future, needed, module)
+
+    @staticmethod
+    def _prefetch(engine: EngineView, reserved: set[int], target: tuple[NeedOrder, list[str], str],
+                  hidden_only: bool = False) -> bool:
+        """Load the target module into a victim slot that no pending frame keeps and no module
+        needed before it holds, if the load is hidden or the contract allows it (guard.py);
+        ``hidden_only``: only if it ends before the job on the stream. Whether it loads."""
+        future, needed, module = target
+        victim = engine.slots.victim(module, future, keep=reserved | _holding(engine, future, needed, module))
+        if hidden_only:
+            end = engine.stream_job_end()
+            if victim is not None and end is not None and engine.now + engine.load_seconds(victim) <= end \
+                    and side_load_allowed(engine, victim):
+                engine.slots.request(victim, module, "prefetch")
+                return True
+            return False
+        if victim is not None and side_load_allowed(engine, victim):
+            engine.slots.request(victim, module, "prefetch")
+            return True
+        if victim is not None and not engine.pending:
+            # Not allowed now: look again when the stream's job or the next release comes.
+            nxt = min(t for t in (engine.stream_job_end(), engine.earliest_release_s()) if t is not None)
+            if nxt != float("inf"):
+                engine.wake(nxt)
+        return False
+
+
+def _holding(engine: EngineView, future: NeedOrder, needed: list[str], upto: str) -> set[int]:
+    """Slots holding a module needed before ``upto``, or by the same release as ``upto``:
+    prefetch must not evict them (evicting one to load another the same frame needs only moves
+    the load, and then it cannot be hidden)."""
+    target = future.key(upto)
+    keep = set()
+    for module in needed:
+        if module == upto:
+            continue
+        key = future.key(module)
+        if key < target or (key[0] == 1 and key[:3] == target[:3]):
+            keep |= set(engine.slots.ready_with(module)) | set(engine.slots.busy_with(module))
+    return keep

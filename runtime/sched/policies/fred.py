@@ -1,0 +1,91 @@
+"""``fred``: a space-sharing baseline after FRED (Biondi, Balsamo, Di Natale, Buttazzo, "A Framework
+for Supporting Real-Time Applications on Dynamic Reconfigurable FPGAs", RTSS 2016; its Linux
+runtime, github.com/fred-framework/fred-linux, ``scheduler_fred.c``), read, not copied.
+
+FRED's scheduler, as its runtime implements it:
+
+- slots are grouped into partitions, and every hardware task is bound to one partition;
+- a request takes a free slot of its partition (one that already holds the task first, and then
+  the reconfiguration is skipped), else it waits in the partition's FIFO queue, and a slot that
+  completes takes the head of that queue;
+- every request with a slot goes into one queue in front of the reconfiguration port (the FRI
+  queue), ordered by the request's time stamp; the port serves it (reconfiguring, or skipping)
+  and the task then computes; no preemption anywhere.
+
+On this shell a frame's job is a chain on several slots and a stream, so a FRED partition here is a
+stream and its slots, one frame at a time: the frames of the pipelines bound to it in FIFO order,
+the head's missing modules loaded through the one port, whose queue is ordered by the frames'
+release times across partitions (``PortArbiter(order="fifo")``). Partitions: as many as the streams
+and slots allow with every chain's longest pass fitting (slots split evenly), pipelines bound
+to the least loaded partition their chain fits, heaviest first: what a FRED user configures by
+hand. Like the other baselines it admits everything and never drops a frame; FRED has no DNN.
+"""
+
+from __future__ import annotations
+
+from fpgashare.backends.slot_view import sub_platform
+from fpgashare.catalogue.passes import fits
+from fpgashare.catalogue.platform import Platform
+from fpgashare.catalogue.workload import PipelineSpec, Workload
+from fpgashare.sched.board.stream_plan import Partition, StreamPlan, consecutive_runs
+from fpgashare.sched.core.policy import Policy
+from fpgashare.sched.core.view import EngineView
+
+
+class FredPolicy(Policy):
+    name = "fred"
+    port_order = "fifo"         #: the FRI queue: by the requests' time stamps
+    replacement = "lru"         #: a free slot of the partition; no lookahead
+
+    @staticmethod
+    def partitions(workload: Workload, streams: int) -> StreamPlan:
+        """FRED's static binding of pipelines to partitions of slots (module docstring)."""
+        return fred_partitions(workload, streams)
+
+    def setup(self, engine: EngineView) -> None:
+        """No warm-up beyond the first requests: FRED reconfigures on demand."""
+
+    def dispatch(self, engine: EngineView) -> None:
+        if not engine.pending:
+            return
+        head = min(engine.pending, key=lambda f: (f.release, f.seq))       # the partition's FIFO queue
+        chosen, missing = engine.find_slots(head, set())
+        if not missing:
+            if engine.stream_free():
+                engine.start(head, [s for s in chosen if s is not None])
+            return
+        used = {s for s in chosen if s is not None}
+        future = engine.need_order([head])
+        for module in missing:
+            coming = next((s for s in engine.slots.coming_with(module) if s not in used), None)
+            if coming is not None:
+                used.add(coming)
+                continue
+            victim = engine.slots.victim(module, future, keep=used)
+            if victim is None:
+                return                       # slots still busy: the head waits for them
+            engine.slots.request(victim, module, "demand", stamp=head.release)
+            used.add(victim)
+
+
+def _fits(p: PipelineSpec, platform: Platform, slots: tuple[int, ...]) -> bool:
+    """Whether every pass of ``p`` fits ``slots`` at once."""
+    sub = sub_platform(platform, slots)
+    return all(fits(stages, sub) for stages in p.pass_modules)
+
+
+def fred_partitions(workload: Workload, streams: int) -> StreamPlan:
+    platform = workload.platform
+    realtime = [p for p in workload.pipelines if p.realtime]
+    slots = [s.index for s in platform.slots]
+    longest = max((len(m) for p in realtime for m in p.pass_modules), default=1)
+    count = max(1, min(streams, platform.streams, len(slots) // max(1, longest), len(realtime)))
+    groups = consecutive_runs(slots, count)
+    parts = [Partition(k, g) for k, g in enumerate(groups)]
+    load = [0.0] * count
+    for p in sorted(realtime, key=lambda q: -q.exec_s / q.period_s):
+        fitting = [k for k in range(count) if _fits(p, platform, groups[k])] or [0]
+        k = min(fitting, key=lambda i: load[i])
+        parts[k].pipelines.append(p)
+        load[k] += p.exec_s / p.period_s
+    return StreamPlan(parts)

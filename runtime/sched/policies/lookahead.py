@@ -1,0 +1,50 @@
+"""Just-in-time loading: how long the port may wait before the next real-time load must start.
+
+Real-time work wants modules at known times (``Engine.module_needs``: now for a pending frame,
+otherwise when the next nominal release of a pipeline using it can start on the one video stream).
+The modules among them that no slot holds or is receiving must pass through the one port in order
+of need, each finished by its need time. Walking that list
+backwards gives the latest time the first of those loads may start; until then idle slots and the
+port are free for other work (DNN batches, lending a slot to dnn_tile).
+"""
+
+from __future__ import annotations
+
+from fpgashare.sched.core.view import EngineView
+
+
+def missing_needs(engine: EngineView, evicting: int | None = None) -> list[tuple[float, str]]:
+    """(need time, module) of every wanted module no slot holds or is receiving, earliest first;
+    with ``evicting``, as if that slot's module were gone."""
+    held = engine.slots.held_modules(excluding=evicting)
+    return sorted((t, module) for module, t in engine.module_needs(held).items() if module not in held)
+
+
+def latest_load_starts(engine: EngineView, evicting: int | None = None) -> list[float]:
+    """Latest start times of the missing real-time loads, in port order, such that every missing
+    module is in by its need time. Loads are assumed to take the longest slot's load time, since
+    the victim slots are not chosen yet."""
+    load_s = engine.longest_load_s()
+    starts = []
+    finish = float("inf")
+    for t, _ in reversed(missing_needs(engine, evicting)):
+        finish = min(finish, t) - load_s
+        starts.append(finish)
+    return starts[::-1]
+
+
+#: Slack kept before the latest start, as a fraction of one load.
+SLACK_LOADS = 0.1
+
+
+def victims_due(engine: EngineView, evicting: int | None = None) -> list[float]:
+    """When the 1st, 2nd, ... idle victim slot must be available for real-time loads: each
+    load's latest start, less some slack."""
+    slack = SLACK_LOADS * engine.longest_load_s()
+    return [t - slack for t in latest_load_starts(engine, evicting)]
+
+
+def reclaim_at(engine: EngineView, evicting: int | None = None) -> float:
+    """When the first idle slot must be back for real-time loads (inf when nothing is missing)."""
+    due = victims_due(engine, evicting)
+    return due[0] if due else float("inf")

@@ -141,3 +141,11 @@ def test_no_pipeline_admitted_with_its_phases_ever_misses_on_random_workloads(se
     for name, p in summary["pipelines"].items():
         assert p["on_time"] == p["submitted"], f"seed {seed}: admitted {name} missed: {p}"
     assert all(f.outcome is not None for f in engine.frames)
+
+
+def test_a_pipeline_with_a_cpu_prefix_leaves_the_set_to_the_phase_free_test():
+    """A host that overruns a prefix's bound hands the frame to the fabric later than written."""
+    workload = _long_and_short(0.0046)
+    short, long = workload.pipelines
+    prefixed = replace(workload, pipelines=(replace(short, cpu_before_s=0.0005), long))
+    assert len(admit(prefixed, phased=True).admitted) == len(admit(prefixed).admitted) == 1

@@ -380,6 +380,9 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     reason = "no set of pinned modules leaves room for every chain's other stages"
     best_slack: float | None = None
     first_ok: Verdict | None = None
+    # A CPU prefix hands its frame to the fabric at the prefix's bound, or later if the host
+    # overruns it: such a release can leave the written pattern, so only the phase-free test holds.
+    phased = phased and not any(p.cpu_before or p.cpu_before_s for p in pipelines)
     P = np.array([p.offset_s for p in pipelines], dtype=np.float64) if phased else None
     for _, _, pins in candidates[:MAX_TRIED]:
         plan = residency(pipelines, platform, pins, keep_pinned)

@@ -10,7 +10,14 @@ With ``--streams`` each workload runs on 1..S streams (S: the platform's; drawn 
 pipelines are partitioned over streams and slots (runtime/sched/board/stream_plan.py) and every
 partition's engine shares the one configuration port (runtime/sched/board/streams.py).
 
-    python -m benchmarks.admission_soundness [--quick] [--count 200] [--seed 0] [--max-s 10] [--streams] [--json]
+With ``--phased`` the admission may use the workloads' known phases (``analyse(phased=True)``,
+runtime/sched/analysis/phased_demand.py), as ``fpgashare bench`` does; without, the phase-free test a
+daemon uses. The phased test applies only where the periods' hyperperiod is short, so with
+``--phased`` every odd seed draws one of ``limit_gap``'s small workloads instead (periods of 10,
+20 or 40 ms, random phases and jitter), run for 25 hyperperiods.
+
+    python -m benchmarks.admission_soundness [--quick] [--count 200] [--seed 0] [--max-s 10] [--streams]
+                                             [--phased] [--json]
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import time
 from dataclasses import replace
 
 from fpgashare.backends.model import ModelBackend
+from fpgashare.catalogue.workload import Workload
 from fpgashare.cli.bench import unadmitted_misses
 from fpgashare.sched.analysis.admission import admit
 from fpgashare.sched.board.stream_plan import plan_streams
@@ -30,6 +38,7 @@ from fpgashare.sched.board.streams import run_streams
 from fpgashare.sched.core.engine import run_workload
 from fpgashare.sched.policies.edf import EdfPolicy
 
+from benchmarks.limit_gap import LONG_RUN_HYPERPERIODS, small_workload
 from benchmarks.results import write_result
 from benchmarks.workload_gen import random_workload
 
@@ -39,20 +48,28 @@ def misses(summary: dict, names: set[str] | None = None) -> int:
                if names is None or n in names)
 
 
-def check(seed: int, max_s: float, streams: bool = False) -> dict:
-    workload = random_workload(seed, max_s=max_s)
+def draw(seed: int, max_s: float, phased: bool) -> Workload:
+    """The seed's workload (module docstring)."""
+    if phased and seed % 2:
+        small = small_workload(seed)
+        return replace(small, duration_s=min(max_s, small.duration_s * LONG_RUN_HYPERPERIODS))
+    return random_workload(seed, max_s=max_s)
+
+
+def check(seed: int, max_s: float, streams: bool = False, phased: bool = False) -> dict:
+    workload = draw(seed, max_s, phased)
     realtime = [p for p in workload.pipelines if p.realtime]
     started = time.perf_counter()
     if streams:
         count = random.Random(seed ^ 0x5EED).randint(1, workload.platform.streams)
-        plan = plan_streams(workload, count)
+        plan = plan_streams(workload, count, phased=phased)
         admit_ms = (time.perf_counter() - started) * 1e3
         kept = {p.name for p in plan.admitted}
         engine, summary = run_streams(workload, ModelBackend(workload.platform), plan, EdfPolicy)
         engine.pin_moves = sum(e.pin_moves for e in engine.parts)
     else:
         count = 1
-        admission = admit(workload)
+        admission = admit(workload, phased=phased)
         admit_ms = (time.perf_counter() - started) * 1e3
         kept = {p.name for p in admission.admitted}
         admitted = replace(workload, pipelines=tuple(p for p in workload.pipelines
@@ -75,12 +92,13 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-s", type=float, default=10.0)
     ap.add_argument("--streams", action="store_true", help="run each workload on 1..S streams")
+    ap.add_argument("--phased", action="store_true", help="admit with the workloads' known phases")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true", help="a few short workloads: checks the benchmark runs")
     args = ap.parse_args()
     if args.quick:
         args.count, args.max_s = min(args.count, 4), min(args.max_s, 0.5)
-    rows = [check(seed, args.max_s, args.streams) for seed in range(args.seed, args.seed + args.count)]
+    rows = [check(seed, args.max_s, args.streams, args.phased) for seed in range(args.seed, args.seed + args.count)]
     rejected = [r for r in rows if "rejected_set_ran_clean" in r]
     clean = [r for r in rejected if r["rejected_set_ran_clean"]]
     under_bound = [r for r in rows if r["utilisation"] <= 1.0]
@@ -103,7 +121,9 @@ def main() -> int:
         "failures": [r for r in rows if r["misses"]],
     }
     report["streams_drawn"] = args.streams
-    write_result("admission_soundness" + ("_streams" if args.streams else ""), report, quick=args.quick)
+    report["phased"] = args.phased
+    write_result("admission_soundness" + ("_streams" if args.streams else "") + ("_phased" if args.phased else ""),
+                 report, quick=args.quick)
     if args.json:
         print(json.dumps(report, indent=2))
     else:

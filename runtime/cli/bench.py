@@ -47,7 +47,7 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
     if streams > 1 and (policy.admission or hasattr(policy, "partitions")):
         return _run_on_streams(workload, scheduler, board, streams, check_rejected)
     if policy.admission:
-        admission = admit(workload)
+        admission = admit(workload, phased=True)
         rejected, contract = admission.rejected, admission.contract
         keep = {p.name for p in admission.admitted}
         workload = replace(workload, pipelines=tuple(p for p in workload.pipelines
@@ -90,7 +90,7 @@ def _run_on_streams(workload: Workload, scheduler: str, board, streams: int,
     admission, runtime/sched/board/stream_plan.py; a space-sharing baseline: by its own rule), one
     engine per partition (runtime/sched/board/streams.py)."""
     policy = make_policy(scheduler)
-    plan = plan_streams(workload, streams) if policy.admission else policy.partitions(workload, streams)
+    plan = plan_streams(workload, streams, phased=True) if policy.admission else policy.partitions(workload, streams)
     engine, summary = run_streams(workload, board, plan, lambda: make_policy(scheduler))
     result = {"scheduler": scheduler, "admitted": [p.name for p in plan.admitted], "rejected": plan.rejected,
               **summary, "bound": streams_dnn_bound(workload, plan, engine)}

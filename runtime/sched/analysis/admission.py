@@ -22,12 +22,14 @@ class Admission:
     verdict: Verdict | None = None
 
 
-def admit(workload: Workload) -> Admission:
-    """The real-time pipelines of ``workload`` the analysis admits, in order, and the contract."""
+def admit(workload: Workload, phased: bool = False) -> Admission:
+    """The real-time pipelines of ``workload`` the analysis admits, in order, and the contract.
+    ``phased``: the frames are released as the workload writes them (offsets, periods, jitter), so
+    the analysis may use the phased test (``schedulability.release_test``); not for a daemon's streams."""
     few_pins = any(not p.realtime for p in workload.pipelines)    # best-effort work borrows idle slots
     result = Admission()
     for p in (q for q in workload.pipelines if q.realtime):
-        verdict = analyse([*result.admitted, p], workload.platform, few_pins=few_pins)
+        verdict = analyse([*result.admitted, p], workload.platform, few_pins=few_pins, phased=phased)
         if verdict.ok:
             result.admitted.append(p)
             result.contract, result.verdict = verdict.contract, verdict

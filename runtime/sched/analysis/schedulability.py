@@ -41,6 +41,7 @@ set can afford (what is left over after the real-time demand goes to the DNN and
 from __future__ import annotations
 
 import functools
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ from fpgashare.catalogue.passes import match_slots
 from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import PipelineSpec
 from fpgashare.sched.analysis.control_traffic import control_seconds
+from fpgashare.sched.analysis.phased_demand import phased_slack
 
 #: Added to (t - D + J) / T before the floor in the demand: floating point must never drop a frame.
 STEP_TOLERANCE = 1e-9
@@ -163,6 +165,7 @@ class DemandCheck:
     worst_t: float            #: where that minimum is
     points: int
     reason: str = ""
+    horizon_s: float = float("inf")   #: the longest window the test had to check (the busy period bound)
 
 
 def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, extra_block_s: float) -> DemandCheck:
@@ -202,7 +205,25 @@ def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, ext
     ok = bool(slack[worst] >= 0.0)
     reason = "" if ok else (f"in a window of {points[worst] * 1e3:.2f} ms the frames due, their loads and "
                             f"the blocking need {(demand[worst] + block[worst] + extra_block_s) * 1e3:.2f} ms")
-    return DemandCheck(ok, float(slack[worst]), float(points[worst]), int(points.size), reason)
+    return DemandCheck(ok, float(slack[worst]), float(points[worst]), int(points.size), reason, horizon)
+
+
+def release_test(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: np.ndarray | None,
+                 extra_block_s: float, most_slack: bool = True) -> DemandCheck:
+    """``demand_check``, and with known phases ``P`` (strictly periodic releases at P + k·T plus
+    at most J) also the phased check (runtime/sched/analysis/phased_demand.py), whichever leaves
+    more slack: each is a sufficient test on its own, the phased one over the releases that do
+    happen. ``most_slack`` False: the phased check only where the phase-free one fails (a verdict,
+    not the slack, is wanted)."""
+    check = demand_check(S, T, D, J, extra_block_s)
+    if P is None or not math.isfinite(check.horizon_s) or (check.ok and not most_slack):
+        return check
+    phased = phased_slack(S, T, D, J, P, extra_block_s, check.horizon_s)
+    if phased is None or phased[0] <= check.slack_s:
+        return check
+    slack, t1, d = phased
+    return DemandCheck(slack >= 0.0, slack, d - t1, check.points, "" if slack >= 0.0 else check.reason,
+                       check.horizon_s)
 
 
 def busy_period(S: np.ndarray, T: np.ndarray, J: np.ndarray, block_s: float, steps: int = 10_000) -> float:
@@ -316,7 +337,7 @@ def transition_check(pipelines: Sequence[PipelineSpec], loads: dict[str, int], p
 def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: dict[int, str] | None = None,
             few_pins: bool = False, port_share: int = 1, check_ddr: bool = True,
             board_load_s: float | None = None, control_s: float | None = None,
-            afford_change: bool = False, afford_share: int | None = None) -> Verdict:
+            afford_change: bool = False, afford_share: int | None = None, phased: bool = False) -> Verdict:
     """Whether ``pipelines`` (real-time) pass the test on ``platform``, and with which pins.
     Pin sets are tried in order of the load time their frames still need (least first), or, with
     ``few_pins`` (best-effort work wants slots to borrow), fewest pins first. ``keep_pinned``:
@@ -332,7 +353,10 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     order above under which the set could also afford a later mode change's pin load
     (``transition_check``) is taken, else the first that passes: a set with no slack for a pin load
     could never take another pipeline that needs a pin. ``afford_share``: the port shared that
-    many ways in that check (a board that may re-partition into that many partitions)."""
+    many ways in that check (a board that may re-partition into that many partitions).
+    ``phased``: the frames are released strictly at ``offset_s + k·period_s`` plus at most their
+    jitter (a workload run as written, not a daemon's streams), so the phased test may admit too
+    (``release_test``)."""
     L, X = load_and_control(platform, port_share, board_load_s, control_s)
     if not pipelines:
         return Verdict(True, contract=AdmissionContract({}, L, True, float("inf")))
@@ -358,14 +382,18 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     reason = "no set of pinned modules leaves room for every chain's other stages"
     best_slack: float | None = None
     first_ok: Verdict | None = None
+    # A CPU prefix hands its frame to the fabric at the prefix's bound, or later if the host
+    # overruns it: such a release can leave the written pattern, so only the phase-free test holds.
+    phased = phased and not any(p.cpu_before or p.cpu_before_s for p in pipelines)
+    P = np.array([p.offset_s for p in pipelines], dtype=np.float64) if phased else None
     for _, _, pins in candidates[:MAX_TRIED]:
         plan = residency(pipelines, platform, pins, keep_pinned)
         if isinstance(plan, str):
             continue
         S, T, D, J = _arrays(pipelines, plan.loads, L, X)
-        check = demand_check(S, T, D, J, X)
+        check = release_test(S, T, D, J, P, X, most_slack=False)
         if check.ok:
-            verdict = _verdict(plan, check, L, X, S, T, D, J)
+            verdict = _verdict(plan, check, L, X, S, T, D, J, P)
             if not afford_change or not any(plan.loads.values()):
                 return verdict
             if afford_share is None or afford_share <= port_share:
@@ -392,14 +420,16 @@ def _passes_too_long(p: PipelineSpec) -> str:
             f"{p.deadline_s * 1e3:.2f} ms deadline (the longest is pass {worst + 1})")
 
 
-def _verdict(plan: ResidencyPlan, check: DemandCheck, L: float, X: float, S, T, D, J) -> Verdict:
+def _verdict(plan: ResidencyPlan, check: DemandCheck, L: float, X: float, S, T, D, J, P=None) -> Verdict:
     """Share out the slack: one idle load first (prefetch, lending, pins may then straddle a
     release), the rest as the longest DNN batch allowed to overlap a possible release. The scheduler
     sizes batches by their stream time, and a batch's register traffic may add up to X to that:
     the budget it is given is X shorter."""
+    if P is not None:                 # the phased windows may leave more slack than the verdict's test
+        check = release_test(S, T, D, J, P, X)
     slack = check.slack_s
     idle = slack >= L
     if idle:
-        slack = demand_check(S, T, D, J, X + L).slack_s
+        slack = release_test(S, T, D, J, P, X + L).slack_s
     contract = AdmissionContract(dict(plan.pinned), L, idle, max(0.0, slack - X))
     return Verdict(True, "", contract, plan, check.slack_s, float(np.sum(S / T)))

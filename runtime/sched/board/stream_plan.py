@@ -79,13 +79,17 @@ class StreamPlan:
 #: partitions they leave alone. Cleared at every call (keys hold object ids, alive during it).
 _MEMO: dict[tuple, Verdict] = {}
 
+#: Whether the plan being made may use the phased test (``analyse(phased=True)``): set for the
+#: length of one ``plan_streams`` / ``spread_plan`` call, like ``_MEMO``.
+_PHASED = [False]
+
 
 def _analyse(part: Partition, platform: Platform, share: int) -> Verdict:
-    key = (tuple(id(p) for p in part.pipelines), part.slots, share, part.dnn)
+    key = (tuple(id(p) for p in part.pipelines), part.slots, share, part.dnn, _PHASED[0])
     if key not in _MEMO:
         _MEMO[key] = analyse(part.pipelines, sub_platform(platform, part.slots), few_pins=part.dnn,
                              port_share=share, check_ddr=False, board_load_s=load_seconds(platform),
-                             control_s=control_seconds(platform))
+                             control_s=control_seconds(platform), phased=_PHASED[0])
     return _MEMO[key]
 
 
@@ -159,14 +163,16 @@ def _new_slots(p: PipelineSpec, platform: Platform, free: list[int]) -> list[tup
     return out
 
 
-def plan_streams(workload: Workload, streams: int) -> StreamPlan:
+def plan_streams(workload: Workload, streams: int, phased: bool = False) -> StreamPlan:
     """Partition ``workload``'s real-time pipelines over ``streams`` streams (module docstring), or
     keep them on one stream with every slot when that admits more (partitioning splits the slots,
-    and a chain that needs them all, or a set that shares modules, can fit only one partition)."""
+    and a chain that needs them all, or a set that shares modules, can fit only one partition).
+    ``phased``: the workload's frames are released as written (``analyse(phased=True)``; not for a
+    daemon's streams)."""
     _MEMO.clear()
-    spread = spread_plan(workload, streams)
+    spread = spread_plan(workload, streams, phased)
     if streams > 1:
-        one = one_stream(workload)
+        one = one_stream(workload, phased)
         if (len(one.admitted), -_load_rate(one)) > (len(spread.admitted), -_load_rate(spread)):
             return one
     return spread
@@ -183,11 +189,11 @@ def _loads_per_s(verdict: Verdict | None, pipelines: list[PipelineSpec]) -> floa
     return sum(verdict.plan.loads[p.name] / p.period_s for p in pipelines)
 
 
-def one_stream(workload: Workload) -> StreamPlan:
+def one_stream(workload: Workload, phased: bool = False) -> StreamPlan:
     """Every slot and one stream: the one-stream admission (runtime/sched/analysis/admission.py) as a plan."""
     from fpgashare.sched.analysis.admission import admit
 
-    admission = admit(workload)
+    admission = admit(workload, phased=phased)
     part = Partition(0, tuple(s.index for s in workload.platform.slots), list(admission.admitted),
                      admission.verdict or analyse([], workload.platform), dnn=_runs_dnn(workload))
     return StreamPlan([part], admission.rejected)
@@ -204,12 +210,14 @@ def idle_fraction(part: Partition) -> float:
     return max(0.0, 1.0 - sum(p.exec_s / p.period_s for p in part.pipelines))
 
 
-def spread_plan(workload: Workload, streams: int) -> StreamPlan:
+def spread_plan(workload: Workload, streams: int, phased: bool = False) -> StreamPlan:
     """The partitioned plan alone (module docstring); ``plan_streams`` may prefer one stream."""
+    _PHASED[0] = phased
     try:
         return _spread(workload, streams)
     finally:
         _MEMO.clear()
+        _PHASED[0] = False
 
 
 def _spread(workload: Workload, streams: int) -> StreamPlan:

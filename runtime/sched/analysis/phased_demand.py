@@ -1,0 +1,148 @@
+"""Processor demand of non-preemptive EDF for strictly periodic releases with known phases.
+
+The phase-free test (``schedulability.demand_check``) holds for any release phases: it bounds the work
+of a window of length t by the worst phasing, every pipeline released at the window's start. When
+a pipeline's frames are released at ``offset + k·T`` plus at most ``J`` of jitter (a workload run
+on the twin or a board replaying it: ``PipelineSpec.release_s``), most of those phasings never
+happen, and the same argument can be evaluated on the release pattern that does
+(docs/guarantee.md, "Known phases", gives it in full):
+
+a frame missing its deadline d implies a window [t1, d] (t1 the earliest actual release of a frame
+the window's busy stretch serves) with
+
+    Σ {S_j : a_j + J_j ≥ t1, a_j + D_j ≤ d} + max {S_k : a_k < t1, D_k > d − t1, a_k + J_k + D_k > d}
+        + extra  >  d − t1
+
+(``a``: nominal releases). It suffices to check t1 at every latest release a_j + J_j and d at
+every earliest deadline a_j + D_j with d − t1 up to the phase-free test's horizon (the longest
+busy period), and window starts over one hyperperiod once every pipeline has started: the
+pattern repeats with the hyperperiod from there.
+
+Every time is widened by ``EPS`` (releases earlier and later, deadlines both ways where that is
+the pessimistic side) so floating-point release times can only make the check stricter.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: Seconds every release window and deadline is widened by (both ways where pessimistic).
+EPS = 1e-9
+
+#: Most window starts x frames of the pattern (the check's cost, about 0.1 µs each): beyond it
+#: the check does not apply and the phase-free test decides alone.
+MAX_WORK = 30_000
+
+
+def hyperperiod(T: np.ndarray) -> float | None:
+    """The least common multiple of the periods, if every period is a whole number of
+    microseconds (else the pattern is not exactly periodic in floating point: None)."""
+    us = []
+    for t in T:
+        v = float(t) * 1e6
+        if abs(v - round(v)) > 1e-6 or round(v) <= 0:
+            return None
+        us.append(round(v))
+    return math.lcm(*us) / 1e6
+
+
+def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: np.ndarray,
+                 extra_block_s: float, horizon_s: float) -> tuple[float, float, float] | None:
+    """The least ``d − t1 − demand − blocking − extra`` over the windows of the phased pattern
+    (module docstring), with its window ``(slack, t1, d)``; None where the check does not apply
+    (periods not commensurate, or a pattern too long to enumerate)."""
+    if S.size == 0:
+        return (float("inf"), 0.0, 0.0)
+    H = hyperperiod(T)
+    if H is None or not math.isfinite(horizon_s):
+        return None
+    reach = float((J + D).max())
+    # Window starts before this suffice: every frame a later window looks at (back to its busy
+    # stretch's start, at most the horizon before its end) is released once every pipeline has
+    # started, where the pattern repeats with the hyperperiod.
+    start_end = float(P.max()) + reach + horizon_s + H + 2 * EPS
+    end = start_end + horizon_s + float(J.max()) + 2 * EPS  # and no frame after this matters
+    counts = np.floor((end - P) / T).astype(np.int64) + 1
+    if int(counts.sum()) ** 2 > 64 * MAX_WORK:        # cheap guard before building the pattern
+        return None
+    task = np.repeat(np.arange(S.size), counts)
+    k = np.concatenate([np.arange(n) for n in counts])
+    a = P[task] + k * T[task] - EPS                          # nominal releases, widened earlier
+    Jj = J[task] + 2 * EPS
+    Sj = S[task]
+    d_lo, d_hi = D[task] - EPS, D[task] + EPS                # demand side, blocking side
+    c = a + Jj                                               # latest release
+    e = a + d_lo                                             # earliest deadline
+    order = np.argsort(e, kind="stable")
+    a, Jj, Sj, d_hi, c, e = a[order], Jj[order], Sj[order], d_hi[order], c[order], e[order]
+    starts = np.unique(c[c < start_end])
+    if starts.size * a.size > MAX_WORK:
+        return None
+    worst = (float("inf"), 0.0, 0.0)
+    by_c = np.argsort(c, kind="stable")
+    c_sorted, a_by_c, S_by_c = c[by_c], a[by_c], Sj[by_c]
+    for t1 in starts:
+        lo = int(np.searchsorted(e, t1, side="left"))
+        hi = int(np.searchsorted(e, t1 + horizon_s, side="right"))
+        if lo >= hi:
+            continue
+        d = np.unique(e[lo:hi])
+        demand_cum = np.cumsum(np.where(c >= t1, Sj, 0.0))
+        demand = demand_cum[np.searchsorted(e, d, side="right") - 1]
+        prior = a < t1
+        if prior.any():
+            # A frame released before t1 blocks a window ending at d only if its deadline is after
+            # d. One whose release window straddles t1 and that the demand counts (due by d) is
+            # counted there: it is released before t1 or not, so it is one or the other.
+            b = np.minimum(t1 + d_hi[prior], a[prior] + Jj[prior] + d_hi[prior])
+            b = np.where(c[prior] >= t1, np.minimum(b, e[prior]), b)
+            ob = np.argsort(b)
+            b_sorted = b[ob]
+            suffix = np.maximum.accumulate(Sj[prior][ob][::-1])[::-1]
+            pos = np.searchsorted(b_sorted, d, side="right")
+            block = np.where(pos < b_sorted.size, suffix[np.minimum(pos, b_sorted.size - 1)], 0.0)
+        else:
+            block = np.zeros_like(d)
+        # A window no frame is due in holds no miss (the missing frame is one of its demand).
+        slack = np.where(demand > 0.0, d - t1 - demand - block - extra_block_s, np.inf)
+        failing = np.flatnonzero(slack < 0.0)
+        if failing.size:
+            straddle = np.cumsum(np.where(prior & (c >= t1), Sj, 0.0))     # by e, like demand_cum
+            twice = straddle[np.searchsorted(e, d[failing], side="right") - 1]
+            slack[failing] = _busy_start_slack(t1, d[failing], demand[failing] - twice, extra_block_s, horizon_s,
+                                               c_sorted, a_by_c, S_by_c)
+        i = int(np.argmin(slack))
+        if slack[i] < worst[0]:
+            worst = (float(slack[i]), float(t1), float(d[i]))
+    return worst
+
+
+def _busy_start_slack(t1: float, d: np.ndarray, demand: np.ndarray, extra_block_s: float, horizon_s: float,
+                      c_sorted: np.ndarray, a_by_c: np.ndarray, S_by_c: np.ndarray) -> np.ndarray:
+    """For windows [t1, d] whose blocking term fails, the second necessary condition of a miss:
+    the busy stretch holding the miss began at some s <= t1 after an idle instant, and from s on
+    served only frames released at or after s, so a miss needs, for some s (a latest release,
+    d - s within the busy period bound),
+
+        Σ {S_i : a_i + J_i >= s, a_i < t1} + demand(t1, d) + extra  >  d - s.
+
+    ``demand``: the window's demand less the frames the sum above counts too (a frame whose
+    release window straddles t1 is counted once). Returns, per d, the most this leaves (>= 0: no
+    miss can end a window there)."""
+    k_hi = int(np.searchsorted(c_sorted, t1, side="right"))      # candidate starts s <= t1
+    cand = c_sorted[:k_hi]
+    if cand.size == 0:
+        return np.full(d.shape, -np.inf)
+    before = a_by_c < t1
+    # W(s): work of the frames possibly released in [s, t1), for s at each candidate (suffix sums).
+    w = np.cumsum(np.where(before, S_by_c, 0.0)[::-1])[::-1]
+    W = w[:k_hi]
+    value = W + cand                       # a miss at (s, d) needs value(s) > d - demand - extra
+    best_from = np.maximum.accumulate(value[::-1])[::-1]       # max of value over s >= each candidate
+    first = np.searchsorted(cand, d - horizon_s, side="left")
+    inside = first < cand.size
+    out = np.full(d.shape, -np.inf)
+    out[inside] = (d[inside] - demand[inside] - extra_block_s) - best_from[first[inside]]
+    return out

@@ -19,7 +19,8 @@ from fpgashare.catalogue.workload import PipelineSpec, Workload, realtime_spec
 from fpgashare.cli.bench import run_one
 from fpgashare.sched.analysis.admission import admit
 from fpgashare.sched.analysis.control_traffic import control_seconds
-from fpgashare.sched.analysis.schedulability import analyse, demand_check
+from fpgashare.sched.analysis.processor_demand import demand_check
+from fpgashare.sched.analysis.schedulability import analyse
 from fpgashare.sched.core.engine import run_workload
 from fpgashare.sched.policies.edf import EdfPolicy
 from hypothesis import HealthCheck, given, settings

@@ -92,7 +92,7 @@ def test_a_newcomer_whose_pins_the_admitted_set_cannot_afford_is_refused_with_th
     """When the set in force has no room for one pin load of blocking, no safe transition exists:
     the newcomer is refused and says so."""
     import fpgashare.sched.board.online as online
-    from fpgashare.sched.analysis.schedulability import DemandCheck
+    from fpgashare.sched.analysis.processor_demand import DemandCheck
 
     engine = _engine()
     ready = []

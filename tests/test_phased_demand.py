@@ -19,7 +19,7 @@ from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.workload import Workload, realtime_spec
 from fpgashare.sched.analysis.admission import admit
 from fpgashare.sched.analysis.phased_demand import hyperperiod, phased_slack
-from fpgashare.sched.analysis.schedulability import demand_check, release_test
+from fpgashare.sched.analysis.processor_demand import demand_check, release_test
 from fpgashare.sched.core.engine import run_workload
 from fpgashare.sched.policies.edf import EdfPolicy
 from hypothesis import HealthCheck, given, settings

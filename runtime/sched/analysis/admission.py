@@ -25,7 +25,7 @@ class Admission:
 def admit(workload: Workload, phased: bool = False) -> Admission:
     """The real-time pipelines of ``workload`` the analysis admits, in order, and the contract.
     ``phased``: the frames are released as the workload writes them (offsets, periods, jitter), so
-    the analysis may use the phased test (``schedulability.release_test``); not for a daemon's streams."""
+    the analysis may use the phased test (``processor_demand.release_test``); not for a daemon's streams."""
     few_pins = any(not p.realtime for p in workload.pipelines)    # best-effort work borrows idle slots
     result = Admission()
     for p in (q for q in workload.pipelines if q.realtime):

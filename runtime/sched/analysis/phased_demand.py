@@ -1,6 +1,6 @@
 """Processor demand of non-preemptive EDF for strictly periodic releases with known phases.
 
-The phase-free test (``schedulability.demand_check``) holds for any release phases: it bounds the work
+The phase-free test (``processor_demand.demand_check``) holds for any release phases: it bounds the work
 of a window of length t by the worst phasing, every pipeline released at the window's start. When
 a pipeline's frames are released at ``offset + k·T`` plus at most ``J`` of jitter (a workload run
 on the twin or a board replaying it: ``PipelineSpec.release_s``), most of those phasings never

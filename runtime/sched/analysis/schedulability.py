@@ -41,7 +41,6 @@ set can afford (what is left over after the real-time demand goes to the DNN and
 from __future__ import annotations
 
 import functools
-import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -51,14 +50,7 @@ from fpgashare.catalogue.passes import match_slots
 from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import PipelineSpec
 from fpgashare.sched.analysis.control_traffic import control_seconds
-from fpgashare.sched.analysis.phased_demand import phased_slack
-
-#: Added to (t - D + J) / T before the floor in the demand: floating point must never drop a frame.
-STEP_TOLERANCE = 1e-9
-
-#: Most demand steps checked; a set whose busy period needs more (utilisation within a hair of
-#: one) is refused as unverifiable rather than checked partly.
-MAX_POINTS = 400_000
+from fpgashare.sched.analysis.processor_demand import DemandCheck, demand_check, release_test
 
 
 @dataclass(frozen=True)
@@ -155,89 +147,6 @@ def residency(pipelines: Sequence[PipelineSpec], platform: Platform, pins: Count
                         f"beside the pinned {', '.join(wanted) or 'nothing'}")
         loads[p.name] = sum(len(rest) for rest in passes)      # every pass loads what is not pinned
     return ResidencyPlan(pinned, loads)
-
-
-# ---- processor demand ------------------------------------------------------------------------
-@dataclass(frozen=True)
-class DemandCheck:
-    ok: bool
-    slack_s: float            #: min over the checked t of t - demand(t) - blocking(t)
-    worst_t: float            #: where that minimum is
-    points: int
-    reason: str = ""
-    horizon_s: float = float("inf")   #: the longest window the test had to check (the busy period bound)
-
-
-def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, extra_block_s: float) -> DemandCheck:
-    """Processor demand of non-preemptive EDF with jitter and blocking (module docstring), with
-    ``extra_block_s`` added to every blocking term. Returns the smallest slack found."""
-    if S.size == 0:
-        return DemandCheck(True, float("inf"), 0.0, 0)
-    U = float(np.sum(S / T))
-    if U >= 1.0:
-        return DemandCheck(False, -float("inf"), float("inf"), 0,
-                           f"frames and their loads would keep the stream busy {U:.3f} of the time (>= 1)")
-    b_max = float(S.max()) + extra_block_s
-    horizon = max(float(D.max()), min((float(np.sum(S / T * (T - D + J))) + b_max) / (1.0 - U),
-                                      busy_period(S, T, J, b_max)))
-    counts = np.floor(np.maximum(0.0, horizon - (D - J)) / T + STEP_TOLERANCE).astype(np.int64)  # steps after the first
-    total = int(counts.sum()) + S.size
-    if total > MAX_POINTS:
-        return DemandCheck(False, -float("inf"), horizon, total,
-                           f"the stream would be busy {U:.3f} of the time: too close to full to verify "
-                           f"({total} demand steps)")
-    points = np.concatenate([D] + [D[i] - J[i] + T[i] * np.arange(1, counts[i] + 1) for i in range(S.size)])
-    points = np.unique(points[points <= horizon + 1e-12])
-    # dbf_i(t) for every point at once: (points x tasks). A point is some task's D - J + k*T; in
-    # floating point (t - D + J) / T can land a hair below k there and floor drop the k-th frame:
-    # the tolerance counts a frame released within a part in 1e9 of a period of t (pessimistic).
-    steps = np.floor((points[:, None] - D[None, :] + J[None, :]) / T[None, :] + STEP_TOLERANCE) + 1.0
-    steps[points[:, None] < D[None, :]] = 0.0
-    demand = steps @ S
-    # Blocking: the longest job whose relative deadline is beyond t.
-    order = np.argsort(D)
-    d_sorted, s_sorted = D[order], S[order]
-    suffix_max = np.maximum.accumulate(s_sorted[::-1])[::-1]        # max S over tasks k.. (by D)
-    first_after = np.searchsorted(d_sorted, points, side="right")   # tasks with D > t start here
-    block = np.where(first_after < S.size, suffix_max[np.minimum(first_after, S.size - 1)], 0.0)
-    slack = points - demand - block - extra_block_s
-    worst = int(np.argmin(slack))
-    ok = bool(slack[worst] >= 0.0)
-    reason = "" if ok else (f"in a window of {points[worst] * 1e3:.2f} ms the frames due, their loads and "
-                            f"the blocking need {(demand[worst] + block[worst] + extra_block_s) * 1e3:.2f} ms")
-    return DemandCheck(ok, float(slack[worst]), float(points[worst]), int(points.size), reason, horizon)
-
-
-def release_test(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: np.ndarray | None,
-                 extra_block_s: float, most_slack: bool = True) -> DemandCheck:
-    """``demand_check``, and with known phases ``P`` (strictly periodic releases at P + k·T plus
-    at most J) also the phased check (runtime/sched/analysis/phased_demand.py), whichever leaves
-    more slack: each is a sufficient test on its own, the phased one over the releases that do
-    happen. ``most_slack`` False: the phased check only where the phase-free one fails (a verdict,
-    not the slack, is wanted)."""
-    check = demand_check(S, T, D, J, extra_block_s)
-    if P is None or not math.isfinite(check.horizon_s) or (check.ok and not most_slack):
-        return check
-    phased = phased_slack(S, T, D, J, P, extra_block_s, check.horizon_s)
-    if phased is None or phased[0] <= check.slack_s:
-        return check
-    slack, t1, d = phased
-    return DemandCheck(slack >= 0.0, slack, d - t1, check.points, "" if slack >= 0.0 else check.reason,
-                       check.horizon_s)
-
-
-def busy_period(S: np.ndarray, T: np.ndarray, J: np.ndarray, block_s: float, steps: int = 10_000) -> float:
-    """Length of the longest busy period: the least w with w = B + sum ceil((w + J_i) / T_i) S_i
-    (every task released at once, as early as its jitter allows, behind the longest blocking job).
-    No deadline can be missed later than that in a busy period (George et al.); inf if it does
-    not settle within ``steps`` iterations."""
-    w = block_s + float(S.sum())
-    for _ in range(steps):
-        nxt = block_s + float(np.ceil((w + J) / T + STEP_TOLERANCE) @ S)     # (over-counting is safe)
-        if nxt <= w:
-            return w
-        w = nxt
-    return float("inf")
 
 
 def _arrays(pipelines: Sequence[PipelineSpec], loads: dict[str, int], load_s: float, control_s: float = 0.0):

@@ -91,7 +91,7 @@ def test_no_dnn_batch_starts_while_a_change_is_under_way():
 def test_a_newcomer_whose_pins_the_admitted_set_cannot_afford_is_refused_with_that_reason(monkeypatch):
     """When the set in force has no room for one pin load of blocking, no safe transition exists:
     the newcomer is refused and says so."""
-    import fpgashare.sched.board.online as online
+    import fpgashare.sched.analysis.join as join
     from fpgashare.sched.analysis.processor_demand import DemandCheck
 
     engine = _engine()
@@ -99,7 +99,7 @@ def test_a_newcomer_whose_pins_the_admitted_set_cannot_afford_is_refused_with_th
     engine.add_pipeline(realtime_spec("a", ["threshold"], 0.010, 0.010, [240, 320], engine.platform),
                         on_ready=lambda: ready.append(1))
     _run_until(engine, lambda: bool(ready))
-    monkeypatch.setattr(online, "transition_check",
+    monkeypatch.setattr(join, "transition_check",
                         lambda *a, **k: DemandCheck(False, -1.0, 0.01, 1, "a window of 10 ms would need 11 ms"))
     # Every 3 ms two stages of 240x320: too little time to load both each frame, so the analysis
     # pins one of them (checked below without the failing transition).

@@ -1,4 +1,4 @@
-"""A join that first gives pins back (runtime/sched/analysis/pin_drops.py): a partition whose pins
+"""A join that first gives pins back (runtime/sched/analysis/join.py): a partition whose pins
 fill its slots still takes a newcomer the analysis admits with fewer pins, in two analysed
 changes, and no admitted frame misses meanwhile."""
 
@@ -11,7 +11,7 @@ from fpgashare.backends.slot_view import sub_platform
 from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.workload import Workload, realtime_spec
 from fpgashare.errors import FpgashareError
-from fpgashare.sched.analysis.pin_drops import join_giving_back
+from fpgashare.sched.analysis.join import join_giving_back
 from fpgashare.sched.analysis.schedulability import analyse, transition_check
 from fpgashare.sched.board.daemon_replay import replay
 from hypothesis import HealthCheck, assume, given, settings

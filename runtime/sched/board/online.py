@@ -27,9 +27,9 @@ from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import PipelineSpec, Workload
 from fpgashare.errors import FpgashareError, HardwareTimeout
 from fpgashare.sched.analysis.arrivals import ArrivalCurves
+from fpgashare.sched.analysis.join import join_verdict
 from fpgashare.sched.analysis.mode_change import ModeChanges
-from fpgashare.sched.analysis.pin_drops import join_giving_back
-from fpgashare.sched.analysis.schedulability import analyse, transition_check
+from fpgashare.sched.analysis.schedulability import analyse
 from fpgashare.sched.board.dnn_queue import QueuedDnnJobs
 from fpgashare.sched.core.clock import Clock
 from fpgashare.sched.core.engine import DnnRequest, Engine, Frame
@@ -59,7 +59,7 @@ class OnlineEngine(Engine):
         self.dnn_queue: dict[str, list[DnnRequest]] = self.dnn.queue   # the images apps submitted
         #: pipeline -> (target version, its analysis, the pins-given-back step before it or None)
         self._verdicts: dict[str, tuple[int, object, object]] = {}
-        self.pins_given_back = 0           #: joins that gave pins back first (analysis/pin_drops.py)
+        self.pins_given_back = 0           #: joins that gave pins back first (analysis/join.py)
         #: Registrations and departures, each a mode change analysed step by step (mode_change.py).
         self.changes = ModeChanges(self)
         self.held_by_board = False          #: set by the board while a re-layout waits (relayout.py)
@@ -122,33 +122,18 @@ class OnlineEngine(Engine):
             return lambda: None
         changes = self.changes
         version, before, loads = changes.version, changes.target_pipelines, dict(changes.target_loads)
-        candidate = [*before, spec]
         platform = self.working_platform()
         working = {s.index for s in platform.slots}
         pinned = {s: m for s, m in changes.target_contract.pinned.items() if s in working}
         lost = [m for m in spec.modules if not platform.slots_for(m)]
         if lost:
             return lambda: f"every slot that can hold {lost[0]} is quarantined"
-        kw = {k: v for k, v in self.analysis_kw.items() if k != "check_ddr"}
+        afford = self.afford_share
 
         def test() -> str | None:
-            verdict = analyse(candidate, platform, keep_pinned=pinned, few_pins=True, afford_change=True,
-                              afford_share=self.afford_share,
-                              **self.analysis_kw)
-            if verdict.ok and set(verdict.contract.pinned.items()) - set(pinned.items()):
-                # New pins load beside the frames of the set in force: it must afford one load of
-                # blocking per busy period meanwhile (runtime/sched/analysis/mode_change.py).
-                check = transition_check(before, loads, platform, **kw)
-                if not check.ok:
-                    return (f"no safe mode change: while {spec.name}'s pinned modules load, the "
-                            f"pipelines admitted now would not keep their deadlines ({check.reason})")
-            give_back = None
-            if not verdict.ok and pinned and before:
-                steps = join_giving_back(before, spec, platform, pinned, self.analysis_kw)
-                if not isinstance(steps, str):
-                    give_back, verdict = steps
+            verdict, give_back, why = join_verdict(before, loads, spec, platform, pinned, self.analysis_kw, afford)
             self._verdicts[spec.name] = (version, verdict, give_back)
-            return None if verdict.ok else verdict.reason
+            return why
 
         return test
 
@@ -200,7 +185,7 @@ class OnlineEngine(Engine):
                 if why:
                     raise FpgashareError(why)
                 _, verdict, give_back = self._verdicts.pop(spec.name)
-            if give_back is not None:               # pins given back first (analysis/pin_drops.py)
+            if give_back is not None:               # pins given back first (analysis/join.py)
                 self.changes.ask(give_back, self.changes.target_pipelines, None, None)
                 self.pins_given_back += 1
             self.changes.ask(verdict, [*self.changes.target_pipelines, spec], spec, on_ready)

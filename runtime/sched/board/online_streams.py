@@ -35,7 +35,7 @@ from fpgashare.sched.analysis.control_traffic import control_seconds
 from fpgashare.sched.analysis.schedulability import load_seconds
 from fpgashare.sched.board.online import OnlineEngine
 from fpgashare.sched.board.port_share import PortArbiter
-from fpgashare.sched.board.relayout import RELAYOUT_LIMIT_S, Relayout, adopt, board_idle, kept_in_place, replan_test
+from fpgashare.sched.board.relayout import Relayout, replan_test, step_relayout
 from fpgashare.sched.board.stream_plan import consecutive_runs, ddr_refusal
 from fpgashare.sched.board.streams import board_trace, step_partitions
 from fpgashare.sched.core.clock import Clock
@@ -243,39 +243,8 @@ class OnlineStreams:
             engine.held_by_board = held
 
     def _step_relayout(self) -> None:
-        """Adopt the waiting re-layout at a board-idle instant, or give it up once too late."""
-        relayout = self._relayout
-        self._hold_partitions(relayout is not None)
-        if relayout is None:
-            return
-        if board_idle(self) and not kept_in_place(self, relayout):
-            self._relayout = None
-            self._hold_partitions(False)
-            self._order = [p for p in self._order if p.name != relayout.joining.name]
-            self._join_instead(relayout, "the modules its new partitions counted on were given back meanwhile")
-        elif board_idle(self):
-            self._relayout = None
-            self._hold_partitions(False)
-            adopt(self, relayout)
-            for engine in self.parts:
-                engine.after_dispatch()
-            self.arbiter.grant()
-        elif self.clock.now() - relayout.asked_at > RELAYOUT_LIMIT_S:
-            self._relayout = None
-            self._hold_partitions(False)
-            self._order = [p for p in self._order if p.name != relayout.joining.name]
-            why = f"the board was never idle within {RELAYOUT_LIMIT_S:g} s to change its partitions"
-            self._join_instead(relayout, why)
-
-    def _join_instead(self, relayout: Relayout, why: str) -> None:
-        """The re-layout for a newcomer was given up: it joins a partition in force if one admits
-        it now (analysed against the set as it is), else it is refused with ``why``."""
-        spec = relayout.joining
-        refusal = self.admission_test(spec, replan=False)()
-        if refusal is None:
-            self.add_pipeline(spec, admitted=True, on_ready=relayout.on_ready, on_refused=relayout.on_refused)
-        elif relayout.on_refused is not None:
-            relayout.on_refused(f"{why} for {spec.name}, and no partition in force admits it: {refusal}")
+        """Adopt the waiting re-layout at a board-idle instant, or give it up (relayout.py)."""
+        step_relayout(self)
 
     @property
     def busy(self) -> bool:

@@ -278,3 +278,40 @@ def adopt(board, relayout: Relayout) -> None:
             board.parts[0]._host_nets[p.name] = was._host_nets[p.name]
         board._home[p.name] = 0
     board.relayouts += 1
+
+
+def step_relayout(board) -> None:
+    """Adopt the waiting re-layout at a board-idle instant, or give it up once too late."""
+    relayout = board._relayout
+    board._hold_partitions(relayout is not None)
+    if relayout is None:
+        return
+    if board_idle(board) and not kept_in_place(board, relayout):
+        board._relayout = None
+        board._hold_partitions(False)
+        board._order = [p for p in board._order if p.name != relayout.joining.name]
+        join_instead(board, relayout, "the modules its new partitions counted on were given back meanwhile")
+    elif board_idle(board):
+        board._relayout = None
+        board._hold_partitions(False)
+        adopt(board, relayout)
+        for engine in board.parts:
+            engine.after_dispatch()
+        board.arbiter.grant()
+    elif board.clock.now() - relayout.asked_at > RELAYOUT_LIMIT_S:
+        board._relayout = None
+        board._hold_partitions(False)
+        board._order = [p for p in board._order if p.name != relayout.joining.name]
+        why = f"the board was never idle within {RELAYOUT_LIMIT_S:g} s to change its partitions"
+        join_instead(board, relayout, why)
+
+
+def join_instead(board, relayout: Relayout, why: str) -> None:
+    """The re-layout for a newcomer was given up: it joins a partition in force if one admits
+    it now (analysed against the set as it is), else it is refused with ``why``."""
+    spec = relayout.joining
+    refusal = board.admission_test(spec, replan=False)()
+    if refusal is None:
+        board.add_pipeline(spec, admitted=True, on_ready=relayout.on_ready, on_refused=relayout.on_refused)
+    elif relayout.on_refused is not None:
+        relayout.on_refused(f"{why} for {spec.name}, and no partition in force admits it: {refusal}")

@@ -1,4 +1,8 @@
-"""Joining a partition whose pins leave a newcomer no room: give some pins back first.
+"""How a newcomer joins a running partition's set: the analysis of the set with it, keeping the
+pins in force where they are; the check that the set in force affords the new pins' loads meanwhile
+(mode_change.py, step 1); and, where the pins in force leave it no room, giving some back first.
+
+Giving pins back.
 
 Pins are kept across a partition's mode changes (mode_change.py), so a set whose pins fill the
 slots refuses every newcomer whose chain needs a slot of its own, although the set with fewer pins
@@ -53,3 +57,25 @@ def join_giving_back(before: Sequence[PipelineSpec], newcomer: PipelineSpec, pla
             return (f"no safe mode change: while {newcomer.name}'s pinned modules load, the pipelines "
                     f"admitted now would not keep their deadlines with fewer pins ({check.reason})")
     return first, then
+
+
+def join_verdict(before: Sequence[PipelineSpec], loads: dict[str, int], newcomer: PipelineSpec,
+                 platform: Platform, pinned: dict[int, str], analysis_kw: dict,
+                 afford_share: int | None) -> tuple[Verdict, Verdict | None, str | None]:
+    """(C', the give-back step before it or None, why not) for ``newcomer`` joining ``before``
+    (whose frames need ``loads`` loads under the contract in force, whose pins are ``pinned``)."""
+    verdict = analyse([*before, newcomer], platform, keep_pinned=pinned, few_pins=True, afford_change=True,
+                      afford_share=afford_share, **analysis_kw)
+    if verdict.ok and set(verdict.contract.pinned.items()) - set(pinned.items()):
+        # New pins load beside the frames of the set in force: it must afford one load of
+        # blocking per busy period meanwhile (mode_change.py).
+        check = transition_check(list(before), loads, platform,
+                                 **{k: v for k, v in analysis_kw.items() if k != "check_ddr"})
+        if not check.ok:
+            return verdict, None, (f"no safe mode change: while {newcomer.name}'s pinned modules load, the "
+                                   f"pipelines admitted now would not keep their deadlines ({check.reason})")
+    if not verdict.ok and pinned and before:
+        steps = join_giving_back(before, newcomer, platform, pinned, analysis_kw)
+        if not isinstance(steps, str):
+            return steps[1], steps[0], None
+    return verdict, None, None if verdict.ok else verdict.reason

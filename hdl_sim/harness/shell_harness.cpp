@@ -76,7 +76,8 @@ constexpr int NUM_IDS = 32;
 // reads; if its state after cycle n's edge is again X byte for byte (api->unchanged against the copy
 // api->mark took after cycle n-1's edge, whose pins were P as well: they are part of the state), then
 // every later cycle with the pins still P would run the same computation from the same bytes and
-// leave X again, with the same outputs, which the shell already holds. So the slot is `quiet`: its
+// leave X again, with the same outputs in both phases; the shell holds them already (the test also
+// requires that the edge left the outputs of the low phase unchanged). So the slot is `quiet`: its
 // model is skipped, both phases, until a pin differs, a reset, or another module is selected; a
 // skipped cycle pair leaves the model's clock history as a full one would (its last evaluation was
 // an edge either way). A module that keeps changing with still pins (a DNN tile computing) is tried
@@ -101,11 +102,14 @@ inline void wake(ModuleSlot& s) {
     s.backoff = s.wait = 0;
 }
 
-// After the active model's edge: mark, test, or wait (see ModuleSlot).
-inline void watch_rest(ModuleSlot& s) {
+// After the active model's edge: mark, test, or wait (see ModuleSlot). `outputs_moved`: the edge
+// changed an output the shell held since the low phase; a cycle counts towards rest only if not, so
+// the outputs a skipped low phase would have given are those the shell holds (whatever the module
+// does with its clock's level).
+inline void watch_rest(ModuleSlot& s, bool outputs_moved) {
     void* model = s.model[s.active];
     const rm::Api* api = s.api[s.active];
-    if (s.moved) {
+    if (s.moved || outputs_moved) {
         s.marked = false;
     } else if (s.wait) {
         s.wait--;
@@ -292,8 +296,8 @@ void clock_modules(Harness* h) {
         } else if (s.active) {
             s.api[s.active]->eval(s.model[s.active], 1, &s.pins);
             h->module_evals++;
-            write_pins(t, k, s.pins);
-            if (!t->rst) watch_rest(s);
+            bool outputs_moved = write_pins(t, k, s.pins);
+            if (!t->rst) watch_rest(s, outputs_moved);
         }
         if (!t->rst) continue;
         for (int m = 1; m < NUM_IDS; m++) {

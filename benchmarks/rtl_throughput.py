@@ -41,6 +41,8 @@ from fpgashare.catalogue.platform import load_platform, manifest_at_pixels_per_c
 from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.hdl_sim.board import SimBoard
 
+from benchmarks.results import write_result
+
 CHAIN = ("gauss3x3", "sobel_mag", "threshold")
 CHAIN_MODULES = ("conv3x3", "sobel_mag", "threshold")   #: the modules (bitstreams) the chain loads
 SIZES = ((480, 640), (1080, 1920))   #: the marginal rate is taken between these two frame sizes
@@ -228,6 +230,7 @@ def main() -> int:
                        for n, rate in TARGETS.items() if f"nppc{n}" in target_row}
     loads = [r[f"nppc{n}"]["new"]["load_wall_s"] for r in result["libraries"].values() for n in nppcs]
     result["meets"]["load"] = min(loads) <= LOAD_TARGET_S
+    write_result("rtl_throughput", result, quick=args.quick)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0

@@ -235,11 +235,12 @@ class ShellHarness:
     def cycles(self) -> int:
         return int(self.lib.fs_cycles(self.handle))
 
-    def evaluations(self) -> tuple[int, int]:
-        """(extra shell evaluations settling the module boundary, module model evaluations) so far."""
-        out = np.zeros(2, dtype=np.uint64)
+    def evaluations(self) -> tuple[int, int, int]:
+        """(extra shell evaluations settling the module boundary, module model evaluations, module model
+        evaluations skipped because the module was at rest) so far."""
+        out = np.zeros(3, dtype=np.uint64)
         self.lib.fs_evals(self.handle, out)
-        return int(out[0]), int(out[1])
+        return int(out[0]), int(out[1]), int(out[2])
 
     def idle(self, cycles: int) -> None:
         self.lib.fs_idle(self.handle, cycles)

@@ -54,6 +54,8 @@ def test_loads_and_frames_match_the_shell_with_its_modules_inside(platform, boar
         shape = (rows, cols, 3) if first == "rgb2gray" else (rows, cols)
         frame = rng.integers(0, 256, shape, dtype=np.uint8)
         broken = bool(rng.integers(0, 2))
+        # gaps, stalls and idle cycles: modules come to rest and wake mid-frame and between frames
+        gap, stall, idle = (int(v) for v in rng.integers(0, 50, size=3))
         seen = []
         for board in (old, new):
             got = []
@@ -67,13 +69,35 @@ def test_loads_and_frames_match_the_shell_with_its_modules_inside(platform, boar
             for slot, stage in zip(slots, stages, strict=True):
                 board.program(slot, stage, *size)
                 size = stage.kind.output_shape(*size)
-            out, stats = board.stream(frame, size)
+            board.rtl.idle(idle)
+            out, stats = board.stream(frame, size, seed=seed & 0xFFFF | 1, gap_pct=gap, stall_pct=stall)
             board.release_route(0)
             got += [out.tobytes(), stats, board.cycles]
             seen.append(got)
-        assert seen[0] == seen[1], f"seed {seed}: {[first, second]} in slots {slots}, broken={broken}"
+        assert seen[0] == seen[1], \
+            f"seed {seed}: {[first, second]} in slots {slots}, broken={broken}, gap {gap}, stall {stall}"
         assert np.array_equal(np.frombuffer(seen[1][-3], np.uint8).reshape(size), chain_reference(stages, frame)), \
             f"seed {seed}"
+
+
+def test_a_module_at_rest_is_not_evaluated(platform):
+    """While a slot's module holds still (its pins and its state unchanged over a cycle) the harness
+    skips it: a load into the other slot costs no evaluation of a resting module, and the resting one
+    still streams a frame right afterwards."""
+    board = SimBoard(platform)
+    stage = resolve_stage("threshold")
+    board.load(0, build_config(platform, platform.slots[0], stage.kind.name))
+    _, evals, skipped = board.rtl.evaluations()
+    words = build_config(platform, platform.slots[1], "conv3x3")
+    assert board.load(1, words).ok
+    _, evals_after, skipped_after = board.rtl.evaluations()
+    assert skipped_after - skipped >= 2 * len(words) - 16 * 2   # both phases of nearly every cycle
+    assert evals_after - evals < 64                              # the load's own few cycles of waking
+    board.route([0])
+    board.program(0, stage, 8, 16)
+    frame = np.random.default_rng(secrets.randbits(32)).integers(0, 256, (8, 16), dtype=np.uint8)
+    out, _ = board.stream(frame, (8, 16))
+    assert np.array_equal(out, chain_reference([stage], frame))
 
 
 def test_a_load_of_a_module_without_a_model_stops_the_run(platform):

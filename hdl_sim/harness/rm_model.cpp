@@ -1,8 +1,11 @@
 // rm_model: one reconfigurable module (rm_library at one MODULE_ID) as a shared library, evaluated by
 // the shell harness at its slot's boundary (rm_pins.h) only while it is the slot's loaded module.
+#include <cstring>
 #include <memory>
+#include <vector>
 
 #include "Vrm.h"
+#include "Vrm___024root.h"
 #include "port_words.h"
 #include "rm_pins.h"
 #include "verilated.h"
@@ -19,7 +22,15 @@ static_assert(BEAT_WORDS <= rm::MAX_WORDS, "a module's beat is at most 128 bits"
 struct Model {
     std::unique_ptr<VerilatedContext> ctx;
     std::unique_ptr<Vrm> top;
+    std::vector<unsigned char> mark;   // a copy of the model's state (mark / unchanged)
 };
+
+// The model's whole state: every variable, port and scheduling flag of the Verilated design lives in
+// its root object (no heap-held containers in these modules), so equal bytes are an equal state.
+// Padding bytes could only differ by being written, which makes a state look changed, never the
+// converse.
+const unsigned char* state_bytes(Model* m) { return reinterpret_cast<const unsigned char*>(m->top->rootp); }
+constexpr size_t STATE_SIZE = sizeof(Vrm___024root);
 
 void* create() {
     auto* m = new Model;
@@ -64,7 +75,17 @@ void eval(void* p, int clk, rm::Pins* x) {
     for (int j = 0; j < BEAT_WORDS; j++) x->m_tdata[j] = get_word(t->m_axis_tdata, j);
 }
 
-const rm::Api API = {rm::ABI, BEAT_WORDS, create, destroy, eval};
+void mark(void* p) {
+    auto* m = static_cast<Model*>(p);
+    m->mark.assign(state_bytes(m), state_bytes(m) + STATE_SIZE);
+}
+
+int unchanged(void* p) {
+    auto* m = static_cast<Model*>(p);
+    return m->mark.size() == STATE_SIZE && std::memcmp(m->mark.data(), state_bytes(m), STATE_SIZE) == 0;
+}
+
+const rm::Api API = {rm::ABI, BEAT_WORDS, create, destroy, eval, mark, unchanged};
 
 }  // namespace
 

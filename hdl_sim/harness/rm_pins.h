@@ -27,15 +27,19 @@ struct Pins {
 };
 
 // What a module library exports (rm_api()): a model per call of create; eval takes the inputs in
-// pins, evaluates with the clock at clk, and writes the outputs into pins.
+// pins, evaluates with the clock at clk, and writes the outputs into pins. mark copies the model's
+// whole state aside; unchanged says whether the state is byte for byte the copy (the harness's test
+// that a module holding still with unchanged inputs is at a fixed point, see shell_harness.cpp).
 struct Api {
     int abi;                       // ABI below; the harness refuses another
     int words;                     // 32-bit words of the module's stream beat
     void* (*create)();
     void (*destroy)(void*);
     void (*eval)(void*, int clk, Pins*);
+    void (*mark)(void*);
+    int (*unchanged)(void*);
 };
 
-constexpr int ABI = 1;
+constexpr int ABI = 2;
 
 }  // namespace rm

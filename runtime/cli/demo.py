@@ -49,8 +49,9 @@ DEMO_PLATFORM = "zcu104-x4"
 DEMO_SIZE = (480, 640)
 #: Frames of the demo's video. Four keep the README's first command (install, build, run) within a
 #: minute here with four apps at 640x480: partial loads take most of the wall time (a 1 MB partial
-#: goes through the RTL port word by word, about 0.45 s each), and each frame period needs about
-#: eleven (three real-time chains of 3-4 stages on two slots a stream). ``--frames`` runs longer videos.
+#: goes through the RTL port word by word, a cycle of the whole shell per word: rtl_throughput's
+#: load figure in docs/results.md), and each frame period needs about eleven (three real-time chains
+#: of 3-4 stages on two slots a stream). ``--frames`` runs longer videos.
 DEMO_FRAMES = 4
 #: The most video streams the demo's daemon uses: the board is partitioned as the apps register
 #: (runtime/sched/board/relayout.py), so the apps' frames may compute side by side. Chains of 3-4 stages

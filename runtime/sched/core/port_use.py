@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from fpgashare.sched.core.jobs import LOAD_DONE, TraceEvent
+from fpgashare.sched.core.jobs import LOAD_DONE, WAKE, TraceEvent
 from fpgashare.sched.core.slots import SlotState
 
 if TYPE_CHECKING:
@@ -39,7 +39,12 @@ class PortDriver:
             return                  # another partition's load is on the port, or its turn is first
         now = engine.now
         request = slots.port.queue[0] if slots.port.queue else None
+        quarantined = slots.quarantined
         end = slots.start_next(now)
+        if slots.quarantined != quarantined:
+            # A load that could not even start quarantined its slot: no completion will come, so
+            # the engine takes it as an event now (frames and mode changes waiting on it move on).
+            engine.push(now, WAKE, None)
         if end is not None and request is not None:
             self.started[request.slot] = now
             engine.when_done(slots.in_flight, end, LOAD_DONE, None)

@@ -11,6 +11,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from fpgashare.backends.base import Backend, LoadReport, Pending
+from fpgashare.fused_slots import load_takes, members
 from fpgashare.port import ConfigPort, LoadRequest
 
 if TYPE_CHECKING:
@@ -36,6 +37,8 @@ class Slot:
     module: str | None = None       #: resident module (READY/BUSY) or the one being loaded
     last_used: float = -1.0
     owner: str | None = None
+    #: a member of the fused module this slot's host holds (module None, state the host's)
+    host: int | None = None
 
 
 class SlotManager:
@@ -55,6 +58,8 @@ class SlotManager:
         self.pinned: frozenset[int] = frozenset()
         self.pin_modules: dict[int, str] = {}      #: the module each pinned slot is for
         self.quarantined = 0           #: slots FAILED (never loaded or used again)
+        #: the platform has fused regions: loads may take several slots (runtime/fused_slots.py)
+        self._fused = bool(backend.platform.fused)
 
     def _changed(self) -> None:
         self._holders = None
@@ -141,11 +146,14 @@ class SlotManager:
         for i in self.compatible_slots(module):
             s = self.slots[i]
             if self.pin_modules.get(i) == module and i not in keep and s.module != module \
-                    and (s.state is SlotState.BLANK or s.state is SlotState.READY):
+                    and (s.state is SlotState.BLANK or s.state is SlotState.READY) \
+                    and (not self._fused or self._can_take(i, module, keep)):
                 return i
         candidates = [s for s in (self.slots[i] for i in self.compatible_slots(module))
                       if s.index not in keep and s.index not in pinned
                       and (s.state is SlotState.BLANK or s.state is SlotState.READY)]
+        if self._fused:
+            return self._fused_victim(module, future, keep, candidates)
         if not candidates:
             return None
         blank = [s for s in candidates if s.state == SlotState.BLANK]
@@ -155,11 +163,73 @@ class SlotManager:
             return min(candidates, key=lambda s: (s.last_used, s.index)).index
         return max(candidates, key=lambda s: (future.key(s.module), -s.last_used, -s.index)).index
 
+    # ---- fused regions: a load may take several slots
+    def _can_take(self, slot: int, module: str, keep: set[int]) -> bool:
+        """Whether every other slot a load of ``module`` into ``slot`` takes is idle, unpinned, unkept."""
+        for i in load_takes(self.backend.platform, self.slots, slot, module):
+            s = self.slots[i]
+            if i != slot and (i in keep or i in self.pinned
+                              or not (s.state is SlotState.BLANK or s.state is SlotState.READY)):
+                return False
+        return True
+
+    def _fused_victim(self, module: str, future: NeedOrder, keep: set[int], candidates: list[Slot]) -> int | None:
+        """``victim`` where loads may take several slots: among candidates whose whole take is free,
+        one that evicts nothing, else the one whose soonest-needed evicted module is needed latest."""
+        platform, best, best_key = self.backend.platform, None, None
+        for s in candidates:
+            if not self._can_take(s.index, module, keep):
+                continue
+            takes = [self.slots[i] for i in load_takes(platform, self.slots, s.index, module)]
+            evicted = [t for t in takes if t.module is not None]
+            if not evicted:
+                return s.index
+            if self.replacement == "lru":
+                key = (-max(t.last_used for t in evicted), -s.index)
+            else:
+                key = (min(future.key(t.module) for t in evicted), -max(t.last_used for t in evicted), -s.index)
+            if best_key is None or key > best_key:
+                best, best_key = s.index, key
+        return best
+
+    def _take(self, slot: int, module: str) -> None:
+        """Clear every other slot a load of ``module`` into ``slot`` takes; its members follow it."""
+        platform = self.backend.platform
+        takes = load_takes(platform, self.slots, slot, module)
+        for i in takes:
+            s = self.slots[i]
+            if not (s.state is SlotState.BLANK or s.state is SlotState.READY):
+                raise RuntimeError(f"slot {i} is {s.state.value}; a load of {module} into slot {slot} "
+                                   f"would take it")
+        for i in takes:
+            s = self.slots[i]
+            if i != slot:
+                s.state, s.module, s.owner = SlotState.BLANK, None, None
+            s.host = None
+        for i in members(platform, slot, module):
+            self.slots[i].state, self.slots[i].host = SlotState.LOADING, slot
+
+    def _mirror(self, slot: Slot, state: SlotState, now: float | None = None) -> None:
+        """Members of ``slot``'s fused module take its state (BLANK frees them)."""
+        if not self._fused:
+            return
+        for i in members(self.backend.platform, slot.index, slot.module):
+            m = self.slots[i]
+            if m.host != slot.index:
+                continue
+            m.state, m.owner = state, slot.owner
+            if now is not None:
+                m.last_used = now
+            if state is SlotState.BLANK:
+                m.host = None
+
     # ---- loads
     def request(self, slot: int, module: str, reason: str = "demand", stamp: float = 0.0) -> None:
         s = self.slots[slot]
         if s.state not in (SlotState.BLANK, SlotState.READY):
             raise RuntimeError(f"slot {slot} is {s.state.value}; it cannot take a load now")
+        if self._fused:
+            self._take(slot, module)
         s.state, s.module = SlotState.LOADING, module
         self._changed()
         self.port.queue.append(LoadRequest(slot, module, reason, stamp=stamp))
@@ -201,6 +271,7 @@ class SlotManager:
         self._changed()
         if report is not None and report.ok:
             slot.state, slot.last_used = SlotState.READY, now
+            self._mirror(slot, SlotState.READY, now)
             return request, True
         self._failed(request, report.error.name if report else "fault")
         return request, False
@@ -216,6 +287,7 @@ class SlotManager:
             self.port.queue.appendleft(request)
             return
         log.error("slot %d: load of %s failed twice; slot quarantined", request.slot, request.module)
+        self._mirror(slot, SlotState.BLANK)
         slot.state, slot.module = SlotState.FAILED, None
         self.quarantined += 1
 
@@ -224,6 +296,7 @@ class SlotManager:
         for i in slots:
             s = self.slots[i]
             self.backend.reset_slot(i)
+            self._mirror(s, SlotState.BLANK)
             s.state, s.owner, s.module, s.last_used = SlotState.BLANK, None, None, now
         self._changed()
 
@@ -234,6 +307,7 @@ class SlotManager:
             if s.state != SlotState.READY:
                 raise RuntimeError(f"slot {i} is {s.state.value}, not ready")
             s.state, s.owner = SlotState.BUSY, owner
+            self._mirror(s, SlotState.BUSY)
             self._shift(s, 0, 1)
 
     def release(self, slots: Sequence[int], now: float) -> None:
@@ -241,6 +315,7 @@ class SlotManager:
             s = self.slots[i]
             was_busy = s.state is SlotState.BUSY
             s.state, s.owner, s.last_used = SlotState.READY, None, now
+            self._mirror(s, SlotState.READY, now)
             if was_busy:
                 self._shift(s, 1, 0)
             else:

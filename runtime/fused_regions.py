@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fpgashare.errors import ManifestError
@@ -46,6 +46,7 @@ class FusedSpec:
     far_base: int                   #: the host's first frame
     frames: int                     #: frames from the host's first to the last member's last
     resources: dict[str, int]
+    member_names: tuple[str, ...] = ()  #: the members' slot names, host first
 
     @property
     def host(self) -> int:
@@ -96,7 +97,7 @@ def read_fused(file: Path, entries: list, slots: Sequence) -> tuple[FusedSpec, .
             if amount > total:
                 raise ManifestError(f"{file}: fused[{i}].resources.{res} is {amount}, more than its slots' "
                                     f"sum {total}")
-        out.append(FusedSpec(name, tuple(s.index for s in specs), lo, hi - lo, resources))
+        out.append(FusedSpec(name, tuple(s.index for s in specs), lo, hi - lo, resources, tuple(members)))
     return tuple(out)
 
 
@@ -131,3 +132,29 @@ def check_fit(file: Path, where: str, module: str, resources: dict[str, int], bu
         if need > budget.get(res, 0):
             raise ManifestError(f"{file}: {where} ({module}) needs {need} {res} but {place} "
                                 f"has {budget.get(res, 0)}")
+
+
+
+def restrict(fused: Sequence[FusedSpec], modules: dict, chosen: Sequence[int]) -> tuple[tuple[FusedSpec, ...], dict]:
+    """The fused regions and modules (name -> ModuleSpec) of a platform cut down to the slots
+    ``chosen`` (global indices, renumbered 0.. in that order; runtime/backends/slot_view.py): a
+    region wholly inside with its members still consecutive is kept, renumbered; any other is
+    dropped, and its host no longer offers the modules that need it (they fit no one slot)."""
+    local = {g: i for i, g in enumerate(chosen)}
+    kept, dropped = [], {}
+    for f in fused:
+        idx = [local.get(g) for g in f.slots]
+        if None not in idx and idx == list(range(idx[0], idx[0] + len(idx))):
+            kept.append(replace(f, slots=tuple(idx)))
+        else:
+            dropped[f.name] = f.member_names[0]
+    if not dropped:
+        return tuple(kept), modules
+    out = {}
+    for name, spec in modules.items():
+        lost = [r for r in spec.regions if r in dropped]
+        if lost:
+            spec = replace(spec, regions=tuple(r for r in spec.regions if r not in dropped),
+                           slots=tuple(s for s in spec.slots if s not in {dropped[r] for r in lost}))
+        out[name] = spec
+    return tuple(kept), out

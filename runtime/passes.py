@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from itertools import combinations, pairwise
 
 from fpgashare.errors import FpgashareError
+from fpgashare.fused_fit import match_footprints
 from fpgashare.modules import Stage
 from fpgashare.platform import Platform
 from fpgashare.vision_timing import chain_cycles
@@ -45,9 +46,12 @@ def match_slots(modules: Sequence[str], slots: Sequence[int], ok) -> dict[int, s
 
 
 def fits(modules: Sequence[str], platform: Platform) -> bool:
-    """Whether ``modules`` can sit in distinct slots at once (each in a slot it has a partial for)."""
+    """Whether ``modules`` can sit in distinct slots at once (each in a slot it has a partial for,
+    their footprints disjoint where a module spans a fused region)."""
     slots = {s.index: s.name for s in platform.slots}
     homes = {m: set(platform.module(m).slots) for m in set(modules)}
+    if platform.fused:      # a module of a fused region takes every member (runtime/fused_fit.py)
+        return match_footprints(modules, list(slots), lambda s, m: slots[s] in homes[m], platform) is not None
     return match_slots(modules, list(slots), lambda s, m: slots[s] in homes[m]) is not None
 
 

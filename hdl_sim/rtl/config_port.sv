@@ -359,10 +359,10 @@ module config_port import fpgashare_pkg::*; #(
             P_ACT: begin
                 slot_module[target*MB +: MB] <= mod_q;
                 slot_rst[ti] <= 1'b1;
-                fused_on[ti] <= span_q;
             end
             P_ACT2: begin
                 slot_loading[ti] <= 1'b0;
+                fused_on[ti] <= span_q;         // with the members' loading cleared, in one cycle
                 for (int j = 0; j < NUM_SLOTS; j++)
                     if (member(int'(target), j)) slot_loading[j] <= 1'b0;
                 status <= CFG_LOADED;

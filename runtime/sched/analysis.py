@@ -45,6 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from fpgashare.fused_fit import match_footprints, slots_left
 from fpgashare.passes import match_slots
 from fpgashare.platform import Platform
 from fpgashare.sched.control_traffic import control_seconds
@@ -137,17 +138,22 @@ def residency(pipelines: Sequence[PipelineSpec], platform: Platform, pins: Count
     ok = slot_compatibility(platform)
 
     wanted = [m for m, n in sorted((pins - Counter(fixed.values())).items()) for _ in range(n)]
-    placed = match_slots(wanted, slots, ok)
+    # A module of a fused region takes every member: placements keep footprints disjoint, and the
+    # pool beside the pins is what no pin's footprint covers (runtime/fused_fit.py).
+    fit = match_slots if not platform.fused else \
+        (lambda mods, pool, ok: match_footprints(mods, pool, ok, platform))
+    if platform.fused:
+        slots = slots_left(platform, fixed)
+    placed = fit(wanted, slots, ok)
     if placed is None:
         return f"{', '.join(wanted)} cannot all stay resident in compatible slots"
     pinned = {**fixed, **placed}
-    slots = [s.index for s in platform.slots]
-    pool = [s for s in slots if s not in pinned]
+    pool = slots_left(platform, pinned)
     loads = {}
     for p in pipelines:
         passes = _unpinned(p, pins)
         for rest in passes:
-            if match_slots(rest, pool, ok) is None:
+            if fit(rest, pool, ok) is None:
                 return (f"{p.name}'s stages {', '.join(rest)} do not fit the {len(pool)} slot(s) left "
                         f"beside the pinned {', '.join(wanted) or 'nothing'}")
         loads[p.name] = sum(len(rest) for rest in passes)      # every pass loads what is not pinned

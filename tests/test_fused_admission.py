@@ -11,13 +11,13 @@ from dataclasses import replace
 
 from fpgashare.backends.model import ModelBackend
 from fpgashare.fused_fit import match_footprints
-from fpgashare.simrun import resolve_chain
 from fpgashare.passes import fits, split_chain
 from fpgashare.platform import load_platform
 from fpgashare.sched.admission import admit
 from fpgashare.sched.analysis import analyse, residency, slot_compatibility
 from fpgashare.sched.edf import EdfPolicy
 from fpgashare.sched.engine import run_workload
+from fpgashare.simrun import resolve_chain
 from fpgashare.workload import realtime_spec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

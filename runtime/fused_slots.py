@@ -41,3 +41,31 @@ def members(platform: Platform, slot: int, module: str | None) -> tuple[int, ...
     if module is None:
         return ()
     return tuple(i for i in platform.footprint(slot, module) if i != slot)
+
+
+def unblock(platform: Platform, modules: Sequence[str], chosen: list[int | None],
+            missing: list[str]) -> tuple[list[int | None], list[str]]:
+    """A frame keeps the slots it chose for its resident stages; a missing fused module whose every
+    footprint holds one of them would then wait for a victim for ever. Give up the choices inside
+    the footprint that holds fewest of them: those stages are planned again (a copy elsewhere, or
+    a wait), and the fused load may take their slots."""
+    for module in [m for m in missing if any(platform.fused_region(s.index, m) for s in platform.slots_for(m))]:
+        mine = {c for c in chosen if c is not None}
+        spans = [set(platform.footprint(s.index, module)) for s in platform.slots_for(module)]
+        if not spans or not all(span & mine for span in spans):
+            continue
+        span = min(spans, key=lambda f: len(f & mine))
+        for k, slot in enumerate(chosen):
+            if slot in span:
+                chosen[k] = None
+                missing.append(modules[k])
+    return chosen, missing
+
+
+def widest_first(platform: Platform, modules: Sequence[str]) -> list[int]:
+    """Indices of ``modules`` with the modules of fused regions first: a plan that picks their
+    victims before the one-slot modules' cannot hand a member to a small module first and leave
+    the big one no room."""
+    def width(m: str) -> int:
+        return max((len(platform.footprint(s.index, m)) for s in platform.slots_for(m)), default=1)
+    return sorted(range(len(modules)), key=lambda i: -width(modules[i]))

@@ -134,11 +134,13 @@ class SlotManager:
     def busy_count(self) -> int:
         return sum(s.state == SlotState.BUSY for s in self.slots)
 
-    def victim(self, module: str, future: NeedOrder, keep: set[int] = frozenset()) -> int | None:
+    def victim(self, module: str, future: NeedOrder, keep: set[int] = frozenset(),
+               planned: set[int] = frozenset()) -> int | None:
         """A slot to load ``module`` into: one pinned for it that does not hold it yet, a blank one,
         else the idle resident whose module is needed farthest in ``future`` (Belady) or was used
         longest ago (LRU); None if every compatible slot is busy, loading, failed, pinned (for
-        another module) or in ``keep``."""
+        another module) or in ``keep``. ``planned``: the slots (in ``keep``) of loads the caller has
+        planned before this one; a fused module one of them evicts does not hold its members back."""
         pinned = self.pinned
         # A slot pinned for this very module that does not hold it yet (a new admission's pin not
         # loaded): loading it there serves the frame and the contract at once. Without this, a
@@ -147,13 +149,13 @@ class SlotManager:
             s = self.slots[i]
             if self.pin_modules.get(i) == module and i not in keep and s.module != module \
                     and (s.state is SlotState.BLANK or s.state is SlotState.READY) \
-                    and (not self._fused or self._can_take(i, module, keep)):
+                    and (not self._fused or self._can_take(i, module, keep, planned)):
                 return i
         candidates = [s for s in (self.slots[i] for i in self.compatible_slots(module))
                       if s.index not in keep and s.index not in pinned
                       and (s.state is SlotState.BLANK or s.state is SlotState.READY)]
         if self._fused:
-            return self._fused_victim(module, future, keep, candidates)
+            return self._fused_victim(module, future, keep, candidates, planned)
         if not candidates:
             return None
         blank = [s for s in candidates if s.state == SlotState.BLANK]
@@ -164,21 +166,45 @@ class SlotManager:
         return max(candidates, key=lambda s: (future.key(s.module), -s.last_used, -s.index)).index
 
     # ---- fused regions: a load may take several slots
-    def _can_take(self, slot: int, module: str, keep: set[int]) -> bool:
-        """Whether every other slot a load of ``module`` into ``slot`` takes is idle, unpinned, unkept."""
-        for i in load_takes(self.backend.platform, self.slots, slot, module):
+    @property
+    def fused(self) -> bool:
+        """Whether the platform has fused regions (a load may then take several slots)."""
+        return self._fused
+
+    def taken_by(self, slot: int, module: str) -> tuple[int, ...]:
+        """Slots ``module`` will occupy once loaded into ``slot`` (its footprint; ``(slot,)`` without
+        fused regions): a plan of several loads keeps them out of its later victims. A fused module
+        it evicts frees its other members, which later loads of the plan may take."""
+        return self.backend.platform.footprint(slot, module) if self._fused else (slot,)
+
+    def _can_take(self, slot: int, module: str, keep: set[int], planned: set[int] = frozenset()) -> bool:
+        """Whether every other slot a load of ``module`` into ``slot`` takes is idle and unpinned, and
+        unkept: its own footprint's always; an evicted fused module's unless a planned load evicts
+        that module anyway (then its members are free, and only the planned slots are spoken for)."""
+        platform = self.backend.platform
+        own = platform.footprint(slot, module)
+        for i in load_takes(platform, self.slots, slot, module):
             s = self.slots[i]
-            if i != slot and (i in keep or i in self.pinned
-                              or not (s.state is SlotState.BLANK or s.state is SlotState.READY)):
+            if i == slot:
+                continue
+            if i in self.pinned or not (s.state is SlotState.BLANK or s.state is SlotState.READY):
                 return False
+            if i in keep:
+                if i in own:
+                    return False
+                host = i if s.host is None else s.host
+                held = self.slots[host].module
+                if held is None or planned.isdisjoint(platform.footprint(host, held)):
+                    return False
         return True
 
-    def _fused_victim(self, module: str, future: NeedOrder, keep: set[int], candidates: list[Slot]) -> int | None:
+    def _fused_victim(self, module: str, future: NeedOrder, keep: set[int], candidates: list[Slot],
+                      planned: set[int]) -> int | None:
         """``victim`` where loads may take several slots: among candidates whose whole take is free,
         one that evicts nothing, else the one whose soonest-needed evicted module is needed latest."""
         platform, best, best_key = self.backend.platform, None, None
         for s in candidates:
-            if not self._can_take(s.index, module, keep):
+            if not self._can_take(s.index, module, keep, planned):
                 continue
             takes = [self.slots[i] for i in load_takes(platform, self.slots, s.index, module)]
             evicted = [t for t in takes if t.module is not None]

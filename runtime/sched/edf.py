@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 
+from fpgashare.fused_slots import widest_first
 from fpgashare.sched.backfill import DNN as DNN_TILE
 from fpgashare.sched.backfill import backfill
 from fpgashare.sched.demand import NeedOrder
@@ -158,7 +159,8 @@ class EdfPolicy(PriorityPolicy):
         plan = LoadPlan(chosen, {s for s in chosen if s is not None})
         future = None
         waits = engine.now + engine.port_backlog_s()
-        for module, slot in zip(frame.modules, chosen, strict=True):
+        order = range(len(chosen)) if not slots.fused else widest_first(slots.backend.platform, frame.modules)
+        for module, slot in ((frame.modules[i], chosen[i]) for i in order):   # fused modules' victims first
             if slot is not None:
                 continue
             coming = next((s for s in slots.coming_with(module) if s not in plan.used), None)
@@ -172,11 +174,12 @@ class EdfPolicy(PriorityPolicy):
                 continue
             if future is None:
                 future = engine.need_order([frame])
-            victim = slots.victim(module, future, keep=keep | plan.used)
+            planned = {i for m, v in plan.loads for i in slots.taken_by(v, m)}
+            victim = slots.victim(module, future, keep=keep | plan.used, planned=planned)
             if victim is None:
                 plan.complete = False
                 continue
-            plan.used.add(victim)
+            plan.used.update(slots.taken_by(victim, module))
             plan.loads.append((module, victim))
         plan.ready_at = max(waits, engine.now + engine.port_backlog_s()
                             + sum(engine.load_seconds(v) for _, v in plan.loads))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from fpgashare.fused_slots import unblock
 from fpgashare.sched.analysis import AdmissionContract
 from fpgashare.slots import SlotState
 
@@ -69,6 +70,8 @@ class SlotUse:
             else:
                 chosen.append(None)
                 missing.append(module)
+        if missing and self.slots.fused:        # a fused module must not wait behind the frame's own stages
+            return unblock(self.backend.platform, frame.modules, chosen, missing)
         return chosen, missing
 
     def free_at(self: Engine, slot: int) -> float | None:

@@ -11,7 +11,7 @@ so the analysis counts a fused region as the one resource it is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from fpgashare.platform import Platform
 
@@ -20,8 +20,18 @@ def match_footprints(modules: Sequence, slots: Sequence[int], ok: Callable, plat
                      name: Callable = lambda m: m) -> dict[int, object] | None:
     """Slot -> module with every module on a slot ``ok(slot, module)`` and the footprints (of
     ``name(module)``) disjoint and inside ``slots``, or None when there is none."""
+    return next(placements(modules, slots, ok, platform, name), None)
+
+
+def placements(modules: Sequence, slots: Sequence[int], ok: Callable, platform: Platform,
+               name: Callable = lambda m: m) -> Iterator[dict[int, object]]:
+    """Every placement ``match_footprints`` accepts (the residency plan tries pins' placements
+    until the slots left fit every chain: with fused regions, where a pin sits matters)."""
     free = set(slots)
     homes = []
+    # Slots outside every fused region first: a one-slot module placed there leaves a region whole.
+    in_region = {i for f in platform.fused for i in f.slots}
+    slots = sorted(slots, key=lambda s: (s in in_region, s))
     for m in modules:
         options = [(s, platform.footprint(s, name(m))) for s in slots if ok(s, m)]
         homes.append([(s, set(fp)) for s, fp in options if set(fp) <= free])
@@ -29,19 +39,18 @@ def match_footprints(modules: Sequence, slots: Sequence[int], ok: Callable, plat
                                                        len(homes[i])))
     placed: dict[int, object] = {}
 
-    def place(k: int, used: set[int]) -> bool:
+    def place(k: int, used: set[int]) -> Iterator[dict[int, object]]:
         if k == len(order):
-            return True
+            yield dict(placed)
+            return
         i = order[k]
         for s, fp in homes[i]:
             if used.isdisjoint(fp):
                 placed[s] = modules[i]
-                if place(k + 1, used | fp):
-                    return True
+                yield from place(k + 1, used | fp)
                 del placed[s]
-        return False
 
-    return dict(placed) if place(0, set()) else None
+    yield from place(0, set())
 
 
 def slots_left(platform: Platform, pinned: dict[int, str]) -> list[int]:

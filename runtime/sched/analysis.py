@@ -40,12 +40,13 @@ set can afford (what is left over after the real-time demand goes to the DNN and
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from fpgashare.fused_fit import match_footprints, slots_left
+from fpgashare.fused_fit import match_footprints, placements, slots_left
 from fpgashare.passes import match_slots
 from fpgashare.platform import Platform
 from fpgashare.sched.control_traffic import control_seconds
@@ -140,14 +141,30 @@ def residency(pipelines: Sequence[PipelineSpec], platform: Platform, pins: Count
     wanted = [m for m, n in sorted((pins - Counter(fixed.values())).items()) for _ in range(n)]
     # A module of a fused region takes every member: placements keep footprints disjoint, and the
     # pool beside the pins is what no pin's footprint covers (runtime/fused_fit.py).
-    fit = match_slots if not platform.fused else \
-        (lambda mods, pool, ok: match_footprints(mods, pool, ok, platform))
-    if platform.fused:
-        slots = slots_left(platform, fixed)
-    placed = fit(wanted, slots, ok)
-    if placed is None:
-        return f"{', '.join(wanted)} cannot all stay resident in compatible slots"
-    pinned = {**fixed, **placed}
+    if not platform.fused:
+        placed = match_slots(wanted, slots, ok)
+        if placed is None:
+            return f"{', '.join(wanted)} cannot all stay resident in compatible slots"
+        return _plan_beside({**fixed, **placed}, pipelines, platform, pins, wanted, match_slots)
+    # With fused regions where a pin sits decides what fits beside it: try the placements in turn.
+    fit = lambda mods, pool, ok: match_footprints(mods, pool, ok, platform)  # noqa: E731
+    why = f"{', '.join(wanted)} cannot all stay resident in compatible slots"
+    for placed in itertools.islice(placements(wanted, slots_left(platform, fixed), ok, platform), MAX_PLACEMENTS):
+        plan = _plan_beside({**fixed, **placed}, pipelines, platform, pins, wanted, fit)
+        if not isinstance(plan, str):
+            return plan
+        why = plan
+    return why
+
+
+#: Pin placements a residency plan tries on a platform with fused regions before giving up.
+MAX_PLACEMENTS = 64
+
+
+def _plan_beside(pinned: dict[int, str], pipelines: Sequence[PipelineSpec], platform: Platform, pins: Counter[str],
+                 wanted: list[str], fit) -> ResidencyPlan | str:
+    """The plan with ``pinned`` in place, or why some chain's other stages do not fit beside it."""
+    ok = slot_compatibility(platform)
     pool = slots_left(platform, pinned)
     loads = {}
     for p in pipelines:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 
 from fpgashare.backends.slot_view import sub_platform
 from fpgashare.dnn.planning import dnn_plan
+from fpgashare.fused_fit import match_footprints
 from fpgashare.passes import match_slots
 from fpgashare.platform import Platform
 from fpgashare.sched.analysis import DDR_FABRIC_SHARE, Verdict, analyse, ddr_budget, load_seconds, slot_compatibility
@@ -142,13 +143,22 @@ def _new_slots(p: PipelineSpec, platform: Platform, free: list[int]) -> list[tup
     ok = slot_compatibility(platform)
     copies = [m for m, n in sorted(p.module_counts.items()) for _ in range(n)]
     out = []
-    whole = match_slots(copies, free, ok)
+
+    def place(modules: list[str]) -> tuple[int, ...] | None:
+        if not platform.fused:
+            placed = match_slots(modules, free, ok)
+            return None if placed is None else tuple(sorted(placed))
+        # a module of a fused region takes every member: the partition holds its whole footprint
+        placed = match_footprints(modules, free, ok, platform)
+        return None if placed is None else tuple(sorted(i for s, m in placed.items() for i in platform.footprint(s, m)))
+
+    whole = place(copies)
     if whole is not None:
-        out.append(tuple(sorted(whole)))
+        out.append(whole)
     for stages in sorted(p.pass_modules, key=len, reverse=True):
-        placed = match_slots(list(stages), free, ok)
-        if placed is not None and tuple(sorted(placed)) not in out:
-            out.append(tuple(sorted(placed)))
+        placed = place(list(stages))
+        if placed is not None and placed not in out:
+            out.append(placed)
     return out
 
 

@@ -44,7 +44,8 @@ def _workload(seed: int) -> str:
     return "\n".join(lines)
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=5, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.integers(0, 10**9))
 def test_bench_runs_fused_workloads_without_a_miss(tmp_path, capsys, seed):
     path = tmp_path / f"fused_{seed}.toml"

@@ -56,12 +56,12 @@ def test_big_modules_fit_the_region_and_no_slot():
      "fused[1] (shell/rp_0+1) overlaps region shell/rp_1+2+3: slot shell/rp_1 is in both"),
     ("dsp = 288 }", "dsp = 289 }", "fused[0].resources.dsp is 289, more than its slots' sum 288"),
     ('name = "shell/rp_1+2+3"', 'name = "shell/rp_0"', "'shell/rp_0' is already the name of a slot"),
-    ('slots = ["shell/rp_1+2+3"]\nresources = { lut = 16070', 'slots = ["shell/rp_1+2+3", "shell/rp_1"]\n'
-     'resources = { lut = 16070', "lists both slot shell/rp_1 and region shell/rp_1+2+3"),
-    ("lut = 16070", "lut = 50000", "needs 50000 lut but fused region shell/rp_1+2+3 has 42000"),
+    ('slots = ["shell/rp_1+2+3"]\nresources = { lut = 16150', 'slots = ["shell/rp_1+2+3", "shell/rp_1"]\n'
+     'resources = { lut = 16150', "lists both slot shell/rp_1 and region shell/rp_1+2+3"),
+    ("lut = 16150", "lut = 50000", "needs 50000 lut but fused region shell/rp_1+2+3 has 42000"),
     ('slots = ["shell/rp_1+2+3"]\nresources = { lut = 12160', 'slots = ["shell/rp_0"]\nresources = { lut = 12160',
      "(template_match) needs 196 dsp but slot shell/rp_0 has 96"),
-    ('slots = ["shell/rp_1+2+3"]\nresources = { lut = 16070', 'slots = ["shell/rp_1+2"]\nresources = { lut = 16070',
+    ('slots = ["shell/rp_1+2+3"]\nresources = { lut = 16150', 'slots = ["shell/rp_1+2"]\nresources = { lut = 16150',
      "names unknown slot 'shell/rp_1+2'"),
     ("dsp = 288 }", "dsp = 288 }\ncolour = 3", "unknown key fused[0].colour"),
 ])

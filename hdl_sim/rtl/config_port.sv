@@ -136,8 +136,7 @@ module config_port import fpgashare_pkg::*; #(
     logic [26:0] open_count;   // ... of this many words
     wire         module_ok = w[31:MB] == 0 && w[MB-1:0] != 0 && t_mods[w[MB-1:0]]
                              && (t_fmods[w[MB-1:0]] == span_q);   // a fused module with its region only
-    // A FDRI packet that covers the target's fused region exactly (else the slot's own region is checked).
-    wire         fused_fit = t_ffr != 0 && fdri_check(open_count, far_q, t_base, t_ffr) == 8'd0;
+    logic        span_open;    // this header opens an FDRI packet covering the target's fused region exactly
     always_comb begin
         err = 8'd0;
         desync = 1'b0;
@@ -145,6 +144,7 @@ module config_port import fpgashare_pkg::*; #(
         open_data = 1'b0;
         open_reg = '0;
         open_count = '0;
+        span_open = 1'b0;
         if (reading && phase == P_HDR) begin
             // A count-0 Type-1 write only announces a Type-2 packet; a NOP is exactly NOP.
             if (t1_open && w[31:29] != 3'b010) err = PORT_ERR_BAD_PACKET;
@@ -178,7 +178,9 @@ module config_port import fpgashare_pkg::*; #(
                 else if (!idcode_ok) err = PORT_ERR_FDRI_BEFORE_IDCODE;
                 else if (!wcfg_ok) err = PORT_ERR_FDRI_BEFORE_WCFG;
                 else if (!far_set) err = PORT_ERR_FAR_OUTSIDE_SLOT;
-                else if (!fused_fit) err = fdri_check(open_count, far_q, t_base, t_frames);
+                // the target's fused region exactly, else the slot's own region is checked
+                else if (t_ffr != 0 && fdri_check(open_count, far_q, t_base, t_ffr) == 8'd0) span_open = 1'b1;
+                else err = fdri_check(open_count, far_q, t_base, t_frames);
             end
         end
         if (in_data) begin
@@ -272,8 +274,7 @@ module config_port import fpgashare_pkg::*; #(
             mod_q <= '0;
             span_q <= 1'b0;
         end
-        if (take && phase == P_HDR && open_data && open_reg == CFG_REG_FDRI && err == 0 && fused_fit)
-            span_q <= 1'b1;
+        if (take && phase == P_HDR && span_open && err == 0) span_q <= 1'b1;
         if (take && phase == P_HDR && open_data) fdri_idx <= '0;
         if (in_data) begin
             if (reg_q == CFG_REG_CRC && w == crc_q && fdri_done) crc_checked <= 1'b1;
@@ -338,7 +339,7 @@ module config_port import fpgashare_pkg::*; #(
                     words <= 32'd1;
                 end
                 // The region's partial begins: its other members are loading (decoupled) and blank.
-                if (phase == P_HDR && open_data && open_reg == CFG_REG_FDRI && err == 0 && fused_fit)
+                if (phase == P_HDR && span_open && err == 0)
                     for (int j = 0; j < NUM_SLOTS; j++)
                         if (member(int'(target), j)) begin
                             slot_module[j*MB +: MB] <= '0;

@@ -19,6 +19,7 @@ module sva_fused_region #(
     input wire [NUM_SLOTS*MB-1:0]   slot_module,
     input wire [NUM_SLOTS-1:0]      slot_loading
 );
+    wire unused_ok = &{1'b0, slot_loading};   // read only where a region is declared
     for (genvar h = 0; h < NUM_SLOTS; h++) begin : g_host
         wire [MB-1:0] held = slot_module[h*MB +: MB];
         a_fused_module: assert property (@(posedge clk) disable iff (rst)

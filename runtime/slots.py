@@ -171,6 +171,16 @@ class SlotManager:
         """Whether the platform has fused regions (a load may then take several slots)."""
         return self._fused
 
+    def can_take(self, slot: int, module: str, keep: set[int] = frozenset()) -> bool:
+        """Whether a load of ``module`` into ``slot`` would take only idle, unpinned slots besides
+        ``slot`` (always, without fused regions)."""
+        return not self._fused or self._can_take(slot, module, keep)
+
+    def can_request(self, slot: int, module: str) -> bool:
+        """Whether ``request(slot, module)`` would be accepted: every slot it takes idle."""
+        return all(self.slots[i].state in (SlotState.BLANK, SlotState.READY)
+                   for i in (load_takes(self.backend.platform, self.slots, slot, module) if self._fused else (slot,)))
+
     def taken_by(self, slot: int, module: str) -> tuple[int, ...]:
         """Slots ``module`` will occupy once loaded into ``slot`` (its footprint; ``(slot,)`` without
         fused regions): a plan of several loads keeps them out of its later victims. A fused module

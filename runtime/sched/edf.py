@@ -232,8 +232,8 @@ class EdfPolicy(PriorityPolicy):
             s = engine.slots.slots[slot]
             if s.module == module and s.state in (SlotState.READY, SlotState.BUSY, SlotState.LOADING):
                 continue
-            if s.state not in (SlotState.BLANK, SlotState.READY):
-                continue
+            if s.state not in (SlotState.BLANK, SlotState.READY) or not engine.slots.can_request(slot, module):
+                continue        # (a fused module's pin waits for its region's other slots to be idle)
             if warm_up or side_load_allowed(engine, slot):
                 engine.slots.request(slot, module, "pin")
                 if not warm_up:
@@ -243,7 +243,7 @@ class EdfPolicy(PriorityPolicy):
             if engine.now + engine.load_seconds(slot) > by or s.module == module:
                 del engine.planned_reloads[slot]          # too late to be harmless, or done
             elif s.state in (SlotState.BLANK, SlotState.READY) and not engine.slots.holds(module) \
-                    and side_load_allowed(engine, slot):
+                    and engine.slots.can_request(slot, module) and side_load_allowed(engine, slot):
                 del engine.planned_reloads[slot]
                 engine.slots.request(slot, module, "prefetch")
                 return True

@@ -165,3 +165,24 @@ def test_partials_of_the_wrong_span_are_refused_as_the_model_says(fused):
     words = build_config(platform, host, "fast9")
     assert board.load(member.index, words).error == check_words(
         words, platform.idcode, platform.frame_words, slot_region(platform, member)).error != PortError.OK
+
+
+def test_the_twin_times_a_fused_load_and_frame_as_the_rtl():
+    """The model backend's port cycles for the region's partial equal the RTL's, its frame cycles
+    follow the RTL's through the host, and both backends evict the fused module on a member load."""
+    from fpgashare.backends import make_backend
+    from fpgashare.simrun import resolve_chain
+
+    platform = load_platform("zcu104-x4")
+    model, sim = make_backend("model", platform), make_backend("sim", platform)
+    region = _region(platform)
+    for module in ("fast9", "template_match"):
+        a, b = model.load(region.host, module), sim.load(region.host, module)
+        assert a.ok and b.ok and a.port_cycles == b.port_cycles == platform.slot_load_cycles(region.host, module)
+    stages = resolve_chain(["template_match"], {})
+    frame = np.random.default_rng(5).integers(0, 256, (97, 203), dtype=np.uint8)
+    a, b = model.run_frame([region.host], stages, frame), sim.run_frame([region.host], stages, frame)
+    assert np.array_equal(a.output, b.output) and abs(a.cycles - b.cycles) <= 0.02 * b.cycles
+    for backend in (model, sim):
+        assert backend.load(region.slots[-1], "threshold").ok
+        assert backend.resident(region.host) is None and backend.resident(region.slots[-1]) == "threshold"

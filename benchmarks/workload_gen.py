@@ -100,13 +100,15 @@ def main() -> None:
     ap.add_argument("--out", default="out/random")
     ap.add_argument("--max-s", type=float, default=10.0)
     ap.add_argument("--quick", action="store_true", help="three workloads: checks the generator runs")
+    ap.add_argument("--platform", default=None, help="one platform for every workload (default: drawn from "
+                                                     f"{', '.join(PLATFORMS)})")
     args = ap.parse_args()
     if args.quick:
         args.count = min(args.count, 3)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for seed in range(args.seed, args.seed + args.count):
-        (out / f"random_{seed}.toml").write_text(to_toml(random_workload(seed, max_s=args.max_s)))
+        (out / f"random_{seed}.toml").write_text(to_toml(random_workload(seed, args.platform, max_s=args.max_s)))
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     log.info("wrote %d workloads to %s", args.count, out)
 

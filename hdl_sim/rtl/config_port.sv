@@ -14,6 +14,13 @@
 // MODULE_ID_BITS), CRC match, DESYNC after the data and a CRC check, no truncated packet. On
 // success: active module set, RM reset for one cycle, then the
 // slot is re-coupled, exactly 2 cycles after the DESYNC word was accepted.
+//
+// Fused regions (runtime/catalogue/fused_regions.py): slot k with SLOT_FUSED_FRAMES[k] != 0 hosts a region of
+// slots k..SLOT_FUSED_LAST[k]. A partial for it starts at slot k's first frame and covers
+// SLOT_FUSED_FRAMES[k] frames; the modules of SLOT_FUSED_MODULES[k] load only that way (and no other
+// module does). While such a load runs the other members are loading (decoupled); once it is active
+// they stay blank (decoupled) and fused_on[k] is set. Arming any member evicts the host's fused
+// module (its frames are about to be rewritten); arming the host evicts it too, as any load does.
 `resetall
 `timescale 1ns / 1ps
 `default_nettype none
@@ -24,7 +31,10 @@ module config_port import fpgashare_pkg::*; #(
     parameter int FRAME_WORDS = 101,
     parameter logic [NUM_SLOTS*32-1:0] SLOT_FAR_BASE = '0,   // first frame address of each slot
     parameter logic [NUM_SLOTS*32-1:0] SLOT_FRAMES = '0,     // frames in each slot's region
-    parameter logic [NUM_SLOTS*32-1:0] SLOT_MODULES = '0     // bit m: the slot can hold module m
+    parameter logic [NUM_SLOTS*32-1:0] SLOT_MODULES = '0,    // bit m: the slot can hold module m
+    parameter logic [NUM_SLOTS*32-1:0] SLOT_FUSED_FRAMES = '0,   // frames of the region slot k hosts, 0 = none
+    parameter logic [NUM_SLOTS*32-1:0] SLOT_FUSED_MODULES = '0,  // bit m: module m loads into slot k's region
+    parameter logic [NUM_SLOTS*32-1:0] SLOT_FUSED_LAST = '0      // last member slot of the region slot k hosts
 ) (
     input  wire                    clk,
     input  wire                    rst,
@@ -44,7 +54,8 @@ module config_port import fpgashare_pkg::*; #(
     output logic [3:0]             target,
     output logic [31:0]            words,        // words accepted in the last load, up to its end
     output logic [31:0]            cycles,       // cycles from its first word to activation or error
-    output logic [31:0]            loads         // good loads since reset
+    output logic [31:0]            loads,        // good loads since reset
+    output logic [NUM_SLOTS-1:0]   fused_on      // slot k holds a module spanning its fused region
 );
     localparam int MB = MODULE_ID_BITS;
 
@@ -102,6 +113,14 @@ module config_port import fpgashare_pkg::*; #(
     wire [31:0] t_base   = SLOT_FAR_BASE[target*32 +: 32];
     wire [31:0] t_frames = SLOT_FRAMES[target*32 +: 32];
     wire [31:0] t_mods   = SLOT_MODULES[target*32 +: 32];
+    wire [31:0] t_ffr    = SLOT_FUSED_FRAMES[target*32 +: 32];
+    wire [31:0] t_fmods  = SLOT_FUSED_MODULES[target*32 +: 32];
+
+    // Member j of the region slot h hosts (h < j <= last[h]); regions do not overlap.
+    function automatic logic member(input int h, input int j);
+        return SLOT_FUSED_FRAMES[h*32 +: 32] != 0 && h < j && j <= int'(SLOT_FUSED_LAST[h*32 +: 32]);
+    endfunction
+    logic span_q;       // this load writes the target's fused region
 
     // Check of an FDRI packet of `count` words against the target slot's region.
     function automatic [7:0] fdri_check(input [26:0] count, input [31:0] far, input [31:0] base,
@@ -135,7 +154,9 @@ module config_port import fpgashare_pkg::*; #(
     logic        open_data;    // this header opens a packet with data words ...
     logic [4:0]  open_reg;     // ... for this register ...
     logic [26:0] open_count;   // ... of this many words
-    wire         module_ok = w[31:MB] == 0 && w[MB-1:0] != 0 && t_mods[w[MB-1:0]];
+    wire         module_ok = w[31:MB] == 0 && w[MB-1:0] != 0 && t_mods[w[MB-1:0]]
+                             && (t_fmods[w[MB-1:0]] == span_q);   // a fused module with its region only
+    logic        span_open;    // this header opens an FDRI packet covering the target's fused region exactly
     always_comb begin
         err = 8'd0;
         desync = 1'b0;
@@ -143,6 +164,7 @@ module config_port import fpgashare_pkg::*; #(
         open_data = 1'b0;
         open_reg = '0;
         open_count = '0;
+        span_open = 1'b0;
         if (reading && phase == P_HDR) begin
             // A count-0 Type-1 write only announces a Type-2 packet; a NOP is exactly NOP.
             if (t1_open && w[31:29] != 3'b010) err = PORT_ERR_BAD_PACKET;
@@ -176,6 +198,8 @@ module config_port import fpgashare_pkg::*; #(
                 else if (!idcode_ok) err = PORT_ERR_FDRI_BEFORE_IDCODE;
                 else if (!wcfg_ok) err = PORT_ERR_FDRI_BEFORE_WCFG;
                 else if (!far_set) err = PORT_ERR_FAR_OUTSIDE_SLOT;
+                // the target's fused region exactly, else the slot's own region is checked
+                else if (t_ffr != 0 && fdri_check(open_count, far_q, t_base, t_ffr) == 8'd0) span_open = 1'b1;
                 else err = fdri_check(open_count, far_q, t_base, t_frames);
             end
         end
@@ -268,7 +292,9 @@ module config_port import fpgashare_pkg::*; #(
         if (start) begin
             {idcode_ok, wcfg_ok, far_set, fdri_done, crc_checked} <= '0;
             mod_q <= '0;
+            span_q <= 1'b0;
         end
+        if (take && phase == P_HDR && span_open && err == 0) span_q <= 1'b1;
         if (take && phase == P_HDR && open_data) fdri_idx <= '0;
         if (in_data) begin
             if (reg_q == CFG_REG_CRC && w == crc_q && fdri_done) crc_checked <= 1'b1;
@@ -292,6 +318,7 @@ module config_port import fpgashare_pkg::*; #(
             far_q <= '0;
             fdri_idx <= '0;
             mod_q <= '0;
+            span_q <= 1'b0;
         end
     end
 
@@ -317,6 +344,13 @@ module config_port import fpgashare_pkg::*; #(
                     slot_loading[ai] <= 1'b1;
                     slot_failed[ai] <= 1'b0;
                     slot_error[arm_slot*8 +: 8] <= 8'd0;
+                    fused_on[ai] <= 1'b0;
+                    // A member's load rewrites frames of its host's fused module: that module goes.
+                    for (int h = 0; h < NUM_SLOTS; h++)
+                        if (member(h, int'(arm_slot)) && fused_on[h]) begin
+                            slot_module[h*MB +: MB] <= '0;
+                            fused_on[h] <= 1'b0;
+                        end
                 end
             end
             P_SYNC, P_HDR, P_DATA: if (take) begin
@@ -324,12 +358,23 @@ module config_port import fpgashare_pkg::*; #(
                     counting <= 1'b1;
                     words <= 32'd1;
                 end
+                // The region's partial begins: its other members are loading (decoupled) and blank.
+                if (phase == P_HDR && span_open && err == 0)
+                    for (int j = 0; j < NUM_SLOTS; j++)
+                        if (member(int'(target), j)) begin
+                            slot_module[j*MB +: MB] <= '0;
+                            slot_loading[j] <= 1'b1;
+                            slot_failed[j] <= 1'b0;
+                        end
                 if (err != 0) begin
                     error <= err;
                     status <= CFG_FAILED;
                     slot_failed[ti] <= 1'b1;
                     slot_error[target*8 +: 8] <= err;
                     counting <= 1'b0;
+                    // A failed fused load leaves its other members blank (decoupled), not loading.
+                    for (int j = 0; j < NUM_SLOTS; j++)
+                        if (member(int'(target), j)) slot_loading[j] <= 1'b0;
                 end
             end
             P_ACT: begin
@@ -338,6 +383,9 @@ module config_port import fpgashare_pkg::*; #(
             end
             P_ACT2: begin
                 slot_loading[ti] <= 1'b0;
+                fused_on[ti] <= span_q;         // with the members' loading cleared, in one cycle
+                for (int j = 0; j < NUM_SLOTS; j++)
+                    if (member(int'(target), j)) slot_loading[j] <= 1'b0;
                 status <= CFG_LOADED;
                 loads <= loads + 1;
                 counting <= 1'b0;
@@ -350,6 +398,7 @@ module config_port import fpgashare_pkg::*; #(
             slot_failed <= '0;
             slot_rst <= '0;
             slot_error <= '0;
+            fused_on <= '0;
             status <= CFG_IDLE;
             error <= 8'd0;
             target <= 4'd0;

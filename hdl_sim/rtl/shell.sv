@@ -33,6 +33,9 @@ module shell import fpgashare_pkg::*; #(
     parameter logic [NUM_SLOTS*32-1:0] SLOT_FAR_BASE = '0,
     parameter logic [NUM_SLOTS*32-1:0] SLOT_FRAMES = '0,
     parameter logic [NUM_SLOTS*32-1:0] SLOT_MODULES = '0,
+    parameter logic [NUM_SLOTS*32-1:0] SLOT_FUSED_FRAMES = '0,   // fused regions (config_port.sv)
+    parameter logic [NUM_SLOTS*32-1:0] SLOT_FUSED_MODULES = '0,
+    parameter logic [NUM_SLOTS*32-1:0] SLOT_FUSED_LAST = '0,
     parameter int LINK_LANE_W = 32,
     parameter int LINK_LATENCY = 1,
     parameter int LINK_CREDITS = 4,
@@ -167,9 +170,13 @@ module shell import fpgashare_pkg::*; #(
     wire [7:0] cfg_error;
     wire [3:0] cfg_target;
     wire [31:0] cfg_words, cfg_cycles, cfg_loads;
+    // A fused module's other members stay blank, so the shell keeps them decoupled like any blank slot.
+    wire [NUM_SLOTS-1:0] slot_fused_on;
     config_port #(
         .NUM_SLOTS(NUM_SLOTS), .IDCODE(IDCODE), .FRAME_WORDS(FRAME_WORDS),
-        .SLOT_FAR_BASE(SLOT_FAR_BASE), .SLOT_FRAMES(SLOT_FRAMES), .SLOT_MODULES(SLOT_MODULES)
+        .SLOT_FAR_BASE(SLOT_FAR_BASE), .SLOT_FRAMES(SLOT_FRAMES), .SLOT_MODULES(SLOT_MODULES),
+        .SLOT_FUSED_FRAMES(SLOT_FUSED_FRAMES), .SLOT_FUSED_MODULES(SLOT_FUSED_MODULES),
+        .SLOT_FUSED_LAST(SLOT_FUSED_LAST)
     ) u_cfg (
         .clk, .rst,
         .s_axis_tdata(cfg_tdata), .s_axis_tvalid(cfg_tvalid),
@@ -177,7 +184,7 @@ module shell import fpgashare_pkg::*; #(
         .arm(wr_stb[REG_CFG_CTRL]), .arm_slot(p_wdata[CFG_CTRL_SLOT_LSB +: CFG_CTRL_SLOT_W]),
         .slot_module, .slot_loading, .slot_failed, .slot_rst, .slot_error,
         .status(cfg_status), .error(cfg_error), .target(cfg_target),
-        .words(cfg_words), .cycles(cfg_cycles), .loads(cfg_loads)
+        .words(cfg_words), .cycles(cfg_cycles), .loads(cfg_loads), .fused_on(slot_fused_on)
     );
 
     // ---- slots, links and switch. Sources: 0 stream 0's input, k + 1 slot k's link, NUM_SLOTS + s
@@ -358,7 +365,7 @@ module shell import fpgashare_pkg::*; #(
         end
     end
 
-    wire unused_shell = &{1'b0, regs, wr_stb, slice_waits};
+    wire unused_shell = &{1'b0, regs, wr_stb, slice_waits, slot_fused_on};
 endmodule
 
 `resetall

@@ -37,6 +37,12 @@ bind config_port sva_config_port #(.NUM_SLOTS(NUM_SLOTS)) u_sva (
     .act(phase == P_ACT), .act2(phase == P_ACT2), .drain(phase == P_DRAIN),
     .tready(s_axis_tready), .slot_rst(slot_rst), .loads(loads));
 
+// Fused regions: one module at a time in a region's frames.
+bind config_port sva_fused_region #(
+    .NUM_SLOTS(NUM_SLOTS), .MB(MB), .SLOT_FUSED_FRAMES(SLOT_FUSED_FRAMES),
+    .SLOT_FUSED_MODULES(SLOT_FUSED_MODULES), .SLOT_FUSED_LAST(SLOT_FUSED_LAST)
+) u_sva_fused (.clk, .rst, .fused_on(fused_on), .slot_module(slot_module), .slot_loading(slot_loading));
+
 // AXI-Lite: every register file answers (B, R) by the rules; the shell's demultiplexer forwards
 // requests to its ports (AW, W, AR) and answers the processor side by them.
 bind axil_regfile sva_axil #(.ADDR_W(ADDR_W), .NAME("axil_regfile")) u_sva (

@@ -179,8 +179,15 @@ class Backend(ABC):
         spec = self.platform.slots[slot]
         if spec.name not in self.platform.module(module).slots:
             raise FpgashareError(f"module {module} cannot go into slot {spec.name}")
-        self._resident[slot] = None          # the slot is blank while it is written
-        self._programmed.pop(slot, None)     # and a new tile starts without layers
+        # The slot is blank while it is written, and a new tile starts without layers. A module of a
+        # fused region writes every member; a load into a member rewrites frames of the fused
+        # module its host holds, which goes too (config_port.sv does the same).
+        gone = set(self.platform.footprint(slot, module))
+        gone |= {host for host, held in enumerate(self._resident)
+                 if held is not None and slot in self.platform.footprint(host, held)}
+        for i in gone:
+            self._resident[i] = None
+            self._programmed.pop(i, None)
 
     def _end_load(self, report: LoadReport) -> None:
         if report.ok:

@@ -56,7 +56,7 @@ class FaultyBackend(ModelBackend):
             raise HardwareError(f"injected: the configuration port failed loading {module} into slot {slot}")
         if self._take("load_hangs"):
             self._begin_load(slot, module)
-            seconds = self.platform.slot_load_cycles(slot) / self.platform.config_port.clock_hz
+            seconds = self.platform.slot_load_cycles(slot, module) / self.platform.config_port.clock_hz
             return Pending(seconds, _never(f"load of {module} into slot {slot}"), _ready=lambda: False)
         return super().start_load(slot, module)
 

@@ -32,7 +32,7 @@ class ModelBackend(Backend):
     def _load(self, slot: int, module: str) -> LoadReport:
         # The generator's stream through a correct port: every word, then the activation cycle.
         # (The sim backend runs the real words; tests/test_backends.py holds the two equal.)
-        cycles = self.platform.slot_load_cycles(slot)
+        cycles = self.platform.slot_load_cycles(slot, module)
         return LoadReport(slot, module, PortError.OK, cycles, cycles / self.platform.config_port.clock_hz)
 
     def _run_frame(self, slots: list[int], stages: list[Stage], frame: np.ndarray,

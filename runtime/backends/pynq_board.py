@@ -154,7 +154,7 @@ class PynqBackend(Backend):
             self._end_load(report)
             return report
 
-        expected_s = self.platform.slot_load_seconds(slot)
+        expected_s = self.platform.slot_load_seconds(slot, module)
         return Pending(expected_s, result, _ready=future.done)     # polled by the daemon, never waited on
 
     def _load(self, slot: int, module: str) -> LoadReport:

@@ -86,7 +86,7 @@ class SimBackend(Backend):
             return report
 
         return self._started(self.board.load_job(slot, self._config(slot, module)),
-                             self.platform.slot_load_seconds(slot), finish)
+                             self.platform.slot_load_seconds(slot, module), finish)
 
     def start_frame(self, slots: Sequence[int], stages: Sequence[Stage], frame: np.ndarray,
                     want_output: bool = True, stream: int = 0) -> Pending[FrameReport]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from fpgashare.bitstream.registry import build_config
+from fpgashare.catalogue.fused_fit import match_footprints
 from fpgashare.catalogue.modules import Stage, expand_chain, resolve_stage
 from fpgashare.catalogue.passes import match_slots, split_chain
 from fpgashare.catalogue.platform import Platform, SlotSpec
@@ -110,11 +111,12 @@ def assign_slots(platform: Platform, stages: Sequence[Stage]) -> list[SlotSpec]:
     taken: set[int] = set()
     out = []
     for stage in stages:
-        candidates = [s for s in platform.slots_for(stage.kind.name) if s.index not in taken]
+        candidates = [s for s in platform.slots_for(stage.kind.name)
+                      if taken.isdisjoint(platform.footprint(s.index, stage.kind.name))]
         if not candidates:
             raise ModuleError(f"no free slot on {platform.name} can hold {stage.name} "
                               f"({len(platform.slots)} slots for {len(stages)} stages)")
-        taken.add(candidates[0].index)
+        taken.update(platform.footprint(candidates[0].index, stage.kind.name))   # a fused region: every member
         out.append(candidates[0])
     return out
 
@@ -143,7 +145,9 @@ def pass_slots(platform: Platform, stages: Sequence[Stage]) -> list[SlotSpec]:
     """Distinct slots for ``stages`` run at once, each able to hold its stage's module; ModuleError if none."""
     slots = {s.index: s for s in platform.slots}
     homes = [set(platform.module(stage.kind.name).slots) for stage in stages]
-    owner = match_slots(list(range(len(stages))), list(slots), lambda s, i: slots[s].name in homes[i])
+    ok = lambda s, i: slots[s].name in homes[i]  # noqa: E731
+    owner = match_slots(list(range(len(stages))), list(slots), ok) if not platform.fused else \
+        match_footprints(list(range(len(stages))), list(slots), ok, platform, lambda i: stages[i].kind.name)
     if owner is None:
         raise ModuleError(f"no slots on {platform.name} hold {', '.join(s.name for s in stages)} at once")
     by_stage = {i: slots[s] for s, i in owner.items()}

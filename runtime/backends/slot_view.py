@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 from fpgashare.backends.base import Backend, DnnReport, FrameReport, LoadReport, Pending
+from fpgashare.catalogue.fused_regions import restrict
 from fpgashare.catalogue.modules import Stage
 from fpgashare.catalogue.platform import Platform
 from fpgashare.errors import FpgashareError
@@ -26,7 +27,9 @@ def sub_platform(platform: Platform, slots: Sequence[int]) -> Platform:
     hit = _SUBS.get((id(platform), slots))
     if hit is None or hit[0] is not platform:
         chosen = tuple(replace(platform.slot(g), index=i) for i, g in enumerate(slots))
-        hit = _SUBS[id(platform), slots] = (platform, replace(platform, slots=chosen, streams=1))
+        fused, modules = restrict(platform.fused, platform.modules, slots)   # regions wholly inside only
+        hit = _SUBS[id(platform), slots] = (platform, replace(platform, slots=chosen, streams=1, fused=fused,
+                                                              modules=modules))
     return hit[1]
 
 

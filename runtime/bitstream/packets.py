@@ -98,11 +98,14 @@ def words_to_desync(nwords: int) -> int:
 
 @dataclass(frozen=True)
 class SlotRegion:
-    """What the port knows of a slot: frame range and the module ids it can hold."""
+    """What the port knows of a slot: frame range and the module ids it can hold; for the host of a
+    fused region, the region's frames (from ``far_base``) and the module ids that load only into it."""
 
     far_base: int
     frames: int
     module_mask: int
+    fused_frames: int = 0
+    fused_mask: int = 0
 
 
 @dataclass
@@ -151,6 +154,7 @@ def check_words(words: np.ndarray, idcode: int, frame_len: int, region: SlotRegi
     idcode_ok = wcfg_ok = fdri_done = False
     t1_open = False
     last_t1_reg = 0
+    span = False        # the frame data covers the target's fused region
     while i < n:
         hdr = int(w[i])
         kind = hdr >> 29
@@ -187,7 +191,9 @@ def check_words(words: np.ndarray, idcode: int, frame_len: int, region: SlotRegi
                 return fail(PortError.FDRI_BEFORE_IDCODE, i)
             if not wcfg_ok:
                 return fail(PortError.FDRI_BEFORE_WCFG, i)
-            err = _fdri_check(count, v.far, frame_len, region)
+            span = region.fused_frames > 0 and _fdri_check(count, v.far, frame_len, SlotRegion(
+                region.far_base, region.fused_frames, 0)) == PortError.OK
+            err = PortError.OK if span else _fdri_check(count, v.far, frame_len, region)
             if err:
                 return fail(err, i)
         i += 1
@@ -201,7 +207,8 @@ def check_words(words: np.ndarray, idcode: int, frame_len: int, region: SlotRegi
                 return fail(PortError.UNKNOWN_MODULE, i)
             if len(data) >= 2:
                 mod = int(data[1])
-                if mod >> MODULE_ID_BITS or mod == 0 or not (region.module_mask >> mod) & 1:
+                if mod >> MODULE_ID_BITS or mod == 0 or not (region.module_mask >> mod) & 1 \
+                        or bool((region.fused_mask >> mod) & 1) != span:   # a fused module with its region only
                     return fail(PortError.UNKNOWN_MODULE, i + 1)
                 v.module_id = mod
             if len(data) < count:

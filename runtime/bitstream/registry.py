@@ -62,7 +62,7 @@ def build_config(platform: Platform, slot: SlotSpec, module: str, relocatable: b
     ``relocatable``, the one built for the first slot of ``slot``'s shape, valid in any of them."""
     if slot.name not in platform.module(module).slots:
         raise BitstreamError(f"module {module} is not compatible with slot {slot.name}")
-    nwords = slot.frames * platform.frame_words
+    nwords = platform.region_of(slot.index, module)[1] * platform.frame_words
     if relocatable:
         base = group_of(platform, module, slot)[0]
         frames = frame_data(f"{platform.name}/{base.name}/{module}/relocatable", KINDS[module].module_id,
@@ -167,13 +167,19 @@ def inspect_bytes(data: bytes, platform: Platform, target: SlotSpec | None = Non
                              f"{part_field(platform)!r}")
     words = np.frombuffer(config, dtype=">u4").astype(np.uint32)
     slot = target or _target_slot(words, platform)
-    region = SlotRegion(slot.far_base, slot.frames, platform.slot_module_mask(slot)) if slot else \
-        SlotRegion(0, 0, 0)
+    region = slot_region(platform, slot) if slot else SlotRegion(0, 0, 0)
     verdict = check_words(words, platform.idcode, platform.frame_words, region)
     module = KINDS_BY_ID[verdict.module_id].name if verdict.module_id in KINDS_BY_ID else None
     load_s = platform.load_seconds(4 * (verdict.words_to_desync or len(words)))
     return Inspection(header, slot, module, len(words), verdict.fdri_words // platform.frame_words,
                       verdict, load_s)
+
+
+def slot_region(platform: Platform, slot: SlotSpec) -> SlotRegion:
+    """What the configuration port armed for ``slot`` checks a partial against (config_port.sv)."""
+    hosted = next((f for f in platform.fused if f.host == slot.index), None)
+    return SlotRegion(slot.far_base, slot.frames, platform.slot_module_mask(slot),
+                      hosted.frames if hosted else 0, platform.slot_fused_mask(slot) if hosted else 0)
 
 
 def _target_slot(words: np.ndarray, platform: Platform) -> SlotSpec | None:

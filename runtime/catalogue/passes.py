@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import combinations, pairwise
 
+from fpgashare.catalogue.fused_fit import match_footprints
 from fpgashare.catalogue.modules import Stage
 from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.vision_timing import chain_cycles
@@ -45,9 +46,12 @@ def match_slots(modules: Sequence[str], slots: Sequence[int], ok) -> dict[int, s
 
 
 def fits(modules: Sequence[str], platform: Platform) -> bool:
-    """Whether ``modules`` can sit in distinct slots at once (each in a slot it has a partial for)."""
+    """Whether ``modules`` can sit in distinct slots at once (each in a slot it has a partial for,
+    their footprints disjoint where a module spans a fused region)."""
     slots = {s.index: s.name for s in platform.slots}
     homes = {m: set(platform.module(m).slots) for m in set(modules)}
+    if platform.fused:      # a module of a fused region takes every member (runtime/catalogue/fused_fit.py)
+        return match_footprints(modules, list(slots), lambda s, m: slots[s] in homes[m], platform) is not None
     return match_slots(modules, list(slots), lambda s, m: slots[s] in homes[m]) is not None
 
 

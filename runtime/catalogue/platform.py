@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fpgashare.bitstream.packets import load_port_cycles
+from fpgashare.catalogue.fused_regions import FusedSpec, check_fit, read_fused, resolve_module_slots
 from fpgashare.catalogue.modules import KINDS
 from fpgashare.catalogue.resources import resolve
 from fpgashare.catalogue.toml_table import TomlTable, read_toml
@@ -66,6 +67,8 @@ class ModuleSpec:
     slots: tuple[str, ...]
     resources: dict[str, int]
     registers: tuple[str, ...]
+    #: fused regions the module needs (runtime/catalogue/fused_regions.py); ``slots`` lists each one's host
+    regions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,8 @@ class Platform:
     ddr_bytes_per_s: float = 0.0
     #: the dnn_tile variant this platform builds (the dnn_tile entry's ``params``; runtime/dnn/tile_variant.py)
     dnn_tile: TileSpec = DEFAULT_TILE
+    #: fused regions: adjacent slots a module bigger than one may occupy together
+    fused: tuple[FusedSpec, ...] = ()
 
     def slot(self, name_or_index: str | int) -> SlotSpec:
         """Find a slot by name or index; ManifestError when there is none."""
@@ -113,6 +118,24 @@ class Platform:
         except KeyError:
             known = ", ".join(sorted(self.modules))
             raise ManifestError(f"{self.path}: platform has no module {name!r} (modules: {known})") from None
+
+    def fused_region(self, slot: int, module: str) -> FusedSpec | None:
+        """The fused region ``module`` occupies when placed on ``slot`` (its host), else None."""
+        needs = self.module(module).regions if module in self.modules else ()
+        return next((f for f in self.fused if f.host == slot and f.name in needs), None)
+
+    def footprint(self, slot: int, module: str) -> tuple[int, ...]:
+        """Slots ``module`` occupies when placed on ``slot``: the region's members, else the slot."""
+        region = self.fused_region(slot, module)
+        return region.slots if region is not None else (slot,)
+
+    def region_of(self, slot: int, module: str) -> tuple[int, int]:
+        """(first frame, frames) a partial of ``module`` placed on ``slot`` writes."""
+        region = self.fused_region(slot, module)
+        if region is not None:
+            return region.far_base, region.frames
+        spec = self.slot(slot)
+        return spec.far_base, spec.frames
 
     def slots_for(self, module: str) -> list[SlotSpec]:
         """Slots that can hold ``module``, in index order."""
@@ -137,13 +160,31 @@ class Platform:
                 mask |= 1 << KINDS[spec.name].module_id
         return mask
 
+    def slot_fused_mask(self, slot: SlotSpec) -> int:
+        """Bit m set = module id m loads into ``slot`` only as the host of a fused region."""
+        mask = 0
+        for spec in self.modules.values():
+            if self.fused_region(slot.index, spec.name) is not None:
+                mask |= 1 << KINDS[spec.name].module_id
+        return mask
+
     def rtl_parameters(self) -> dict[str, int | str]:
         """Verilog parameters of the shell top level (packed vectors as sized literals)."""
-        base = far = mods = 0
+        base = far = mods = fused_frames = fused_mods = fused_last = 0
         for slot in self.slots:
             base |= slot.far_base << (32 * slot.index)
             far |= slot.frames << (32 * slot.index)
             mods |= self.slot_module_mask(slot) << (32 * slot.index)
+            hosted = next((f for f in self.fused if f.host == slot.index), None)
+            if hosted is not None:
+                fused_frames |= hosted.frames << (32 * slot.index)
+                fused_mods |= self.slot_fused_mask(slot) << (32 * slot.index)
+                fused_last |= hosted.slots[-1] << (32 * slot.index)
+        fused = {} if not self.fused else {
+            "SLOT_FUSED_FRAMES": f"{32 * len(self.slots)}'h{fused_frames:x}",
+            "SLOT_FUSED_MODULES": f"{32 * len(self.slots)}'h{fused_mods:x}",
+            "SLOT_FUSED_LAST": f"{32 * len(self.slots)}'h{fused_last:x}",
+        }
         return {
             "NUM_SLOTS": len(self.slots),
             "NUM_STREAMS": self.streams,
@@ -158,20 +199,27 @@ class Platform:
             "NPPC": self.pixels_per_clock,
             "DATA_W": 32 * self.stream_words,
             **self.dnn_tile.rtl_parameters(),
+            **fused,
         }
 
     def load_seconds(self, nbytes: int) -> float:
         """Time the configuration port needs for ``nbytes`` of configuration data."""
         return nbytes / self.config_port.bytes_per_s
 
-    def slot_load_cycles(self, slot: int) -> int:
-        """Port cycles of a correct load into ``slot``: its partial bitstream's length (set by the
-        slot's frame range) at one word per port cycle, plus the activation cycle."""
-        return load_port_cycles(self.slot(slot).frames * self.frame_words)
+    def slot_load_cycles(self, slot: int, module: str | None = None) -> int:
+        """Port cycles of a correct load of ``module`` into ``slot``: its partial bitstream's length
+        (set by the frame range it writes: the slot's, or its fused region's) at one word per port
+        cycle, plus the activation cycle. Without ``module``, the longest load into the slot (a
+        bound for analyses that do not know which module comes)."""
+        if module is not None:
+            return load_port_cycles(self.region_of(slot, module)[1] * self.frame_words)
+        frames = max([self.slot(slot).frames] + [f.frames for f in self.fused if f.host == slot
+                                                  and any(f.name in m.regions for m in self.modules.values())])
+        return load_port_cycles(frames * self.frame_words)
 
-    def slot_load_seconds(self, slot: int) -> float:
-        """Port time of one partial load into ``slot``."""
-        return self.slot_load_cycles(slot) / self.config_port.clock_hz
+    def slot_load_seconds(self, slot: int, module: str | None = None) -> float:
+        """Port time of one partial load (of ``module``, else the longest) into ``slot``."""
+        return self.slot_load_cycles(slot, module) / self.config_port.clock_hz
 
 
 def _streams(file: Path, p: TomlTable, slots: int) -> int:
@@ -228,6 +276,7 @@ def load_platform(path: str | Path) -> Platform:
         if a.far_base + a.frames > b.far_base:
             raise ManifestError(f"{file}: slots {a.name} and {b.name} overlap in frame addresses")
 
+    fused = read_fused(file, top.get("fused", list, []), slots)
     modules: dict[str, ModuleSpec] = {}
     tile = DEFAULT_TILE
     for i, entry in enumerate(top.get("module", list)):
@@ -241,10 +290,7 @@ def load_platform(path: str | Path) -> Platform:
         if name == "dnn_tile":
             tile = tile_variant(TomlTable(file, f"module[{i}].params", t.get("params", dict, {})),
                                 p.get("family", str))
-        slot_names = tuple(t.get("slots", list))
-        for s in slot_names:
-            if s not in names:
-                raise ManifestError(f"{file}: module[{i}].slots names unknown slot {s!r}")
+        slot_names, regions = resolve_module_slots(file, f"module[{i}]", name, t.get("slots", list), slots, fused)
         registers = tuple(t.get("registers", list))
         missing = sorted(set(KINDS[name].regs) - set(registers))
         extra = sorted(set(registers) - set(KINDS[name].regs))
@@ -253,12 +299,13 @@ def load_platform(path: str | Path) -> Platform:
                                 f"(missing {missing}, unknown {extra})")
         resources = t.resources("resources")
         for s in slot_names:
-            budget = next(x for x in slots if x.name == s).resources
-            for res, need in resources.items():
-                if need > budget.get(res, 0):
-                    raise ManifestError(f"{file}: module[{i}] ({name}) needs {need} {res} but slot {s} "
-                                        f"has {budget.get(res, 0)}")
-        modules[name] = ModuleSpec(name, t.get("kernel", str), slot_names, resources, registers)
+            host = next(x for x in slots if x.name == s)
+            region = next((f for f in fused if f.host == host.index and f.name in regions), None)
+            if region is None:
+                check_fit(file, f"module[{i}]", name, resources, host.resources, f"slot {s}")
+            else:
+                check_fit(file, f"module[{i}]", name, resources, region.resources, f"fused region {region.name}")
+        modules[name] = ModuleSpec(name, t.get("kernel", str), slot_names, resources, registers, regions)
         t.done()
     if not modules:
         raise ManifestError(f"{file}: no [[module]] entries")
@@ -273,7 +320,7 @@ def load_platform(path: str | Path) -> Platform:
         pixels_per_clock=p.get("pixels_per_clock", int, 1),
         streams=_streams(file, p, len(slots)),
         ddr_bytes_per_s=float(p.positive("ddr_bytes_per_s", (int, float))),
-        dnn_tile=tile,
+        dnn_tile=tile, fused=fused,
     )
     if platform.pixels_per_clock not in PIXELS_PER_CLOCK:
         raise ManifestError(f"{file}: platform.pixels_per_clock must be 1 or 4, not {platform.pixels_per_clock}")

@@ -54,14 +54,17 @@ def _bitstream_build_relocatable(platform, out: Path, as_json: bool) -> int:
     return 0
 
 
-def _platform_for_part(part: str, explicit: str | None):
+def _platform_for_part(part: str, explicit: str | None, design: str = ""):
     from fpgashare.bitstream.registry import part_field
     from fpgashare.catalogue.platform import load_platform
     from fpgashare.catalogue.resources import names
 
     if explicit:
         return load_platform(explicit)
-    for name in names("platform"):
+    # The design field names the shell (``zcu104-x4_shell;...``): several platforms share a part, and
+    # their regions differ (a fused region's partial spans several slots).
+    named = design.split(";", 1)[0].removesuffix("_shell")
+    for name in sorted(names("platform"), key=lambda n: n != named):
         platform = load_platform(name)
         if part_field(platform) == part:
             return platform
@@ -78,7 +81,7 @@ def cmd_bitstream_inspect(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise FpgashareError(f"{path}: cannot read: {exc.strerror}") from None
     header, _ = parse_bit(data)
-    platform = _platform_for_part(header.part, args.platform)
+    platform = _platform_for_part(header.part, args.platform, header.design)
     report = inspect_bytes(data, platform)
     info = {"file": str(path), "platform": platform.name, **report.as_dict()}
     lines = [f"{k:>16}: {v}" for k, v in info.items()]

@@ -230,9 +230,11 @@ def report(platform: Platform, results: list[SynthResult]) -> dict:
             row["headroom_ok"] = not headroom_problems(manifest, res.figures)
             row["slots"] = {}
             for slot in platform.slots_for(res.name):
-                over = fits(res.figures, slot.resources) + [f"manifest {r}" for r in fits(manifest, slot.resources)]
-                row["slots"][slot.name] = {"budget": {r: slot.resources.get(r, 0) for r in RESOURCES},
-                                           "over": over}
+                # a module of a fused region has the region's budget (runtime/catalogue/fused_regions.py)
+                region = platform.fused_region(slot.index, res.name)
+                budget, place = (slot.resources, slot.name) if region is None else (region.resources, region.name)
+                over = fits(res.figures, budget) + [f"manifest {r}" for r in fits(manifest, budget)]
+                row["slots"][place] = {"budget": {r: budget.get(r, 0) for r in RESOURCES}, "over": over}
             row["fits"] = all(not s["over"] for s in row["slots"].values())
         rows.append(row)
     return {"platform": platform.name, "modules": rows}

@@ -135,7 +135,8 @@ class ModeChanges:
                 return
             if change.pending_pins:
                 slot, module = min(change.pending_pins.items())
-                if slots[slot].state in (SlotState.BLANK, SlotState.READY):
+                if slots[slot].state in (SlotState.BLANK, SlotState.READY) \
+                        and self.engine.slots.can_request(slot, module):   # a fused pin: its whole region idle
                     self._pin_now(slot, module)
                     self.engine.slots.request(slot, module, "pin")
                 return

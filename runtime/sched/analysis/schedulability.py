@@ -41,11 +41,13 @@ set can afford (what is left over after the real-time demand goes to the DNN and
 from __future__ import annotations
 
 import functools
+import itertools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from fpgashare.catalogue.fused_fit import match_footprints, placements, slots_left
 from fpgashare.catalogue.passes import match_slots
 from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import PipelineSpec
@@ -132,17 +134,38 @@ def residency(pipelines: Sequence[PipelineSpec], platform: Platform, pins: Count
     ok = slot_compatibility(platform)
 
     wanted = [m for m, n in sorted((pins - Counter(fixed.values())).items()) for _ in range(n)]
-    placed = match_slots(wanted, slots, ok)
-    if placed is None:
-        return f"{', '.join(wanted)} cannot all stay resident in compatible slots"
-    pinned = {**fixed, **placed}
-    slots = [s.index for s in platform.slots]
-    pool = [s for s in slots if s not in pinned]
+    # A module of a fused region takes every member: placements keep footprints disjoint, and the
+    # pool beside the pins is what no pin's footprint covers (runtime/catalogue/fused_fit.py).
+    if not platform.fused:
+        placed = match_slots(wanted, slots, ok)
+        if placed is None:
+            return f"{', '.join(wanted)} cannot all stay resident in compatible slots"
+        return _plan_beside({**fixed, **placed}, pipelines, platform, pins, wanted, match_slots)
+    # With fused regions where a pin sits decides what fits beside it: try the placements in turn.
+    fit = lambda mods, pool, ok: match_footprints(mods, pool, ok, platform)  # noqa: E731
+    why = f"{', '.join(wanted)} cannot all stay resident in compatible slots"
+    for placed in itertools.islice(placements(wanted, slots_left(platform, fixed), ok, platform), MAX_PLACEMENTS):
+        plan = _plan_beside({**fixed, **placed}, pipelines, platform, pins, wanted, fit)
+        if not isinstance(plan, str):
+            return plan
+        why = plan
+    return why
+
+
+#: Pin placements a residency plan tries on a platform with fused regions before giving up.
+MAX_PLACEMENTS = 64
+
+
+def _plan_beside(pinned: dict[int, str], pipelines: Sequence[PipelineSpec], platform: Platform, pins: Counter[str],
+                 wanted: list[str], fit) -> ResidencyPlan | str:
+    """The plan with ``pinned`` in place, or why some chain's other stages do not fit beside it."""
+    ok = slot_compatibility(platform)
+    pool = slots_left(platform, pinned)
     loads = {}
     for p in pipelines:
         passes = _unpinned(p, pins)
         for rest in passes:
-            if match_slots(rest, pool, ok) is None:
+            if fit(rest, pool, ok) is None:
                 return (f"{p.name}'s stages {', '.join(rest)} do not fit the {len(pool)} slot(s) left "
                         f"beside the pinned {', '.join(wanted) or 'nothing'}")
         loads[p.name] = sum(len(rest) for rest in passes)      # every pass loads what is not pinned

@@ -239,6 +239,10 @@ def adopt(board, relayout: Relayout) -> None:
     current ones."""
     old = list(zip(board.views, board.parts, strict=True))
     slots = {v.global_slots[i]: s for v, e in old for i, s in enumerate(e.slots.slots)}
+    # A fused region's members point at their host by the partition's own slot numbers: by board slot here.
+    hosts = {v.global_slots[i]: v.global_slots[s.host] for v, e in old for i, s in enumerate(e.slots.slots)
+             if s.host is not None}
+    hosted = set(hosts.values())
     moving = {p.name: (e, e.pipeline_state(p.name)) for _, e in old for p in e.pipelines}
     besteffort = [(p, e) for _, e in old for p in e.dnn_pipelines]
     host = [(p, e) for _, e in old for p in e.cpu_pipelines]
@@ -247,9 +251,17 @@ def adopt(board, relayout: Relayout) -> None:
     board._home.clear()
     for k, (view, engine) in enumerate(zip(board.views, board.parts, strict=True)):
         engine.want_output = old[0][1].want_output
+        here = list(view.global_slots)
         for i, slot in enumerate(engine.slots.slots):
-            was = slots[view.global_slots[i]]
+            g = here[i]
+            was = slots[g]
             slot.state, slot.module, slot.last_used = was.state, was.module, was.last_used
+            members = [m for m, h in hosts.items() if h == g]
+            if g in hosts:
+                slot.host = here.index(hosts[g]) if hosts[g] in here else None
+            if (g in hosts and hosts[g] not in here) or (g in hosted and not all(m in here for m in members)):
+                # a fused module cut by the new partitions is not counted on: loaded again if wanted
+                slot.state, slot.module, slot.host = SlotState.BLANK, None, None
         fitted, verdict, kept, loads = relayout.verdicts[k]
         engine.placement.set_contract(transition_contract(verdict.contract, kept))
         staying = [p for p in fitted if p.name in moving]

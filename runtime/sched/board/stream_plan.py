@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from fpgashare.backends.slot_view import sub_platform
+from fpgashare.catalogue.fused_fit import match_footprints
 from fpgashare.catalogue.passes import match_slots
 from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import PipelineSpec, Workload
@@ -153,13 +154,22 @@ def _new_slots(p: PipelineSpec, platform: Platform, free: list[int]) -> list[tup
     ok = slot_compatibility(platform)
     copies = [m for m, n in sorted(p.module_counts.items()) for _ in range(n)]
     out = []
-    whole = match_slots(copies, free, ok)
+
+    def place(modules: list[str]) -> tuple[int, ...] | None:
+        if not platform.fused:
+            placed = match_slots(modules, free, ok)
+            return None if placed is None else tuple(sorted(placed))
+        # a module of a fused region takes every member: the partition holds its whole footprint
+        placed = match_footprints(modules, free, ok, platform)
+        return None if placed is None else tuple(sorted(i for s, m in placed.items() for i in platform.footprint(s, m)))
+
+    whole = place(copies)
     if whole is not None:
-        out.append(tuple(sorted(whole)))
+        out.append(whole)
     for stages in sorted(p.pass_modules, key=len, reverse=True):
-        placed = match_slots(list(stages), free, ok)
-        if placed is not None and tuple(sorted(placed)) not in out:
-            out.append(tuple(sorted(placed)))
+        placed = place(list(stages))
+        if placed is not None and placed not in out:
+            out.append(placed)
     return out
 
 

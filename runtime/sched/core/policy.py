@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 
+from fpgashare.catalogue.fused_slots import widest_first
 from fpgashare.sched.core.engine import Frame
 from fpgashare.sched.core.slots import SlotState
 from fpgashare.sched.core.view import EngineView
@@ -73,21 +74,23 @@ class Policy(ABC):
         # Victims go first to modules nobody holds (they are needed), then to extra copies.
         plan: list[tuple[str, float | None, int | None]] = []   # module, busy copy frees at, victim
         victims: set[int] = set()
+        if engine.slots.fused:      # fused modules take their victims first (runtime/catalogue/fused_slots.py)
+            steps = [steps[i] for i in widest_first(engine.slots.platform, [m for m, _ in steps])]
         for module, free in steps:
             if free is None:
-                victim = engine.slots.victim(module, future, keep=used | victims)
+                victim = engine.slots.victim(module, future, keep=used | victims, planned=victims)
                 if victim is None:
                     return used            # this stage has no slot to come from
-                victims.add(victim)
+                victims.update(engine.slots.taken_by(victim, module))
                 plan.append((module, None, victim))
         # With a busy copy that frees only after the stream does, a new copy may start the frame sooner.
         stream_at = engine.stream.free_at()
         if any(free is not None and free > stream_at for _, free in steps):
             for module, free in steps:
                 if free is not None:
-                    victim = engine.slots.victim(module, future, keep=used | victims)
+                    victim = engine.slots.victim(module, future, keep=used | victims, planned=victims)
                     if victim is not None:
-                        victims.add(victim)
+                        victims.update(engine.slots.taken_by(victim, module))
                     plan.append((module, free, victim))
             plan = Policy._copies_or_waits(engine, frame, plan, stream_at)
         for module, _, victim in plan:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from fpgashare.catalogue.fused_slots import unblock
+from fpgashare.sched.analysis.schedulability import AdmissionContract
 from fpgashare.sched.core.slots import SlotState
 
 if TYPE_CHECKING:
@@ -86,6 +88,8 @@ class Placement:
             else:
                 chosen.append(None)
                 missing.append(module)
+        if missing and slots.fused:        # a fused module must not wait behind the frame's own stages
+            return unblock(slots.platform, frame.modules, chosen, missing)
         return chosen, missing
 
     def free_at(self, slot: int) -> float | None:

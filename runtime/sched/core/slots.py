@@ -11,6 +11,8 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from fpgashare.backends.base import Backend, LoadReport, Pending
+from fpgashare.catalogue.fused_slots import load_takes, members
+from fpgashare.catalogue.platform import Platform
 from fpgashare.sched.core.port import ConfigPort, LoadRequest
 
 if TYPE_CHECKING:
@@ -36,6 +38,8 @@ class Slot:
     module: str | None = None       #: resident module (READY/BUSY) or the one being loaded
     last_used: float = -1.0
     owner: str | None = None
+    #: a member of the fused module this slot's host holds (module None, state the host's)
+    host: int | None = None
 
 
 class SlotManager:
@@ -55,6 +59,8 @@ class SlotManager:
         self.pinned: frozenset[int] = frozenset()
         self.pin_modules: dict[int, str] = {}      #: the module each pinned slot is for
         self.quarantined = 0           #: slots FAILED (never loaded or used again)
+        #: the platform has fused regions: loads may take several slots (runtime/catalogue/fused_slots.py)
+        self._fused = bool(backend.platform.fused)
 
     def _changed(self) -> None:
         self._holders = None
@@ -129,11 +135,13 @@ class SlotManager:
     def busy_count(self) -> int:
         return sum(s.state == SlotState.BUSY for s in self.slots)
 
-    def victim(self, module: str, future: NeedOrder, keep: set[int] = frozenset()) -> int | None:
+    def victim(self, module: str, future: NeedOrder, keep: set[int] = frozenset(),
+               planned: set[int] = frozenset()) -> int | None:
         """A slot to load ``module`` into: one pinned for it that does not hold it yet, a blank one,
         else the idle resident whose module is needed farthest in ``future`` (Belady) or was used
         longest ago (LRU); None if every compatible slot is busy, loading, failed, pinned (for
-        another module) or in ``keep``."""
+        another module) or in ``keep``. ``planned``: the slots (in ``keep``) of loads the caller has
+        planned before this one; a fused module one of them evicts does not hold its members back."""
         pinned = self.pinned
         # A slot pinned for this very module that does not hold it yet (a new admission's pin not
         # loaded): loading it there serves the frame and the contract at once. Without this, a
@@ -141,11 +149,14 @@ class SlotManager:
         for i in self.compatible_slots(module):
             s = self.slots[i]
             if self.pin_modules.get(i) == module and i not in keep and s.module != module \
-                    and (s.state is SlotState.BLANK or s.state is SlotState.READY):
+                    and (s.state is SlotState.BLANK or s.state is SlotState.READY) \
+                    and (not self._fused or self._can_take(i, module, keep, planned)):
                 return i
         candidates = [s for s in (self.slots[i] for i in self.compatible_slots(module))
                       if s.index not in keep and s.index not in pinned
                       and (s.state is SlotState.BLANK or s.state is SlotState.READY)]
+        if self._fused:
+            return self._fused_victim(module, future, keep, candidates, planned)
         if not candidates:
             return None
         blank = [s for s in candidates if s.state == SlotState.BLANK]
@@ -155,11 +166,112 @@ class SlotManager:
             return min(candidates, key=lambda s: (s.last_used, s.index)).index
         return max(candidates, key=lambda s: (future.key(s.module), -s.last_used, -s.index)).index
 
+    # ---- fused regions: a load may take several slots
+    @property
+    def platform(self) -> Platform:
+        """The platform of these slots (a partition's view on several streams)."""
+        return self.backend.platform
+
+    @property
+    def fused(self) -> bool:
+        """Whether the platform has fused regions (a load may then take several slots)."""
+        return self._fused
+
+    def can_take(self, slot: int, module: str, keep: set[int] = frozenset()) -> bool:
+        """Whether a load of ``module`` into ``slot`` would take only idle, unpinned slots besides
+        ``slot`` (always, without fused regions)."""
+        return not self._fused or self._can_take(slot, module, keep)
+
+    def can_request(self, slot: int, module: str) -> bool:
+        """Whether ``request(slot, module)`` would be accepted: every slot it takes idle."""
+        return all(self.slots[i].state in (SlotState.BLANK, SlotState.READY)
+                   for i in (load_takes(self.backend.platform, self.slots, slot, module) if self._fused else (slot,)))
+
+    def taken_by(self, slot: int, module: str) -> tuple[int, ...]:
+        """Slots ``module`` will occupy once loaded into ``slot`` (its footprint; ``(slot,)`` without
+        fused regions): a plan of several loads keeps them out of its later victims. A fused module
+        it evicts frees its other members, which later loads of the plan may take."""
+        return self.backend.platform.footprint(slot, module) if self._fused else (slot,)
+
+    def _can_take(self, slot: int, module: str, keep: set[int], planned: set[int] = frozenset()) -> bool:
+        """Whether every other slot a load of ``module`` into ``slot`` takes is idle and unpinned, and
+        unkept: its own footprint's always; an evicted fused module's unless a planned load evicts
+        that module anyway (then its members are free, and only the planned slots are spoken for)."""
+        platform = self.backend.platform
+        own = platform.footprint(slot, module)
+        for i in load_takes(platform, self.slots, slot, module):
+            s = self.slots[i]
+            if i == slot:
+                continue
+            if i in self.pinned or not (s.state is SlotState.BLANK or s.state is SlotState.READY):
+                return False
+            if i in keep:
+                if i in own:
+                    return False
+                host = i if s.host is None else s.host
+                held = self.slots[host].module
+                if held is None or planned.isdisjoint(platform.footprint(host, held)):
+                    return False
+        return True
+
+    def _fused_victim(self, module: str, future: NeedOrder, keep: set[int], candidates: list[Slot],
+                      planned: set[int]) -> int | None:
+        """``victim`` where loads may take several slots: among candidates whose whole take is free,
+        one that evicts nothing, else the one whose soonest-needed evicted module is needed latest."""
+        platform, best, best_key = self.backend.platform, None, None
+        for s in candidates:
+            if not self._can_take(s.index, module, keep, planned):
+                continue
+            takes = [self.slots[i] for i in load_takes(platform, self.slots, s.index, module)]
+            evicted = [t for t in takes if t.module is not None]
+            if not evicted:
+                return s.index
+            if self.replacement == "lru":
+                key = (-max(t.last_used for t in evicted), -s.index)
+            else:
+                key = (min(future.key(t.module) for t in evicted), -max(t.last_used for t in evicted), -s.index)
+            if best_key is None or key > best_key:
+                best, best_key = s.index, key
+        return best
+
+    def _take(self, slot: int, module: str) -> None:
+        """Clear every other slot a load of ``module`` into ``slot`` takes; its members follow it."""
+        platform = self.backend.platform
+        takes = load_takes(platform, self.slots, slot, module)
+        for i in takes:
+            s = self.slots[i]
+            if not (s.state is SlotState.BLANK or s.state is SlotState.READY):
+                raise RuntimeError(f"slot {i} is {s.state.value}; a load of {module} into slot {slot} "
+                                   f"would take it")
+        for i in takes:
+            s = self.slots[i]
+            if i != slot:
+                s.state, s.module, s.owner = SlotState.BLANK, None, None
+            s.host = None
+        for i in members(platform, slot, module):
+            self.slots[i].state, self.slots[i].host = SlotState.LOADING, slot
+
+    def _mirror(self, slot: Slot, state: SlotState, now: float | None = None) -> None:
+        """Members of ``slot``'s fused module take its state (BLANK frees them)."""
+        if not self._fused:
+            return
+        for i in members(self.backend.platform, slot.index, slot.module):
+            m = self.slots[i]
+            if m.host != slot.index:
+                continue
+            m.state, m.owner = state, slot.owner
+            if now is not None:
+                m.last_used = now
+            if state is SlotState.BLANK:
+                m.host = None
+
     # ---- loads
     def request(self, slot: int, module: str, reason: str = "demand", stamp: float = 0.0) -> None:
         s = self.slots[slot]
         if s.state not in (SlotState.BLANK, SlotState.READY):
             raise RuntimeError(f"slot {slot} is {s.state.value}; it cannot take a load now")
+        if self._fused:
+            self._take(slot, module)
         s.state, s.module = SlotState.LOADING, module
         self._changed()
         self.port.queue.append(LoadRequest(slot, module, reason, stamp=stamp))
@@ -201,6 +313,7 @@ class SlotManager:
         self._changed()
         if report is not None and report.ok:
             slot.state, slot.last_used = SlotState.READY, now
+            self._mirror(slot, SlotState.READY, now)
             return request, True
         self._failed(request, report.error.name if report else "fault")
         return request, False
@@ -216,6 +329,7 @@ class SlotManager:
             self.port.queue.appendleft(request)
             return
         log.error("slot %d: load of %s failed twice; slot quarantined", request.slot, request.module)
+        self._mirror(slot, SlotState.BLANK)
         slot.state, slot.module = SlotState.FAILED, None
         self.quarantined += 1
 
@@ -224,6 +338,7 @@ class SlotManager:
         for i in slots:
             s = self.slots[i]
             self.backend.reset_slot(i)
+            self._mirror(s, SlotState.BLANK)
             s.state, s.owner, s.module, s.last_used = SlotState.BLANK, None, None, now
         self._changed()
 
@@ -234,6 +349,7 @@ class SlotManager:
             if s.state != SlotState.READY:
                 raise RuntimeError(f"slot {i} is {s.state.value}, not ready")
             s.state, s.owner = SlotState.BUSY, owner
+            self._mirror(s, SlotState.BUSY)
             self._shift(s, 0, 1)
 
     def release(self, slots: Sequence[int], now: float) -> None:
@@ -241,6 +357,7 @@ class SlotManager:
             s = self.slots[i]
             was_busy = s.state is SlotState.BUSY
             s.state, s.owner, s.last_used = SlotState.READY, None, now
+            self._mirror(s, SlotState.READY, now)
             if was_busy:
                 self._shift(s, 1, 0)
             else:

@@ -145,7 +145,7 @@ def _lend(engine: EngineView) -> None:
     best: tuple[float, int] | None = None
     for s in engine.slots.slots:
         if s.state not in (SlotState.BLANK, SlotState.READY) or s.module == DNN or s.index in engine.slots.pinned \
-                or not engine.slots.compatible(s.index, DNN):
+                or not engine.slots.compatible(s.index, DNN) or not engine.slots.can_take(s.index, DNN):
             continue
         load_s = engine.port.load_seconds(s.index)
         until = min(reclaim_at(engine, evicting=s.index), engine.end_s, now + LEND_HORIZON_S)

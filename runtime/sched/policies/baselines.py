@@ -85,16 +85,21 @@ class StaticPolicy(Policy):
 
     def setup(self, engine: EngineView) -> None:
         free = [s.index for s in engine.slots.slots]
+        platform = engine.slots.platform
         for p in engine.pipelines:
-            slots = []
+            slots, taken = [], []
             for module in p.modules:
-                slot = next((s for s in free if engine.slots.compatible(s, module)), None)
+                # a module of a fused region takes every member (runtime/catalogue/fused_regions.py)
+                slot = next((s for s in free if engine.slots.compatible(s, module)
+                             and set(platform.footprint(s, module)) <= set(free)), None)
                 if slot is None:
                     break
                 slots.append(slot)
-                free.remove(slot)
+                for i in platform.footprint(slot, module):
+                    free.remove(i)
+                    taken.append(i)
             if len(slots) < len(p.modules) or len(p.pass_stages) > 1:   # a chain in passes swaps modules
-                free.extend(slots)
+                free.extend(taken)
                 continue
             self.assigned[p.name] = slots
             for slot, module in zip(slots, p.modules, strict=True):

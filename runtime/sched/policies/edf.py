@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 
+from fpgashare.catalogue.fused_slots import widest_first
 from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.policy import PriorityPolicy
 from fpgashare.sched.core.view import EngineView, NeedOrder, SlotState
@@ -157,7 +158,8 @@ class EdfPolicy(PriorityPolicy):
         plan = LoadPlan(chosen, {s for s in chosen if s is not None})
         future = None
         waits = engine.now + engine.port.backlog_s()
-        for module, slot in zip(frame.modules, chosen, strict=True):
+        order = range(len(chosen)) if not slots.fused else widest_first(slots.platform, frame.modules)
+        for module, slot in ((frame.modules[i], chosen[i]) for i in order):   # fused modules' victims first
             if slot is not None:
                 continue
             coming = next((s for s in slots.coming_with(module) if s not in plan.used), None)
@@ -171,11 +173,12 @@ class EdfPolicy(PriorityPolicy):
                 continue
             if future is None:
                 future = engine.foresight.need_order([frame])
-            victim = slots.victim(module, future, keep=keep | plan.used)
+            planned = {i for m, v in plan.loads for i in slots.taken_by(v, m)}
+            victim = slots.victim(module, future, keep=keep | plan.used, planned=planned)
             if victim is None:
                 plan.complete = False
                 continue
-            plan.used.add(victim)
+            plan.used.update(slots.taken_by(victim, module))
             plan.loads.append((module, victim))
         plan.ready_at = max(waits, engine.now + engine.port.backlog_s()
                             + sum(engine.port.load_seconds(v) for _, v in plan.loads))
@@ -228,8 +231,8 @@ class EdfPolicy(PriorityPolicy):
             s = engine.slots.slots[slot]
             if s.module == module and s.state in (SlotState.READY, SlotState.BUSY, SlotState.LOADING):
                 continue
-            if s.state not in (SlotState.BLANK, SlotState.READY):
-                continue
+            if s.state not in (SlotState.BLANK, SlotState.READY) or not engine.slots.can_request(slot, module):
+                continue        # (a fused module's pin waits for its region's other slots to be idle)
             if warm_up or side_load_allowed(engine, slot):
                 engine.load(slot, module, "pin")
                 if not warm_up:
@@ -239,7 +242,7 @@ class EdfPolicy(PriorityPolicy):
             if engine.now + engine.port.load_seconds(slot) > by or s.module == module:
                 del engine.planned_reloads[slot]          # too late to be harmless, or done
             elif s.state in (SlotState.BLANK, SlotState.READY) and not engine.slots.holds(module) \
-                    and side_load_allowed(engine, slot):
+                    and engine.slots.can_request(slot, module) and side_load_allowed(engine, slot):
                 del engine.planned_reloads[slot]
                 engine.load(slot, module, "prefetch")
                 return True

@@ -49,8 +49,9 @@ def pin_move(engine: EngineView, frame: Frame, chosen: list[int | None], missing
     """A move that hides ``frame``'s one missing load under the job on the stream, or None."""
     end = engine.foresight.stream_job_end()
     pinned = engine.contract.pinned
+    # Not with fused regions: a move's loads may take several slots, which this argument does not count.
     if end is None or not pinned or engine.committed is not None or not engine.port.free() or engine.port.shared() \
-            or engine.changing or not _settled(engine):
+            or engine.changing or not _settled(engine) or engine.slots.fused:
         return None
     slots = engine.slots
     uses = {s for s in chosen if s is not None}
@@ -122,7 +123,7 @@ def lend_moves(engine: EngineView, module: str) -> list[PinMove]:
     end = engine.foresight.stream_job_end()
     pinned = engine.contract.pinned
     if end is None or engine.pending or engine.committed is not None or not engine.port.free() or engine.port.shared() \
-            or not _settled(engine) or engine.foresight.next_passes():
+            or not _settled(engine) or engine.foresight.next_passes() or engine.slots.fused:
         return []                 # (a frame on the stream with passes to go waits again at E)
     slots = engine.slots
     earliest = engine.foresight.earliest_release_s()

@@ -497,8 +497,10 @@ def add_fleet_commands(sub) -> None:
     bn.add_argument("--dilation", type=cli_inputs.positive_float, default=200.0,
                     help="wall s per daemon s of each board")
     bn.add_argument("--max-copies", type=_positive_int, default=40, help="copies of the workload tried at most")
-    bn.add_argument("--dnn-seconds", type=cli_inputs.positive_float, default=4.0,
-                    help="wall seconds of DNN images per fleet size")
+    bn.add_argument("--dnn-seconds", type=cli_inputs.positive_float, default=2.0,
+                    help="wall seconds of DNN images per fleet size at least (they run while the pipelines stream)")
+    bn.add_argument("--stream-seconds", type=cli_inputs.positive_float, default=0.2,
+                    help="board seconds every admitted pipeline streams frames per fleet size")
     bn.add_argument("--json", action="store_true")
     bn.set_defaults(func=commands.cmd_bench)
 

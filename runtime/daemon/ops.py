@@ -36,7 +36,7 @@ class Ops:
     async def _op_hello(self: Daemon, client: Client, message: dict) -> dict:
         return {"server": "fpgashare", "version": VERSION, "platform": self.platform.name,
                 "backend": self.backend.name, "dilation": self.dilation, "now": self.clock.now(),
-                "client": client.id}
+                "client": client.id, "streams": self.streams}
 
     async def _op_clock(self: Daemon, client: Client, message: dict) -> dict:
         return {"now": self.clock.now(), "dilation": self.dilation}

@@ -93,7 +93,7 @@ class Controller:
         except Exception as exc:         # a board whose daemon does not answer yet is tried again later
             log.warning("board %s: no agent (%s)", info.name, exc)
             return
-        info.platform, info.socket = hello["platform"], hello["socket"]
+        info.platform, info.socket, info.streams = hello["platform"], hello["socket"], int(hello.get("streams", 1))
         self.boards[info.name], self.agents[info.name] = info, agent
         self.used[info.name] = 0.0
         self.lost_boards.pop(info.name, None)
@@ -192,9 +192,12 @@ class Controller:
             if isinstance(need, str):
                 reasons[name] = need
                 continue
-            left = info.stream_milli - self.used[name]
-            if need > left:
-                reasons[name] = f"stream full ({self.used[name] / 10:.1f}% taken, {need / 10:.1f}% needed)"
+            # A chain streams on one stream; the daemon partitions its streams as pipelines come,
+            # so the board's capacity is every stream's time (the daemon's admission decides).
+            left = info.stream_milli * info.streams - self.used[name]
+            if need > min(left, info.stream_milli):
+                reasons[name] = (f"stream full ({self.used[name] / 10:.1f}% of {info.streams} stream(s) taken, "
+                                 f"{need / 10:.1f}% of one needed)")
                 continue
             ranked.append((-left, name, need))
         ranked.sort()
@@ -330,7 +333,8 @@ class Controller:
 
         with self._lock:
             boards = {name: {"platform": b.platform, "cameras": list(b.cameras), "alive": b.alive,
-                             "node_id": b.node_id, "stream_used_pct": round(self.used.get(name, 0.0) / 10, 1),
+                             "node_id": b.node_id, "streams": b.streams,
+                             "stream_used_pct": round(self.used.get(name, 0.0) / 10 / b.streams, 1),
                              "pipelines": sorted(n for n, p in self.pipelines.items() if name in p.boards),
                              **({"lost": self.lost_boards[name]} if name in self.lost_boards else {})}
                       for name, b in self.boards.items()}

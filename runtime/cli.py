@@ -261,13 +261,21 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         raise FpgashareError("--watchdog-margin must be a finite number >= 0")
     daemon = Daemon(backend, args.socket or DEFAULT_SOCKET, dilation=dilation, scheduler=args.scheduler,
                     metrics_port=args.metrics_port, limits=limits, watchdog_margin=args.watchdog_margin,
-                    streams=args.streams)
+                    streams=args.streams, host_reserve_s=_host_reserve(args.host_reserve_ms))
     loop = new_event_loop()
     try:
         loop.run_until_complete(daemon.serve_forever())
     finally:
         loop.close()
     return 0
+
+
+def _host_reserve(ms: float | None) -> float | None:
+    if ms is None:
+        return None
+    if not 0 <= ms < float("inf"):
+        raise FpgashareError("--host-reserve-ms must be a finite number >= 0")
+    return ms / 1e3
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -440,6 +448,9 @@ def build_parser() -> argparse.ArgumentParser:
     dm.add_argument("--streams", type=_positive_int, default=None,
                     help="use at most this many video streams; the board is partitioned as pipelines come "
                          "(default: every stream the shell and backend carry; edf)")
+    dm.add_argument("--host-reserve-ms", type=float, default=None,
+                    help="the daemon's response bound for its own work per frame, board ms (default: from the host "
+                         "cost measured at start; docs/guarantee.md, 'The host as a resource')")
     dm.add_argument("--metrics-port", type=cli_inputs.port, help="serve Prometheus metrics on 127.0.0.1:PORT")
     dm.add_argument("--bitstreams", help="pynq: folder of partial bitstreams with index.json")
     dm.add_argument("--overlay", help="pynq: the shell overlay (.bit with its .hwh beside it)")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 import numpy as np
 from fpgashare.errors import FpgashareError
@@ -75,6 +76,13 @@ class Driver:
         self._advance()
 
     def _frame_done(self, frame: Frame | DnnRequest) -> None:
+        started = time.perf_counter()
+        self._answer(frame)
+        spent = self.host_spent.pop((frame.pipeline.name, frame.seq), None)
+        if spent is not None and not self.virtual:    # the re-check of the host's cost (host_cost.py)
+            self.host_watch.record(frame.pipeline, spent + time.perf_counter() - started)
+
+    def _answer(self, frame: Frame | DnnRequest) -> None:
         owner = self.states.get(frame.pipeline.name)
         if owner is None or frame.seq not in owner[1].in_flight:
             return                          # already answered

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from fpgashare.daemon import checks
@@ -93,6 +94,7 @@ class Ops:
             self._check_shm(client, name, RING_SLOTS * _ring_bytes(in_shape, out_shape))
             deadline = self.off_loop.deadline()
             if fallback is None:
+                spec = self._on_host(name, spec)
                 reason = await self._admission(spec, deadline)
                 if reason:
                     raise ProtocolError("admission", f"pipeline {name!r} not admitted: {reason}")
@@ -111,7 +113,8 @@ class Ops:
             await self._until_ready(client, name, ready)
         log.info("client %d: pipeline %s admitted as %s (%s)", client.id, name, key,
                  ", ".join(f"{stage} on {where}" for stage, where in spec.placement))
-        answer = {"ring": ring.spec.to_wire(), "deadline_ms": spec.due_s * 1e3, "exec_ms": spec.exec_s * 1e3,
+        due_s = spec.due_s + 2 * self.host_watch.budget.reserve_s    # the app's: the host's reserve each way
+        answer = {"ring": ring.spec.to_wire(), "deadline_ms": due_s * 1e3, "exec_ms": spec.exec_s * 1e3,
                   "placement": [list(p) for p in spec.placement]}
         await self._answer_with_ring(client, message["id"], answer, ring)
 
@@ -137,9 +140,22 @@ class Ops:
             raise ProtocolError("admission", f"pipeline {name!r}: its modules could not be made ready "
                                              f"within {READY_LIMIT_S:g} s") from None
 
+    def _on_host(self: Daemon, name: str, spec: PipelineSpec) -> PipelineSpec:
+        """``spec`` as the fabric must meet it, the host's reserve taken from its deadline
+        (runtime/sched/host_cost.py), or refused naming the host."""
+        fabric = self.host_watch.budget.fabric_spec(spec)
+        if isinstance(fabric, str):
+            raise ProtocolError("admission", f"pipeline {name!r} not admitted: {fabric}")
+        return fabric
+
     async def _admission(self: Daemon, spec: PipelineSpec, deadline: float) -> str | None:
-        """Why ``spec`` is not admitted (None: it is). The trial runs on a worker thread, on a
-        snapshot taken here: frames keep flowing."""
+        """Why ``spec`` is not admitted (None: it is): the host first (its own work for the whole
+        set, runtime/sched/host_cost.py), then the fabric. The fabric's trial runs on a worker
+        thread, on a snapshot taken here: frames keep flowing."""
+        if spec.realtime:
+            host = self.host_watch.budget.check([*self.engine.pipelines, *self.engine.cpu_pipelines, spec])
+            if host:
+                return host
         test = self.engine.admission_test(spec)
         return await self.off_loop.run(f"admission of {spec.name!r}", deadline, test)
 
@@ -160,6 +176,9 @@ class Ops:
         what = f"placement of {key!r}"
         while (step := await self.off_loop.run(what, deadline, next, candidates, None)) is not None:
             spec, why = step
+            if spec is not None:
+                fabric = self.host_watch.budget.fabric_spec(spec)
+                spec, why = (None, fabric) if isinstance(fabric, str) else (fabric, why)
             if spec is not None:
                 why = await self._admission(spec, deadline)
                 if not why:
@@ -316,11 +335,14 @@ class Ops:
             check_layout(tuple(shape), dtype, state.ring.spec.in_shape, state.ring.spec.dtype)
         except FrameError as exc:
             raise ProtocolError("frame", f"{name!r}: {exc}") from None
+        started = time.perf_counter()
         item = submit(state.key, state.ring.input(slot))     # queued, not yet decided: it cannot have ended
         state.free.discard(slot)
         state.in_flight[item.seq] = slot
         client.submits[item.seq] = message["id"]
         self._advance()
+        if kind == "submit":            # the host's own time for this frame, so far (driver.py adds its end's)
+            self.host_spent[(state.key, item.seq)] = time.perf_counter() - started
 
     async def _op_close(self: Daemon, client: Client, message: dict) -> dict:
         name = checks.name(message, "pipeline")

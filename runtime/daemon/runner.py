@@ -74,3 +74,60 @@ def calibrate_dilation(backend: Backend, margin: float = 2.0) -> float:
     frame = backend.run_frame([0], stages, np.zeros((120, 160), np.uint8))
     frame_ratio = (time.perf_counter() - start) / frame.seconds
     return max(1.0, margin * max(load_ratio, frame_ratio))
+
+
+def measure_host_cost(backend: Backend, frames: int = 200, margin: float | None = None):
+    """The daemon's own work on this host (runtime/sched/host_cost.py), measured here, times
+    ``margin`` (default CALIBRATION_MARGIN): a throwaway engine on a model of the same platform and
+    a virtual clock takes ``frames`` small frames (the engine's bookkeeping, dispatch and
+    completion, with nothing else on the host's mind), a frame's request and reply are encoded and
+    decoded, a 4 MB frame is copied (per byte), and a partial load is started and ended on the
+    model. Another request's handling on the loop (``block_s``) is taken as two frames' work; the
+    daemon's loop-latency monitor re-checks it while it runs. Never touches ``backend``'s slots."""
+    import numpy as np
+    from fpgashare.backends.model import ModelBackend
+    from fpgashare.clock import VirtualClock
+    from fpgashare.protocol import HEADER, decode, encode, reply
+    from fpgashare.sched import make_policy
+    from fpgashare.sched.host_cost import CALIBRATION_MARGIN, HostCost
+    from fpgashare.sched.online import OnlineEngine
+    from fpgashare.workload import realtime_spec
+
+    margin = CALIBRATION_MARGIN if margin is None else margin
+    platform = backend.platform
+    model = ModelBackend(platform)
+    clock = VirtualClock()
+    engine = OnlineEngine(platform, model, make_policy("edf"), clock)
+    engine.begin()
+    spec = realtime_spec("host_probe", ["threshold"], 0.002, 0.002, [8, 8], platform)
+    engine.add_pipeline(spec)
+    pixels = np.zeros((8, 8), np.uint8)
+    t = 0.0
+    for _ in range(3):                       # the pipeline's switch and its first load: not per frame
+        t += 0.002
+        clock.wait_until(t)
+        engine.advance_to(t)
+    submit = encode({"op": "submit", "id": 1, "pipeline": "host_probe", "slot": 0, "shape": [8, 8], "dtype": "uint8"})
+    start = time.perf_counter()
+    for _ in range(frames):
+        decode(submit[HEADER.size:])
+        engine.submit("host_probe", pixels)
+        t += 0.002
+        while (due := engine.next_event_s()) is not None and due <= t:
+            clock.wait_until(max(due, clock.now()))
+            engine.advance_to(clock.now())
+        clock.wait_until(t)
+        engine.advance_to(t)
+        reply(1, outcome="on_time", reason=None, slot=0, latency_ms=0.1)
+    per_frame = (time.perf_counter() - start) / frames
+    big, out = np.zeros(4 << 20, np.uint8), np.empty(4 << 20, np.uint8)
+    start = time.perf_counter()
+    for _ in range(5):
+        np.copyto(out, big)
+    per_byte = (time.perf_counter() - start) / (5 * big.size)
+    start = time.perf_counter()
+    for k in range(10):
+        model.load(k % len(platform.slots), "threshold")
+    per_load = (time.perf_counter() - start) / 10
+    cost = HostCost(per_frame, per_byte, per_load, 2 * per_frame).scaled(margin)
+    return cost

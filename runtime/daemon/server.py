@@ -56,6 +56,7 @@ from fpgashare.protocol import ProtocolError, error_reply, read_message, reply
 from fpgashare.sched import make_policy
 from fpgashare.sched.cpu_work import CpuCost, CpuExecutor, ModelledCpuCost
 from fpgashare.sched.engine import DnnRequest, Frame
+from fpgashare.sched.host_cost import FREE, HostBudget, HostCost, HostWatch
 from fpgashare.sched.online import OnlineEngine
 from fpgashare.sched.online_streams import OnlineStreams, split_slots
 
@@ -73,7 +74,8 @@ class Daemon(Ops, Driver, Sessions):
     def __init__(self, backend: Backend, socket_path: str | Path = DEFAULT_SOCKET, dilation: float = 1.0,
                  scheduler: str = "edf", metrics_port: int | None = None, limits: Limits | None = None,
                  socket_group: str | None = None, clock=None, watchdog_margin: float | None = None,
-                 cpu_cost: CpuCost | None = None, streams: int | None = None, fixed_split: bool = False) -> None:
+                 cpu_cost: CpuCost | None = None, streams: int | None = None, fixed_split: bool = False,
+                 host_cost: HostCost | None = None, host_reserve_s: float | None = None) -> None:
         """``metrics_port``: serve Prometheus metrics on 127.0.0.1 at that port (0: any free one);
         ``socket_group``: the group the socket (mode 0660) belongs to (default: the daemon's);
         ``clock``: a VirtualClock for tests (no timers: the test moves time with ``run_until``),
@@ -85,7 +87,11 @@ class Daemon(Ops, Driver, Sessions):
         backend carry, with a scheduler whose admission places pipelines; 1: every slot on one
         stream). The board is partitioned as pipelines come, with the planner ``bench`` uses
         (runtime/sched/relayout.py); ``fixed_split``: cut it into ``streams`` even partitions at the
-        start instead, for good (what ``benchmarks/online_admission.py`` compares against)."""
+        start instead, for good (what ``benchmarks/online_admission.py`` compares against).
+        ``host_cost``: the daemon's own work per frame and per load on this host
+        (runtime/sched/host_cost.py; default: measured here at start, with a margin; a virtual
+        clock's daemon: none, unless given); ``host_reserve_s``: the host's response bound it
+        commits to, board seconds (default: ``host_cost.HostBudget.of``'s)."""
         self.backend, self.platform = backend, backend.platform
         self.socket_path = Path(socket_path)
         self.socket_group = socket_group
@@ -114,6 +120,18 @@ class Daemon(Ops, Driver, Sessions):
             self.engine = OnlineStreams(self.platform, backend, lambda: make_policy(scheduler), self.clock,
                                         layout, cap=None if fixed_split else streams)
         self.streams = streams
+        if host_cost is None and not self.virtual:
+            from fpgashare.daemon.runner import measure_host_cost
+
+            host_cost = measure_host_cost(backend)
+            log.info("host cost measured: %.3f ms a frame, %.3f ms a load, %.2f ns a byte (margin included)",
+                     host_cost.per_frame_s * 1e3, host_cost.per_load_s * 1e3, host_cost.per_byte_s * 1e9)
+        #: the host as a resource: admission's host check and the fabric's deadlines (ops.py),
+        #: its cost re-checked against the frames' (driver.py)
+        self.host_watch = HostWatch(HostBudget.of(host_cost or FREE, self.dilation, host_reserve_s,
+                                                  (self.platform.max_height, self.platform.max_width),
+                                                  len(self.platform.slots)))
+        self.host_spent: dict[tuple[str, int], float] = {}   #: (pipeline, seq) -> host s its submit took
         if watchdog_margin is not None:
             self.engine.watchdog_margin = watchdog_margin
         self.cpu_cost = cpu_cost or (ModelledCpuCost() if self.virtual else CpuCost())

@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from fpgashare.sched.analysis import busy_period
+from fpgashare.sched.cpu_work import chain_shape
 from fpgashare.workload import PipelineSpec
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ CALIBRATION_MARGIN = 2.0
 #: work of RESERVE_HEAVY frames of the most expensive kind (the largest frame copied, every slot
 #: loaded), plus one other callback. More admits more pipelines on the host and leaves each
 #: pipeline's fabric 2R less of its deadline (``fpgashare daemon --host-reserve-ms``).
-RESERVE_FRAMES = 16
+RESERVE_FRAMES = 8
 RESERVE_HEAVY = 2
 
 
@@ -82,8 +83,9 @@ FREE = HostCost()
 
 def _frame_bytes(p: PipelineSpec) -> float:
     """Bytes the daemon copies for a frame of ``p``: its output into the client's ring (the
-    input is read where the client wrote it), at most three planes of the frame."""
-    return 3.0 * p.frame[0] * p.frame[1]
+    input is read where the client wrote it)."""
+    rows, cols = chain_shape((*p.stages, *p.cpu_after), *p.frame)
+    return float(rows * cols)
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,7 @@ class HostBudget:
         RESERVE_HEAVY frames of the most expensive kind (``largest_frame`` copied, ``most_loads``
         loads) and one other callback."""
         if reserve_s is None:
-            heaviest = cost.per_frame_s + 3.0 * cost.per_byte_s * largest_frame[0] * largest_frame[1] \
+            heaviest = cost.per_frame_s + cost.per_byte_s * largest_frame[0] * largest_frame[1] \
                 + cost.per_load_s * most_loads
             reserve_s = (RESERVE_FRAMES * cost.per_frame_s + RESERVE_HEAVY * heaviest + cost.block_s) / dilation
         if not (math.isfinite(reserve_s) and reserve_s >= 0.0):

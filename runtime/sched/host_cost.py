@@ -46,8 +46,8 @@ CALIBRATION_MARGIN = 2.0
 #: work of RESERVE_HEAVY frames of the most expensive kind (the largest frame copied, every slot
 #: loaded), plus one other callback. More admits more pipelines on the host and leaves each
 #: pipeline's fabric 2R less of its deadline (``fpgashare daemon --host-reserve-ms``).
-RESERVE_FRAMES = 8
-RESERVE_HEAVY = 2
+RESERVE_FRAMES = 4
+RESERVE_HEAVY = 1
 
 
 @dataclass(frozen=True)

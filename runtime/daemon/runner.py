@@ -86,7 +86,7 @@ def measure_host_cost(backend: Backend, frames: int = 200, margin: float | None 
     batch's time per frame: the engine's bookkeeping, dispatch and completion, a frame's request
     and reply encoded and decoded), a 4 MB frame is copied (per byte), and a partial load is
     started and ended on the model. Another request's handling on the loop (``block_s``) is taken
-    as two frames' work; the daemon's loop-latency monitor re-checks it while it runs. Never
+    as one frame's work; the daemon's loop-latency monitor re-checks it while it runs. Never
     touches ``backend``'s slots."""
     import numpy as np
     from fpgashare.backends.model import ModelBackend
@@ -138,5 +138,5 @@ def measure_host_cost(backend: Backend, frames: int = 200, margin: float | None 
     for k in range(10):
         model.load(k % len(platform.slots), "threshold")
     per_load = (time.perf_counter() - start) / 10
-    cost = HostCost(per_frame, per_byte, per_load, 2 * per_frame).scaled(margin)
+    cost = HostCost(per_frame, per_byte, per_load, per_frame).scaled(margin)
     return cost

@@ -91,7 +91,8 @@ class Daemon(Ops, Driver, Sessions):
         ``host_cost``: the daemon's own work per frame and per load on this host
         (runtime/sched/host_cost.py; default: measured here at start, with a margin; a virtual
         clock's daemon: none, unless given); ``host_reserve_s``: the host's response bound it
-        commits to, board seconds (default: ``host_cost.HostBudget.of``'s)."""
+        commits to for every pipeline, board seconds (default: each pipeline's share of its
+        slack, ``host_cost.SLACK_SHARE``)."""
         self.backend, self.platform = backend, backend.platform
         self.socket_path = Path(socket_path)
         self.socket_group = socket_group
@@ -128,9 +129,7 @@ class Daemon(Ops, Driver, Sessions):
                      host_cost.per_frame_s * 1e3, host_cost.per_load_s * 1e3, host_cost.per_byte_s * 1e9)
         #: the host as a resource: admission's host check and the fabric's deadlines (ops.py),
         #: its cost re-checked against the frames' (driver.py)
-        self.host_watch = HostWatch(HostBudget.of(host_cost or FREE, self.dilation, host_reserve_s,
-                                                  (self.platform.max_height, self.platform.max_width),
-                                                  len(self.platform.slots)))
+        self.host_watch = HostWatch(HostBudget(host_cost or FREE, self.dilation, host_reserve_s))
         self.host_spent: dict[tuple[str, int], float] = {}   #: (pipeline, seq) -> host s its submit took
         if watchdog_margin is not None:
             self.engine.watchdog_margin = watchdog_margin

@@ -15,13 +15,14 @@ dilation`` board seconds per frame of pipeline i, released with the frames (peri
 jitter ``J_i``), behind at most one other callback ``b``. The longest time any piece of it waits
 and runs is bounded by the host's busy period ``w = b + sum_i ceil((w + J_i) / T_i) h_i`` (the
 least fixed point; ``analysis.busy_period``): work that becomes ready inside a busy period ends by
-its end, whatever the order the loop takes it in. The daemon commits to a host *reserve* ``R``
-(``HostBudget``): admission refuses a set whose ``w`` exceeds ``R`` (the reason names the host),
-and the fabric analysis is given, for every pipeline, the deadline ``D - 2R`` and the jitter
-``J + R`` (``fabric_deadline``): a frame reaches the engine up to ``R`` after it came (its release
-later by up to R, so more jitter), and its answer leaves up to ``R`` after the fabric ends it. With
-``R`` fixed when the daemon starts, the pipelines admitted earlier keep the deadlines they were
-analysed with when a newcomer comes: only the host check sees the whole set again.
+its end, whatever the order the loop takes it in. Each pipeline gets a response bound ``R_i`` when
+it registers (``HostBudget``: a share of its own slack, or one reserve for all), fixed from then
+on; the fabric analysis is given the deadline ``D_i - 2 R_i`` and the jitter ``J_i + R_i``
+(``fabric_spec``): a frame reaches the engine up to ``R_i`` after it came (its release later by up
+to R_i, so more jitter), and its answer leaves up to ``R_i`` after the fabric ends it. Admission
+refuses a set whose ``w`` exceeds the smallest ``R_i`` (the reason names the host). The bounds
+being fixed, the pipelines admitted earlier keep the deadlines they were analysed with when a
+newcomer comes: only the host check sees the whole set again.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from fpgashare.sched.analysis import busy_period
@@ -42,12 +43,11 @@ log = logging.getLogger(__name__)
 #: else runs on it; the re-check raises the model further if the daemon sees slower frames).
 CALIBRATION_MARGIN = 2.0
 
-#: The default reserve, a policy: the host's fixed work for RESERVE_FRAMES frames, plus the whole
-#: work of RESERVE_HEAVY frames of the most expensive kind (the largest frame copied, every slot
-#: loaded), plus one other callback. More admits more pipelines on the host and leaves each
-#: pipeline's fabric 2R less of its deadline (``fpgashare daemon --host-reserve-ms``).
-RESERVE_FRAMES = 4
-RESERVE_HEAVY = 1
+#: Each pipeline's response bound R by default, a policy: this share of its slack (deadline less
+#: its frame's fabric time), so the fabric keeps 1 - 2 x SLACK_SHARE of it. More admits more
+#: pipelines on the host and leaves the fabric less (``fpgashare daemon --host-reserve-ms`` sets
+#: one R for every pipeline instead).
+SLACK_SHARE = 0.2
 
 
 @dataclass(frozen=True)
@@ -90,25 +90,32 @@ def _frame_bytes(p: PipelineSpec) -> float:
 
 @dataclass(frozen=True)
 class HostBudget:
-    """A host's cost and the reserve ``R`` the daemon commits to (board seconds, module docstring)."""
+    """A host's cost and the response bounds the daemon commits to (board seconds, module
+    docstring): ``reserve_s`` for every pipeline, or (None) each pipeline's ``share`` of its own
+    slack, fixed when it registers and kept in ``reserves``."""
 
     cost: HostCost
     dilation: float = 1.0
-    reserve_s: float = 0.0
+    reserve_s: float | None = None
+    share: float = SLACK_SHARE
+    reserves: dict[str, float] = field(default_factory=dict, compare=False)   #: pipeline -> its R
 
-    @classmethod
-    def of(cls, cost: HostCost, dilation: float = 1.0, reserve_s: float | None = None,
-           largest_frame: tuple[int, int] = (0, 0), most_loads: int = 0) -> HostBudget:
-        """The budget for ``cost``; the reserve defaults to RESERVE_FRAMES frames' fixed work,
-        RESERVE_HEAVY frames of the most expensive kind (``largest_frame`` copied, ``most_loads``
-        loads) and one other callback."""
-        if reserve_s is None:
-            heaviest = cost.per_frame_s + cost.per_byte_s * largest_frame[0] * largest_frame[1] \
-                + cost.per_load_s * most_loads
-            reserve_s = (RESERVE_FRAMES * cost.per_frame_s + RESERVE_HEAVY * heaviest + cost.block_s) / dilation
-        if not (math.isfinite(reserve_s) and reserve_s >= 0.0):
-            raise ValueError(f"the host reserve must be a finite number of seconds >= 0, not {reserve_s!r}")
-        return cls(cost, dilation, reserve_s)
+    def __post_init__(self) -> None:
+        if self.reserve_s is not None and not (math.isfinite(self.reserve_s) and self.reserve_s >= 0.0):
+            raise ValueError(f"the host reserve must be a finite number of seconds >= 0, not {self.reserve_s!r}")
+        if not 0.0 <= self.share < 0.5:
+            raise ValueError(f"the host's share of a pipeline's slack must be in [0, 0.5), not {self.share!r}")
+
+    @property
+    def free(self) -> bool:
+        """No host accounting: a host taken as free (no cost, or a reserve of 0)."""
+        return self.cost == FREE or self.reserve_s == 0.0
+
+    def reserve_for(self, p: PipelineSpec) -> float:
+        """``p``'s response bound R (the app's deadline and the fabric's time of its frame)."""
+        if self.free:
+            return 0.0
+        return self.reserve_s if self.reserve_s is not None else self.share * max(0.0, p.deadline_s - p.exec_s)
 
     def job_s(self, p: PipelineSpec) -> float:
         """Board seconds of host work one frame of ``p`` costs."""
@@ -116,8 +123,8 @@ class HostBudget:
 
     def fabric_spec(self, p: PipelineSpec) -> PipelineSpec | str:
         """``p`` as the fabric's analysis must see it (deadline ``D - 2R``, jitter ``J + R``), or
-        why the host's reserve leaves it no time."""
-        reserve = self.reserve_s
+        why the host's reserve leaves it no time. Records ``p``'s R for ``check``."""
+        reserve = self.reserve_for(p)
         if not reserve:
             return p
         deadline, jitter = p.deadline_s - 2 * reserve, p.jitter_s + reserve
@@ -125,14 +132,15 @@ class HostBudget:
             return (f"the host: its response bound of {reserve * 1e3:.3f} ms each way (the daemon's own work per "
                     f"frame, measured on this host) leaves {max(deadline, 0.0) * 1e3:.3f} ms of "
                     f"{p.name}'s {p.deadline_s * 1e3:.3f} ms deadline for a {p.exec_s * 1e3:.3f} ms frame")
+        self.reserves[p.name] = reserve
         return replace(p, deadline_s=deadline, jitter_s=jitter)
 
     def check(self, pipelines: Sequence[PipelineSpec]) -> str | None:
         """Why the host cannot serve ``pipelines`` (every real-time pipeline on the board, as the
-        engine holds them: ``fabric_spec``'s, whose jitter already counts the reserve) within the
-        reserve, or None if it can."""
+        engine holds them: ``fabric_spec``'s, whose jitter already counts their R) within the
+        smallest of their bounds R, or None if it can."""
         rt = [p for p in pipelines if p.realtime]
-        if not rt or not self.reserve_s:
+        if not rt or self.free:
             return None
         h = np.array([self.job_s(p) for p in rt], dtype=np.float64)
         periods = np.array([p.period_s for p in rt], dtype=np.float64)
@@ -142,11 +150,13 @@ class HostBudget:
         if util >= 1.0:
             return (f"the host: the daemon's own work for these {len(rt)} pipelines would keep its loop busy "
                     f"{util:.3f} of the time (>= 1; {h.max() * 1e3:.3f} ms per frame at most, measured on this host)")
+        bounds = [(self.reserves.get(p.name, self.reserve_for(p)), p.name) for p in rt]
+        bound, tightest = min(bounds)
         w = busy_period(h, periods, jitters, block)
-        if w > self.reserve_s:
+        if w > bound:
             return (f"the host: with these {len(rt)} pipelines its loop may be busy {w * 1e3:.3f} ms at a time "
-                    f"(utilisation {util:.3f}), more than the {self.reserve_s * 1e3:.3f} ms response bound the "
-                    f"daemon reserves for its own work per frame (measured on this host)")
+                    f"(utilisation {util:.3f}), more than the {bound * 1e3:.3f} ms response bound {tightest}'s "
+                    f"deadline leaves the daemon's own work (measured on this host)")
         return None
 
 
@@ -194,5 +204,7 @@ class HostWatch:
     def summary(self) -> dict:
         c = self.budget.cost
         return {"per_frame_ms": round(c.per_frame_s * 1e3, 4), "per_load_ms": round(c.per_load_s * 1e3, 4),
-                "per_mb_ms": round(c.per_byte_s * 1e9, 4), "reserve_ms": round(self.budget.reserve_s * 1e3, 4),
+                "per_mb_ms": round(c.per_byte_s * 1e9, 4),
+                "reserve_ms": None if self.budget.reserve_s is None else round(self.budget.reserve_s * 1e3, 4),
+                "slack_share": self.budget.share,
                 "raised": round(self.raised, 3), "frames_watched": self.frames}

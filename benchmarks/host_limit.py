@@ -26,8 +26,7 @@ from benchmarks.results import write_result
 
 CHAIN = ["gauss3x3", "threshold"]
 SHAPE = (480, 640)
-PERIOD_MS = 100.0
-RESERVE_MS = 20.0         #: the daemon's host reserve (--host-reserve-ms): the host check then sets the count
+PERIOD_MS = 50.0
 MAX_COPIES = 40
 GOAL = 0.999
 
@@ -78,7 +77,7 @@ def run(seconds: float, busy: bool = True, most: int = MAX_COPIES) -> dict:
     tmp = tempfile.mkdtemp(prefix="fpgashare-host-")
     sock = os.path.join(tmp, "d.sock")
     daemon = subprocess.Popen([sys.executable, "-m", "fpgashare.cli", "daemon", "--board", "model", "--dilation", "1",
-                               "--host-reserve-ms", str(RESERVE_MS), "--socket", sock], stderr=subprocess.DEVNULL)
+                               "--socket", sock], stderr=subprocess.DEVNULL)
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
     ctx = mp.get_context("fork")
     answers, start = ctx.Queue(), ctx.Event()

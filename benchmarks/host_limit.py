@@ -25,8 +25,8 @@ import time
 from benchmarks.results import write_result
 
 CHAIN = ["gauss3x3", "threshold"]
-SHAPE = (480, 640)
-PERIOD_MS = 50.0
+SHAPE = (120, 160)
+PERIOD_MS = 20.0
 MAX_COPIES = 40
 GOAL = 0.999
 

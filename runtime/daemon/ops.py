@@ -143,7 +143,7 @@ class Ops:
     def _on_host(self: Daemon, name: str, spec: PipelineSpec) -> PipelineSpec:
         """``spec`` as the fabric must meet it, the host's reserve taken from its deadline
         (runtime/sched/host_cost.py), or refused naming the host."""
-        fabric = self.host_watch.budget.fabric_spec(spec)
+        fabric = self.host_watch.budget.fabric_spec(spec, [*self.engine.pipelines, *self.engine.cpu_pipelines])
         if isinstance(fabric, str):
             raise ProtocolError("admission", f"pipeline {name!r} not admitted: {fabric}")
         return fabric
@@ -177,7 +177,7 @@ class Ops:
         while (step := await self.off_loop.run(what, deadline, next, candidates, None)) is not None:
             spec, why = step
             if spec is not None:
-                fabric = self.host_watch.budget.fabric_spec(spec)
+                fabric = self.host_watch.budget.fabric_spec(spec, [*engine.pipelines, *engine.cpu_pipelines])
                 spec, why = (None, fabric) if isinstance(fabric, str) else (fabric, why)
             if spec is not None:
                 why = await self._admission(spec, deadline)

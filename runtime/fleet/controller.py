@@ -3,8 +3,9 @@ them when a board dies.
 
 Placement: the candidate boards come from Ray's node table (live nodes with the board resources,
 of a platform that has the pipeline's modules, holding its camera if it is tied to one), ordered by
-the stream time left under the capacity the node declares (most left first, so load spreads and a
-lost board takes the least with it); the board's own daemon then runs the exact admission test. A
+the share of their stream time left (every stream the board's daemon uses, each of the capacity the
+node declares; most left first, so load spreads and a lost board takes the least with it); the
+board's own daemon then runs the exact admission test. A
 refusal tries the next board; when none admits, the caller gets every board's reason.
 
 Failover: the controller waits on each agent's ``watch`` call. It ends when the daemon stops
@@ -194,12 +195,13 @@ class Controller:
                 continue
             # A chain streams on one stream; the daemon partitions its streams as pipelines come,
             # so the board's capacity is every stream's time (the daemon's admission decides).
-            left = info.stream_milli * info.streams - self.used[name]
+            capacity = info.stream_milli * info.streams
+            left = capacity - self.used[name]
             if need > min(left, info.stream_milli):
                 reasons[name] = (f"stream full ({self.used[name] / 10:.1f}% of {info.streams} stream(s) taken, "
                                  f"{need / 10:.1f}% of one needed)")
                 continue
-            ranked.append((-left, name, need))
+            ranked.append((-left / capacity, name, need))    # the least loaded share first: load spreads
         ranked.sort()
         return [name for _, name, _ in ranked], reasons
 

@@ -49,6 +49,10 @@ CALIBRATION_MARGIN = 2.0
 #: one R for every pipeline instead).
 SLACK_SHARE = 0.2
 
+#: With a share of the slack, R is at most this many times the host's busy period when the
+#: pipeline registers: the set may grow about this much on the host before a newcomer is refused.
+HEADROOM = 4.0
+
 
 @dataclass(frozen=True)
 class HostCost:
@@ -112,7 +116,7 @@ class HostBudget:
         return self.cost == FREE or self.reserve_s == 0.0
 
     def reserve_for(self, p: PipelineSpec) -> float:
-        """``p``'s response bound R (the app's deadline and the fabric's time of its frame)."""
+        """The most ``p``'s response bound R may be (the fixed reserve, or its share of its slack)."""
         if self.free:
             return 0.0
         return self.reserve_s if self.reserve_s is not None else self.share * max(0.0, p.deadline_s - p.exec_s)
@@ -121,12 +125,25 @@ class HostBudget:
         """Board seconds of host work one frame of ``p`` costs."""
         return self.cost.frame_wall_s(p) / self.dilation
 
-    def fabric_spec(self, p: PipelineSpec) -> PipelineSpec | str:
+    def busy_s(self, pipelines: Sequence[PipelineSpec]) -> float:
+        """The host's longest busy period with ``pipelines`` (their jitters as given), board seconds."""
+        h = np.array([self.job_s(p) for p in pipelines], dtype=np.float64)
+        periods = np.array([p.period_s for p in pipelines], dtype=np.float64)
+        jitters = np.array([p.jitter_s for p in pipelines], dtype=np.float64)
+        return busy_period(h, periods, jitters, self.cost.block_s / self.dilation)
+
+    def fabric_spec(self, p: PipelineSpec, others: Sequence[PipelineSpec] = ()) -> PipelineSpec | str:
         """``p`` as the fabric's analysis must see it (deadline ``D - 2R``, jitter ``J + R``), or
-        why the host's reserve leaves it no time. Records ``p``'s R for ``check``."""
+        why the host's reserve leaves it no time. With a share of the slack, R is no more than
+        HEADROOM times the host's busy period with ``others`` (the pipelines admitted, as the
+        engine holds them) and ``p``: where the host is cheap the fabric keeps nearly all its
+        slack, and the set may still grow HEADROOM-fold on the host. Records ``p``'s R."""
         reserve = self.reserve_for(p)
         if not reserve:
             return p
+        if self.reserve_s is None:
+            busy = self.busy_s([*[q for q in others if q.realtime], replace(p, jitter_s=p.jitter_s + reserve)])
+            reserve = min(reserve, HEADROOM * busy)
         deadline, jitter = p.deadline_s - 2 * reserve, p.jitter_s + reserve
         if deadline < p.exec_s or jitter >= p.period_s:
             return (f"the host: its response bound of {reserve * 1e3:.3f} ms each way (the daemon's own work per "
@@ -142,17 +159,14 @@ class HostBudget:
         rt = [p for p in pipelines if p.realtime]
         if not rt or self.free:
             return None
-        h = np.array([self.job_s(p) for p in rt], dtype=np.float64)
-        periods = np.array([p.period_s for p in rt], dtype=np.float64)
-        jitters = np.array([p.jitter_s for p in rt], dtype=np.float64)
-        util = float(np.sum(h / periods))
-        block = self.cost.block_s / self.dilation
+        util = float(sum(self.job_s(p) / p.period_s for p in rt))
         if util >= 1.0:
             return (f"the host: the daemon's own work for these {len(rt)} pipelines would keep its loop busy "
-                    f"{util:.3f} of the time (>= 1; {h.max() * 1e3:.3f} ms per frame at most, measured on this host)")
+                    f"{util:.3f} of the time (>= 1; {max(map(self.job_s, rt)) * 1e3:.3f} ms per frame at most, "
+                    f"measured on this host)")
         bounds = [(self.reserves.get(p.name, self.reserve_for(p)), p.name) for p in rt]
         bound, tightest = min(bounds)
-        w = busy_period(h, periods, jitters, block)
+        w = self.busy_s(rt)
         if w > bound:
             return (f"the host: with these {len(rt)} pipelines its loop may be busy {w * 1e3:.3f} ms at a time "
                     f"(utilisation {util:.3f}), more than the {bound * 1e3:.3f} ms response bound {tightest}'s "

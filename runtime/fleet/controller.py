@@ -2,10 +2,10 @@
 them when a board dies.
 
 Placement: the candidate boards come from Ray's node table (live nodes with the board resources,
-of a platform that has the pipeline's modules, holding its camera if it is tied to one), ordered by
-the share of their stream time left (every stream the board's daemon uses, each of the capacity the
-node declares; most left first, so load spreads and a lost board takes the least with it); the
-board's own daemon then runs the exact admission test. A
+of a platform that has the pipeline's modules, holding its camera if it is tied to one, and with
+stream time left: every stream the board's daemon uses, each of the capacity the node declares),
+ordered by the stream time placed on them (least first, so load spreads and a lost board takes the
+least with it); the board's own daemon then runs the exact admission test. A
 refusal tries the next board; when none admits, the caller gets every board's reason.
 
 Failover: the controller waits on each agent's ``watch`` call. It ends when the daemon stops
@@ -201,7 +201,7 @@ class Controller:
                 reasons[name] = (f"stream full ({self.used[name] / 10:.1f}% of {info.streams} stream(s) taken, "
                                  f"{need / 10:.1f}% of one needed)")
                 continue
-            ranked.append((-left / capacity, name, need))    # the least loaded share first: load spreads
+            ranked.append((self.used[name], name, need))    # the least stream time placed first: load spreads
         ranked.sort()
         return [name for _, name, _ in ranked], reasons
 

@@ -47,11 +47,11 @@ CALIBRATION_MARGIN = 2.0
 #: its frame's fabric time), so the fabric keeps 1 - 2 x SLACK_SHARE of it. More admits more
 #: pipelines on the host and leaves the fabric less (``fpgashare daemon --host-reserve-ms`` sets
 #: one R for every pipeline instead).
-SLACK_SHARE = 0.2
+SLACK_SHARE = 0.05
 
 #: With a share of the slack, R is at most this many times the host's busy period when the
 #: pipeline registers: the set may grow about this much on the host before a newcomer is refused.
-HEADROOM = 4.0
+HEADROOM = 8.0
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,11 @@ class HostBudget:
             return (f"the host: the daemon's own work for these {len(rt)} pipelines would keep its loop busy "
                     f"{util:.3f} of the time (>= 1; {max(map(self.job_s, rt)) * 1e3:.3f} ms per frame at most, "
                     f"measured on this host)")
-        bounds = [(self.reserves.get(p.name, self.reserve_for(p)), p.name) for p in rt]
+        # Pipelines without a bound (no slack to share: the fabric's analysis refuses or pins them
+        # to their own deadline) leave the host no window of their own.
+        bounds = [(self.reserves[p.name], p.name) for p in rt if self.reserves.get(p.name)]
+        if not bounds:
+            return None
         bound, tightest = min(bounds)
         w = self.busy_s(rt)
         if w > bound:

@@ -193,17 +193,20 @@ def bench_boards(fpga, workload, boards: list[str], args) -> dict:
             time.sleep(0.05)       # real waiting: keep the DNN queues full for the rest of the window
     done = {b: dnn.done.get(b, 0) - done0.get(b, 0) for b in boards}
     clock1 = {b: ray.get(a.clock.remote()) for b, a in agents.items()}
-    dnn.stop()
-    for f in futures:
-        f.result(timeout=300)
     frames = {b: {"frames": 0, "on_time": 0, "late": 0, "dropped": 0, "error": 0} for b in boards}
     for board, ref in streams:
         counts = ray.get(ref)
         for k in frames[board]:
             frames[board][k] += counts.get(k, 0)
-    dnn.close()
+    # The pipelines leave before the images still queued are waited for: an admitted pipeline that
+    # has stopped sending may send again at any instant, so its partition starts no batch longer
+    # than its slack, and images queued behind it would wait for good.
     for pipe, _ in pipes:
         pipe.close()
+    dnn.stop()
+    for f in futures:
+        f.result(timeout=300)
+    dnn.close()
     rates = {b: done[b] / max(clock1[b] - clock0[b], 1e-9) for b in boards}
     return {"boards": len(boards), "admitted": admitted, "admitted_per_board": per_board,
             "placement_p50_ms": placement["p50"], "placement_p99_ms": placement["p99"],

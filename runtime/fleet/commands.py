@@ -203,10 +203,15 @@ def bench_boards(fpga, workload, boards: list[str], args) -> dict:
     # than its slack, and images queued behind it would wait for good.
     for pipe, _ in pipes:
         pipe.close()
-    dnn.stop()
+    dnn.close()                  # images a board has not run end there (dropped, with the reason)
+    unrun = 0
     for f in futures:
-        f.result(timeout=300)
-    dnn.close()
+        try:
+            f.result(timeout=120)
+        except TimeoutError:
+            raise FpgashareError(f"{len(boards)} boards: a DNN image never ended") from None
+        except FpgashareError:
+            unrun += 1
     rates = {b: done[b] / max(clock1[b] - clock0[b], 1e-9) for b in boards}
     return {"boards": len(boards), "admitted": admitted, "admitted_per_board": per_board,
             "placement_p50_ms": placement["p50"], "placement_p99_ms": placement["p99"],
@@ -215,7 +220,7 @@ def bench_boards(fpga, workload, boards: list[str], args) -> dict:
             "frames": sum(f["frames"] for f in frames.values()),
             "missed": sum(f["late"] + f["dropped"] + f["error"] for f in frames.values()),
             "board_seconds": {b: round(clock1[b] - clock0[b], 4) for b in boards},
-            "dnn_images_per_s": sum(rates.values()),
+            "dnn_images_per_s": sum(rates.values()), "dnn_images_not_run": unrun,
             "dnn_per_board": {b: round(r) for b, r in rates.items()}}
 
 

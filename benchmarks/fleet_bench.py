@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -123,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write((json.dumps(out["bench"]) if args.json else _bench_lines(out["bench"])) + "\n")
     out["failover"] = []
     for kind in () if args.quick else ("daemon", "node"):
-        done = subprocess.run([sys.executable, __file__, "--failover-only", kind], capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-m", "benchmarks.fleet_bench", "--failover-only", kind],
+                              capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent)
         if done.returncode:
             sys.stderr.write(done.stderr[-2000:])
             return done.returncode

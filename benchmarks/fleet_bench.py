@@ -150,11 +150,16 @@ def _bench_lines(bench: dict) -> str:
     base = bench["rows"][0]
     lines.append("scaling vs 1 board: admitted " + " / ".join(f"{r['admitted'] / max(base['admitted'], 1):.2f}"
                                                               for r in bench["rows"])
-                 + ", DNN " + " / ".join(f"{r['dnn_images_per_s'] / max(base['dnn_images_per_s'], 1e-9):.2f}"
+                 + ", DNN " + " / ".join(_ratio(r['dnn_images_per_s'], base['dnn_images_per_s'])
                                          for r in bench["rows"]))
     lines.append("memory per board node (raylet + agent) / daemon, MB: "
                  + ", ".join(f"{b}: {m['node_mb']:.0f} / {m['daemon_mb']:.0f}" for b, m in bench["memory_mb"].items()))
     return "\n".join(lines)
+
+
+def _ratio(value: float, base: float) -> str:
+    """``value`` / ``base``, or "-" where the one board's figure is 0 (no ratio to give)."""
+    return f"{value / base:.2f}" if base else "-"
 
 
 if __name__ == "__main__":

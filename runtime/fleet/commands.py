@@ -132,7 +132,7 @@ def cmd_bench(args) -> int:
     base = rows[0]
     lines.append("scaling vs 1 board: admitted " + " / ".join(f"{r['admitted'] / max(base['admitted'], 1):.2f}"
                                                               for r in rows)
-                 + ", DNN " + " / ".join(f"{r['dnn_images_per_s'] / max(base['dnn_images_per_s'], 1e-9):.2f}"
+                 + ", DNN " + " / ".join(_ratio(r['dnn_images_per_s'], base['dnn_images_per_s'])
                                          for r in rows))
     lines.append("memory per board node (raylet + agent) / daemon, MB: "
                  + ", ".join(f"{b}: {m['node_mb']:.0f} / {m['daemon_mb']:.0f}" for b, m in memory.items()))
@@ -230,3 +230,8 @@ def _frame_shape(spec) -> tuple[int, ...]:
 
     chain = resolve_chain([s.name for s in spec.stages], {})
     return tuple(chain[0].kind.input_shape(*spec.frame))
+
+
+def _ratio(value: float, base: float) -> str:
+    """``value`` / ``base``, or "-" where the one board's figure is 0 (no ratio to give)."""
+    return f"{value / base:.2f}" if base else "-"

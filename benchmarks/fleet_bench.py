@@ -5,7 +5,11 @@ with Ray's health check at 1 s x 3 failures (the brief's setting; the default is
 
     python -m benchmarks.fleet_bench [--quick] [--workload camera_mix_zcu104] [--boards 3] [--json]
 
-``--quick`` places on one board for a second of DNN images and skips the failover runs: it checks
+Each fleet size places copies of the workload's real-time pipelines until no board admits another,
+then streams every placed pipeline (paced on its board's clock) while DNN images are spread over
+the same boards: frames, on time and missed per board, DNN images/s per board in its own time.
+
+``--quick`` places on one board, streams for 20 board ms and skips the failover runs: it checks
 the benchmark runs (Ray still takes its seconds to start).
 
 Wall times here are of a 2-core VM shared with other work; the simulated boards run at a dilation
@@ -22,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -90,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workload", default="camera_mix_zcu104")
     parser.add_argument("--boards", type=int, default=3)
-    parser.add_argument("--dilation", type=float, default=1000.0)
+    parser.add_argument("--dilation", type=float, default=200.0)
+    parser.add_argument("--stream-seconds", type=float, default=0.2,
+                        help="board seconds every admitted pipeline streams per fleet size")
     parser.add_argument("--skip-bench", action="store_true")
     parser.add_argument("--failover-only", choices=["daemon", "node"], help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true")
@@ -103,8 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     out = {}
     if not args.skip_bench:
+        sizes = ["--max-copies", "2", "--dnn-seconds", "1", "--stream-seconds", "0.02"] if args.quick else \
+            ["--stream-seconds", str(args.stream_seconds)]
         command = ["fleet", "bench", args.workload, "--boards", str(1 if args.quick else args.boards), "--dilation",
-                   str(args.dilation), "--json"] + (["--max-copies", "2", "--dnn-seconds", "1"] if args.quick else [])
+                   str(args.dilation), "--json", *sizes]
         captured = io.StringIO()
         with contextlib.redirect_stdout(captured):
             code = cli(command)
@@ -115,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write((json.dumps(out["bench"]) if args.json else _bench_lines(out["bench"])) + "\n")
     out["failover"] = []
     for kind in () if args.quick else ("daemon", "node"):
-        done = subprocess.run([sys.executable, __file__, "--failover-only", kind], capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-m", "benchmarks.fleet_bench", "--failover-only", kind],
+                              capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent)
         if done.returncode:
             sys.stderr.write(done.stderr[-2000:])
             return done.returncode
@@ -134,11 +144,22 @@ def _bench_lines(bench: dict) -> str:
     lines = [f"fleet bench {bench['workload']}, simulated boards on the model backend, dilation {bench['dilation']:g}"]
     for r in bench["rows"]:
         lines.append(f"{r['boards']} boards: {r['admitted']} admitted {r['admitted_per_board']}, placement p50/p99 "
-                     f"{r['placement_p50_ms']:.1f}/{r['placement_p99_ms']:.1f} ms, DNN {r['dnn_images_per_s']:,.0f} "
-                     f"images/s (board time) {r['dnn_per_board']}")
+                     f"{r['placement_p50_ms']:.1f}/{r['placement_p99_ms']:.1f} ms, {r['frames']} frames streamed, "
+                     f"{r['missed']} missed {r['frames_per_board']}, DNN {r['dnn_images_per_s']:,.0f} "
+                     f"images/s (board time, with the pipelines streaming) {r['dnn_per_board']}")
+    base = bench["rows"][0]
+    lines.append("scaling vs 1 board: admitted " + " / ".join(f"{r['admitted'] / max(base['admitted'], 1):.2f}"
+                                                              for r in bench["rows"])
+                 + ", DNN " + " / ".join(_ratio(r['dnn_images_per_s'], base['dnn_images_per_s'])
+                                         for r in bench["rows"]))
     lines.append("memory per board node (raylet + agent) / daemon, MB: "
                  + ", ".join(f"{b}: {m['node_mb']:.0f} / {m['daemon_mb']:.0f}" for b, m in bench["memory_mb"].items()))
     return "\n".join(lines)
+
+
+def _ratio(value: float, base: float) -> str:
+    """``value`` / ``base``, or "-" where the one board's figure is 0 (no ratio to give)."""
+    return f"{value / base:.2f}" if base else "-"
 
 
 if __name__ == "__main__":

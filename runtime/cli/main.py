@@ -111,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     bn.set_defaults(func=service_commands.cmd_bench)
 
     dm = sub.add_parser("daemon", help="own the FPGA and serve apps on a Unix socket")
+    dm.add_argument("--host-reserve-ms", type=float, default=None,
+                    help="the daemon's response bound for its own work per frame, board ms (default: from the host "
+                         "cost measured at start; docs/guarantee.md, 'The host as a resource')")
     dm.add_argument("--board", choices=["sim", "model", "pynq", "faulty"], default="sim")
     dm.add_argument("--platform", default="zcu104", help="platform manifest (TOML) or name")
     dm.add_argument("--socket", default=None,
@@ -179,8 +182,10 @@ def add_fleet_commands(sub) -> None:
     bn.add_argument("--dilation", type=cli_inputs.positive_float, default=200.0,
                     help="wall s per daemon s of each board")
     bn.add_argument("--max-copies", type=_positive_int, default=40, help="copies of the workload tried at most")
-    bn.add_argument("--dnn-seconds", type=cli_inputs.positive_float, default=4.0,
-                    help="wall seconds of DNN images per fleet size")
+    bn.add_argument("--dnn-seconds", type=cli_inputs.positive_float, default=2.0,
+                    help="wall seconds of DNN images per fleet size at least (they run while the pipelines stream)")
+    bn.add_argument("--stream-seconds", type=cli_inputs.positive_float, default=0.2,
+                    help="board seconds every admitted pipeline streams frames per fleet size")
     bn.add_argument("--json", action="store_true")
     bn.set_defaults(func=commands.cmd_bench)
 

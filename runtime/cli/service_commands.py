@@ -125,7 +125,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         raise FpgashareError("--watchdog-margin must be a finite number >= 0")
     daemon = Daemon(backend, args.socket or DEFAULT_SOCKET, dilation=dilation, scheduler=args.scheduler,
                     metrics_port=args.metrics_port, limits=limits, watchdog_margin=args.watchdog_margin,
-                    streams=args.streams)
+                    streams=args.streams, host_reserve_s=_host_reserve(args.host_reserve_ms))
     loop = new_event_loop()
     try:
         loop.run_until_complete(daemon.serve_forever())
@@ -153,3 +153,12 @@ def cmd_status(args: argparse.Namespace) -> int:
               for c in status["clients"]]
     _emit(status, args.json, lines)
     return 0
+
+
+def _host_reserve(ms: float | None) -> float | None:
+    """``--host-reserve-ms`` in seconds (None: the daemon derives it per pipeline)."""
+    if ms is None:
+        return None
+    if not 0 <= ms < float("inf"):
+        raise FpgashareError("--host-reserve-ms must be a finite number >= 0")
+    return ms / 1e3

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ from fpgashare.errors import FpgashareError, FrameError
 from fpgashare.sched.core.slots import SlotState
 from fpgashare.sched.host.cpu_fallback import cpu_share, fallback_candidates
 from fpgashare.sched.host.cpu_work import chain_shape
+from fpgashare.sched.host.host_cost import FREE, HostBudget, HostWatch
 from fpgashare.wire.protocol import VERSION, ProtocolError, reply
 from fpgashare.wire.shm import FrameRing, check_layout
 
@@ -47,18 +49,24 @@ class Ops:
     costs (``cpu_cost``) and ``status(client, own)``, the status answer."""
 
     def __init__(self, backend: Backend, driver: Driver, sessions: Sessions, tenants: Tenants, limits: Limits,
-                 off_loop: OffLoop, cpu_cost: CpuCost, status: Callable[[Client, bool], dict]) -> None:
+                 off_loop: OffLoop, cpu_cost: CpuCost, status: Callable[[Client, bool], dict],
+                 host_watch: HostWatch | None = None, host_spent: dict | None = None, streams: int = 1) -> None:
         self.backend, self.platform = backend, backend.platform
         self.driver, self.engine, self.clock = driver, driver.engine, driver.clock
         self.sessions, self.tenants, self.limits = sessions, tenants, limits
         self.off_loop, self.cpu_cost, self.status = off_loop, cpu_cost, status
+        #: the host as a resource (runtime/sched/host/host_cost.py): admission's host check, the
+        #: fabric's share of each deadline, and the host time each frame's submit took
+        self.host_watch = host_watch or HostWatch(HostBudget(FREE, driver.dilation, None))
+        self.host_spent = host_spent if host_spent is not None else {}
+        self.streams = streams
         self._registering = asyncio.Lock()   # one registration at a time: each test sees the set it joins
         self.handlers = {name[len("_op_"):]: getattr(self, name) for name in dir(self) if name.startswith("_op_")}
 
     async def _op_hello(self, client: Client, message: dict) -> dict:
         return {"server": "fpgashare", "version": VERSION, "platform": self.platform.name,
                 "backend": self.backend.name, "dilation": self.driver.dilation, "now": self.clock.now(),
-                "client": client.id}
+                "client": client.id, "streams": self.streams}
 
     async def _op_clock(self, client: Client, message: dict) -> dict:
         return {"now": self.clock.now(), "dilation": self.driver.dilation}
@@ -113,6 +121,7 @@ class Ops:
             self._check_shm(client, name, RING_SLOTS * _ring_bytes(in_shape, out_shape))
             deadline = self.off_loop.deadline()
             if fallback is None:
+                spec = self._on_host(name, spec)
                 reason = await self._admission(spec, deadline)
                 if reason:
                     raise ProtocolError("admission", f"pipeline {name!r} not admitted: {reason}")
@@ -131,7 +140,8 @@ class Ops:
             await self._until_ready(client, name, ready)
         log.info("client %d: pipeline %s admitted as %s (%s)", client.id, name, key,
                  ", ".join(f"{stage} on {where}" for stage, where in spec.placement))
-        answer = {"ring": ring.spec.to_wire(), "deadline_ms": spec.due_s * 1e3, "exec_ms": spec.exec_s * 1e3,
+        due_s = spec.due_s + 2 * self.host_watch.budget.reserves.get(spec.name, 0.0)   # the app's: R each way
+        answer = {"ring": ring.spec.to_wire(), "deadline_ms": due_s * 1e3, "exec_ms": spec.exec_s * 1e3,
                   "placement": [list(p) for p in spec.placement]}
         await self._answer_with_ring(client, message["id"], answer, ring)
 
@@ -154,9 +164,22 @@ class Ops:
             raise ProtocolError("admission", f"pipeline {name!r}: its modules could not be made ready "
                                              f"within {READY_LIMIT_S:g} s") from None
 
+    def _on_host(self, name: str, spec: PipelineSpec) -> PipelineSpec:
+        """``spec`` as the fabric must meet it, the host's reserve taken from its deadline
+        (runtime/sched/host/host_cost.py), or refused naming the host."""
+        fabric = self.host_watch.budget.fabric_spec(spec, [*self.engine.pipelines, *self.engine.cpu_pipelines])
+        if isinstance(fabric, str):
+            raise ProtocolError("admission", f"pipeline {name!r} not admitted: {fabric}")
+        return fabric
+
     async def _admission(self, spec: PipelineSpec, deadline: float) -> str | None:
-        """Why ``spec`` is not admitted (None: it is). The trial runs on a worker thread, on a
-        snapshot taken here: frames keep flowing."""
+        """Why ``spec`` is not admitted (None: it is): the host first (its own work for the whole
+        set, runtime/sched/host/host_cost.py), then the fabric. The fabric's trial runs on a worker
+        thread, on a snapshot taken here: frames keep flowing."""
+        if spec.realtime:
+            host = self.host_watch.budget.check([*self.engine.pipelines, *self.engine.cpu_pipelines, spec])
+            if host:
+                return host
         test = self.engine.admission_test(spec)
         return await self.off_loop.run(f"admission of {spec.name!r}", deadline, test)
 
@@ -177,6 +200,9 @@ class Ops:
         what = f"placement of {key!r}"
         while (step := await self.off_loop.run(what, deadline, next, candidates, None)) is not None:
             spec, why = step
+            if spec is not None:
+                fabric = self.host_watch.budget.fabric_spec(spec, [*engine.pipelines, *engine.cpu_pipelines])
+                spec, why = (None, fabric) if isinstance(fabric, str) else (fabric, why)
             if spec is not None:
                 why = await self._admission(spec, deadline)
                 if not why:
@@ -298,6 +324,7 @@ class Ops:
 
     def _hand_in(self, client: Client, message: dict, submit) -> None:
         """Give the engine the frame (or DNN image) in a ring slot; answered when it ends."""
+        started = time.perf_counter()
         name = checks.name(message, "pipeline")
         slot = checks.integer(message, "slot", -(1 << 63), (1 << 64) - 1)
         shape = checks.int_list(message, "shape", 1, 4, 0, checks.MAX_SIDE)
@@ -324,6 +351,8 @@ class Ops:
         state.in_flight[item.seq] = slot
         client.submits[item.seq] = message["id"]
         self.driver.advance()
+        if kind == "submit":            # the host's own time for this frame, so far (the daemon adds its end's)
+            self.host_spent[(state.key, item.seq)] = time.perf_counter() - started
 
     async def _op_close(self, client: Client, message: dict) -> dict:
         name = checks.name(message, "pipeline")

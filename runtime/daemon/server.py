@@ -56,6 +56,7 @@ from fpgashare.sched.board.online_streams import OnlineStreams, split_slots
 from fpgashare.sched.core.clock import WallClock
 from fpgashare.sched.core.engine import DnnRequest, Frame
 from fpgashare.sched.host.cpu_work import CpuCost, CpuExecutor, ModelledCpuCost
+from fpgashare.sched.host.host_cost import FREE, HostBudget, HostCost, HostWatch
 from fpgashare.sched.policies.registry import make_policy
 from fpgashare.wire.protocol import DEFAULT_SOCKET, MessageReader, ProtocolError, error_reply, reply
 
@@ -75,7 +76,8 @@ class Daemon:
     def __init__(self, backend: Backend, socket_path: str | Path = DEFAULT_SOCKET, dilation: float = 1.0,
                  scheduler: str = "edf", metrics_port: int | None = None, limits: Limits | None = None,
                  socket_group: str | None = None, clock=None, watchdog_margin: float | None = None,
-                 cpu_cost: CpuCost | None = None, streams: int | None = None, fixed_split: bool = False) -> None:
+                 cpu_cost: CpuCost | None = None, streams: int | None = None, fixed_split: bool = False,
+                 host_cost: HostCost | None = None, host_reserve_s: float | None = None) -> None:
         """``metrics_port``: serve Prometheus metrics on 127.0.0.1 at that port (0: any free one);
         ``socket_group``: the group the socket (mode 0660) belongs to (default: the daemon's);
         ``clock``: a VirtualClock for tests (no timers: the test moves time with ``run_until``),
@@ -87,7 +89,12 @@ class Daemon:
         backend carry, with a scheduler whose admission places pipelines; 1: every slot on one
         stream). The board is partitioned as pipelines come, with the planner ``bench`` uses
         (runtime/sched/board/relayout.py); ``fixed_split``: cut it into ``streams`` even partitions at the
-        start instead, for good (what ``benchmarks/online_admission.py`` compares against)."""
+        start instead, for good (what ``benchmarks/online_admission.py`` compares against).
+        ``host_cost``: the daemon's own work per frame and per load on this host
+        (runtime/sched/host/host_cost.py; default: measured here at start, with a margin; a virtual
+        clock's daemon: none, unless given); ``host_reserve_s``: the host's response bound it
+        commits to for every pipeline, board seconds (default: each pipeline's share of its
+        slack, ``host_cost.SLACK_SHARE``)."""
         self.backend, self.platform = backend, backend.platform
         self.socket_path = Path(socket_path)
         self.socket_group = socket_group
@@ -122,6 +129,16 @@ class Daemon:
         if not self.virtual:            # CPU stages compute on worker threads while the loop goes on
             self.engine.cpu = CpuExecutor(CPU_WORKERS)
             self.engine.cpu_besteffort = CpuExecutor(1)
+        if host_cost is None and not self.virtual:
+            from fpgashare.daemon.host_calibration import measure_host_cost
+
+            host_cost = measure_host_cost(backend)
+            log.info("host cost measured: %.3f ms a frame, %.3f ms a load, %.2f ns a byte (margin included)",
+                     host_cost.per_frame_s * 1e3, host_cost.per_load_s * 1e3, host_cost.per_byte_s * 1e9)
+        #: the host as a resource: admission's host check and the fabric's deadlines (ops.py),
+        #: its cost re-checked against the frames' (``_answer``)
+        self.host_watch = HostWatch(HostBudget(host_cost or FREE, self.dilation, host_reserve_s))
+        self.host_spent: dict[tuple[str, int], float] = {}   #: (pipeline, seq) -> host s its submit took
         self.stats = Stats()
         self.loop_latency = LoopLatency()     #: how late the loop runs what is due (status, metrics)
         self.off_loop = OffLoop()             #: slow work of a request (measurements, admission trials)
@@ -162,7 +179,11 @@ class Daemon:
         self.driver.run_until(t)
 
     def _answer(self, item: Frame | DnnRequest) -> None:
+        started = time.perf_counter()
         self.sessions.frame_done(item)
+        spent = self.host_spent.pop((item.pipeline.name, item.seq), None)
+        if spent is not None and not self.virtual:    # the re-check of the host's cost (host_cost.py)
+            self.host_watch.record(item.pipeline, spent + time.perf_counter() - started)
 
     def _failed(self, exc: BaseException) -> None:
         self.failure = exc
@@ -196,7 +217,8 @@ class Daemon:
         try:
             self.tenants = Tenants(self.limits, self.clients, DescriptorBudget.of_process(self.limits))
             self.ops = Ops(self.backend, self.driver, self.sessions, self.tenants, self.limits, self.off_loop,
-                           self.cpu_cost, lambda client, own: status(self, client, own=own))
+                           self.cpu_cost, lambda client, own: status(self, client, own=own),
+                           host_watch=self.host_watch, host_spent=self.host_spent, streams=self.streams)
             sweep_stale_rings()
             try:
                 mode = self.socket_path.lstat().st_mode

@@ -75,4 +75,5 @@ def status(daemon, client, own: bool = False) -> dict:
     return {"now": daemon.clock.now(), "dilation": daemon.dilation, "slots": slots,
             "port": {"loads": port.loads, "busy_s": port.busy_s, "queued": len(port.queue)},
             "pipelines": named, "outcomes": dict(daemon.stats.outcomes),
-            "clients": clients, "admin": admin, "loop": daemon.loop_latency.summary()}
+            "clients": clients, "admin": admin, "loop": daemon.loop_latency.summary(),
+            "host": daemon.host_watch.summary()}

@@ -30,6 +30,7 @@ LABEL_BOARD, LABEL_PLATFORM, LABEL_CAMERAS = "fpgashare.board", "fpgashare.catal
 CAMERA_SEP = "."                        # label values allow [A-Za-z0-9._-]: cameras are joined by dots
 WATCH_PERIOD_S = 0.2                    # how often the agent checks its daemon is there
 DNN_WINDOW = 4                          # images in flight per DNN batch (the daemon's ring slots)
+STREAM_IN_FLIGHT = 2                    # frames of one streamed pipeline in flight before the oldest is awaited
 
 
 def board_resource(board: str) -> str:
@@ -61,6 +62,7 @@ class BoardInfo:
     stream_milli: float = 1000.0
     pipelines: set[str] = field(default_factory=set)
     socket: str = ""                     #: the daemon's address as the board's agent reaches it
+    streams: int = 1                     #: video streams its daemon uses at most (each of stream_milli)
 
 
 def boards_from_nodes(nodes: list[dict]) -> dict[str, BoardInfo]:
@@ -134,8 +136,10 @@ class BoardAgent:
     def hello(self) -> dict:
         import ray
 
+        streams = int(self.fpga.request("hello").get("streams", 1))
         return {"board": self.board, "platform": self.fpga.platform, "dilation": self.fpga.dilation,
-                "socket": self.socket_path, "node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
+                "socket": self.socket_path, "node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
+                "streams": streams}
 
     def admit(self, name: str, fields: dict) -> dict:
         """The daemon's exact admission test: ``{"ok": True, ...}`` or ``{"ok": False, "reason"}``."""
@@ -167,6 +171,42 @@ class BoardAgent:
         except (OSError, FpgashareError) as exc:
             return {"outcome": "error", "reason": _submit_failure(exc)}
         return outcome_of(lambda: fut.result(timeout=self.fpga.timeout))
+
+    def clock(self) -> float:
+        """The daemon's clock (board seconds; it stands still while a simulated board computes)."""
+        return self.fpga.clock()
+
+    def stream(self, name: str, shape: tuple[int, ...], period_s: float, board_seconds: float) -> dict:
+        """Send the pipeline a frame every ``period_s`` board seconds for ``board_seconds`` (paced on
+        the daemon's clock, as a camera would), and count how the frames ended: ``frames``,
+        ``on_time``, ``late``, ``dropped``, ``error`` (each frame exactly once)."""
+        pipe = self.pipes.get(name)
+        counts = {"frames": 0, "on_time": 0, "late": 0, "dropped": 0, "error": 0}
+        if pipe is None:
+            return {**counts, "reason": f"pipeline {name!r} is not on board {self.board}"}
+        frame = np.zeros(shape, np.uint8)
+        start = self.fpga.clock()
+        pending = []
+        for k in range(max(1, int(board_seconds / period_s))):
+            self.fpga.sleep_until(start + k * period_s)    # the daemon's clock, at its dilation
+            counts["frames"] += 1
+            try:
+                fut = pipe.submit(frame)
+            except FrameDropped:
+                counts["dropped"] += 1
+                continue
+            except (OSError, FpgashareError):
+                counts["error"] += 1
+                continue
+            pending.append(fut)
+            while len(pending) > STREAM_IN_FLIGHT:      # frames end within a deadline: the oldest is (nearly) done
+                counts[self._frame_outcome(pending.pop(0))] += 1
+        for fut in pending:
+            counts[self._frame_outcome(fut)] += 1
+        return counts
+
+    def _frame_outcome(self, fut) -> str:
+        return outcome_of(lambda: fut.result(timeout=self.fpga.timeout))["outcome"]
 
     def infer_batch(self, name: str, images: np.ndarray) -> list[dict]:
         """DNN images, at most DNN_WINDOW in the daemon at once; one outcome per image, in order."""

@@ -121,15 +121,18 @@ def cmd_bench(args) -> int:
     lines = [f"fleet bench {workload.path.stem} ({args.platforms or workload.platform.name}), simulated boards on "
              f"the model backend, dilation {args.dilation:g}",
              f"{'boards':>6} {'admitted':>8} {'per board':>24} {'placement p50/p99 ms':>21} "
-             f"{'DNN img/s (board time)':>23} {'per board':>24}"]
+             f"{'frames':>7} {'missed':>6} {'DNN img/s (board time)':>23} {'per board':>24}"]
     for r in rows:
         lines.append(f"{r['boards']:>6} {r['admitted']:>8} {json.dumps(r['admitted_per_board']):>24} "
-                     f"{r['placement_p50_ms']:>10.1f}/{r['placement_p99_ms']:<10.1f} {r['dnn_images_per_s']:>23,.0f} "
-                     f"{json.dumps(r['dnn_per_board']):>24}")
+                     f"{r['placement_p50_ms']:>10.1f}/{r['placement_p99_ms']:<10.1f} {r['frames']:>7} "
+                     f"{r['missed']:>6} {r['dnn_images_per_s']:>23,.0f} {json.dumps(r['dnn_per_board']):>24}")
+        for board, f in r["frames_per_board"].items():
+            lines.append(f"{'':>6} {board}: {f['frames']} frames, {f['on_time']} on time, {f['late']} late, "
+                         f"{f['dropped']} dropped, {f['error']} failed")
     base = rows[0]
     lines.append("scaling vs 1 board: admitted " + " / ".join(f"{r['admitted'] / max(base['admitted'], 1):.2f}"
                                                               for r in rows)
-                 + ", DNN " + " / ".join(f"{r['dnn_images_per_s'] / max(base['dnn_images_per_s'], 1e-9):.2f}"
+                 + ", DNN " + " / ".join(_ratio(r['dnn_images_per_s'], base['dnn_images_per_s'])
                                          for r in rows))
     lines.append("memory per board node (raylet + agent) / daemon, MB: "
                  + ", ".join(f"{b}: {m['node_mb']:.0f} / {m['daemon_mb']:.0f}" for b, m in memory.items()))
@@ -138,9 +141,15 @@ def cmd_bench(args) -> int:
 
 
 def bench_boards(fpga, workload, boards: list[str], args) -> dict:
-    """One row: pipelines admitted on ``boards`` and DNN images per board-second there."""
+    """One row: pipelines admitted on ``boards``; then every admitted pipeline streams for
+    ``args.stream_seconds`` board seconds (paced on its board's clock, by its board's agent) while
+    DNN images are spread over the same boards. Frames are counted per board as they ended; DNN
+    images per second are each board's images over its own clock's seconds (a simulated board's
+    clock stands still while the host computes for it, so this is the board's rate, not the host's)."""
     import ray
     from fpgashare.client import AdmissionRejected
+    from fpgashare.dnn.planning import network
+    from fpgashare.fleet.controller import AGENT_PREFIX
 
     ray.get(fpga.controller.reset_decisions.remote())
     realtime = [p for p in workload.pipelines if p.klass == "realtime"]
@@ -154,37 +163,75 @@ def bench_boards(fpga, workload, boards: list[str], args) -> dict:
                                      frame_shape=spec.frame, boards=boards)
             except AdmissionRejected:
                 continue
-            pipes.append(pipe)
+            pipes.append((pipe, spec))
             per_board[pipe.board] += 1
             admitted += 1
             placed_this_round += 1
         if not placed_this_round:
             break
     placement = ray.get(fpga.controller.status.remote())["placement_ms"]
-    for pipe in pipes:
-        pipe.close()
+    agents = {b: fpga.agent(AGENT_PREFIX + b) for b in boards}
     model = next((p.model for p in workload.pipelines if p.klass == "besteffort"), None) or "digits_cnn"
     dnn = fpga.dnn(f"dnn_{len(boards)}", model, boards=boards)
-    from fpgashare.dnn.planning import network
-
     shape = network(model).input_shape
     image = np.zeros(shape[:2] if shape[2] == 1 else shape, np.uint8)
-    for f in [dnn.submit(image) for _ in range(64 * len(dnn.boards))]:   # warm up every board's path
-        f.result(timeout=120)
-    start_done = dict(dnn.done)
-    start = time.monotonic()
+    # Streams start together and the DNN's images come meanwhile, never before: with pipelines
+    # admitted and no frame yet, a frame may come at any instant, so a partition whose pipelines
+    # leave less than a batch of slack runs no batch until their frames' releases are known.
+    streams = [(pipe.board, agents[pipe.board].stream.remote(pipe.name, _frame_shape(spec), spec.period_s,
+                                                                args.stream_seconds)) for pipe, spec in pipes]
+    clock0 = {b: ray.get(a.clock.remote()) for b, a in agents.items()}
+    done0 = dict(dnn.done)
     futures = []
-    while time.monotonic() - start < args.dnn_seconds:
-        while dnn.backlog.qsize() < 256 * len(dnn.boards):
+    pending = [ref for _, ref in streams]
+    wall0 = time.monotonic()
+    while pending or time.monotonic() - wall0 < args.dnn_seconds:
+        while dnn.backlog.qsize() < 64 * len(dnn.boards):
             futures.append(dnn.submit(image))
-        time.sleep(0.005)         # real waiting: keep the queues full without spinning
-    wall = time.monotonic() - start
-    done = {b: dnn.done[b] - start_done[b] for b in dnn.boards}
+        _, pending = ray.wait(pending, num_returns=len(pending), timeout=0.05) if pending else ([], [])
+        if not pending:
+            time.sleep(0.05)       # real waiting: keep the DNN queues full for the rest of the window
+    done = {b: dnn.done.get(b, 0) - done0.get(b, 0) for b in boards}
+    clock1 = {b: ray.get(a.clock.remote()) for b, a in agents.items()}
+    frames = {b: {"frames": 0, "on_time": 0, "late": 0, "dropped": 0, "error": 0} for b in boards}
+    for board, ref in streams:
+        counts = ray.get(ref)
+        for k in frames[board]:
+            frames[board][k] += counts.get(k, 0)
+    # The pipelines leave before the images still queued are waited for: an admitted pipeline that
+    # has stopped sending may send again at any instant, so its partition starts no batch longer
+    # than its slack, and images queued behind it would wait for good.
+    for pipe, _ in pipes:
+        pipe.close()
+    dnn.close()                  # images a board has not run end there (dropped, with the reason)
+    unrun = 0
     for f in futures:
-        f.result(timeout=300)
-    dnn.close()
+        try:
+            f.result(timeout=120)
+        except TimeoutError:
+            raise FpgashareError(f"{len(boards)} boards: a DNN image never ended") from None
+        except FpgashareError:
+            unrun += 1
+    rates = {b: done[b] / max(clock1[b] - clock0[b], 1e-9) for b in boards}
     return {"boards": len(boards), "admitted": admitted, "admitted_per_board": per_board,
             "placement_p50_ms": placement["p50"], "placement_p99_ms": placement["p99"],
             "placement_decisions": placement["decisions"],
-            "dnn_images_per_s": sum(done.values()) / wall * args.dilation,
-            "dnn_per_board": {b: round(n / wall * args.dilation) for b, n in done.items()}}
+            "frames_per_board": frames,
+            "frames": sum(f["frames"] for f in frames.values()),
+            "missed": sum(f["late"] + f["dropped"] + f["error"] for f in frames.values()),
+            "board_seconds": {b: round(clock1[b] - clock0[b], 4) for b in boards},
+            "dnn_images_per_s": sum(rates.values()), "dnn_images_not_run": unrun,
+            "dnn_per_board": {b: round(r) for b, r in rates.items()}}
+
+
+def _frame_shape(spec) -> tuple[int, ...]:
+    """The array a pipeline's first stage takes for a frame of ``spec.frame`` (RGB stages: 3 planes)."""
+    from fpgashare.backends.simrun import resolve_chain
+
+    chain = resolve_chain([s.name for s in spec.stages], {})
+    return tuple(chain[0].kind.input_shape(*spec.frame))
+
+
+def _ratio(value: float, base: float) -> str:
+    """``value`` / ``base``, or "-" where the one board's figure is 0 (no ratio to give)."""
+    return f"{value / base:.2f}" if base else "-"

@@ -2,9 +2,10 @@
 them when a board dies.
 
 Placement: the candidate boards come from Ray's node table (live nodes with the board resources,
-of a platform that has the pipeline's modules, holding its camera if it is tied to one), ordered by
-the stream time left under the capacity the node declares (most left first, so load spreads and a
-lost board takes the least with it); the board's own daemon then runs the exact admission test. A
+of a platform that has the pipeline's modules, holding its camera if it is tied to one, and with
+stream time left: every stream the board's daemon uses, each of the capacity the node declares),
+ordered by the stream time placed on them (least first, so load spreads and a lost board takes the
+least with it); the board's own daemon then runs the exact admission test. A
 refusal tries the next board; when none admits, the caller gets every board's reason.
 
 Failover: the controller waits on each agent's ``watch`` call. It ends when the daemon stops
@@ -93,7 +94,7 @@ class Controller:
         except Exception as exc:         # a board whose daemon does not answer yet is tried again later
             log.warning("board %s: no agent (%s)", info.name, exc)
             return
-        info.platform, info.socket = hello["platform"], hello["socket"]
+        info.platform, info.socket, info.streams = hello["platform"], hello["socket"], int(hello.get("streams", 1))
         self.boards[info.name], self.agents[info.name] = info, agent
         self.used[info.name] = 0.0
         self.lost_boards.pop(info.name, None)
@@ -192,11 +193,15 @@ class Controller:
             if isinstance(need, str):
                 reasons[name] = need
                 continue
-            left = info.stream_milli - self.used[name]
-            if need > left:
-                reasons[name] = f"stream full ({self.used[name] / 10:.1f}% taken, {need / 10:.1f}% needed)"
+            # A chain streams on one stream; the daemon partitions its streams as pipelines come,
+            # so the board's capacity is every stream's time (the daemon's admission decides).
+            capacity = info.stream_milli * info.streams
+            left = capacity - self.used[name]
+            if need > min(left, info.stream_milli):
+                reasons[name] = (f"stream full ({self.used[name] / 10:.1f}% of {info.streams} stream(s) taken, "
+                                 f"{need / 10:.1f}% of one needed)")
                 continue
-            ranked.append((-left, name, need))
+            ranked.append((self.used[name], name, need))    # the least stream time placed first: load spreads
         ranked.sort()
         return [name for _, name, _ in ranked], reasons
 
@@ -330,7 +335,8 @@ class Controller:
 
         with self._lock:
             boards = {name: {"platform": b.platform, "cameras": list(b.cameras), "alive": b.alive,
-                             "node_id": b.node_id, "stream_used_pct": round(self.used.get(name, 0.0) / 10, 1),
+                             "node_id": b.node_id, "streams": b.streams,
+                             "stream_used_pct": round(self.used.get(name, 0.0) / 10 / b.streams, 1),
                              "pipelines": sorted(n for n, p in self.pipelines.items() if name in p.boards),
                              **({"lost": self.lost_boards[name]} if name in self.lost_boards else {})}
                       for name, b in self.boards.items()}

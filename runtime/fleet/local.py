@@ -46,6 +46,9 @@ class LocalFleet:
     dilation: float = 20.0
     health_period_ms: int = 500         # Ray's node health check: a dead node is declared after
     health_failures: int = 3            # period x failures (1.5 s; the default is 5 s x 5)
+    #: each daemon's --host-reserve-ms (None: its default, from the host cost it measures; 0: the
+    #: host taken as free, for tests that are not about it)
+    host_reserve_ms: float | None = None
     run_dir: Path | None = None
     cluster: object = None
     _tmp: object = field(default=None, repr=False)
@@ -93,6 +96,8 @@ class LocalFleet:
         board.log_path = self.run_dir / f"{board.name}.log"
         cmd = [sys.executable, "-m", "fpgashare.cli", "daemon", "--board", self.backend, "--platform",
                board.platform, "--socket", str(board.socket), "--dilation", str(board.dilation or self.dilation)]
+        if self.host_reserve_ms is not None:
+            cmd += ["--host-reserve-ms", str(self.host_reserve_ms)]
         with open(board.log_path, "wb") as out:
             board.daemon = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
         deadline = time.monotonic() + DAEMON_START_S

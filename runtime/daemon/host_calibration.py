@@ -1,0 +1,73 @@
+"""The daemon's own work on this host, measured at start (runtime/sched/host/host_cost.py has the
+model and the argument): what admission's host check counts per frame, per byte and per load."""
+
+from __future__ import annotations
+
+import time
+
+from fpgashare.backends.base import Backend
+
+CALIBRATION_BATCHES = 5
+
+
+def measure_host_cost(backend: Backend, frames: int = 200, margin: float | None = None):
+    """The daemon's own work on this host (runtime/sched/host/host_cost.py), measured here, times
+    ``margin`` (default CALIBRATION_MARGIN): a throwaway engine on a model of the same platform
+    and a virtual clock takes ``frames`` small frames in CALIBRATION_BATCHES batches (the median
+    batch's time per frame: the engine's bookkeeping, dispatch and completion, a frame's request
+    and reply encoded and decoded), a 4 MB frame is copied (per byte), and a partial load is
+    started and ended on the model. Another request's handling on the loop (``block_s``) is taken
+    as one frame's work; the daemon's loop-latency monitor re-checks it while it runs. Never
+    touches ``backend``'s slots."""
+    import numpy as np
+    from fpgashare.backends.model import ModelBackend
+    from fpgashare.catalogue.workload import realtime_spec
+    from fpgashare.sched.board.online import OnlineEngine
+    from fpgashare.sched.core.clock import VirtualClock
+    from fpgashare.sched.host.host_cost import CALIBRATION_MARGIN, HostCost
+    from fpgashare.sched.policies.registry import make_policy
+    from fpgashare.wire.protocol import HEADER, decode, encode, reply
+
+    margin = CALIBRATION_MARGIN if margin is None else margin
+    platform = backend.platform
+    model = ModelBackend(platform)
+    clock = VirtualClock()
+    engine = OnlineEngine(platform, model, make_policy("edf"), clock)
+    engine.begin()
+    spec = realtime_spec("host_probe", ["threshold"], 0.002, 0.002, [8, 8], platform)
+    engine.add_pipeline(spec)
+    pixels = np.zeros((8, 8), np.uint8)
+    t = 0.0
+    for _ in range(3):                       # the pipeline's switch and its first load: not per frame
+        t += 0.002
+        clock.wait_until(t)
+        engine.advance_to(t)
+    submit = encode({"op": "submit", "id": 1, "pipeline": "host_probe", "slot": 0, "shape": [8, 8], "dtype": "uint8"})
+    batches = []
+    for _ in range(CALIBRATION_BATCHES):     # the median batch: one preempted batch is not the host's speed
+        start = time.perf_counter()
+        for _ in range(max(1, frames // CALIBRATION_BATCHES)):
+            decode(submit[HEADER.size:])
+            engine.submit("host_probe", pixels)
+            t += 0.002
+            while (due := engine.next_event_s()) is not None and due <= t:
+                clock.wait_until(max(due, clock.now()))
+                engine.advance_to(clock.now())
+            clock.wait_until(t)
+            engine.advance_to(t)
+            reply(1, outcome="on_time", reason=None, slot=0, latency_ms=0.1)
+        batches.append((time.perf_counter() - start) / max(1, frames // CALIBRATION_BATCHES))
+    per_frame = float(np.median(batches))
+    big, out = np.zeros(4 << 20, np.uint8), np.empty(4 << 20, np.uint8)
+    copies = []
+    for _ in range(CALIBRATION_BATCHES):     # the median again (the first copy also faults the pages in)
+        start = time.perf_counter()
+        np.copyto(out, big)
+        copies.append((time.perf_counter() - start) / big.size)
+    per_byte = float(np.median(copies))
+    start = time.perf_counter()
+    for k in range(10):
+        model.load(k % len(platform.slots), "threshold")
+    per_load = (time.perf_counter() - start) / 10
+    cost = HostCost(per_frame, per_byte, per_load, per_frame).scaled(margin)
+    return cost

@@ -36,6 +36,7 @@ from fpgashare.client import connect
 from fpgashare.daemon import Daemon, DaemonThread
 from fpgashare.daemon.eventloop import SPIN_S
 from fpgashare.errors import FpgashareError
+from fpgashare.sched.host.host_cost import HostCost
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_RATIO = 3.0
@@ -142,11 +143,13 @@ def serving(path: Path, own_process: bool):
     """A daemon on the model backend at dilation 1 on ``path``: on a thread of this process, or
     (``own_process``) as ``fpgashare daemon`` in a process of its own, as apps meet it."""
     if not own_process:
-        with DaemonThread(Daemon(make_backend("model", load_platform("zcu104")), path, dilation=1.0)):
+        # the host taken as free here: this measures the trip, the host check is host_limit.py's
+        with DaemonThread(Daemon(make_backend("model", load_platform("zcu104")), path, dilation=1.0,
+                                 host_cost=HostCost())):
             yield None
         return
-    daemon = subprocess.Popen([sys.executable, "-m", "fpgashare.cli", "daemon", "--board", "model", "--platform",
-                               "zcu104", "--socket", str(path), "--dilation", "1"], cwd=ROOT,
+    daemon = subprocess.Popen([sys.executable, "-m", "fpgashare.cli", "daemon", "--host-reserve-ms", "0", "--board",
+                               "model", "--platform", "zcu104", "--socket", str(path), "--dilation", "1"], cwd=ROOT,
                               stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60

@@ -18,7 +18,7 @@ from tests.test_daemon import RunningDaemon
 @pytest.fixture
 def video(tmp_path):
     """Six frames of the demo's video (moving shapes and digits), as the apps read it."""
-    from fpgashare.cli.demo import make_video
+    from fpgashare.cli.demo_video import make_video
 
     return make_video(tmp_path / "shapes.avi", 6)
 

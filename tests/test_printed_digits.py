@@ -8,7 +8,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
-from fpgashare.cli.demo import score_readings, write_video
+from fpgashare.cli.demo_video import score_readings, write_video
 from fpgashare.dnn.models import MODELS_DIR, printed_digits
 from fpgashare.dnn.printed_digits import MIN_SIDE, NOT_A_DIGIT, digit_crops, match, rendered_set
 from fpgashare.dnn.reference import logits

@@ -34,7 +34,10 @@ def measure_host_cost(backend: Backend, frames: int = 200, margin: float | None 
     clock = VirtualClock()
     engine = OnlineEngine(platform, model, make_policy("edf"), clock)
     engine.begin()
-    spec = realtime_spec("host_probe", ["threshold"], 0.002, 0.002, [8, 8], platform)
+    # Any one-input module the platform offers (a demo's cut-down catalogue may lack threshold):
+    # what is timed is the daemon's bookkeeping around a frame, not the module.
+    module = probe_module(platform)
+    spec = realtime_spec("host_probe", [module], 0.002, 0.002, [8, 8], platform)
     engine.add_pipeline(spec)
     pixels = np.zeros((8, 8), np.uint8)
     t = 0.0
@@ -66,8 +69,25 @@ def measure_host_cost(backend: Backend, frames: int = 200, margin: float | None 
         copies.append((time.perf_counter() - start) / big.size)
     per_byte = float(np.median(copies))
     start = time.perf_counter()
+    homes = [s.index for s in platform.slots_for(module)]
     for k in range(10):
-        model.load(k % len(platform.slots), "threshold")
+        model.load(homes[k % len(homes)], module)
     per_load = (time.perf_counter() - start) / 10
     cost = HostCost(per_frame, per_byte, per_load, per_frame).scaled(margin)
     return cost
+
+
+def probe_module(platform) -> str:
+    """The module the calibration runs: threshold if the platform has it, else its first module
+    that takes a grey frame and fits a slot of its own."""
+    from fpgashare.catalogue.modules import KINDS
+    from fpgashare.errors import FpgashareError
+
+    if "threshold" in platform.modules and platform.slots_for("threshold"):
+        return "threshold"
+    for name in sorted(platform.modules):
+        kind = KINDS.get(name)
+        if kind is not None and name != "dnn_tile" and platform.slots_for(name) \
+                and kind.input_shape(8, 8) == (8, 8):
+            return name
+    raise FpgashareError(f"{platform.name} has no module the host calibration could run")

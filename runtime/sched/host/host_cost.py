@@ -145,10 +145,14 @@ class HostBudget:
             busy = self.busy_s([*[q for q in others if q.realtime], replace(p, jitter_s=p.jitter_s + reserve)])
             reserve = min(reserve, HEADROOM * busy)
         deadline, jitter = p.deadline_s - 2 * reserve, p.jitter_s + reserve
-        if deadline < p.exec_s or jitter >= p.period_s:
+        if deadline < p.exec_s:
             return (f"the host: its response bound of {reserve * 1e3:.3f} ms each way (the daemon's own work per "
                     f"frame, measured on this host) leaves {max(deadline, 0.0) * 1e3:.3f} ms of "
                     f"{p.name}'s {p.deadline_s * 1e3:.3f} ms deadline for a {p.exec_s * 1e3:.3f} ms frame")
+        if jitter >= p.period_s:
+            return (f"the host: its response bound of {reserve * 1e3:.3f} ms (the daemon's own work per frame, "
+                    f"measured on this host) makes {p.name}'s releases jitter {jitter * 1e3:.3f} ms, not less "
+                    f"than its {p.period_s * 1e3:.3f} ms period")
         self.reserves[p.name] = reserve
         return replace(p, deadline_s=deadline, jitter_s=jitter)
 

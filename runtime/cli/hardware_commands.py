@@ -4,25 +4,16 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from pathlib import Path
 
 import numpy as np
-from fpgashare.cli import inputs as cli_inputs
+from fpgashare.cli.output import emit
 from fpgashare.errors import FpgashareError
 
 log = logging.getLogger("fpgashare")
 
-_positive_int = cli_inputs.positive_int
-
-
-def _emit(obj: dict, as_json: bool, lines: list[str]) -> None:
-    if as_json:
-        sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
-    else:
-        sys.stdout.write("\n".join(lines) + "\n")
 
 
 def cmd_bitstream_build(args: argparse.Namespace) -> int:
@@ -35,7 +26,7 @@ def cmd_bitstream_build(args: argparse.Namespace) -> int:
     entries = build_all(platform, Path(args.out))
     lines = [f"{e.path}  {e.size:>9} B  {e.slot:<18} {e.module:<12} sha256 {e.sha256[:16]}" for e in entries]
     lines.append(f"{len(entries)} partial bitstreams for {platform.name}, index {Path(args.out) / 'index.json'}")
-    _emit({"platform": platform.name, "files": [str(e.path) for e in entries]}, args.json, lines)
+    emit({"platform": platform.name, "files": [str(e.path) for e in entries]}, args.json, lines)
     return 0
 
 
@@ -49,7 +40,7 @@ def _bitstream_build_relocatable(platform, out: Path, as_json: bool) -> int:
              for e in entries]
     lines.append(f"{len(entries)} relocatable partial bitstreams for {platform.name} serve {pairs} (slot, module) "
                  f"pairs; index {out / 'index.json'}")
-    _emit({"platform": platform.name, "relocatable": True, "files": [str(e.path) for e in entries],
+    emit({"platform": platform.name, "relocatable": True, "files": [str(e.path) for e in entries],
            "pairs": pairs}, as_json, lines)
     return 0
 
@@ -85,7 +76,7 @@ def cmd_bitstream_inspect(args: argparse.Namespace) -> int:
     report = inspect_bytes(data, platform)
     info = {"file": str(path), "platform": platform.name, **report.as_dict()}
     lines = [f"{k:>16}: {v}" for k, v in info.items()]
-    _emit(info, args.json, lines)
+    emit(info, args.json, lines)
     if not report.verdict.ok:
         sys.stderr.write(f"error: {path}: {report.verdict.message()}\n")
         return 1
@@ -118,7 +109,7 @@ def cmd_board_package(args: argparse.Namespace) -> int:
         lines.append(f"  dfx-mgr firmware folder: {result.dfx_mgr}")
     lines += [f"  still needed: {m}" for m in result.missing]
     lines.append(f"  install: sudo cp -r {result.out}/. /etc/fpgashare/")
-    _emit(result.as_dict(), args.json, lines)
+    emit(result.as_dict(), args.json, lines)
     return 0
 
 
@@ -158,7 +149,7 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
              f"  simulated in {result.wall_s:.2f} s wall ({result.load_wall_s:.2f} s loading); streaming "
              f"{result.pixels_per_s / 1e6:.2f} M px/s wall, {result.pixels_per_cpu_s / 1e6:.2f} M per CPU s; "
              f"wrote {out_path}"]
-    _emit(info, args.json, lines)
+    emit(info, args.json, lines)
     return 0
 
 
@@ -201,5 +192,5 @@ def cmd_rtl_synth(args: argparse.Namespace) -> int:
             lines.append(f"{'':<12} {'manifest':<11} {cols(row['manifest'])}  "
                          f"{'yes' if row['fits'] else 'NO (' + '; '.join(over) + ')'}"
                          f"{'' if row['headroom_ok'] else '  (manifest outside 1x..1.5x)'}")
-    _emit(result, args.json, lines)
+    emit(result, args.json, lines)
     return 0

@@ -4,23 +4,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 
-from fpgashare.cli import inputs as cli_inputs
+from fpgashare.cli.output import emit
 from fpgashare.errors import FpgashareError
 
 log = logging.getLogger("fpgashare")
 
-_positive_int = cli_inputs.positive_int
-
-
-def _emit(obj: dict, as_json: bool, lines: list[str]) -> None:
-    if as_json:
-        sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
-    else:
-        sys.stdout.write("\n".join(lines) + "\n")
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -33,7 +24,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     summary = run_demo(args.platform, args.out, frames, args.backend, progress=sys.stderr.isatty(),
                        size=parse_size(args.size), apps=parse_apps(args.apps),
                        streams=DEMO_STREAMS if args.streams is None else args.streams)
-    _emit(summary, args.json, report_lines(summary))
+    emit(summary, args.json, report_lines(summary))
     missed = sum(p["late"] + p["dropped"] for p in summary["pipelines"].values() if p["class"] == "realtime")
     return 0 if not missed else 1
 
@@ -43,7 +34,7 @@ def cmd_dnn_eval(args: argparse.Namespace) -> int:
     from fpgashare.dnn.evaluate import evaluate, report_lines
 
     result = evaluate(args.model, args.tiles, load_platform(args.platform), args.images, args.backend, args.out)
-    _emit(result, args.json, report_lines(result))
+    emit(result, args.json, report_lines(result))
     return 0
 
 
@@ -51,7 +42,7 @@ def cmd_dnn_import(args: argparse.Namespace) -> int:
     from fpgashare.dnn.onnx_report import import_report
 
     report, lines = import_report(args.model, args.tiles, args.platform, args.out)
-    _emit(report, args.json, lines)
+    emit(report, args.json, lines)
     return 0 if report["accepted"] else 1
 
 
@@ -61,7 +52,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     schedulers = [s.strip() for s in args.scheduler.split(",") if s.strip()]
     report = bench(args.workload, schedulers, args.backend, args.trace, args.sweep, args.gantt, args.streams,
                    limit=args.limit, plan=args.plan)
-    _emit(report, args.json, report_lines(report))
+    emit(report, args.json, report_lines(report))
     return 0
 
 
@@ -151,7 +142,7 @@ def cmd_status(args: argparse.Namespace) -> int:
               f"miss rate {100 * p['miss_rate']:.1f}%" for name, p in status["pipelines"].items()]
     lines += [f"  client {c['id']} (pid {c['pid']}, uid {c['uid']}): {', '.join(c['pipelines']) or '-'}"
               for c in status["clients"]]
-    _emit(status, args.json, lines)
+    emit(status, args.json, lines)
     return 0
 
 

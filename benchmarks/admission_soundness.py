@@ -33,10 +33,10 @@ from fpgashare.backends.model import ModelBackend
 from fpgashare.catalogue.workload import Workload
 from fpgashare.cli.bench import unadmitted_misses
 from fpgashare.sched.analysis.admission import admit
+from fpgashare.sched.board.board import run_board
 from fpgashare.sched.board.stream_plan import plan_streams
-from fpgashare.sched.board.streams import run_streams
-from fpgashare.sched.core.engine import run_workload
 from fpgashare.sched.policies.edf import EdfPolicy
+from fpgashare.sched.sources.periodic import run_workload
 
 from benchmarks.limit_gap import LONG_RUN_HYPERPERIODS, small_workload
 from benchmarks.results import write_result
@@ -65,7 +65,7 @@ def check(seed: int, max_s: float, streams: bool = False, phased: bool = False) 
         plan = plan_streams(workload, count, phased=phased)
         admit_ms = (time.perf_counter() - started) * 1e3
         kept = {p.name for p in plan.admitted}
-        engine, summary = run_streams(workload, ModelBackend(workload.platform), plan, EdfPolicy)
+        engine, summary = run_board(workload, ModelBackend(workload.platform), plan, EdfPolicy)
         engine.pin_moves = sum(e.pin_moves for e in engine.parts)
     else:
         count = 1

@@ -32,8 +32,8 @@ from fpgashare.backends.sim import SimBackend
 from fpgashare.catalogue.platform import load_platform, manifest_at_pixels_per_clock
 from fpgashare.catalogue.workload import load_workload
 from fpgashare.sched.analysis.control_traffic import control_seconds
+from fpgashare.sched.board.board import run_board
 from fpgashare.sched.board.stream_plan import spread_plan
-from fpgashare.sched.board.streams import run_streams
 from fpgashare.sched.policies.edf import EdfPolicy
 
 from benchmarks.results import write_result
@@ -95,9 +95,9 @@ def compare(path: Path) -> dict:
     streams = random.Random(workload.seed).randint(2, platform.streams)
     plan = spread_plan(workload, streams)
     start = time.perf_counter()
-    model, model_sum = run_streams(workload, ModelBackend(platform, streams), plan, EdfPolicy, want_output=True)
+    model, model_sum = run_board(workload, ModelBackend(platform, streams), plan, EdfPolicy, want_output=True)
     board = TimedSim(platform, streams)
-    sim, summary = run_streams(workload, board, plan, EdfPolicy, want_output=True)
+    sim, summary = run_board(workload, board, plan, EdfPolicy, want_output=True)
     wall = time.perf_counter() - start
     outputs = {f.key: f.output for f in model.frames}
     done = [f for f in sim.frames if f.output is not None]

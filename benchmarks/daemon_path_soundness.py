@@ -7,8 +7,8 @@ period, release jitter up to 2 ms) that register at random times in random order
 leaving later, and best-effort DNN apps that send bursts of images. An app's camera starts when
 its registration returns (its mode change is done: runtime/sched/analysis/mode_change.py), at a random
 phase, and sends frame k at start + k x period + a random delay within its declared jitter.
-The engine the daemon runs (one ``OnlineEngine``, or ``OnlineStreams`` on several streams) runs on
-a virtual clock over the twin.
+The board the daemon runs (``Board``: one partition, partitions found as apps come, or a fixed
+split) runs on a virtual clock over the twin.
 
 Counted, as the app sees it: frames of admitted pipelines that did not end on time by their
 arrival + deadline (the claim: none), frames and images that ended other than exactly once
@@ -37,8 +37,8 @@ from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.workload import DNN_MODELS, PipelineSpec, realtime_spec
 from fpgashare.dnn.planning import network
 from fpgashare.errors import FpgashareError
-from fpgashare.sched.board.online import OnlineEngine
-from fpgashare.sched.board.online_streams import OnlineStreams, split_slots
+from fpgashare.sched.board.board import Board
+from fpgashare.sched.board.board_admission import split_slots
 from fpgashare.sched.core.clock import VirtualClock
 from fpgashare.sched.policies.registry import make_policy
 
@@ -115,14 +115,13 @@ def replay(seed: int) -> dict:
     clock = VirtualClock()
     backend = ModelBackend(platform)
     online = streams > 1 and rng.random() < 0.5      # the daemon's default: partitions found as apps come
-    if streams == 1:
-        engine = OnlineEngine(platform, backend, make_policy("edf"), clock)
-    elif online:
-        engine = OnlineStreams(platform, backend, lambda: make_policy("edf"), clock,
-                               [tuple(s.index for s in platform.slots)], cap=streams)
+    if streams == 1 or online:
+        engine = Board.whole(platform, backend, lambda: make_policy("edf"), clock, cap=streams)
     else:
-        engine = OnlineStreams(platform, backend, lambda: make_policy("edf"), clock, split_slots(platform, streams))
-    parts = (lambda: [e for _, e in engine._every()]) if streams > 1 else (lambda: [engine])
+        engine = Board(platform, backend, lambda: make_policy("edf"), clock, split_slots(platform, streams))
+    def parts() -> list:
+        return [e for _, e in engine.every()]
+
     for part in parts():
         part.want_output = False            # timing is the claim; outputs are the twin's
     ended: Counter = Counter()
@@ -208,9 +207,9 @@ def replay(seed: int) -> dict:
             "ended_twice": sum(1 for n in ended.values() if n != 1),
             "unended": sum(1 for f in (*frames, *images) if id(f) not in ended),
             "images": len(images), "dnn_done": sum(1 for r in images if r.outcome == "done"),
-            "switches": sum(p.changes.switches for p in parts()), "online": online,
+            "switches": sum(p.members.changes.switches for p in parts()), "online": online,
             "relayouts": getattr(engine, "relayouts", 0),
-            "longest_change_ms": round(max(p.changes.longest_s for p in parts()) * 1e3, 3)}
+            "longest_change_ms": round(max(p.members.changes.longest_s for p in parts()) * 1e3, 3)}
 
 
 def main() -> None:

@@ -36,8 +36,8 @@ from pathlib import Path
 
 from fpgashare.backends.model import ModelBackend
 from fpgashare.catalogue.workload import Workload
-from fpgashare.sched.board.online import OnlineEngine
-from fpgashare.sched.board.online_streams import OnlineStreams, split_slots
+from fpgashare.sched.board.board import Board
+from fpgashare.sched.board.board_admission import split_slots
 from fpgashare.sched.board.stream_plan import plan_streams
 from fpgashare.sched.core.clock import VirtualClock
 from fpgashare.sched.policies.registry import make_policy
@@ -56,8 +56,7 @@ def _register_all(engine, specs) -> list[str]:
             continue
         state = {}
         engine.add_pipeline(spec, admitted=True, on_ready=lambda s=state: s.setdefault("ready", True),
-                            **({"on_refused": lambda why, s=state: s.setdefault("refused", why)}
-                               if isinstance(engine, OnlineStreams) else {}))
+                            on_refused=lambda why, s=state: s.setdefault("refused", why))
         clock = engine.clock
         while not state and (due := engine.next_event_s()) is not None:
             clock.wait_until(max(due, clock.now()))
@@ -72,17 +71,13 @@ def compare(seed: int) -> dict:
     platform, most, apps, _, _ = episode(seed)
     most = min(platform.streams, len(platform.slots))
     specs = [a.spec for a in sorted(apps, key=lambda a: a.register_s)]
-    all_slots = [tuple(s.index for s in platform.slots)]
-    online_engine = (OnlineEngine(platform, ModelBackend(platform), make_policy("edf"), VirtualClock()) if most == 1
-                     else OnlineStreams(platform, ModelBackend(platform), lambda: make_policy("edf"), VirtualClock(),
-                                        all_slots, cap=most))
+    online_engine = Board.whole(platform, ModelBackend(platform), lambda: make_policy("edf"), VirtualClock(), cap=most)
     online_engine.begin()
     online = _register_all(online_engine, specs)
     fixed = {}
     for n in range(1, most + 1):
-        engine = (OnlineEngine(platform, ModelBackend(platform), make_policy("edf"), VirtualClock()) if n == 1
-                  else OnlineStreams(platform, ModelBackend(platform), lambda: make_policy("edf"), VirtualClock(),
-                                     split_slots(platform, n)))
+        engine = Board(platform, ModelBackend(platform), lambda: make_policy("edf"), VirtualClock(),
+                       split_slots(platform, n))
         engine.begin()
         fixed[n] = _register_all(engine, specs)
     offline = len(plan_streams(Workload(Path("<generated>"), platform, seed, 1.0, tuple(specs)), most).admitted)

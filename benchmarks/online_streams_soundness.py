@@ -26,7 +26,8 @@ import numpy as np
 from fpgashare.backends.model import ModelBackend
 from fpgashare.dnn.planning import network
 from fpgashare.errors import FpgashareError
-from fpgashare.sched.board.online_streams import OnlineStreams, split_slots
+from fpgashare.sched.board.board import Board
+from fpgashare.sched.board.board_admission import split_slots
 from fpgashare.sched.core.clock import VirtualClock
 from fpgashare.sched.policies.registry import make_policy
 
@@ -43,8 +44,7 @@ def replay(seed: int, streams: int, max_s: float = 2.0, dnn_every_s: float = DNN
     platform = workload.platform
     streams = min(streams, platform.streams, len(platform.slots))
     clock = VirtualClock()
-    engine = OnlineStreams(platform, ModelBackend(platform), lambda: make_policy("edf"), clock,
-                           split_slots(platform, streams))
+    engine = Board(platform, ModelBackend(platform), lambda: make_policy("edf"), clock, split_slots(platform, streams))
     for part in engine.parts:
         part.want_output = False            # timing is the claim; outputs are the twin's anyway
     ended: Counter = Counter()

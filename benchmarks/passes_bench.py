@@ -32,8 +32,8 @@ from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.catalogue.workload import Workload, realtime_spec
 from fpgashare.sched.analysis.admission import admit
-from fpgashare.sched.core.engine import run_workload
 from fpgashare.sched.policies.registry import make_policy
+from fpgashare.sched.sources.periodic import run_workload
 
 from benchmarks.results import write_result
 
@@ -104,7 +104,7 @@ def sim_check(seconds: float) -> dict:
     engine, summary = run_workload(replace(workload, pipelines=tuple(admission.admitted)),
                                    make_backend("sim", platform), make_policy("edf"),
                                    contract=admission.contract, want_output=True)
-    pixels = engine._pixels["edges"]
+    pixels = engine.source.pixels["edges"]
     want = chain_reference(spec.stages, pixels)
     exact = sum(f.output is not None and np.array_equal(f.output, want) for f in engine.frames)
     return {"passes": list(spec.passes), "admitted": bool(admission.admitted), **summary["pipelines"].get("edges", {}),

@@ -37,10 +37,10 @@ from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.vision_timing import chain_cycles
 from fpgashare.catalogue.workload import PipelineSpec, Workload
 from fpgashare.sched.analysis.schedulability import analyse
+from fpgashare.sched.board.board import run_board
 from fpgashare.sched.board.stream_plan import plan_streams
-from fpgashare.sched.board.streams import run_streams
-from fpgashare.sched.core.engine import run_workload
 from fpgashare.sched.policies.registry import make_policy
+from fpgashare.sched.sources.periodic import run_workload
 
 from benchmarks.results import write_result
 
@@ -106,14 +106,13 @@ def workload(n: int, chains=CHAINS, streams: int = 1) -> Workload:
 
 def replan_cost(n: int, repeats: int) -> dict:
     """Wall time of the daemon's re-plan when pipeline ``n`` registers (module docstring)."""
-    from fpgashare.sched.board.online_streams import OnlineStreams
+    from fpgashare.sched.board.board import Board
     from fpgashare.sched.board.relayout import replan_test
     from fpgashare.sched.core.clock import VirtualClock
 
     w = workload(n, STREAM_CHAINS, 4)
     platform = w.platform
-    board = OnlineStreams(platform, make_backend("model", platform), lambda: make_policy("edf"), VirtualClock(),
-                          [tuple(s.index for s in platform.slots)], cap=4)
+    board = Board.whole(platform, make_backend("model", platform), lambda: make_policy("edf"), VirtualClock(), cap=4)
     board.begin()
     *first, last = w.pipelines
     for spec in first:
@@ -134,7 +133,7 @@ def replan_cost(n: int, repeats: int) -> dict:
         start = time.perf_counter()
         replan_test(board, newcomer)()
         times.append(time.perf_counter() - start)
-        board._chosen.clear()
+        board.chosen.clear()
     samples = np.array(times) * 1e3
     return {"pipelines": n, "admitted_before": len(board.pipelines), "repeats": repeats,
             "p50_ms": round(float(np.percentile(samples, 50)), 2),
@@ -168,7 +167,7 @@ def main() -> int:
                     plan = plan_streams(ws, 4)
                     if len(plan.partitions) != min(n, 4) or plan.rejected:
                         raise SystemExit(f"{n} one-module chains did not spread over {min(n, 4)} streams")
-                    run_streams(ws, backend, plan, lambda t=timed: Timed(make_policy("edf"), t))
+                    run_board(ws, backend, plan, lambda t=timed: Timed(make_policy("edf"), t))
                 else:
                     timed = Timed(make_policy(name))
                     timed.watch(backend)

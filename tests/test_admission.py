@@ -21,8 +21,8 @@ from fpgashare.sched.analysis.admission import admit
 from fpgashare.sched.analysis.control_traffic import control_seconds
 from fpgashare.sched.analysis.processor_demand import demand_check
 from fpgashare.sched.analysis.schedulability import analyse
-from fpgashare.sched.core.engine import run_workload
 from fpgashare.sched.policies.edf import EdfPolicy
+from fpgashare.sched.sources.periodic import run_workload
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -127,13 +127,13 @@ def test_best_effort_work_on_a_board_without_a_tile_gets_a_reason_not_an_error(m
 def test_any_prefix_of_a_run_releases_exactly_as_the_run():
     """Jitter is drawn per (pipeline, frame index) from the seed, offsets shift the first release:
     a shorter run releases the same frames at the same times."""
-    from fpgashare.sched.core.engine import Engine
+    from fpgashare.sched.sources.periodic import workload_engine
 
     workload = random_workload(7, max_s=2.0)
     releases = []
     for duration in (workload.duration_s / 2, workload.duration_s):
-        engine = Engine(replace(workload, duration_s=duration), ModelBackend(workload.platform), EdfPolicy())
-        engine._schedule_releases()
+        engine = workload_engine(replace(workload, duration_s=duration), ModelBackend(workload.platform), EdfPolicy())
+        engine.source.schedule()
         releases.append({f.key: f.release for f in engine.frames})
     short, full = releases
     assert short and all(full[k] == t for k, t in short.items())
@@ -168,20 +168,20 @@ def test_a_pipeline_with_new_pins_is_ready_once_they_are_in_and_then_on_time():
     registration returns) once both pinned copies are loaded, so its first frame needs no load the
     analysis did not count; frames sent before then wait for the switch, their deadlines counting
     from their arrival."""
-    from fpgashare.sched.board.online import OnlineEngine
+    from fpgashare.sched.board.board import Board
     from fpgashare.sched.core.clock import VirtualClock
 
     platform = load_platform("pynq-z2")
-    engine = OnlineEngine(platform, ModelBackend(platform), EdfPolicy(), VirtualClock())
+    engine = Board.whole(platform, ModelBackend(platform), EdfPolicy, VirtualClock())
     engine.begin()
     spec = realtime_spec("twice", ["laplacian3x3", "gauss3x3"], 0.040, 0.0221, [1080, 1920], platform)
     ready: list[float] = []
-    engine.add_pipeline(spec, on_ready=lambda: ready.append(engine.now))
-    assert not ready and [p.name for p in engine.changes.joining()] == ["twice"]
+    engine.add_pipeline(spec, on_ready=lambda: ready.append(engine.clock.now()))
+    assert not ready and [p.name for p in engine.parts[0].members.changes.joining()] == ["twice"]
     while not ready and (due := engine.next_event_s()) is not None:
         engine.clock.wait_until(due)
         engine.advance_to(due)
-    assert ready and ready[0] >= 2 * engine.port.load_seconds(0) - 1e-9      # both copies loaded first
+    assert ready and ready[0] >= 2 * engine.parts[0].port.load_seconds(0) - 1e-9      # both copies loaded first
     assert sorted(engine.contract.pinned.values()) == ["conv3x3", "conv3x3"]
     frames = []
     for k in range(5):
@@ -197,11 +197,11 @@ def test_a_pipeline_with_new_pins_is_ready_once_they_are_in_and_then_on_time():
 def test_frames_sent_before_the_switch_count_from_their_arrival():
     """A frame sent while its pipeline's mode change is under way waits for the switch; its
     deadline as the app sees it still counts from its arrival (nothing shifts it)."""
-    from fpgashare.sched.board.online import OnlineEngine
+    from fpgashare.sched.board.board import Board
     from fpgashare.sched.core.clock import VirtualClock
 
     platform = load_platform("pynq-z2")
-    engine = OnlineEngine(platform, ModelBackend(platform), EdfPolicy(), VirtualClock())
+    engine = Board.whole(platform, ModelBackend(platform), EdfPolicy, VirtualClock())
     engine.begin()
     spec = realtime_spec("twice", ["laplacian3x3", "gauss3x3"], 0.040, 0.0221, [1080, 1920], platform)
     engine.add_pipeline(spec)
@@ -209,7 +209,7 @@ def test_frames_sent_before_the_switch_count_from_their_arrival():
     engine.advance_to(1.0)
     assert early.outcome in ("on_time", "late", "dropped")
     assert early.due == pytest.approx(spec.due_s)                     # arrival 0 + its deadline
-    assert early.start is None or early.start >= 2 * engine.port.load_seconds(0) - 1e-9
+    assert early.start is None or early.start >= 2 * engine.parts[0].port.load_seconds(0) - 1e-9
 
 
 def _exact_violation(cost, period, dl, jit, until) -> bool:

@@ -17,8 +17,8 @@ from fpgashare.errors import FpgashareError
 from fpgashare.hdl_sim.board import pack_beats
 from fpgashare.hdl_sim.cosim import StreamPhase
 from fpgashare.sched.analysis.control_traffic import control_seconds
+from fpgashare.sched.board.board import run_board
 from fpgashare.sched.board.stream_plan import plan_streams
-from fpgashare.sched.board.streams import run_streams
 from fpgashare.sched.policies.edf import EdfPolicy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -136,7 +136,7 @@ def test_the_twin_agrees_with_the_rtl_on_overlapping_frames_batches_and_loads(sm
     runs = {}
     rtl = TimedSim(small_zcu104, 4)
     for name, board in (("model", ModelBackend(small_zcu104, 4)), ("sim", rtl)):
-        runs[name] = run_streams(workload, board, plan, EdfPolicy, want_output=True)
+        runs[name] = run_board(workload, board, plan, EdfPolicy, want_output=True)
     # Every operation ends on the RTL within the register traffic the analysis counts of its estimate.
     x = control_seconds(small_zcu104)
     assert len(rtl.timed) > 100 and all(board_s <= estimate + x for _, estimate, board_s in rtl.timed)

@@ -21,7 +21,7 @@ from fpgashare.client import QuotaExceeded, connect
 from fpgashare.client.connection import Connection
 from fpgashare.daemon import Daemon, DaemonThread, Limits
 from fpgashare.daemon.limits import refuse
-from fpgashare.sched.board.online import OnlineEngine
+from fpgashare.sched.board.board import Board
 from fpgashare.sched.core.clock import VirtualClock
 from fpgashare.sched.policies.registry import make_policy
 from fpgashare.wire.protocol import encode, error_reply
@@ -221,7 +221,7 @@ def test_frames_faster_than_their_period_are_held_and_others_keep_their_deadline
     victim's frames every 10 ms all meet their deadlines."""
     platform = load_platform("zcu104")
     clock = VirtualClock()
-    engine = OnlineEngine(platform, make_backend("model", platform), make_policy("edf"), clock)
+    engine = Board.whole(platform, make_backend("model", platform), lambda: make_policy("edf"), clock)
     ended = []
     engine.on_finish = ended.append
     engine.begin()

@@ -1,4 +1,4 @@
-"""The daemon on several video streams (runtime/sched/board/online_streams.py): apps' pipelines go to
+"""The daemon on several video streams (runtime/sched/board/board.py): apps' pipelines go to
 fixed partitions of the board (a stream and slots of their own), frames of different partitions
 run at the same time, and admitted still means guaranteed when pipelines arrive one by one."""
 
@@ -17,7 +17,8 @@ from fpgashare.catalogue.workload import realtime_spec
 from fpgashare.client import connect
 from fpgashare.daemon import Daemon, DaemonThread
 from fpgashare.errors import FpgashareError
-from fpgashare.sched.board.online_streams import OnlineStreams, split_slots
+from fpgashare.sched.board.board import Board
+from fpgashare.sched.board.board_admission import split_slots
 from fpgashare.sched.core.clock import VirtualClock
 from fpgashare.sched.policies.registry import make_policy
 from hypothesis import HealthCheck, example, given, settings
@@ -96,7 +97,7 @@ def test_two_apps_on_two_streams_compute_at_the_same_time(tmp_path):
 def test_a_chain_longer_than_its_partition_runs_in_passes_there():
     """A partition has fewer slots than the board: a chain is cut into passes for its slots."""
     platform = load_platform("zcu104")
-    engine = OnlineStreams(platform, ModelBackend(platform), lambda: make_policy("edf"), VirtualClock(),
+    engine = Board(platform, ModelBackend(platform), lambda: make_policy("edf"), VirtualClock(),
                            split_slots(platform, 2))
     spec = realtime_spec("edges", ["rgb2gray", "gauss3x3", "sobel_mag", "threshold"], 1 / 30, 1 / 30,
                          [480, 640], platform)

@@ -95,11 +95,12 @@ def test_bad_submit_fields_are_named(sock, fields, says):
 def test_a_registration_failing_late_is_undone_entirely(sock, monkeypatch):
     """A fault after the engine took the pipeline (here: the policy's dispatch raising) leaves no
     pipeline, ring, name or quota count behind, and the next registration works."""
-    from fpgashare.sched.board.online import OnlineEngine
+
+    from fpgashare.sched.core.engine import Engine
 
     with running(sock) as daemon, connect(sock) as fpga:
         engine = daemon.engine
-        original = OnlineEngine.pipelines_changed
+        original = Engine.pipelines_changed
         calls = {"n": 0}
 
         def failing(self):
@@ -108,7 +109,7 @@ def test_a_registration_failing_late_is_undone_entirely(sock, monkeypatch):
             if calls["n"] == 1:
                 raise RuntimeError("injected fault in the engine")
 
-        monkeypatch.setattr(OnlineEngine, "pipelines_changed", failing)
+        monkeypatch.setattr(Engine, "pipelines_changed", failing)
         with pytest.raises(DaemonError, match="injected fault") as err:
             fpga.pipeline("doomed", ["threshold"], period_ms=20.0, frame_shape=SHAPE)
         assert err.value.kind == "internal"            # a real bug is still reported as one

@@ -12,18 +12,20 @@ import pytest
 from fpgashare.backends.model import ModelBackend
 from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.workload import load_workload
+from fpgashare.sched.board.board import Board
 from fpgashare.sched.board.dnn_queue import QueuedDnnJobs
-from fpgashare.sched.board.online import OnlineEngine
 from fpgashare.sched.core.clock import VirtualClock
 from fpgashare.sched.core.engine import Engine
 from fpgashare.sched.policies.registry import make_policy
+from fpgashare.sched.sources.periodic import PeriodicReleases, workload_engine
+from fpgashare.sched.sources.submitted import Submissions
 
 
 def _engines() -> list[Engine]:
     workload = load_workload("dnn_backfill_zcu104")
     platform = load_platform("zcu104")
-    return [Engine(workload, ModelBackend(workload.platform), make_policy("edf")),
-            OnlineEngine(platform, ModelBackend(platform), make_policy("edf"), VirtualClock())]
+    return [workload_engine(workload, ModelBackend(workload.platform), make_policy("edf")),
+            Board.whole(platform, ModelBackend(platform), lambda: make_policy("edf"), VirtualClock()).parts[0]]
 
 
 @pytest.mark.parametrize("engine", _engines(), ids=["workload", "daemon"])
@@ -36,7 +38,17 @@ def test_every_part_works_on_its_own_engine_and_siblings(engine):
 
 def test_the_daemons_dnn_part_batches_the_images_apps_queue():
     engine = _engines()[1]
-    assert isinstance(engine.dnn, QueuedDnnJobs) and engine.dnn_queue is engine.dnn.queue
+    assert isinstance(engine.dnn, QueuedDnnJobs)
+
+
+def test_the_release_source_and_registrations_are_wired_to_their_own_engine():
+    workload, daemon = _engines()
+    assert isinstance(workload.source, PeriodicReleases) and workload.source.engine is workload
+    assert workload.members is None and workload.watchdog is None and not workload.changing
+    assert isinstance(daemon.source, Submissions) and daemon.source.engine is daemon
+    assert daemon.members.engine is daemon and daemon.members.source is daemon.source
+    assert daemon.members.changes.engine is daemon and daemon.watchdog.engine is daemon
+    assert daemon.source.joining == daemon.members.changes.joining       # held frames wait for their switch
 
 
 @pytest.mark.parametrize("engine", _engines(), ids=["workload", "daemon"])

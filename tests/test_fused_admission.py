@@ -17,8 +17,8 @@ from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.workload import realtime_spec
 from fpgashare.sched.analysis.admission import admit
 from fpgashare.sched.analysis.schedulability import analyse, residency, slot_compatibility
-from fpgashare.sched.core.engine import run_workload
 from fpgashare.sched.policies.edf import EdfPolicy
+from fpgashare.sched.sources.periodic import run_workload
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -35,12 +35,19 @@ RULES = [
     Rule("the core runs any policy on any board",
          layer=("fpgashare.sched.core",),
          forbidden=("fpgashare.sched.policies", "fpgashare.sched.board", "fpgashare.sched.limits",
-                    "fpgashare.backends", "fpgashare.wire", *APPS),
+                    "fpgashare.sched.sources", "fpgashare.backends", "fpgashare.wire", *APPS),
          allowed=("fpgashare.backends.base",),
          why="the engine is the same state machine under bench, the daemon and the tests: it knows "
              "a policy only as the object it asks (view.py), a backend only by its abstract "
-             "contract (backends/base.py), and nothing of partitions, sockets or apps. An import "
+             "contract (backends/base.py), where frames come from only as a release source "
+             "(release_source.py), and nothing of partitions, sockets or apps. An import "
              "upward would make a policy's or the daemon's change a change of the core."),
+    Rule("a release source says when frames come, not how they are scheduled",
+         layer=("fpgashare.sched.sources",),
+         forbidden=("fpgashare.sched.policies", "fpgashare.sched.board", "fpgashare.sched.limits", *APPS),
+         why="a workload's periodic releases and the daemon's submits feed the same engine under "
+             "every policy and on every board; a source that reached a policy or a board would "
+             "make bench and the daemon schedule differently for the same frames."),
     Rule("policies see the engine only through its view",
          layer=("fpgashare.sched.policies",),
          forbidden=("fpgashare.sched.core", *APPS),

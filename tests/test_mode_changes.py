@@ -8,7 +8,7 @@ import pytest
 from fpgashare.backends.model import ModelBackend
 from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.workload import PipelineSpec, realtime_spec
-from fpgashare.sched.board.online import OnlineEngine
+from fpgashare.sched.board.board import Board
 from fpgashare.sched.core.clock import VirtualClock
 from fpgashare.sched.policies.registry import make_policy
 from hypothesis import HealthCheck, given, settings
@@ -17,15 +17,15 @@ from hypothesis import strategies as st
 from benchmarks.daemon_path_soundness import replay
 
 
-def _engine(platform_name: str = "zcu104") -> OnlineEngine:
+def _engine(platform_name: str = "zcu104") -> Board:
     platform = load_platform(platform_name)
-    engine = OnlineEngine(platform, ModelBackend(platform), make_policy("edf"), VirtualClock())
-    engine.want_output = False
+    engine = Board.whole(platform, ModelBackend(platform), lambda: make_policy("edf"), VirtualClock())
+    engine.parts[0].want_output = False
     engine.begin()
     return engine
 
 
-def _run_until(engine: OnlineEngine, cond, limit_s: float = 5.0) -> None:
+def _run_until(engine: Board, cond, limit_s: float = 5.0) -> None:
     """Take events until ``cond()`` holds (or none is due before ``limit_s``)."""
     while not cond() and (due := engine.next_event_s()) is not None and due <= limit_s:
         engine.clock.wait_until(max(due, engine.clock.now()))
@@ -54,15 +54,16 @@ def test_a_departure_keeps_the_old_contract_until_the_partition_is_idle():
     engine.add_pipeline(b, on_ready=lambda: ready.append("b"))
     _run_until(engine, lambda: len(ready) == 2)
     assert ready == ["a", "b"]
-    before = engine.contract
+    before = engine.parts[0].contract
     frame = engine.submit("a", np.zeros((720, 1280), np.uint8))
-    engine.advance_to(engine.now)
+    engine.advance_to(engine.clock.now())
     _run_until(engine, lambda: frame.start is not None)
     assert frame.start is not None and frame.end is None           # on the stream
     engine.remove_pipeline("a", "the app left")
-    assert engine.changes.active and engine.contract is before       # not switched under the frame
-    _run_until(engine, lambda: not engine.changes.active)
-    assert frame.outcome == "on_time" and engine.now >= frame.end
+    part = engine.parts[0]
+    assert part.members.changes.active and part.contract is before       # not switched under the frame
+    _run_until(engine, lambda: not part.members.changes.active)
+    assert frame.outcome == "on_time" and engine.clock.now() >= frame.end
     assert "a" not in [p.name for p in engine.pipelines]
 
 
@@ -73,17 +74,17 @@ def test_no_dnn_batch_starts_while_a_change_is_under_way():
     engine.add_pipeline(PipelineSpec("dnn", "besteffort", model="edge_cnn"))
     for _ in range(50):
         engine.submit_dnn("dnn", np.zeros((28, 28, 1), np.uint8))
-    _run_until(engine, lambda: bool(engine.dnn.running), limit_s=1.0)
+    _run_until(engine, lambda: bool(engine.parts[0].dnn.running), limit_s=1.0)
     spec = realtime_spec("cam", ["gauss3x3", "sobel_mag", "threshold"], 0.020, 0.015, [1080, 1920],
                          engine.platform)
     ready = []
-    engine.add_pipeline(spec, on_ready=lambda: ready.append(engine.now))
+    engine.add_pipeline(spec, on_ready=lambda: ready.append(engine.clock.now()))
     started = []
     while not ready and (due := engine.next_event_s()) is not None and due < 2.0:
         engine.clock.wait_until(due)
-        running_before = set(engine.dnn.running)
+        running_before = set(engine.parts[0].dnn.running)
         engine.advance_to(due)
-        started += [k for k in engine.dnn.running if k not in running_before]
+        started += [k for k in engine.parts[0].dnn.running if k not in running_before]
     assert ready, "the change did not complete"
     assert started == []
 
@@ -116,9 +117,9 @@ def test_frames_as_declared_are_never_held_and_faster_ones_only_delay_themselves
     engine = _engine()
     ready = []
     spec = realtime_spec("cam", ["threshold"], 0.010, 0.010, [240, 320], engine.platform, jitter_s=0.002)
-    engine.add_pipeline(spec, on_ready=lambda: ready.append(engine.now))
+    engine.add_pipeline(spec, on_ready=lambda: ready.append(engine.clock.now()))
     _run_until(engine, lambda: bool(ready))
-    t0 = engine.now
+    t0 = engine.clock.now()
     pixels = np.zeros((240, 320), np.uint8)
     frames = []
     for k, delay in enumerate((0.002, 0.0, 0.0015, 0.0)):       # within the declared jitter
@@ -130,5 +131,5 @@ def test_frames_as_declared_are_never_held_and_faster_ones_only_delay_themselves
     assert all(f.release == pytest.approx(f.origin) for f in frames)
     early = engine.submit("cam", pixels)                       # sent 10 ms ahead of the curve
     # max(r_i - i T) is t0 + 2 ms (the first frame's delay): frame 4 may come at t0 + 2 + 40 - 2 ms.
-    assert early.release == pytest.approx(t0 + 0.040) and early.release > engine.now
+    assert early.release == pytest.approx(t0 + 0.040) and early.release > engine.clock.now()
     assert early.due == pytest.approx(early.release + spec.due_s)

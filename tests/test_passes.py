@@ -21,8 +21,8 @@ from fpgashare.daemon import Daemon, DaemonThread
 from fpgashare.sched.analysis.admission import admit
 from fpgashare.sched.analysis.schedulability import analyse
 from fpgashare.sched.core.clock import VirtualClock
-from fpgashare.sched.core.engine import run_workload
 from fpgashare.sched.policies.edf import EdfPolicy
+from fpgashare.sched.sources.periodic import run_workload
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -41,7 +41,7 @@ def run_checked(workload: Workload, backend: str = "model", scheduler=EdfPolicy)
     for frame in engine.frames:
         assert frame.outcome is not None, frame.key                       # exactly one outcome each
         if frame.outcome == "on_time":
-            pixels = engine._pixels[frame.pipeline.name]
+            pixels = engine.source.pixels[frame.pipeline.name]
             assert np.array_equal(frame.output, chain_reference(frame.pipeline.stages, pixels)), frame.key
     return admission, engine, summary
 
@@ -125,7 +125,7 @@ def test_baselines_run_passes_too(scheduler):
     spec = realtime_spec("edges", EDGES, 1 / 30, 1 / 30, [120, 160], platform)
     workload = Workload(Path("edges.toml"), platform, 1, 0.5, (spec,))
     engine, summary = run_workload(workload, make_backend("model", platform), make_policy(scheduler), want_output=True)
-    pixels = engine._pixels["edges"]
+    pixels = engine.source.pixels["edges"]
     assert summary["pipelines"]["edges"]["on_time"] == summary["pipelines"]["edges"]["submitted"] > 10
     assert all(np.array_equal(f.output, chain_reference(spec.stages, pixels)) for f in engine.frames)
 

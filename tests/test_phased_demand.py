@@ -20,8 +20,8 @@ from fpgashare.catalogue.workload import Workload, realtime_spec
 from fpgashare.sched.analysis.admission import admit
 from fpgashare.sched.analysis.phased_demand import hyperperiod, phased_slack
 from fpgashare.sched.analysis.processor_demand import demand_check, release_test
-from fpgashare.sched.core.engine import run_workload
 from fpgashare.sched.policies.edf import EdfPolicy
+from fpgashare.sched.sources.periodic import run_workload
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

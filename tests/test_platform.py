@@ -117,8 +117,8 @@ def test_stream_count_does_not_change_scheduling_yet():
 
     from fpgashare.backends.model import ModelBackend
     from fpgashare.catalogue.workload import load_workload
-    from fpgashare.sched.core.engine import run_workload
     from fpgashare.sched.policies.edf import EdfPolicy
+    from fpgashare.sched.sources.periodic import run_workload
 
     base = load_workload(data_dir("suite") / "camera_mix_zcu104.toml")
     base = replace(base, duration_s=min(base.duration_s, 2.0))

@@ -14,9 +14,9 @@ from fpgashare.backends.model import ModelBackend
 from fpgashare.catalogue.workload import load_workload
 from fpgashare.sched.core import policy as core_policy
 from fpgashare.sched.core import view
-from fpgashare.sched.core.engine import Engine
 from fpgashare.sched.core.view import EngineView
 from fpgashare.sched.policies.edf import EdfPolicy
+from fpgashare.sched.sources.periodic import workload_engine
 
 POLICIES = Path(inspect.getfile(EdfPolicy)).parent
 POLICY_MODULES = sorted([*(p for p in POLICIES.glob("*.py") if p.name != "__init__.py"),
@@ -83,7 +83,7 @@ def test_a_policy_module_uses_only_the_view(path):
 
 def test_the_engine_implements_the_whole_view():
     workload = load_workload("camera_mix_zcu104")
-    engine = Engine(workload, ModelBackend(workload.platform), EdfPolicy())
+    engine = workload_engine(workload, ModelBackend(workload.platform), EdfPolicy())
     missing = [n for n in sorted(_members(EngineView)) if not hasattr(engine, n)]
     assert not missing, f"Engine lacks {missing}"
     for part, protocol in _part_views().items():

@@ -16,10 +16,10 @@ from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.vision_timing import chain_cycles
 from fpgashare.catalogue.workload import PipelineSpec, Workload, load_workload
 from fpgashare.sched.core.demand import Demand, NeedOrder
-from fpgashare.sched.core.engine import run_workload
 from fpgashare.sched.core.run_summary import OUTCOMES
 from fpgashare.sched.core.slots import SlotManager
 from fpgashare.sched.policies.registry import POLICIES, make_policy
+from fpgashare.sched.sources.periodic import run_workload
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -296,14 +296,14 @@ def _burst(period_s: float) -> tuple:
     """An engine with two pipelines released together: thumb holds every module it needs, edges
     lacks two of its three."""
     from fpgashare.catalogue.workload import realtime_spec
-    from fpgashare.sched.core.engine import Engine
     from fpgashare.sched.policies.edf import EdfPolicy
+    from fpgashare.sched.sources.periodic import workload_engine
 
     platform = load_platform("zcu104")
     pipelines = [realtime_spec(name, chain, period_s, period_s, [720, 1280], platform, jitter_s=0.0005)
                  for name, chain in (("thumb", ["downscale2x", "threshold"]),
                                      ("edges", ["gauss3x3", "sobel_mag", "threshold"]))]
-    engine = Engine(Workload(Path("burst.toml"), platform, 1, 1.0, tuple(pipelines)),
+    engine = workload_engine(Workload(Path("burst.toml"), platform, 1, 1.0, tuple(pipelines)),
                     make_backend("model", platform), EdfPolicy())
     for slot, module in enumerate(["downscale2x", "threshold"]):
         engine.slots.request(slot, module)
@@ -335,8 +335,8 @@ def test_a_short_frame_borrows_the_stream_while_the_committed_frame_loads():
     the stream idles. A less urgent frame that ends before those loads do streams meanwhile, on
     the slot the committed frame waits with; the committed frame starts no later for it."""
     from fpgashare.catalogue.workload import realtime_spec
-    from fpgashare.sched.core.engine import Engine
     from fpgashare.sched.policies.edf import EdfPolicy
+    from fpgashare.sched.sources.periodic import workload_engine
 
     platform = load_platform("zcu104")
     edges = realtime_spec("edges", ["gauss3x3", "sobel_mag", "threshold"], 0.033, 0.020, [720, 1280], platform)
@@ -346,7 +346,7 @@ def test_a_short_frame_borrows_the_stream_while_the_committed_frame_loads():
         class Policy(EdfPolicy):
             pass
         Policy.borrow = borrow
-        engine = Engine(Workload(Path("borrow.toml"), platform, 1, 0.03, (edges, small)),
+        engine = workload_engine(Workload(Path("borrow.toml"), platform, 1, 0.03, (edges, small)),
                         make_backend("model", platform), Policy())
         for slot, module in enumerate(["threshold", "downscale2x", "rgb2gray", "rgb2gray"]):
             engine.slots.request(slot, module)
@@ -392,11 +392,11 @@ def test_the_daemon_holds_a_frame_to_a_period_after_the_last():
     counted from then, and the next release is expected no sooner than that."""
     import numpy as np
     from fpgashare.catalogue.workload import realtime_spec
-    from fpgashare.sched.board.online import OnlineEngine
+    from fpgashare.sched.board.board import Board
     from fpgashare.sched.core.clock import VirtualClock
 
     platform = load_platform("zcu104")
-    engine = OnlineEngine(platform, make_backend("model", platform), make_policy("edf"), VirtualClock())
+    engine = Board.whole(platform, make_backend("model", platform), lambda: make_policy("edf"), VirtualClock())
     spec = realtime_spec("cam", ["threshold"], 0.010, 0.010, [60, 80], platform)
     engine.add_pipeline(spec)
     pixels = np.zeros((60, 80), np.uint8)
@@ -409,7 +409,7 @@ def test_the_daemon_holds_a_frame_to_a_period_after_the_last():
     assert [f.release for f in frames] == pytest.approx([0.000, 0.012, 0.022])
     assert frames[2].deadline == pytest.approx(0.032)
     engine.advance_to(0.05)
-    assert engine.next_release_s(spec) == pytest.approx(0.032)
+    assert engine.parts[0].next_release_s(spec) == pytest.approx(0.032)
     assert [f.outcome for f in frames] == ["on_time"] * 3
 
 

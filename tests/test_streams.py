@@ -1,6 +1,6 @@
 """Several video streams at once: admission partitions pipelines over streams and slots
 (runtime/sched/board/stream_plan.py), one engine per partition shares the clock and the configuration
-port (runtime/sched/board/streams.py, port_share.py). Admitted must still mean guaranteed, on random
+port (runtime/sched/board/board.py, port_share.py). Admitted must still mean guaranteed, on random
 workloads with 1..S streams, random offsets and jitter."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from fpgashare.catalogue.workload import Workload, load_workload, realtime_spec
 from fpgashare.cli.bench import run_one
 from fpgashare.cli.trace import trace_events
 from fpgashare.errors import FpgashareError
+from fpgashare.sched.board.board import run_board
 from fpgashare.sched.board.port_share import PortArbiter
 from fpgashare.sched.board.stream_plan import plan_streams, spread_plan
-from fpgashare.sched.board.streams import run_streams
 from fpgashare.sched.policies.edf import EdfPolicy
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -30,7 +30,7 @@ from benchmarks.workload_gen import random_workload
 
 def _run(workload: Workload, streams: int, planner=plan_streams):
     plan = planner(workload, streams)
-    engine, summary = run_streams(workload, ModelBackend(workload.platform), plan, EdfPolicy)
+    engine, summary = run_board(workload, ModelBackend(workload.platform), plan, EdfPolicy)
     return plan, engine, summary
 
 
@@ -265,7 +265,7 @@ def test_a_fault_in_one_partition_stays_there_and_every_frame_ends_once():
     board.arm("load_raises", 2)           # the first load (partition 0's pin) fails twice
     board.arm("frame_raises", 1)          # and the first frame to start fails
     plan = plan_streams(workload, workload.platform.streams)
-    engine, _ = run_streams(workload, board, plan, EdfPolicy)
+    engine, _ = run_board(workload, board, plan, EdfPolicy)
     assert board.fired == {"load_raises": 2, "frame_raises": 1}
     assert all(f.outcome is not None for f in engine.frames)
     hit = engine.parts[0]

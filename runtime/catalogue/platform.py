@@ -95,7 +95,7 @@ class Platform:
     #: pixels per stream beat (1 or 4): the variant of every module the bitstreams carry
     pixels_per_clock: int = 1
     #: video streams of the shell (1..slots): an input and an output stream port each, on a board one DMA
-    #: channel pair. The shell carries them at once on disjoint routes (runtime/sched/board/streams.py).
+    #: channel pair. The shell carries them at once on disjoint routes (runtime/sched/board/board.py).
     streams: int = 1
     #: DDR bandwidth every stream's DMA shares, bytes/s (peak; the manifest names its source)
     ddr_bytes_per_s: float = 0.0

@@ -10,12 +10,12 @@ from fpgashare.catalogue.workload import Workload, load_workload
 from fpgashare.cli.trace import write_gantt, write_trace
 from fpgashare.errors import FpgashareError
 from fpgashare.sched.analysis.admission import admit
+from fpgashare.sched.board.board import run_board
 from fpgashare.sched.board.stream_plan import plan_streams
-from fpgashare.sched.board.streams import run_streams
-from fpgashare.sched.core.engine import run_workload
 from fpgashare.sched.policies.backfill import DNN as DNN_TILE
 from fpgashare.sched.policies.backfill import refusal
 from fpgashare.sched.policies.registry import POLICIES, make_policy
+from fpgashare.sched.sources.periodic import run_workload
 
 log = logging.getLogger(__name__)
 
@@ -88,10 +88,10 @@ def _run_on_streams(workload: Workload, scheduler: str, board, streams: int,
                     check_rejected: bool) -> tuple[object, dict]:
     """``scheduler`` on several streams: pipelines partitioned over streams and slots (edf: by its
     admission, runtime/sched/board/stream_plan.py; a space-sharing baseline: by its own rule), one
-    engine per partition (runtime/sched/board/streams.py)."""
+    engine per partition (runtime/sched/board/board.py)."""
     policy = make_policy(scheduler)
     plan = plan_streams(workload, streams, phased=True) if policy.admission else policy.partitions(workload, streams)
-    engine, summary = run_streams(workload, board, plan, lambda: make_policy(scheduler))
+    engine, summary = run_board(workload, board, plan, lambda: make_policy(scheduler))
     result = {"scheduler": scheduler, "admitted": [p.name for p in plan.admitted], "rejected": plan.rejected,
               **summary, "bound": streams_dnn_bound(workload, plan, engine)}
     result["contract"] = {f"stream {part.stream}": {
@@ -113,7 +113,7 @@ def unadmitted_misses(workload: Workload, scheduler: str, streams: int = 1) -> i
     _, one = run_workload(workload, make_backend("model", workload.platform), make_policy(scheduler))
     if streams <= 1:
         return misses(one)
-    _, spread = run_streams(workload, make_backend("model", workload.platform), fred_partitions(workload, streams),
+    _, spread = run_board(workload, make_backend("model", workload.platform), fred_partitions(workload, streams),
                             lambda: make_policy(scheduler))
     return min(misses(one), misses(spread))
 

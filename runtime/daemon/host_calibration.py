@@ -22,7 +22,7 @@ def measure_host_cost(backend: Backend, frames: int = 200, margin: float | None 
     import numpy as np
     from fpgashare.backends.model import ModelBackend
     from fpgashare.catalogue.workload import realtime_spec
-    from fpgashare.sched.board.online import OnlineEngine
+    from fpgashare.sched.board.board import Board
     from fpgashare.sched.core.clock import VirtualClock
     from fpgashare.sched.host.host_cost import CALIBRATION_MARGIN, HostCost
     from fpgashare.sched.policies.registry import make_policy
@@ -32,7 +32,7 @@ def measure_host_cost(backend: Backend, frames: int = 200, margin: float | None 
     platform = backend.platform
     model = ModelBackend(platform)
     clock = VirtualClock()
-    engine = OnlineEngine(platform, model, make_policy("edf"), clock)
+    engine = Board.whole(platform, model, lambda: make_policy("edf"), clock)
     engine.begin()
     # Any one-input module the platform offers (a demo's cut-down catalogue may lack threshold):
     # what is timed is the daemon's bookkeeping around a frame, not the module.

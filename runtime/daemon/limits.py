@@ -3,7 +3,7 @@ error naming the limit and its value.
 
 Frames faster than their pipeline's declared period are *held*, not refused: each frame moves the
 pipeline's due time a period on, and a frame more than a period ahead of it waits until then (its
-deadline counts from that release; runtime/sched/board/online.py). Jitter passes; a faster app only
+deadline counts from that release; runtime/sched/sources/submitted.py). Jitter passes; a faster app only
 delays its own frames and cannot take slot time admission promised to others.
 
 Requests of a client that does not read its replies are not read either (the daemon waits for

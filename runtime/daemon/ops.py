@@ -273,7 +273,7 @@ class Ops:
     def _register(self, client: Client, name: str, spec: PipelineSpec, in_shape, out_shape,
                   on_ready=None, on_refused=None) -> FrameRing:
         """Ring, engine, names and counts, all or nothing; ``on_ready``: the engine's word that
-        the pipeline can run (``OnlineEngine.add_pipeline``)."""
+        the pipeline can run (``Board.add_pipeline``)."""
         engine = self.engine
         self.tenants.check_share(client, name, spec, {p.name: p for p in (*engine.pipelines, *engine.cpu_pipelines)},
                                  len(self.platform.slots))

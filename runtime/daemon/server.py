@@ -2,7 +2,7 @@
 
 One thread of control, an asyncio loop (runtime/daemon/eventloop.py: timers to the microsecond). It
 reads requests (runtime/wire/protocol.py), checks every field (checks.py) and the client's quotas
-(limits.py), and hands them to the engine (runtime/sched/board/online.py), which it then advances to the
+(limits.py), and hands them to the engine (a ``Board``, runtime/sched/board/board.py), which it then advances to the
 clock's now; a timer on the loop wakes it when the next event is due. A frame that ends is
 answered at once: its output goes into the client's ring and the reply onto its socket.
 
@@ -51,8 +51,8 @@ from fpgashare.daemon.sessions import Client, PipelineState, Sessions
 from fpgashare.daemon.stats import Stats, status
 from fpgashare.daemon.tenants import Tenants
 from fpgashare.errors import FpgashareError
-from fpgashare.sched.board.online import OnlineEngine
-from fpgashare.sched.board.online_streams import OnlineStreams, split_slots
+from fpgashare.sched.board.board import Board
+from fpgashare.sched.board.board_admission import split_slots
 from fpgashare.sched.core.clock import WallClock
 from fpgashare.sched.core.engine import DnnRequest, Frame
 from fpgashare.sched.host.cpu_work import CpuCost, CpuExecutor, ModelledCpuCost
@@ -82,7 +82,7 @@ class Daemon:
         ``socket_group``: the group the socket (mode 0660) belongs to (default: the daemon's);
         ``clock``: a VirtualClock for tests (no timers: the test moves time with ``run_until``),
         else a WallClock at ``dilation``; ``watchdog_margin``: how far past its expected time (a
-        fraction of it) a load or frame may run before the watchdog ends it (runtime/sched/board/online.py);
+        fraction of it) a load or frame may run before the watchdog ends it (sched/core/watchdog.py);
         ``cpu_cost``: the bounds of stages run on the host for ``fallback="cpu"`` pipelines (default:
         measured here; a virtual clock's daemon uses a fixed-rate model, the same on every machine);
         ``streams``: the most video streams used at once (default: every stream the shell and the
@@ -115,13 +115,11 @@ class Daemon:
         if streams > 1 and not make_policy(scheduler).admission:
             raise FpgashareError(f"{streams} streams need a scheduler whose admission partitions the board "
                                  f"(edf); {scheduler} runs on one stream")
-        if streams == 1:
-            self.engine = OnlineEngine(self.platform, backend, make_policy(scheduler), self.clock)
-        else:
-            whole = [tuple(s.index for s in self.platform.slots)]
-            layout = split_slots(self.platform, streams) if fixed_split else whole
-            self.engine = OnlineStreams(self.platform, backend, lambda: make_policy(scheduler), self.clock,
-                                        layout, cap=None if fixed_split else streams)
+        # The board starts whole and re-partitions itself as pipelines come, up to ``streams``
+        # partitions; ``fixed_split`` cuts it evenly at the start instead, for good.
+        layout = split_slots(self.platform, streams) if fixed_split else [tuple(s.index for s in self.platform.slots)]
+        self.engine = Board(self.platform, backend, lambda: make_policy(scheduler), self.clock,
+                            layout, cap=None if fixed_split else streams)
         self.streams = streams
         if watchdog_margin is not None:
             self.engine.watchdog_margin = watchdog_margin

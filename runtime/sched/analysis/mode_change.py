@@ -62,12 +62,14 @@ class Change:
 class ModeChanges:
     """The queue of a partition's mode changes and the steps of the one at its head.
 
-    ``engine`` is the partition (``OnlineEngine``): what it reads is the slot states, whether work
-    is in flight, and ``placement.set_contract``; what it calls at the switch is ``joined``.
+    ``engine`` is the partition (an ``Engine`` fed by submits): what it reads is the slot states,
+    whether work is in flight, and ``placement.set_contract``; at a joining pipeline's switch it
+    calls ``joined(spec, cancelled)`` (the registrations part, runtime/sched/board/registrations.py).
     """
 
-    def __init__(self, engine) -> None:
+    def __init__(self, engine, joined: Callable[[PipelineSpec, bool], None]) -> None:
         self.engine = engine
+        self.joined = joined
         self.queue: list[Change] = []
         self.loads: dict[str, int] = {}         #: loads a frame needs under the contract in force
         self.version = 0                        #: bumped whenever the target changes
@@ -158,7 +160,7 @@ class ModeChanges:
         self.longest_s = max(self.longest_s, took)
         self.switches += 1
         if change.joining is not None:
-            e.joined(change.joining, change.cancelled)
+            self.joined(change.joining, change.cancelled)
             if change.on_ready is not None and not change.cancelled:
                 change.on_ready()
         log.debug("mode change to %s pins after %.3f ms", len(change.contract.pinned), took * 1e3)

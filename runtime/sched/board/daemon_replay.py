@@ -1,7 +1,7 @@
 """A workload replayed as the daemon sees it: what ``fpgashare bench`` reports by default.
 
-The daemon's engine (one ``OnlineEngine``, or ``OnlineStreams`` partitioning the board as pipelines
-come, runtime/sched/board/relayout.py) runs on a virtual clock over the chosen backend. Each real-time
+The daemon's board (``Board``: one partition, or partitioning itself as pipelines come,
+runtime/sched/board/relayout.py) runs on a virtual clock over the chosen backend. Each real-time
 pipeline registers at its first release, in file order, each once the previous registration has
 returned (the daemon takes registrations one at a time); its app starts sending when its own
 registration returns, frame k at the workload's release of frame k (jitter included), from the
@@ -20,8 +20,7 @@ import numpy as np
 from fpgashare.backends.base import Backend
 from fpgashare.catalogue.workload import PipelineSpec, Workload
 from fpgashare.dnn.planning import network
-from fpgashare.sched.board.online import OnlineEngine
-from fpgashare.sched.board.online_streams import OnlineStreams
+from fpgashare.sched.board.board import Board
 from fpgashare.sched.core.clock import VirtualClock
 from fpgashare.sched.core.run_summary import OUTCOMES
 from fpgashare.sched.policies.registry import make_policy
@@ -30,13 +29,12 @@ from fpgashare.sched.policies.registry import make_policy
 DNN_BACKLOG = 64
 
 
-def daemon_engine(workload: Workload, backend: Backend, streams: int, scheduler: str = "edf"):
-    """The engine a daemon with at most ``streams`` streams runs (runtime/daemon/server.py)."""
+def daemon_engine(workload: Workload, backend: Backend, streams: int, scheduler: str = "edf") -> Board:
+    """The board a daemon with at most ``streams`` streams runs (runtime/daemon/server.py)."""
     platform, clock = workload.platform, VirtualClock()
     if streams <= 1 or not make_policy(scheduler).admission:
-        return OnlineEngine(platform, backend, make_policy(scheduler), clock)
-    return OnlineStreams(platform, backend, lambda: make_policy(scheduler), clock,
-                         [tuple(s.index for s in platform.slots)], cap=streams)
+        return Board.whole(platform, backend, lambda: make_policy(scheduler), clock)
+    return Board.whole(platform, backend, lambda: make_policy(scheduler), clock, cap=streams)
 
 
 def replay(workload: Workload, backend: Backend, streams: int, scheduler: str = "edf") -> tuple[object, dict]:
@@ -45,7 +43,9 @@ def replay(workload: Workload, backend: Backend, streams: int, scheduler: str = 
     start = time.perf_counter()
     engine = daemon_engine(workload, backend, streams, scheduler)
     clock = engine.clock
-    parts = (lambda: [e for _, e in engine._every()]) if isinstance(engine, OnlineStreams) else (lambda: [engine])
+    def parts() -> list:
+        return [e for _, e in engine.every()]
+
     for part in parts():
         part.want_output = False
     engine.begin()
@@ -93,9 +93,8 @@ def replay(workload: Workload, backend: Backend, streams: int, scheduler: str = 
                 rejected.append({"name": p.name, "reason": why})
                 continue
             waiting = {"spec": p}
-            kw = {"on_refused": lambda why, w=waiting: w.update(refused=why)} \
-                if isinstance(engine, OnlineStreams) else {}
-            engine.add_pipeline(p, admitted=True, on_ready=lambda w=waiting: w.update(ready=True), **kw)
+            engine.add_pipeline(p, admitted=True, on_ready=lambda w=waiting: w.update(ready=True),
+                                on_refused=lambda why, w=waiting: w.update(refused=why))
         if waiting and ("ready" in waiting or "refused" in waiting):
             if "ready" in waiting:
                 ready(waiting["spec"])
@@ -157,8 +156,8 @@ def _result(workload: Workload, engine, parts: Sequence, frames: dict, unsent: d
                        "stalled_reconfig_s": round(sum(p.stalled_reconfig_s for p in parts), 6),
                        "slot_utilization": round(busy / (workload.duration_s * len(workload.platform.slots)), 4),
                        "dnn_images": done, "dnn_images_per_s": round(done / workload.duration_s, 2),
-                       "relayouts": getattr(engine, "relayouts", 0),
-                       "pins_given_back": sum(getattr(p, "pins_given_back", 0) for p in parts),
+                       "relayouts": engine.relayouts,
+                       "pins_given_back": sum(p.members.pins_given_back for p in parts),
                        "sim_s": workload.duration_s,
                        "wall_s": round(wall_s, 3)},
             "bound": {"dnn_images_per_s": 0.0}}

@@ -1,5 +1,5 @@
-"""The daemon's DNN batches (``QueuedDnnJobs``, the DNN part of runtime/sched/board/online.py's
-engine): batches of the images apps submitted, queued by pipeline name, instead of a workload's
+"""The daemon's DNN batches (``QueuedDnnJobs``, the DNN part of its partitions' engines,
+runtime/sched/board/board.py): batches of the images apps submitted, queued by pipeline name, instead of a workload's
 endless stand-in images."""
 
 from __future__ import annotations
@@ -24,6 +24,14 @@ class QueuedDnnJobs(DnnJobs):
 
     def backlog(self, pipeline: PipelineSpec) -> bool:
         return bool(self.queue.get(pipeline.name))
+
+    def drop_unplaceable(self) -> None:
+        engine = self.engine
+        if "dnn_tile" in engine.backend.platform.modules and not engine.working_platform().slots_for("dnn_tile"):
+            for queue in self.queue.values():
+                for request in queue:
+                    engine.finish_dnn(request, "dropped", "every dnn_tile slot is quarantined")
+                queue.clear()
 
     def take_work(self, pipeline: PipelineSpec, images: int) -> tuple[int | np.ndarray, list[DnnRequest]]:
         queue = self.queue[pipeline.name]

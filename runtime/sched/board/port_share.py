@@ -1,4 +1,4 @@
-"""One configuration port shared by several partitions of the fabric (runtime/sched/board/streams.py):
+"""One configuration port shared by several partitions of the fabric (runtime/sched/board/board.py):
 loads are granted round-robin over the partitions that have one queued (``edf``), or in the order
 of their requests' time stamps (``fifo``: FRED's reconfiguration queue, runtime/sched/policies/fred.py).
 
@@ -43,6 +43,8 @@ class PortArbiter:
 
     def _order(self) -> list[Engine]:
         n = len(self.engines)
+        if n == 1:
+            return self.engines
         rr = [self.engines[(self._next + k) % n] for k in range(n)]
         if self.order == "fifo":
             return sorted(rr, key=lambda e: e.slots.port.queue[0].stamp if e.slots.port.queue else float("inf"))

@@ -184,16 +184,16 @@ def transition_contract(verdict_contract: AdmissionContract, kept: dict[int, str
 
 def replan_test(board, spec: PipelineSpec, planner_only: bool = False) -> Callable[[], bool]:
     """A callable that asks the planner for ``board``'s set plus ``spec`` and, if the plan keeps
-    the current partitions or passes ``check``, records the choice in ``board._chosen`` and says
+    the current partitions or passes ``check``, records the choice in ``board.chosen`` and says
     True. ``planner_only``: the planner's layout alone, not the even splits (``propose``).
     Snapshots are taken now (the call may run off the loop's thread)."""
     platform, cap = board.platform, board.cap
-    order = list(board._order)
+    order = list(board.order)
     besteffort = list(board.dnn_pipelines)
-    current = [(tuple(v.global_slots), frozenset(p.name for p in e.changes.target_pipelines))
+    current = [(tuple(v.global_slots), frozenset(p.name for p in e.members.changes.target_pipelines))
                for v, e in zip(board.views, board.parts, strict=True)]
     pinned_now = {v.global_slots[s]: m for v, e in zip(board.views, board.parts, strict=True)
-                  for s, m in e.changes.target_contract.pinned.items()}
+                  for s, m in e.members.changes.target_contract.pinned.items()}
     trials = {tuple(v.global_slots): (k, e) for k, (v, e) in enumerate(zip(board.views, board.parts, strict=True))}
     from fpgashare.backends.slot_view import sub_platform
 
@@ -205,13 +205,13 @@ def replan_test(board, spec: PipelineSpec, planner_only: bool = False) -> Callab
                 home = next(part for part in plan.partitions if spec.name in {p.name for p in part.pipelines})
                 k, engine = trials[tuple(home.slots)]
                 fitted = on_platform(spec, engine.platform)
-                if engine.admission_test(fitted)() is None:
-                    board._chosen[spec.name] = ("join", k, fitted)
+                if engine.members.admission_test(fitted)() is None:
+                    board.chosen[spec.name] = ("join", k, fitted)
                     return True
                 continue
             verdicts, _ = check(plan, platform, lambda slots: sub_platform(platform, slots), spec.name, pinned_now)
             if verdicts:
-                board._chosen[spec.name] = ("relayout", Relayout(plan, verdicts, spec, None, None, 0.0))
+                board.chosen[spec.name] = ("relayout", Relayout(plan, verdicts, spec, None, None, 0.0))
                 return True
         return False
 
@@ -231,7 +231,8 @@ def kept_in_place(board, relayout: Relayout) -> bool:
 def board_idle(board) -> bool:
     """No partition has a frame that has not ended (waiting, held to its curve, on the fabric or
     the host), a DNN batch, a load, or a mode change under way."""
-    return all(e.idle() and not e.frames and not e.cpu_jobs.running and not e.changes.active for e in board.parts)
+    return all(e.idle() and not e.frames and not e.cpu_jobs.running and not e.members.changes.active
+               for e in board.parts)
 
 
 def adopt(board, relayout: Relayout) -> None:
@@ -243,12 +244,12 @@ def adopt(board, relayout: Relayout) -> None:
     hosts = {v.global_slots[i]: v.global_slots[s.host] for v, e in old for i, s in enumerate(e.slots.slots)
              if s.host is not None}
     hosted = set(hosts.values())
-    moving = {p.name: (e, e.pipeline_state(p.name)) for _, e in old for p in e.pipelines}
+    moving = {p.name: (e, e.members.pipeline_state(p.name)) for _, e in old for p in e.pipelines}
     besteffort = [(p, e) for _, e in old for p in e.dnn_pipelines]
     host = [(p, e) for _, e in old for p in e.cpu_pipelines]
-    board._retired += old
-    board._build([tuple(part.slots) for part in relayout.plan.partitions])
-    board._home.clear()
+    board.retired += old
+    board.build([tuple(part.slots) for part in relayout.plan.partitions])
+    board.home.clear()
     for k, (view, engine) in enumerate(zip(board.views, board.parts, strict=True)):
         engine.want_output = old[0][1].want_output
         here = list(view.global_slots)
@@ -266,54 +267,54 @@ def adopt(board, relayout: Relayout) -> None:
         engine.placement.set_contract(transition_contract(verdict.contract, kept))
         staying = [p for p in fitted if p.name in moving]
         for p in staying:
-            engine.adopt(p, moving[p.name][1])
-            board._home[p.name] = k
-        engine.changes.loads = {p.name: loads[p.name] for p in staying}
+            engine.members.adopt(p, moving[p.name][1])
+            board.home[p.name] = k
+        engine.members.changes.loads = {p.name: loads[p.name] for p in staying}
         engine.pipelines_changed()
         joining = next((p for p in fitted if relayout.joining is not None and p.name == relayout.joining.name), None)
         if joining is not None:
-            board._home[joining.name] = k
-        engine.changes.ask(verdict, [*staying, *([joining] if joining else [])], joining,
+            board.home[joining.name] = k
+        engine.members.changes.ask(verdict, [*staying, *([joining] if joining else [])], joining,
                            relayout.on_ready if joining else None)
     # The DNN goes where the plan put it (the planner gave that partition its slots for it).
     planned = [k for k, part in enumerate(relayout.plan.partitions) if part.dnn]
-    home = (planned[0] if planned else board._dnn_home()) if besteffort else 0
+    home = (planned[0] if planned else board.dnn_home()) if besteffort else 0
     for p, was in besteffort:
         target = board.parts[home]
         target.dnn_pipelines.append(p)
         target.dnn_images[p.name] = was.dnn_images.get(p.name, 0)
-        target.dnn_queue[p.name] = was.dnn_queue.pop(p.name, [])
-        board._home[p.name] = home
+        target.dnn.queue[p.name] = was.dnn.queue.pop(p.name, [])
+        board.home[p.name] = home
     for p, was in host:
         board.parts[0].cpu_pipelines.append(p)
-        if p.name in was._host_nets:
-            board.parts[0]._host_nets[p.name] = was._host_nets[p.name]
-        board._home[p.name] = 0
+        if p.name in was.source.host_nets:
+            board.parts[0].source.host_nets[p.name] = was.source.host_nets[p.name]
+        board.home[p.name] = 0
     board.relayouts += 1
 
 
 def step_relayout(board) -> None:
     """Adopt the waiting re-layout at a board-idle instant, or give it up once too late."""
-    relayout = board._relayout
-    board._hold_partitions(relayout is not None)
+    relayout = board.relayout
+    board.hold_partitions(relayout is not None)
     if relayout is None:
         return
     if board_idle(board) and not kept_in_place(board, relayout):
-        board._relayout = None
-        board._hold_partitions(False)
-        board._order = [p for p in board._order if p.name != relayout.joining.name]
+        board.relayout = None
+        board.hold_partitions(False)
+        board.order = [p for p in board.order if p.name != relayout.joining.name]
         join_instead(board, relayout, "the modules its new partitions counted on were given back meanwhile")
     elif board_idle(board):
-        board._relayout = None
-        board._hold_partitions(False)
+        board.relayout = None
+        board.hold_partitions(False)
         adopt(board, relayout)
         for engine in board.parts:
             engine.after_dispatch()
         board.arbiter.grant()
     elif board.clock.now() - relayout.asked_at > RELAYOUT_LIMIT_S:
-        board._relayout = None
-        board._hold_partitions(False)
-        board._order = [p for p in board._order if p.name != relayout.joining.name]
+        board.relayout = None
+        board.hold_partitions(False)
+        board.order = [p for p in board.order if p.name != relayout.joining.name]
         why = f"the board was never idle within {RELAYOUT_LIMIT_S:g} s to change its partitions"
         join_instead(board, relayout, why)
 

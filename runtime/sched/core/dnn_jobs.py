@@ -1,6 +1,6 @@
 """The engine's best-effort DNN batches (``DnnJobs``, a part of the engine): a batch of images on
 dnn_tile slots, its backlog (a workload's DNN pipelines always have images; the daemon's queue
-them: runtime/sched/board/online.py), and its end."""
+them: runtime/sched/board/dnn_queue.py), and its end."""
 
 from __future__ import annotations
 
@@ -29,6 +29,10 @@ class DnnJobs:
     def take_work(self, pipeline: PipelineSpec, images: int) -> tuple[int | np.ndarray, list[DnnRequest]]:
         """Up to ``images`` images of ``pipeline`` for one batch: a count of stand-in images here."""
         return images, []
+
+    def drop_unplaceable(self) -> None:
+        """A slot was quarantined: images queued that no working tile slot can take any more end
+        (a workload's stand-in images are not queued)."""
 
     def setup_s(self, slots: Sequence[int], model: str, plan) -> float:
         """Fabric time a batch on ``slots`` would spend first programming tiles new to their layers."""

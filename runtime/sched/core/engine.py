@@ -11,22 +11,28 @@ itself to real time.
 Every released frame ends in exactly one outcome: ``on_time``, ``late``, ``dropped`` (with a
 reason) or ``error``.
 
+Where frames come from is the engine's *release source* (sched/sources/): a workload's periodic
+releases (bench, the tests) or the frames apps submit (the daemon, whose pipelines come and go
+through the registrations part, sched/board/registrations.py). Everything else is the same.
+
 Slots are not the only shared resource: an engine drives one of the shell's video streams (an
 input and an output, hdl_sim/rtl/shell.sv), so it streams one frame or one DNN batch at a time,
 whatever slots are free (``FrameStream.free``). A shell with several streams runs one engine per
 partition of the fabric, a stream and slots of its own, on one clock and one configuration port
-(runtime/sched/board/streams.py).
+(``Board``, runtime/sched/board/board.py).
 """
 
 from __future__ import annotations
 
 import heapq
 import logging
-import time
+from collections import deque
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 from fpgashare.backends.base import Backend, Pending
+from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import PipelineSpec, Workload
 from fpgashare.sched.analysis.schedulability import UNCONSTRAINED, AdmissionContract
 from fpgashare.sched.core.clock import Clock, VirtualClock
@@ -48,25 +54,34 @@ from fpgashare.sched.core.jobs import (
     TraceEvent,
 )
 from fpgashare.sched.core.port_use import PortDriver
+from fpgashare.sched.core.release_source import ReleaseSource
 from fpgashare.sched.core.run_summary import summarize
 from fpgashare.sched.core.slot_use import Placement
 from fpgashare.sched.core.slots import SlotManager, SlotState
+from fpgashare.sched.core.watchdog import Watchdog
 from fpgashare.sched.host.cpu_work import CpuExecutor
 
 log = logging.getLogger(__name__)
 
 
 class Engine:
-    """Runs ``workload``'s real-time pipelines under ``policy`` on ``backend``. Its parts, each
-    handed the engine as an ``EngineState`` (engine_state.py): ``port`` drives the configuration
-    port, ``placement`` fits frames to slots and keeps the contract's pins, ``dnn`` runs DNN
-    batches, ``cpu_jobs`` the host's work, ``stream`` carries frames and batches through the shell's
-    video stream, ``foresight`` forecasts what modules are wanted when."""
+    """Runs real-time pipelines under ``policy`` on ``backend``, their frames from ``source``
+    (``workload``'s periodic releases, or the frames apps submit). Its parts, each handed the engine as an
+    ``EngineState`` (engine_state.py): ``port`` drives the configuration port, ``placement`` fits
+    frames to slots and keeps the contract's pins, ``dnn`` runs DNN batches, ``cpu_jobs`` the
+    host's work, ``stream`` carries frames and batches through the shell's video stream,
+    ``foresight`` forecasts what modules are wanted when, ``watchdog`` (if asked for) ends
+    hardware work that overruns, ``members`` (the daemon's, set by its board) takes pipelines
+    that come and go."""
 
     def __init__(self, workload: Workload, backend: Backend, policy, clock: Clock | None = None,
                  replacement: str = "belady", want_output: bool = False, drain_s: float = 1.0,
-                 contract: AdmissionContract | None = None, dnn_jobs: type[DnnJobs] = DnnJobs) -> None:
-        self.workload, self.backend, self.policy = workload, backend, policy
+                 contract: AdmissionContract | None = None, dnn_jobs: type[DnnJobs] = DnnJobs,
+                 source: ReleaseSource | None = None, watchdog: bool = False,
+                 trace_limit: int | None = None) -> None:
+        if source is None:
+            raise TypeError("an engine needs a release source (runtime/sched/sources/)")
+        self.workload, self.backend, self.policy, self.source = workload, backend, policy, source
         self.clock = clock or VirtualClock()
         self.slots = SlotManager(backend, replacement)
         self.want_output = want_output
@@ -84,7 +99,8 @@ class Engine:
         self.frames: list[Frame] = []
         self.pending: list[Frame] = []
         self.running: dict[str, Frame] = {}
-        self.trace: list[TraceEvent] = []
+        #: a daemon runs for days: it keeps the newest ``trace_limit`` slices
+        self.trace: list[TraceEvent] | deque[TraceEvent] = [] if trace_limit is None else deque(maxlen=trace_limit)
         self._events: list[tuple[float, int, str, object]] = []
         self._seq = 0
         self._last = 0.0
@@ -93,11 +109,10 @@ class Engine:
         self.steady_exposed_s = 0.0       #: exposed after the registration window (from t0 on)
         self.busy_by_slot = [0.0] * len(self.slots.slots)   #: seconds each slot spent computing
         self.dnn_busy_s = 0.0             #: stream time of DNN batches (the DNN's compute time)
-        self._pixels = self._test_frames()
         self.exposed_by_reason: dict[str, float] = {}
-        self._next_index = {p.name: 0 for p in self.pipelines}   # next frame not yet released
-        self.demand = Demand(self._need_time)
+        self.demand = Demand(source.need_time)
         self.stream_info: list[tuple[float, float, frozenset[str]]] = []   # per pipeline: deadline, run time, modules
+        source.attach(self)
         self.pipelines_changed()
         self._wakes: set[float] = set()
         self.on_finish = None      #: called with each frame as it ends (the daemon answers its client)
@@ -114,11 +129,14 @@ class Engine:
         #: False: no load but a committed frame's after the first release (a partition whose every
         #: module is pinned: runtime/sched/board/stream_plan.py counts no port time for it)
         self.loads_after_t0 = True
+        self.watchdog = Watchdog(self) if watchdog else None
+        #: the daemon's part that takes pipelines as they come and go (registrations.py), if any
+        self.members = None
         if contract is not None:
             self.placement.set_contract(contract)
-        # Pipelines register before their first frame: the policy may fill every slot once
-        # (setup and prefetch) before releases begin, the same warm-up for every policy.
-        self.t0 = self.port.longest_load_s() * len(self.slots.slots)
+        # A workload's pipelines register before their first frame: the policy may fill every
+        # slot once (setup and prefetch) before releases begin, the same warm-up for every policy.
+        self.t0 = self.port.longest_load_s() * len(self.slots.slots) if source.warm_up else 0.0
 
     # ---- the event loop
     def push(self, t: float, kind: str, data: object) -> None:
@@ -136,7 +154,7 @@ class Engine:
 
     def run(self) -> Engine:
         """The whole workload under virtual (or wall) time, then every unfinished frame dropped."""
-        self._schedule_releases()
+        self.source.schedule()
         self.begin()
         self.advance_to(self.horizon_s)
         self.end_run()
@@ -202,25 +220,51 @@ class Engine:
                     self._job_done(data)
             if self.slots.quarantined:
                 self._drop_unplaceable()
-            self.policy.dispatch(self)
-            self.after_dispatch()
-            self.port.kick()
+            self.decide()
+
+    def decide(self) -> None:
+        """What the loop does after every event: the policy, the mode change, the port."""
+        self.policy.dispatch(self)
+        self.after_dispatch()
+        self.port.kick()
 
     def _load_done(self) -> None:
-        """A load's end is due (the daemon's engine first checks it with its watchdog)."""
-        self.port.load_done()
+        """A load's end is due (the watchdog, if any, first checks it is done)."""
+        if self.watchdog is None or not self.watchdog.hold_load():
+            self.port.load_done()
 
     def _drop_unplaceable(self) -> None:
-        """A slot is quarantined: frames (and the daemon's DNN images) nothing can place any more end."""
+        """A slot is quarantined: frames (and queued DNN images) nothing can place any more end."""
         self.placement.drop_unplaceable()
+        self.dnn.drop_unplaceable()
 
     def after_dispatch(self) -> None:
-        """After the policy's decisions at each event (the daemon's engine steps its mode changes)."""
+        """After the policy's decisions at each event: the mode change under way takes its next
+        step (mode_change.py)."""
+        if self.members is not None:
+            self.members.changes.step()
 
     @property
     def changing(self) -> bool:
-        """Whether a mode change is under way (a workload's set never changes)."""
-        return False
+        """Whether a mode change is under way, here or on the whole board (a re-layout waiting
+        for a board-idle instant): DNN batches, lends, prefetch and pin moves wait for it. A
+        workload's set never changes."""
+        return self.members is not None and self.members.changing
+
+    def idle(self) -> bool:
+        """Nothing in flight on the fabric: no frame waiting or streaming, no DNN batch, no load."""
+        port = self.slots.port
+        return (not self.pending and not self.running and not self.dnn.running and self.committed is None
+                and port.current is None and not port.queue)
+
+    def working_platform(self) -> Platform:
+        """The platform without its quarantined slots: what admission may count on (slots keep
+        their indices)."""
+        platform = self.backend.platform
+        failed = {s.index for s in self.slots.slots if s.state is SlotState.FAILED}
+        if not failed:
+            return platform
+        return replace(platform, slots=tuple(s for s in platform.slots if s.index not in failed))
 
     def pipelines_changed(self) -> None:
         """The set of real-time pipelines changed: look-ahead state starts over."""
@@ -229,25 +273,12 @@ class Engine:
         self.stream_info = [(p.deadline_s, p.exec_s, frozenset(p.modules)) for p in self.pipelines]
 
     def _released(self, frame: Frame) -> None:
-        self._next_index[frame.pipeline.name] = frame.index + 1
-        self.demand.moved(frame.pipeline)
+        self.source.released(frame)
 
-    # ---- the release forecast (the daemon's engine forecasts from arrival curves instead)
     def next_release_s(self, pipeline: PipelineSpec) -> float:
-        """Earliest time the next unreleased frame of ``pipeline`` can arrive (its nominal release;
-        jitter only delays it); inf after the last one."""
-        k = self._next_index[pipeline.name]
-        if pipeline.offset_s + k * pipeline.period_s >= self.workload.duration_s:
-            return float("inf")
-        return self.t0 + pipeline.offset_s + k * pipeline.period_s
-
-    def _need_time(self, pipeline: PipelineSpec) -> float:
-        """The deadline of ``pipeline``'s next unreleased frame, as the demand order ranks it (inf
-        after the last one)."""
-        k = self._next_index[pipeline.name]
-        if pipeline.offset_s + k * pipeline.period_s >= self.workload.duration_s:
-            return float("inf")
-        return pipeline.offset_s + k * pipeline.period_s + pipeline.deadline_s
+        """Earliest time the next unreleased frame of ``pipeline`` can be released (its source's
+        forecast: a workload's nominal release, a daemon's arrival curve); inf after the last."""
+        return self.source.next_release_s(pipeline)
 
     @property
     def slot_busy_s(self) -> float:
@@ -282,26 +313,6 @@ class Engine:
         self.clock.wait_until(max(t, self.clock.now()))
         self._last = t
 
-    def _schedule_releases(self) -> None:
-        seq = 0
-        for p in self.pipelines:
-            k = 0
-            while p.offset_s + k * p.period_s < self.workload.duration_s:
-                release = self.t0 + p.release_s(k, self.workload.seed)
-                frame = Frame(p, k, release, release + p.deadline_s, seq)
-                seq += 1
-                self.frames.append(frame)
-                self.push(release, RELEASE, frame)
-                k += 1
-
-    def _test_frames(self) -> dict[str, np.ndarray]:
-        rng = np.random.default_rng(self.workload.seed)
-        out = {}
-        for p in self.pipelines:
-            shape = p.stages[0].kind.input_shape(*p.frame)
-            out[p.name] = rng.integers(0, 256, shape, dtype=np.uint8)
-        return out
-
     # ---- jobs
     @property
     def platform(self):
@@ -314,8 +325,8 @@ class Engine:
         return self.backend.runs_dnn
 
     def test_pixels(self, frame: Frame) -> np.ndarray:
-        """The workload's stand-in input for a frame that came without pixels."""
-        return self._pixels[frame.pipeline.name]
+        """The source's stand-in input for a frame that came without pixels."""
+        return self.source.test_pixels(frame)
 
     # ---- the policy's actions beside ``start`` and ``drop`` (view.py)
     def load(self, slot: int, module: str, reason: str = "demand", stamp: float = 0.0) -> None:
@@ -343,8 +354,9 @@ class Engine:
         self.stream.start(frame, slots)
 
     def _job_done(self, frame: Frame) -> None:
-        """A frame's pass is due to end (the daemon's engine first checks it with its watchdog)."""
-        self.stream.job_done(frame)
+        """A frame's pass is due to end (the watchdog, if any, first checks it is done)."""
+        if self.watchdog is None or not self.watchdog.hold_frame(frame):
+            self.stream.job_done(frame)
 
     def summary(self, wall_s: float) -> dict:
         """Outcomes and latencies per pipeline, port and slot figures (runtime/sched/core/run_summary.py)."""
@@ -358,6 +370,7 @@ class Engine:
         frame.outcome, frame.reason = outcome, reason
         if self.on_finish is not None:
             self.on_finish(frame)
+        self.source.ended(frame)
 
     def finish_dnn(self, request: DnnRequest, outcome: str, reason: str = "") -> None:
         if request.outcome is not None:
@@ -371,10 +384,5 @@ class Engine:
         self.finish(frame, "dropped", reason)
 
     def fabric_release(self, frame: Frame) -> None:
-        """The CPU prefix is done: the fabric part is released (at its planned time or now)."""
-        self.push(max(self.now, frame.release), RELEASE, frame)
-
-def run_workload(workload: Workload, backend: Backend, policy, **kw) -> tuple[Engine, dict]:
-    start = time.perf_counter()
-    engine = Engine(workload, backend, policy, **kw).run()
-    return engine, engine.summary(time.perf_counter() - start)
+        """The CPU prefix is done: the fabric part is released (its source says when)."""
+        self.source.fabric_release(frame)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     import numpy as np
     from fpgashare.backends.base import Backend, Pending
+    from fpgashare.catalogue.platform import Platform
     from fpgashare.catalogue.workload import PipelineSpec
     from fpgashare.sched.analysis.schedulability import AdmissionContract
     from fpgashare.sched.core.demand import Demand
@@ -27,10 +28,18 @@ if TYPE_CHECKING:
 class StreamState(Protocol):
     """The engine's video stream (``FrameStream``, frame_stream.py) as the other parts use it."""
 
+    works: dict[str, Pending]         #: each streaming frame's DMA, by frame key
     def free(self) -> bool: ...
     def free_at(self) -> float: ...
     def changed(self) -> None: ...
+    def job_done(self, frame: Frame) -> None: ...
     def trace(self, name: str, start: float, end: float, pipeline: str) -> None: ...
+
+
+class PortState(Protocol):
+    """The engine's port driver (``PortDriver``, port_use.py) as the watchdog reads it."""
+
+    started: dict[int, float]         #: when each slot's load in flight started
 
 
 class EngineState(Protocol):
@@ -45,6 +54,8 @@ class EngineState(Protocol):
     # ---- what it runs on and keeps to
     backend: Backend
     slots: SlotManager
+    port: PortState
+    def working_platform(self) -> Platform: ...
     contract: AdmissionContract
     pin_moves: int
     planned_reloads: dict[int, tuple[str, float]]
@@ -69,6 +80,9 @@ class EngineState(Protocol):
 
     # ---- how work ends, and what is counted
     trace: MutableSequence[TraceEvent]
+    frames: list[Frame]
+    dnn_pipelines: list[PipelineSpec]
+    cpu_pipelines: list[PipelineSpec]
     dnn_images: dict[str, int]
     dnn_busy_s: float
     def finish(self, frame: Frame, outcome: str, reason: str = "") -> None: ...

@@ -1,0 +1,177 @@
+"""Where a daemon's pipeline goes on the board: which partition admits it, or which re-layout.
+
+A real-time pipeline goes to a partition that admits it, its chain cut into passes for that
+partition's slots: the one whose frames then need the fewest loads per second (the port is what
+partitions share), then one without DNN work, then the most slack; it stays there. When the board
+may re-partition (``cap``), the planner's layout for the set with the newcomer is tried first, as
+``bench`` plans it (relayout.py). Best-effort DNN work goes to a partition with tile slots, one
+without real-time work first, else the one its frames leave most idle. Host-only pipelines go
+with partition 0 (they use no fabric). A policy without admission runs on a board of one: every
+pipeline goes there unanalysed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from fpgashare.catalogue.platform import Platform
+from fpgashare.catalogue.workload import PipelineSpec, on_platform
+from fpgashare.errors import FpgashareError
+from fpgashare.sched.board.relayout import replan_test
+from fpgashare.sched.board.stream_plan import consecutive_runs, ddr_refusal
+from fpgashare.sched.core.jobs import Frame
+from fpgashare.sched.core.slots import SlotState
+from fpgashare.sched.policies.backfill import DNN
+
+
+def split_slots(platform: Platform, streams: int) -> list[tuple[int, ...]]:
+    """The board's slots in ``streams`` runs of consecutive slots, as even as they go (the first
+    ones one larger). Refused when the platform has fewer streams or slots."""
+    most = min(platform.streams, len(platform.slots))
+    if not 1 <= streams <= most:
+        raise FpgashareError(f"{platform.path}: {streams} streams asked; platform.streams is {platform.streams} "
+                             f"and it has {len(platform.slots)} slots (1..{most})")
+    return consecutive_runs([s.index for s in platform.slots], streams)
+
+
+def name_taken(board, name: str) -> str | None:
+    relayout = board.relayout
+    if relayout is not None and relayout.joining is not None and relayout.joining.name == name:
+        return f"a pipeline named {name!r} is already registered"
+    return next((why for e in board.parts if (why := e.members.name_taken(name))), None)
+
+
+def admission_test(board, spec: PipelineSpec, replan: bool = True) -> Callable[[], str | None]:
+    """A callable that says why ``spec`` cannot join any partition now, or None (then it
+    remembers in ``board.chosen`` which partition takes it, with the chain cut into passes for
+    that partition's slots, or the re-layout that takes it). The planner's layout for the set with
+    ``spec`` is tried first; else a partition in force that admits it; else an even split of the
+    board. ``replan`` False: partitions in force only. Snapshots are taken now; the call may run
+    off the loop's thread."""
+    taken = name_taken(board, spec.name)
+    if taken:
+        return lambda: taken
+    if not spec.realtime or spec.on_cpu_only:
+        return lambda: None
+    if board.relayout is not None:
+        why = (f"the board is changing its partitions for {board.relayout.joining.name}: register again "
+               "once that registration has returned")
+        return lambda: why
+    fitted, reasons = {}, []
+    for k, engine in enumerate(board.parts):
+        try:
+            fitted[k] = on_platform(spec, engine.platform)
+        except FpgashareError as exc:
+            reasons.append(f"stream {k} (slots {list(board.views[k].global_slots)}): {exc}")
+    if not board.admits:                    # a board of one, nothing analysed
+        def unanalysed() -> str | None:
+            if 0 not in fitted:
+                return reasons[0]
+            board.chosen[spec.name] = ("join", 0, fitted[0])
+            return None
+        return unanalysed
+    ddr = ddr_refusal(board.platform, sum(p.ddr_bytes_per_frame / p.period_s for p in (*board.pipelines, spec)))
+    trials = [(k, e, e.members.admission_test(fitted[k]), e.members.changes.target_pipelines, bool(e.dnn_pipelines))
+              for k, e in enumerate(board.parts) if k in fitted]
+    # A quarantined slot is in no plan's reach: re-layouts wait until the board is whole again.
+    quarantined = any(s.state is SlotState.FAILED for e in board.parts for s in e.slots.slots)
+    can_replan = replan and board.cap is not None and board.relayout is None and not quarantined
+    planned = replan_test(board, spec, planner_only=True) if can_replan else None
+    anyplan = replan_test(board, spec) if can_replan else None
+
+    def test() -> str | None:
+        if ddr:
+            return ddr
+        if planned is not None and planned():
+            return None
+        best, why_not = None, list(reasons)
+        for k, engine, trial, before, has_dnn in trials:
+            why = trial()
+            verdict = engine.members.verdicts.get(spec.name, (None, None))[1]
+            if why or verdict is None:
+                why_not.append(f"stream {k} (slots {list(board.views[k].global_slots)}): {why}")
+                continue
+            loads = sum(verdict.plan.loads.get(p.name, 0) / p.period_s for p in (*before, spec)) \
+                if verdict.plan is not None else 0.0
+            rank = (loads, has_dnn, -verdict.slack_s, k)
+            if best is None or rank < best[0]:
+                best = (rank, k)
+        for k, engine, *_ in trials:
+            if best is None or k != best[1]:
+                engine.members.verdicts.pop(spec.name, None)
+        if best is None:
+            # No partition in force takes it: the planner's layout may (a board-wide mode change).
+            if anyplan is not None and anyplan():
+                return None
+            if len(board.parts) == 1 and board.cap is None:    # a board of one: its reason is the board's
+                return why_not[0].split(": ", 1)[1]
+            return "no stream admits it: " + "; ".join(why_not)
+        board.chosen[spec.name] = ("join", best[1], fitted[best[1]])
+        return None
+
+    return test
+
+
+def dnn_home(board) -> int:
+    """The partition for best-effort DNN work (module docstring)."""
+    options = []
+    for k, engine in enumerate(board.parts):
+        tiles = len(engine.working_platform().slots_for(DNN)) if DNN in engine.platform.modules else 0
+        if tiles:
+            members = engine.members.changes.target_pipelines       # joining ones too
+            idle = 1.0 - sum(p.exec_s / p.period_s for p in members)
+            options.append((not members, idle, tiles, k))
+    if not options:
+        raise FpgashareError(f"{board.platform.name} has no working dnn_tile slot in any partition")
+    return max(options)[3]
+
+
+def add_pipeline(board, spec: PipelineSpec, admitted: bool = False,
+                 on_ready: Callable[[], None] | None = None,
+                 on_refused: Callable[[str], None] | None = None) -> None:
+    """Register ``spec`` in its partition (``Board.add_pipeline``)."""
+    taken = name_taken(board, spec.name)
+    if taken:
+        raise FpgashareError(taken)
+    if spec.on_cpu_only:
+        k = 0
+    elif not spec.realtime:
+        k = dnn_home(board) if DNN in board.platform.modules else 0
+    else:
+        if not admitted or spec.name not in board.chosen:
+            why = admission_test(board, spec)()
+            if why:
+                raise FpgashareError(why)
+        choice = board.chosen.pop(spec.name)
+        board.order.append(spec)
+        if choice[0] == "relayout":
+            board.relayout = replace(choice[1], on_ready=on_ready, on_refused=on_refused,
+                                     asked_at=board.clock.now())
+            board.step_relayout()
+            return
+        _, k, spec = choice
+    board.home[spec.name] = k
+    try:
+        board.parts[k].members.add_pipeline(spec, admitted=True, on_ready=on_ready)
+    except BaseException:               # all or nothing: nothing of it stays behind
+        board.home.pop(spec.name, None)
+        board.order = [p for p in board.order if p.name != spec.name]
+        raise
+    board.arbiter.grant()
+
+
+def remove_pipeline(board, name: str, reason: str) -> list[Frame]:
+    """End pipeline ``name`` in its partition (``Registrations.remove_pipeline``)."""
+    board.chosen.pop(name, None)
+    board.order = [p for p in board.order if p.name != name]
+    relayout = board.relayout
+    if relayout is not None and relayout.joining is not None and relayout.joining.name == name:
+        board.relayout = None            # it never ran: nothing to undo
+        board.hold_partitions(False)
+    k = board.home.pop(name, None)
+    if k is None:
+        return []
+    dropped = board.parts[k].members.remove_pipeline(name, reason)
+    board.arbiter.grant()
+    return dropped

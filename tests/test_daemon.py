@@ -191,7 +191,9 @@ def test_admission_rejects_with_the_reason(sock):
     big = (1080, 1920)
     with RunningDaemon(sock, platform="pynq-z2") as daemon, connect(sock) as fpga:
         fpga.pipeline("edges", ["gauss3x3", "sobel_mag"], period_ms=33.33, frame_shape=big)
-        with pytest.raises(AdmissionRejected, match=r"not admitted: .*frames and their loads would keep the stream"):
+        # The stream's time, or (the host's delay of each operation counted) the slots' room for pins.
+        with pytest.raises(AdmissionRejected, match=r"not admitted: .*(frames and their loads would keep the "
+                                                     r"stream|no set of pinned modules leaves room)"):
             fpga.pipeline("thumb", ["downscale2x", "threshold"], period_ms=33.33, frame_shape=big)
         assert [p.name for p in daemon.engine.pipelines] == ["edges"]
 

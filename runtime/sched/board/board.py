@@ -86,6 +86,7 @@ class Board:
         #: only then is it run up to each event
         self._keeps_time = type(backend).run_hardware is not Backend.run_hardware
         self._held = False                    # whether partitions hold back for a re-layout
+        self._op_delay_s = 0.0
         self._make_policy, self._port_order = make_policy, getattr(probe, "port_order", "round-robin")
         self._shared: dict = {}               # what the daemon sets on every partition (on_finish, cpu, ...)
         self.retired: list[tuple[SlotView, Engine]] = []   #: partitions of earlier layouts
@@ -135,7 +136,7 @@ class Board:
         self.parts: list[Engine] = []
         self.arbiter = PortArbiter(self._port_order)
         shared = {"port_share": len(partitions), "board_load_s": load_seconds(self.platform),
-                  "control_s": control_seconds(self.platform), "check_ddr": False}
+                  "control_s": self.control_s, "check_ddr": False}
         empty = Workload(Path("<daemon>"), self.platform, 0, float("inf"), ())
         for k, view in enumerate(self.views):
             source = Submissions()
@@ -150,6 +151,26 @@ class Board:
                 _share(engine, name, value)
             self.arbiter.add(engine)
             self.parts.append(engine)
+
+    # ---- the host's delay of every fabric operation
+    @property
+    def op_delay_s(self) -> float:
+        """How late the daemon's loop may start a frame's pass or a load after its event (the
+        host's response bound, runtime/sched/host/host_cost.py); 0 where the host is free."""
+        return self._op_delay_s
+
+    @op_delay_s.setter
+    def op_delay_s(self, seconds: float) -> None:
+        self._op_delay_s = seconds
+        for engine in self.parts:
+            if engine.members is not None:
+                engine.members.analysis_kw["control_s"] = self.control_s
+
+    @property
+    def control_s(self) -> float:
+        """What every operation costs the analysis beyond its cycles: the shell's register traffic
+        plus the host's delay of it (a late start is as much stream or port time lost)."""
+        return control_seconds(self.platform) + self._op_delay_s
 
     # ---- what the daemon sets on its engine: every partition shares it
     def _set_all(self, name: str, value) -> None:

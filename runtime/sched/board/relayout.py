@@ -59,14 +59,16 @@ class Relayout:
 
 def propose(platform: Platform, admitted: list[PipelineSpec], besteffort: list[PipelineSpec],
             newcomer: PipelineSpec, cap: int, pinned_now: dict[int, str] | None = None,
-            splits: bool = True) -> Iterator[StreamPlan]:
+            splits: bool = True, control_s: float | None = None) -> Iterator[StreamPlan]:
     """Layouts that take ``admitted`` (registration order) and ``newcomer``, best first: the
     planner's, if it admits all of them; then the board cut evenly into N partitions for each N up
     to ``cap``, each pipeline in order into the partition that admits it with the fewest loads a
     second (what a fixed split would do), where every pipeline finds one. The even splits are
     offered even when the planner's layout takes everyone: the planner does not know which modules
     are pinned where now, and a layout that keeps them may be the only one with a safe transition.
-    ``splits`` False: the planner's layout only. Lazily: a caller that takes the first layout
+    ``splits`` False: the planner's layout only. ``control_s``: what every operation costs the
+    analysis beyond its cycles (default: the shell's register traffic; the daemon adds the host's
+    delay of it, ``Board.control_s``). Lazily: a caller that takes the first layout
     that passes its check pays for no split after it."""
     workload = Workload(Path("<daemon>"), platform, 0, 1.0, (*admitted, newcomer, *besteffort))
     plan = plan_streams(workload, cap)
@@ -75,13 +77,13 @@ def propose(platform: Platform, admitted: list[PipelineSpec], besteffort: list[P
         yield _cover(platform, plan)
     if splits:
         for n in range(1, cap + 1):
-            split = even_split(platform, [*admitted, newcomer], n, pinned_now or {})
+            split = even_split(platform, [*admitted, newcomer], n, pinned_now or {}, control_s)
             if split is not None:
                 yield split
 
 
 def even_split(platform: Platform, pipelines: list[PipelineSpec], n: int,
-               pinned_now: dict[int, str] | None = None) -> StreamPlan | None:
+               pinned_now: dict[int, str] | None = None, control_s: float | None = None) -> StreamPlan | None:
     """``pipelines`` placed in order on the board cut into ``n`` even partitions, or None if one
     finds no partition that admits it. A pipeline goes first to a partition that holds modules of
     its chain pinned now (``pinned_now``: board slot -> module): those pins stay resident across
@@ -96,7 +98,8 @@ def even_split(platform: Platform, pipelines: list[PipelineSpec], n: int,
         return None
     parts = [Partition(k, slots) for k, slots in enumerate(consecutive_runs([s.index for s in platform.slots], n))]
     subs = [sub_platform(platform, part.slots) for part in parts]
-    kw = {"port_share": n, "board_load_s": load_seconds(platform), "control_s": control_seconds(platform),
+    control_s = control_seconds(platform) if control_s is None else control_s
+    kw = {"port_share": n, "board_load_s": load_seconds(platform), "control_s": control_s,
           "check_ddr": False, "few_pins": True, "afford_change": True, "afford_share": platform.streams}
     for p in pipelines:
         best = None
@@ -133,7 +136,7 @@ def _cover(platform: Platform, plan: StreamPlan) -> StreamPlan:
 
 
 def check(plan: StreamPlan, platform: Platform, sub_platform, newcomer: str,
-          pinned_now: dict[int, str]) -> tuple[list, str]:
+          pinned_now: dict[int, str], control_s: float | None = None) -> tuple[list, str]:
     """Per partition of ``plan``: its pipelines fitted to its slots, its verdict with the port
     shared by all of them, and the pins it keeps from the layout in force (``pinned_now``: board
     slot -> module; they are resident at the switch, so they count from the start); or the reason
@@ -144,7 +147,7 @@ def check(plan: StreamPlan, platform: Platform, sub_platform, newcomer: str,
     from fpgashare.sched.analysis.schedulability import residency, unpinned_loads
 
     kw = {"port_share": len(plan.partitions), "board_load_s": load_seconds(platform),
-          "control_s": control_seconds(platform)}
+          "control_s": control_seconds(platform) if control_s is None else control_s}
     verdicts = []
     for part in plan.partitions:
         sub = sub_platform(part.slots)
@@ -187,7 +190,7 @@ def replan_test(board, spec: PipelineSpec, planner_only: bool = False) -> Callab
     the current partitions or passes ``check``, records the choice in ``board.chosen`` and says
     True. ``planner_only``: the planner's layout alone, not the even splits (``propose``).
     Snapshots are taken now (the call may run off the loop's thread)."""
-    platform, cap = board.platform, board.cap
+    platform, cap, control_s = board.platform, board.cap, board.control_s
     order = list(board.order)
     besteffort = list(board.dnn_pipelines)
     current = [(tuple(v.global_slots), frozenset(p.name for p in e.members.changes.target_pipelines))
@@ -198,7 +201,8 @@ def replan_test(board, spec: PipelineSpec, planner_only: bool = False) -> Callab
     from fpgashare.backends.slot_view import sub_platform
 
     def test() -> bool:
-        for plan in propose(platform, order, besteffort, spec, cap, pinned_now, splits=not planner_only):
+        for plan in propose(platform, order, besteffort, spec, cap, pinned_now, splits=not planner_only,
+                            control_s=control_s):
             layout = [(tuple(part.slots), frozenset(p.name for p in part.pipelines if p.name != spec.name))
                       for part in plan.partitions]
             if sorted(layout) == sorted(current):
@@ -209,7 +213,8 @@ def replan_test(board, spec: PipelineSpec, planner_only: bool = False) -> Callab
                     board.chosen[spec.name] = ("join", k, fitted)
                     return True
                 continue
-            verdicts, _ = check(plan, platform, lambda slots: sub_platform(platform, slots), spec.name, pinned_now)
+            verdicts, _ = check(plan, platform, lambda slots: sub_platform(platform, slots), spec.name, pinned_now,
+                                control_s)
             if verdicts:
                 board.chosen[spec.name] = ("relayout", Relayout(plan, verdicts, spec, None, None, 0.0))
                 return True

@@ -44,7 +44,6 @@ from fpgashare.sched.board.stream_plan import StreamPlan
 from fpgashare.sched.core.clock import Clock, VirtualClock
 from fpgashare.sched.core.engine import DnnRequest, Engine, Frame
 from fpgashare.sched.core.jobs import TraceEvent
-from fpgashare.sched.core.slots import SlotState
 from fpgashare.sched.sources.periodic import PeriodicReleases
 from fpgashare.sched.sources.submitted import Submissions
 
@@ -100,7 +99,7 @@ class Board:
         self.t0 = 0.0
         self.exposed_reconfig_s = self.stalled_reconfig_s = self.steady_exposed_s = 0.0
         self.exposed_by_reason: dict[str, float] = {}
-        self._last = 0.0
+        self.accounted_to = 0.0   #: board time the port figures are counted to
 
     @classmethod
     def for_workload(cls, workload: Workload, backend: Backend, plan: StreamPlan, make_policy: Callable[[], object],
@@ -294,7 +293,7 @@ class Board:
                 t = self.next_event_s()
             if t is None or t > horizon:
                 return
-            self._account(t)
+            board_figures.account_port(self, t)
             step_partitions(self.parts, self.arbiter, t)
             self.step_relayout()
 
@@ -311,25 +310,10 @@ class Board:
         self.begin()
         horizon = max(e.horizon_s for e in self.parts)
         self._take_events(horizon)
-        self._account(max(self.clock.now(), min(horizon, self.end_s)))
+        board_figures.account_port(self, max(self.clock.now(), min(horizon, self.end_s)))
         for engine in self.parts:
             engine.end_run()
         return self
-
-    def _account(self, t: float) -> None:
-        """Board-wide port figures for [last step, t): states stand still between steps."""
-        dt = t - self._last
-        if dt <= 0:
-            return
-        owner = self.arbiter.owner
-        if owner is not None and not any(s.state == SlotState.BUSY for e in self.parts for s in e.slots.slots):
-            reason = owner.slots.port.current.reason if owner.slots.port.current else "demand"
-            self.exposed_reconfig_s += dt
-            self.exposed_by_reason[reason] = self.exposed_by_reason.get(reason, 0.0) + dt
-            self.steady_exposed_s += max(0.0, t - max(self._last, self.t0))
-            if any(e.pending for e in self.parts):
-                self.stalled_reconfig_s += dt
-        self._last = t
 
     def hold_partitions(self, held: bool) -> None:
         """While a re-layout waits, every partition holds back best-effort work (mode_change.py)."""

@@ -11,7 +11,7 @@ from fpgashare.sched.core.engine import Engine
 from fpgashare.sched.core.jobs import TraceEvent
 from fpgashare.sched.core.port import LoadRequest
 from fpgashare.sched.core.run_summary import summarize
-from fpgashare.sched.core.slots import Slot
+from fpgashare.sched.core.slots import Slot, SlotState
 
 
 @dataclass
@@ -67,6 +67,22 @@ def board_trace(views: list[SlotView], engines: list[Engine]) -> list[TraceEvent
                 e = replace(e, name=f"{e.name.rsplit(' ', 1)[0]} {view.global_slots[local]}")
             out.append(e)
     return sorted(out, key=lambda e: (e.start, e.track))
+
+
+def account_port(board, t: float) -> None:
+    """Board-wide port figures for [last step, t): states stand still between steps."""
+    dt = t - board.accounted_to
+    if dt <= 0:
+        return
+    owner = board.arbiter.owner
+    if owner is not None and not any(s.state == SlotState.BUSY for e in board.parts for s in e.slots.slots):
+        reason = owner.slots.port.current.reason if owner.slots.port.current else "demand"
+        board.exposed_reconfig_s += dt
+        board.exposed_by_reason[reason] = board.exposed_by_reason.get(reason, 0.0) + dt
+        board.steady_exposed_s += max(0.0, t - max(board.accounted_to, board.t0))
+        if any(e.pending for e in board.parts):
+            board.stalled_reconfig_s += dt
+    board.accounted_to = t
 
 
 def _stream_busy_s(board, engine: Engine) -> float:

@@ -27,6 +27,7 @@ class PortDriver:
         self.started: dict[int, float] = {}      #: slot -> when its load in flight started
         self._load_s: dict[int, float] = {}
         self._longest_load_s: float | None = None
+        self._shortest_load_s: float | None = None
 
     def kick(self) -> None:
         """Start the next queued load if the port (and, when shared, the arbiter) lets it."""
@@ -96,7 +97,9 @@ class PortDriver:
 
     def shortest_load_s(self) -> float:
         """Port time of the shortest load into any slot (a lower bound for any load)."""
-        return min((self.load_seconds(s.index) for s in self.engine.slots.slots), default=0.0)
+        if self._shortest_load_s is None:
+            self._shortest_load_s = min((self.load_seconds(s.index) for s in self.engine.slots.slots), default=0.0)
+        return self._shortest_load_s
 
     def longest_load_s(self) -> float:
         """Port time of the longest load into any slot (an estimate when the slot is not chosen yet)."""

@@ -21,6 +21,8 @@
 #include <utility>
 
 #include "Vshell.h"
+#include "Vshell___024root.h"
+#include "eval_phases.h"
 #include "port_words.h"
 #include "rm_pins.h"
 #include "verilated.h"
@@ -28,12 +30,14 @@
 // The model's evaluation without eval()'s per-call housekeeping (a deleter for dynamic objects and
 // a cross-thread message queue, two mutexes and thread-local look-ups a call, neither used by a
 // single-threaded model without classes): at several evaluations a cycle it was a tenth of the time.
-// eval() runs once at creation, for the model's initialisation.
-void Vshell___024root___eval(Vshell___024root* vlSelf);
+// And split by the clock's level (eval_phases.h): the low evaluation after new inputs, the edge
+// evaluation with the same inputs. eval() runs once at creation, for the model's initialisation.
+DEFINE_EVAL_PHASES(Vshell)
 
 namespace {
 
-inline void eval_model(Vshell* t) { Vshell___024root___eval(t->rootp); }
+inline void eval_low(Vshell* t) { eval_low(t->rootp); }
+inline void eval_edge(Vshell* t) { eval_edge(t->rootp); }
 
 constexpr int MAX_STREAMS = 16;
 constexpr int CFG_CHANNEL = MAX_STREAMS;     // channel index of the configuration port
@@ -189,14 +193,14 @@ void clock_modules(Harness* h);
 inline void settle_low(Harness* h) {
     if (h->armed) drive_channels(h);
     h->top->clk = 0;
-    eval_model(h->top.get());
+    eval_low(h->top.get());
     if (h->modules) settle_modules(h);
     if (h->armed) sample_channels(h);
 }
 
 inline void rise(Harness* h) {
     h->top->clk = 1;
-    eval_model(h->top.get());
+    eval_edge(h->top.get());
     if (h->modules) clock_modules(h);
     h->cycle++;
     if (h->armed) commit_channels(h);
@@ -276,7 +280,7 @@ void settle_modules(Harness* h) {
             changed |= write_pins(t, k, s.pins);
         }
         if (!changed) return;
-        eval_model(t);
+        eval_low(t);
         h->shell_evals++;
     }
     h->fault = 0xFFFF;   // the boundary did not settle: a combinational loop through a module
@@ -537,7 +541,7 @@ void* fs_create() {
     idle_inputs(h->top.get());
     h->top->s_axil_wstrb = 0xF;
     h->top->clk = 0;
-    h->top->eval();   // initialisation (initial blocks, settle); later evaluations go through eval_model
+    h->top->eval();   // initialisation (initial blocks, settle); later evaluations go through eval_low / eval_edge
     return h;
 }
 

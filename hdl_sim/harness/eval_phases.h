@@ -18,7 +18,8 @@
 // tests compare frames, cycle counts and loads against the models evaluated with eval()).
 //
 // DEFINE_EVAL_PHASES(Vtop) declares Verilator's phase functions of model class Vtop (generated, with
-// external linkage, inside the same library) and defines eval_low(root) and eval_edge(root). A model
+// external linkage, inside the same library) and defines eval_low(root) and eval_edge(root), and
+// eval_whole(root): all of them, as eval() runs them (the reference the tests compare with). A model
 // without assertions has no sample function: it is declared weak and skipped when absent.
 #pragma once
 
@@ -29,6 +30,7 @@
     bool VTOP##___024root___eval_phase__ico(VTOP##___024root*);                                           \
     bool VTOP##___024root___eval_phase__act(VTOP##___024root*);                                           \
     bool VTOP##___024root___eval_phase__nba(VTOP##___024root*);                                           \
+    void VTOP##___024root___eval(VTOP##___024root*);                                                      \
     namespace {                                                                                           \
     inline void eval_nba_loop(VTOP##___024root* r) {                                                      \
         int nba = 0;                                                                                      \
@@ -54,4 +56,5 @@
         if (VTOP##___024root___sample) VTOP##___024root___sample(r);                                      \
         eval_nba_loop(r);                                                                                 \
     }                                                                                                     \
+    inline void eval_whole(VTOP##___024root* r) { VTOP##___024root___eval(r); }                           \
     }

@@ -49,9 +49,10 @@ void destroy(void* p) {
     delete m;
 }
 
-void eval(void* p, int clk, rm::Pins* x) {
+void eval(void* p, int mode, rm::Pins* x) {
     Vrm* t = static_cast<Model*>(p)->top.get();
     const uint32_t c = x->ctl;
+    const int clk = mode & rm::EVAL_CLK;
     t->clk = clk;
     t->rst = (c & rm::CTL_RST) != 0;
     for (int j = 0; j < BEAT_WORDS; j++) put_word(t->s_axis_tdata, j, x->s_tdata[j]);
@@ -68,7 +69,9 @@ void eval(void* p, int clk, rm::Pins* x) {
     t->s_axil_araddr = x->araddr;
     t->s_axil_arvalid = c >> rm::CTL_ARVALID & 1;
     t->s_axil_rready = c >> rm::CTL_RREADY & 1;
-    if (clk) {
+    if (mode & rm::EVAL_WHOLE) {
+        eval_whole(t->rootp);
+    } else if (clk) {
         eval_edge(t->rootp);
     } else {
         eval_low(t->rootp);

@@ -3,7 +3,10 @@ at 4 pixels per clock, as the marginal rate between 640x480 and 1920x1080 frames
 cancel), per CPU second (steadier than wall time on a shared machine), and one partial load's time:
 
 - ``new``: the simulated board as built now (each slot evaluates only its loaded module, a model of
-  its own at the slot's boundary; the harness evaluates without eval()'s housekeeping);
+  its own at the slot's boundary; the harness evaluates each model by the clock's level, without
+  eval()'s housekeeping, hdl_sim/harness/eval_phases.h);
+- ``whole_eval``: the same build with every model evaluated by Verilator's whole eval() at both clock
+  levels (``ShellHarness.set_whole_eval``): ``phase_ratio`` is what the level split gains;
 - ``old``: the shell with every module of every slot inside (``SimBoard(external=False)``), measured
   in the same run, so the ratio new / old is the speed-up on this machine at this load;
 - optionally ``fpgashare sim run`` (a process per frame; ``--cli``) and cocotb (``--cocotb-pixels N``).
@@ -51,7 +54,7 @@ TARGETS = {1: 5e6, 4: 20e6}           #: pixels per CPU second by pixels per clo
 LOAD_TARGET_S = 0.05                  #: one partial load's wall time
 LIBRARIES = ("full", "chain", "slot")
 TARGET_LIBRARY = "full"   #: the library the targets are stated for
-BUILDS = ("new", "old")
+BUILDS = ("new", "whole_eval", "old")
 
 
 def one_module_per_slot(path: Path, modules: tuple[str, ...]) -> Path:
@@ -86,11 +89,12 @@ def _marginal(seconds: dict[tuple[int, int], float]) -> float:
     return (big[0] * big[1] - small[0] * small[1]) / (t_big - t_small)
 
 
-def harness_rate(platform, repeats: int, external: bool = True, sizes=SIZES) -> dict:
+def harness_rate(platform, repeats: int, external: bool = True, sizes=SIZES, whole_eval: bool = False) -> dict:
     """The chain loaded once (the first load timed); the two frame sizes streamed in turn, ``repeats``
     times each (taking turns, a burst of load on the shared machine slows both sizes rather than one),
     the fastest of each kept."""
     board = SimBoard(platform, external=external)
+    board.rtl.set_whole_eval(whole_eval)
     stages = [resolve_stage(n) for n in CHAIN]
     words = [build_config(platform, platform.slots[k], stage.kind.name) for k, stage in enumerate(stages)]
     load_wall, load_cpu = [], []
@@ -215,10 +219,14 @@ def main() -> int:
             for nppc in nppcs:
                 manifest = library_manifest(args.platform, library, nppc, tmp / f"{library}-x{nppc}.toml")
                 platform = load_platform(manifest)
-                got = row[f"nppc{nppc}"] = {build: harness_rate(platform, repeats, build == "new", sizes)
+                got = row[f"nppc{nppc}"] = {build: harness_rate(platform, repeats, build != "old", sizes,
+                                                                whole_eval=build == "whole_eval")
                                             for build in BUILDS}
                 got["ratio"] = got["new"]["marginal_pixels_per_cpu_s"] / got["old"]["marginal_pixels_per_cpu_s"]
                 got["load_ratio"] = got["old"]["load_cpu_s"] / got["new"]["load_cpu_s"]
+                got["phase_ratio"] = (got["new"]["marginal_pixels_per_cpu_s"]
+                                      / got["whole_eval"]["marginal_pixels_per_cpu_s"])
+                got["phase_load_ratio"] = got["whole_eval"]["load_cpu_s"] / got["new"]["load_cpu_s"]
                 if args.cli:
                     got["cli"] = cli_rate(manifest, repeats, tmp)
             result["libraries"][library] = row
@@ -249,6 +257,10 @@ def main() -> int:
                   f"one partial load ({new['load_words']} words) new {new['load_wall_s'] * 1e3:.0f} ms wall / "
                   f"{new['load_cpu_s'] * 1e3:.0f} ms CPU, old {old['load_wall_s'] * 1e3:.0f} / "
                   f"{old['load_cpu_s'] * 1e3:.0f} ms: {got['load_ratio']:.2f}x")
+            whole = got["whole_eval"]
+            print(f"      whole eval() at both levels: {whole['marginal_pixels_per_cpu_s'] / 1e6:7.3f} M px/s, load "
+                  f"{whole['load_cpu_s'] * 1e3:.0f} ms CPU: the level split {got['phase_ratio']:.2f}x on frames, "
+                  f"{got['phase_load_ratio']:.2f}x on the load")
             if "cli" in got:
                 c = got["cli"]
                 print(f"      fpgashare sim run: {c['marginal_pixels_per_cpu_s'] / 1e6:.3f} M px/s per CPU s, "

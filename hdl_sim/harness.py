@@ -181,6 +181,7 @@ class ShellHarness:
         L.fs_fault.argtypes = [ctypes.c_void_p]
         L.fs_fault.restype = ctypes.c_uint32
         L.fs_evals.argtypes = [ctypes.c_void_p, np.ctypeslib.ndpointer(dtype=np.uint64, flags="C_CONTIGUOUS")]
+        L.fs_set_whole_eval.argtypes = [ctypes.c_void_p, ctypes.c_int]
         #: 32-bit words in a stream beat (the shell's DATA_W / 32); stream arrays are whole beats.
         self.beat_words = int(L.fs_beat_words())
         self.streams = int(parameters.get("NUM_STREAMS", 1))
@@ -241,6 +242,12 @@ class ShellHarness:
         out = np.zeros(3, dtype=np.uint64)
         self.lib.fs_evals(self.handle, out)
         return int(out[0]), int(out[1]), int(out[2])
+
+    def set_whole_eval(self, on: bool) -> None:
+        """Evaluate the shell and the module models by Verilator's whole ``eval()`` at both clock levels
+        from now on (``on``), or by each level's own phases (the default, harness/eval_phases.h): the
+        reference the tests hold the phases to."""
+        self.lib.fs_set_whole_eval(self.handle, int(on))
 
     def idle(self, cycles: int) -> None:
         self.lib.fs_idle(self.handle, cycles)

@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 #: Shell parameters that reach the modules (rp_slot passes them to rm_library); the rest is the shell's.
 MODULE_PARAMETERS = ("DATA_W", "MAX_W", "NPPC", "DNN_P", "DNN_ACT_ENTRIES", "DNN_W_ENTRIES", "DNN_PG_ENTRIES",
                      "DNN_MAX_LAYERS")
-MODEL_SOURCES = ("rm_model.cpp", "rm_pins.h", "port_words.h")
+MODEL_SOURCES = ("rm_model.cpp", "rm_pins.h", "port_words.h", "eval_phases.h")
 
 
 def module_parameters(shell_parameters: Mapping[str, int | str]) -> dict[str, int | str]:

@@ -8,10 +8,12 @@
 #include "Vrm___024root.h"
 #include "port_words.h"
 #include "rm_pins.h"
+#include "eval_phases.h"
 #include "verilated.h"
 
-// As in shell_harness.cpp: the evaluation without eval()'s per-call housekeeping, after one eval().
-void Vrm___024root___eval(Vrm___024root* vlSelf);
+// As in shell_harness.cpp: the evaluation without eval()'s per-call housekeeping, after one eval(),
+// by the clock's level (the harness evaluates a module at its edge with the pins of its low phase).
+DEFINE_EVAL_PHASES(Vrm)
 
 namespace {
 
@@ -47,9 +49,10 @@ void destroy(void* p) {
     delete m;
 }
 
-void eval(void* p, int clk, rm::Pins* x) {
+void eval(void* p, int mode, rm::Pins* x) {
     Vrm* t = static_cast<Model*>(p)->top.get();
     const uint32_t c = x->ctl;
+    const int clk = mode & rm::EVAL_CLK;
     t->clk = clk;
     t->rst = (c & rm::CTL_RST) != 0;
     for (int j = 0; j < BEAT_WORDS; j++) put_word(t->s_axis_tdata, j, x->s_tdata[j]);
@@ -66,7 +69,13 @@ void eval(void* p, int clk, rm::Pins* x) {
     t->s_axil_araddr = x->araddr;
     t->s_axil_arvalid = c >> rm::CTL_ARVALID & 1;
     t->s_axil_rready = c >> rm::CTL_RREADY & 1;
-    Vrm___024root___eval(t->rootp);
+    if (mode & rm::EVAL_WHOLE) {
+        eval_whole(t->rootp);
+    } else if (clk) {
+        eval_edge(t->rootp);
+    } else {
+        eval_low(t->rootp);
+    }
     x->sts = uint32_t(t->s_axis_tready) | uint32_t(t->m_axis_tvalid) << 1 | uint32_t(t->m_axis_tlast) << 2 |
              uint32_t(t->m_axis_tuser) << 3 | uint32_t(t->s_axil_awready) << 4 | uint32_t(t->s_axil_wready) << 5 |
              uint32_t(t->s_axil_bvalid) << 6 | uint32_t(t->s_axil_arready) << 7 | uint32_t(t->s_axil_rvalid) << 8 |

@@ -26,8 +26,12 @@ struct Pins {
     uint32_t m_tdata[MAX_WORDS] = {};
 };
 
+// eval's mode: the clock's level (EVAL_CLK), and EVAL_WHOLE for Verilator's whole eval() at that
+// level rather than the level's own phases (eval_phases.h; the reference the tests compare with).
+constexpr int EVAL_CLK = 1, EVAL_WHOLE = 2;
+
 // What a module library exports (rm_api()): a model per call of create; eval takes the inputs in
-// pins, evaluates with the clock at clk, and writes the outputs into pins. mark copies the model's
+// pins, evaluates in mode (the clock's level and how), and writes the outputs into pins. mark copies the model's
 // whole state aside; unchanged says whether the state is byte for byte the copy (the harness's test
 // that a module holding still with unchanged inputs is at a fixed point, see shell_harness.cpp).
 struct Api {
@@ -35,11 +39,11 @@ struct Api {
     int words;                     // 32-bit words of the module's stream beat
     void* (*create)();
     void (*destroy)(void*);
-    void (*eval)(void*, int clk, Pins*);
+    void (*eval)(void*, int mode, Pins*);
     void (*mark)(void*);
     int (*unchanged)(void*);
 };
 
-constexpr int ABI = 2;
+constexpr int ABI = 3;
 
 }  // namespace rm

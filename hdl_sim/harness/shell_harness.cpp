@@ -21,6 +21,8 @@
 #include <utility>
 
 #include "Vshell.h"
+#include "Vshell___024root.h"
+#include "eval_phases.h"
 #include "port_words.h"
 #include "rm_pins.h"
 #include "verilated.h"
@@ -28,12 +30,11 @@
 // The model's evaluation without eval()'s per-call housekeeping (a deleter for dynamic objects and
 // a cross-thread message queue, two mutexes and thread-local look-ups a call, neither used by a
 // single-threaded model without classes): at several evaluations a cycle it was a tenth of the time.
-// eval() runs once at creation, for the model's initialisation.
-void Vshell___024root___eval(Vshell___024root* vlSelf);
+// And split by the clock's level (eval_phases.h): the low evaluation after new inputs, the edge
+// evaluation with the same inputs. eval() runs once at creation, for the model's initialisation.
+DEFINE_EVAL_PHASES(Vshell)
 
 namespace {
-
-inline void eval_model(Vshell* t) { Vshell___024root___eval(t->rootp); }
 
 constexpr int MAX_STREAMS = 16;
 constexpr int CFG_CHANNEL = MAX_STREAMS;     // channel index of the configuration port
@@ -130,6 +131,7 @@ struct Harness {
     std::unique_ptr<Vshell> top;
     ModuleSlot slots[NUM_SLOTS];
     bool modules = false;             // some model attached: run the boundary every half cycle
+    int whole = 0;                    // rm::EVAL_WHOLE: every model evaluated by eval() (fs_set_whole_eval)
     uint32_t fault = 0;               // {module id, slot + 1}: a slot selected a module with no model
     uint64_t shell_evals = 0, module_evals = 0;   // evaluations so far (what a cycle costs, fs_evals)
     uint64_t cycle = 0;
@@ -140,6 +142,23 @@ struct Harness {
     int armed = 0;                    // channels armed and not done
     uint32_t done_mask = 0;           // channels done and not collected (bit CFG_CHANNEL: the port)
 };
+
+// The shell's evaluation at each level (eval_phases.h), or eval() whole at both (fs_set_whole_eval).
+inline void shell_low(Harness* h) {
+    if (h->whole) {
+        eval_whole(h->top->rootp);
+    } else {
+        eval_low(h->top->rootp);
+    }
+}
+
+inline void shell_edge(Harness* h) {
+    if (h->whole) {
+        eval_whole(h->top->rootp);
+    } else {
+        eval_edge(h->top->rootp);
+    }
+}
 
 // Port access for stream s: stream 0 is s_axis / m_axis, stream s > 0 slice s - 1 of the *_more
 // vectors, whose C++ type Verilator picks by width (port_words.h).
@@ -189,14 +208,14 @@ void clock_modules(Harness* h);
 inline void settle_low(Harness* h) {
     if (h->armed) drive_channels(h);
     h->top->clk = 0;
-    eval_model(h->top.get());
+    shell_low(h);
     if (h->modules) settle_modules(h);
     if (h->armed) sample_channels(h);
 }
 
 inline void rise(Harness* h) {
     h->top->clk = 1;
-    eval_model(h->top.get());
+    shell_edge(h);
     if (h->modules) clock_modules(h);
     h->cycle++;
     if (h->armed) commit_channels(h);
@@ -252,7 +271,7 @@ void settle_modules(Harness* h) {
                 s.active = id;
                 if (t->rst) {
                     for (int m = 1; m < NUM_IDS; m++) {
-                        if (s.model[m] && m != id) s.api[m]->eval(s.model[m], 0, &reset_pins);
+                        if (s.model[m] && m != id) s.api[m]->eval(s.model[m], h->whole, &reset_pins);
                     }
                 }
             }
@@ -271,12 +290,12 @@ void settle_modules(Harness* h) {
                 continue;
             }
             if (round > 0 && !moved) continue;
-            s.api[id]->eval(s.model[id], 0, &s.pins);
+            s.api[id]->eval(s.model[id], h->whole, &s.pins);
             h->module_evals++;
             changed |= write_pins(t, k, s.pins);
         }
         if (!changed) return;
-        eval_model(t);
+        shell_low(h);
         h->shell_evals++;
     }
     h->fault = 0xFFFF;   // the boundary did not settle: a combinational loop through a module
@@ -294,14 +313,14 @@ void clock_modules(Harness* h) {
         if (s.active && s.quiet) {
             s.skipped++;
         } else if (s.active) {
-            s.api[s.active]->eval(s.model[s.active], 1, &s.pins);
+            s.api[s.active]->eval(s.model[s.active], rm::EVAL_CLK | h->whole, &s.pins);
             h->module_evals++;
             bool outputs_moved = write_pins(t, k, s.pins);
             if (!t->rst) watch_rest(s, outputs_moved);
         }
         if (!t->rst) continue;
         for (int m = 1; m < NUM_IDS; m++) {
-            if (s.model[m] && m != s.active) s.api[m]->eval(s.model[m], 1, &reset_pins);
+            if (s.model[m] && m != s.active) s.api[m]->eval(s.model[m], rm::EVAL_CLK | h->whole, &reset_pins);
         }
     }
 }
@@ -473,6 +492,10 @@ int fs_attach(void* p, int slot, int id, const rm::Api* api) {
 
 int fs_slots() { return NUM_SLOTS; }
 
+// on != 0: evaluate the shell and every module model by Verilator's whole eval() at both clock levels
+// from now on, instead of each level's phases (eval_phases.h): the reference the tests compare with.
+void fs_set_whole_eval(void* p, int on) { static_cast<Harness*>(p)->whole = on ? rm::EVAL_WHOLE : 0; }
+
 // Evaluations since creation: [0] of the shell beyond its two a cycle (the boundary settling),
 // [1] of module models, [2] of module models skipped at rest (ModuleSlot).
 void fs_evals(void* p, uint64_t* out) {
@@ -537,7 +560,7 @@ void* fs_create() {
     idle_inputs(h->top.get());
     h->top->s_axil_wstrb = 0xF;
     h->top->clk = 0;
-    h->top->eval();   // initialisation (initial blocks, settle); later evaluations go through eval_model
+    h->top->eval();   // initialisation (initial blocks, settle); later evaluations go through eval_low / eval_edge
     return h;
 }
 

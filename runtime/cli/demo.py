@@ -10,13 +10,13 @@ trace, a Gantt picture of the whole run, the edge detector's side-by-side video,
 pipeline, how busy the fabric was, and how many of the printed digits the reader read right
 (scored against what the video printed).
 
-Wall time goes mostly to partial loads: the RTL takes each 1 MB partial word by word (about
-0.12 s of CPU per load since each slot simulates only its loaded module, docs/simulated-board.md;
-0.5 s before), and three real-time chains of 3-4 stages on two slots a stream swap modules every
-frame (356 loads in 30 frames). The board simulates only the modules the apps use (``app_modules``).
-So the default is a short video (4 frames), which keeps the README's first command near a minute
-from an empty build cache; 30 frames take about a hundred seconds with the builds cached (the
-measured figures are in docs/simulated-board.md).
+Wall time goes mostly to partial loads: the RTL takes each 1 MB partial word by word (0.1-0.16 s
+of wall time per load, the whole shell simulated a cycle per word, docs/simulated-board.md), and
+three real-time chains of 3-4 stages on two slots a stream swap modules every frame (about 300
+loads in 30 frames). The board simulates only the modules the apps use (``app_modules``). So the
+default is a short video (4 frames), which keeps the README's first command near a minute from an
+empty build cache; 30 frames take 55-65 s with the builds cached (the measured figures are in
+docs/simulated-board.md).
 
 Time: the daemon's clock runs with the wall clock while the board is idle and stands still while
 the RTL simulation is slower than the hardware it stands for, so every frame and load takes its

@@ -179,12 +179,16 @@ def add_fleet_commands(sub) -> None:
     bn.add_argument("workload", help="workload file (TOML) or a shipped suite by name")
     bn.add_argument("--boards", type=_positive_int, default=3, help="largest fleet; every size from 1 is measured")
     bn.add_argument("--platforms", help="platforms cycled over the boards (default: the workload's)")
-    bn.add_argument("--dilation", type=cli_inputs.positive_float, default=200.0,
+    bn.add_argument("--dilation", type=cli_inputs.positive_float, default=1000.0,
                     help="wall s per daemon s of each board")
-    bn.add_argument("--max-copies", type=_positive_int, default=40, help="copies of the workload tried at most")
+    bn.add_argument("--load", choices=["sweep", "mix"],
+                    help="copied until no board admits another: the workload's sweep pipeline (default when it "
+                         "names one) or every real-time pipeline, one copy of each per round")
+    bn.add_argument("--max-copies", type=_positive_int, default=200,
+                    help="rounds of copies tried at most (a guard: rounds stop once no board admits a copy)")
     bn.add_argument("--dnn-seconds", type=cli_inputs.positive_float, default=2.0,
                     help="wall seconds of DNN images per fleet size at least (they run while the pipelines stream)")
-    bn.add_argument("--stream-seconds", type=cli_inputs.positive_float, default=0.2,
+    bn.add_argument("--stream-seconds", type=cli_inputs.positive_float, default=0.1,
                     help="board seconds every admitted pipeline streams frames per fleet size")
     bn.add_argument("--json", action="store_true")
     bn.set_defaults(func=commands.cmd_bench)

@@ -356,8 +356,7 @@ class Ops:
             raise ProtocolError("frame", f"{name!r}: {exc}") from None
         item = submit(state.key, state.ring.input(slot))     # queued, not yet decided: it cannot have ended
         state.free.discard(slot)
-        state.in_flight[item.seq] = slot
-        client.submits[item.seq] = message["id"]
+        state.in_flight[id(item)] = (item, slot, message["id"])
         self.driver.advance()
         if kind == "submit":            # the host's own time for this frame, so far (the daemon adds its end's)
             self.host_spent[(state.key, item.seq)] = time.perf_counter() - started

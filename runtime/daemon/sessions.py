@@ -36,7 +36,11 @@ class PipelineState:
     key: str                      #: the engine's name (unique across clients)
     ring: FrameRing
     free: set[int]
-    in_flight: dict[int, int] = field(default_factory=dict)   # frame seq -> ring slot
+    #: id(item) -> (the item, its ring slot, the submit's request id). Keyed by the item itself, not
+    #: by its ``seq``: a seq is unique within one partition's engine only, and a board partitioned
+    #: into several streams numbers its partitions' frames independently. Holding the item keeps
+    #: its id from being reused while the entry exists.
+    in_flight: dict[int, tuple[object, int, int]] = field(default_factory=dict)
     closing: str | None = None    #: why it is ending, once it is
 
 
@@ -49,7 +53,6 @@ class Client:
     writer: asyncio.StreamWriter
     rate: RateLimiter
     pipelines: dict[str, PipelineState] = field(default_factory=dict)   # by the client's name
-    submits: dict[int, int] = field(default_factory=dict)    # frame seq -> request id
     shm_bytes: int = 0
 
     def in_flight(self) -> int:
@@ -160,7 +163,8 @@ class Sessions:
         """Answer an item that ended: a frame's output into its client's ring and the reply onto
         its socket; a DNN image's output in the reply."""
         owner = self.states.get(frame.pipeline.name)
-        if owner is None or frame.seq not in owner[1].in_flight:
+        entry = None if owner is None else owner[1].in_flight.get(id(frame))
+        if entry is None or entry[0] is not frame:
             return                          # already answered
         client, state = owner
         outcome, reason = frame.outcome, frame.reason
@@ -176,8 +180,7 @@ class Sessions:
         came = frame.release if isinstance(frame, DnnRequest) else frame.origin
         latency = None if frame.end is None else (frame.end - came) * 1e3
         self.stats.ended(frame.pipeline.name, frame.pipeline.klass, outcome, latency)
-        slot = state.in_flight.pop(frame.seq)
-        rid = client.submits.pop(frame.seq, -1)
+        _, slot, rid = state.in_flight.pop(id(frame))
         if isinstance(frame, DnnRequest):   # outputs are a few int8 values: they ride in the reply
             output = frame.output if outcome == "done" else None
             extra = {"output": None if output is None else [int(v) for v in output]}

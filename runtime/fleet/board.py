@@ -31,6 +31,7 @@ CAMERA_SEP = "."                        # label values allow [A-Za-z0-9._-]: cam
 WATCH_PERIOD_S = 0.2                    # how often the agent checks its daemon is there
 DNN_WINDOW = 4                          # images in flight per DNN batch (the daemon's ring slots)
 STREAM_IN_FLIGHT = 2                    # frames of one streamed pipeline in flight before the oldest is awaited
+MISSES_KEPT = 5                         # frames not on time a stream reports, with their reasons
 
 
 def board_resource(board: str) -> str:
@@ -179,34 +180,47 @@ class BoardAgent:
     def stream(self, name: str, shape: tuple[int, ...], period_s: float, board_seconds: float) -> dict:
         """Send the pipeline a frame every ``period_s`` board seconds for ``board_seconds`` (paced on
         the daemon's clock, as a camera would), and count how the frames ended: ``frames``,
-        ``on_time``, ``late``, ``dropped``, ``error`` (each frame exactly once)."""
+        ``on_time``, ``late``, ``dropped``, ``error`` (each frame exactly once), and ``misses``: the
+        first few frames that did not end on time, each as (frame index, sent at, outcome, reason)."""
         pipe = self.pipes.get(name)
         counts = {"frames": 0, "on_time": 0, "late": 0, "dropped": 0, "error": 0}
         if pipe is None:
             return {**counts, "reason": f"pipeline {name!r} is not on board {self.board}"}
+        misses: list = []
+
+        def ended(k: int, sent: float, answer: dict) -> None:
+            counts[answer["outcome"]] += 1
+            if answer["outcome"] != "on_time" and len(misses) < MISSES_KEPT:
+                misses.append((k, round(sent - start, 6), answer["outcome"],
+                               answer.get("reason") or f"latency {answer.get('latency_ms', 0):.3f} ms"))
+
         frame = np.zeros(shape, np.uint8)
         start = self.fpga.clock()
         pending = []
         for k in range(max(1, int(board_seconds / period_s))):
             self.fpga.sleep_until(start + k * period_s)    # the daemon's clock, at its dilation
             counts["frames"] += 1
+            sent = self.fpga.clock()
             try:
                 fut = pipe.submit(frame)
-            except FrameDropped:
-                counts["dropped"] += 1
+            except FrameDropped as exc:
+                ended(k, sent, {"outcome": "dropped", "reason": exc.reason})
                 continue
-            except (OSError, FpgashareError):
-                counts["error"] += 1
+            except (OSError, FpgashareError) as exc:
+                ended(k, sent, {"outcome": "error", "reason": _submit_failure(exc)})
                 continue
-            pending.append(fut)
+            pending.append((k, sent, fut))
             while len(pending) > STREAM_IN_FLIGHT:      # frames end within a deadline: the oldest is (nearly) done
-                counts[self._frame_outcome(pending.pop(0))] += 1
-        for fut in pending:
-            counts[self._frame_outcome(fut)] += 1
-        return counts
+                k0, sent0, fut0 = pending.pop(0)
+                ended(k0, sent0, self._frame_answer(fut0))
+        for k0, sent0, fut0 in pending:
+            ended(k0, sent0, self._frame_answer(fut0))
+        return {**counts, "misses": misses}
 
-    def _frame_outcome(self, fut) -> str:
-        return outcome_of(lambda: fut.result(timeout=self.fpga.timeout))["outcome"]
+    def _frame_answer(self, fut) -> dict:
+        answer = outcome_of(lambda: fut.result(timeout=self.fpga.timeout))
+        answer.pop("output", None)                      # the counts need no pixels
+        return answer
 
     def infer_batch(self, name: str, images: np.ndarray) -> list[dict]:
         """DNN images, at most DNN_WINDOW in the daemon at once; one outcome per image, in order."""

@@ -4,9 +4,9 @@ them when a board dies.
 Placement: the candidate boards come from Ray's node table (live nodes with the board resources,
 of a platform that has the pipeline's modules, holding its camera if it is tied to one, and with
 stream time left: every stream the board's daemon uses, each of the capacity the node declares),
-ordered by the stream time placed on them (least first, so load spreads and a lost board takes the
-least with it); the board's own daemon then runs the exact admission test. A
-refusal tries the next board; when none admits, the caller gets every board's reason.
+ordered by ``placement_rank`` (admission first, then the DNN: docs/fleet.md); the board's own
+daemon then runs the exact admission test. A refusal tries the next board; when none admits, the
+caller gets every board's reason.
 
 Failover: the controller waits on each agent's ``watch`` call. It ends when the daemon stops
 answering, or fails when Ray declares the node (and so the agent) dead. The board's pipelines are
@@ -20,7 +20,8 @@ import functools
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 import ray
 from fpgashare.catalogue.platform import load_platform as _load_platform
@@ -28,6 +29,7 @@ from fpgashare.catalogue.workload import realtime_spec
 from fpgashare.errors import FpgashareError
 from fpgashare.fleet.board import BoardAgent, BoardInfo, board_resource, boards_from_nodes
 from fpgashare.fleet.events import BOARD_LOST
+from fpgashare.fleet.placement import BoardLoad, placement_rank
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,8 @@ class Placement:
     camera: str | None = None
     deadline_ms: float = float("inf")
     need_milli: float = 0.0   # stream time per period on its board, thousandths
+    modules: tuple[str, ...] = field(default_factory=tuple)   # the modules it holds on its board
+
 
 
 class Controller:
@@ -65,6 +69,7 @@ class Controller:
         self.agents: dict[str, object] = {}
         self.watches: dict[object, str] = {}         # watch ObjectRef -> board
         self.used: dict[str, float] = {}             # board -> stream milli reserved
+        self.modules: dict[str, Counter] = {}        # board -> modules of its real-time pipelines
         self.pipelines: dict[str, Placement] = {}
         self.events: dict[str, list[dict]] = {}      # client -> its events, oldest first
         self.decisions_ms: list[float] = []
@@ -97,6 +102,7 @@ class Controller:
         info.platform, info.socket, info.streams = hello["platform"], hello["socket"], int(hello.get("streams", 1))
         self.boards[info.name], self.agents[info.name] = info, agent
         self.used[info.name] = 0.0
+        self.modules[info.name] = Counter()
         self.lost_boards.pop(info.name, None)
         self.watches[agent.watch.remote()] = info.name
         log.info("board %s (%s, cameras %s) joined", info.name, info.platform, ",".join(info.cameras) or "-")
@@ -132,6 +138,7 @@ class Controller:
             info.alive = False
             self.lost_boards[board] = why
             self.used[board] = 0.0
+            self.modules[board] = Counter()
             agent = self.agents.pop(board, None)
             log.warning("board %s lost: %s", board, why)
             if agent is not None:
@@ -172,6 +179,11 @@ class Controller:
     # ---- placement
     def _need(self, p: Placement, platform: str) -> float | str:
         """Stream thousandths the pipeline takes on ``platform``, or why it cannot run there."""
+        demand = self._demand(p, platform)
+        return demand if isinstance(demand, str) else demand[0]
+
+    def _demand(self, p: Placement, platform: str) -> tuple[float, tuple[str, ...]] | str:
+        """Stream thousandths and modules the pipeline takes on ``platform``, or why it cannot run there."""
         f = p.fields
         period_s = f["period_ms"] / 1e3
         deadline_s = (f.get("deadline_ms") or f["period_ms"]) / 1e3
@@ -180,7 +192,15 @@ class Controller:
                                  load_platform(platform), f.get("params") or {})
         except FpgashareError as exc:
             return f"{platform}: {exc}".replace(": :", ":").replace(": .", ": ")
-        return 1000.0 * spec.exec_s / period_s
+        return 1000.0 * spec.exec_s / period_s, tuple(spec.modules)
+
+    def _placed(self, p: Placement, board: str) -> None:
+        """``p`` admitted on ``board``: its stream time and modules are the board's."""
+        demand = self._demand(p, self.boards[board].platform)
+        p.need_milli, p.modules = (0.0, ()) if isinstance(demand, str) else demand
+        self.used[board] += p.need_milli
+        self.modules[board].update(p.modules)
+        self.boards[board].pipelines.add(p.name)
 
     def _candidates(self, p: Placement, exclude: set[str], only: list[str] | None) -> tuple[list[str], dict]:
         reasons, ranked = {}, []
@@ -189,10 +209,11 @@ class Controller:
                 continue
             if p.camera is not None and p.camera not in info.cameras:
                 continue                  # not a candidate at all: the camera is elsewhere
-            need = self._need(p, info.platform)
-            if isinstance(need, str):
-                reasons[name] = need
+            demand = self._demand(p, info.platform)
+            if isinstance(demand, str):
+                reasons[name] = demand
                 continue
+            need, modules = demand
             # A chain streams on one stream; the daemon partitions its streams as pipelines come,
             # so the board's capacity is every stream's time (the daemon's admission decides).
             capacity = info.stream_milli * info.streams
@@ -201,9 +222,13 @@ class Controller:
                 reasons[name] = (f"stream full ({self.used[name] / 10:.1f}% of {info.streams} stream(s) taken, "
                                  f"{need / 10:.1f}% of one needed)")
                 continue
-            ranked.append((self.used[name], name, need))    # the least stream time placed first: load spreads
-        ranked.sort()
-        return [name for _, name, _ in ranked], reasons
+            platform = load_platform(info.platform)
+            # Room for one dnn_tile slot: the least a DNN image runs on (a model its tiles cannot hold
+            # at all is refused by the daemon when it registers).
+            load = BoardLoad(name, len(platform.slots), int(DNN_PLATFORM_MODULE in platform.modules),
+                             self.used[name], self.modules[name])
+            ranked.append((placement_rank(modules, load), name))     # its modules on this board's platform
+        return [name for _, name in sorted(ranked)], reasons
 
     def _try_boards(self, p: Placement, exclude: set[str] = frozenset(), only: list[str] | None = None):
         order, reasons = self._candidates(p, set(exclude), only)
@@ -215,9 +240,7 @@ class Controller:
             except Exception as exc:      # the board died under us: the monitor will see it too
                 answer = {"ok": False, "reason": f"{BOARD_LOST} ({type(exc).__name__})"}
             if answer["ok"]:
-                self.used[board] += self._need(p, self.boards[board].platform)
-                self.boards[board].pipelines.add(p.name)
-                p.need_milli = self._need(p, self.boards[board].platform)
+                self._placed(p, board)
                 return board, reasons
             reasons[board] = answer["reason"]
         return None, reasons
@@ -260,10 +283,7 @@ class Controller:
                 return {"error": f"a pipeline named {name!r} is already placed on {self.pipelines[name].boards}"}
             deadline = fields.get("deadline_ms") or fields["period_ms"]
             p = Placement(name, "realtime", dict(fields), client, [board], camera, float(deadline))
-            need = self._need(p, self.boards[board].platform)
-            p.need_milli = need if isinstance(need, float) else 0.0
-            self.used[board] += p.need_milli
-            self.boards[board].pipelines.add(name)
+            self._placed(p, board)
             self.pipelines[name] = p
             return {"board": board, "agent": AGENT_PREFIX + board, "node_id": self.boards[board].node_id}
 
@@ -311,6 +331,8 @@ class Controller:
             for board in p.boards:
                 if board in self.agents:
                     self.used[board] = max(0.0, self.used[board] - p.need_milli)
+                    self.modules[board].subtract(p.modules)
+                    self.modules[board] += Counter()          # drops the modules no pipeline holds now
                     self.boards[board].pipelines.discard(name)
                     try:
                         ray.get(self.agents[board].close.remote(name), timeout=CALL_TIMEOUT_S)

@@ -27,6 +27,7 @@ from fpgashare.wire.shm import FrameRing, check_layout
 
 if TYPE_CHECKING:
     from fpgashare.backends.base import Backend
+    from fpgashare.daemon.control_lane import ControlLane
     from fpgashare.daemon.driver import Driver
     from fpgashare.daemon.limits import Limits
     from fpgashare.daemon.off_loop import OffLoop
@@ -50,7 +51,8 @@ class Ops:
 
     def __init__(self, backend: Backend, driver: Driver, sessions: Sessions, tenants: Tenants, limits: Limits,
                  off_loop: OffLoop, cpu_cost: CpuCost, status: Callable[[Client, bool], dict],
-                 host_watch: HostWatch | None = None, host_spent: dict | None = None, streams: int = 1) -> None:
+                 host_watch: HostWatch | None = None, host_spent: dict | None = None, streams: int = 1,
+                 lane: ControlLane | None = None) -> None:
         self.backend, self.platform = backend, backend.platform
         self.driver, self.engine, self.clock = driver, driver.engine, driver.clock
         self.sessions, self.tenants, self.limits = sessions, tenants, limits
@@ -60,6 +62,7 @@ class Ops:
         self.host_watch = host_watch or HostWatch(HostBudget(FREE, driver.dilation, None))
         self.host_spent = host_spent if host_spent is not None else {}
         self.streams = streams
+        self.lane = lane          #: control work's turns (control_lane.py): a request resumes at one
         self._registering = asyncio.Lock()   # one registration at a time: each test sees the set it joins
         self.handlers = {name[len("_op_"):]: getattr(self, name) for name in dir(self) if name.startswith("_op_")}
 
@@ -113,6 +116,7 @@ class Ops:
         in_shape = chain[0].kind.input_shape(rows, cols)
         out_shape = chain_shape(chain, rows, cols)
         async with self._registering:
+            await self._turn()                                   # the lock may have been waited for
             self.sessions.check_name_free(client, name)          # the same client may have raced itself
             # The key again, under the lock: another client may have taken the name meanwhile.
             key = self.sessions.engine_name(client, name)
@@ -155,14 +159,22 @@ class Ops:
         try:
             await asyncio.wait_for(asyncio.shield(ready), READY_LIMIT_S * self.driver.dilation)
         except ProtocolError:
+            await self._turn()
             if name in client.pipelines:
                 self.sessions.end_pipeline(client, name, "its partitions could not change in time")
             raise
         except TimeoutError:
+            await self._turn()
             if name in client.pipelines:
                 self.sessions.end_pipeline(client, name, "its mode change did not complete")
             raise ProtocolError("admission", f"pipeline {name!r}: its modules could not be made ready "
                                              f"within {READY_LIMIT_S:g} s") from None
+        await self._turn()
+
+    async def _turn(self) -> None:
+        """Resume at a turn of the control lane (after waiting for something else)."""
+        if self.lane is not None:
+            await self.lane.turn()
 
     def _on_host(self, name: str, spec: PipelineSpec) -> PipelineSpec:
         """``spec`` as the fabric must meet it, the host's reserve taken from its deadline
@@ -253,6 +265,7 @@ class Ops:
         shape = (await self.off_loop.run(f"dnn {name!r}: building {model}", deadline, network, model)).input_shape
         in_shape = shape[:2] if shape[2] == 1 else shape
         async with self._registering:
+            await self._turn()
             self.sessions.check_name_free(client, name)
             spec = dataclasses.replace(spec, name=self.sessions.engine_name(client, name))   # as above
             self._check_shm(client, name, RING_SLOTS * _ring_bytes(in_shape, (1,)))

@@ -35,10 +35,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Callable
 
 log = logging.getLogger("fpgashare.daemon")
+
+WINDOW = 10_000           #: newest pieces' durations kept for the summary
 
 
 class ControlLane:
@@ -56,6 +59,14 @@ class ControlLane:
         self.closed = False
         self.granted = 0              #: turns given out so far
         self.most_waiting = 0         #: the longest the queue has been
+        #: wall seconds of the newest pieces, each from its start to the loop's next callback (the
+        #: blocking a real-time item can see: ``b`` of the host analysis), and the loop thread's
+        #: CPU seconds in them (the same less the time the thread was not running: another
+        #: process on its core, a worker holding the interpreter's lock)
+        self.pieces: deque[float] = deque(maxlen=WINDOW)
+        self.pieces_cpu: deque[float] = deque(maxlen=WINDOW)
+        self.longest = self.longest_cpu = 0.0
+        self._started: tuple[float, float] | None = None
 
     @property
     def waiting(self) -> int:
@@ -69,6 +80,7 @@ class ControlLane:
         future = self.loop.create_future()
         self._enqueue(future)
         await future
+        self._started = (time.perf_counter(), time.thread_time())
 
     def call(self, fn: Callable[[], None]) -> None:
         """Run ``fn()`` at its turn."""
@@ -105,14 +117,35 @@ class ControlLane:
             return
 
     def _run(self, fn: Callable[[], None]) -> None:
+        self._started = (time.perf_counter(), time.thread_time())
         try:
             fn()
         except Exception:
             log.exception("control work on the loop failed")
 
     def _ran(self) -> None:
+        if self._started is not None:
+            piece, cpu = time.perf_counter() - self._started[0], time.thread_time() - self._started[1]
+            self.pieces.append(piece)
+            self.pieces_cpu.append(cpu)
+            self.longest, self.longest_cpu = max(self.longest, piece), max(self.longest_cpu, cpu)
+            self._started = None
         self._running = False
         self._arm()
+
+    def summary(self) -> dict:
+        """Turns given, pieces waiting now (and at most), and the pieces' p50, p99 and longest
+        duration in milliseconds, wall and the loop thread's CPU."""
+        import numpy as np
+
+        def ms(values: deque[float]) -> tuple[float, float]:
+            return tuple(np.percentile(np.fromiter(values, float), [50, 99]) * 1e3) if values else (0.0, 0.0)
+
+        (p50, p99), (cpu50, cpu99) = ms(self.pieces), ms(self.pieces_cpu)
+        return {"turns": self.granted, "waiting": len(self._waiting), "most_waiting": self.most_waiting,
+                "piece_p50_ms": round(float(p50), 4), "piece_p99_ms": round(float(p99), 4),
+                "piece_max_ms": round(self.longest * 1e3, 4), "piece_cpu_p50_ms": round(float(cpu50), 4),
+                "piece_cpu_p99_ms": round(float(cpu99), 4), "piece_cpu_max_ms": round(self.longest_cpu * 1e3, 4)}
 
     def close(self) -> None:
         """Give every waiting piece its turn now and take no more turns (the daemon stops)."""

@@ -46,7 +46,7 @@ from fpgashare.backends.base import Backend
 from fpgashare.daemon.acceptor import BACKLOG, Acceptor
 from fpgashare.daemon.control_lane import ControlLane
 from fpgashare.daemon.driver import Driver
-from fpgashare.daemon.eventloop import shorten_switch_interval, tighten_timer_slack
+from fpgashare.daemon.eventloop import SWITCH_INTERVAL_S, shorten_switch_interval, tighten_timer_slack
 from fpgashare.daemon.limits import DescriptorBudget, Limits, RateLimiter
 from fpgashare.daemon.lock import BoardLock, sweep_stale_rings
 from fpgashare.daemon.loop_latency import LoopLatency
@@ -85,7 +85,8 @@ class Daemon:
                  scheduler: str = "edf", metrics_port: int | None = None, limits: Limits | None = None,
                  socket_group: str | None = None, clock=None, watchdog_margin: float | None = None,
                  cpu_cost: CpuCost | None = None, streams: int | None = None, fixed_split: bool = False,
-                 host_cost: HostCost | None = None, host_reserve_s: float | None = None) -> None:
+                 host_cost: HostCost | None = None, host_reserve_s: float | None = None,
+                 switch_interval_s: float | None = SWITCH_INTERVAL_S) -> None:
         """``metrics_port``: serve Prometheus metrics on 127.0.0.1 at that port (0: any free one);
         ``socket_group``: the group the socket (mode 0660) belongs to (default: the daemon's);
         ``clock``: a VirtualClock for tests (no timers: the test moves time with ``run_until``),
@@ -102,7 +103,8 @@ class Daemon:
         (runtime/sched/host/host_cost.py; default: measured here at start, with a margin; a virtual
         clock's daemon: none, unless given); ``host_reserve_s``: the host's response bound it
         commits to for every pipeline, board seconds (default: each pipeline's share of its
-        slack, ``host_cost.SLACK_SHARE``)."""
+        slack, ``host_cost.SLACK_SHARE``); ``switch_interval_s``: the interpreter's switch interval
+        while it serves (eventloop.py; None: leave it as it is)."""
         self.backend, self.platform = backend, backend.platform
         self.socket_path = Path(socket_path)
         self.socket_group = socket_group
@@ -161,6 +163,7 @@ class Daemon:
         self._next_client = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self.lane: ControlLane | None = None   #: control work's turns, behind the real-time path (at start)
+        self.switch_interval_s = switch_interval_s
         self._switch_interval: float | None = None   # the interpreter's, restored at stop
         self._server: Acceptor | None = None
         self._stopped = asyncio.Event()
@@ -268,8 +271,9 @@ class Daemon:
             self.lock.release()
             raise
         tighten_timer_slack()                 # a frame's end is a timer: wake within microseconds
-        if not self.virtual:                  # a worker's Python yields the loop its lock within this
-            self._switch_interval = shorten_switch_interval()
+        if not self.virtual and self.switch_interval_s is not None:
+            # a worker's Python yields the loop the interpreter's lock within this
+            self._switch_interval = shorten_switch_interval(self.switch_interval_s)
         self.loop_latency.start(self._loop)
         _warm_up()                            # first-call costs (OpenCV's init) must not land on a frame
         self.driver.step(self.engine.begin)

@@ -76,4 +76,5 @@ def status(daemon, client, own: bool = False) -> dict:
             "port": {"loads": port.loads, "busy_s": port.busy_s, "queued": len(port.queue)},
             "pipelines": named, "outcomes": dict(daemon.stats.outcomes),
             "clients": clients, "admin": admin, "loop": daemon.loop_latency.summary(),
-            "host": daemon.host_watch.summary()}
+            "host": daemon.host_watch.summary(),
+            "control": daemon.lane.summary() if daemon.lane is not None else None}

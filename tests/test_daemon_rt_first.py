@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import random
 import socket
+import sys
 import threading
 
 import numpy as np
@@ -21,6 +22,7 @@ from fpgashare.catalogue.platform import load_platform
 from fpgashare.client import connect
 from fpgashare.daemon import Daemon, DaemonThread
 from fpgashare.daemon.control_lane import ControlLane
+from fpgashare.daemon.eventloop import SWITCH_INTERVAL_S
 from fpgashare.sched.core.clock import VirtualClock
 from fpgashare.sched.host.host_cost import HostCost
 from fpgashare.wire.protocol import encode
@@ -112,7 +114,9 @@ def test_a_frame_ready_with_control_work_and_a_dnn_burst_goes_first(daemon, tmp_
         frame_future.result(timeout=30)
         for s in controllers:
             s.close()
+        control = app.status()["control"]
     assert order[0] == "submit", order
+    assert control["turns"] >= len(order) - 1 and 0 <= control["piece_cpu_p50_ms"] <= control["piece_cpu_max_ms"]
     assert set(order[1:]) <= set(CONTROL) and "infer" in order and "pipeline" in order
 
 
@@ -220,3 +224,14 @@ def test_the_lane_runs_no_control_piece_between_a_ready_item_and_its_run():
         else:
             assert not pending, (seed, label, pending)
     assert not pending, seed
+
+
+def test_a_serving_daemon_shortens_the_switch_interval_and_restores_it(tmp_path):
+    """A worker's Python gives the loop thread the interpreter's lock within SWITCH_INTERVAL_S
+    while the daemon serves; the interval it found is back once it stops."""
+    before = sys.getswitchinterval()
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), tmp_path / "d.sock", host_cost=HostCost())
+    with DaemonThread(daemon):
+        during = sys.getswitchinterval()
+    assert during == pytest.approx(min(before, SWITCH_INTERVAL_S))
+    assert sys.getswitchinterval() == before

@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 _PR_SET_TIMERSLACK = 29   # linux/prctl.h
 SPIN_S = 60e-6            #: polled, not slept, before a timer: above a VM's timer lateness
-SWITCH_INTERVAL_S = 200e-6   #: the longest a worker's Python keeps the loop thread from its lock
+SWITCH_INTERVAL_S = 100e-6   #: the longest a worker's Python keeps the loop thread from its lock
 
 
 if hasattr(selectors, "EpollSelector"):

@@ -171,9 +171,11 @@ def collect(pid: int, r: int) -> dict:
     return ast.literal_eval(b"".join(chunks).decode() or "{}")
 
 
-def phase(name: str, seconds: float, flooders: int, loaders=None, serve_args: list[str] | None = None) -> dict:
+def phase(name: str, seconds: float, flooders: int, loaders=None, serve_args: list[str] | None = None,
+          drop: bool = True) -> dict:
     """A fresh daemon (the CLI's, or realtime_first.py's ``--serve`` with ``serve_args``), the app, and
-    ``flooders`` copies of flood ``name`` (or the ``loaders``, one process each)."""
+    ``flooders`` copies of flood ``name`` (or the ``loaders``, one process each; as ``nobody`` if
+    ``drop`` and this is root)."""
     folder = Path(tempfile.mkdtemp(prefix="fpgashare-loop-"))
     os.chmod(folder, 0o755)
     sock = str(folder / "fpgashare.sock")
@@ -191,10 +193,9 @@ def phase(name: str, seconds: float, flooders: int, loaders=None, serve_args: li
         if loaders is None:
             loaders = [FLOODS[name]] * flooders if FLOODS[name] else []
         registered = str(folder / "registered")
-        floods = [fork(after(registered, load), sock, until, drop=True) for load in loaders]
+        floods = [fork(after(registered, load), sock, until, drop=drop) for load in loaders]
         result = collect(*fork(app, sock, until, registered))
-        for child in floods:
-            collect(*child)
+        result["loaders"] = [collect(*child) for child in floods]
         result["alive"] = daemon.poll() is None
         daemon.terminate()
         daemon.wait(30)

@@ -30,7 +30,18 @@ SHAPE = (120, 160)
 
 
 def drop_privileges() -> None:
+    """Become ``nobody`` (if root), with what the loads import already imported: the interpreter
+    may live where ``nobody`` cannot read (a root-only pyenv), and a module imported later, a
+    C extension's stdlib dependency too, would then fail."""
     if os.geteuid() == 0:
+        import datetime  # noqa: F401
+        import random  # noqa: F401
+        import selectors  # noqa: F401
+
+        import numpy  # noqa: F401
+        from fpgashare.client import connect  # noqa: F401
+        from fpgashare.wire.protocol import encode  # noqa: F401
+
         os.setgroups([])
         os.setgid(NOBODY)
         os.setuid(NOBODY)
@@ -202,7 +213,8 @@ def phase(name: str, seconds: float, flooders: int, loaders=None, serve_args: li
         if log.exists():
             import json
 
-            result["dispatch"] = json.loads(log.read_text())
+            logged = json.loads(log.read_text())
+            result["dispatch"], result["gc"] = logged["delays"], logged["gc"]
         return result
     finally:
         if daemon.poll() is None:
@@ -220,8 +232,9 @@ def floods(seconds: float, flooders: int) -> dict:
     for name in FLOODS:
         result = phase(name, seconds, flooders)
         loop = result.get("loop") or {}
-        if "error" in result or not loop:
-            print(f"{name:<12} failed: {result}")
+        broken = [load for load in result.get("loaders", ()) if isinstance(load, dict) and "error" in load]
+        if "error" in result or not loop or broken:
+            print(f"{name:<12} failed: {repr(broken or result)[:300]}")
             worst = float("inf")
             continue
         frames = result["on_time"] + result["late"] + result["dropped"]

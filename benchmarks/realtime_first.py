@@ -1,10 +1,10 @@
 """The real-time path first (runtime/daemon/control_lane.py), measured: an app's frames beside
 *control load* — a registration storm (admission trials on the daemon's workers, mode changes,
 closes, status), a DNN burst and status requests, each from a process of its own — and alone, in
-the same run, with their ratios; and the same load on a daemon whose interpreter keeps its default
-5 ms switch interval, on one that handles every request inline (no control lane: the daemon as it
-was), and with 12 connections polling status besides. The phases are interleaved over ``--rounds`` (this
-machine's other load drifts) and each phase's frames pooled.
+the same run, with their ratios; and the same load on a daemon whose interpreter is left as it is
+(a 5 ms switch interval, a collector that walks every object), on one that handles every request
+inline (no control lane: the daemon as it was), and with 12 connections polling status besides. The
+phases are interleaved over ``--rounds`` (this machine's other load drifts) and each phase's frames pooled.
 
 A frame's *dispatch latency*: from the app sending its submit to the daemon handing it to the
 engine (both read the system's monotonic clock); of it, from the loop reading the submit's bytes to
@@ -126,7 +126,7 @@ CONTROL_LOAD = (registration_storm, dnn_burst, status_requests)
 #: name -> (the daemon's --serve arguments, the load: none, the control load, or that and many
 #: tenants polling status)
 REALTIME_PHASES = {"alone": ([], False), "control": ([], True),
-                   "control_5ms_switch": (["--switch-us", "0"], True),
+                   "control_interpreter_default": (["--switch-us", "0"], True),
                    "control_inline": (["--inline"], True),
                    "tenants": ([], "tenants"), "tenants_inline": (["--inline"], "tenants")}
 
@@ -138,6 +138,7 @@ def serve(sock: str, switch_us: float | None, inline: bool, dispatch_log: str | 
     reading its submit's bytes to handing it to the engine, wall and the loop thread's CPU seconds —
     goes to ``dispatch_log`` (JSON) when the daemon stops."""
     import asyncio
+    import gc
     import json
 
     from fpgashare.backends import make_backend
@@ -148,6 +149,15 @@ def serve(sock: str, switch_us: float | None, inline: bool, dispatch_log: str | 
     from fpgashare.sched.host.host_cost import HostCost
 
     delays: list[tuple[float, float]] = []
+    pauses = {"collections": 0, "longest_ms": 0.0, "started": 0.0}
+
+    def timed_collection(phase: str, info: dict) -> None:
+        if phase == "start":
+            pauses["started"] = time.perf_counter()
+        else:
+            pauses["collections"] += 1
+            pauses["longest_ms"] = max(pauses["longest_ms"], (time.perf_counter() - pauses["started"]) * 1e3)
+    gc.callbacks.append(timed_collection)
     feed, submit = asyncio.StreamReader.feed_data, Ops._op_submit
 
     def stamped_feed(reader, data) -> None:       # bytes read by the loop: when, if none were waiting
@@ -174,7 +184,7 @@ def serve(sock: str, switch_us: float | None, inline: bool, dispatch_log: str | 
         new_event_loop().run_until_complete(daemon.serve_forever())
     finally:
         if dispatch_log:
-            Path(dispatch_log).write_text(json.dumps(delays))
+            Path(dispatch_log).write_text(json.dumps({"delays": delays, "gc": pauses}))
 
 
 def worker_cost(seconds: float) -> dict:
@@ -260,9 +270,9 @@ def realtime_first(seconds: float, rounds: int) -> dict:
             # As this user (root is trusted: no request-rate quota), so the load is what they ask.
             runs[name].append(phase(name, seconds, 0, loaders=loaders, serve_args=serve_args, drop=False))
     print("disp: a frame's dispatch, from the app's send to the engine, ms; read: of it, from the loop reading "
-          "it (its loop CPU: cpu); path: the frame's host path at the app; piece: the longest control piece's CPU")
+          "it (its loop CPU: cpu); piece: the longest control piece's CPU; gc: the longest collection, ms")
     print(f"{'phase':<20} {'disp p50':>8} {'disp p99':>8} {'disp max':>8} {'p99/alone':>9} {'read p99':>8} "
-          f"{'cpu max':>8} {'path p99':>8} {'loop p99':>8} {'piece cpu':>9}  app frames")
+          f"{'cpu max':>8} {'loop p99':>8} {'piece cpu':>9} {'gc max':>7}  app frames")
     rows, alone = {}, None
     for name, results in runs.items():
         failed = [r for r in results if "error" in r or "paths" not in r or not r.get("dispatch")
@@ -297,13 +307,14 @@ def realtime_first(seconds: float, rounds: int) -> dict:
             "piece_max_ms": max(c.get("piece_max_ms", 0.0) for c in controls),
             "piece_cpu_p99_ms": max(c.get("piece_cpu_p99_ms", 0.0) for c in controls),
             "piece_cpu_max_ms": max(c.get("piece_cpu_max_ms", 0.0) for c in controls),
+            "gc_longest_ms": round(max(r["gc"]["longest_ms"] for r in results), 3),
             "app_on_time": on_time, "app_frames": frames, "daemon_alive": all(r["alive"] for r in results),
             "load": _load(results)}
         print(f"{name:<20} {row['dispatch_p50_ms']:>8.3f} {row['dispatch_p99_ms']:>8.3f} "
               f"{row['dispatch_max_ms']:>8.2f} {row['dispatch_p99_vs_alone']:>9.2f} "
               f"{row['read_to_engine_p99_ms']:>8.3f} "
-              f"{row['read_to_engine_cpu_max_ms']:>8.3f} {row['path_p99_ms']:>8.3f} {row['loop_p99_ms']:>8.3f} "
-              f"{row['piece_cpu_max_ms']:>9.3f}  {on_time}/{frames} on time"
+              f"{row['read_to_engine_cpu_max_ms']:>8.3f} {row['loop_p99_ms']:>8.3f} "
+              f"{row['piece_cpu_max_ms']:>9.3f} {row['gc_longest_ms']:>7.2f}  {on_time}/{frames} on time"
               f"{'' if row['daemon_alive'] else ', DAEMON DIED'}")
     cost = worker_cost(min(seconds, 2.0))
     print("a worker computing in Python beside the loop: "

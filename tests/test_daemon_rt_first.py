@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import random
 import socket
 import sys
@@ -226,12 +227,14 @@ def test_the_lane_runs_no_control_piece_between_a_ready_item_and_its_run():
     assert not pending, seed
 
 
-def test_a_serving_daemon_shortens_the_switch_interval_and_restores_it(tmp_path):
+def test_a_serving_daemon_tunes_the_interpreter_and_restores_it(tmp_path):
     """A worker's Python gives the loop thread the interpreter's lock within SWITCH_INTERVAL_S
-    while the daemon serves; the interval it found is back once it stops."""
-    before = sys.getswitchinterval()
+    while the daemon serves, and what was alive at its start is out of the collector's reach;
+    the interval and the collector are as they were once it stops."""
+    before, frozen = sys.getswitchinterval(), gc.get_freeze_count()
     daemon = Daemon(make_backend("model", load_platform("zcu104")), tmp_path / "d.sock", host_cost=HostCost())
     with DaemonThread(daemon):
-        during = sys.getswitchinterval()
+        during, frozen_during = sys.getswitchinterval(), gc.get_freeze_count()
     assert during == pytest.approx(min(before, SWITCH_INTERVAL_S))
-    assert sys.getswitchinterval() == before
+    assert frozen_during > frozen
+    assert sys.getswitchinterval() == before and gc.get_freeze_count() == 0

@@ -136,16 +136,14 @@ class ControlLane:
     def summary(self) -> dict:
         """Turns given, pieces waiting now (and at most), and the pieces' p50, p99 and longest
         duration in milliseconds, wall and the loop thread's CPU."""
-        import numpy as np
+        return summarize(self.snapshot())
 
-        def ms(values: deque[float]) -> tuple[float, float]:
-            return tuple(np.percentile(np.fromiter(values, float), [50, 99]) * 1e3) if values else (0.0, 0.0)
-
-        (p50, p99), (cpu50, cpu99) = ms(self.pieces), ms(self.pieces_cpu)
+    def snapshot(self) -> dict:
+        """What ``summary`` needs, copied (cheap, on the loop); ``summarize`` it anywhere."""
         return {"turns": self.granted, "waiting": len(self._waiting), "most_waiting": self.most_waiting,
-                "piece_p50_ms": round(float(p50), 4), "piece_p99_ms": round(float(p99), 4),
-                "piece_max_ms": round(self.longest * 1e3, 4), "piece_cpu_p50_ms": round(float(cpu50), 4),
-                "piece_cpu_p99_ms": round(float(cpu99), 4), "piece_cpu_max_ms": round(self.longest_cpu * 1e3, 4)}
+                "pieces": list(self.pieces), "pieces_cpu": list(self.pieces_cpu), "longest": self.longest,
+                "longest_cpu": self.longest_cpu}
+
 
     def close(self) -> None:
         """Give every waiting piece its turn now and take no more turns (the daemon stops)."""
@@ -160,3 +158,17 @@ class ControlLane:
                     item.set_result(None)
             else:
                 self.loop.call_soon(self._run, item)
+
+
+def summarize(snapshot: dict) -> dict:
+    """``ControlLane.summary`` of a ``snapshot`` (its percentiles: off the loop, in ``status``)."""
+    import numpy as np
+
+    def ms(values: list[float]) -> tuple[float, float]:
+        return tuple(np.percentile(np.asarray(values, dtype=np.float64), [50, 99]) * 1e3) if values else (0.0, 0.0)
+
+    (p50, p99), (cpu50, cpu99) = ms(snapshot["pieces"]), ms(snapshot["pieces_cpu"])
+    return {"turns": snapshot["turns"], "waiting": snapshot["waiting"], "most_waiting": snapshot["most_waiting"],
+            "piece_p50_ms": round(float(p50), 4), "piece_p99_ms": round(float(p99), 4),
+            "piece_max_ms": round(snapshot["longest"] * 1e3, 4), "piece_cpu_p50_ms": round(float(cpu50), 4),
+            "piece_cpu_p99_ms": round(float(cpu99), 4), "piece_cpu_max_ms": round(snapshot["longest_cpu"] * 1e3, 4)}

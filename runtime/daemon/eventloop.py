@@ -22,8 +22,14 @@ default, so every wake-up of the loop (a frame's timer, a submit's bytes) and ev
 it makes while a worker computes could wait 5 ms. The daemon sets ``SWITCH_INTERVAL_S`` instead
 (``shorten_switch_interval``): a wait for the lock is then at most that long, unless a worker is
 inside one C call that holds the lock (none of the daemon's slow pieces makes a long one).
-``benchmarks/loop_latency.py`` measures both the delay and what the shorter interval costs a
+``benchmarks/realtime_first.py`` measures both the delay and what the shorter interval costs a
 worker's throughput.
+
+The cyclic garbage collector runs in whichever thread allocates, the loop's included, and a full
+collection walks every tracked object: with the daemon's imports (numpy, the catalogue, the
+scheduler) that was tens of milliseconds, even a few hundred on a loaded host, in the middle of
+real-time work. The daemon freezes what is alive once it has started (``gc.freeze()``), so a full
+collection walks only the objects made since.
 """
 
 from __future__ import annotations

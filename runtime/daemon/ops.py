@@ -9,7 +9,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from fpgashare.backends.simrun import resolve_chain
@@ -47,10 +47,10 @@ class Ops:
     """The requests' handlers (``handlers``: op name -> coroutine), handed what they act on: the
     board (``backend``), the engine through its ``driver``, the clients' ``sessions``, the
     ``tenants`` and their ``limits``, the worker for slow work (``off_loop``), the host's stage
-    costs (``cpu_cost``) and ``status(client, own)``, the status answer."""
+    costs (``cpu_cost``) and ``await status(client, own)``, the status answer."""
 
     def __init__(self, backend: Backend, driver: Driver, sessions: Sessions, tenants: Tenants, limits: Limits,
-                 off_loop: OffLoop, cpu_cost: CpuCost, status: Callable[[Client, bool], dict],
+                 off_loop: OffLoop, cpu_cost: CpuCost, status: Callable[[Client, bool], Awaitable[dict]],
                  host_watch: HostWatch | None = None, host_spent: dict | None = None, streams: int = 1,
                  lane: ControlLane | None = None) -> None:
         self.backend, self.platform = backend, backend.platform
@@ -78,7 +78,7 @@ class Ops:
         scope = message.get("scope", "all")
         if scope not in ("all", "own"):
             raise ProtocolError("bad_request", f"status: scope must be 'all' or 'own', got {checks.show(scope)}")
-        return self.status(client, own=scope == "own")
+        return await self.status(client, scope == "own")
 
     async def _op_pipeline(self, client: Client, message: dict) -> None:
         name = checks.name(message, "name")

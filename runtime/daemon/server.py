@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import grp
 import logging
 import os
@@ -53,7 +54,7 @@ from fpgashare.daemon.loop_latency import LoopLatency
 from fpgashare.daemon.off_loop import OffLoop
 from fpgashare.daemon.ops import Ops
 from fpgashare.daemon.sessions import Client, PipelineState, Sessions
-from fpgashare.daemon.stats import Stats, status
+from fpgashare.daemon.stats import Stats, status, summaries_off_loop
 from fpgashare.daemon.tenants import Tenants
 from fpgashare.errors import FpgashareError
 from fpgashare.sched.board.online import OnlineEngine
@@ -104,7 +105,8 @@ class Daemon:
         clock's daemon: none, unless given); ``host_reserve_s``: the host's response bound it
         commits to for every pipeline, board seconds (default: each pipeline's share of its
         slack, ``host_cost.SLACK_SHARE``); ``switch_interval_s``: the interpreter's switch interval
-        while it serves (eventloop.py; None: leave it as it is)."""
+        while it serves, and the objects alive at start frozen out of the collector's reach
+        (eventloop.py; None: leave the interpreter as it is)."""
         self.backend, self.platform = backend, backend.platform
         self.socket_path = Path(socket_path)
         self.socket_group = socket_group
@@ -165,6 +167,7 @@ class Daemon:
         self.lane: ControlLane | None = None   #: control work's turns, behind the real-time path (at start)
         self.switch_interval_s = switch_interval_s
         self._switch_interval: float | None = None   # the interpreter's, restored at stop
+        self._frozen = False                          # gc.freeze() at start, undone at stop
         self._server: Acceptor | None = None
         self._stopped = asyncio.Event()
         self.lock = BoardLock(self.socket_path)
@@ -197,6 +200,9 @@ class Daemon:
         spent = self.host_spent.pop((item.pipeline.name, item.seq), None)
         if spent is not None and not self.virtual:    # the re-check of the host's cost (host_cost.py)
             self.host_watch.record(item.pipeline, spent + time.perf_counter() - started)
+
+    async def _status(self, client: Client, own: bool) -> dict:
+        return status(self, client, own=own, summaries=await summaries_off_loop(self))
 
     def _realtime_due(self) -> None:
         """The engine's events already due, taken before any control work starts."""
@@ -236,7 +242,7 @@ class Daemon:
         try:
             self.tenants = Tenants(self.limits, self.clients, DescriptorBudget.of_process(self.limits))
             self.ops = Ops(self.backend, self.driver, self.sessions, self.tenants, self.limits, self.off_loop,
-                           self.cpu_cost, lambda client, own: status(self, client, own=own),
+                           self.cpu_cost, self._status,
                            host_watch=self.host_watch, host_spent=self.host_spent, streams=self.streams,
                            lane=self.lane)
             sweep_stale_rings()
@@ -276,6 +282,12 @@ class Daemon:
             self._switch_interval = shorten_switch_interval(self.switch_interval_s)
         self.loop_latency.start(self._loop)
         _warm_up()                            # first-call costs (OpenCV's init) must not land on a frame
+        if not self.virtual and self.switch_interval_s is not None:
+            # Everything alive now (the imports, the catalogue, the calibration) out of the
+            # collector's reach: a full collection walks only what the daemon made since, not
+            # tens of milliseconds' worth of objects, on the loop (eventloop.py).
+            gc.freeze()
+            self._frozen = True
         self.driver.step(self.engine.begin)
         log.info("serving %s on %s (%s backend, dilation %g)", self.platform.name, self.socket_path,
                  self.backend.name, self.dilation)
@@ -325,6 +337,9 @@ class Daemon:
         if self._switch_interval is not None:
             sys.setswitchinterval(self._switch_interval)
             self._switch_interval = None
+        if self._frozen:
+            gc.unfreeze()
+            self._frozen = False
         self.driver.halted = self.failure is not None
         self._stopped.set()
 

@@ -271,7 +271,7 @@ def realtime_first(seconds: float, rounds: int) -> dict:
             runs[name].append(phase(name, seconds, 0, loaders=loaders, serve_args=serve_args, drop=False))
     print("disp: a frame's dispatch, from the app's send to the engine, ms; read: of it, from the loop reading "
           "it (its loop CPU: cpu); piece: the longest control piece's CPU; gc: the longest collection, ms")
-    print(f"{'phase':<20} {'disp p50':>8} {'disp p99':>8} {'disp max':>8} {'p99/alone':>9} {'read p99':>8} "
+    print(f"{'phase':<28} {'disp p50':>8} {'disp p99':>8} {'disp max':>8} {'p99/alone':>9} {'read p99':>8} "
           f"{'cpu max':>8} {'loop p99':>8} {'piece cpu':>9} {'gc max':>7}  app frames")
     rows, alone = {}, None
     for name, results in runs.items():
@@ -279,7 +279,7 @@ def realtime_first(seconds: float, rounds: int) -> dict:
                   or any("error" in load for load in r["loaders"])]
         if failed:
             why = [load for load in failed[0].get("loaders", ()) if "error" in load] or failed[0]
-            print(f"{name:<20} failed: {repr(why)[:300]}")
+            print(f"{name:<28} failed: {repr(why)[:300]}")
             rows[name] = {"failed": repr(why)[:300]}
             continue
         wall, cpu = (np.array([d[k] for r in results for d in r["dispatch"]]) * 1e3 for k in (0, 1))
@@ -310,7 +310,7 @@ def realtime_first(seconds: float, rounds: int) -> dict:
             "gc_longest_ms": round(max(r["gc"]["longest_ms"] for r in results), 3),
             "app_on_time": on_time, "app_frames": frames, "daemon_alive": all(r["alive"] for r in results),
             "load": _load(results)}
-        print(f"{name:<20} {row['dispatch_p50_ms']:>8.3f} {row['dispatch_p99_ms']:>8.3f} "
+        print(f"{name:<28} {row['dispatch_p50_ms']:>8.3f} {row['dispatch_p99_ms']:>8.3f} "
               f"{row['dispatch_max_ms']:>8.2f} {row['dispatch_p99_vs_alone']:>9.2f} "
               f"{row['read_to_engine_p99_ms']:>8.3f} "
               f"{row['read_to_engine_cpu_max_ms']:>8.3f} {row['loop_p99_ms']:>8.3f} "

@@ -192,7 +192,10 @@ def phase(name: str, seconds: float, flooders: int, loaders=None, serve_args: li
     sock = str(folder / "fpgashare.sock")
     group = {"group": NOBODY} if os.geteuid() == 0 else {}
     log = folder / "dispatch.json"
-    command = [sys.executable, "-m", "fpgashare.cli", "daemon", "--board", "model", "--socket", sock] \
+    # The host taken as free (a reserve of 0): a calibration on a loaded machine must not refuse
+    # the app; this measures the loop, host_limit.py the host.
+    command = [sys.executable, "-m", "fpgashare.cli", "daemon", "--board", "model", "--socket", sock,
+               "--host-reserve-ms", "0"] \
         if serve_args is None else [sys.executable, "-m", "benchmarks.realtime_first", "--serve", sock,
                                     "--dispatch-log", str(log), *serve_args]
     daemon = subprocess.Popen(command, stderr=subprocess.DEVNULL, cwd=Path(__file__).resolve().parent.parent, **group)

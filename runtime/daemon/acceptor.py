@@ -3,7 +3,9 @@ read by hand, a few connections a turn, each one's credentials (SO_PEERCRED) che
 asyncio builds anything for it. A refused connection costs an accept, a short send and a close;
 and all accepts together, refused or not, draw on one token bucket (ACCEPTS_PER_S): while it is
 empty the socket is not read, so a connect-and-hang-up flood waits in the kernel's backlog and
-costs the loop at most that rate's worth of accepts."""
+costs the loop at most that rate's worth of accepts. Taking connections is control work: each
+batch waits for its turn in the control lane (control_lane.py), behind the real-time path, the
+socket not watched meanwhile."""
 
 from __future__ import annotations
 
@@ -13,9 +15,13 @@ import logging
 import socket
 import struct
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from fpgashare.daemon.limits import RateLimiter
 from fpgashare.wire.protocol import ProtocolError, error_reply
+
+if TYPE_CHECKING:
+    from fpgashare.daemon.control_lane import ControlLane
 
 log = logging.getLogger("fpgashare.daemon")
 
@@ -33,17 +39,34 @@ def credentials(conn: socket.socket) -> tuple[int, int, int]:
 
 class Acceptor:
     """Reads ``listener`` on ``loop``; ``admit(uid)`` says why a connection is refused (None: it
-    is taken); ``serve(reader, writer, (pid, uid, gid))`` runs a taken one."""
+    is taken); ``serve(reader, writer, (pid, uid, gid))`` runs a taken one; ``lane``: the control
+    lane whose turns the batches take (None: at once)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, listener: socket.socket,
-                 admit: Callable[[int], ProtocolError | None], serve, rate: float = ACCEPTS_PER_S) -> None:
-        self.loop, self.listener, self.admit, self.serve = loop, listener, admit, serve
+                 admit: Callable[[int], ProtocolError | None], serve, rate: float = ACCEPTS_PER_S,
+                 lane: ControlLane | None = None) -> None:
+        self.loop, self.listener, self.admit, self.serve, self.lane = loop, listener, admit, serve, lane
         self.bucket = RateLimiter(rate)
         self.refused = 0
         self._paused: asyncio.TimerHandle | None = None
+        self._closed = False
         self._tasks: set[asyncio.Task] = set()
         listener.setblocking(False)
-        loop.add_reader(listener.fileno(), self._ready)
+        loop.add_reader(listener.fileno(), self._readable)
+
+    def _readable(self) -> None:
+        if self.lane is None:
+            self._ready()
+            return
+        self.loop.remove_reader(self.listener.fileno())     # not watched until its turn
+        self.lane.call(self._turn)
+
+    def _turn(self) -> None:
+        if self._closed:
+            return
+        self._ready()
+        if self._paused is None:
+            self.loop.add_reader(self.listener.fileno(), self._readable)
 
     def _ready(self) -> None:
         for _ in range(ACCEPT_BATCH):
@@ -77,7 +100,7 @@ class Acceptor:
 
     def _resume(self) -> None:
         self._paused = None
-        self.loop.add_reader(self.listener.fileno(), self._ready)
+        self.loop.add_reader(self.listener.fileno(), self._readable)
 
     async def _adopt(self, conn: socket.socket, creds: tuple[int, int, int]) -> None:
         try:
@@ -88,6 +111,7 @@ class Acceptor:
         await self.serve(reader, writer, creds)
 
     def close(self) -> None:
+        self._closed = True
         if self._paused is not None:
             self._paused.cancel()
         else:

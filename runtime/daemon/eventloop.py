@@ -14,6 +14,22 @@ frame's hardware time. So the last ``SPIN_S`` before a timer are not slept but p
 selector sleeps until ``SPIN_S`` before the timer, then polls epoll with a zero timeout until it
 is due or a socket is ready. The cost is bounded: at most ``SPIN_S`` of one core per timer, and
 only for timers (a loop waiting on sockets alone sleeps).
+
+The loop thread shares the interpreter's lock with the daemon's workers (admission trials,
+placements, a network's build: off_loop.py). A worker computing in Python keeps the lock until it
+is asked to drop it, which the waiting loop thread does only after the switch interval: 5 ms by
+default, so every wake-up of the loop (a frame's timer, a submit's bytes) and every system call
+it makes while a worker computes could wait 5 ms. The daemon sets ``SWITCH_INTERVAL_S`` instead
+(``shorten_switch_interval``): a wait for the lock is then at most that long, unless a worker is
+inside one C call that holds the lock (none of the daemon's slow pieces makes a long one).
+``benchmarks/realtime_first.py`` measures both the delay and what the shorter interval costs a
+worker's throughput.
+
+The cyclic garbage collector runs in whichever thread allocates, the loop's included, and a full
+collection walks every tracked object: with the daemon's imports (numpy, the catalogue, the
+scheduler) that was tens of milliseconds, even a few hundred on a loaded host, in the middle of
+real-time work. The daemon freezes what is alive once it has started (``gc.freeze()``), so a full
+collection walks only the objects made since.
 """
 
 from __future__ import annotations
@@ -30,6 +46,7 @@ log = logging.getLogger(__name__)
 
 _PR_SET_TIMERSLACK = 29   # linux/prctl.h
 SPIN_S = 60e-6            #: polled, not slept, before a timer: above a VM's timer lateness
+SWITCH_INTERVAL_S = 100e-6   #: the longest a worker's Python keeps the loop thread from its lock
 
 
 if hasattr(selectors, "EpollSelector"):
@@ -73,3 +90,12 @@ def tighten_timer_slack(slack_ns: int = 1) -> bool:
     except (OSError, AttributeError) as exc:
         log.debug("timer slack unchanged: %s", exc)
         return False
+
+
+def shorten_switch_interval(interval_s: float = SWITCH_INTERVAL_S) -> float:
+    """Make the interpreter hand its lock to a waiting thread (the loop) within ``interval_s``
+    when another computes (see the module's doc); returns the interval it had, to restore. Never
+    lengthens it."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(min(before, interval_s))
+    return before

@@ -57,9 +57,18 @@ class LoopLatency:
 
     def summary(self) -> dict:
         """p50, p99, p99.9 and the worst delay in milliseconds, over the newest samples."""
-        if not self.samples:
-            return {"samples": 0, "p50_ms": 0.0, "p99_ms": 0.0, "p999_ms": 0.0, "max_ms": 0.0}
-        values = np.fromiter(self.samples, float)
-        p50, p99, p999 = np.percentile(values, [50, 99, 99.9]) * 1e3
-        return {"samples": self.count, "p50_ms": round(float(p50), 4), "p99_ms": round(float(p99), 4),
-                "p999_ms": round(float(p999), 4), "max_ms": round(self.worst * 1e3, 4)}
+        return summarize(self.snapshot())
+
+    def snapshot(self) -> tuple[list[float], int, float]:
+        """What ``summary`` needs, copied (cheap, on the loop); ``summarize`` it anywhere."""
+        return list(self.samples), self.count, self.worst
+
+
+def summarize(snapshot: tuple[list[float], int, float]) -> dict:
+    """``LoopLatency.summary`` of a ``snapshot`` (its percentiles: off the loop, in ``status``)."""
+    samples, count, worst = snapshot
+    if not samples:
+        return {"samples": 0, "p50_ms": 0.0, "p99_ms": 0.0, "p999_ms": 0.0, "max_ms": 0.0}
+    p50, p99, p999 = np.percentile(np.asarray(samples, dtype=np.float64), [50, 99, 99.9]) * 1e3
+    return {"samples": count, "p50_ms": round(float(p50), 4), "p99_ms": round(float(p99), 4),
+            "p999_ms": round(float(p999), 4), "max_ms": round(worst * 1e3, 4)}

@@ -9,7 +9,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from fpgashare.backends.simrun import resolve_chain
@@ -27,6 +27,7 @@ from fpgashare.wire.shm import FrameRing, check_layout
 
 if TYPE_CHECKING:
     from fpgashare.backends.base import Backend
+    from fpgashare.daemon.control_lane import ControlLane
     from fpgashare.daemon.driver import Driver
     from fpgashare.daemon.limits import Limits
     from fpgashare.daemon.off_loop import OffLoop
@@ -46,11 +47,12 @@ class Ops:
     """The requests' handlers (``handlers``: op name -> coroutine), handed what they act on: the
     board (``backend``), the engine through its ``driver``, the clients' ``sessions``, the
     ``tenants`` and their ``limits``, the worker for slow work (``off_loop``), the host's stage
-    costs (``cpu_cost``) and ``status(client, own)``, the status answer."""
+    costs (``cpu_cost``) and ``await status(client, own)``, the status answer."""
 
     def __init__(self, backend: Backend, driver: Driver, sessions: Sessions, tenants: Tenants, limits: Limits,
-                 off_loop: OffLoop, cpu_cost: CpuCost, status: Callable[[Client, bool], dict],
-                 host_watch: HostWatch | None = None, host_spent: dict | None = None, streams: int = 1) -> None:
+                 off_loop: OffLoop, cpu_cost: CpuCost, status: Callable[[Client, bool], Awaitable[dict]],
+                 host_watch: HostWatch | None = None, host_spent: dict | None = None, streams: int = 1,
+                 lane: ControlLane | None = None) -> None:
         self.backend, self.platform = backend, backend.platform
         self.driver, self.engine, self.clock = driver, driver.engine, driver.clock
         self.sessions, self.tenants, self.limits = sessions, tenants, limits
@@ -60,6 +62,7 @@ class Ops:
         self.host_watch = host_watch or HostWatch(HostBudget(FREE, driver.dilation, None))
         self.host_spent = host_spent if host_spent is not None else {}
         self.streams = streams
+        self.lane = lane          #: control work's turns (control_lane.py): a request resumes at one
         self._registering = asyncio.Lock()   # one registration at a time: each test sees the set it joins
         self.handlers = {name[len("_op_"):]: getattr(self, name) for name in dir(self) if name.startswith("_op_")}
 
@@ -75,7 +78,7 @@ class Ops:
         scope = message.get("scope", "all")
         if scope not in ("all", "own"):
             raise ProtocolError("bad_request", f"status: scope must be 'all' or 'own', got {checks.show(scope)}")
-        return self.status(client, own=scope == "own")
+        return await self.status(client, scope == "own")
 
     async def _op_pipeline(self, client: Client, message: dict) -> None:
         name = checks.name(message, "name")
@@ -113,6 +116,7 @@ class Ops:
         in_shape = chain[0].kind.input_shape(rows, cols)
         out_shape = chain_shape(chain, rows, cols)
         async with self._registering:
+            await self._turn()                                   # the lock may have been waited for
             self.sessions.check_name_free(client, name)          # the same client may have raced itself
             # The key again, under the lock: another client may have taken the name meanwhile.
             key = self.sessions.engine_name(client, name)
@@ -155,14 +159,22 @@ class Ops:
         try:
             await asyncio.wait_for(asyncio.shield(ready), READY_LIMIT_S * self.driver.dilation)
         except ProtocolError:
+            await self._turn()
             if name in client.pipelines:
                 self.sessions.end_pipeline(client, name, "its partitions could not change in time")
             raise
         except TimeoutError:
+            await self._turn()
             if name in client.pipelines:
                 self.sessions.end_pipeline(client, name, "its mode change did not complete")
             raise ProtocolError("admission", f"pipeline {name!r}: its modules could not be made ready "
                                              f"within {READY_LIMIT_S:g} s") from None
+        await self._turn()
+
+    async def _turn(self) -> None:
+        """Resume at a turn of the control lane (after waiting for something else)."""
+        if self.lane is not None:
+            await self.lane.turn()
 
     def _on_host(self, name: str, spec: PipelineSpec) -> PipelineSpec:
         """``spec`` as the fabric must meet it, the host's reserve taken from its deadline
@@ -261,6 +273,7 @@ class Ops:
         shape = (await self.off_loop.run(f"dnn {name!r}: building {model}", deadline, network, model)).input_shape
         in_shape = shape[:2] if shape[2] == 1 else shape
         async with self._registering:
+            await self._turn()
             self.sessions.check_name_free(client, name)
             spec = dataclasses.replace(spec, name=self.sessions.engine_name(client, name))   # as above
             self._check_shm(client, name, RING_SLOTS * _ring_bytes(in_shape, (1,)))

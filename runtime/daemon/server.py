@@ -4,7 +4,10 @@ One thread of control, an asyncio loop (runtime/daemon/eventloop.py: timers to t
 reads requests (runtime/wire/protocol.py), checks every field (checks.py) and the client's quotas
 (limits.py), and hands them to the engine (a ``Board``, runtime/sched/board/board.py), which it then advances to the
 clock's now; a timer on the loop wakes it when the next event is due. A frame that ends is
-answered at once: its output goes into the client's ring and the reply onto its socket.
+answered at once: its output goes into the client's ring and the reply onto its socket. The
+real-time path (a frame's submit, the engine's timer, their replies) runs as soon as it is ready;
+every other request waits for its turn in the control lane (control_lane.py), which gives out one
+turn per turn of the loop, after the real-time items ready in it.
 
 Rings are private to their client (runtime/wire/shm.py): an anonymous memory file whose descriptor
 goes to the client with the registration's reply and nowhere else. Pipeline names are per client:
@@ -28,27 +31,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import grp
 import logging
 import os
 import signal
 import socket
 import stat
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from fpgashare.backends.base import Backend
 from fpgashare.daemon.acceptor import BACKLOG, Acceptor
+from fpgashare.daemon.control_lane import ControlLane
 from fpgashare.daemon.driver import Driver
-from fpgashare.daemon.eventloop import tighten_timer_slack
+from fpgashare.daemon.eventloop import SWITCH_INTERVAL_S, shorten_switch_interval, tighten_timer_slack
 from fpgashare.daemon.limits import DescriptorBudget, Limits, RateLimiter
 from fpgashare.daemon.lock import BoardLock, sweep_stale_rings
 from fpgashare.daemon.loop_latency import LoopLatency
 from fpgashare.daemon.off_loop import OffLoop
 from fpgashare.daemon.ops import Ops
 from fpgashare.daemon.sessions import Client, PipelineState, Sessions
-from fpgashare.daemon.stats import Stats, status
+from fpgashare.daemon.stats import Stats, status, summaries_off_loop
 from fpgashare.daemon.tenants import Tenants
 from fpgashare.errors import FpgashareError
 from fpgashare.sched.board.board import Board
@@ -66,6 +72,9 @@ CLIENT_GONE = "client gone"
 SHUTTING_DOWN = "daemon shutting down"
 SHUTDOWN_GRACE_S = 5.0    #: wall seconds frames on the fabric get to finish when the daemon stops
 CPU_WORKERS = 2           #: threads running CPU stages of fallback="cpu" pipelines (one per core here)
+#: Ops handled inline as their message is read: the real-time path. Every other op waits for its
+#: turn in the control lane (control_lane.py), behind every real-time item ready.
+REALTIME_OPS = frozenset({"submit"})
 
 
 class Daemon:
@@ -77,7 +86,8 @@ class Daemon:
                  scheduler: str = "edf", metrics_port: int | None = None, limits: Limits | None = None,
                  socket_group: str | None = None, clock=None, watchdog_margin: float | None = None,
                  cpu_cost: CpuCost | None = None, streams: int | None = None, fixed_split: bool = False,
-                 host_cost: HostCost | None = None, host_reserve_s: float | None = None) -> None:
+                 host_cost: HostCost | None = None, host_reserve_s: float | None = None,
+                 switch_interval_s: float | None = SWITCH_INTERVAL_S) -> None:
         """``metrics_port``: serve Prometheus metrics on 127.0.0.1 at that port (0: any free one);
         ``socket_group``: the group the socket (mode 0660) belongs to (default: the daemon's);
         ``clock``: a VirtualClock for tests (no timers: the test moves time with ``run_until``),
@@ -94,7 +104,9 @@ class Daemon:
         (runtime/sched/host/host_cost.py; default: measured here at start, with a margin; a virtual
         clock's daemon: none, unless given); ``host_reserve_s``: the host's response bound it
         commits to for every pipeline, board seconds (default: each pipeline's share of its
-        slack, ``host_cost.SLACK_SHARE``)."""
+        slack, ``host_cost.SLACK_SHARE``); ``switch_interval_s``: the interpreter's switch interval
+        while it serves, and the objects alive at start frozen out of the collector's reach
+        (eventloop.py; None: leave the interpreter as it is)."""
         self.backend, self.platform = backend, backend.platform
         self.socket_path = Path(socket_path)
         self.socket_group = socket_group
@@ -150,6 +162,10 @@ class Daemon:
         self.ops: Ops | None = None            # at start, with the tenants
         self._next_client = 0
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.lane: ControlLane | None = None   #: control work's turns, behind the real-time path (at start)
+        self.switch_interval_s = switch_interval_s
+        self._switch_interval: float | None = None   # the interpreter's, restored at stop
+        self._frozen = False                          # gc.freeze() at start, undone at stop
         self._server: Acceptor | None = None
         self._stopped = asyncio.Event()
         self.lock = BoardLock(self.socket_path)
@@ -183,6 +199,14 @@ class Daemon:
         if spent is not None and not self.virtual:    # the re-check of the host's cost (host_cost.py)
             self.host_watch.record(item.pipeline, spent + time.perf_counter() - started)
 
+    async def _status(self, client: Client, own: bool) -> dict:
+        return status(self, client, own=own, summaries=await summaries_off_loop(self))
+
+    def _realtime_due(self) -> None:
+        """The engine's events already due, taken before any control work starts."""
+        if self.driver.overdue():
+            self.driver.advance()
+
     def _failed(self, exc: BaseException) -> None:
         self.failure = exc
         self._stopping = asyncio.ensure_future(self.stop())
@@ -210,13 +234,15 @@ class Daemon:
         daemon left, and listen."""
         self._loop = asyncio.get_running_loop()
         self.driver.attach(self._loop)
+        self.lane = self.off_loop.lane = ControlLane(self._loop, self._realtime_due)
         self.socket_path.parent.mkdir(parents=True, exist_ok=True)
         self.lock.acquire()
         try:
             self.tenants = Tenants(self.limits, self.clients, DescriptorBudget.of_process(self.limits))
             self.ops = Ops(self.backend, self.driver, self.sessions, self.tenants, self.limits, self.off_loop,
-                           self.cpu_cost, lambda client, own: status(self, client, own=own),
-                           host_watch=self.host_watch, host_spent=self.host_spent, streams=self.streams)
+                           self.cpu_cost, self._status,
+                           host_watch=self.host_watch, host_spent=self.host_spent, streams=self.streams,
+                           lane=self.lane)
             sweep_stale_rings()
             try:
                 mode = self.socket_path.lstat().st_mode
@@ -234,7 +260,7 @@ class Daemon:
             except BaseException:
                 listener.close()
                 raise
-            self._server = Acceptor(self._loop, listener, self.tenants.admit, self._serve)
+            self._server = Acceptor(self._loop, listener, self.tenants.admit, self._serve, lane=self.lane)
             os.chmod(self.socket_path, 0o660)
             if self.socket_group is not None:
                 os.chown(self.socket_path, -1, grp.getgrnam(self.socket_group).gr_gid)
@@ -249,8 +275,17 @@ class Daemon:
             self.lock.release()
             raise
         tighten_timer_slack()                 # a frame's end is a timer: wake within microseconds
+        if not self.virtual and self.switch_interval_s is not None:
+            # a worker's Python yields the loop the interpreter's lock within this
+            self._switch_interval = shorten_switch_interval(self.switch_interval_s)
         self.loop_latency.start(self._loop)
         _warm_up()                            # first-call costs (OpenCV's init) must not land on a frame
+        if not self.virtual and self.switch_interval_s is not None:
+            # Everything alive now (the imports, the catalogue, the calibration) out of the
+            # collector's reach: a full collection walks only what the daemon made since, not
+            # tens of milliseconds' worth of objects, on the loop (eventloop.py).
+            gc.freeze()
+            self._frozen = True
         self.driver.step(self.engine.begin)
         log.info("serving %s on %s (%s backend, dilation %g)", self.platform.name, self.socket_path,
                  self.backend.name, self.dilation)
@@ -274,6 +309,8 @@ class Daemon:
         self.shutting_down = True
         if self._server is not None:
             self._server.close()
+        if self.lane is not None:
+            self.lane.close()               # waiting control work is answered ``gone`` now
         leaving = list(self.clients.values())
         for client in leaving:
             self.sessions.client_gone(client, SHUTTING_DOWN)
@@ -295,6 +332,12 @@ class Daemon:
         self.engine.cpu.close()
         self.engine.cpu_besteffort.close()
         self.lock.release()
+        if self._switch_interval is not None:
+            sys.setswitchinterval(self._switch_interval)
+            self._switch_interval = None
+        if self._frozen:
+            gc.unfreeze()
+            self._frozen = False
         self.driver.halted = self.failure is not None
         self._stopped.set()
 
@@ -354,8 +397,12 @@ class Daemon:
         if handler is None:
             client.send(error_reply(rid, ProtocolError("unknown_op", f"unknown op {op!r}")))
             return
-        if self.driver.overdue():
-            self.driver.advance()            # the real-time path first: events due before any request
+        if op not in REALTIME_OPS:
+            await self.lane.turn()           # control work: after every real-time item ready now
+            if self.shutting_down:
+                client.send(error_reply(rid, ProtocolError("gone", SHUTTING_DOWN)))
+                return
+        self._realtime_due()                 # the real-time path first: events due before any request
         try:
             answer = await handler(client, message)
         except ProtocolError as exc:

@@ -38,9 +38,14 @@ class Stats:
                 self.per_pipeline.pop(old, None)
 
 
-def status(daemon, client, own: bool = False) -> dict:
+def status(daemon, client, own: bool = False, summaries: tuple[dict, dict | None] | None = None) -> dict:
     """The ``status`` answer for ``client``: the fabric, its own pipelines, and every client's
-    only if it may see them (root, or a member of the admin group) and did not ask for its ``own``."""
+    only if it may see them (root, or a member of the admin group) and did not ask for its ``own``.
+    ``summaries``: the loop's and the control lane's summaries, if computed already (off the loop:
+    ``summaries_off_loop``)."""
+    if summaries is None:
+        summaries = (daemon.loop_latency.summary(), daemon.lane.summary() if daemon.lane is not None else None)
+    loop, control = summaries
     engine = daemon.engine
     now = max(daemon.clock.now(), 1e-9)
     streams = engine.slot_streams()
@@ -75,5 +80,19 @@ def status(daemon, client, own: bool = False) -> dict:
     return {"now": daemon.clock.now(), "dilation": daemon.dilation, "slots": slots,
             "port": {"loads": port.loads, "busy_s": port.busy_s, "queued": len(port.queue)},
             "pipelines": named, "outcomes": dict(daemon.stats.outcomes),
-            "clients": clients, "admin": admin, "loop": daemon.loop_latency.summary(),
-            "host": daemon.host_watch.summary()}
+            "clients": clients, "admin": admin, "loop": loop, "host": daemon.host_watch.summary(),
+            "control": control}
+
+
+async def summaries_off_loop(daemon) -> tuple[dict, dict | None]:
+    """The loop's and the control lane's summaries for ``status``: their samples copied on the loop,
+    their percentiles computed on a worker (a status request is one short piece of control work)."""
+    from fpgashare.daemon import control_lane, loop_latency
+
+    loop = daemon.loop_latency.snapshot()
+    lane = daemon.lane.snapshot() if daemon.lane is not None else None
+
+    def both() -> tuple[dict, dict | None]:
+        return loop_latency.summarize(loop), None if lane is None else control_lane.summarize(lane)
+
+    return await daemon.off_loop.run("status", daemon.off_loop.deadline(), both)

@@ -30,11 +30,14 @@ CHAIN = ["gauss3x3", "sobel_mag", "threshold"]
 
 
 class RunningDaemon(DaemonThread):
-    """A daemon on the model backend (or ``backend``) on its own thread."""
+    """A daemon on the model backend (or ``backend``) on its own thread. The host is taken as
+    free (a reserve of 0): what these tests check is the daemon's behaviour, and a calibration on a
+    busy machine could refuse their pipelines for the host's sake (test_host_cost.py checks that,
+    on a virtual clock)."""
 
     def __init__(self, path, dilation=20.0, platform="zcu104", backend=None):
         backend = backend or make_backend("model", load_platform(platform))
-        super().__init__(Daemon(backend, path, dilation=dilation))
+        super().__init__(Daemon(backend, path, dilation=dilation, host_reserve_s=0.0))
 
 
 @pytest.fixture
@@ -191,9 +194,7 @@ def test_admission_rejects_with_the_reason(sock):
     big = (1080, 1920)
     with RunningDaemon(sock, platform="pynq-z2") as daemon, connect(sock) as fpga:
         fpga.pipeline("edges", ["gauss3x3", "sobel_mag"], period_ms=33.33, frame_shape=big)
-        # The stream's time, or (the host's delay of each operation counted) the slots' room for pins.
-        with pytest.raises(AdmissionRejected, match=r"not admitted: .*(frames and their loads would keep the "
-                                                     r"stream|no set of pinned modules leaves room)"):
+        with pytest.raises(AdmissionRejected, match=r"not admitted: .*frames and their loads would keep the stream"):
             fpga.pipeline("thumb", ["downscale2x", "threshold"], period_ms=33.33, frame_shape=big)
         assert [p.name for p in daemon.engine.pipelines] == ["edges"]
 
@@ -315,7 +316,8 @@ def test_sigterm_ends_pipelines_and_removes_the_socket(sock):
     import sys
 
     proc = subprocess.Popen([sys.executable, "-m", "fpgashare.cli", "daemon", "--board", "model",
-                             "--socket", str(sock)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--host-reserve-ms", "0", "--socket", str(sock)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         while not sock.exists() and time.monotonic() < deadline:

@@ -59,14 +59,12 @@ def test_a_deadline_the_reserve_leaves_no_time_is_refused_naming_the_host(tmp_pa
     with DaemonThread(daemon), connect(sock) as fpga:
         with pytest.raises(AdmissionRejected, match=r"the host: its response bound of 3\.000 ms"):
             fpga.pipeline("tight", ["threshold"], period_ms=10.0, deadline_ms=5.0, frame_shape=(120, 160))
-        # 8 ms leave the fabric 2 ms, where a pass started up to 3 ms late (R) cannot fit.
-        with pytest.raises(AdmissionRejected, match="no stream admits it"):
-            fpga.pipeline("short", ["threshold"], period_ms=10.0, deadline_ms=8.0, frame_shape=(120, 160))
-        pipe = fpga.pipeline("loose", ["threshold"], period_ms=20.0, deadline_ms=16.0, frame_shape=(120, 160))
-        assert pipe.deadline_ms == pytest.approx(16.0)          # the app's deadline, not the fabric's
+        pipe = fpga.pipeline("loose", ["threshold"], period_ms=10.0, deadline_ms=8.0, frame_shape=(120, 160))
+        assert pipe.deadline_ms == pytest.approx(8.0)           # the app's deadline, not the fabric's
         fabric = next(p for p in daemon.engine.pipelines if p.name == "loose")
-        assert fabric.deadline_s == pytest.approx(16e-3 - 6e-3) and fabric.jitter_s == pytest.approx(3e-3)
-        assert daemon.engine.op_delay_s == pytest.approx(3e-3)     # each pass and load may start R late
+        assert fabric.deadline_s == pytest.approx(8e-3 - 6e-3) and fabric.jitter_s == pytest.approx(3e-3)
+        # each pass and load may start up to the loop's busy period late, which the host keeps within R
+        assert 0.0 < daemon.engine.op_delay_s <= 3e-3
 
 
 def test_bad_costs_are_refused_with_the_field():

@@ -45,20 +45,74 @@ def test_the_delay_is_counted_with_every_operation_of_every_partition():
     assert all(e.members.analysis_kw["control_s"] == board.control_s for e in board.parts)
 
 
-def test_the_delay_is_the_smallest_bound_and_only_shrinks_as_pipelines_join():
-    """Any analysis made with an earlier set's delay still holds for a larger set: the delay of a
-    set is the smallest response bound in it."""
+def test_the_delay_is_the_loops_busy_period_and_stays_within_every_bound():
+    """The host's delay of an operation is the loop's longest busy period with the set: it grows
+    as pipelines join, and while the host check passes it is within every pipeline's bound R."""
     from fpgashare.catalogue.platform import load_platform
     from fpgashare.catalogue.workload import realtime_spec
 
     platform = load_platform("zcu104")
     budget = HostBudget(COST)
     specs, delays = [], []
-    for i, (period, deadline) in enumerate([(0.040, 0.040), (0.020, 0.010), (0.100, 0.090), (0.010, 0.004)]):
-        spec = budget.fabric_spec(realtime_spec(f"p{i}", ["threshold"], period, deadline, [240, 320], platform))
+    for i, (period, deadline) in enumerate([(0.040, 0.040), (0.020, 0.010), (0.100, 0.090), (0.010, 0.008)]):
+        spec = budget.fabric_spec(realtime_spec(f"p{i}", ["threshold"], period, deadline, [240, 320], platform), specs)
         assert not isinstance(spec, str)
         specs.append(spec)
+        assert budget.check(specs) is None
         delays.append(budget.op_delay_s(specs))
-    assert all(b <= a for a, b in pairwise(delays)) and delays[-1] > 0
-    assert delays[-1] == min(budget.reserves.values())
+    assert all(b >= a for a, b in pairwise(delays)) and delays[0] > 0
+    assert delays[-1] == budget.busy_s(specs) <= min(budget.reserves.values())
     assert HostBudget(COST, reserve_s=0.0).op_delay_s(specs) == 0.0
+
+
+def test_a_longer_delay_is_refused_when_a_contract_in_force_would_not_hold():
+    """A newcomer that makes the host's delay longer than the contracts in force were made for is
+    admitted only if each still holds with it; else refused naming the host."""
+    from fpgashare.catalogue.platform import load_platform
+    from fpgashare.catalogue.workload import realtime_spec
+
+    platform = load_platform("zcu104")
+    clock = VirtualClock()
+    board = Board.whole(platform, ModelBackend(platform), lambda: make_policy("edf"), clock)
+    board.begin()
+    tight = realtime_spec("tight", ["gauss3x3", "sobel_mag"], 0.010, 0.0045, [480, 640], platform)
+    assert board.admit(tight) is None
+    board.add_pipeline(tight, admitted=True)
+    small = realtime_spec("small", ["threshold"], 0.100, 0.100, [60, 80], platform)
+    assert board.admission_test(small, op_delay_s=0.0)() is None
+    why = board.admission_test(small, op_delay_s=5e-3)()
+    assert why is not None and why.startswith("the host:") and "stream 0" in why
+    assert board.op_delay_s == 0.0                  # nothing changed by the refusal
+
+
+def test_a_longer_delay_changes_every_partition_before_the_newcomer_is_ready():
+    """Admitted with a longer delay, the newcomer waits until every other partition has switched
+    to its set re-analysed with it (a mode change each); the board then counts the delay."""
+    from fpgashare.catalogue.platform import load_platform
+    from fpgashare.catalogue.workload import realtime_spec
+    from fpgashare.sched.board.board_admission import split_slots
+
+    platform = load_platform("zcu104")
+    clock = VirtualClock()
+    board = Board(platform, ModelBackend(platform), lambda: make_policy("edf"), clock, split_slots(platform, 2))
+    board.begin()
+
+    def register(spec, delay) -> list[float]:
+        ready: list[float] = []
+        assert board.admission_test(spec, op_delay_s=delay)() is None
+        board.add_pipeline(spec, admitted=True, on_ready=lambda: ready.append(clock.now()))
+        return ready
+
+    first = register(realtime_spec("a", ["gauss3x3"], 0.020, 0.020, [480, 640], platform), 0.0)
+    while not first and (due := board.next_event_s()) is not None:
+        clock.wait_until(max(due, clock.now()))
+        board.advance_to(clock.now())
+    home_a = board.partition_of("a")[0]
+    ready = register(realtime_spec("b", ["threshold"], 0.020, 0.020, [480, 640], platform), 0.4e-3)
+    other = board.parts[home_a].members.changes
+    assert board.partition_of("b")[0] != home_a and other.active      # a's partition changes first
+    while not ready and (due := board.next_event_s()) is not None:
+        clock.wait_until(max(due, clock.now()))
+        board.advance_to(clock.now())
+    assert ready and not other.active and board.op_delay_s == 0.4e-3
+    assert all(e.members.analysis_kw["control_s"] == board.control_s for e in board.parts)

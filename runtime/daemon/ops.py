@@ -190,17 +190,15 @@ class Ops:
         thread, on a snapshot taken here: frames keep flowing."""
         if spec.realtime:
             budget, every = self.host_watch.budget, [*self.engine.pipelines, *self.engine.cpu_pipelines, spec]
-            # Each fabric operation may start that much after its event (the loop busy meanwhile):
-            # the fabric's analysis counts it with every pass and load (guarantee.md, the host).
-            # Contracts in force were analysed with the delay of their time: never more than that.
-            delay = budget.op_delay_s(every)
-            if self.engine.pipelines and self.engine.op_delay_s:
-                delay = min(delay, self.engine.op_delay_s)
-            host = budget.check(every, delay)
+            host = budget.check(every)
             if host:
                 return host
-            self.engine.op_delay_s = delay
-        test = self.engine.admission_test(spec)
+            # Each fabric operation may start up to the loop's busy period after its event: the
+            # fabric's analysis counts it with every pass and load (guarantee.md, the host), and the
+            # board re-checks the contracts in force if the newcomer makes it longer.
+            test = self.engine.admission_test(spec, op_delay_s=budget.op_delay_s(every))
+        else:
+            test = self.engine.admission_test(spec)
         return await self.off_loop.run(f"admission of {spec.name!r}", deadline, test)
 
     async def _place(self, key: str, chain, period_s: float, deadline_s: float, frame: tuple[int, int],

@@ -161,7 +161,7 @@ class ModeChanges:
         self.switches += 1
         if change.joining is not None:
             self.joined(change.joining, change.cancelled)
-            if change.on_ready is not None and not change.cancelled:
-                change.on_ready()
+        if change.on_ready is not None and not change.cancelled:
+            change.on_ready()
         log.debug("mode change to %s pins after %.3f ms", len(change.contract.pinned), took * 1e3)
 

@@ -93,6 +93,7 @@ class Board:
         self.order: list[PipelineSpec] = []   #: real-time pipelines as registered (before fitting), in order
         #: admission's choice, for add_pipeline: ("join", partition, fitted spec) or ("relayout", Relayout)
         self.chosen: dict[str, tuple] = {}
+        self.chosen_delay: dict[str, float] = {}  #: the host's delay each admitted newcomer was checked with
         self.relayout: Relayout | None = None
         self.relayouts = 0                    #: layouts adopted
         self.cap: int | None = None
@@ -169,7 +170,11 @@ class Board:
     def control_s(self) -> float:
         """What every operation costs the analysis beyond its cycles: the shell's register traffic
         plus the host's delay of it (a late start is as much stream or port time lost)."""
-        return control_seconds(self.platform) + self._op_delay_s
+        return self.control_for(self._op_delay_s)
+
+    def control_for(self, op_delay_s: float) -> float:
+        """``control_s`` were the host's delay ``op_delay_s``."""
+        return control_seconds(self.platform) + op_delay_s
 
     # ---- what the daemon sets on its engine: every partition shares it
     def _set_all(self, name: str, value) -> None:
@@ -335,10 +340,12 @@ class Board:
         return self.relayout is not None
 
     # ---- pipelines (board_admission.py)
-    def admission_test(self, spec: PipelineSpec, replan: bool = True) -> Callable[[], str | None]:
+    def admission_test(self, spec: PipelineSpec, replan: bool = True,
+                       op_delay_s: float | None = None) -> Callable[[], str | None]:
         """A callable that says why ``spec`` cannot join the board now, or None (it remembers where
-        it goes); it may run off the loop's thread."""
-        return board_admission.admission_test(self, spec, replan)
+        it goes); it may run off the loop's thread. ``op_delay_s``: how late the host may start an
+        operation once ``spec`` runs (board_admission.py)."""
+        return board_admission.admission_test(self, spec, replan, op_delay_s)
 
     def admit(self, spec: PipelineSpec) -> str | None:
         """Why ``spec`` cannot join the admitted set, or None if it can."""

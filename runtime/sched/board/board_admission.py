@@ -42,12 +42,15 @@ def name_taken(board, name: str) -> str | None:
     return next((why for e in board.parts if (why := e.members.name_taken(name))), None)
 
 
-def admission_test(board, spec: PipelineSpec, replan: bool = True) -> Callable[[], str | None]:
+def admission_test(board, spec: PipelineSpec, replan: bool = True,
+                   op_delay_s: float | None = None) -> Callable[[], str | None]:
     """A callable that says why ``spec`` cannot join any partition now, or None (then it
     remembers in ``board.chosen`` which partition takes it, with the chain cut into passes for
     that partition's slots, or the re-layout that takes it). The planner's layout for the set with
     ``spec`` is tried first; else a partition in force that admits it; else an even split of the
-    board. ``replan`` False: partitions in force only. Snapshots are taken now; the call may run
+    board. ``replan`` False: partitions in force only. ``op_delay_s``: how late the host may start
+    an operation once ``spec`` runs (``Board.op_delay_s``); if later than the contracts in force
+    were analysed for, each must still hold with it. Snapshots are taken now; the call may run
     off the loop's thread."""
     taken = name_taken(board, spec.name)
     if taken:
@@ -64,6 +67,10 @@ def admission_test(board, spec: PipelineSpec, replan: bool = True) -> Callable[[
             fitted[k] = on_platform(spec, engine.platform)
         except FpgashareError as exc:
             reasons.append(f"stream {k} (slots {list(board.views[k].global_slots)}): {exc}")
+    delay = max(board.op_delay_s, op_delay_s or 0.0)
+    control_s = board.control_for(delay)
+    rechecks = [(k, e.members.recheck(control_s)) for k, e in enumerate(board.parts)
+                if delay > board.op_delay_s and e.members.changes.target_pipelines] if board.admits else []
     if not board.admits:                    # a board of one, nothing analysed
         def unanalysed() -> str | None:
             if 0 not in fitted:
@@ -72,17 +79,25 @@ def admission_test(board, spec: PipelineSpec, replan: bool = True) -> Callable[[
             return None
         return unanalysed
     ddr = ddr_refusal(board.platform, sum(p.ddr_bytes_per_frame / p.period_s for p in (*board.pipelines, spec)))
-    trials = [(k, e, e.members.admission_test(fitted[k]), e.members.changes.target_pipelines, bool(e.dnn_pipelines))
-              for k, e in enumerate(board.parts) if k in fitted]
+    trials = [(k, e, e.members.admission_test(fitted[k], control_s), e.members.changes.target_pipelines,
+               bool(e.dnn_pipelines)) for k, e in enumerate(board.parts) if k in fitted]
     # A quarantined slot is in no plan's reach: re-layouts wait until the board is whole again.
     quarantined = any(s.state is SlotState.FAILED for e in board.parts for s in e.slots.slots)
     can_replan = replan and board.cap is not None and board.relayout is None and not quarantined
-    planned = replan_test(board, spec, planner_only=True) if can_replan else None
-    anyplan = replan_test(board, spec) if can_replan else None
+    planned = replan_test(board, spec, planner_only=True, control_s=control_s) if can_replan else None
+    anyplan = replan_test(board, spec, control_s=control_s) if can_replan else None
 
     def test() -> str | None:
         if ddr:
             return ddr
+        verdicts = []
+        for k, recheck in rechecks:
+            why, verdict = recheck()
+            if why:
+                return (f"the host: with it the daemon may start an operation {delay * 1e3:.3f} ms late, and "
+                        f"stream {k}'s pipelines in force would not keep their deadlines: {why}")
+            verdicts.append((k, verdict))
+        board.chosen_delay[spec.name] = (delay, verdicts)
         if planned is not None and planned():
             return None
         best, why_not = None, list(reasons)
@@ -144,6 +159,9 @@ def add_pipeline(board, spec: PipelineSpec, admitted: bool = False,
             if why:
                 raise FpgashareError(why)
         choice = board.chosen.pop(spec.name)
+        delay, rechecked = board.chosen_delay.pop(spec.name, (board.op_delay_s, []))
+        if delay > board.op_delay_s:
+            on_ready = _longer_delay(board, delay, rechecked, choice, on_ready)
         board.order.append(spec)
         if choice[0] == "relayout":
             board.relayout = replace(choice[1], on_ready=on_ready, on_refused=on_refused,
@@ -161,9 +179,35 @@ def add_pipeline(board, spec: PipelineSpec, admitted: bool = False,
     board.arbiter.grant()
 
 
+def _longer_delay(board, delay: float, rechecked: list, choice: tuple,
+                  on_ready: Callable[[], None] | None) -> Callable[[], None] | None:
+    """The newcomer makes the host's delay of an operation ``delay``, longer than the contracts in
+    force were made for: every other partition changes to its contract re-analysed with it (a
+    mode change: same pipelines, pins as the analysis keeps them), and the newcomer is ready only
+    once all have switched (its own frames are what makes the loop later). A re-layout's
+    partitions are all analysed with it already."""
+    board.op_delay_s = delay
+    home = choice[1] if choice[0] == "join" else None
+    changes = [(k, v) for k, v in rechecked if choice[0] == "join" and k != home]
+    if not changes:
+        return on_ready
+    left = {"n": len(changes) + 1}
+
+    def one_ready() -> None:
+        left["n"] -= 1
+        if left["n"] == 0 and on_ready is not None:
+            on_ready()
+
+    for k, verdict in changes:
+        members = board.parts[k].members
+        members.changes.ask(verdict, members.changes.target_pipelines, None, one_ready)
+    return one_ready
+
+
 def remove_pipeline(board, name: str, reason: str) -> list[Frame]:
     """End pipeline ``name`` in its partition (``Registrations.remove_pipeline``)."""
     board.chosen.pop(name, None)
+    board.chosen_delay.pop(name, None)
     board.order = [p for p in board.order if p.name != name]
     relayout = board.relayout
     if relayout is not None and relayout.joining is not None and relayout.joining.name == name:
@@ -173,5 +217,7 @@ def remove_pipeline(board, name: str, reason: str) -> list[Frame]:
     if k is None:
         return []
     dropped = board.parts[k].members.remove_pipeline(name, reason)
+    if not any(e.members.changes.target_pipelines or e.pipelines for e in board.parts):
+        board.op_delay_s = 0.0              # no contract in force: the next set starts afresh
     board.arbiter.grant()
     return dropped

@@ -48,11 +48,12 @@ class Registrations:
         return self.changes.active or self.held_by_board
 
     # ---- admission
-    def admission_test(self, spec: PipelineSpec) -> Callable[[], str | None]:
+    def admission_test(self, spec: PipelineSpec, control_s: float | None = None) -> Callable[[], str | None]:
         """A callable that says why ``spec`` cannot join the pipelines registered now, or None if
         it can (edf's schedulability analysis; policies without it admit everything). It works on
         a snapshot, so it may run off the engine's thread. The pins already in force stay where
-        they are."""
+        they are. ``control_s``: each operation's cost beyond its cycles, if not the board's now
+        (the host's delay with the newcomer)."""
         e = self.engine
         taken = self.name_taken(spec.name)
         if taken:
@@ -67,7 +68,8 @@ class Registrations:
         lost = [m for m in spec.modules if not platform.slots_for(m)]
         if lost:
             return lambda: f"every slot that can hold {lost[0]} is quarantined"
-        afford, kw = self.afford_share, self.analysis_kw
+        afford = self.afford_share
+        kw = dict(self.analysis_kw) if control_s is None else {**self.analysis_kw, "control_s": control_s}
 
         def test() -> str | None:
             verdict, give_back, why = join_verdict(before, loads, spec, platform, pinned, kw, afford)
@@ -82,6 +84,21 @@ class Registrations:
         if name in {p.name for p in every}:
             return f"a pipeline named {name!r} is already registered"
         return None
+
+    def recheck(self, control_s: float) -> Callable[[], tuple[str | None, object]]:
+        """A callable that analyses the set this partition is going to (its pipelines after every
+        queued change) with every operation costing ``control_s`` beyond its cycles, its pins kept:
+        ``(why not, None)`` or ``(None, verdict)``. A snapshot, as admission's."""
+        changes = self.changes
+        platform, pipelines = self.engine.working_platform(), changes.target_pipelines
+        pinned = dict(changes.target_contract.pinned)
+        kw = {**self.analysis_kw, "control_s": control_s}
+
+        def test() -> tuple[str | None, object]:
+            verdict = analyse(pipelines, platform, keep_pinned=pinned, **kw)
+            return (None, verdict) if verdict.ok else (verdict.reason, None)
+
+        return test
 
     # ---- registration
     def add_pipeline(self, spec: PipelineSpec, admitted: bool = False,

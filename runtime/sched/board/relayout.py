@@ -185,12 +185,14 @@ def transition_contract(verdict_contract: AdmissionContract, kept: dict[int, str
     return replace(verdict_contract, pinned=dict(kept), idle_loads=False, dnn_block_s=0.0)
 
 
-def replan_test(board, spec: PipelineSpec, planner_only: bool = False) -> Callable[[], bool]:
+def replan_test(board, spec: PipelineSpec, planner_only: bool = False,
+                control_s: float | None = None) -> Callable[[], bool]:
     """A callable that asks the planner for ``board``'s set plus ``spec`` and, if the plan keeps
     the current partitions or passes ``check``, records the choice in ``board.chosen`` and says
     True. ``planner_only``: the planner's layout alone, not the even splits (``propose``).
     Snapshots are taken now (the call may run off the loop's thread)."""
-    platform, cap, control_s = board.platform, board.cap, board.control_s
+    platform, cap = board.platform, board.cap
+    control_s = board.control_s if control_s is None else control_s
     order = list(board.order)
     besteffort = list(board.dnn_pipelines)
     current = [(tuple(v.global_slots), frozenset(p.name for p in e.members.changes.target_pipelines))
@@ -209,7 +211,7 @@ def replan_test(board, spec: PipelineSpec, planner_only: bool = False) -> Callab
                 home = next(part for part in plan.partitions if spec.name in {p.name for p in part.pipelines})
                 k, engine = trials[tuple(home.slots)]
                 fitted = on_platform(spec, engine.platform)
-                if engine.members.admission_test(fitted)() is None:
+                if engine.members.admission_test(fitted, control_s)() is None:
                     board.chosen[spec.name] = ("join", k, fitted)
                     return True
                 continue

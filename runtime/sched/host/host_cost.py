@@ -159,23 +159,16 @@ class HostBudget:
     def op_delay_s(self, pipelines: Sequence[PipelineSpec]) -> float:
         """How late the loop may start any one fabric operation (a frame's pass, a load) after the
         engine's event for it, with ``pipelines`` (every real-time pipeline on the board): the
-        smallest response bound R among them, which ``check`` keeps the loop's busy period
-        within; board seconds, 0 for a free host. It shrinks as pipelines join; as they leave it
-        may grow, so the daemon keeps the smallest it analysed contracts in force with and
-        ``check`` holds the loop to that too."""
-        if self.free:
-            return 0.0
-        bounds = [self.reserves[p.name] for p in pipelines if p.realtime and self.reserves.get(p.name)]
-        if bounds:
-            return min(bounds)
+        loop's longest busy period w, the same bound ``check`` holds within every R. Board
+        seconds; 0 for a free host. It grows as pipelines join: the board re-analyses the sets in
+        force with the longer delay before it admits one (board_admission.py)."""
         rt = [p for p in pipelines if p.realtime]
-        return self.busy_s(rt) if rt else 0.0
+        return 0.0 if self.free or not rt else self.busy_s(rt)
 
-    def check(self, pipelines: Sequence[PipelineSpec], op_delay_s: float = 0.0) -> str | None:
+    def check(self, pipelines: Sequence[PipelineSpec]) -> str | None:
         """Why the host cannot serve ``pipelines`` (every real-time pipeline on the board, as the
         engine holds them: ``fabric_spec``'s, whose jitter already counts their R) within the
-        smallest of their bounds R, or None if it can. ``op_delay_s`` (if any): the delay of a
-        fabric operation the contracts in force were analysed with, a bound too."""
+        smallest of their bounds R, or None if it can."""
         rt = [p for p in pipelines if p.realtime]
         if not rt or self.free:
             return None
@@ -187,8 +180,6 @@ class HostBudget:
         # Pipelines without a bound (no slack to share: the fabric's analysis refuses or pins them
         # to their own deadline) leave the host no window of their own.
         bounds = [(self.reserves[p.name], p.name) for p in rt if self.reserves.get(p.name)]
-        if op_delay_s > 0.0:
-            bounds.append((op_delay_s, "the fabric's contracts in force"))
         if not bounds:
             return None
         bound, tightest = min(bounds)
@@ -196,8 +187,7 @@ class HostBudget:
         if w > bound:
             return (f"the host: with these {len(rt)} pipelines its loop may be busy {w * 1e3:.3f} ms at a time "
                     f"(utilisation {util:.3f}), more than the {bound * 1e3:.3f} ms response bound {tightest}'s "
-                    f"{'analysis counted' if tightest.startswith('the fabric') else 'deadline leaves'} the daemon's "
-                    f"own work (measured on this host)")
+                    f"deadline leaves the daemon's own work (measured on this host)")
         return None
 
 

@@ -37,6 +37,9 @@ from dataclasses import dataclass
 
 from fpgashare.catalogue.platform import Platform
 
+#: The DNN's tile partial (runtime/dnn/): what a DNN chain's slots hold.
+TILE = "dnn_tile"
+
 
 @dataclass(frozen=True)
 class Window:

@@ -16,7 +16,7 @@ from fpgashare.sched.limits.exact import calm_schedule, fewest_loads, most_admit
 from fpgashare.sched.limits.jobs import frame_jobs, realtime
 from fpgashare.sched.limits.schedule_check import violations
 from fpgashare.sched.policies.registry import POLICIES
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.limit_gap import small_workload
@@ -65,6 +65,7 @@ def test_the_optimum_serves_at_least_what_every_scheduler_serves_with_no_miss(se
 
 @FEW
 @given(SEEDS)
+@example(1158)      # edf's DNN ran in the registration window, which the window bound once left out
 def test_the_floors_stay_below_every_run(seed):
     workload = tiny(seed)
     limits = Limits(workload, max_frames=None, time_limit_s=20.0, max_modules=None)

@@ -1,6 +1,7 @@
 """The cheap limits (runtime/sched/limits/belady.py, caps.py, dnn_windows.py): Belady's floor is
 below any slot policy on the same order, the port-wait floor below any run on one stream, the
-window bound grows with the window, and the copies caps hold against a sweep."""
+window bound grows with the window and holds against batches whose chain grows and shrinks with
+the loads, and the copies caps hold against a sweep."""
 
 from __future__ import annotations
 
@@ -77,6 +78,43 @@ def test_the_window_bound_grows_with_the_window(seed):
     assert window_images([w], timings, 4, 1.3e-3) <= window_images([longer], timings, 4, 1.3e-3)
     shortest_fill = min(f for f, _ in timings.values())
     assert window_images([Window(0.0, shortest_fill * 0.99, 4, None, None)], timings, 4, 1.3e-3) == 0
+
+
+def grow_and_shrink_images(rng: random.Random, w: Window, timings, slots: int, load_s: float) -> int:
+    """Images of one schedule in ``w`` built without the bound's formula: tiles load one after
+    another from the window's start (the port's only work), a batch runs on the tiles in place
+    between arrivals, and at the end the chain gives slots back one load at a time for the next
+    frame's modules."""
+    resident = 0 if w.cold else (slots - w.before if w.before is not None else w.free_slots)
+    resident = min(resident, w.free_slots)
+    goal = rng.randint(resident, w.free_slots)
+    reloads = max(0, (w.after or 0) - (slots - goal)) if w.after is not None else 0
+    arrivals = [w.start + k * load_s for k in range(1, goal - resident + 1)]
+    marks = [w.start, *arrivals]
+    spans = [(marks[i], marks[i + 1] if i + 1 < len(marks) else None, resident + i) for i in range(len(marks))]
+    stop = w.end - reloads * load_s                  # the next frame's reloads after the chain ends
+    images = 0
+    for a, b, n in spans:
+        b = stop if b is None else min(b, stop)
+        if n < 1 or b <= a:
+            continue
+        fill, step = timings[n]
+        if b - a >= fill:
+            images += 1 + int((b - a - fill) // step)
+    return images
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_no_growing_chain_beats_the_window_bound(seed):
+    rng = random.Random(seed)
+    step = {n: rng.uniform(1e-5, 5e-4) / n for n in range(1, 5)}
+    timings = {n: (step[n] * rng.uniform(1.0, 4.0), step[n]) for n in range(1, 5)}
+    cold = rng.random() < 0.5
+    w = Window(0.0, rng.uniform(0, 0.02), rng.randint(1, 4), None if cold else rng.randint(0, 4),
+               rng.randint(0, 4) if rng.random() < 0.5 else None, cold)
+    load_s = rng.uniform(1e-4, 2e-3)
+    assert grow_and_shrink_images(rng, w, timings, 4, load_s) <= window_images([w], timings, 4, load_s)
 
 
 @settings(max_examples=2, deadline=None)

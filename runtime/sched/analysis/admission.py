@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fpgashare.catalogue.workload import PipelineSpec, Workload
+from fpgashare.sched.analysis.evicting_pins import analyse_evicting
 from fpgashare.sched.analysis.schedulability import UNCONSTRAINED, AdmissionContract, Verdict, analyse
 
 
@@ -22,14 +23,20 @@ class Admission:
     verdict: Verdict | None = None
 
 
-def admit(workload: Workload, phased: bool = False) -> Admission:
+def admit(workload: Workload, phased: bool = False, evicting: bool | None = None) -> Admission:
     """The real-time pipelines of ``workload`` the analysis admits, in order, and the contract.
     ``phased``: the frames are released as the workload writes them (offsets, periods, jitter), so
-    the analysis may use the phased test (``processor_demand.release_test``); not for a daemon's streams."""
+    the analysis may use the phased test (``processor_demand.release_test``); not for a daemon's streams.
+    ``evicting`` (default: ``phased``): where the plain test refuses, try plans in which a pipeline
+    borrows pinned slots and puts them back (runtime/sched/analysis/evicting_pins.py)."""
     few_pins = any(not p.realtime for p in workload.pipelines)    # best-effort work borrows idle slots
+    evicting = phased if evicting is None else evicting
     result = Admission()
     for p in (q for q in workload.pipelines if q.realtime):
         verdict = analyse([*result.admitted, p], workload.platform, few_pins=few_pins, phased=phased)
+        if not verdict.ok and evicting:
+            other = analyse_evicting([*result.admitted, p], workload.platform, phased=phased)
+            verdict = other if other.ok else verdict
         if verdict.ok:
             result.admitted.append(p)
             result.contract, result.verdict = verdict.contract, verdict

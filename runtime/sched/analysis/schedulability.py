@@ -63,6 +63,9 @@ class AdmissionContract:
     load_s: float = 0.0           #: the longest partial load (the analysis's L)
     idle_loads: bool = True       #: a load serving no pending frame may straddle a release
     dnn_block_s: float = float("inf")   #: longest DNN batch that may overlap a possible release
+    #: pipeline -> pinned slots its frame may take, put back right after it streams
+    #: (runtime/sched/analysis/evicting_pins.py)
+    evictors: dict[str, int] = field(default_factory=dict)
 
     @property
     def pinned_slots(self) -> frozenset[int]:

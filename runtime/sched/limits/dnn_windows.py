@@ -3,16 +3,29 @@ latency, the tile loads and the reloads of the real-time modules the tiles evict
 
 A DNN batch streams one chain of n tiles (n slots holding ``dnn_tile``; fill latency f_n, then one
 image every p_n: the partitioner's plan, runtime/dnn/planning.py) on a stream no real-time frame
-uses, in slots no frame holds. In a window of length w where the chain can run:
+uses, in slots no frame holds. A batch of d seconds on n tiles finishes at most
+1 + (d - f_n) / p_n <= 1 + (d - f_n) / q_n images, q_n = min(f_n, p_n).
 
-    images(w) = 1 + floor((w - loads - f_n) / p_n)   if w >= loads + f_n, else 0,
+Batches of several lengths: inside one window the DNN may run several batches one after another
+(one chain at a time), a short chain while the port loads more tiles, a longer one after. The
+most tiles a chain can hold at time t of a window [a, b) on one stream, between frames j-1 and j:
 
-best over n up to the free slots, where on one stream (the window is the gap between frames j-1
-and j): loads = t_L x (max(0, n - (K - s_{j-1})) + max(0, s_j - (K - n))): tiles beyond the slots
-frame j-1 left free load after it ends, and frame j's modules beyond the slots the tiles leave
-load before it starts, both on the one port inside the window. On several streams the loads are
-not charged (a looser bound). The DNN runs one chain at a time (fpgashare's DNN job), so the sum
-over windows bounds the images of any schedule that keeps these real-time frames.
+    n(t) <= min(free, (K - s_{j-1}) + floor((t - a) / t_L), (K - s_j) + floor((b - t) / t_L)),
+
+tiles beyond the slots frame j-1 left free load after a, one per t_L on the one port, and frame j's
+modules beyond the slots the tiles leave load after the chain lets them go and before b. The
+window that opens the run is cold: every slot is empty, so n(t) <= floor((t - a) / t_L) on any
+number of streams (the registration window, before the first release, is part of it: a DNN
+batch may already run there). Elsewhere on several streams only the free slots limit n(t).
+Summing the batch bound over the batches, with n* the longest chain that ran (each batch's
+1 - f/q is <= 0, so their sum is at most n*'s):
+
+    images <= floor(1 - f_{n*}/q_{n*} + integral over the window of max_{m <= min(n(t), n*)} 1/q_m dt),
+
+best over the n* for which n(t) >= n* for at least f_{n*} (a batch of n* tiles ran); 0 when none.
+With n(t) constant this is the single-chain count 1 + floor((w - loads - f_n) / p_n). The DNN runs
+one chain at a time (fpgashare's DNN job), so the sum over windows bounds the images of any
+schedule that keeps these real-time frames.
 """
 
 from __future__ import annotations
@@ -24,6 +37,9 @@ from dataclasses import dataclass
 
 from fpgashare.catalogue.platform import Platform
 
+#: The DNN's tile partial (runtime/dnn/): what a DNN chain's slots hold.
+TILE = "dnn_tile"
+
 
 @dataclass(frozen=True)
 class Window:
@@ -32,16 +48,41 @@ class Window:
     free_slots: int          #: the most slots no frame holds during it
     before: int | None       #: slots the frame before it held (one stream), None: not charged
     after: int | None        #: slots the frame after it needs (one stream), None: not charged
+    #: the window opens the run: every slot is empty, so each tile loads inside it
+    cold: bool = False
 
     @property
     def length(self) -> float:
         return self.end - self.start
 
+    def ready(self, slots: int) -> int | None:
+        """Tiles that may already be resident when the window opens (None: not limited)."""
+        if self.cold:
+            return 0
+        return None if self.before is None else slots - self.before
+
+    def tiles_at(self, t: float, slots: int, load_s: float) -> int:
+        """The most tiles a chain can hold at ``t``: those resident at the start plus the loads
+        that fit since, and no more than the next frame's reloads that fit before the end."""
+        n = self.free_slots
+        ready = self.ready(slots)
+        if ready is not None:
+            n = min(n, ready + _loads_in(t - self.start, load_s))
+        if self.after is not None:
+            n = min(n, slots - self.after + _loads_in(self.end - t, load_s))
+        return max(0, n)
+
+
+def _loads_in(span: float, load_s: float) -> int:
+    return math.floor(span / load_s + 1e-9) if load_s > 0 else 10**9
+
 
 def idle_windows(busy: Sequence[tuple[float, float, int]], slots: int, streams: int, t0: float,
-                 t1: float) -> list[Window]:
+                 t1: float, run_start: float | None = None) -> list[Window]:
     """Maximal stretches of [t0, t1) with a stream free and a slot free, given the real-time jobs
-    (start, end, slots held). On one stream each window carries its neighbours' slot counts."""
+    (start, end, slots held). On one stream each window carries its neighbours' slot counts.
+    ``run_start``: when the run began with every slot empty (the window opening there is cold);
+    pass t0 = run_start so that the registration window, where a DNN batch may already run, counts."""
     events = sorted({t0, t1, *(max(t0, min(t1, t)) for s, e, _ in busy for t in (s, e))})
     out: list[Window] = []
     cur: list | None = None
@@ -59,12 +100,13 @@ def idle_windows(busy: Sequence[tuple[float, float, int]], slots: int, streams: 
     windows = []
     for start, end, free in out:
         before = after = None
+        cold = run_start is not None and start <= run_start + 1e-12
         if streams == 1:
             prev = [j for j in busy if j[1] <= start + 1e-12]
             nxt = [j for j in busy if j[0] >= end - 1e-12]
             before = max(prev, key=lambda j: j[1])[2] if prev else 0
             after = min(nxt, key=lambda j: j[0])[2] if nxt else 0
-        windows.append(Window(start, end, free, before, after))
+        windows.append(Window(start, end, free, before, after, cold))
     return windows
 
 
@@ -89,17 +131,25 @@ def fastest_timings(platform: Platform, models: Sequence[str]) -> dict[int, tupl
 def window_images(windows: Sequence[Window], timings: dict[int, tuple[float, float]], slots: int,
                   load_s: float) -> int:
     """Images the windows can hold (module docstring); ``load_s``: the shortest load."""
-    total = 0
-    for w in windows:
-        best = 0
-        for n, (fill, step) in timings.items():
-            if n > w.free_slots:
-                continue
-            loads = 0
-            if w.before is not None and w.after is not None:
-                loads = max(0, n - (slots - w.before)) + max(0, w.after - (slots - n))
-            room = w.length - loads * load_s - fill
-            if room >= 0:
-                best = max(best, 1 + math.floor(room / step + 1e-9))
-        total += best
-    return total
+    return sum(images_in(w, timings, slots, load_s) for w in windows)
+
+
+def images_in(window: Window, timings: dict[int, tuple[float, float]], slots: int, load_s: float) -> int:
+    """The most images batches inside ``window`` can finish, the chain growing and shrinking
+    with the tiles the port can put in place (module docstring, "Batches of several lengths")."""
+    cuts = {window.start, window.end}
+    for k in range(slots + 1):
+        cuts.update(t for t in (window.start + k * load_s, window.end - k * load_s)
+                    if window.start < t < window.end)
+    pieces = [(b - a, window.tiles_at((a + b) / 2, slots, load_s)) for a, b in itertools.pairwise(sorted(cuts))]
+    quick = {n: min(fill, step) for n, (fill, step) in timings.items()}
+    best = 0
+    for top, (fill, _) in timings.items():
+        if sum(d for d, n in pieces if n >= top) < fill - 1e-12:
+            continue                  # no batch of ``top`` tiles fits: it cannot be the longest chain
+        total = 1 - fill / quick[top]
+        for span, n in pieces:
+            rates = [1 / quick[m] for m in timings if m <= min(n, top)]
+            total += span * max(rates, default=0.0)
+        best = max(best, math.floor(total + 1e-9))
+    return best

@@ -12,6 +12,10 @@ After every event, pending frames are taken in deadline order:
   ends before the committed frame's loads do (it borrows time the stream would idle);
 - without a committed frame, the first blocked frame may load only what is hidden under the job
   on the stream (``guard.side_load_allowed``), and so may prefetch for the next releases;
+- an *evictor* (the contract's ``evictors``: runtime/sched/analysis/evicting_pins.py) may, when it
+  commits, load into pinned slots holding modules it does not use (at most as many as the
+  contract gives it); once it has streamed, those pins go back before any other frame loads or
+  streams and before any other load: the analysis counts the put-back in the evictor's job;
 - a frame is dropped only when it certainly cannot finish by its deadline (the stream, and its
   loads at their fastest). A frame that could still make it is never dropped for a module the
   port could still load.
@@ -60,13 +64,38 @@ class EdfPolicy(PriorityPolicy):
 
     def setup(self, engine: EngineView) -> None:
         """Pins first, each into its slot; then the usual warm-up for what the first frames need."""
+        self._restore: dict[int, str] = {}      # pinned slot -> its pin, taken by an evictor
         self._load_pins(engine, warm_up=True)
         super().setup(engine)
 
     # ---- dispatch --------------------------------------------------------------------------
     def dispatch(self, engine: EngineView) -> None:
+        if self._restoring(engine):
+            return                   # the evictor's job puts its pins back: nothing else meanwhile
         self._dispatch(engine)
         backfill(engine)
+
+    def _restoring(self, engine: EngineView) -> bool:
+        """Put back the pins an evictor took once it no longer holds them (one load at a time);
+        whether some is still away (then no frame starts or loads, and no other load runs)."""
+        restore = getattr(self, "_restore", None)
+        if not restore or engine.committed is not None:
+            return False
+        slots = engine.slots.slots
+        for slot, module in list(restore.items()):
+            s = slots[slot]
+            if s.state is SlotState.FAILED or (s.module == module and s.state in (SlotState.READY, SlotState.BUSY)):
+                del restore[slot]            # back (or quarantined: the pins' own reload handles it)
+        if not restore:
+            return False
+        if engine.port.free():
+            for slot, module in sorted(restore.items()):
+                s = slots[slot]
+                if s.state in (SlotState.BLANK, SlotState.READY) and s.module != module \
+                        and engine.slots.can_request(slot, module):
+                    engine.load(slot, module, "pin")
+                    break
+        return True
 
     def _dispatch(self, engine: EngineView) -> None:
         now = engine.now
@@ -78,7 +107,7 @@ class EdfPolicy(PriorityPolicy):
             engine.drop(committed, "cannot finish by its deadline: the stream is taken until then")
             committed = None
         if committed is not None:
-            plan = self._plan(engine, committed, set())
+            plan = self._plan(engine, committed, set(), take_pins=True)
             if not plan.loads and plan.complete and all(s is not None for s in plan.chosen) \
                     and engine.stream.free():
                 engine.start(committed, plan.chosen)
@@ -127,7 +156,7 @@ class EdfPolicy(PriorityPolicy):
             if port_given:
                 continue                     # the port is taken this round
             port_given = True
-            plan = self._plan(engine, frame, reserved)
+            plan = self._plan(engine, frame, reserved, take_pins=is_head and engine.stream.free())
             if is_head and engine.stream.free():
                 # Commit only onto a free stream: then at most one job (this one, or the one on
                 # the stream) stands before a more urgent frame that comes next (the analysis's
@@ -149,10 +178,11 @@ class EdfPolicy(PriorityPolicy):
         if engine.committed is None:
             self._port_idle(engine, reserved)
 
-    def _plan(self, engine: EngineView, frame: Frame, keep: set[int]) -> LoadPlan:
+    def _plan(self, engine: EngineView, frame: Frame, keep: set[int], take_pins: bool = False) -> LoadPlan:
         """Sources for ``frame``'s stages: a free resident slot, a slot being loaded with the
         module, a busy slot holding it (free when its job ends: with one stream, sooner than a
-        new copy could be), or a victim slot to load."""
+        new copy could be), or a victim slot to load. ``take_pins``: the frame commits now, and
+        if it is an evictor it may take pinned slots when no other victim is left."""
         slots = engine.slots
         chosen, _ = engine.placement.find_slots(frame, keep)
         plan = LoadPlan(chosen, {s for s in chosen if s is not None})
@@ -175,6 +205,8 @@ class EdfPolicy(PriorityPolicy):
                 future = engine.foresight.need_order([frame])
             planned = {i for m, v in plan.loads for i in slots.taken_by(v, m)}
             victim = slots.victim(module, future, keep=keep | plan.used, planned=planned)
+            if victim is None and take_pins:
+                victim = _pinned_victim(engine, frame, module, keep | plan.used)
             if victim is None:
                 plan.complete = False
                 continue
@@ -184,13 +216,15 @@ class EdfPolicy(PriorityPolicy):
                             + sum(engine.port.load_seconds(v) for _, v in plan.loads))
         return plan
 
-    @staticmethod
-    def _issue(engine: EngineView, plan: LoadPlan) -> None:
+    def _issue(self, engine: EngineView, plan: LoadPlan) -> None:
         """The committed frame's next load, when the port is free (one at a time: a frame that
         commits later never waits behind loads queued for another)."""
         port = engine.slots.port
         if plan.loads and port.current is None and not port.queue:
             module, victim = plan.loads[0]
+            pin = engine.contract.pinned.get(victim)
+            if pin is not None and pin != module:
+                self._restore[victim] = pin          # an evictor takes it: it goes back after
             engine.load(victim, module, "demand")
 
     # ---- drops -----------------------------------------------------------------------------
@@ -331,6 +365,25 @@ class EdfPolicy(PriorityPolicy):
             if nxt != float("inf"):
                 engine.wake(nxt)
         return False
+
+
+def _pinned_victim(engine: EngineView, frame: Frame, module: str, keep: set[int]) -> int | None:
+    """A pinned slot an evictor's frame may load ``module`` into: idle, compatible, holding a pin
+    the frame does not use, within the number of pins the contract lets it take."""
+    contract = engine.contract
+    budget = contract.evictors.get(frame.pipeline.name, 0)
+    if not budget:
+        return None
+    slots = engine.slots
+    taken = sum(1 for i in keep if i in contract.pinned and slots.slots[i].module != contract.pinned[i])
+    if taken >= budget:
+        return None
+    for i, pin in sorted(contract.pinned.items()):
+        s = slots.slots[i]
+        if i not in keep and pin not in frame.module_counts and s.state in (SlotState.BLANK, SlotState.READY) \
+                and s.module == pin and slots.compatible(i, module):
+            return i
+    return None
 
 
 def _holding(engine: EngineView, future: NeedOrder, needed: list[str], upto: str) -> set[int]:

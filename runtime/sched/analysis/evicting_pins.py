@@ -1,0 +1,133 @@
+# ruff: noqa: N806  (the analysis keeps the papers' names: S, T, D, J per task, L, X, P)
+"""Pins an evicting pipeline may borrow and puts back: admission where no pin set leaves room for
+every chain, or the one that does charges the frequent pipelines a reload on every frame.
+
+The plain residency plan (``schedulability.residency``) pins modules for good and charges every
+frame its unpinned stages, so every chain's unpinned stages must fit the slots beside the pins.
+One rare pipeline whose chain does not fit beside the pins the others need then forbids those pins,
+and every frame of the frequent pipelines is charged a reload it needs only after the rare one ran
+(two cameras with a module each and a third, every other period, with a chain of two, on a board
+of two slots: each camera frame pays a load, although its module stays resident most of the time).
+
+Here some pipelines are *evictors*: pipeline e's frame may load its unpinned stages into the slots
+beside the pins and, for the ``d_e`` stages beyond those, into pinned slots holding modules e does
+not use; its job on the virtual processor then also puts those pins back, before any other frame
+loads or streams (``EdfPolicy`` keeps it: runtime/sched/policies/edf.py). Its job is at most
+
+    S_e = C_e + passes_e * X + (u_e + d_e) * L,    d_e = u_e - (K - |pins|),
+
+(u_e: its unpinned stages) and every other pipeline's frame, whose unpinned stages fit beside the
+pins, needs at most its unpinned loads as before: outside an evictor's job every pin is in its
+slot. That is the plain analysis's model with a longer job for e, so its test (processor demand
+with blocking, phased where phases are known) decides as it does for any set; docs/guarantee.md,
+"Evicting pipelines", gives the argument. Only single-pass evictors whose stages every slot can
+hold, on platforms without fused regions; the test is tried only where the plain one refuses.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+from fpgashare.catalogue.passes import match_slots
+from fpgashare.catalogue.platform import Platform
+from fpgashare.catalogue.workload import PipelineSpec
+from fpgashare.sched.analysis.processor_demand import release_test
+from fpgashare.sched.analysis.schedulability import (
+    MAX_TRIED,
+    ResidencyPlan,
+    Verdict,
+    _arrays,
+    _unpinned,
+    _verdict,
+    ddr_budget,
+    load_and_control,
+    slot_compatibility,
+)
+
+#: Pin multisets enumerated at most (modules x copies up to the slots): beyond, no evicting plan.
+MAX_PIN_SETS = 4096
+
+
+def evicting_plans(pipelines: Sequence[PipelineSpec], platform: Platform) -> list[tuple[float, ResidencyPlan, dict]]:
+    """Plans with at least one evictor, by the loads per second their frames need (least first):
+    ``(rate, plan, evictors)``, ``evictors``: pipeline -> pinned slots its frame may take."""
+    if platform.fused or not pipelines:
+        return []
+    ok = slot_compatibility(platform)
+    slots = [s.index for s in platform.slots]
+    k = len(slots)
+    wanted: Counter[str] = Counter()
+    for p in pipelines:
+        for counts in p.pass_module_counts:
+            for m, c in counts.items():
+                wanted[m] = max(wanted[m], c)
+    copies = [m for m in sorted(wanted) for _ in range(wanted[m])]
+    out = []
+    seen: set[tuple] = set()
+    tried = 0
+    for size in range(1, k + 1):
+        for combo in itertools.combinations(copies, size):
+            if combo in seen:
+                continue
+            seen.add(combo)
+            tried += 1
+            if tried > MAX_PIN_SETS:
+                return sorted(out, key=lambda c: c[0])
+            plan = _plan(pipelines, platform, Counter(combo), slots, ok)
+            if plan is not None:
+                out.append(plan)
+    return sorted(out, key=lambda c: c[0])
+
+
+def _plan(pipelines: Sequence[PipelineSpec], platform: Platform, pins: Counter[str], slots: list[int],
+          ok) -> tuple[float, ResidencyPlan, dict] | None:
+    wanted = [m for m, n in sorted(pins.items()) for _ in range(n)]
+    placed = match_slots(wanted, slots, ok)
+    if placed is None:
+        return None
+    pool = [s for s in slots if s not in placed]
+    loads: dict[str, int] = {}
+    evictors: dict[str, int] = {}
+    for p in pipelines:
+        passes = _unpinned(p, pins)
+        if all(match_slots(rest, pool, ok) is not None for rest in passes):
+            loads[p.name] = sum(len(rest) for rest in passes)
+            continue
+        if len(passes) > 1 or not all(ok(s, m) for m in passes[0] for s in slots):
+            return None                  # only single-pass evictors any slot can serve
+        rest = passes[0]
+        lendable = [s for s, m in placed.items() if m not in p.pass_module_counts[0]]
+        extra = len(rest) - len(pool)
+        if extra > len(lendable):
+            return None
+        evictors[p.name] = extra
+        loads[p.name] = len(rest) + extra          # its loads, and the pins it puts back
+    if not evictors:
+        return None                      # the plain analysis has this plan
+    rate = sum(loads[p.name] / p.period_s for p in pipelines)
+    return rate, ResidencyPlan(dict(placed), loads), evictors
+
+
+def analyse_evicting(pipelines: Sequence[PipelineSpec], platform: Platform, phased: bool = False) -> Verdict:
+    """Whether ``pipelines`` pass the test with some evicting plan (module docstring), and the
+    verdict whose contract names the evictors; a refusal's reason is the best plan's."""
+    if any(len(p.pass_stages) > 1 and p.exec_s > p.deadline_s for p in pipelines):
+        return Verdict(False, "a chain in passes is longer than its deadline")
+    if sum(p.ddr_bytes_per_frame / p.period_s for p in pipelines) > ddr_budget(platform):
+        return Verdict(False, "the frames would move more than the DDR budget")
+    L, X = load_and_control(platform)
+    phased = phased and not any(p.cpu_before or p.cpu_before_s for p in pipelines)
+    P = np.array([p.offset_s for p in pipelines], dtype=np.float64) if phased else None
+    reason = "no evicting plan"
+    for _, plan, evictors in evicting_plans(pipelines, platform)[:MAX_TRIED]:
+        S, T, D, J = _arrays(pipelines, plan.loads, L, X)
+        check = release_test(S, T, D, J, P, X, most_slack=False)
+        if check.ok:
+            verdict = _verdict(plan, check, L, X, S, T, D, J, P)
+            return replace(verdict, contract=replace(verdict.contract, evictors=dict(evictors)))
+        reason = check.reason
+    return Verdict(False, reason)

@@ -116,3 +116,71 @@ def test_a_longer_delay_changes_every_partition_before_the_newcomer_is_ready():
         board.advance_to(clock.now())
     assert ready and not other.active and board.op_delay_s == 0.4e-3
     assert all(e.members.analysis_kw["control_s"] == board.control_s for e in board.parts)
+
+
+def _edge_split_run(seed: int, reserve_s: float, host_first: bool) -> tuple[int, int]:
+    """A two-stage chain with one stage on the host (before or after the fabric's), its deadline the
+    shortest admission takes, 40 frames with every event noticed up to R late: (frames, those past
+    the app's deadline less R)."""
+    import random
+
+    import numpy as np
+    from fpgashare.backends.simrun import resolve_chain
+    from fpgashare.catalogue.platform import load_platform
+    from fpgashare.sched.host.cpu_fallback import fallback_candidates
+    from fpgashare.sched.host.cpu_work import ModelledCpuCost
+
+    rng = random.Random(seed)
+    platform, clock = load_platform("zcu104"), VirtualClock()
+    board = Board.whole(platform, ModelBackend(platform), lambda: make_policy("edf"), clock)
+    board.parts[0].want_output = False
+    board.begin()
+    board.op_delay_s = reserve_s
+    chain = resolve_chain(["gauss3x3", "threshold"] if host_first else ["threshold", "gauss3x3"], {})
+    budget = HostBudget(COST, reserve_s=reserve_s)
+
+    def split(deadline_s: float):
+        for spec, _ in fallback_candidates("p", chain, 0.040, deadline_s, (120, 160), platform, {}, ModelledCpuCost()):
+            if spec is not None and bool(spec.cpu_before) == host_first and bool(spec.cpu_after) != host_first:
+                return spec
+        return None
+
+    fabric = None
+    for extra in np.arange(0.0, 0.02, 0.0001):          # the shortest deadline admission takes
+        spec = split(0.002 + extra)
+        fabric = budget.fabric_spec(spec) if spec is not None else None
+        if fabric is not None and not isinstance(fabric, str) and board.admit(fabric) is None:
+            break
+    ready: list[bool] = []
+    board.add_pipeline(fabric, admitted=True, on_ready=lambda: ready.append(True))
+    while not ready and (due := board.next_event_s()) is not None:
+        clock.wait_until(max(due, clock.now()))
+        board.advance_to(clock.now())
+    pixels = np.zeros(chain[0].kind.input_shape(120, 160), np.uint8)
+    frames = []
+    start = clock.now() + 0.01
+    for k in range(40):
+        arrival = start + k * fabric.period_s
+        noticed = arrival + rng.uniform(0.0, reserve_s)
+        while (due := board.next_event_s()) is not None and due <= noticed:
+            clock.wait_until(max(min(due + rng.uniform(0.0, reserve_s), noticed), clock.now()))
+            board.advance_to(clock.now())
+        clock.wait_until(max(noticed, clock.now()))
+        board.advance_to(clock.now())
+        frames.append((arrival, board.submit("p", pixels)))
+    while (due := board.next_event_s()) is not None:
+        clock.wait_until(max(due + rng.uniform(0.0, reserve_s), clock.now()))
+        board.advance_to(clock.now())
+    app_deadline = fabric.due_s + budget.taken["p"]
+    return len(frames), sum(1 for a, f in frames if f.end is None or f.end > a + app_deadline - reserve_s + 1e-9)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32 - 1), st.sampled_from([0.5e-3, 1.0e-3]), st.booleans())
+def test_frames_handed_between_host_and_fabric_keep_their_deadlines_at_the_edge(seed, reserve_s, host_first):
+    """A placement with a stage on the host hands each frame over once more (its fabric part released
+    when the loop notices the host stage's end, or its host stage started when it notices the
+    fabric's): one more R each (``HostBudget.fabric_spec``). Admitted at its tightest deadline, no
+    frame ends past the app's deadline less R."""
+    frames, late = _edge_split_run(seed, reserve_s, host_first)
+    assert frames == 40 and late == 0, f"{late} of {frames} late"

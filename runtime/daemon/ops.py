@@ -144,7 +144,7 @@ class Ops:
             await self._until_ready(client, name, ready)
         log.info("client %d: pipeline %s admitted as %s (%s)", client.id, name, key,
                  ", ".join(f"{stage} on {where}" for stage, where in spec.placement))
-        due_s = spec.due_s + 2 * self.host_watch.budget.reserves.get(spec.name, 0.0)   # the app's: R each way
+        due_s = spec.due_s + self.host_watch.budget.taken.get(spec.name, 0.0)   # the app's: R each way and more
         answer = {"ring": ring.spec.to_wire(), "deadline_ms": due_s * 1e3, "exec_ms": spec.exec_s * 1e3,
                   "placement": [list(p) for p in spec.placement]}
         await self._answer_with_ring(client, message["id"], answer, ring)

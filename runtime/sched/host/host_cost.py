@@ -103,6 +103,8 @@ class HostBudget:
     reserve_s: float | None = None
     share: float = SLACK_SHARE
     reserves: dict[str, float] = field(default_factory=dict, compare=False)   #: pipeline -> its R
+    #: pipeline -> what its R took from its deadline (2R, and one more R for each host hand-off)
+    taken: dict[str, float] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         if self.reserve_s is not None and not (math.isfinite(self.reserve_s) and self.reserve_s >= 0.0):
@@ -134,7 +136,10 @@ class HostBudget:
 
     def fabric_spec(self, p: PipelineSpec, others: Sequence[PipelineSpec] = ()) -> PipelineSpec | str:
         """``p`` as the fabric's analysis must see it (deadline ``D - 2R``, jitter ``J + R``), or
-        why the host's reserve leaves it no time. With a share of the slack, R is no more than
+        why the host's reserve leaves it no time. A pipeline with stages on the host hands its
+        frame over once more each way: its fabric part may be released up to R later (CPU stages
+        before: one more R of deadline and jitter) and its host stages after may start up to R
+        later (one more R of deadline), the loop noticing each end late. With a share of the slack, R is no more than
         HEADROOM times the host's busy period with ``others`` (the pipelines admitted, as the
         engine holds them) and ``p``: where the host is cheap the fabric keeps nearly all its
         slack, and the set may still grow HEADROOM-fold on the host. Records ``p``'s R."""
@@ -144,7 +149,9 @@ class HostBudget:
         if self.reserve_s is None:
             busy = self.busy_s([*[q for q in others if q.realtime], replace(p, jitter_s=p.jitter_s + reserve)])
             reserve = min(reserve, HEADROOM * busy)
-        deadline, jitter = p.deadline_s - 2 * reserve, p.jitter_s + reserve
+        before, after = (1 if p.cpu_before else 0), (1 if p.cpu_after else 0)
+        taken = (2 + before + after) * reserve
+        deadline, jitter = p.deadline_s - taken, p.jitter_s + (1 + before) * reserve
         if deadline < p.exec_s:
             return (f"the host: its response bound of {reserve * 1e3:.3f} ms each way (the daemon's own work per "
                     f"frame, measured on this host) leaves {max(deadline, 0.0) * 1e3:.3f} ms of "
@@ -154,6 +161,7 @@ class HostBudget:
                     f"measured on this host) makes {p.name}'s releases jitter {jitter * 1e3:.3f} ms, not less "
                     f"than its {p.period_s * 1e3:.3f} ms period")
         self.reserves[p.name] = reserve
+        self.taken[p.name] = taken
         return replace(p, deadline_s=deadline, jitter_s=jitter)
 
     def op_delay_s(self, pipelines: Sequence[PipelineSpec]) -> float:

@@ -8,6 +8,7 @@ come from the hardware tables (fpgashare.hwtables, generated from runtime/hwtabl
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 
@@ -85,8 +86,10 @@ def _tail(crc: int) -> list[int]:
 ACTIVATION_CYCLES = 1
 
 
+@functools.cache
 def load_port_cycles(nwords: int) -> int:
-    """Port cycles of a load of a partial bitstream with ``nwords`` frame-data words."""
+    """Port cycles of a load of a partial bitstream with ``nwords`` frame-data words (a handful of
+    lengths per board, asked for at every analysis: worked out once each)."""
     return words_to_desync(nwords) + ACTIVATION_CYCLES
 
 

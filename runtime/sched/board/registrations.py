@@ -140,15 +140,9 @@ class Registrations:
             if on_ready is not None:
                 on_ready()
             return
-        e.dnn_pipelines.append(spec)
         e.dnn_images[spec.name] = 0
         e.dnn.queue[spec.name] = []
-        try:
-            e.pipelines_changed()
-        except BaseException:               # all or nothing: the set is as it was
-            e.dnn_pipelines = [p for p in e.dnn_pipelines if p is not spec]
-            e.pipelines_changed()
-            raise
+        self._join_set("dnn_pipelines", spec)
         e.decide()
         if on_ready is not None:
             on_ready()
@@ -163,15 +157,21 @@ class Registrations:
             for frame in held:
                 e.finish(frame, "dropped", "the pipeline was closed before it could run")
             return
-        e.pipelines.append(spec)
-        try:
-            e.pipelines_changed()
-        except BaseException:               # all or nothing: the set is as it was
-            e.pipelines = [p for p in e.pipelines if p is not spec]
-            e.pipelines_changed()
-            raise
+        self._join_set("pipelines", spec)
         for frame in held:
             self.source.arrive(frame)
+
+    def _join_set(self, kind: str, spec: PipelineSpec) -> None:
+        """``spec`` into the engine's ``kind`` list (``pipelines`` or ``dnn_pipelines``), all or
+        nothing: if the engine cannot take the new set, the set is as it was."""
+        e = self.engine
+        getattr(e, kind).append(spec)
+        try:
+            e.pipelines_changed()
+        except BaseException:
+            setattr(e, kind, [p for p in getattr(e, kind) if p is not spec])
+            e.pipelines_changed()
+            raise
 
     def pipeline_state(self, name: str) -> tuple:
         """What moves with real-time pipeline ``name`` to another partition (relayout.py): its

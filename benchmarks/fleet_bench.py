@@ -115,12 +115,13 @@ def main(argv: list[str] | None = None) -> int:
         sizes = ["--max-copies", "2", "--dnn-seconds", "1", "--stream-seconds", "0.02"] if args.quick else \
             ["--stream-seconds", str(args.stream_seconds)]
         boards = str(1 if args.quick else args.boards)
+        dilation = min(args.dilation, 100.0) if args.quick else args.dilation    # quick: it runs, in seconds
         # The default load (the workload's sweep pipeline, if it names one), then every real-time
         # pipeline in rounds: where the placement order shows (docs/fleet.md). One Ray cluster per
         # process, so each runs in its own.
         for key, load in [("bench", []), *([] if args.quick else [("bench_mix", ["--load", "mix"])])]:
             command = [sys.executable, "-m", "fpgashare.cli", "fleet", "bench", args.workload, "--boards", boards,
-                       "--dilation", str(args.dilation), "--json", *sizes, *load]
+                       "--dilation", str(dilation), "--json", *sizes, *load]
             done = subprocess.run(command, capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent)
             if done.returncode:
                 sys.stderr.write(done.stdout[-2000:] + done.stderr[-2000:])

@@ -171,7 +171,13 @@ class BoardAgent:
             return {"outcome": "dropped", "reason": exc.reason}
         except (OSError, FpgashareError) as exc:
             return {"outcome": "error", "reason": _submit_failure(exc)}
-        return outcome_of(lambda: fut.result(timeout=self.fpga.timeout))
+        return outcome_of(lambda: fut.result(timeout=self._frame_wait_s(pipe)))
+
+    def _frame_wait_s(self, pipe) -> float:
+        """How long to wait for a frame's reply before taking the daemon as gone: the connection's
+        timeout beyond the frame's deadline in wall seconds (a dilated board's deadline of 33 ms is
+        33 s at dilation 1000; a timeout shorter than that called an answered frame 'board lost')."""
+        return self.fpga.timeout + (pipe.deadline_ms or 0.0) / 1e3 * (self.fpga.dilation or 1.0)
 
     def clock(self) -> float:
         """The daemon's clock (board seconds; it stands still while a simulated board computes)."""
@@ -212,13 +218,13 @@ class BoardAgent:
             pending.append((k, sent, fut))
             while len(pending) > STREAM_IN_FLIGHT:      # frames end within a deadline: the oldest is (nearly) done
                 k0, sent0, fut0 = pending.pop(0)
-                ended(k0, sent0, self._frame_answer(fut0))
+                ended(k0, sent0, self._frame_answer(pipe, fut0))
         for k0, sent0, fut0 in pending:
-            ended(k0, sent0, self._frame_answer(fut0))
+            ended(k0, sent0, self._frame_answer(pipe, fut0))
         return {**counts, "misses": misses}
 
-    def _frame_answer(self, fut) -> dict:
-        answer = outcome_of(lambda: fut.result(timeout=self.fpga.timeout))
+    def _frame_answer(self, pipe, fut) -> dict:
+        answer = outcome_of(lambda: fut.result(timeout=self._frame_wait_s(pipe)))
         answer.pop("output", None)                      # the counts need no pixels
         return answer
 

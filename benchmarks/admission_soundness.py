@@ -8,7 +8,7 @@ the sets a utilisation bound accepts (frames alone fill at most the stream), how
 
 With ``--streams`` each workload runs on 1..S streams (S: the platform's; drawn per workload):
 pipelines are partitioned over streams and slots (runtime/sched/board/stream_plan.py) and every
-partition's engine shares the one configuration port (runtime/sched/board/streams.py).
+partition's engine shares the one configuration port (``Board``, runtime/sched/board/board.py).
 
 With ``--phased`` the admission may use the workloads' known phases (``analyse(phased=True)``,
 runtime/sched/analysis/phased_demand.py), as ``fpgashare bench`` does; without, the phase-free test a

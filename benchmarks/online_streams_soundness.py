@@ -1,4 +1,5 @@
-"""Admitted means guaranteed for the daemon on several streams (runtime/sched/board/online_streams.py).
+"""Admitted means guaranteed for the daemon on several streams: a ``Board`` of fixed partitions
+(runtime/sched/board/board.py).
 
 Random workloads (benchmarks/workload_gen.py) are replayed as a daemon sees them: each real-time
 pipeline registers at its first release (admission decides then, against the pipelines already in,

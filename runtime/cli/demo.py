@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from fpgashare.cli.demo_figures import fabric_busy, load_figures, stream_use
 from fpgashare.cli.demo_video import score_readings, write_video
 from fpgashare.errors import FpgashareError
 
@@ -145,39 +146,6 @@ def parse_apps(text: str) -> tuple[str, ...]:
         raise FpgashareError(f"--apps {text!r}: give each of {', '.join(APP_PIPELINES)} at most once"
                              + (f" ({', '.join(unknown)} unknown)" if unknown else ""))
     return apps
-
-
-def fabric_busy(events, slots: int) -> dict:
-    """Busy fractions over the run's active span (first to last event on a slot or the port): the
-    slots computing (frames and DNN batches), the port loading, and slots either computing or being
-    loaded."""
-    active = [e for e in events if e.track.startswith(("slot", "port"))]
-    if not active:
-        return {"span_s": 0.0, "slots_computing": 0.0, "port_loading": 0.0, "slots_computing_or_loading": 0.0}
-    t0, t1 = min(e.start for e in active), max(e.end for e in active)
-    span = max(t1 - t0, 1e-12)
-    compute = sum(e.end - e.start for e in active if e.track.startswith("slot"))
-    load = sum(e.end - e.start for e in active if e.track == "port")
-    # A load blanks exactly one slot for its duration, so slot time computing or loading adds up.
-    return {"span_s": round(span, 6), "slots_computing": round(compute / (span * slots), 4),
-            "port_loading": round(load / span, 4),
-            "slots_computing_or_loading": round((compute + load) / (span * slots), 4)}
-
-
-def stream_use(events) -> dict:
-    """Which pipelines each video stream carried, and the board time two or more streams carried
-    work at once (space sharing; 0 on one stream)."""
-    spans = [e for e in events if e.track.startswith("stream")]
-    carried: dict[str, set] = {}
-    for e in spans:
-        carried.setdefault(e.track, set()).add(e.args.get("pipeline"))
-    edges = sorted([(e.start, 1) for e in spans] + [(e.end, -1) for e in spans])
-    together, depth, last = 0.0, 0, 0.0
-    for t, step in edges:
-        if depth >= 2:
-            together += t - last
-        depth, last = depth + step, t
-    return {"carried": {k: sorted(v) for k, v in sorted(carried.items())}, "together_s": round(together, 6)}
 
 
 #: The backend's methods that do the board's work, and what the demo calls them.
@@ -297,6 +265,8 @@ def run_demo(platform_name: str = DEMO_PLATFORM, out: str | Path = "out/demo", f
                     f"{size[1]}x{size[0]}, slots {100 * busy['slots_computing_or_loading']:.0f}% busy",
                     (first, first + busy["span_s"]))
         streams_used = stream_use(engine.trace)
+        realtime = {name for name, stats in daemon.per_pipeline.items() if stats["class"] == "realtime"}
+        loads = load_figures(engine.trace, len(engine.slots.slots), realtime)
         board_s = daemon.clock.now()
         dnn_images = sum(engine.dnn_images.values())
     port = engine.slots.port            # once the daemon has stopped: a load it started last is counted
@@ -316,7 +286,7 @@ def run_demo(platform_name: str = DEMO_PLATFORM, out: str | Path = "out/demo", f
     summary = {"platform": board_name, "modules": list(platform.modules), "backend": backend.name,
                "size": list(size), "frames": frames, "streams": streams_used,
                "pipelines": pipelines,
-               "totals": {"reconfigurations": port.loads, "port_busy_s": round(port.busy_s, 6),
+               "totals": {"reconfigurations": port.loads, "port_busy_s": round(port.busy_s, 6), **loads,
                           "slot_utilization": busy["slots_computing"], "fabric": busy, "dnn_images": dnn_images,
                           "dnn_images_per_s": round(dnn_images / board_s, 1) if board_s else 0.0,
                           "board_s": round(board_s, 3), "wall_s": round(time.perf_counter() - started, 1),
@@ -340,7 +310,10 @@ def report_lines(summary: dict) -> list[str]:
         lines.append(f"  {name:10s} {p['class']:10s} {p['frames']:6d} {p['on_time']:7d} {p['late']:5d} "
                      f"{p['dropped']:7d} {p99:>7s}")
     fab = t["fabric"]
-    lines.append(f"  {t['reconfigurations']} partial loads, port busy {t['port_busy_s'] * 1e3:.1f} ms; over the "
+    floor = "" if t["loads_order_floor"] is None else \
+        f"; the real-time frames in the order they ran need at least {t['loads_order_floor']}"
+    lines.append(f"  {t['reconfigurations']} partial loads ({t['loads_for_dnn']} lending slots to the DNN{floor}), "
+                 f"port busy {t['port_busy_s'] * 1e3:.1f} ms; over the "
                  f"{fab['span_s'] * 1e3:.0f} ms the board worked, slots {100 * fab['slots_computing']:.0f}% computing "
                  f"({100 * fab['slots_computing_or_loading']:.0f}% with loads), port {100 * fab['port_loading']:.0f}% "
                  f"loading; DNN {t['dnn_images']} images ({t['dnn_images_per_s']:.0f}/s of board time)")

@@ -10,13 +10,18 @@ trace, a Gantt picture of the whole run, the edge detector's side-by-side video,
 pipeline, how busy the fabric was, and how many of the printed digits the reader read right
 (scored against what the video printed).
 
-Wall time goes mostly to partial loads: the RTL takes each 1 MB partial word by word (0.1-0.16 s
-of wall time per load, the whole shell simulated a cycle per word, docs/simulated-board.md), and
-three real-time chains of 3-4 stages on two slots a stream swap modules every frame (about 300
-loads in 30 frames). The board simulates only the modules the apps use (``app_modules``). So the
-default is a short video (4 frames), which keeps the README's first command near a minute from an
-empty build cache; 30 frames take 55-65 s with the builds cached (the measured figures are in
-docs/simulated-board.md).
+Wall time goes mostly to partial loads: the RTL takes each 1 MB partial word by word (0.14-0.3 s
+of wall time per load on a shared host, the whole shell simulated a cycle per word,
+docs/simulated-board.md), and three real-time chains of 3-4 stages use ten module kinds on four
+slots, so they swap modules every frame: 9 loads a 30 fps period at best while the 60 fps motion
+chain runs, 6 after, about 230 in 30 frames (the summary prints the fewest the frames' order
+needs beside the run's loads; docs/demo.md). The apps pace their frames on the camera's grid of
+the daemon's clock (apps/_common.py ``Pacer``): the chains' frames come at the same instants each
+period, and the motion frame due first at a period's start can follow the one before it with its
+modules still in (fewer loads than frames at each app's own phase). The board simulates only the
+modules the apps use (``app_modules``). So the default is a short video (4 frames), which keeps
+the README's first command within a minute from an empty build cache; 30 frames take about a
+minute with the builds cached (docs/demo.md has the measured figures).
 
 Time: the daemon's clock runs with the wall clock while the board is idle and stands still while
 the RTL simulation is slower than the hardware it stands for, so every frame and load takes its
@@ -52,8 +57,9 @@ DEMO_SIZE = (480, 640)
 #: Frames of the demo's video. Four keep the README's first command (install, build, run) within a
 #: minute here with four apps at 640x480: partial loads take most of the wall time (a 1 MB partial
 #: goes through the RTL port word by word, a cycle of the whole shell per word: rtl_throughput's
-#: load figure in docs/results.md), and each frame period needs about eleven (three real-time chains
-#: of 3-4 stages on two slots a stream). ``--frames`` runs longer videos.
+#: load figure in docs/results.md), and each frame period needs nine or more (three real-time chains
+#: of 3-4 stages, ten module kinds, on four slots), plus the DNN's lends. ``--frames`` runs longer
+#: videos; 30 frames do not fit a minute with the build (docs/demo.md).
 DEMO_FRAMES = 4
 #: The most video streams the demo's daemon uses: the board is partitioned as the apps register
 #: (runtime/sched/board/relayout.py), so the apps' frames may compute side by side. Chains of 3-4 stages
@@ -321,8 +327,10 @@ def report_lines(summary: dict) -> list[str]:
     lines.append("  streams: " + "; ".join(f"{k} {', '.join(v)}" for k, v in use["carried"].items())
                  + f"; two or more computing at once for {use['together_s'] * 1e3:.1f} ms")
     ops = t["wall_by_operation"]
+    rest = t["wall_s"] - sum(v["wall_s"] for v in ops.values())
     lines.append("  wall time in the backend: " + ", ".join(f"{v['count']} {k.replace('_', ' ')} {v['wall_s']:.1f} s"
-                                                           for k, v in ops.items()))
+                                                           for k, v in ops.items())
+                 + f"; {rest:.1f} s besides (the board idle at the demo's dilation, the apps starting)")
     if "digit_reader" in summary:
         d = summary["digit_reader"]
         lines.append(f"  digit reader: {d['read_right']}/{d['printed']} printed digits read right "

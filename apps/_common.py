@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -108,24 +107,12 @@ def register(fpga: Fpga, name: str, chain: list[str], period_ms: float, shape: t
     return registered
 
 
-def on_grid(t: float, period_s: float) -> float:
-    """The first multiple of ``period_s`` at or after ``t`` (a reading within a nanosecond past a
-    grid point counts as on it)."""
-    if not period_s > 0:
-        raise FpgashareError(f"a frame period must be > 0 s, got {period_s}")
-    return math.ceil(t / period_s - 1e-9 / period_s) * period_s
-
-
 class Pacer:
-    """Frame k goes out at the daemon's time t0 + k * period, t0 the first multiple of the period
-    at or after the app's start: the frame grid of a camera on the daemon's clock. Apps that read
-    the same camera then see its frames at the same instants, whenever each started (a camera's
-    frames do not come at each reader's own phase), and their frames reach the scheduler together:
-    a 60 fps reader's two frames of a 30 fps period fall on the same grid as the 30 fps readers'."""
+    """Frame k goes out at the daemon's time t0 + k * period."""
 
     def __init__(self, fpga: Fpga, period_s: float) -> None:
         self.fpga, self.period_s = fpga, period_s
-        self.t0 = on_grid(fpga.clock(), period_s)
+        self.t0 = fpga.clock()
         self.k = 0
 
     def wait(self) -> None:

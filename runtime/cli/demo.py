@@ -14,14 +14,12 @@ Wall time goes mostly to partial loads: the RTL takes each 1 MB partial word by 
 of wall time per load on a shared host, the whole shell simulated a cycle per word,
 docs/simulated-board.md), and three real-time chains of 3-4 stages use ten module kinds on four
 slots, so they swap modules every frame: 9 loads a 30 fps period at best while the 60 fps motion
-chain runs, 6 after, about 230 in 30 frames (the summary prints the fewest the frames' order
-needs beside the run's loads; docs/demo.md). The apps pace their frames on the camera's grid of
-the daemon's clock (apps/_common.py ``Pacer``): the chains' frames come at the same instants each
-period, and the motion frame due first at a period's start can follow the one before it with its
-modules still in (fewer loads than frames at each app's own phase). The board simulates only the
-modules the apps use (``app_modules``). So the default is a short video (4 frames), which keeps
-the README's first command within a minute from an empty build cache; 30 frames take about a
-minute with the builds cached (docs/demo.md has the measured figures).
+chain runs, 6 after: 225-260 in 30 frames by the order the frames happen to run in, plus the DNN's
+lends and the reloads after them (the summary prints the fewest the frames' order needs beside the
+run's loads; docs/demo.md). The board simulates only the modules the apps use (``app_modules``).
+So the default is a short video (4 frames), which keeps the README's first command within a minute
+from an empty build cache; 30 frames take about a minute with the builds cached on a quiet host
+(docs/demo.md has the measured figures).
 
 Time: the daemon's clock runs with the wall clock while the board is idle and stands still while
 the RTL simulation is slower than the hardware it stands for, so every frame and load takes its

@@ -60,8 +60,9 @@ DEMO_SIZE = (480, 640)
 #: videos; 30 frames do not fit a minute with the build (docs/demo.md).
 DEMO_FRAMES = 4
 #: The most video streams the demo's daemon uses: the board is partitioned as the apps register
-#: (runtime/sched/board/relayout.py), so the apps' frames may compute side by side. Chains of 3-4 stages
-#: reload every frame whether on one stream or two.
+#: (runtime/sched/board/relayout.py), so the apps' frames may compute side by side where the planner
+#: splits it (for the default apps it keeps one partition). Chains of 3-4 stages reload every frame
+#: whether on one stream or two.
 DEMO_STREAMS = 2
 
 #: Wall seconds per board second while the board idles. The daemon and three app processes share
@@ -109,11 +110,12 @@ def demo_platform(platform_name: str, apps: tuple[str, ...], folder: Path):
 
 def registration_order(apps: tuple[str, ...]) -> list[str]:
     """The apps by how much of the board they need, the shortest period first, the digit reader (best
-    effort) last. The daemon places a registering pipeline in the partition where it adds fewest
-    loads/s, with partitions fixed, so the order fixes the placement: registered first, the 60 fps
-    motion chain gets a partition of its own, and the 30 fps chains share the other. In whatever
-    order processes happened to connect, motion could land beside a 30 fps chain and not fit the
-    fabric (measured: its last two stages on the CPU in 1 of 3 loaded runs)."""
+    effort) last. The daemon plans its partitions for the pipelines in registration order (the
+    planner ``bench`` uses, runtime/sched/board/relayout.py), so the order fixes the placement. In
+    whatever order processes happened to connect, motion could once land beside a 30 fps chain on
+    two slots and not fit the fabric (measured: its last two stages on the CPU in 1 of 3 loaded
+    runs). Today the planner keeps the demo's three chains on one partition of all four slots (one
+    pass a frame), in every run measured for docs/demo.md."""
     import importlib
 
     def period(app: str) -> float:

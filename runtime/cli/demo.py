@@ -231,8 +231,8 @@ def run_demo(platform_name: str = DEMO_PLATFORM, out: str | Path = "out/demo", f
     truth = write_video(video, frames, size)
     board_name = load_platform(platform_name).name
     platform = demo_platform(platform_name, apps, out)
-    log.info("building or reusing the %s shell model with %s (first run builds it: about 15 s of CPU)", board_name,
-             ", ".join(platform.modules))
+    log.info("building or reusing the %s shell model with %s (the first run builds it and the modules: about "
+             "30 s of CPU)", board_name, ", ".join(platform.modules))
     backend = make_backend(backend_name, platform)
     meter = WallMeter(backend)
     sock = out / "fpgashare.sock"

@@ -25,6 +25,8 @@ def test_demo_runs_four_apps_and_writes_its_files(tmp_path, capsys):
     for p in pipelines.values():
         assert set(p) >= {"class", "frames", "on_time", "late", "dropped", "latency_ms_p99"}
     assert set(summary["totals"]) >= {"reconfigurations", "port_busy_s", "slot_utilization", "dnn_images_per_s"}
+    totals = summary["totals"]       # the workload's own loads for the order its frames ran: a floor
+    assert 0 < totals["loads_order_floor"] <= totals["reconfigurations"] - totals["loads_for_dnn"]
     ops = summary["totals"]["wall_by_operation"]
     assert ops["frames"]["count"] >= 17 and ops["loads"]["count"] == summary["totals"]["reconfigurations"]
     fabric = summary["totals"]["fabric"]

@@ -10,13 +10,16 @@ trace, a Gantt picture of the whole run, the edge detector's side-by-side video,
 pipeline, how busy the fabric was, and how many of the printed digits the reader read right
 (scored against what the video printed).
 
-Wall time goes mostly to partial loads: the RTL takes each 1 MB partial word by word (0.1-0.16 s
-of wall time per load, the whole shell simulated a cycle per word, docs/simulated-board.md), and
-three real-time chains of 3-4 stages on two slots a stream swap modules every frame (about 300
-loads in 30 frames). The board simulates only the modules the apps use (``app_modules``). So the
-default is a short video (4 frames), which keeps the README's first command near a minute from an
-empty build cache; 30 frames take 55-65 s with the builds cached (the measured figures are in
-docs/simulated-board.md).
+Wall time goes mostly to partial loads: the RTL takes each 1 MB partial word by word (0.14-0.3 s
+of wall time per load on a shared host, the whole shell simulated a cycle per word,
+docs/simulated-board.md), and three real-time chains of 3-4 stages use ten module kinds on four
+slots, so they swap modules every frame: 9 loads a 30 fps period at best while the 60 fps motion
+chain runs, 6 after: 225-260 in 30 frames by the order the frames happen to run in, plus the DNN's
+lends and the reloads after them (the summary prints the fewest the frames' order needs beside the
+run's loads; docs/demo.md). The board simulates only the modules the apps use (``app_modules``).
+So the default is a short video (4 frames), which keeps the README's first command within a minute
+from an empty build cache; 30 frames take about a minute with the builds cached on a quiet host
+(docs/demo.md has the measured figures).
 
 Time: the daemon's clock runs with the wall clock while the board is idle and stands still while
 the RTL simulation is slower than the hardware it stands for, so every frame and load takes its
@@ -35,6 +38,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from fpgashare.cli.demo_figures import fabric_busy, load_figures, stream_use
 from fpgashare.cli.demo_video import score_readings, write_video
 from fpgashare.errors import FpgashareError
 
@@ -51,12 +55,14 @@ DEMO_SIZE = (480, 640)
 #: Frames of the demo's video. Four keep the README's first command (install, build, run) within a
 #: minute here with four apps at 640x480: partial loads take most of the wall time (a 1 MB partial
 #: goes through the RTL port word by word, a cycle of the whole shell per word: rtl_throughput's
-#: load figure in docs/results.md), and each frame period needs about eleven (three real-time chains
-#: of 3-4 stages on two slots a stream). ``--frames`` runs longer videos.
+#: load figure in docs/results.md), and each frame period needs nine or more (three real-time chains
+#: of 3-4 stages, ten module kinds, on four slots), plus the DNN's lends. ``--frames`` runs longer
+#: videos; 30 frames do not fit a minute with the build (docs/demo.md).
 DEMO_FRAMES = 4
 #: The most video streams the demo's daemon uses: the board is partitioned as the apps register
-#: (runtime/sched/board/relayout.py), so the apps' frames may compute side by side. Chains of 3-4 stages
-#: reload every frame whether on one stream or two.
+#: (runtime/sched/board/relayout.py), so the apps' frames may compute side by side where the planner
+#: splits it (for the default apps it keeps one partition). Chains of 3-4 stages reload every frame
+#: whether on one stream or two.
 DEMO_STREAMS = 2
 
 #: Wall seconds per board second while the board idles. The daemon and three app processes share
@@ -104,11 +110,12 @@ def demo_platform(platform_name: str, apps: tuple[str, ...], folder: Path):
 
 def registration_order(apps: tuple[str, ...]) -> list[str]:
     """The apps by how much of the board they need, the shortest period first, the digit reader (best
-    effort) last. The daemon places a registering pipeline in the partition where it adds fewest
-    loads/s, with partitions fixed, so the order fixes the placement: registered first, the 60 fps
-    motion chain gets a partition of its own, and the 30 fps chains share the other. In whatever
-    order processes happened to connect, motion could land beside a 30 fps chain and not fit the
-    fabric (measured: its last two stages on the CPU in 1 of 3 loaded runs)."""
+    effort) last. The daemon plans its partitions for the pipelines in registration order (the
+    planner ``bench`` uses, runtime/sched/board/relayout.py), so the order fixes the placement. In
+    whatever order processes happened to connect, motion could once land beside a 30 fps chain on
+    two slots and not fit the fabric (measured: its last two stages on the CPU in 1 of 3 loaded
+    runs). Today the planner keeps the demo's three chains on one partition of all four slots (one
+    pass a frame), in every run measured for docs/demo.md."""
     import importlib
 
     def period(app: str) -> float:
@@ -145,39 +152,6 @@ def parse_apps(text: str) -> tuple[str, ...]:
         raise FpgashareError(f"--apps {text!r}: give each of {', '.join(APP_PIPELINES)} at most once"
                              + (f" ({', '.join(unknown)} unknown)" if unknown else ""))
     return apps
-
-
-def fabric_busy(events, slots: int) -> dict:
-    """Busy fractions over the run's active span (first to last event on a slot or the port): the
-    slots computing (frames and DNN batches), the port loading, and slots either computing or being
-    loaded."""
-    active = [e for e in events if e.track.startswith(("slot", "port"))]
-    if not active:
-        return {"span_s": 0.0, "slots_computing": 0.0, "port_loading": 0.0, "slots_computing_or_loading": 0.0}
-    t0, t1 = min(e.start for e in active), max(e.end for e in active)
-    span = max(t1 - t0, 1e-12)
-    compute = sum(e.end - e.start for e in active if e.track.startswith("slot"))
-    load = sum(e.end - e.start for e in active if e.track == "port")
-    # A load blanks exactly one slot for its duration, so slot time computing or loading adds up.
-    return {"span_s": round(span, 6), "slots_computing": round(compute / (span * slots), 4),
-            "port_loading": round(load / span, 4),
-            "slots_computing_or_loading": round((compute + load) / (span * slots), 4)}
-
-
-def stream_use(events) -> dict:
-    """Which pipelines each video stream carried, and the board time two or more streams carried
-    work at once (space sharing; 0 on one stream)."""
-    spans = [e for e in events if e.track.startswith("stream")]
-    carried: dict[str, set] = {}
-    for e in spans:
-        carried.setdefault(e.track, set()).add(e.args.get("pipeline"))
-    edges = sorted([(e.start, 1) for e in spans] + [(e.end, -1) for e in spans])
-    together, depth, last = 0.0, 0, 0.0
-    for t, step in edges:
-        if depth >= 2:
-            together += t - last
-        depth, last = depth + step, t
-    return {"carried": {k: sorted(v) for k, v in sorted(carried.items())}, "together_s": round(together, 6)}
 
 
 #: The backend's methods that do the board's work, and what the demo calls them.
@@ -257,8 +231,8 @@ def run_demo(platform_name: str = DEMO_PLATFORM, out: str | Path = "out/demo", f
     truth = write_video(video, frames, size)
     board_name = load_platform(platform_name).name
     platform = demo_platform(platform_name, apps, out)
-    log.info("building or reusing the %s shell model with %s (first run builds it: about 15 s of CPU)", board_name,
-             ", ".join(platform.modules))
+    log.info("building or reusing the %s shell model with %s (the first run builds it and the modules: about "
+             "30 s of CPU)", board_name, ", ".join(platform.modules))
     backend = make_backend(backend_name, platform)
     meter = WallMeter(backend)
     sock = out / "fpgashare.sock"
@@ -297,6 +271,8 @@ def run_demo(platform_name: str = DEMO_PLATFORM, out: str | Path = "out/demo", f
                     f"{size[1]}x{size[0]}, slots {100 * busy['slots_computing_or_loading']:.0f}% busy",
                     (first, first + busy["span_s"]))
         streams_used = stream_use(engine.trace)
+        realtime = {name for name, stats in daemon.per_pipeline.items() if stats["class"] == "realtime"}
+        loads = load_figures(engine.trace, len(engine.slots.slots), realtime)
         board_s = daemon.clock.now()
         dnn_images = sum(engine.dnn_images.values())
     port = engine.slots.port            # once the daemon has stopped: a load it started last is counted
@@ -316,7 +292,7 @@ def run_demo(platform_name: str = DEMO_PLATFORM, out: str | Path = "out/demo", f
     summary = {"platform": board_name, "modules": list(platform.modules), "backend": backend.name,
                "size": list(size), "frames": frames, "streams": streams_used,
                "pipelines": pipelines,
-               "totals": {"reconfigurations": port.loads, "port_busy_s": round(port.busy_s, 6),
+               "totals": {"reconfigurations": port.loads, "port_busy_s": round(port.busy_s, 6), **loads,
                           "slot_utilization": busy["slots_computing"], "fabric": busy, "dnn_images": dnn_images,
                           "dnn_images_per_s": round(dnn_images / board_s, 1) if board_s else 0.0,
                           "board_s": round(board_s, 3), "wall_s": round(time.perf_counter() - started, 1),
@@ -340,7 +316,10 @@ def report_lines(summary: dict) -> list[str]:
         lines.append(f"  {name:10s} {p['class']:10s} {p['frames']:6d} {p['on_time']:7d} {p['late']:5d} "
                      f"{p['dropped']:7d} {p99:>7s}")
     fab = t["fabric"]
-    lines.append(f"  {t['reconfigurations']} partial loads, port busy {t['port_busy_s'] * 1e3:.1f} ms; over the "
+    floor = "" if t["loads_order_floor"] is None else \
+        f"; the real-time frames in the order they ran need at least {t['loads_order_floor']}"
+    lines.append(f"  {t['reconfigurations']} partial loads ({t['loads_for_dnn']} lending slots to the DNN{floor}), "
+                 f"port busy {t['port_busy_s'] * 1e3:.1f} ms; over the "
                  f"{fab['span_s'] * 1e3:.0f} ms the board worked, slots {100 * fab['slots_computing']:.0f}% computing "
                  f"({100 * fab['slots_computing_or_loading']:.0f}% with loads), port {100 * fab['port_loading']:.0f}% "
                  f"loading; DNN {t['dnn_images']} images ({t['dnn_images_per_s']:.0f}/s of board time)")
@@ -348,8 +327,10 @@ def report_lines(summary: dict) -> list[str]:
     lines.append("  streams: " + "; ".join(f"{k} {', '.join(v)}" for k, v in use["carried"].items())
                  + f"; two or more computing at once for {use['together_s'] * 1e3:.1f} ms")
     ops = t["wall_by_operation"]
+    rest = t["wall_s"] - sum(v["wall_s"] for v in ops.values())
     lines.append("  wall time in the backend: " + ", ".join(f"{v['count']} {k.replace('_', ' ')} {v['wall_s']:.1f} s"
-                                                           for k, v in ops.items()))
+                                                           for k, v in ops.items())
+                 + f"; {rest:.1f} s besides (the board idle at the demo's dilation, the apps starting)")
     if "digit_reader" in summary:
         d = summary["digit_reader"]
         lines.append(f"  digit reader: {d['read_right']}/{d['printed']} printed digits read right "

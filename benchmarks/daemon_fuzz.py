@@ -3,7 +3,7 @@ negative, wrong types, nested garbage) over one raw connection to its Unix socke
 over its TCP listener (with inline frames, good and bad), then a fresh client must still get
 correct frames. Fails (exit 1) on any ``internal`` reply or a request left unanswered.
 
-    python benchmarks/daemon_fuzz.py [--quick] [--messages 100000] [--seed 1]
+    python -m benchmarks.daemon_fuzz [--quick] [--messages 100000] [--seed 1]
 
 tests/test_daemon_validation.py runs the same fuzzer for 20,000 messages in CI.
 """

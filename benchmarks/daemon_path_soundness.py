@@ -15,7 +15,7 @@ arrival + deadline (the claim: none), frames and images that ended other than ex
 (none). Frames still waiting when their own app leaves end dropped by the app's request and are
 not misses.
 
-    python benchmarks/daemon_path_soundness.py [--count 300] [--seed S] [--quick]
+    python -m benchmarks.daemon_path_soundness [--count 300] [--seed S] [--quick]
 
 Seeds are fresh each run unless ``--seed`` is given (the first seed is printed, to reproduce).
 """

@@ -12,7 +12,7 @@ hardware time (the wait any process answering a frame's end has; on a virtual ma
 after it costs more than the bare round trip), and the CPU time per frame of both processes
 against the ping-pong's, which other programs on the host do not inflate.
 
-    python benchmarks/daemon_rtt.py [--quick] [--frames N] [--daemon thread|process|both] [--json]
+    python -m benchmarks.daemon_rtt [--quick] [--frames N] [--daemon thread|process|both] [--json]
 
 Goal: submit-to-result overhead p50 <= 3x the ping-pong's p50.
 """

@@ -8,7 +8,7 @@ daemon's own ``status["loop"]`` is read at the end. Run as root, the flooders dr
 (the daemon's quotas are per user, and root is trusted); as another user they run as that user,
 who is then the app's user too.
 
-    python benchmarks/loop_latency.py [--quick] [--seconds 10]
+    python -m benchmarks.loop_latency [--quick] [--seconds 10]
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ workloads where online admits fewer than the best fixed split, split in two:
 - *otherwise*: the fixed split admitted everything online did and more; these are the policy's own
   misses, and the claim is that there are none.
 
-    python benchmarks/online_admission.py [--count 200] [--seed S] [--quick] [--json FILE]
+    python -m benchmarks.online_admission [--count 200] [--seed S] [--quick] [--json FILE]
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ frames of admitted pipelines late or dropped (the claim: none), frames and image
 than once or never (none), DNN images that failed, pipelines admitted and refused, and frame pairs
 of different streams that overlapped.
 
-    python benchmarks/online_streams_soundness.py [--count 100] [--seed 0] [--max-s 2]
+    python -m benchmarks.online_streams_soundness [--count 100] [--seed 0] [--max-s 2]
 
 The one-stream runs (the daemon's default) are counted too, for comparison.
 """

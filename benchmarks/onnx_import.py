@@ -3,7 +3,7 @@ the integer reference against onnxruntime (values equal, max difference, top-1 a
 accuracy), and the RTL tiles against the reference on K = 1..4 tiles (bit-exact share, measured
 vs predicted cycles per image), in one run.
 
-    python benchmarks/onnx_import.py [--quick] [--images N] [--json]
+    python -m benchmarks.onnx_import [--quick] [--images N] [--json]
 
 ``--quick`` compares the reference with onnxruntime on every held-out image and runs 8 of them
 through the tiles on each K (seconds); without it all 540 go through every chain (minutes).

@@ -17,7 +17,7 @@ Python while the loop runs, and how late the loop wakes beside it at either inte
 
 Phases use loop_latency.py's machinery (a daemon process, the app, loaders as ``nobody`` when root).
 
-    python benchmarks/realtime_first.py [--quick] [--seconds 10] [--rounds 3]
+    python -m benchmarks.realtime_first [--quick] [--seconds 10] [--rounds 3]
 """
 
 from __future__ import annotations

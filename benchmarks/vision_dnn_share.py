@@ -2,7 +2,7 @@
 real-time frames, and DNN images/s against the window bound that pays for tile loads and fill
 latency, on the twin (model backend) and on the RTL (sim backend), in one run.
 
-    python benchmarks/vision_dnn_share.py [--suite NAME] [--quick] [--json]
+    python -m benchmarks.vision_dnn_share [--suite NAME] [--quick] [--json]
 
 The bound (reference: "DNN in idle windows"): for every idle window w of the run's real-time
 schedule (the stream's gaps between frames, from the end of the warm-up to the end) and every chain

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from fpgashare.dnn.planning import dnn_plan, dnn_slot_count, misfit
 from fpgashare.sched.core.view import EngineView, SlotState
+from fpgashare.sched.policies import pin_lend
 from fpgashare.sched.policies.guard import batch_room, side_load_allowed
 from fpgashare.sched.policies.lookahead import reclaim_at, victims_due
 from fpgashare.sched.policies.pin_move import lend_moves
@@ -84,6 +85,8 @@ def _run(engine: EngineView) -> None:
     # Tiles new to their layers are programmed first: the batch is that much longer.
     latency_s = plan.latency_cycles / plan.clock_hz + engine.dnn.setup_s(idle[:size], pipeline.model, plan)
     room = min(_until(victims_due(engine), len(idle) - size) - now, batch_room(engine), engine.end_s - now)
+    if pin_lend.lent(engine):
+        room = min(room, pin_lend.back_by(engine) - now)     # the lent pins go back before the next release
     if engine.slots.coming_with(DNN):
         # A tile is on its way: end this batch when it is in, so the next runs on the faster chain.
         room = min(room, max(engine.port.backlog_s(), latency_s))
@@ -143,19 +146,32 @@ def _lend(engine: EngineView) -> None:
     now = engine.now
     gaps = stream_gaps(engine, LEND_HORIZON_S)
     best: tuple[float, int] | None = None
+    room = pin_lend.back_by(engine)        # while pins are lent, every load ends before their reloads
     for s in engine.slots.slots:
         if s.state not in (SlotState.BLANK, SlotState.READY) or s.module == DNN or s.index in engine.slots.pinned \
                 or not engine.slots.compatible(s.index, DNN) or not engine.slots.can_take(s.index, DNN):
             continue
         load_s = engine.port.load_seconds(s.index)
-        until = min(reclaim_at(engine, evicting=s.index), engine.end_s, now + LEND_HORIZON_S)
-        gain = lend_gain_s(engine, model, held, gaps, now + engine.port.backlog_s() + load_s, until)
+        ready = now + engine.port.backlog_s() + load_s
+        until = min(reclaim_at(engine, evicting=s.index), engine.end_s, now + LEND_HORIZON_S, room)
+        gain = lend_gain_s(engine, model, held, gaps, ready, until) if ready <= room else 0.0
         if gain >= WORTH * 2 * load_s and (best is None or gain > best[0]):
             best = (gain, s.index)
+    # Or a pinned slot, for the idle gap only: its pin back before the next release (pin_lend.py).
+    if pin_lend.may_lend(engine):
+        room = pin_lend.back_by(engine, extra=1)
+        for slot in pin_lend.candidates(engine):
+            load_s = engine.port.load_seconds(slot)
+            ready = now + engine.port.backlog_s() + load_s
+            if ready > room:
+                continue
+            gain = lend_gain_s(engine, model, held, gaps, ready, min(room, engine.end_s, now + LEND_HORIZON_S))
+            if gain >= WORTH * 2 * load_s and (best is None or gain > best[0]):
+                best = (gain, slot)
     # Or a slot whose module goes, hidden, into a slot the job on the stream frees (pin_move.py):
     # the tile then displaces a module wanted later.
     moved = None
-    for move in lend_moves(engine, DNN):
+    for move in lend_moves(engine, DNN) if not pin_lend.lent(engine) else ():
         until = min(reclaim_at(engine, evicting=move.to), engine.end_s, now + LEND_HORIZON_S)
         load_s = engine.port.load_seconds(move.into)
         gain = lend_gain_s(engine, model, held, gaps, now + load_s, until)

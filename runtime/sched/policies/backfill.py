@@ -14,11 +14,12 @@ made after the real-time dispatch of every event:
   fastest chain uses, one more idle slot is loaded with dnn_tile if it pays: the DNN compute time
   the extra tile buys before the slot must be back (the stream time real-time frames leave in that
   window, less the chain's fill latency per gap, at the chain's real rate) must be at least
-  ``WORTH`` times the port time of the two loads it costs (the lend and the reload of what it
-  evicts). A lent slot comes back through the ordinary prefetch or demand loads, which evict
-  dnn_tile first (real-time work never needs it). When only pinned slots are idle, the tile may
-  When the idle slots hold modules wanted soon, the tile may load hidden into one of them while its
-  module moves into a slot the job on the stream frees (``pin_move.lend_moves``).
+  ``WORTH`` times the port time of the loads it costs (the lend, and the reload of what it evicts
+  unless that is reloaded anyway: ``lend_loads``). A lent slot comes back through the ordinary
+  prefetch or demand loads, which evict dnn_tile first (real-time work never needs it). When the
+  idle slots hold modules wanted soon, the tile may load hidden into one of them while its module
+  moves into a slot the job on the stream frees (``pin_move.lend_moves``); and inside an idle gap
+  a pinned slot may be lent, its pin back before the next release (``pin_lend``).
 
 A platform with no slot for dnn_tile gives the DNN nothing (``refusal`` says why); never an error.
 """
@@ -133,6 +134,15 @@ def lend_gain_s(engine: EngineView, model: str, held: int, gaps: list[tuple[floa
     return max(0.0, usable * (fewer.bottleneck_cycles / more.bottleneck_cycles - 1.0))
 
 
+def lend_loads(module: str | None, soon: set[str]) -> int:
+    """Loads a lend costs: the tile's, and the reload of the module it evicts unless that module
+    is reloaded anyway. With K slots and ``soon`` the next K distinct modules real-time work
+    needs, a module not among them is not needed before some of them must load, and those loads
+    (Belady's choice, farthest next use first) evict every resident outside ``soon``: the tile is
+    evicted in its stead (real-time work never needs dnn_tile), so no real-time load is added."""
+    return 1 if module is None or module not in soon else 2
+
+
 def _lend(engine: EngineView) -> None:
     if not engine.port.free() or engine.pending or engine.committed is not None \
             or not any(engine.dnn.backlog(p) for p in engine.dnn_pipelines):
@@ -147,6 +157,7 @@ def _lend(engine: EngineView) -> None:
     gaps = stream_gaps(engine, LEND_HORIZON_S)
     best: tuple[float, int] | None = None
     room = pin_lend.back_by(engine)        # while pins are lent, every load ends before their reloads
+    soon = set(engine.foresight.need_order().head(len(engine.slots.slots)))
     for s in engine.slots.slots:
         if s.state not in (SlotState.BLANK, SlotState.READY) or s.module == DNN or s.index in engine.slots.pinned \
                 or not engine.slots.compatible(s.index, DNN) or not engine.slots.can_take(s.index, DNN):
@@ -155,7 +166,7 @@ def _lend(engine: EngineView) -> None:
         ready = now + engine.port.backlog_s() + load_s
         until = min(reclaim_at(engine, evicting=s.index), engine.end_s, now + LEND_HORIZON_S, room)
         gain = lend_gain_s(engine, model, held, gaps, ready, until) if ready <= room else 0.0
-        if gain >= WORTH * 2 * load_s and (best is None or gain > best[0]):
+        if gain >= WORTH * lend_loads(s.module, soon) * load_s and (best is None or gain > best[0]):
             best = (gain, s.index)
     # Or a pinned slot, for the idle gap only: its pin back before the next release (pin_lend.py).
     if pin_lend.may_lend(engine):
@@ -183,4 +194,4 @@ def _lend(engine: EngineView) -> None:
                 engine.move_pin(moved.into, moved.to)
             else:
                 engine.plan_reload(moved.to, moved.held, engine.foresight.earliest_release_s())
-        engine.load(best[1], DNN, "dnn")
+        engine.load(best[1], DNN, "dnn-pin" if best[1] in engine.contract.pinned else "dnn")

@@ -314,8 +314,8 @@ class EdfPolicy(PriorityPolicy):
     def _just_in_time(self, engine: EngineView, waiting: list[Frame], reserved: set[int],
                       target: tuple[NeedOrder, list[str], str] | None = None) -> None:
         target = target or self._prefetch_target(engine, waiting)
-        if target is not None and engine.slots.holds(target[2]):
-            self._prefetch(engine, reserved, target)     # a second copy: the plan below counts one
+        if target is not None and engine.slots.holds(target[2]) and not engine.dnn_pipelines:
+            self._prefetch(engine, reserved, target)     # a second copy, and no tile to keep meanwhile
             return
         due = reclaim_at(engine)
         if due > engine.now:

@@ -134,12 +134,21 @@ def lend_gain_s(engine: EngineView, model: str, held: int, gaps: list[tuple[floa
     return max(0.0, usable * (fewer.bottleneck_cycles / more.bottleneck_cycles - 1.0))
 
 
+def _soon(engine: EngineView) -> set[str]:
+    """The next P distinct unpinned modules real-time work needs, P the slots no pin holds."""
+    pins = set(engine.contract.pinned.values())
+    pool = len(engine.slots.slots) - len(engine.contract.pinned)
+    return set([m for m in engine.foresight.need_order().head(len(engine.slots.slots)) if m not in pins][:pool])
+
+
 def lend_loads(module: str | None, soon: set[str]) -> int:
-    """Loads a lend costs: the tile's, and the reload of the module it evicts unless that module
-    is reloaded anyway. With K slots and ``soon`` the next K distinct modules real-time work
-    needs, a module not among them is not needed before some of them must load, and those loads
-    (Belady's choice, farthest next use first) evict every resident outside ``soon``: the tile is
-    evicted in its stead (real-time work never needs dnn_tile), so no real-time load is added."""
+    """Loads a lend of an unpinned slot costs: the tile's, and the reload of the module it evicts
+    unless that module is reloaded anyway. The P unpinned slots hold what passes through them;
+    with ``soon`` the next P distinct unpinned modules real-time work needs, a module outside it
+    is not needed again before a module of ``soon`` no slot holds must load (P slots, one of them
+    holding it), and those loads (Belady's choice: farthest next use first) evict every resident
+    outside ``soon`` first: the tile is evicted in its stead (real-time work never needs
+    dnn_tile), so no real-time load is added."""
     return 1 if module is None or module not in soon else 2
 
 
@@ -157,7 +166,7 @@ def _lend(engine: EngineView) -> None:
     gaps = stream_gaps(engine, LEND_HORIZON_S)
     best: tuple[float, int] | None = None
     room = pin_lend.back_by(engine)        # while pins are lent, every load ends before their reloads
-    soon = set(engine.foresight.need_order().head(len(engine.slots.slots)))
+    soon = _soon(engine)
     for s in engine.slots.slots:
         if s.state not in (SlotState.BLANK, SlotState.READY) or s.module == DNN or s.index in engine.slots.pinned \
                 or not engine.slots.compatible(s.index, DNN) or not engine.slots.can_take(s.index, DNN):

@@ -251,7 +251,7 @@ class EdfPolicy(PriorityPolicy):
     def _port_idle(self, engine: EngineView, reserved: set[int]) -> None:
         if not engine.port.free():
             return          # (on a shared port the engine is asked again when the port frees)
-        if self._load_pins(engine) or pin_lend.lent(engine):
+        if self._load_pins(engine) or (engine.dnn_pipelines and pin_lend.lent(engine)):
             return          # (while pins are lent the port keeps to tiles and their reloads)
         if engine.changing:
             return          # no prefetch during a mode change: the partition must reach its idle instant
@@ -269,7 +269,7 @@ class EdfPolicy(PriorityPolicy):
             s = engine.slots.slots[slot]
             if s.module == module and s.state in (SlotState.READY, SlotState.BUSY, SlotState.LOADING):
                 continue
-            if not warm_up and s.state is SlotState.READY and pin_lend.defer_reload(engine, slot):
+            if s.module == DNN_TILE and not warm_up and pin_lend.defer_reload(engine, slot):
                 continue        # lent to the DNN for this idle gap: back by its latest start
             if s.state not in (SlotState.BLANK, SlotState.READY) or not engine.slots.can_request(slot, module):
                 continue        # (a fused module's pin waits for its region's other slots to be idle)

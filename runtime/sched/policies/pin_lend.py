@@ -65,8 +65,9 @@ def candidates(engine: EngineView) -> list[int]:
 
 def defer_reload(engine: EngineView, slot: int) -> bool:
     """Whether the reload of the pin lent out of ``slot`` may wait (it then wakes the engine at
-    ``back_by``): only while nothing real-time is under way and before ``back_by``."""
-    if engine.slots.slots[slot].module != DNN or not quiet(engine) or engine.port.shared():
+    ``back_by``): only while nothing real-time is under way and before ``back_by``, and never
+    during a mode change (the switch must find every pin in place)."""
+    if engine.slots.slots[slot].module != DNN or not quiet(engine) or engine.port.shared() or engine.changing:
         return False
     due = back_by(engine)
     if engine.now >= due:

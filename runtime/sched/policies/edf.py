@@ -269,7 +269,8 @@ class EdfPolicy(PriorityPolicy):
             s = engine.slots.slots[slot]
             if s.module == module and s.state in (SlotState.READY, SlotState.BUSY, SlotState.LOADING):
                 continue
-            if s.module == DNN_TILE and not warm_up and pin_lend.defer_reload(engine, slot):
+            if s.module == DNN_TILE and s.state is SlotState.READY and not warm_up \
+                    and pin_lend.defer_reload(engine, slot):
                 continue        # lent to the DNN for this idle gap: back by its latest start
             if s.state not in (SlotState.BLANK, SlotState.READY) or not engine.slots.can_request(slot, module):
                 continue        # (a fused module's pin waits for its region's other slots to be idle)

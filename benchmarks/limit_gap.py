@@ -192,6 +192,9 @@ def summarize(rows: list[dict], schedulers: list[str]) -> dict:
         waits = [f["port_wait"]["excess_over_floor_pct_of_port"] for _, f in figs
                  if f["port_wait"].get("excess_over_floor_pct_of_port") is not None]
         dnn = [f["dnn"]["ratio"] for _, f in figs if "dnn" in f and f["dnn"]["ratio"] is not None]
+        beyond += [f"{name} seed {r['seed']}: DNN {f['dnn']['run_images_per_s']} images/s > window bound "
+                   f"{f['dnn']['window_bound_images_per_s']}" for r, f in figs if "dnn" in f
+                   and f["dnn"]["run_images_per_s"] > f["dnn"]["window_bound_images_per_s"] + 0.05]
         exact_wait = [f["port_wait"] for _, f in figs if "exact_schedule_s" in f["port_wait"]]
         out["schedulers"][name] = {
             "served_over_optimum_summed": round(served_sum / opt_sum, 3) if opt_sum else None,

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import random
 
-from fpgashare.cli.bench import sweep
-from fpgashare.sched.limits.belady import Ran, belady_loads, wait_floor_s
-from fpgashare.sched.limits.caps import copies_cap
-from fpgashare.sched.limits.dnn_windows import Window, window_images
+from fpgashare.cli.bench import run_one, sweep
+from fpgashare.sched.limits.belady import Ran, belady_loads, run_order, wait_floor_s
+from fpgashare.sched.limits.caps import copies_cap, shortest_load_s
+from fpgashare.sched.limits.dnn_windows import Window, fastest_timings, idle_windows, run_images, window_images
+from fpgashare.sched.policies.registry import POLICIES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -125,3 +126,28 @@ def test_no_sweep_exceeds_the_copies_caps(seed):
     cap = copies_cap(base, workload.platform)
     for scheduler in ("edf", "fcfs"):
         assert sweep(workload, scheduler, "model", base.name)["max_pipelines"] <= cap["bound"], scheduler
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_the_window_bound_charging_every_pass_holds_every_run(seed):
+    # On several streams the windows span real-time passes: the bound charges the slots the
+    # running passes hold and the reloads of every pass's modules, and still bounds every
+    # scheduler's DNN images (on the board's streams, and on one).
+    rng = random.Random(seed)
+    workload = next(w for w in (small_workload(rng.randrange(2**31)) for _ in range(500))
+                    if any(not p.realtime for p in w.pipelines))
+    platform = workload.platform
+    models = [p.model for p in workload.pipelines if not p.realtime]
+    timings = fastest_timings(platform, models)
+    slots, load_s = len(platform.slots), shortest_load_s(platform)
+    for name in POLICIES:
+        for streams in (None, 1):
+            engine, result = run_one(workload, name, "model", check_rejected=False, streams=streams)
+            busy = [(r.start, r.end, len(r.modules)) for r in run_order(engine)]
+            bound = run_images(busy, slots, platform.streams, load_s, 0.0, engine.end_s, timings, run_start=0.0)
+            old = window_images(idle_windows(busy, slots, platform.streams, 0.0, engine.end_s, run_start=0.0),
+                                timings, slots, load_s)
+            images_per_s = result["totals"]["dnn_images_per_s"]
+            assert images_per_s <= bound / workload.duration_s + 0.05, (name, streams, images_per_s, bound)
+            assert bound <= old, (name, streams, bound, old)

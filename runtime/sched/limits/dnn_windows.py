@@ -26,10 +26,28 @@ best over the n* for which n(t) >= n* for at least f_{n*} (a batch of n* tiles r
 With n(t) constant this is the single-chain count 1 + floor((w - loads - f_n) / p_n). The DNN runs
 one chain at a time (fpgashare's DNN job), so the sum over windows bounds the images of any
 schedule that keeps these real-time frames.
+
+Every pass charged (``run_images``, what the limits report uses): on several streams a window
+spans real-time passes, so "the free slots" alone let the chain keep slots the passes hold and
+skip the reloads of their modules. For any schedule, with n tiles held by a batch running at t,
+K slots, t_L the shortest load, and each real-time pass [s_j, e_j) holding k_j slots:
+
+- n <= K - (the slots of the passes running at t), and 0 if they hold every stream;
+- t < s_j: n <= K - k_j + floor((s_j - t) / t_L). At s_j the pass's modules sit in k_j distinct
+  slots, at least k_j - (K - n) of them slots the batch held at t; each was loaded after t (the
+  batch held it then) and before s_j, one at a time on the one port;
+- t >= e_j: n <= K - k_j + floor((t - e_j) / t_L): a tile in a slot the pass held was loaded after
+  the pass let it go;
+- t >= the cold start r: n <= floor((t - r) / t_L).
+
+Stretches where n(t) >= 1 are the windows (a batch cannot span an instant with n = 0), and each
+takes the integral bound above. On one stream this is the bound of neighbouring windows with the
+other passes' constraints added: never looser.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 from collections.abc import Sequence
@@ -110,6 +128,61 @@ def idle_windows(busy: Sequence[tuple[float, float, int]], slots: int, streams: 
     return windows
 
 
+def run_images(busy: Sequence[tuple[float, float, int]], slots: int, streams: int, load_s: float,
+               t0: float, t1: float, timings: dict[int, tuple[float, float]],
+               run_start: float | None = None) -> int:
+    """The most DNN images any schedule keeping the real-time passes ``busy`` (start, end, slots
+    held) can finish in [t0, t1), on any number of streams (module docstring, "Every pass
+    charged"). ``run_start``: when every slot was empty (the cold start)."""
+    passes = sorted(busy)
+    starts = [p[0] for p in passes]
+    longest = max((e - s for s, e, _ in passes), default=0.0)
+    reach = (slots + 1) * load_s
+    cuts = {t0, t1}
+    marks = [(a, -1) for a, _, _ in passes] + [(b, 1) for _, b, _ in passes]
+    if run_start is not None:
+        marks.append((run_start, 1))
+    for t, sign in marks:
+        cuts.update(t + sign * k * load_s for k in range(slots + 1))
+    cuts = sorted(t for t in cuts if t0 <= t <= t1)
+    stretches: list[list[tuple[float, int]]] = []
+    open_ = False
+    for a, b in itertools.pairwise(cuts):
+        if b <= a:
+            continue
+        t = (a + b) / 2
+        lo, hi = bisect.bisect_left(starts, t - longest - reach), bisect.bisect_right(starts, t + reach)
+        n = _tiles_between(passes[lo:hi], t, slots, streams, load_s, run_start)
+        if n < 1:
+            open_ = False
+            continue
+        if not open_:
+            stretches.append([])
+            open_ = True
+        stretches[-1].append((b - a, n))
+    return sum(stretch_images(p, timings) for p in stretches)
+
+
+def _tiles_between(near: Sequence[tuple[float, float, int]], t: float, slots: int, streams: int,
+                   load_s: float, run_start: float | None) -> int:
+    """The most tiles a chain can hold at ``t``: the slots the running passes leave (none if
+    they hold every stream); for a pass ahead, its modules beyond the slots the tiles leave must
+    load before it starts; for a pass behind, tiles beyond the slots it left load after it ends;
+    from a cold start, every tile loads after it. ``near``: the passes close enough to matter."""
+    running = [p for p in near if p[0] <= t < p[1]]
+    if len(running) >= streams:
+        return 0
+    n = slots - sum(p[2] for p in running)
+    if run_start is not None:
+        n = min(n, _loads_in(t - run_start, load_s))
+    for start, end, held in near:
+        if t < start:
+            n = min(n, slots - held + _loads_in(start - t, load_s))
+        elif t >= end:
+            n = min(n, slots - held + _loads_in(t - end, load_s))
+    return max(0, n)
+
+
 def chain_timings(platform: Platform, model: str) -> dict[int, tuple[float, float]]:
     """n -> (fill latency, step) of ``model``'s fastest chain on n tiles, for every n the platform has."""
     from fpgashare.dnn.planning import dnn_plan, dnn_slot_count
@@ -142,6 +215,13 @@ def images_in(window: Window, timings: dict[int, tuple[float, float]], slots: in
         cuts.update(t for t in (window.start + k * load_s, window.end - k * load_s)
                     if window.start < t < window.end)
     pieces = [(b - a, window.tiles_at((a + b) / 2, slots, load_s)) for a, b in itertools.pairwise(sorted(cuts))]
+    return stretch_images(pieces, timings)
+
+
+def stretch_images(pieces: Sequence[tuple[float, int]], timings: dict[int, tuple[float, float]]) -> int:
+    """The most images batches can finish in one stretch of time, given as consecutive pieces
+    (duration, the most tiles a chain can hold then): the integral bound of the module docstring,
+    best over the longest chain n* that ran."""
     quick = {n: min(fill, step) for n, (fill, step) in timings.items()}
     best = 0
     for top, (fill, _) in timings.items():

@@ -14,11 +14,12 @@ made after the real-time dispatch of every event:
   fastest chain uses, one more idle slot is loaded with dnn_tile if it pays: the DNN compute time
   the extra tile buys before the slot must be back (the stream time real-time frames leave in that
   window, less the chain's fill latency per gap, at the chain's real rate) must be at least
-  ``WORTH`` times the port time of the two loads it costs (the lend and the reload of what it
-  evicts). A lent slot comes back through the ordinary prefetch or demand loads, which evict
-  dnn_tile first (real-time work never needs it). When only pinned slots are idle, the tile may
-  When the idle slots hold modules wanted soon, the tile may load hidden into one of them while its
-  module moves into a slot the job on the stream frees (``pin_move.lend_moves``).
+  ``WORTH`` times the port time of the loads it costs (the lend, and the reload of what it evicts
+  unless that is reloaded anyway: ``lend_loads``). A lent slot comes back through the ordinary
+  prefetch or demand loads, which evict dnn_tile first (real-time work never needs it). When the
+  idle slots hold modules wanted soon, the tile may load hidden into one of them while its module
+  moves into a slot the job on the stream frees (``pin_move.lend_moves``); and inside an idle gap
+  a pinned slot may be lent, its pin back before the next release (``pin_lend``).
 
 A platform with no slot for dnn_tile gives the DNN nothing (``refusal`` says why); never an error.
 """
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 from fpgashare.dnn.planning import dnn_plan, dnn_slot_count, misfit
 from fpgashare.sched.core.view import EngineView, SlotState
+from fpgashare.sched.policies import pin_lend
 from fpgashare.sched.policies.guard import batch_room, side_load_allowed
 from fpgashare.sched.policies.lookahead import reclaim_at, victims_due
 from fpgashare.sched.policies.pin_move import lend_moves
@@ -84,6 +86,8 @@ def _run(engine: EngineView) -> None:
     # Tiles new to their layers are programmed first: the batch is that much longer.
     latency_s = plan.latency_cycles / plan.clock_hz + engine.dnn.setup_s(idle[:size], pipeline.model, plan)
     room = min(_until(victims_due(engine), len(idle) - size) - now, batch_room(engine), engine.end_s - now)
+    if pin_lend.lent(engine):
+        room = min(room, pin_lend.back_by(engine) - now)     # the lent pins go back before the next release
     if engine.slots.coming_with(DNN):
         # A tile is on its way: end this batch when it is in, so the next runs on the faster chain.
         room = min(room, max(engine.port.backlog_s(), latency_s))
@@ -130,6 +134,24 @@ def lend_gain_s(engine: EngineView, model: str, held: int, gaps: list[tuple[floa
     return max(0.0, usable * (fewer.bottleneck_cycles / more.bottleneck_cycles - 1.0))
 
 
+def _soon(engine: EngineView) -> set[str]:
+    """The next P distinct unpinned modules real-time work needs, P the slots no pin holds."""
+    pins = set(engine.contract.pinned.values())
+    pool = len(engine.slots.slots) - len(engine.contract.pinned)
+    return set([m for m in engine.foresight.need_order().head(len(engine.slots.slots)) if m not in pins][:pool])
+
+
+def lend_loads(module: str | None, soon: set[str]) -> int:
+    """Loads a lend of an unpinned slot costs: the tile's, and the reload of the module it evicts
+    unless that module is reloaded anyway. The P unpinned slots hold what passes through them;
+    with ``soon`` the next P distinct unpinned modules real-time work needs, a module outside it
+    is not needed again before a module of ``soon`` no slot holds must load (P slots, one of them
+    holding it), and those loads (Belady's choice: farthest next use first) evict every resident
+    outside ``soon`` first: the tile is evicted in its stead (real-time work never needs
+    dnn_tile), so no real-time load is added."""
+    return 1 if module is None or module not in soon else 2
+
+
 def _lend(engine: EngineView) -> None:
     if not engine.port.free() or engine.pending or engine.committed is not None \
             or not any(engine.dnn.backlog(p) for p in engine.dnn_pipelines):
@@ -143,19 +165,33 @@ def _lend(engine: EngineView) -> None:
     now = engine.now
     gaps = stream_gaps(engine, LEND_HORIZON_S)
     best: tuple[float, int] | None = None
+    room = pin_lend.back_by(engine)        # while pins are lent, every load ends before their reloads
+    soon = _soon(engine)
     for s in engine.slots.slots:
         if s.state not in (SlotState.BLANK, SlotState.READY) or s.module == DNN or s.index in engine.slots.pinned \
                 or not engine.slots.compatible(s.index, DNN) or not engine.slots.can_take(s.index, DNN):
             continue
         load_s = engine.port.load_seconds(s.index)
-        until = min(reclaim_at(engine, evicting=s.index), engine.end_s, now + LEND_HORIZON_S)
-        gain = lend_gain_s(engine, model, held, gaps, now + engine.port.backlog_s() + load_s, until)
-        if gain >= WORTH * 2 * load_s and (best is None or gain > best[0]):
+        ready = now + engine.port.backlog_s() + load_s
+        until = min(reclaim_at(engine, evicting=s.index), engine.end_s, now + LEND_HORIZON_S, room)
+        gain = lend_gain_s(engine, model, held, gaps, ready, until) if ready <= room else 0.0
+        if gain >= WORTH * lend_loads(s.module, soon) * load_s and (best is None or gain > best[0]):
             best = (gain, s.index)
+    # Or a pinned slot, for the idle gap only: its pin back before the next release (pin_lend.py).
+    if pin_lend.may_lend(engine):
+        room = pin_lend.back_by(engine, extra=1)
+        for slot in pin_lend.candidates(engine):
+            load_s = engine.port.load_seconds(slot)
+            ready = now + engine.port.backlog_s() + load_s
+            if ready > room:
+                continue
+            gain = lend_gain_s(engine, model, held, gaps, ready, min(room, engine.end_s, now + LEND_HORIZON_S))
+            if gain >= WORTH * 2 * load_s and (best is None or gain > best[0]):
+                best = (gain, slot)
     # Or a slot whose module goes, hidden, into a slot the job on the stream frees (pin_move.py):
     # the tile then displaces a module wanted later.
     moved = None
-    for move in lend_moves(engine, DNN):
+    for move in lend_moves(engine, DNN) if not pin_lend.lent(engine) else ():
         until = min(reclaim_at(engine, evicting=move.to), engine.end_s, now + LEND_HORIZON_S)
         load_s = engine.port.load_seconds(move.into)
         gain = lend_gain_s(engine, model, held, gaps, now + load_s, until)
@@ -167,4 +203,4 @@ def _lend(engine: EngineView) -> None:
                 engine.move_pin(moved.into, moved.to)
             else:
                 engine.plan_reload(moved.to, moved.held, engine.foresight.earliest_release_s())
-        engine.load(best[1], DNN, "dnn")
+        engine.load(best[1], DNN, "dnn-pin" if best[1] in engine.contract.pinned else "dnn")

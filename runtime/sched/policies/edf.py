@@ -36,6 +36,7 @@ from fpgashare.catalogue.fused_slots import widest_first
 from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.policy import PriorityPolicy
 from fpgashare.sched.core.view import EngineView, NeedOrder, SlotState
+from fpgashare.sched.policies import pin_lend
 from fpgashare.sched.policies.backfill import DNN as DNN_TILE
 from fpgashare.sched.policies.backfill import backfill
 from fpgashare.sched.policies.guard import side_load_allowed
@@ -250,8 +251,8 @@ class EdfPolicy(PriorityPolicy):
     def _port_idle(self, engine: EngineView, reserved: set[int]) -> None:
         if not engine.port.free():
             return          # (on a shared port the engine is asked again when the port frees)
-        if self._load_pins(engine):
-            return
+        if self._load_pins(engine) or (engine.dnn_pipelines and pin_lend.lent(engine)):
+            return          # (while pins are lent the port keeps to tiles and their reloads)
         if engine.changing:
             return          # no prefetch during a mode change: the partition must reach its idle instant
         waiting = sorted((f for f in engine.pending if f.start is None), key=self.priority)
@@ -268,6 +269,9 @@ class EdfPolicy(PriorityPolicy):
             s = engine.slots.slots[slot]
             if s.module == module and s.state in (SlotState.READY, SlotState.BUSY, SlotState.LOADING):
                 continue
+            if s.module == DNN_TILE and s.state is SlotState.READY and not warm_up \
+                    and pin_lend.defer_reload(engine, slot):
+                continue        # lent to the DNN for this idle gap: back by its latest start
             if s.state not in (SlotState.BLANK, SlotState.READY) or not engine.slots.can_request(slot, module):
                 continue        # (a fused module's pin waits for its region's other slots to be idle)
             if warm_up or side_load_allowed(engine, slot):
@@ -311,8 +315,8 @@ class EdfPolicy(PriorityPolicy):
     def _just_in_time(self, engine: EngineView, waiting: list[Frame], reserved: set[int],
                       target: tuple[NeedOrder, list[str], str] | None = None) -> None:
         target = target or self._prefetch_target(engine, waiting)
-        if target is not None and engine.slots.holds(target[2]):
-            self._prefetch(engine, reserved, target)     # a second copy: the plan below counts one
+        if target is not None and engine.slots.holds(target[2]) and not engine.dnn_pipelines:
+            self._prefetch(engine, reserved, target)     # a second copy, and no tile to keep meanwhile
             return
         due = reclaim_at(engine)
         if due > engine.now:

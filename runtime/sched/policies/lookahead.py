@@ -15,9 +15,24 @@ from fpgashare.sched.core.view import EngineView
 
 def missing_needs(engine: EngineView, evicting: int | None = None) -> list[tuple[float, str]]:
     """(need time, module) of every wanted module no slot holds or is receiving, earliest first;
-    with ``evicting``, as if that slot's module were gone."""
-    held = engine.slots.held_modules(excluding=evicting)
-    return sorted((t, module) for module, t in engine.foresight.module_needs(held).items() if module not in held)
+    with ``evicting``, as if that slot's module were gone. A chain that uses a module k times needs
+    k copies: the k-th copy, if no slot holds it, is missing too, wanted when a frame whose chain
+    uses the module k times is pending (now) or may next be released."""
+    slots = engine.slots
+    held = slots.held_modules(excluding=evicting)
+    out = [(t, module) for module, t in engine.foresight.module_needs(held).items() if module not in held]
+    for module, copies in engine.placement.copies_needed().items():
+        if copies < 2 or module not in held:
+            continue
+        have = sum(1 for i in (*slots.ready_with(module), *slots.busy_with(module), *slots.coming_with(module))
+                   if i != evicting)
+        for k in range(max(2, have + 1), copies + 1):
+            wanted = [engine.now for f in engine.pending if f.modules.count(module) >= k]
+            wanted += [max(engine.now, engine.foresight.next_release_s(p)) for p in engine.pipelines
+                       if p.modules.count(module) >= k]
+            if wanted:
+                out.append((min(wanted), module))
+    return sorted(out)
 
 
 def latest_load_starts(engine: EngineView, evicting: int | None = None) -> list[float]:

@@ -16,6 +16,9 @@ After every event, pending frames are taken in deadline order:
   commits, load into pinned slots holding modules it does not use (at most as many as the
   contract gives it); once it has streamed, those pins go back before any other frame loads or
   streams and before any other load: the analysis counts the put-back in the evictor's job;
+- under a *pinned-first* contract (runtime/sched/analysis/pinned_first.py), the most urgent pending
+  frame, if every stage of it is in its pinned slot, streams before a committed frame it is more
+  urgent than, whether or not it ends before that frame's loads;
 - a frame is dropped only when it certainly cannot finish by its deadline (the stream, and its
   loads at their fastest). A frame that could still make it is never dropped for a module the
   port could still load.
@@ -106,6 +109,8 @@ class EdfPolicy(PriorityPolicy):
         if committed is not None and self.hopeless(engine, committed, (), engine.stream.free_at()):
             engine.drop(committed, "cannot finish by its deadline: the stream is taken until then")
             committed = None
+        if committed is not None and engine.contract.pinned_first and engine.stream.free():
+            _start_pinned_first(engine, committed, self.priority)
         if committed is not None:
             plan = self._plan(engine, committed, set(), take_pins=True)
             if not plan.loads and plan.complete and all(s is not None for s in plan.chosen) \
@@ -365,6 +370,19 @@ class EdfPolicy(PriorityPolicy):
             if nxt != float("inf"):
                 engine.wake(nxt)
         return False
+
+
+def _start_pinned_first(engine: EngineView, committed: Frame, priority) -> None:
+    """Under a pinned-first contract (runtime/sched/analysis/pinned_first.py): start the most
+    urgent pending frame before the committed one if it is more urgent and every stage of it sits
+    in a slot pinned for that module (it loads nothing, and the committed frame's loads go on)."""
+    head = min(engine.pending, key=priority)
+    if head is committed:
+        return
+    chosen, missing = engine.placement.find_slots(head, set())
+    pinned = engine.contract.pinned
+    if not missing and all(s is not None and pinned.get(s) == m for s, m in zip(chosen, head.modules, strict=True)):
+        engine.start(head, chosen)
 
 
 def _pinned_victim(engine: EngineView, frame: Frame, module: str, keep: set[int]) -> int | None:

@@ -91,7 +91,9 @@ class EdfPolicy(PriorityPolicy):
                 del restore[slot]            # back (or quarantined: the pins' own reload handles it)
         if not restore:
             return False
-        if engine.port.free():
+        port = engine.slots.port
+        if port.current is None and not port.queue:     # queued like a committed frame's load: on a
+            # shared port it waits behind at most one load of each other partition (the analysis's L)
             for slot, module in sorted(restore.items()):
                 s = slots[slot]
                 if s.state in (SlotState.BLANK, SlotState.READY) and s.module != module \

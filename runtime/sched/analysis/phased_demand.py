@@ -59,6 +59,11 @@ def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: 
     H = hyperperiod(T)
     if H is None or not math.isfinite(horizon_s):
         return None
+    if np.any(D - J <= 4 * EPS):
+        # A frame's own window [r, r + D] is checked at its latest release and earliest deadline,
+        # D − J apart: with jitter as long as the deadline that is no window at all, and the frame
+        # would never be counted. The phase-free test decides such a set alone.
+        return None
     reach = float((J + D).max())
     # Window starts before this suffice: every frame a later window looks at (back to its busy
     # stretch's start, at most the horizon before its end) is released once every pipeline has

@@ -8,7 +8,7 @@ deadline whose modules are all pinned is then refused for the loads of a less ur
 camera frame of 4.6 ms due 5.9 ms after release, behind another pipeline's two 1.3 ms loads).
 
 Under the *pinned-first* rule (the contract's ``pinned_first``; ``EdfPolicy`` through
-``_start_pinned_first``) the most urgent pending frame, if every stage of it is in the slot pinned
+runtime/sched/policies/pinned_first.py) the most urgent pending frame, if every stage of it is in the slot pinned
 for its module, starts streaming as soon as the stream is free, also while a less urgent frame is
 committed; the committed frame's loads go on (they use swap slots and the port, which the pinned
 frame does not), and it streams after. Nothing else changes: a frame that needs a load still

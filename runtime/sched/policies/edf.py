@@ -44,6 +44,7 @@ from fpgashare.sched.policies.backfill import backfill
 from fpgashare.sched.policies.guard import side_load_allowed
 from fpgashare.sched.policies.lookahead import reclaim_at
 from fpgashare.sched.policies.pin_move import pin_move
+from fpgashare.sched.policies.pinned_first import start_pinned_first
 
 
 @dataclass
@@ -112,7 +113,7 @@ class EdfPolicy(PriorityPolicy):
             engine.drop(committed, "cannot finish by its deadline: the stream is taken until then")
             committed = None
         if committed is not None and engine.contract.pinned_first and engine.stream.free():
-            _start_pinned_first(engine, committed, self.priority)
+            start_pinned_first(engine, committed, self.priority)
         if committed is not None:
             plan = self._plan(engine, committed, set(), take_pins=True)
             if not plan.loads and plan.complete and all(s is not None for s in plan.chosen) \
@@ -372,19 +373,6 @@ class EdfPolicy(PriorityPolicy):
             if nxt != float("inf"):
                 engine.wake(nxt)
         return False
-
-
-def _start_pinned_first(engine: EngineView, committed: Frame, priority) -> None:
-    """Under a pinned-first contract (runtime/sched/analysis/pinned_first.py): start the most
-    urgent pending frame before the committed one if it is more urgent and every stage of it sits
-    in a slot pinned for that module (it loads nothing, and the committed frame's loads go on)."""
-    head = min(engine.pending, key=priority)
-    if head is committed:
-        return
-    chosen, missing = engine.placement.find_slots(head, set())
-    pinned = engine.contract.pinned
-    if not missing and all(s is not None and pinned.get(s) == m for s, m in zip(chosen, head.modules, strict=True)):
-        engine.start(head, chosen)
 
 
 def _pinned_victim(engine: EngineView, frame: Frame, module: str, keep: set[int]) -> int | None:

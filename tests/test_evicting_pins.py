@@ -96,3 +96,13 @@ def test_a_set_admitted_with_evictors_misses_nothing_and_keeps_its_pins(seed, ji
                 back = min((p.start for p in engine.trace if p.track == "port" and p.start >= e.start
                             and LOAD.match(p.name) and int(LOAD.match(p.name).group(2)) == slot), default=None)
                 assert back is not None and e.end <= back + 1e-12, (e.name, slot, held, pinned)
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SEEDS)
+def test_bench_reports_the_evictors_its_contract_has(seed):
+    workload, admission = with_evictors(seed)
+    if workload is None:
+        return
+    _, result = run_one(workload, "edf", "model", check_rejected=False, streams=1)
+    assert result["contract"]["evictors"] == dict(sorted(admission.contract.evictors.items()))

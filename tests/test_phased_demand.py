@@ -149,3 +149,20 @@ def test_a_pipeline_with_a_cpu_prefix_leaves_the_set_to_the_phase_free_test():
     short, long = workload.pipelines
     prefixed = replace(workload, pipelines=(replace(short, cpu_before_s=0.0005), long))
     assert len(admit(prefixed, phased=True).admitted) == len(admit(prefixed).admitted) == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 10**9), st.integers(1, 4), st.floats(1.0, 3.0))
+def test_a_jitter_as_long_as_the_deadline_leaves_the_set_to_the_phase_free_test(seed, n, stretch):
+    """A frame's own window is checked D - J long: with J >= D there is none, so the phased
+    check must not apply (it would never count that frame)."""
+    S, T, D, J, P = _tasks(seed, n)
+    J = J.copy()
+    J[0] = min(float(T[0]), float(D[0]) * stretch)                 # jitter at least the deadline
+    free = demand_check(S, T, D, J, 0.0)
+    both = release_test(S, T, D, J, P, 0.0)
+    assert both.ok == free.ok and both.slack_s == free.slack_s
+    if both.ok and np.isfinite(both.horizon_s):
+        rng = random.Random(seed)
+        horizon = float(P.max()) + 3 * hyperperiod(T) + both.horizon_s
+        assert not _np_edf_misses(S, T, D, J, P, horizon, rng)

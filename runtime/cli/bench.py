@@ -59,7 +59,8 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
         result["contract"] = {"pinned": {str(k): v for k, v in sorted(contract.pinned.items())},
                               "idle_loads": contract.idle_loads,
                               "dnn_block_ms": None if contract.dnn_block_s == float("inf")
-                              else round(contract.dnn_block_s * 1e3, 3)}
+                              else round(contract.dnn_block_s * 1e3, 3),
+                              **_rules(contract)}
     if rejected and check_rejected:
         # Is the admission test more than caution? Run the whole set anyway and count the misses.
         result["rejected_set_misses"] = unadmitted_misses(full, scheduler)
@@ -97,11 +98,23 @@ def _run_on_streams(workload: Workload, scheduler: str, board, streams: int,
     result["contract"] = {f"stream {part.stream}": {
         "slots": list(part.slots), "pipelines": [p.name for p in part.pipelines], "dnn": part.dnn,
         **({"pinned": {str(part.slots[k]): v for k, v in sorted(part.verdict.contract.pinned.items())},
-            "idle_loads": part.verdict.contract.idle_loads, "quiet": part.quiet} if part.verdict else {})}
+            "idle_loads": part.verdict.contract.idle_loads, "quiet": part.quiet,
+            **_rules(part.verdict.contract)} if part.verdict else {})}
         for part in plan.partitions}
     if plan.rejected and check_rejected:
         result["rejected_set_misses"] = unadmitted_misses(workload, scheduler, streams)
     return engine, result
+
+
+def _rules(contract) -> dict:
+    """The contract's extra rules, where it has them: evicting pipelines (the pins each may take)
+    and pinned frames first (runtime/sched/analysis/evicting_pins.py, pinned_first.py)."""
+    out = {}
+    if contract.evictors:
+        out["evictors"] = dict(sorted(contract.evictors.items()))
+    if contract.pinned_first:
+        out["pinned_first"] = True
+    return out
 
 
 def unadmitted_misses(workload: Workload, scheduler: str, streams: int = 1) -> int:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from fpgashare.catalogue.workload import PipelineSpec, Workload
 from fpgashare.sched.analysis.evicting_pins import analyse_evicting
+from fpgashare.sched.analysis.pinned_first import analyse_pinned_first
 from fpgashare.sched.analysis.schedulability import UNCONSTRAINED, AdmissionContract, Verdict, analyse
 
 
@@ -28,7 +29,8 @@ def admit(workload: Workload, phased: bool = False, evicting: bool | None = None
     ``phased``: the frames are released as the workload writes them (offsets, periods, jitter), so
     the analysis may use the phased test (``processor_demand.release_test``); not for a daemon's streams.
     ``evicting`` (default: ``phased``): where the plain test refuses, try plans in which a pipeline
-    borrows pinned slots and puts them back (runtime/sched/analysis/evicting_pins.py)."""
+    borrows pinned slots and puts them back (runtime/sched/analysis/evicting_pins.py), then the
+    pinned-first rule (runtime/sched/analysis/pinned_first.py)."""
     few_pins = any(not p.realtime for p in workload.pipelines)    # best-effort work borrows idle slots
     evicting = phased if evicting is None else evicting
     result = Admission()
@@ -36,6 +38,9 @@ def admit(workload: Workload, phased: bool = False, evicting: bool | None = None
         verdict = analyse([*result.admitted, p], workload.platform, few_pins=few_pins, phased=phased)
         if not verdict.ok and evicting:
             other = analyse_evicting([*result.admitted, p], workload.platform, phased=phased)
+            verdict = other if other.ok else verdict
+        if not verdict.ok and evicting:
+            other = analyse_pinned_first([*result.admitted, p], workload.platform, few_pins=few_pins, phased=phased)
             verdict = other if other.ok else verdict
         if verdict.ok:
             result.admitted.append(p)

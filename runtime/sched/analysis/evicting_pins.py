@@ -112,14 +112,19 @@ def _plan(pipelines: Sequence[PipelineSpec], platform: Platform, pins: Counter[s
     return rate, ResidencyPlan(dict(placed), loads), evictors
 
 
-def analyse_evicting(pipelines: Sequence[PipelineSpec], platform: Platform, phased: bool = False) -> Verdict:
+def analyse_evicting(pipelines: Sequence[PipelineSpec], platform: Platform, phased: bool = False,
+                     port_share: int = 1, board_load_s: float | None = None,
+                     control_s: float | None = None) -> Verdict:
     """Whether ``pipelines`` pass the test with some evicting plan (module docstring), and the
-    verdict whose contract names the evictors; a refusal's reason is the best plan's."""
+    verdict whose contract names the evictors; a refusal's reason is the best plan's.
+    ``port_share``, ``board_load_s``, ``control_s``: a partition's load time and register traffic,
+    as for ``schedulability.analyse`` (every load, the put-backs too, may wait behind one load of
+    each other partition)."""
     if any(len(p.pass_stages) > 1 and p.exec_s > p.deadline_s for p in pipelines):
         return Verdict(False, "a chain in passes is longer than its deadline")
     if sum(p.ddr_bytes_per_frame / p.period_s for p in pipelines) > ddr_budget(platform):
         return Verdict(False, "the frames would move more than the DDR budget")
-    L, X = load_and_control(platform)
+    L, X = load_and_control(platform, port_share, board_load_s, control_s)
     phased = phased and not any(p.cpu_before or p.cpu_before_s for p in pipelines)
     P = np.array([p.offset_s for p in pipelines], dtype=np.float64) if phased else None
     reason = "no evicting plan"

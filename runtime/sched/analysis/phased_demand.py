@@ -49,14 +49,20 @@ def hyperperiod(T: np.ndarray) -> float | None:
 
 
 def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: np.ndarray,
-                 extra_block_s: float, horizon_s: float) -> tuple[float, float, float] | None:
+                 extra_block_s: float, horizon_s: float, first=None) -> tuple[float, float, float] | None:
     """The least ``d − t1 − demand − blocking − extra`` over the windows of the phased pattern
     (module docstring), with its window ``(slack, t1, d)``; None where the check does not apply
-    (periods not commensurate, or a pattern too long to enumerate)."""
+    (periods not commensurate, or a pattern too long to enumerate). ``first``: the blocking of
+    the pinned-first rule (``processor_demand.PinnedFirst``) instead of the longest job's."""
     if S.size == 0:
         return (float("inf"), 0.0, 0.0)
     H = hyperperiod(T)
     if H is None or not math.isfinite(horizon_s):
+        return None
+    if np.any(D - J <= 4 * EPS):
+        # A frame's own window [r, r + D] is checked at its latest release and earliest deadline,
+        # D − J apart: with jitter as long as the deadline that is no window at all, and the frame
+        # would never be counted. The phase-free test decides such a set alone.
         return None
     reach = float((J + D).max())
     # Window starts before this suffice: every frame a later window looks at (back to its busy
@@ -72,11 +78,15 @@ def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: 
     a = P[task] + k * T[task] - EPS                          # nominal releases, widened earlier
     Jj = J[task] + 2 * EPS
     Sj = S[task]
+    if first is not None:
+        stream_j, pinned_j = first.stream[task], first.pinned[task]
     d_lo, d_hi = D[task] - EPS, D[task] + EPS                # demand side, blocking side
     c = a + Jj                                               # latest release
     e = a + d_lo                                             # earliest deadline
     order = np.argsort(e, kind="stable")
     a, Jj, Sj, d_hi, c, e = a[order], Jj[order], Sj[order], d_hi[order], c[order], e[order]
+    if first is not None:
+        stream_j, pinned_j = stream_j[order], pinned_j[order]
     starts = np.unique(c[c < start_end])
     if starts.size * a.size > MAX_WORK:
         return None
@@ -103,6 +113,8 @@ def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: 
             suffix = np.maximum.accumulate(Sj[prior][ob][::-1])[::-1]
             pos = np.searchsorted(b_sorted, d, side="right")
             block = np.where(pos < b_sorted.size, suffix[np.minimum(pos, b_sorted.size - 1)], 0.0)
+            if first is not None:
+                block = _pinned_first_block(t1, d, b_sorted, pos, ob, prior, Sj, stream_j, pinned_j, c, e)
         else:
             block = np.zeros_like(d)
         # A window no frame is due in holds no miss (the missing frame is one of its demand).
@@ -117,6 +129,27 @@ def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: 
         if slack[i] < worst[0]:
             worst = (float(slack[i]), float(t1), float(d[i]))
     return worst
+
+
+def _pinned_first_block(t1: float, d: np.ndarray, b_sorted: np.ndarray, pos: np.ndarray, ob: np.ndarray,
+                        prior: np.ndarray, Sj: np.ndarray, stream_j: np.ndarray, pinned_j: np.ndarray,
+                        c: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """The pinned-first rule's blocking of the windows [t1, d] (``PinnedFirst.blocking``): the
+    candidates are the frames released before t1 that end after d, as for the plain rule."""
+    n = b_sorted.size
+    at = np.minimum(pos, n - 1)
+    inside = pos < n
+
+    def most(v):
+        return np.where(inside, np.maximum.accumulate(v[prior][ob][::-1])[::-1][at], 0.0)
+
+    pinned_stream = most(np.where(pinned_j, stream_j, 0.0))
+    loading_stream = most(np.where(pinned_j, 0.0, stream_j))
+    both = np.maximum(most(Sj), pinned_stream + loading_stream)
+    # Whether some frame due in the window (released from t1 on, due by d) needs a load.
+    loading = np.cumsum(np.where((c >= t1) & ~pinned_j, 1, 0))
+    loading_due = loading[np.searchsorted(e, d, side="right") - 1] > 0
+    return np.where(loading_due, both, most(stream_j))
 
 
 def _busy_start_slack(t1: float, d: np.ndarray, demand: np.ndarray, extra_block_s: float, horizon_s: float,

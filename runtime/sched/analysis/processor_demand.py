@@ -34,9 +34,34 @@ class DemandCheck:
     horizon_s: float = float("inf")   #: the longest window the test had to check (the busy period bound)
 
 
-def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, extra_block_s: float) -> DemandCheck:
+@dataclass(frozen=True)
+class PinnedFirst:
+    """Per task, for a contract under which a frame whose stages are all pinned streams before a
+    committed frame it is more urgent than (runtime/sched/analysis/pinned_first.py): ``stream``,
+    its stream time and register traffic, and ``pinned``, whether it needs no load."""
+
+    stream: np.ndarray
+    pinned: np.ndarray
+
+    def blocking(self, S: np.ndarray, after: np.ndarray, loading_due: np.ndarray) -> np.ndarray:
+        """The blocking of each window: ``after`` (windows x candidates) marks the frames that may
+        block it (due after it ends), ``loading_due`` the windows some frame due in needs a load.
+        With no such frame, one stream job; else one job, or a pinned frame's stream and then a
+        committed frame's stream."""
+        def most(v):
+            return np.where(after, v[None, :], 0.0).max(axis=1, initial=0.0)
+
+        pinned_stream = most(np.where(self.pinned, self.stream, 0.0))
+        loading_stream = most(np.where(self.pinned, 0.0, self.stream))
+        both = np.maximum(most(S), pinned_stream + loading_stream)
+        return np.where(loading_due, both, most(self.stream))
+
+
+def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, extra_block_s: float,
+                 first: PinnedFirst | None = None) -> DemandCheck:
     """Processor demand of non-preemptive EDF with jitter and blocking (module docstring), with
-    ``extra_block_s`` added to every blocking term. Returns the smallest slack found."""
+    ``extra_block_s`` added to every blocking term. Returns the smallest slack found. ``first``:
+    the blocking of the pinned-first rule (``PinnedFirst``) instead of the longest job's."""
     if S.size == 0:
         return DemandCheck(True, float("inf"), 0.0, 0)
     U = float(np.sum(S / T))
@@ -44,6 +69,9 @@ def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, ext
         return DemandCheck(False, -float("inf"), float("inf"), 0,
                            f"frames and their loads would keep the stream busy {U:.3f} of the time (>= 1)")
     b_max = float(S.max()) + extra_block_s
+    if first is not None:     # the longest blocking the pinned-first rule allows
+        b_max = max(b_max, float(np.max(first.stream, where=first.pinned, initial=0.0)
+                                 + np.max(first.stream, where=~first.pinned, initial=0.0)) + extra_block_s)
     horizon = max(float(D.max()), min((float(np.sum(S / T * (T - D + J))) + b_max) / (1.0 - U),
                                       busy_period(S, T, J, b_max)))
     counts = np.floor(np.maximum(0.0, horizon - (D - J)) / T + STEP_TOLERANCE).astype(np.int64)  # steps after the first
@@ -66,6 +94,9 @@ def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, ext
     suffix_max = np.maximum.accumulate(s_sorted[::-1])[::-1]        # max S over tasks k.. (by D)
     first_after = np.searchsorted(d_sorted, points, side="right")   # tasks with D > t start here
     block = np.where(first_after < S.size, suffix_max[np.minimum(first_after, S.size - 1)], 0.0)
+    if first is not None:
+        loading_due = (steps[:, ~first.pinned] > 0.0).any(axis=1)
+        block = first.blocking(S, points[:, None] < D[None, :], loading_due)
     slack = points - demand - block - extra_block_s
     worst = int(np.argmin(slack))
     ok = bool(slack[worst] >= 0.0)
@@ -75,16 +106,16 @@ def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, ext
 
 
 def release_test(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: np.ndarray | None,
-                 extra_block_s: float, most_slack: bool = True) -> DemandCheck:
+                 extra_block_s: float, most_slack: bool = True, first: PinnedFirst | None = None) -> DemandCheck:
     """``demand_check``, and with known phases ``P`` (strictly periodic releases at P + k·T plus
     at most J) also the phased check (runtime/sched/analysis/phased_demand.py), whichever leaves
     more slack: each is a sufficient test on its own, the phased one over the releases that do
     happen. ``most_slack`` False: the phased check only where the phase-free one fails (a verdict,
-    not the slack, is wanted)."""
-    check = demand_check(S, T, D, J, extra_block_s)
+    not the slack, is wanted). ``first``: the pinned-first rule's blocking (``PinnedFirst``)."""
+    check = demand_check(S, T, D, J, extra_block_s, first)
     if P is None or not math.isfinite(check.horizon_s) or (check.ok and not most_slack):
         return check
-    phased = phased_slack(S, T, D, J, P, extra_block_s, check.horizon_s)
+    phased = phased_slack(S, T, D, J, P, extra_block_s, check.horizon_s, first)
     if phased is None or phased[0] <= check.slack_s:
         return check
     slack, t1, d = phased

@@ -52,7 +52,7 @@ from fpgashare.catalogue.passes import match_slots
 from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import PipelineSpec
 from fpgashare.sched.analysis.control_traffic import control_seconds
-from fpgashare.sched.analysis.processor_demand import DemandCheck, demand_check, release_test
+from fpgashare.sched.analysis.processor_demand import DemandCheck, PinnedFirst, demand_check, release_test
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,9 @@ class AdmissionContract:
     #: pipeline -> pinned slots its frame may take, put back right after it streams
     #: (runtime/sched/analysis/evicting_pins.py)
     evictors: dict[str, int] = field(default_factory=dict)
+    #: a frame all of whose stages are pinned, when no pending frame is more urgent, streams
+    #: before the committed frame (runtime/sched/analysis/pinned_first.py)
+    pinned_first: bool = False
 
     @property
     def pinned_slots(self) -> frozenset[int]:
@@ -272,7 +275,8 @@ def transition_check(pipelines: Sequence[PipelineSpec], loads: dict[str, int], p
 def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: dict[int, str] | None = None,
             few_pins: bool = False, port_share: int = 1, check_ddr: bool = True,
             board_load_s: float | None = None, control_s: float | None = None,
-            afford_change: bool = False, afford_share: int | None = None, phased: bool = False) -> Verdict:
+            afford_change: bool = False, afford_share: int | None = None, phased: bool = False,
+            pinned_first: bool = False) -> Verdict:
     """Whether ``pipelines`` (real-time) pass the test on ``platform``, and with which pins.
     Pin sets are tried in order of the load time their frames still need (least first), or, with
     ``few_pins`` (best-effort work wants slots to borrow), fewest pins first. ``keep_pinned``:
@@ -291,7 +295,8 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     many ways in that check (a board that may re-partition into that many partitions).
     ``phased``: the frames are released strictly at ``offset_s + k·period_s`` plus at most their
     jitter (a workload run as written, not a daemon's streams), so the phased test may admit too
-    (``release_test``)."""
+    (``release_test``). ``pinned_first``: the test and the contract of the pinned-first rule
+    (runtime/sched/analysis/pinned_first.py)."""
     L, X = load_and_control(platform, port_share, board_load_s, control_s)
     if not pipelines:
         return Verdict(True, contract=AdmissionContract({}, L, True, float("inf")))
@@ -314,6 +319,8 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
                               f"time (>= 1) even with {best[0]} module(s) pinned")
     candidates = feasible
     candidates.sort(key=(lambda c: (c[0], c[1])) if few_pins else (lambda c: (c[1], c[0])))
+    if pinned_first:
+        candidates = _with_pinned_pipelines(candidates, pipelines)
     reason = "no set of pinned modules leaves room for every chain's other stages"
     best_slack: float | None = None
     first_ok: Verdict | None = None
@@ -326,9 +333,10 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
         if isinstance(plan, str):
             continue
         S, T, D, J = _arrays(pipelines, plan.loads, L, X)
-        check = release_test(S, T, D, J, P, X, most_slack=False)
+        first = pinned_first_blocking(pipelines, plan.loads, X) if pinned_first else None
+        check = release_test(S, T, D, J, P, X, most_slack=False, first=first)
         if check.ok:
-            verdict = _verdict(plan, check, L, X, S, T, D, J, P)
+            verdict = _verdict(plan, check, L, X, S, T, D, J, P, first)
             if not afford_change or not any(plan.loads.values()):
                 return verdict
             if afford_share is None or afford_share <= port_share:
@@ -345,6 +353,22 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     return first_ok or Verdict(False, reason)
 
 
+def _with_pinned_pipelines(candidates: list, pipelines: Sequence[PipelineSpec]) -> list:
+    """Pin sets for the pinned-first rule: the usual order, taken in turn with the sets that leave
+    the most pipelines loading nothing (the frames the rule lets start first), each once."""
+    def loading(c) -> int:
+        return sum(unpinned_loads(p, c[2]) > 0 for p in pipelines)
+    by_pinned = sorted(candidates, key=lambda c: (loading(c), c[1], c[0]))
+    out, seen = [], set()
+    for pair in zip(candidates, by_pinned, strict=True):
+        for c in pair:
+            key = tuple(sorted(c[2].items()))
+            if key not in seen:
+                seen.add(key)
+                out.append(c)
+    return out
+
+
 def _passes_too_long(p: PipelineSpec) -> str:
     """Why a chain run in passes cannot meet its deadline even alone, naming the pass at fault."""
     parts = [f"pass {k + 1} ({', '.join(s.name for s in stages)}) {sec * 1e3:.2f} ms"
@@ -355,16 +379,24 @@ def _passes_too_long(p: PipelineSpec) -> str:
             f"{p.deadline_s * 1e3:.2f} ms deadline (the longest is pass {worst + 1})")
 
 
-def _verdict(plan: ResidencyPlan, check: DemandCheck, L: float, X: float, S, T, D, J, P=None) -> Verdict:
+def pinned_first_blocking(pipelines: Sequence[PipelineSpec], loads: dict[str, int], X: float) -> PinnedFirst:
+    """Each pipeline's stream time with its register traffic, and whether its frames load nothing
+    (every stage pinned): what the pinned-first rule's blocking needs."""
+    stream = np.array([p.exec_s + len(p.pass_seconds) * X for p in pipelines], dtype=np.float64)
+    return PinnedFirst(stream, np.array([loads[p.name] == 0 for p in pipelines], dtype=bool))
+
+
+def _verdict(plan: ResidencyPlan, check: DemandCheck, L: float, X: float, S, T, D, J, P=None,
+             first: PinnedFirst | None = None) -> Verdict:
     """Share out the slack: one idle load first (prefetch, lending, pins may then straddle a
     release), the rest as the longest DNN batch allowed to overlap a possible release. The scheduler
     sizes batches by their stream time, and a batch's register traffic may add up to X to that:
     the budget it is given is X shorter."""
     if P is not None:                 # the phased windows may leave more slack than the verdict's test
-        check = release_test(S, T, D, J, P, X)
+        check = release_test(S, T, D, J, P, X, first=first)
     slack = check.slack_s
     idle = slack >= L
     if idle:
-        slack = release_test(S, T, D, J, P, X + L).slack_s
-    contract = AdmissionContract(dict(plan.pinned), L, idle, max(0.0, slack - X))
+        slack = release_test(S, T, D, J, P, X + L, first=first).slack_s
+    contract = AdmissionContract(dict(plan.pinned), L, idle, max(0.0, slack - X), pinned_first=first is not None)
     return Verdict(True, "", contract, plan, check.slack_s, float(np.sum(S / T)))

@@ -39,6 +39,8 @@ from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import PipelineSpec, Workload
 from fpgashare.dnn.planning import dnn_plan
 from fpgashare.sched.analysis.control_traffic import control_seconds
+from fpgashare.sched.analysis.evicting_pins import analyse_evicting
+from fpgashare.sched.analysis.pinned_first import analyse_pinned_first
 from fpgashare.sched.analysis.schedulability import (
     DDR_FABRIC_SHARE,
     Verdict,
@@ -88,9 +90,18 @@ _PHASED = [False]
 def _analyse(part: Partition, platform: Platform, share: int) -> Verdict:
     key = (tuple(id(p) for p in part.pipelines), part.slots, share, part.dnn, _PHASED[0])
     if key not in _MEMO:
-        _MEMO[key] = analyse(part.pipelines, sub_platform(platform, part.slots), few_pins=part.dnn,
-                             port_share=share, check_ddr=False, board_load_s=load_seconds(platform),
-                             control_s=control_seconds(platform), phased=_PHASED[0])
+        args = dict(few_pins=part.dnn, port_share=share, check_ddr=False, board_load_s=load_seconds(platform),
+                    control_s=control_seconds(platform), phased=_PHASED[0])
+        view = sub_platform(platform, part.slots)
+        verdict = analyse(part.pipelines, view, **args)
+        if not verdict.ok and _PHASED[0]:     # known phases (bench): evicting plans, pinned frames first
+            other = analyse_evicting(part.pipelines, view, phased=True, port_share=share,
+                                     board_load_s=load_seconds(platform), control_s=control_seconds(platform))
+            verdict = other if other.ok else verdict
+        if not verdict.ok and _PHASED[0]:
+            other = analyse_pinned_first(part.pipelines, view, **args)
+            verdict = other if other.ok else verdict
+        _MEMO[key] = verdict
     return _MEMO[key]
 
 

@@ -16,6 +16,9 @@ After every event, pending frames are taken in deadline order:
   commits, load into pinned slots holding modules it does not use (at most as many as the
   contract gives it); once it has streamed, those pins go back before any other frame loads or
   streams and before any other load: the analysis counts the put-back in the evictor's job;
+- under a *pinned-first* contract (runtime/sched/analysis/pinned_first.py), the most urgent pending
+  frame, if every stage of it is in its pinned slot, streams before a committed frame it is more
+  urgent than, whether or not it ends before that frame's loads;
 - a frame is dropped only when it certainly cannot finish by its deadline (the stream, and its
   loads at their fastest). A frame that could still make it is never dropped for a module the
   port could still load.
@@ -42,6 +45,7 @@ from fpgashare.sched.policies.backfill import backfill
 from fpgashare.sched.policies.guard import side_load_allowed
 from fpgashare.sched.policies.lookahead import reclaim_at
 from fpgashare.sched.policies.pin_move import pin_move
+from fpgashare.sched.policies.pinned_first import start_pinned_first
 
 
 @dataclass
@@ -89,7 +93,9 @@ class EdfPolicy(PriorityPolicy):
                 del restore[slot]            # back (or quarantined: the pins' own reload handles it)
         if not restore:
             return False
-        if engine.port.free():
+        port = engine.slots.port
+        if port.current is None and not port.queue:     # queued like a committed frame's load: on a
+            # shared port it waits behind at most one load of each other partition (the analysis's L)
             for slot, module in sorted(restore.items()):
                 s = slots[slot]
                 if s.state in (SlotState.BLANK, SlotState.READY) and s.module != module \
@@ -107,6 +113,8 @@ class EdfPolicy(PriorityPolicy):
         if committed is not None and self.hopeless(engine, committed, (), engine.stream.free_at()):
             engine.drop(committed, "cannot finish by its deadline: the stream is taken until then")
             committed = None
+        if committed is not None and engine.contract.pinned_first and engine.stream.free():
+            start_pinned_first(engine, committed, self.priority)
         if committed is not None:
             plan = self._plan(engine, committed, set(), take_pins=True)
             if not plan.loads and plan.complete and all(s is not None for s in plan.chosen) \

@@ -85,7 +85,7 @@ def test_skipping_the_shell_during_loads_changes_nothing(platform, boards):
             assert outs[0] == outs[1], f"seed {seed}, step {step}: the frame differs"
             assert np.array_equal(np.frombuffer(outs[0][0], np.uint8).reshape(stage.kind.output_shape(rows, cols)),
                                   chain_reference([stage], frame)), f"seed {seed}"
-            assert fast.rtl.state_differences(every.rtl) <= unwritten, f"seed {seed}, step {step}: the states differ after a frame"
+            assert fast.rtl.state_differences(every.rtl) <= unwritten, f"seed {seed}, step {step}: after a frame"
     assert every.rtl.fast_cycles == 0
     assert fast.rtl.fast_cycles - skipped > 1000, "the loads never ran the configuration block alone"
 

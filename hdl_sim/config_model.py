@@ -36,7 +36,7 @@ BLOCK_PARAMETERS = ("NUM_SLOTS", "IDCODE", "FRAME_WORDS", "SLOT_FAR_BASE", "SLOT
                     "SLOT_FUSED_FRAMES", "SLOT_FUSED_MODULES", "SLOT_FUSED_LAST")
 BLOCK_RTL = ("fpgashare_pkg.sv", "sync_fifo.sv", "config_port.sv", "config_block.sv")
 #: The checkers that bind into the block's modules (sva_binds.sv binds others too; those are absent here).
-BLOCK_SVA = ("sva_handshake.sv", "sva_config_port.sv", "sva_fused_region.sv", "sva_binds.sv")
+BLOCK_SVA = ("sva_handshake.sv", "sva_config_port.sv", "sva_fused_region.sv", "sva_config_block.sv", "sva_binds.sv")
 MODEL_SOURCES = ("config_model.cpp", "config_pins.h", "port_words.h", "eval_phases.h")
 
 

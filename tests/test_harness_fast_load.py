@@ -58,7 +58,7 @@ def test_skipping_the_shell_during_loads_changes_nothing(platform, boards):
     rng = np.random.default_rng(seed)
     fast, every, unwritten = boards
     skipped = fast.rtl.fast_cycles
-    for step in range(6):
+    for step in range(10):
         slot = int(rng.integers(0, 2))
         stage = resolve_stage(str(rng.choice(STAGES)))
         words = build_config(platform, platform.slots[slot], stage.kind.name)
@@ -113,3 +113,36 @@ def test_a_load_beside_a_streaming_frame_is_not_skipped(platform, boards):
     assert seen[0] == seen[1]
     assert seen[0][-1] == 0
     assert fast.rtl.state_differences(every.rtl) <= unwritten
+
+
+def test_a_load_on_the_port_channel_skips_the_shell_exactly(platform, boards):
+    """The co-simulation's way (fs_advance with the port's channel armed, stopping at seeded cycles on
+    the way): the same channel statistics, verdict, cycle counts and state as the reference."""
+    from fpgashare.hdl_sim.harness import PORT_CHANNEL
+
+    fast, every, unwritten = boards
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    slot = int(rng.integers(0, 2))
+    words = build_config(platform, platform.slots[slot], str(rng.choice(MODULES)))
+    if rng.integers(0, 2):
+        words = broken(words, rng)
+    stops = sorted(int(v) for v in rng.integers(1, len(words), size=3))
+    idle = int(rng.integers(0, 20))
+    before = fast.rtl.fast_cycles
+    seen = []
+    for board in (fast, every):
+        board.shell_write(4, slot)
+        board.rtl.arm_port(words, 5)
+        start = board.cycles
+        for stop in stops:   # a caller stopping mid-load (another job's turn) and going on
+            assert board.rtl.advance(start + stop) == 0
+            assert board.cycles == start + stop
+        while not board.rtl.advance(start + 4 * len(words)):
+            pass
+        _, stats = board.rtl.collect(PORT_CHANNEL)
+        board.rtl.idle(idle)
+        seen.append((stats.sent, stats.last_word - start, stats.end - start, registers(board), board.cycles))
+    assert seen[0] == seen[1], f"seed {seed}"
+    assert fast.rtl.state_differences(every.rtl) <= unwritten, f"seed {seed}"
+    assert fast.rtl.fast_cycles - before > len(words) // 2, f"seed {seed}"

@@ -67,21 +67,27 @@ class HarnessError(RuntimeError):
     """The harness could not be built or the RTL did not respond in time."""
 
 
-#: The blank partition's junk source (rm_blank's xorshift register), one per slot, as Verilator names it
-#: in the shell's root class; shell_harness.cpp advances them over the cycles it skips the shell.
+#: The shell's free-running registers, as Verilator names them in its root class: the blank partition's
+#: junk source (rm_blank's xorshift register), one per slot, and the cycle counter. shell_harness.cpp
+#: advances them over the cycles it skips the shell.
 JUNK_SOURCE = re.compile(r"IData/\*31:0\*/ (shell__DOT__g_slot__BRA__(\d+)__KET____DOT__u_slot__DOT__"
                          r"g_rm__BRA__0__KET____DOT__\w*__DOT__u_rm__DOT__x);")
+CYCLE_COUNTER = re.compile(r"QData/\*63:0\*/ (shell__DOT__cycles_q);")
 
 
 def write_junk_sources(obj: Path) -> None:
     """junk_sources.h in the model's folder: FS_JUNK_SOURCES(root), the addresses of the slots' junk
-    sources in slot order, and FS_JUNK_COUNT (0 if they are not all found: the harness then never skips
-    the shell, see its fast path)."""
-    found = {int(m.group(2)): m.group(1) for m in JUNK_SOURCE.finditer((obj / "Vshell___024root.h").read_text())}
-    names = [found[k] for k in range(len(found))] if sorted(found) == list(range(len(found))) else []
+    sources in slot order, FS_JUNK_COUNT, and FS_CYCLE_COUNTER(root), the cycle counter's (0 and
+    nullptr if not all are found: the harness then never skips the shell, see its fast path)."""
+    header = (obj / "Vshell___024root.h").read_text()
+    found = {int(m.group(2)): m.group(1) for m in JUNK_SOURCE.finditer(header)}
+    counter = CYCLE_COUNTER.search(header)
+    names = [found[k] for k in range(len(found))] if counter and sorted(found) == list(range(len(found))) else []
     body = ", ".join(f"&(root)->{name}" for name in names)
+    count = f"&(root)->{counter.group(1)}" if names and counter else "nullptr"
     (obj / "junk_sources.h").write_text(f"#pragma once\n#define FS_JUNK_COUNT {len(names)}\n"
-                                        f"#define FS_JUNK_SOURCES(root) {{{body}}}\n")
+                                        f"#define FS_JUNK_SOURCES(root) {{{body}}}\n"
+                                        f"#define FS_CYCLE_COUNTER(root) {count}\n")
 
 
 def build_harness(parameters: Mapping[str, int]) -> Path:

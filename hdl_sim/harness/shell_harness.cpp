@@ -141,12 +141,17 @@ struct ShellCopies {   // scratch of the rest test (shell_at_rest)
 // The configuration block outside the shell (CFG_EXTERNAL = 1, config_pins.h), and the fast path of a
 // load (try_fast_load): while the port's channel is the only work and the rest of the shell is at rest,
 // only the block is evaluated.
+//
+// Between loads the block holds still: it is skipped as a module at rest is (ModuleSlot), its pins
+// being the shell's side and the configuration stream.
 struct ConfigBlock {
     const cfgblk::Api* api = nullptr;
     void* model = nullptr;
     cfgblk::Pins pins;
+    bool moved = true, quiet = false, marked = false;   // as ModuleSlot's
+    uint32_t rest_backoff = 0, rest_wait = 0;
     bool fast = true;                 // fs_set_fast_load
-    uint32_t backoff = 0, wait = 0;   // cycles before the next rest test after a failed one
+    uint32_t backoff = 0, wait = 0;   // cycles before the next rest test of the shell after a failed one
     uint64_t fast_cycles = 0;         // cycles the shell was not evaluated
     std::unique_ptr<ShellCopies> copies = std::make_unique<ShellCopies>();
 };
@@ -253,10 +258,16 @@ inline void rise(Harness* h) {
 inline void drive_cfg(Harness* h, bool valid, uint32_t data, bool last) {
     if (h->block.model) {
         cfgblk::Pins& x = h->block.pins;
+        const bool moved = x.tvalid != valid || (valid && (x.tdata != data || x.tlast != last));
         x.tvalid = valid;
         if (valid) {
             x.tdata = data;
             x.tlast = last;
+        }
+        if (moved) {
+            h->block.moved = true;
+            h->block.quiet = h->block.marked = false;
+            h->block.rest_backoff = h->block.rest_wait = 0;
         }
         return;
     }
@@ -385,17 +396,38 @@ bool write_block_outputs(Vshell* t, const cfgblk::Pins& x) {
 bool settle_block(Harness* h, int round) {
     ConfigBlock& b = h->block;
     bool moved = read_block_inputs(h->top.get(), b.pins);
-    if (round > 0 && !moved) return false;
+    if (moved) {
+        b.moved = true;
+        b.quiet = b.marked = false;
+        b.rest_backoff = b.rest_wait = 0;
+    }
+    if ((round > 0 && !moved) || b.quiet) return false;
     b.api->eval(b.model, h->whole, &b.pins);
     return write_block_outputs(h->top.get(), b.pins);
 }
 
 // Rising edge of the block, with the inputs it settled on; its new outputs (flops) go into the shell
-// at once, for the shell's next low evaluation.
+// at once, for the shell's next low evaluation. Then the rest test, as a module's (watch_rest).
 void clock_block(Harness* h) {
     ConfigBlock& b = h->block;
+    if (b.quiet) return;
     b.api->eval(b.model, cfgblk::EVAL_CLK | h->whole, &b.pins);
-    write_block_outputs(h->top.get(), b.pins);
+    const bool outputs_moved = write_block_outputs(h->top.get(), b.pins);
+    if (b.moved || outputs_moved || b.pins.rst) {
+        b.marked = false;
+    } else if (b.rest_wait) {
+        b.rest_wait--;
+    } else if (!b.marked) {
+        b.api->mark(b.model);
+        b.marked = true;
+    } else if (b.api->unchanged(b.model)) {
+        b.quiet = true;
+    } else {
+        b.marked = false;
+        b.rest_backoff = b.rest_backoff ? (b.rest_backoff * 2 > MAX_BACKOFF ? MAX_BACKOFF : b.rest_backoff * 2) : 1;
+        b.rest_wait = b.rest_backoff;
+    }
+    b.moved = false;
 }
 
 // Low phase: the modules and the configuration block on the shell's outputs, the shell on theirs, until
@@ -523,19 +555,22 @@ void commit_channels(Harness* h) {
 //    channel armed, the bus and streams as the last cycle left them), a module at rest (ModuleSlot)
 //    keeps its outputs, and the block's outputs are compared after each of its edges (the skip ends on
 //    the first change, which the shell sees only from the next cycle on).
-// 2. With those inputs, the shell is at a fixed point but for the blank slots' junk sources:
-//    shell_at_rest evaluates it three cycles ahead on a copy of its state with the junk sources held,
+// 2. With those inputs, the shell is at a fixed point but for its free-running registers (the blank
+//    slots' junk sources and the cycle counter):
+//    shell_at_rest evaluates it three cycles ahead on a copy of its state with those registers held,
 //    and requires the last two cycles to leave the same bytes (as a module's rest test does). The
 //    first of them may still move (an input that changed after the last edge): that is the shell's
 //    own business, replayed below, as long as no model would see it; so every one of the three low
 //    phases must present each module, blank slot and the block what they saw last (pins_as_last_seen).
 // 3. The junk reaches nothing else while its slot is decoupled (required of every blank slot): the
 //    decoupler passes the static side no partition output but through "&& !decouple" (streams) and
-//    answers AXI-Lite itself once idle (lite_dec), and no checker samples the junk side. So a junk
-//    source runs on by itself: rm_blank's xorshift, advanced here by the skipped cycles (junk_step),
-//    and its fan-out (the mux into the decoupler, nets the decoupler ignores) is recomputed by the last
-//    two skipped cycles, which replay_shell evaluates (a cycle's sampled values come from the cycle
-//    before). After them the shell's bytes are those of a run that evaluated every cycle
+//    answers AXI-Lite itself once idle (lite_dec), and no checker samples the junk side. The cycle
+//    counter reaches only the read-only register vector, which the register file reads at a read's
+//    handshake, and none happens with the bus's inputs and the register file at a fixed point. So
+//    they run on by themselves: rm_blank's xorshift and the counter, advanced here by the skipped
+//    cycles (junk_step, +n), and their fan-out (the mux into the decoupler, the register vector) is
+//    recomputed by the last two skipped cycles, which replay_shell evaluates (a cycle's sampled values
+//    come from the cycle before). After them the shell's bytes are those of a run that evaluated every cycle
 //    (tests/test_harness_fast_load.py compares the two byte for byte).
 //
 // The rest test is run once when a skip could begin (and after a failed one only after a doubling
@@ -571,6 +606,8 @@ bool shell_at_rest(Harness* h) {
     Vshell___024root* root = h->top->rootp;
     uint32_t* junk[] = FS_JUNK_SOURCES(root);
     uint32_t held[FS_JUNK_COUNT];
+    uint64_t* counter = FS_CYCLE_COUNTER(root);
+    const uint64_t count = *counter;
     ShellCopies& copies = *h->block.copies;
     std::memcpy(copies.saved, root, SHELL_STATE);
     for (int k = 0; k < FS_JUNK_COUNT; k++) held[k] = *junk[k];
@@ -582,6 +619,7 @@ bool shell_at_rest(Harness* h) {
         h->top->clk = 1;
         shell_edge(h);
         for (int k = 0; k < FS_JUNK_COUNT; k++) *junk[k] = held[k];
+        *counter = count;
         if (i == 1) std::memcpy(copies.probe, root, SHELL_STATE);
     }
     rest = rest && std::memcmp(copies.probe, root, SHELL_STATE) == 0;
@@ -589,7 +627,7 @@ bool shell_at_rest(Harness* h) {
     return rest;
 }
 
-// The shell through n skipped cycles: its junk sources advanced, the last two cycles evaluated.
+// The shell through n skipped cycles: its free-running registers advanced, the last two cycles evaluated.
 void replay_shell(Harness* h, uint64_t n) {
     const uint64_t evaluated = n < 2 ? n : 2;
     uint32_t* junk[] = FS_JUNK_SOURCES(h->top->rootp);
@@ -598,6 +636,7 @@ void replay_shell(Harness* h, uint64_t n) {
         for (uint64_t i = evaluated; i < n; i++) x = junk_step(x, junk_seed(k));
         *junk[k] = x;
     }
+    *FS_CYCLE_COUNTER(h->top->rootp) += n - evaluated;
     for (uint64_t i = 0; i < evaluated; i++) {
         h->top->clk = 0;
         shell_low(h);
@@ -644,6 +683,8 @@ template <typename Word, typename Fired>
 uint64_t run_block_alone(Harness* h, uint64_t max_n, Word word, Fired fired) {
     ConfigBlock& b = h->block;
     const cfgblk::Pins held = b.pins;   // the block's outputs as the shell holds them
+    b.quiet = b.marked = false;         // evaluated every cycle here; its rest test starts again after
+    b.moved = true;
     uint64_t n = 0;
     while (n < max_n) {
         bool valid = false, last = false;

@@ -1,13 +1,13 @@
-// config_block: the configuration port with its input register slice, the free-running cycle
-// counter, and the read-only registers they own (CYCLES_LO/HI, CFG_STATUS, CFG_WORDS, CFG_CYCLES,
-// CFG_LOADS), answered through one read port.
+// config_block: the configuration port with its input register slice and the read-only registers
+// it owns (CFG_STATUS, CFG_WORDS, CFG_CYCLES, CFG_LOADS), answered through one read port.
 //
-// Everything in the shell that changes every cycle while a partial streams in is here: the port's
-// state and counters and the cycle counter. The shell (shell.sv) sees only the slots' state (module,
-// loading, failed, RM reset, error, fused) and, while its register file has a read of one of these
-// registers pending, that register's value; with no read pending rd_value is 0. So while a load runs
-// with the processor bus idle, the shell's inputs from here hold still, and a simulation can
-// evaluate this block alone (shell.sv's CFG_EXTERNAL, hdl_sim/harness/shell_harness.cpp).
+// What changes every cycle while a partial streams in is here: the port's state and its word and
+// cycle counters. The shell (shell.sv) sees only the slots' state (module, loading, failed, RM reset,
+// error, fused) and, while its register file has a read of one of these registers pending, that
+// register's value; with no read pending rd_value is 0. So while a load runs with the processor bus
+// idle, the shell's inputs from here hold still, and a simulation can evaluate this block alone
+// (shell.sv's CFG_EXTERNAL, hdl_sim/harness/shell_harness.cpp); and between loads the block holds
+// still itself.
 `resetall
 `timescale 1ns / 1ps
 `default_nettype none
@@ -67,18 +67,10 @@ module config_block import fpgashare_pkg::*; #(
         .status, .error, .target, .words, .cycles, .loads, .fused_on
     );
 
-    logic [63:0] cycles_q;
-    always_ff @(posedge clk) begin
-        cycles_q <= cycles_q + 1;
-        if (rst) cycles_q <= '0;
-    end
-
     always_comb begin
         rd_value = '0;
         if (rd_en) begin
             case (int'(rd_index))
-                REG_CYCLES_LO: rd_value = cycles_q[31:0];
-                REG_CYCLES_HI: rd_value = cycles_q[63:32];
                 REG_CFG_STATUS: begin
                     rd_value[CFG_STATUS_STATE_LSB +: CFG_STATUS_STATE_W] = status;
                     rd_value[CFG_STATUS_ERROR_LSB +: CFG_STATUS_ERROR_W] = error;

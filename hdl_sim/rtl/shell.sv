@@ -166,7 +166,7 @@ module shell import fpgashare_pkg::*; #(
     // ports start and end in flops, as timing closure on a real shell would want, so nothing
     // inside depends combinationally on the processor side (and the model settles in one pass).
     wire [2*NUM_STREAMS:0] slice_waits;   // valid while full: ordinary backpressure at a boundary, not an error
-    // ---- configuration port, its input slice, the cycle counter and the registers they own
+    // ---- configuration port, its input slice and the registers they own
     // (config_block.sv): inside, or outside at the cx_* boundary (CFG_EXTERNAL), where a simulation
     // evaluates it as a model of its own.
     wire [NUM_SLOTS*MODULE_ID_BITS-1:0] slot_module;
@@ -341,13 +341,19 @@ module shell import fpgashare_pkg::*; #(
         .m_tlast(snk_tlast), .m_tuser(snk_tuser), .route
     );
 
-    // ---- status registers (config_block's own, read through its read port: cfg_rd_value)
+    // ---- status registers (config_block's own are read through its read port: cfg_rd_value)
+    logic [63:0] cycles_q;
+    always_ff @(posedge clk) begin
+        cycles_q <= cycles_q + 1;
+        if (rst) cycles_q <= '0;
+    end
+
     always_comb begin
         ro = '0;
         ro[REG_SHELL_ID*32 +: 32] = SHELL_ID;
         ro[REG_INFO*32 +: 32] = {8'(NUM_SLOTS), 16'(FRAME_WORDS), 8'(INFO_VERSION)};
-        ro[REG_CYCLES_LO*32 +: 32] = cfg_rd_value;
-        ro[REG_CYCLES_HI*32 +: 32] = cfg_rd_value;
+        ro[REG_CYCLES_LO*32 +: 32] = cycles_q[31:0];
+        ro[REG_CYCLES_HI*32 +: 32] = cycles_q[63:32];
         ro[REG_CFG_STATUS*32 +: 32] = cfg_rd_value;
         ro[REG_CFG_WORDS*32 +: 32] = cfg_rd_value;
         ro[REG_CFG_CYCLES*32 +: 32] = cfg_rd_value;

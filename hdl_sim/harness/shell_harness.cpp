@@ -568,7 +568,7 @@ void commit_channels(Harness* h) {
 //    counter reaches only the read-only register vector, which the register file reads at a read's
 //    handshake, and none happens with the bus's inputs and the register file at a fixed point. So
 //    they run on by themselves: rm_blank's xorshift and the counter, advanced here by the skipped
-//    cycles (junk_step, +n), and their fan-out (the mux into the decoupler, the register vector) is
+//    cycles (junk_advance, +n), and their fan-out (the mux into the decoupler, the register vector) is
 //    recomputed by the last two skipped cycles, which replay_shell evaluates (a cycle's sampled values
 //    come from the cycle before). After them the shell's bytes are those of a run that evaluated every cycle
 //    (tests/test_harness_fast_load.py compares the two byte for byte).
@@ -584,6 +584,46 @@ inline uint32_t junk_step(uint32_t x, uint32_t seed) {   // rm_blank.sv's regist
 }
 
 inline uint32_t junk_seed(int k) { return 0x9E3779B9u * static_cast<uint32_t>(k + 1); }   // shell.sv's SEED
+
+// rm_blank.sv's register n clocks on. Once nonzero it stays nonzero and each clock is a linear map
+// over GF(2) (xorshift32: x ^= x << 13, x ^= x >> 17, x ^= x << 5), so n clocks are the map's n-th
+// power, taken by squaring (a 32x32 bit matrix as its 32 columns): a skip of any length costs a few
+// thousand operations, not n steps.
+struct BitMatrix {
+    uint32_t col[32];   // col[j]: the image of bit j
+};
+
+inline uint32_t apply(const BitMatrix& m, uint32_t x) {
+    uint32_t y = 0;
+    for (int j = 0; x; j++, x >>= 1) {
+        if (x & 1) y ^= m.col[j];
+    }
+    return y;
+}
+
+inline BitMatrix compose(const BitMatrix& a, const BitMatrix& b) {   // a after b
+    BitMatrix c;
+    for (int j = 0; j < 32; j++) c.col[j] = apply(a, b.col[j]);
+    return c;
+}
+
+uint32_t junk_advance(uint32_t x, uint64_t n, uint32_t seed) {
+    if (n == 0) return x;
+    if (x == 0) {
+        x = seed;
+        n--;
+    }
+    BitMatrix step, power;
+    for (int j = 0; j < 32; j++) {
+        step.col[j] = junk_step(uint32_t{1} << j, seed);
+        power.col[j] = uint32_t{1} << j;
+    }
+    for (; n; n >>= 1) {
+        if (n & 1) power = compose(step, power);
+        step = compose(step, step);
+    }
+    return apply(power, x);
+}
 
 // Whether the shell's low evaluation just now presents every model what it saw in its last evaluation:
 // each slot's module its pins (a blank slot: blank, as the harness last saw it), the block its side,
@@ -631,11 +671,7 @@ bool shell_at_rest(Harness* h) {
 void replay_shell(Harness* h, uint64_t n) {
     const uint64_t evaluated = n < 2 ? n : 2;
     uint32_t* junk[] = FS_JUNK_SOURCES(h->top->rootp);
-    for (int k = 0; k < FS_JUNK_COUNT; k++) {
-        uint32_t x = *junk[k];
-        for (uint64_t i = evaluated; i < n; i++) x = junk_step(x, junk_seed(k));
-        *junk[k] = x;
-    }
+    for (int k = 0; k < FS_JUNK_COUNT; k++) *junk[k] = junk_advance(*junk[k], n - evaluated, junk_seed(k));
     *FS_CYCLE_COUNTER(h->top->rootp) += n - evaluated;
     for (uint64_t i = 0; i < evaluated; i++) {
         h->top->clk = 0;

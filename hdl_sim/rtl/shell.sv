@@ -348,23 +348,28 @@ module shell import fpgashare_pkg::*; #(
         if (rst) cycles_q <= '0;
     end
 
-    always_comb begin
-        ro = '0;
-        ro[REG_SHELL_ID*32 +: 32] = SHELL_ID;
-        ro[REG_INFO*32 +: 32] = {8'(NUM_SLOTS), 16'(FRAME_WORDS), 8'(INFO_VERSION)};
-        ro[REG_CYCLES_LO*32 +: 32] = cycles_q[31:0];
-        ro[REG_CYCLES_HI*32 +: 32] = cycles_q[63:32];
-        ro[REG_CFG_STATUS*32 +: 32] = cfg_rd_value;
-        ro[REG_CFG_WORDS*32 +: 32] = cfg_rd_value;
-        ro[REG_CFG_CYCLES*32 +: 32] = cfg_rd_value;
-        ro[REG_CFG_LOADS*32 +: 32] = cfg_rd_value;
-        ro[REG_IDCODE*32 +: 32] = IDCODE;
-        ro[REG_LINK_ERR*32 +: 32] = 32'(link_err);
-        ro[REG_ROUTE_ERR*32 +: 32] = route_err;
-        ro[REG_STREAMS*32 +: 32] = 32'(NUM_STREAMS);
-        ro[REG_ROUTE_OUT*32 +: 32] = route_words[NUM_SLOTS*32 +: 32];
+    // What the register file's pending read gets if it names a read-only register (0 with no read
+    // pending): the read-only registers are assembled only while a read waits, so the counters that
+    // move every beat cost the simulation nothing between reads. The register file takes the word at
+    // the read's handshake, from the slot of the register read (every slot holds it).
+    function automatic logic [31:0] ro_read(input int index);
+        logic [NREGS*32-1:0] all;
+        all = '0;
+        all[REG_SHELL_ID*32 +: 32] = SHELL_ID;
+        all[REG_INFO*32 +: 32] = {8'(NUM_SLOTS), 16'(FRAME_WORDS), 8'(INFO_VERSION)};
+        all[REG_CYCLES_LO*32 +: 32] = cycles_q[31:0];
+        all[REG_CYCLES_HI*32 +: 32] = cycles_q[63:32];
+        all[REG_CFG_STATUS*32 +: 32] = cfg_rd_value;
+        all[REG_CFG_WORDS*32 +: 32] = cfg_rd_value;
+        all[REG_CFG_CYCLES*32 +: 32] = cfg_rd_value;
+        all[REG_CFG_LOADS*32 +: 32] = cfg_rd_value;
+        all[REG_IDCODE*32 +: 32] = IDCODE;
+        all[REG_LINK_ERR*32 +: 32] = 32'(link_err);
+        all[REG_ROUTE_ERR*32 +: 32] = route_err;
+        all[REG_STREAMS*32 +: 32] = 32'(NUM_STREAMS);
+        all[REG_ROUTE_OUT*32 +: 32] = route_words[NUM_SLOTS*32 +: 32];
         for (int s = 1; s < NUM_STREAMS; s++)
-            ro[(SLOT_REG_BASE + SLOT_REG_STRIDE*NUM_SLOTS + s - 1)*32 +: 32] = route_words[(NUM_SLOTS+s)*32 +: 32];
+            all[(SLOT_REG_BASE + SLOT_REG_STRIDE*NUM_SLOTS + s - 1)*32 +: 32] = route_words[(NUM_SLOTS+s)*32 +: 32];
         for (int k = 0; k < NUM_SLOTS; k++) begin
             int base;
             logic [MODULE_ID_BITS-1:0] module_id;
@@ -373,15 +378,23 @@ module shell import fpgashare_pkg::*; #(
             module_id = slot_module[k*MODULE_ID_BITS +: MODULE_ID_BITS];
             state = slot_failed[k] ? SLOT_FAILED : slot_loading[k] ? SLOT_LOADING
                   : (module_id != MODULE_ID_BITS'(MOD_BLANK)) ? SLOT_ACTIVE : SLOT_BLANK;
-            ro[base + SLOT_STATUS*32 + SLOT_STATUS_STATE_LSB +: SLOT_STATUS_STATE_W] = state;
-            ro[base + SLOT_STATUS*32 + SLOT_STATUS_MODULE_LSB +: SLOT_STATUS_MODULE_W] = module_id;
-            ro[base + SLOT_STATUS*32 + SLOT_STATUS_ERROR_LSB +: SLOT_STATUS_ERROR_W] = slot_error[k*8 +: 8];
-            ro[base + SLOT_STATUS*32 + SLOT_STATUS_DECOUPLED_LSB] = decoupled[k];
-            ro[base + SLOT_ROUTE*32 +: 32] = route_words[k*32 +: 32];
-            ro[base + SLOT_BEATS_IN*32 +: 32] = beats_in[k];
-            ro[base + SLOT_BEATS_OUT*32 +: 32] = beats_out[k];
+            all[base + SLOT_STATUS*32 + SLOT_STATUS_STATE_LSB +: SLOT_STATUS_STATE_W] = state;
+            all[base + SLOT_STATUS*32 + SLOT_STATUS_MODULE_LSB +: SLOT_STATUS_MODULE_W] = module_id;
+            all[base + SLOT_STATUS*32 + SLOT_STATUS_ERROR_LSB +: SLOT_STATUS_ERROR_W] = slot_error[k*8 +: 8];
+            all[base + SLOT_STATUS*32 + SLOT_STATUS_DECOUPLED_LSB] = decoupled[k];
+            all[base + SLOT_ROUTE*32 +: 32] = route_words[k*32 +: 32];
+            all[base + SLOT_BEATS_IN*32 +: 32] = beats_in[k];
+            all[base + SLOT_BEATS_OUT*32 +: 32] = beats_out[k];
         end
+        return all[index*32 +: 32];
+    endfunction
+
+    logic [31:0] ro_word;
+    always_comb begin
+        ro_word = '0;
+        if (cfg_rd_en && int'(cfg_rd_index) < NREGS) ro_word = ro_read(int'(cfg_rd_index));
     end
+    assign ro = {NREGS{ro_word}};
 
     wire unused_shell = &{1'b0, regs, wr_stb, slice_waits, slot_fused_on};
 endmodule

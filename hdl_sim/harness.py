@@ -5,15 +5,16 @@ Data moves as numpy arrays passed by pointer; no Python runs per cycle.
 
 By default the shell is built without its modules (``RM_EXTERNAL = 1``) and each module the run may
 load is a library of its own (module_models.py), attached to its slots: a slot then costs what its
-loaded module costs. ``external=False`` builds the shell with every module inside, as before (the
-tests compare the two cycle for cycle).
+loaded module costs. The configuration block is a library of its own too (``CFG_EXTERNAL = 1``,
+config_model.py), run alone while a load streams in and the rest of the shell rests.
+``external=False`` builds the shell with every module and the block inside, as before (the tests
+compare the two cycle for cycle).
 """
 
 from __future__ import annotations
 
 import ctypes
 import logging
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ from fpgashare.hdl_sim.build import (
 )
 from fpgashare.hdl_sim.config_model import MODEL_SOURCES as CONFIG_SOURCES
 from fpgashare.hdl_sim.config_model import block_parameters, build_config_block
+from fpgashare.hdl_sim.free_running import write_junk_sources
 from fpgashare.hdl_sim.module_models import MODEL_SOURCES, build_modules, module_parameters, slot_modules
 from fpgashare.hdl_sim.toolchain import setup_environment
 
@@ -65,29 +67,6 @@ def harness_parameters(parameters: Mapping[str, int | str], streams: int = DRIVE
 
 class HarnessError(RuntimeError):
     """The harness could not be built or the RTL did not respond in time."""
-
-
-#: The shell's free-running registers, as Verilator names them in its root class: the blank partition's
-#: junk source (rm_blank's xorshift register), one per slot, and the cycle counter. shell_harness.cpp
-#: advances them over the cycles it skips the shell.
-JUNK_SOURCE = re.compile(r"IData/\*31:0\*/ (shell__DOT__g_slot__BRA__(\d+)__KET____DOT__u_slot__DOT__"
-                         r"g_rm__BRA__0__KET____DOT__\w*__DOT__u_rm__DOT__x);")
-CYCLE_COUNTER = re.compile(r"QData/\*63:0\*/ (shell__DOT__cycles_q);")
-
-
-def write_junk_sources(obj: Path) -> None:
-    """junk_sources.h in the model's folder: FS_JUNK_SOURCES(root), the addresses of the slots' junk
-    sources in slot order, FS_JUNK_COUNT, and FS_CYCLE_COUNTER(root), the cycle counter's (0 and
-    nullptr if not all are found: the harness then never skips the shell, see its fast path)."""
-    header = (obj / "Vshell___024root.h").read_text()
-    found = {int(m.group(2)): m.group(1) for m in JUNK_SOURCE.finditer(header)}
-    counter = CYCLE_COUNTER.search(header)
-    names = [found[k] for k in range(len(found))] if counter and sorted(found) == list(range(len(found))) else []
-    body = ", ".join(f"&(root)->{name}" for name in names)
-    count = f"&(root)->{counter.group(1)}" if names and counter else "nullptr"
-    (obj / "junk_sources.h").write_text(f"#pragma once\n#define FS_JUNK_COUNT {len(names)}\n"
-                                        f"#define FS_JUNK_SOURCES(root) {{{body}}}\n"
-                                        f"#define FS_CYCLE_COUNTER(root) {count}\n")
 
 
 def build_harness(parameters: Mapping[str, int]) -> Path:

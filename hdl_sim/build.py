@@ -21,7 +21,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -214,7 +214,8 @@ def runtime_object(options: CompileOptions = CompileOptions()) -> Path:
 
 def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user_sources: Sequence[Path],
                            out: Path, options: CompileOptions = CompileOptions(), jobs: int | None = None,
-                           runtime: Path | None = None, one_unit: bool = False) -> None:
+                           runtime: Path | None = None, one_unit: bool = False,
+                           after_verilate: Callable[[Path], None] | None = None) -> None:
     """Run ``verilate`` (a Verilator --cc command writing to ``obj`` a model whose class is ``prefix``,
     ``V<top>`` unless --prefix says otherwise), compile its output, Verilator's runtime library and
     ``user_sources`` with g++ on ``jobs`` cores (default: all), and link them into the shared library
@@ -224,7 +225,9 @@ def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user
     than the few translation units they would serve), the model compiled as one translation unit per
     core, the run-once code at -O0, and the runtime library compiled (as one unit) while Verilator
     still runs (or, given ``runtime``, that object from ``runtime_object`` instead). ``one_unit``
-    compiles the model and ``user_sources`` as one translation unit (for small models). On the demo's
+    compiles the model and ``user_sources`` as one translation unit (for small models).
+    ``after_verilate(obj)`` runs once Verilator is done, before the user sources compile (to write a
+    header from the model's, say). On the demo's
     shell: 17-20 s of CPU against 24-26 s for the makefile at
     the same -O levels, and against 45 s for the makefile as this harness used it before (-O2 throughout).
     With the runtime library at -O2 (per eval it runs two of its functions) the zcu104 shell's build
@@ -247,6 +250,8 @@ def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user
             unity = _unity(obj, "verilated_runtime", [Path(src).stem for src in RUNTIME_SOURCES])
             objects.append(pool.submit(compile_unit, unity, options.runtime, unity.stem))
         model.result()
+        if after_verilate is not None:
+            after_verilate(obj)
         classes = _classes(obj, prefix)
         wrong = {k: v for k, v in VERILATED_DEFINES.items() if classes.get(k, [v]) != [v]}
         if wrong:

@@ -5,8 +5,10 @@ Data moves as numpy arrays passed by pointer; no Python runs per cycle.
 
 By default the shell is built without its modules (``RM_EXTERNAL = 1``) and each module the run may
 load is a library of its own (module_models.py), attached to its slots: a slot then costs what its
-loaded module costs. ``external=False`` builds the shell with every module inside, as before (the
-tests compare the two cycle for cycle).
+loaded module costs. The configuration block is a library of its own too (``CFG_EXTERNAL = 1``,
+config_model.py), run alone while a load streams in and the rest of the shell rests.
+``external=False`` builds the shell with every module and the block inside, as before (the tests
+compare the two cycle for cycle).
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ from fpgashare.hdl_sim.build import (
     rtl_headers,
     sim_sources,
 )
+from fpgashare.hdl_sim.config_model import MODEL_SOURCES as CONFIG_SOURCES
+from fpgashare.hdl_sim.config_model import block_parameters, build_config_block
+from fpgashare.hdl_sim.free_running import write_junk_sources
 from fpgashare.hdl_sim.module_models import MODEL_SOURCES, build_modules, module_parameters, slot_modules
 from fpgashare.hdl_sim.toolchain import setup_environment
 
@@ -69,7 +74,7 @@ def build_harness(parameters: Mapping[str, int]) -> Path:
     setup_environment()
     sources = sim_sources()
     cpp = HARNESS_DIR / "shell_harness.cpp"
-    headers = [HARNESS_DIR / name for name in MODEL_SOURCES if name.endswith(".h")]
+    headers = [HARNESS_DIR / name for name in (*MODEL_SOURCES, *CONFIG_SOURCES) if name.endswith(".h")]
     key = content_key("harness", [*sources, *rtl_headers(), cpp, *headers],
                       {"params": dict(parameters), "flags": VERILATOR_FLAGS, "config": VERILATOR_CONFIG,
                        "compile": asdict(COMPILE)})
@@ -86,7 +91,7 @@ def build_harness(parameters: Mapping[str, int]) -> Path:
         verilate = ["verilator", "--cc", "--top-module", "shell", "-Mdir", str(obj), f"-I{RTL_DIR}",
                     *VERILATOR_FLAGS, *gparams, str(config), *map(str, sources)]
         try:
-            compile_shared_library(verilate, obj, "Vshell", [cpp], lib, COMPILE)
+            compile_shared_library(verilate, obj, "Vshell", [cpp], lib, COMPILE, after_verilate=write_junk_sources)
         except BuildError as exc:
             raise HarnessError(str(exc)) from exc
     return lib
@@ -143,7 +148,7 @@ class ShellHarness:
                  external: bool = True) -> None:
         self.handle = None
         self.external = external
-        shell_parameters = {**parameters, "RM_EXTERNAL": 1} if external else dict(parameters)
+        shell_parameters = {**parameters, "RM_EXTERNAL": 1, "CFG_EXTERNAL": 1} if external else dict(parameters)
         self.lib = ctypes.CDLL(str(build_harness(shell_parameters)))
         L = self.lib  # noqa: N806 - short alias for the prototypes below
         L.fs_create.restype = ctypes.c_void_p
@@ -190,8 +195,22 @@ class ShellHarness:
         #: module ids with a model, per slot (empty when the modules are inside the shell)
         self.slot_models: dict[int, list[int]] = {}
         self._module_libs: dict[int, ctypes.CDLL] = {}
+        L.fs_attach_config.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        L.fs_attach_config.restype = ctypes.c_int
+        L.fs_set_fast_load.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        L.fs_fast_cycles.argtypes = [ctypes.c_void_p]
+        L.fs_fast_cycles.restype = ctypes.c_uint64
+        L.fs_state_diff.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
+                                    np.ctypeslib.ndpointer(dtype=np.uint64, flags="C_CONTIGUOUS"), ctypes.c_int]
+        L.fs_state_diff.restype = ctypes.c_int
+        self._config_lib: ctypes.CDLL | None = None
         if external:
             self._attach(parameters, modules)
+            self._config_lib = ctypes.CDLL(str(build_config_block(block_parameters(parameters), VERILATOR_FLAGS,
+                                                                  COMPILE)))
+            self._config_lib.cfg_api.restype = ctypes.c_void_p
+            if L.fs_attach_config(self.handle, self._config_lib.cfg_api()):
+                raise HarnessError("the configuration block's model does not fit this shell")
         self._buffers: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # arrays the C side points into
         self.reset()
 
@@ -242,6 +261,28 @@ class ShellHarness:
         out = np.zeros(3, dtype=np.uint64)
         self.lib.fs_evals(self.handle, out)
         return int(out[0]), int(out[1]), int(out[2])
+
+    def set_fast_load(self, on: bool) -> None:
+        """Let the harness run the configuration block alone while a load streams in and the rest of
+        the shell is at rest (``on``, the default for an external build), or evaluate the shell every
+        cycle: the reference the tests hold the fast path to."""
+        self.lib.fs_set_fast_load(self.handle, int(on))
+
+    @property
+    def fast_cycles(self) -> int:
+        """Cycles so far in which the shell was not evaluated (the configuration block ran alone)."""
+        return int(self.lib.fs_fast_cycles(self.handle))
+
+    def state_differences(self, other: ShellHarness, limit: int = 1 << 16) -> frozenset[int]:
+        """Byte offsets (up to ``limit``) where this shell's state and ``other``'s (the same build) differ,
+        their configuration blocks' too (offsets with bit 40 set). Two fresh instances differ in the bytes
+        nothing writes (padding, scratch): a test that skipping the shell changed nothing compares against
+        the differences of the two at their start."""
+        if other.lib._name != self.lib._name:
+            raise HarnessError("the two harnesses are different builds")
+        out = np.zeros(limit, dtype=np.uint64)
+        n = self.lib.fs_state_diff(self.handle, other.handle, out, limit)
+        return frozenset(int(x) for x in out[:n])
 
     def set_whole_eval(self, on: bool) -> None:
         """Evaluate the shell and the module models by Verilator's whole ``eval()`` at both clock levels

@@ -22,7 +22,9 @@
 
 #include "Vshell.h"
 #include "Vshell___024root.h"
+#include "config_pins.h"
 #include "eval_phases.h"
+#include "junk_sources.h"
 #include "port_words.h"
 #include "rm_pins.h"
 #include "verilated.h"
@@ -70,6 +72,9 @@ struct CfgChannel {
 using CtlType = std::remove_reference_t<decltype(std::declval<Vshell&>().rm_ctl)>;
 constexpr int NUM_SLOTS = port_words<CtlType>();
 constexpr int NUM_IDS = 32;
+// rm_ctl's bit 15 (rp_slot.sv; not in rm_pins.h, which the modules' models are built with and which they
+// do not read): the slot's decoupler isolates it.
+constexpr uint32_t CTL_DECOUPLED = 1u << 15;
 
 // One slot's module models, by id, and its pins as last exchanged with the shell.
 //
@@ -126,10 +131,36 @@ inline void watch_rest(ModuleSlot& s, bool outputs_moved) {
     }
 }
 
+constexpr size_t SHELL_STATE = sizeof(Vshell___024root);
+
+struct ShellCopies {   // scratch of the rest test (shell_at_rest)
+    unsigned char saved[SHELL_STATE];
+    unsigned char probe[SHELL_STATE];
+};
+
+// The configuration block outside the shell (CFG_EXTERNAL = 1, config_pins.h), and the fast path of a
+// load (try_fast_load): while the port's channel is the only work and the rest of the shell is at rest,
+// only the block is evaluated.
+//
+// Between loads the block holds still: it is skipped as a module at rest is (ModuleSlot), its pins
+// being the shell's side and the configuration stream.
+struct ConfigBlock {
+    const cfgblk::Api* api = nullptr;
+    void* model = nullptr;
+    cfgblk::Pins pins;
+    bool moved = true, quiet = false, marked = false;   // as ModuleSlot's
+    uint32_t rest_backoff = 0, rest_wait = 0;
+    bool fast = true;                 // fs_set_fast_load
+    uint32_t backoff = 0, wait = 0;   // cycles before the next rest test of the shell after a failed one
+    uint64_t fast_cycles = 0;         // cycles the shell was not evaluated
+    std::unique_ptr<ShellCopies> copies = std::make_unique<ShellCopies>();
+};
+
 struct Harness {
     std::unique_ptr<VerilatedContext> ctx;
     std::unique_ptr<Vshell> top;
     ModuleSlot slots[NUM_SLOTS];
+    ConfigBlock block;
     bool modules = false;             // some model attached: run the boundary every half cycle
     int whole = 0;                    // rm::EVAL_WHOLE: every model evaluated by eval() (fs_set_whole_eval)
     uint32_t fault = 0;               // {module id, slot + 1}: a slot selected a module with no model
@@ -202,24 +233,52 @@ void drive_channels(Harness* h);
 void sample_channels(Harness* h);
 void commit_channels(Harness* h);
 
-void settle_modules(Harness* h);
+void settle_boundary(Harness* h);
 void clock_modules(Harness* h);
+void clock_block(Harness* h);
 
 inline void settle_low(Harness* h) {
     if (h->armed) drive_channels(h);
     h->top->clk = 0;
     shell_low(h);
-    if (h->modules) settle_modules(h);
+    if (h->modules || h->block.model) settle_boundary(h);
     if (h->armed) sample_channels(h);
 }
 
 inline void rise(Harness* h) {
     h->top->clk = 1;
     shell_edge(h);
+    if (h->block.model) clock_block(h);
     if (h->modules) clock_modules(h);
     h->cycle++;
     if (h->armed) commit_channels(h);
 }
+
+// The configuration stream: into the block's model when it is outside the shell, else the shell's port.
+inline void drive_cfg(Harness* h, bool valid, uint32_t data, bool last) {
+    if (h->block.model) {
+        cfgblk::Pins& x = h->block.pins;
+        const bool moved = x.tvalid != valid || (valid && (x.tdata != data || x.tlast != last));
+        x.tvalid = valid;
+        if (valid) {
+            x.tdata = data;
+            x.tlast = last;
+        }
+        if (moved) {
+            h->block.moved = true;
+            h->block.quiet = h->block.marked = false;
+            h->block.rest_backoff = h->block.rest_wait = 0;
+        }
+        return;
+    }
+    h->top->s_axis_cfg_tvalid = valid;
+    if (valid) {
+        h->top->s_axis_cfg_tdata = data;
+        h->top->s_axis_cfg_tlast = last;
+    }
+}
+
+inline bool cfg_ready(Harness* h) { return h->block.model ? h->block.pins.tready != 0 : h->top->s_axis_cfg_tready; }
 
 // The inputs of slot k's module as the shell drives them now; true if they changed.
 bool read_pins(Vshell* t, int k, rm::Pins& x) {
@@ -249,12 +308,12 @@ bool write_pins(Vshell* t, int k, const rm::Pins& x) {
 // cycle, and the switch carries it on). A model that is not selected is not evaluated: its clock
 // is gated in the RTL, so it would not change either. In reset every model is clocked, as the RTL
 // clocks every module while rst is high; the unselected ones see their inputs gated to zero.
-void settle_modules(Harness* h) {
+bool settle_modules(Harness* h, int round) {
     Vshell* t = h->top.get();
     rm::Pins reset_pins;
     reset_pins.ctl = rm::CTL_RST;
-    for (int round = 0; round < 64; round++) {
-        bool changed = false;
+    bool changed = false;
+    {
         for (int k = 0; k < NUM_SLOTS; k++) {
             ModuleSlot& s = h->slots[k];
             if (!s.attached) continue;
@@ -294,6 +353,90 @@ void settle_modules(Harness* h) {
             h->module_evals++;
             changed |= write_pins(t, k, s.pins);
         }
+    }
+    return changed;
+}
+
+// The shell's side of the configuration block's boundary, as the shell drives it now; true if it changed.
+bool read_block_inputs(Vshell* t, cfgblk::Pins& x) {
+    const cfgblk::Pins old = x;
+    x.rst = t->rst;
+    x.arm = t->cx_arm;
+    x.arm_slot = t->cx_arm_slot;
+    x.rd_en = t->cx_rd_en;
+    x.rd_index = t->cx_rd_index;
+    return x.rst != old.rst || x.arm != old.arm || x.arm_slot != old.arm_slot || x.rd_en != old.rd_en ||
+           x.rd_index != old.rd_index;
+}
+
+// The block's outputs into the shell; true if they differ from what the shell had.
+using ModuleVec = std::remove_reference_t<decltype(std::declval<Vshell&>().cx_slot_module)>;
+using ErrorVec = std::remove_reference_t<decltype(std::declval<Vshell&>().cx_slot_error)>;
+template <typename T>
+constexpr int words_of() { return sizeof(T) < 4 ? 1 : port_words<T>(); }
+
+bool write_block_outputs(Vshell* t, const cfgblk::Pins& x) {
+    bool changed = t->cx_rd_value != x.rd_value || t->cx_slot_loading != x.loading || t->cx_slot_failed != x.failed ||
+                   t->cx_slot_rst != x.slot_rst || t->cx_fused_on != x.fused_on;
+    for (int j = 0; j < words_of<ModuleVec>(); j++) changed |= get_word(t->cx_slot_module, j) != x.module[j];
+    for (int j = 0; j < words_of<ErrorVec>(); j++) changed |= get_word(t->cx_slot_error, j) != x.error[j];
+    if (!changed) return false;
+    t->cx_rd_value = x.rd_value;
+    t->cx_slot_loading = x.loading;
+    t->cx_slot_failed = x.failed;
+    t->cx_slot_rst = x.slot_rst;
+    t->cx_fused_on = x.fused_on;
+    for (int j = 0; j < words_of<ModuleVec>(); j++) put_word(t->cx_slot_module, j, x.module[j]);
+    for (int j = 0; j < words_of<ErrorVec>(); j++) put_word(t->cx_slot_error, j, x.error[j]);
+    return true;
+}
+
+// Low phase of the block: evaluated once a cycle on the shell's side as the shell's low evaluation left
+// it, and again only if that side changed (its read port answers within the cycle).
+bool settle_block(Harness* h, int round) {
+    ConfigBlock& b = h->block;
+    bool moved = read_block_inputs(h->top.get(), b.pins);
+    if (moved) {
+        b.moved = true;
+        b.quiet = b.marked = false;
+        b.rest_backoff = b.rest_wait = 0;
+    }
+    if ((round > 0 && !moved) || b.quiet) return false;
+    b.api->eval(b.model, h->whole, &b.pins);
+    return write_block_outputs(h->top.get(), b.pins);
+}
+
+// Rising edge of the block, with the inputs it settled on; its new outputs (flops) go into the shell
+// at once, for the shell's next low evaluation. Then the rest test, as a module's (watch_rest).
+void clock_block(Harness* h) {
+    ConfigBlock& b = h->block;
+    if (b.quiet) return;
+    b.api->eval(b.model, cfgblk::EVAL_CLK | h->whole, &b.pins);
+    const bool outputs_moved = write_block_outputs(h->top.get(), b.pins);
+    if (b.moved || outputs_moved || b.pins.rst) {
+        b.marked = false;
+    } else if (b.rest_wait) {
+        b.rest_wait--;
+    } else if (!b.marked) {
+        b.api->mark(b.model);
+        b.marked = true;
+    } else if (b.api->unchanged(b.model)) {
+        b.quiet = true;
+    } else {
+        b.marked = false;
+        b.rest_backoff = b.rest_backoff ? (b.rest_backoff * 2 > MAX_BACKOFF ? MAX_BACKOFF : b.rest_backoff * 2) : 1;
+        b.rest_wait = b.rest_backoff;
+    }
+    b.moved = false;
+}
+
+// Low phase: the modules and the configuration block on the shell's outputs, the shell on theirs, until
+// nothing changes.
+void settle_boundary(Harness* h) {
+    for (int round = 0; round < 64; round++) {
+        bool changed = false;
+        if (h->modules) changed |= settle_modules(h, round);
+        if (h->block.model) changed |= settle_block(h, round);
         if (!changed) return;
         shell_low(h);
         h->shell_evals++;
@@ -345,11 +488,7 @@ void drive_channels(Harness* h) {
     CfgChannel& g = h->cfg;
     if (g.armed && !g.done) {
         g.on = g.i < g.n;
-        t->s_axis_cfg_tvalid = g.on;
-        if (g.on) {
-            t->s_axis_cfg_tdata = g.words[g.i];
-            t->s_axis_cfg_tlast = g.i == g.n - 1;
-        }
+        drive_cfg(h, g.on, g.on ? g.words[g.i] : 0, g.on && g.i == g.n - 1);
     }
 }
 
@@ -372,7 +511,7 @@ void sample_channels(Harness* h) {
             }
         }
     }
-    cfg_fire = h->cfg.armed && !h->cfg.done && h->cfg.on && t->s_axis_cfg_tready;
+    cfg_fire = h->cfg.armed && !h->cfg.done && h->cfg.on && cfg_ready(h);
 }
 
 void commit_channels(Harness* h) {
@@ -396,11 +535,247 @@ void commit_channels(Harness* h) {
         if (g.i >= g.n && ++g.after > g.tail) {
             g.done = true;
             g.end = h->cycle;
-            t->s_axis_cfg_tvalid = 0;
+            drive_cfg(h, false, 0, false);
             h->armed--;
             h->done_mask |= 1u << CFG_CHANNEL;
         }
     }
+}
+
+
+// ---- the fast path of a load: the configuration block alone
+//
+// A partial load is a quarter of a million words, one a cycle, and for most of them nothing but the
+// configuration block (outside the shell, CFG_EXTERNAL) changes: the processor bus is idle, no frame
+// streams, the slots' modules wait. Then the harness evaluates the block alone, and brings the shell
+// up to date when the block's outputs to it change (activation, an error) or the load's words end.
+// Why the skipped cycles are the shell's own, exactly:
+//
+// 1. The shell's inputs hold still while it is skipped: the harness drives nothing else (no stream
+//    channel armed, the bus and streams as the last cycle left them), a module at rest (ModuleSlot)
+//    keeps its outputs, and the block's outputs are compared after each of its edges (the skip ends on
+//    the first change, which the shell sees only from the next cycle on).
+// 2. With those inputs, the shell is at a fixed point but for its free-running registers (the blank
+//    slots' junk sources and the cycle counter):
+//    shell_at_rest evaluates it three cycles ahead on a copy of its state with those registers held,
+//    and requires the last two cycles to leave the same bytes (as a module's rest test does). The
+//    first of them may still move (an input that changed after the last edge): that is the shell's
+//    own business, replayed below, as long as no model would see it; so every one of the three low
+//    phases must present each module, blank slot and the block what they saw last (pins_as_last_seen).
+// 3. The junk reaches nothing else while its slot is decoupled (required of every blank slot): the
+//    decoupler passes the static side no partition output but through "&& !decouple" (streams) and
+//    answers AXI-Lite itself once idle (lite_dec), and no checker samples the junk side. The cycle
+//    counter reaches only the read-only register vector, which the register file reads at a read's
+//    handshake, and none happens with the bus's inputs and the register file at a fixed point. So
+//    they run on by themselves: rm_blank's xorshift and the counter, advanced here by the skipped
+//    cycles (junk_advance, +n), and their fan-out (the mux into the decoupler, the register vector) is
+//    recomputed by the last two skipped cycles, which replay_shell evaluates (a cycle's sampled values
+//    come from the cycle before). After them the shell's bytes are those of a run that evaluated every cycle
+//    (tests/test_harness_fast_load.py compares the two byte for byte).
+//
+// The rest test is run once when a skip could begin (and after a failed one only after a doubling
+// wait); a skip then runs until the block's outputs change or the load's words end.
+
+inline uint32_t junk_step(uint32_t x, uint32_t seed) {   // rm_blank.sv's register, one clock
+    if (x == 0) return seed;
+    uint32_t a = x ^ (x << 13);
+    uint32_t b = a ^ (a >> 17);
+    return b ^ (b << 5);
+}
+
+inline uint32_t junk_seed(int k) { return 0x9E3779B9u * static_cast<uint32_t>(k + 1); }   // shell.sv's SEED
+
+// rm_blank.sv's register n clocks on. Once nonzero it stays nonzero and each clock is a linear map
+// over GF(2) (xorshift32: x ^= x << 13, x ^= x >> 17, x ^= x << 5), so n clocks are the map's n-th
+// power, taken by squaring (a 32x32 bit matrix as its 32 columns): a skip of any length costs a few
+// thousand operations, not n steps.
+struct BitMatrix {
+    uint32_t col[32];   // col[j]: the image of bit j
+};
+
+inline uint32_t apply(const BitMatrix& m, uint32_t x) {
+    uint32_t y = 0;
+    for (int j = 0; x; j++, x >>= 1) {
+        if (x & 1) y ^= m.col[j];
+    }
+    return y;
+}
+
+inline BitMatrix compose(const BitMatrix& a, const BitMatrix& b) {   // a after b
+    BitMatrix c;
+    for (int j = 0; j < 32; j++) c.col[j] = apply(a, b.col[j]);
+    return c;
+}
+
+uint32_t junk_advance(uint32_t x, uint64_t n, uint32_t seed) {
+    if (n == 0) return x;
+    if (x == 0) {
+        x = seed;
+        n--;
+    }
+    BitMatrix step, power;
+    for (int j = 0; j < 32; j++) {
+        step.col[j] = junk_step(uint32_t{1} << j, seed);
+        power.col[j] = uint32_t{1} << j;
+    }
+    for (; n; n >>= 1) {
+        if (n & 1) power = compose(step, power);
+        step = compose(step, step);
+    }
+    return apply(power, x);
+}
+
+// Whether the shell's low evaluation just now presents every model what it saw in its last evaluation:
+// each slot's module its pins (a blank slot: blank, as the harness last saw it), the block its side,
+// and no output beat a caller would count. So no model would be evaluated, and none woken.
+bool pins_as_last_seen(Harness* h) {
+    Vshell* t = h->top.get();
+    if (t->m_axis_tvalid) return false;
+    for (int k = 0; k < NUM_SLOTS; k++) {
+        ModuleSlot& s = h->slots[k];
+        const int id = static_cast<int>(get_word(t->rm_ctl, k) & rm::CTL_MODULE);
+        if (id != s.active) return false;
+        rm::Pins now = s.pins;
+        if (id != 0 && read_pins(t, k, now)) return false;
+    }
+    cfgblk::Pins now = h->block.pins;
+    return !read_block_inputs(t, now);
+}
+
+bool shell_at_rest(Harness* h) {
+#if FS_JUNK_COUNT == 0   // the free-running registers were not found in the model: never skip
+    (void)h;
+    return false;
+#else
+    Vshell___024root* root = h->top->rootp;
+    uint32_t* junk[] = FS_JUNK_SOURCES(root);
+    uint32_t held[FS_JUNK_COUNT];
+    uint64_t* counter = FS_CYCLE_COUNTER(root);
+    const uint64_t count = *counter;
+    ShellCopies& copies = *h->block.copies;
+    std::memcpy(copies.saved, root, SHELL_STATE);
+    for (int k = 0; k < FS_JUNK_COUNT; k++) held[k] = *junk[k];
+    bool rest = true;
+    for (int i = 0; i < 3 && rest; i++) {
+        h->top->clk = 0;
+        shell_low(h);
+        rest = pins_as_last_seen(h);
+        h->top->clk = 1;
+        shell_edge(h);
+        for (int k = 0; k < FS_JUNK_COUNT; k++) *junk[k] = held[k];
+        *counter = count;
+        if (i == 1) std::memcpy(copies.probe, root, SHELL_STATE);
+    }
+    rest = rest && std::memcmp(copies.probe, root, SHELL_STATE) == 0;
+    std::memcpy(root, copies.saved, SHELL_STATE);
+    return rest;
+#endif
+}
+
+// The shell through n skipped cycles: its free-running registers advanced, the last two cycles evaluated.
+void replay_shell(Harness* h, uint64_t n) {
+    const uint64_t evaluated = n < 2 ? n : 2;
+#if FS_JUNK_COUNT > 0
+    uint32_t* junk[] = FS_JUNK_SOURCES(h->top->rootp);
+    for (int k = 0; k < FS_JUNK_COUNT; k++) *junk[k] = junk_advance(*junk[k], n - evaluated, junk_seed(k));
+    *FS_CYCLE_COUNTER(h->top->rootp) += n - evaluated;
+#endif
+    for (uint64_t i = 0; i < evaluated; i++) {
+        h->top->clk = 0;
+        shell_low(h);
+        h->top->clk = 1;
+        shell_edge(h);
+    }
+}
+
+bool block_outputs_differ(const cfgblk::Pins& a, const cfgblk::Pins& b) {
+    return a.rd_value != b.rd_value || a.loading != b.loading || a.failed != b.failed || a.slot_rst != b.slot_rst ||
+           a.fused_on != b.fused_on || a.module[0] != b.module[0] || a.module[1] != b.module[1] ||
+           a.error[0] != b.error[0] || a.error[1] != b.error[1];
+}
+
+// Whether a skip may begin now (1. and 3. above, and the rest test with its wait). `only_port`: the
+// caller's work is the port's alone.
+bool may_skip_shell(Harness* h) {
+    ConfigBlock& b = h->block;
+    if (!b.model || !b.fast || FS_JUNK_COUNT != NUM_SLOTS || h->fault) return false;
+    Vshell* t = h->top.get();
+    if (t->rst || t->m_axis_tvalid) return false;
+    for (int k = 0; k < NUM_SLOTS; k++) {
+        const uint32_t ctl = get_word(t->rm_ctl, k);
+        const int id = static_cast<int>(ctl & rm::CTL_MODULE);
+        if (id == 0 ? !(ctl & CTL_DECOUPLED) : !(h->slots[k].active == id && h->slots[k].quiet)) return false;
+    }
+    if (b.wait) {
+        b.wait--;
+        return false;
+    }
+    if (!shell_at_rest(h)) {
+        b.backoff = b.backoff ? (b.backoff * 2 > MAX_BACKOFF ? MAX_BACKOFF : b.backoff * 2) : 1;
+        b.wait = b.backoff;
+        return false;
+    }
+    b.backoff = 0;
+    return true;
+}
+
+// Up to max_n cycles of the block alone, then the shell brought up to date. Per cycle, word(valid, data,
+// last) presents the port's next word (false: stop before this cycle) and fired(fire) takes the
+// handshake after the edge (false: stop after this cycle). Returns the cycles run.
+template <typename Word, typename Fired>
+uint64_t run_block_alone(Harness* h, uint64_t max_n, Word word, Fired fired) {
+    ConfigBlock& b = h->block;
+    const cfgblk::Pins held = b.pins;   // the block's outputs as the shell holds them
+    b.quiet = b.marked = false;         // evaluated every cycle here; its rest test starts again after
+    b.moved = true;
+    uint64_t n = 0;
+    while (n < max_n) {
+        bool valid = false, last = false;
+        uint32_t data = 0;
+        if (!word(valid, data, last)) break;
+        drive_cfg(h, valid, data, last);
+        b.api->eval(b.model, h->whole, &b.pins);
+        const bool fire = valid && b.pins.tready;
+        b.api->eval(b.model, cfgblk::EVAL_CLK | h->whole, &b.pins);
+        n++;
+        h->cycle++;
+        const bool go_on = fired(fire);
+        if (block_outputs_differ(held, b.pins) || !go_on) break;
+    }
+    replay_shell(h, n);
+    write_block_outputs(h->top.get(), b.pins);
+    b.fast_cycles += n;
+    for (auto& s : h->slots) {
+        if (s.active && s.quiet) s.skipped += 2 * n;   // a module at rest, not evaluated in either phase
+    }
+    return n;
+}
+
+// fs_advance's skip: the port's channel is the only one armed.
+bool skip_for_channel(Harness* h, uint64_t until) {
+    CfgChannel& g = h->cfg;
+    if (!(g.armed && !g.done) || h->armed != 1 || h->done_mask || h->cycle >= until || !may_skip_shell(h)) return false;
+    auto word = [&](bool& valid, uint32_t& data, bool& last) {
+        g.on = g.i < g.n;
+        valid = g.on;
+        data = g.on ? g.words[g.i] : 0;
+        last = g.on && g.i == g.n - 1;
+        return true;
+    };
+    auto fired = [&](bool fire) {   // commit_channels' port part
+        if (fire && ++g.i == g.n) g.words_end = h->cycle;
+        if (g.i >= g.n && ++g.after > g.tail) {
+            g.done = true;
+            g.end = h->cycle;
+            drive_cfg(h, false, 0, false);
+            h->armed--;
+            h->done_mask |= 1u << CFG_CHANNEL;
+            return false;
+        }
+        return true;
+    };
+    run_block_alone(h, until - h->cycle, word, fired);
+    return true;
 }
 
 inline void tick(Harness* h) {
@@ -408,7 +783,9 @@ inline void tick(Harness* h) {
     rise(h);
 }
 
-void idle_inputs(Vshell* t) {  // stream and port inputs of armed channels are driven again every cycle
+void idle_inputs(Harness* h) {  // stream and port inputs of armed channels are driven again every cycle
+    Vshell* t = h->top.get();
+    drive_cfg(h, false, 0, false);
     t->s_axil_awvalid = 0;
     t->s_axil_wvalid = 0;
     t->s_axil_bready = 0;
@@ -468,7 +845,9 @@ int fs_chan_cfg(void* p, const uint32_t* words, uint64_t n, uint64_t tail) {
 // or `until` (an absolute cycle) is reached. Returns the mask of done channels.
 uint32_t fs_advance(void* p, uint64_t until) {
     auto* h = static_cast<Harness*>(p);
-    while (!h->done_mask && h->armed && h->cycle < until && !h->fault) tick(h);
+    while (!h->done_mask && h->armed && h->cycle < until && !h->fault) {
+        if (!skip_for_channel(h, until)) tick(h);
+    }
     if (!h->armed && !h->done_mask && h->cycle < until) {
         // nothing armed: idle cycles change nothing the caller sees, but the caller asked for them
         while (h->cycle < until && !h->fault) tick(h);
@@ -491,6 +870,47 @@ int fs_attach(void* p, int slot, int id, const rm::Api* api) {
 }
 
 int fs_slots() { return NUM_SLOTS; }
+
+// Attach the configuration block's model (its library's cfg_api()) to a shell built with CFG_EXTERNAL = 1.
+// Returns 0, or -1 if one is attached already, -2 if the library was built for another ABI.
+int fs_attach_config(void* p, const cfgblk::Api* api) {
+    auto* h = static_cast<Harness*>(p);
+    if (h->block.model) return -1;
+    if (api->abi != cfgblk::ABI) return -2;
+    h->block.api = api;
+    h->block.model = api->create();
+    return 0;
+}
+
+// on != 0 (the default): skip the shell while the configuration block runs a load alone (the fast
+// path above); 0: evaluate it every cycle.
+void fs_set_fast_load(void* p, int on) { static_cast<Harness*>(p)->block.fast = on != 0; }
+
+uint64_t fs_fast_cycles(void* p) { return static_cast<Harness*>(p)->block.fast_cycles; }
+
+// Where two harnesses of this build differ: up to max byte offsets into the shell's variables (the root
+// object up to its pointers to the model's bookkeeping), then into the configuration block's state with
+// bit 40 set. Returns how many were written. Two fresh instances differ already in the bytes nothing
+// writes (padding, scratch of function calls not yet made): the tests compare against that.
+int fs_state_diff(void* p, void* q, uint64_t* out, int max) {
+    auto* a = static_cast<Harness*>(p);
+    auto* b = static_cast<Harness*>(q);
+    const auto* ra = reinterpret_cast<const unsigned char*>(a->top->rootp);
+    const auto* rb = reinterpret_cast<const unsigned char*>(b->top->rootp);
+    const size_t vars = reinterpret_cast<const unsigned char*>(&a->top->rootp->vlSymsp) - ra;
+    int n = 0;
+    for (size_t i = 0; i < vars && n < max; i++) {
+        if (ra[i] != rb[i]) out[n++] = i;
+    }
+    if (!a->block.model || !b->block.model) return n;
+    size_t na = 0, nb = 0;
+    const auto* sa = static_cast<const unsigned char*>(a->block.api->state(a->block.model, &na));
+    const auto* sb = static_cast<const unsigned char*>(b->block.api->state(b->block.model, &nb));
+    for (size_t i = 0; i < na && i < nb && n < max; i++) {
+        if (sa[i] != sb[i]) out[n++] = (uint64_t{1} << 40) | i;
+    }
+    return n;
+}
 
 // on != 0: evaluate the shell and every module model by Verilator's whole eval() at both clock levels
 // from now on, instead of each level's phases (eval_phases.h): the reference the tests compare with.
@@ -539,7 +959,7 @@ void fs_chan_abort(void* p, int channel) {
     if (channel == CFG_CHANNEL) {
         if (h->cfg.armed && !h->cfg.done) h->armed--;
         h->cfg.armed = false;
-        h->top->s_axis_cfg_tvalid = 0;
+        drive_cfg(h, false, 0, false);
         return;
     }
     if (channel >= h->streams) return;
@@ -557,7 +977,7 @@ void* fs_create() {
     auto* h = new Harness;
     h->ctx = std::make_unique<VerilatedContext>();
     h->top = std::make_unique<Vshell>(h->ctx.get(), "shell");
-    idle_inputs(h->top.get());
+    idle_inputs(h);
     h->top->s_axil_wstrb = 0xF;
     h->top->clk = 0;
     h->top->eval();   // initialisation (initial blocks, settle); later evaluations go through eval_low / eval_edge
@@ -567,6 +987,7 @@ void* fs_create() {
 void fs_destroy(void* p) {
     auto* h = static_cast<Harness*>(p);
     h->top->final();
+    if (h->block.model) h->block.api->destroy(h->block.model);
     for (auto& s : h->slots) {
         for (int m = 0; m < NUM_IDS; m++) {
             if (s.model[m]) s.api[m]->destroy(s.model[m]);
@@ -577,7 +998,7 @@ void fs_destroy(void* p) {
 
 void fs_reset(void* p, int cycles) {
     auto* h = static_cast<Harness*>(p);
-    idle_inputs(h->top.get());
+    idle_inputs(h);
     h->top->rst = 1;
     for (int i = 0; i < cycles; i++) tick(h);
     h->top->rst = 0;
@@ -588,7 +1009,7 @@ uint64_t fs_cycles(void* p) { return static_cast<Harness*>(p)->cycle; }
 
 void fs_idle(void* p, uint64_t cycles) {
     auto* h = static_cast<Harness*>(p);
-    idle_inputs(h->top.get());
+    idle_inputs(h);
     for (uint64_t i = 0; i < cycles; i++) tick(h);
 }
 
@@ -619,7 +1040,7 @@ int fs_axil_write(void* p, uint32_t addr, uint32_t data, int max_cycles) {
             return resp;
         }
     }
-    idle_inputs(t);
+    idle_inputs(h);
     return -1;
 }
 
@@ -644,7 +1065,7 @@ int64_t fs_axil_read(void* p, uint32_t addr, int max_cycles) {
             return value;
         }
     }
-    idle_inputs(t);
+    idle_inputs(h);
     return -1;
 }
 
@@ -680,15 +1101,28 @@ int64_t fs_run(void* p, const uint32_t* in, uint64_t n_in, uint32_t in_cols, uin
         bool done_io = i_in >= n_in && i_out >= n_out && i_cfg >= n_cfg;
         t->m_axis_tready = done_io || stall_pct == 0 || next_rand(h) % 100 >= stall_pct;
         bool cfg_on = i_cfg < n_cfg && c >= cfg_delay;
-        t->s_axis_cfg_tvalid = cfg_on;
-        if (cfg_on) {
-            t->s_axis_cfg_tdata = cfg[i_cfg];
-            t->s_axis_cfg_tlast = i_cfg == n_cfg - 1;
+        if (cfg_on && n_in == 0 && n_out == 0 && stall_pct == 0 && may_skip_shell(h)) {
+            // The port's words only: the block alone while the shell rests (as skip_for_channel).
+            auto word = [&](bool& valid, uint32_t& data, bool& last) {
+                valid = true;
+                data = cfg[i_cfg];
+                last = i_cfg == n_cfg - 1;
+                return true;
+            };
+            uint64_t ran = 0;
+            auto fired = [&](bool fire) {
+                ran++;
+                if (fire && ++i_cfg == n_cfg) cfg_end = c + ran;
+                return i_cfg < n_cfg;
+            };
+            c += run_block_alone(h, max_cycles - c, word, fired) - 1;   // the loop adds the last one
+            continue;
         }
+        drive_cfg(h, cfg_on, cfg_on ? cfg[i_cfg] : 0, cfg_on && i_cfg == n_cfg - 1);
         settle_low(h);
         bool in_fire = in_on && t->s_axis_tready;
         bool out_fire = t->m_axis_tvalid && t->m_axis_tready;
-        bool cfg_fire = cfg_on && t->s_axis_cfg_tready;
+        bool cfg_fire = cfg_on && cfg_ready(h);
         if (out_fire) {
             if (i_out < n_out) {
                 if (out) out_beat(t, 0, out + i_out * BEAT_WORDS);
@@ -710,7 +1144,7 @@ int64_t fs_run(void* p, const uint32_t* in, uint64_t n_in, uint32_t in_cols, uin
         if (done_io && ++after > settle) break;
     }
     t->s_axis_tvalid = 0;
-    t->s_axis_cfg_tvalid = 0;
+    drive_cfg(h, false, 0, false);
     t->m_axis_tready = 0;
     stats[0] = i_in;
     stats[1] = i_out;

@@ -150,7 +150,7 @@ module rp_slot #(
 
     // The boundary of the external modules: the static side's signals as the selected module sees them.
     if (EXT) begin : g_boundary
-        assign x_ctl = {17'd0, rp_rready, rp_arvalid, rp_bready, rp_wvalid, rp_awvalid, rp_m_tready, rp_s_tuser,
+        assign x_ctl = {16'd0, decouple_status, rp_rready, rp_arvalid, rp_bready, rp_wvalid, rp_awvalid, rp_m_tready, rp_s_tuser,
                         rp_s_tlast, rp_s_tvalid, rst || rm_rst, sel};
         assign x_s_tdata = rp_s_tdata;
     end else begin : g_no_boundary

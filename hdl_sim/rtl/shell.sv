@@ -45,7 +45,8 @@ module shell import fpgashare_pkg::*; #(
     parameter int DNN_PG_ENTRIES = 64,
     parameter int DNN_MAX_LAYERS = 16,
     parameter int DNN_URAM = 1,            // dnn_tile memories in UltraRAM (1) or block RAM (0)
-    parameter int RM_EXTERNAL = 0           // 1: the slots' modules are simulated outside (rp_slot's EXTERNAL)
+    parameter int RM_EXTERNAL = 0,          // 1: the slots' modules are simulated outside (rp_slot's EXTERNAL)
+    parameter int CFG_EXTERNAL = 0          // 1: config_block is simulated outside, at the cx_* boundary
 ) (
     input  wire               clk,
     input  wire               rst,
@@ -84,6 +85,19 @@ module shell import fpgashare_pkg::*; #(
     output wire [7:0]                  rm_axil_araddr,
     output wire [31:0]                 rm_axil_wdata,
     output wire [3:0]                  rm_axil_wstrb,
+    // config_block's boundary (CFG_EXTERNAL = 1; tied off otherwise): the shell's side of its ports;
+    // s_axis_cfg_* then go to the block outside and s_axis_cfg_tready is 0 here
+    output wire                        cx_arm,
+    output wire [3:0]                  cx_arm_slot,
+    output wire                        cx_rd_en,
+    output wire [7:0]                  cx_rd_index,
+    input  wire [31:0]                 cx_rd_value,
+    input  wire [NUM_SLOTS*MODULE_ID_BITS-1:0] cx_slot_module,
+    input  wire [NUM_SLOTS-1:0]        cx_slot_loading,
+    input  wire [NUM_SLOTS-1:0]        cx_slot_failed,
+    input  wire [NUM_SLOTS-1:0]        cx_slot_rst,
+    input  wire [NUM_SLOTS*8-1:0]      cx_slot_error,
+    input  wire [NUM_SLOTS-1:0]        cx_fused_on,
     `define AXIL_ADDR_W 16
     `include "axil_ports.svh"
 );
@@ -152,40 +166,46 @@ module shell import fpgashare_pkg::*; #(
     // ports start and end in flops, as timing closure on a real shell would want, so nothing
     // inside depends combinationally on the processor side (and the model settles in one pass).
     wire [2*NUM_STREAMS:0] slice_waits;   // valid while full: ordinary backpressure at a boundary, not an error
-    wire [31:0] cfg_tdata;
-    wire cfg_tvalid, cfg_tready, cfg_tlast;
-    sync_fifo #(.W(33), .DEPTH(2)) u_cfg_slice (
-        .clk, .rst,
-        .s_data({s_axis_cfg_tlast, s_axis_cfg_tdata}), .s_valid(s_axis_cfg_tvalid),
-        .s_ready(s_axis_cfg_tready),
-        .m_data({cfg_tlast, cfg_tdata}), .m_valid(cfg_tvalid), .m_ready(cfg_tready),
-        .overflow(slice_waits[0])
-    );
-
-    // ---- configuration port
+    // ---- configuration port, its input slice and the registers they own
+    // (config_block.sv): inside, or outside at the cx_* boundary (CFG_EXTERNAL), where a simulation
+    // evaluates it as a model of its own.
     wire [NUM_SLOTS*MODULE_ID_BITS-1:0] slot_module;
     wire [NUM_SLOTS-1:0] slot_loading, slot_failed, slot_rst;
     wire [NUM_SLOTS*8-1:0] slot_error;
-    wire [1:0] cfg_status;
-    wire [7:0] cfg_error;
-    wire [3:0] cfg_target;
-    wire [31:0] cfg_words, cfg_cycles, cfg_loads;
     // A fused module's other members stay blank, so the shell keeps them decoupled like any blank slot.
     wire [NUM_SLOTS-1:0] slot_fused_on;
-    config_port #(
-        .NUM_SLOTS(NUM_SLOTS), .IDCODE(IDCODE), .FRAME_WORDS(FRAME_WORDS),
-        .SLOT_FAR_BASE(SLOT_FAR_BASE), .SLOT_FRAMES(SLOT_FRAMES), .SLOT_MODULES(SLOT_MODULES),
-        .SLOT_FUSED_FRAMES(SLOT_FUSED_FRAMES), .SLOT_FUSED_MODULES(SLOT_FUSED_MODULES),
-        .SLOT_FUSED_LAST(SLOT_FUSED_LAST)
-    ) u_cfg (
-        .clk, .rst,
-        .s_axis_tdata(cfg_tdata), .s_axis_tvalid(cfg_tvalid),
-        .s_axis_tready(cfg_tready), .s_axis_tlast(cfg_tlast),
-        .arm(wr_stb[REG_CFG_CTRL]), .arm_slot(p_wdata[CFG_CTRL_SLOT_LSB +: CFG_CTRL_SLOT_W]),
-        .slot_module, .slot_loading, .slot_failed, .slot_rst, .slot_error,
-        .status(cfg_status), .error(cfg_error), .target(cfg_target),
-        .words(cfg_words), .cycles(cfg_cycles), .loads(cfg_loads), .fused_on(slot_fused_on)
-    );
+    wire cfg_arm = wr_stb[REG_CFG_CTRL];
+    wire [3:0] cfg_arm_slot = p_wdata[CFG_CTRL_SLOT_LSB +: CFG_CTRL_SLOT_W];
+    wire cfg_rd_en = p_arvalid[0];   // the register file's read, answered from ro_values at its handshake
+    wire [7:0] cfg_rd_index = {2'b00, p_araddr[7:2]};
+    wire [31:0] cfg_rd_value;
+    if (CFG_EXTERNAL != 0) begin : g_cfg_external
+        assign {cx_arm, cx_arm_slot, cx_rd_en, cx_rd_index} = {cfg_arm, cfg_arm_slot, cfg_rd_en, cfg_rd_index};
+        assign cfg_rd_value = cx_rd_value;
+        assign {slot_module, slot_loading, slot_failed, slot_rst, slot_error, slot_fused_on} =
+               {cx_slot_module, cx_slot_loading, cx_slot_failed, cx_slot_rst, cx_slot_error, cx_fused_on};
+        assign s_axis_cfg_tready = 1'b0;
+        assign slice_waits[0] = 1'b0;
+        wire unused_cfg_in = &{1'b0, s_axis_cfg_tdata, s_axis_cfg_tvalid, s_axis_cfg_tlast};
+    end else begin : g_cfg_inside
+        config_block #(
+            .NUM_SLOTS(NUM_SLOTS), .IDCODE(IDCODE), .FRAME_WORDS(FRAME_WORDS),
+            .SLOT_FAR_BASE(SLOT_FAR_BASE), .SLOT_FRAMES(SLOT_FRAMES), .SLOT_MODULES(SLOT_MODULES),
+            .SLOT_FUSED_FRAMES(SLOT_FUSED_FRAMES), .SLOT_FUSED_MODULES(SLOT_FUSED_MODULES),
+            .SLOT_FUSED_LAST(SLOT_FUSED_LAST)
+        ) u_cfg_block (
+            .clk, .rst,
+            .s_axis_tdata(s_axis_cfg_tdata), .s_axis_tvalid(s_axis_cfg_tvalid),
+            .s_axis_tready(s_axis_cfg_tready), .s_axis_tlast(s_axis_cfg_tlast),
+            .arm(cfg_arm), .arm_slot(cfg_arm_slot), .rd_en(cfg_rd_en), .rd_index(cfg_rd_index),
+            .rd_value(cfg_rd_value),
+            .slot_module, .slot_loading, .slot_failed, .slot_rst, .slot_error, .fused_on(slot_fused_on)
+        );
+        assign {cx_arm, cx_arm_slot, cx_rd_en, cx_rd_index} = '0;
+        assign slice_waits[0] = 1'b0;
+        wire unused_cx = &{1'b0, cx_rd_value, cx_slot_module, cx_slot_loading, cx_slot_failed, cx_slot_rst,
+                           cx_slot_error, cx_fused_on};
+    end
 
     // ---- slots, links and switch. Sources: 0 stream 0's input, k + 1 slot k's link, NUM_SLOTS + s
     // stream s's input; sinks: k slot k's input, NUM_SLOTS + s stream s's output.
@@ -321,32 +341,35 @@ module shell import fpgashare_pkg::*; #(
         .m_tlast(snk_tlast), .m_tuser(snk_tuser), .route
     );
 
-    // ---- status registers
+    // ---- status registers (config_block's own are read through its read port: cfg_rd_value)
     logic [63:0] cycles_q;
     always_ff @(posedge clk) begin
         cycles_q <= cycles_q + 1;
         if (rst) cycles_q <= '0;
     end
 
-    always_comb begin
-        ro = '0;
-        ro[REG_SHELL_ID*32 +: 32] = SHELL_ID;
-        ro[REG_INFO*32 +: 32] = {8'(NUM_SLOTS), 16'(FRAME_WORDS), 8'(INFO_VERSION)};
-        ro[REG_CYCLES_LO*32 +: 32] = cycles_q[31:0];
-        ro[REG_CYCLES_HI*32 +: 32] = cycles_q[63:32];
-        ro[REG_CFG_STATUS*32 + CFG_STATUS_STATE_LSB +: CFG_STATUS_STATE_W] = cfg_status;
-        ro[REG_CFG_STATUS*32 + CFG_STATUS_ERROR_LSB +: CFG_STATUS_ERROR_W] = cfg_error;
-        ro[REG_CFG_STATUS*32 + CFG_STATUS_TARGET_LSB +: CFG_STATUS_TARGET_W] = cfg_target;
-        ro[REG_CFG_WORDS*32 +: 32] = cfg_words;
-        ro[REG_CFG_CYCLES*32 +: 32] = cfg_cycles;
-        ro[REG_CFG_LOADS*32 +: 32] = cfg_loads;
-        ro[REG_IDCODE*32 +: 32] = IDCODE;
-        ro[REG_LINK_ERR*32 +: 32] = 32'(link_err);
-        ro[REG_ROUTE_ERR*32 +: 32] = route_err;
-        ro[REG_STREAMS*32 +: 32] = 32'(NUM_STREAMS);
-        ro[REG_ROUTE_OUT*32 +: 32] = route_words[NUM_SLOTS*32 +: 32];
+    // What the register file's pending read gets if it names a read-only register (0 with no read
+    // pending): the read-only registers are assembled only while a read waits, so the counters that
+    // move every beat cost the simulation nothing between reads. The register file takes the word at
+    // the read's handshake, from the slot of the register read (every slot holds it).
+    function automatic logic [31:0] ro_read(input int index);
+        logic [NREGS*32-1:0] all;
+        all = '0;
+        all[REG_SHELL_ID*32 +: 32] = SHELL_ID;
+        all[REG_INFO*32 +: 32] = {8'(NUM_SLOTS), 16'(FRAME_WORDS), 8'(INFO_VERSION)};
+        all[REG_CYCLES_LO*32 +: 32] = cycles_q[31:0];
+        all[REG_CYCLES_HI*32 +: 32] = cycles_q[63:32];
+        all[REG_CFG_STATUS*32 +: 32] = cfg_rd_value;
+        all[REG_CFG_WORDS*32 +: 32] = cfg_rd_value;
+        all[REG_CFG_CYCLES*32 +: 32] = cfg_rd_value;
+        all[REG_CFG_LOADS*32 +: 32] = cfg_rd_value;
+        all[REG_IDCODE*32 +: 32] = IDCODE;
+        all[REG_LINK_ERR*32 +: 32] = 32'(link_err);
+        all[REG_ROUTE_ERR*32 +: 32] = route_err;
+        all[REG_STREAMS*32 +: 32] = 32'(NUM_STREAMS);
+        all[REG_ROUTE_OUT*32 +: 32] = route_words[NUM_SLOTS*32 +: 32];
         for (int s = 1; s < NUM_STREAMS; s++)
-            ro[(SLOT_REG_BASE + SLOT_REG_STRIDE*NUM_SLOTS + s - 1)*32 +: 32] = route_words[(NUM_SLOTS+s)*32 +: 32];
+            all[(SLOT_REG_BASE + SLOT_REG_STRIDE*NUM_SLOTS + s - 1)*32 +: 32] = route_words[(NUM_SLOTS+s)*32 +: 32];
         for (int k = 0; k < NUM_SLOTS; k++) begin
             int base;
             logic [MODULE_ID_BITS-1:0] module_id;
@@ -355,15 +378,23 @@ module shell import fpgashare_pkg::*; #(
             module_id = slot_module[k*MODULE_ID_BITS +: MODULE_ID_BITS];
             state = slot_failed[k] ? SLOT_FAILED : slot_loading[k] ? SLOT_LOADING
                   : (module_id != MODULE_ID_BITS'(MOD_BLANK)) ? SLOT_ACTIVE : SLOT_BLANK;
-            ro[base + SLOT_STATUS*32 + SLOT_STATUS_STATE_LSB +: SLOT_STATUS_STATE_W] = state;
-            ro[base + SLOT_STATUS*32 + SLOT_STATUS_MODULE_LSB +: SLOT_STATUS_MODULE_W] = module_id;
-            ro[base + SLOT_STATUS*32 + SLOT_STATUS_ERROR_LSB +: SLOT_STATUS_ERROR_W] = slot_error[k*8 +: 8];
-            ro[base + SLOT_STATUS*32 + SLOT_STATUS_DECOUPLED_LSB] = decoupled[k];
-            ro[base + SLOT_ROUTE*32 +: 32] = route_words[k*32 +: 32];
-            ro[base + SLOT_BEATS_IN*32 +: 32] = beats_in[k];
-            ro[base + SLOT_BEATS_OUT*32 +: 32] = beats_out[k];
+            all[base + SLOT_STATUS*32 + SLOT_STATUS_STATE_LSB +: SLOT_STATUS_STATE_W] = state;
+            all[base + SLOT_STATUS*32 + SLOT_STATUS_MODULE_LSB +: SLOT_STATUS_MODULE_W] = module_id;
+            all[base + SLOT_STATUS*32 + SLOT_STATUS_ERROR_LSB +: SLOT_STATUS_ERROR_W] = slot_error[k*8 +: 8];
+            all[base + SLOT_STATUS*32 + SLOT_STATUS_DECOUPLED_LSB] = decoupled[k];
+            all[base + SLOT_ROUTE*32 +: 32] = route_words[k*32 +: 32];
+            all[base + SLOT_BEATS_IN*32 +: 32] = beats_in[k];
+            all[base + SLOT_BEATS_OUT*32 +: 32] = beats_out[k];
         end
+        return all[index*32 +: 32];
+    endfunction
+
+    logic [31:0] ro_word;
+    always_comb begin
+        ro_word = '0;
+        if (cfg_rd_en && int'(cfg_rd_index) < NREGS) ro_word = ro_read(int'(cfg_rd_index));
     end
+    assign ro = {NREGS{ro_word}};
 
     wire unused_shell = &{1'b0, regs, wr_stb, slice_waits, slot_fused_on};
 endmodule

@@ -37,6 +37,9 @@ bind config_port sva_config_port #(.NUM_SLOTS(NUM_SLOTS)) u_sva (
     .act(phase == P_ACT), .act2(phase == P_ACT2), .drain(phase == P_DRAIN),
     .tready(s_axis_tready), .slot_rst(slot_rst), .loads(loads));
 
+// The configuration block: its read port quiet but for a pending read.
+bind config_block sva_config_block u_sva (.clk, .rst, .rd_en, .rd_value);
+
 // Fused regions: one module at a time in a region's frames.
 bind config_port sva_fused_region #(
     .NUM_SLOTS(NUM_SLOTS), .MB(MB), .SLOT_FUSED_FRAMES(SLOT_FUSED_FRAMES),

@@ -1,13 +1,23 @@
 """Pin lends (runtime/sched/policies/pin_lend.py): edf lends pinned slots to the DNN only inside
 an idle gap, and every lent pin is back in its slot before the next release, so admitted frames
-still never miss. Checked on generated workloads with a DNN, run for many hyperperiods with jitter."""
+still never miss. Checked on generated workloads with a DNN, run for many hyperperiods with jitter,
+and with a pipeline registering on the daemon's path while a pin is lent."""
 
 from __future__ import annotations
 
 import random
 from dataclasses import replace
 
+import numpy as np
+import pytest
+from fpgashare.backends.model import ModelBackend
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.workload import PipelineSpec, realtime_spec
 from fpgashare.cli.bench import run_one
+from fpgashare.dnn.planning import network
+from fpgashare.sched.board.board import Board
+from fpgashare.sched.core.clock import VirtualClock
+from fpgashare.sched.policies.registry import make_policy
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
@@ -64,3 +74,60 @@ def test_lent_pins_are_back_before_the_next_release_and_nothing_misses(seed):
         assert back.name == f"load {pin} -> slot {slot}", (e, back)
         assert back.end <= due + 1e-9, (e, back, due)
     note(f"pin lends: {lends}")
+
+
+#: (p0's deadline, p2's period, deadline, frame, p2's first frame after p0's second): the new
+#: pipeline's frame misses behind p0's demand load; or p0's own frame, due within its stream and
+#: less than a load more, misses for the pin still away.
+CASES = {"the newcomer misses": (0.009698, 0.0145, 0.005467, [1080, 1920], 1e-4),
+         "the running pipeline misses": (0.0031, 0.04, 0.03, [240, 320], 0.01)}
+
+
+def _register_during_a_lend(p0_deadline: float, period: float, deadline: float, frame: list,
+                            after: float) -> tuple[list, list]:
+    plat = load_platform("zcu104-x4")
+    p0 = realtime_spec("p0", ["rgb2gray", "downscale2x", "sobel_y", "box3x3"], 0.0286, p0_deadline, [1080, 1920],
+                       plat)
+    p2 = realtime_spec("p2", ["rgb2gray", "gauss3x3"], period, deadline, frame, plat)
+    clock = VirtualClock()
+    board = Board.whole(plat, ModelBackend(plat), lambda: make_policy("edf"), clock, cap=1)
+    board.begin()
+
+    def until(t: float) -> None:
+        while (due := board.next_event_s()) is not None and due <= t:
+            clock.wait_until(max(due, clock.now()))
+            board.advance_to(clock.now())
+        clock.wait_until(max(t, clock.now()))
+        board.advance_to(clock.now())
+
+    board.add_pipeline(PipelineSpec("dnn", "besteffort", model="digits_cnn"))
+    assert not board.admit(p0)
+    board.add_pipeline(p0, admitted=True)
+    px = {p.name: np.zeros(p.stages[0].kind.input_shape(*p.frame), np.uint8) for p in (p0, p2)}
+    start = 0.030
+    until(start)
+    frames = [board.submit("p0", px["p0"])]
+    until(start + 0.003)
+    for _ in range(60):                      # DNN work in the idle gap after p0's frame
+        board.submit_dnn("dnn", np.zeros(network("digits_cnn").input_shape, np.uint8))
+    until(start + 0.022)                     # a pin is lent now
+    assert not board.admit(p2)
+    board.add_pipeline(p2, admitted=True)
+    until(start + p0.period_s)
+    frames.append(board.submit("p0", px["p0"]))
+    until(start + p0.period_s + after)
+    frames.append(board.submit("p2", px["p2"]))
+    until(start + 0.08)
+    lends = [e for _, part in board.every() for e in part.trace
+             if e.track == "port" and (e.args or {}).get("reason") == "dnn-pin"]
+    return frames, lends
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_registration_while_a_pin_is_lent_misses_nothing(case):
+    """A pipeline registers while a pin is lent: the mode change loads the lent pin back like a new
+    pin before it switches, so neither the newcomer's first frame nor the running pipeline's frame
+    waits for it."""
+    frames, lends = _register_during_a_lend(*CASES[case])
+    assert lends, "the scenario needs a pin lent before the registration"
+    assert all(f.outcome == "on_time" for f in frames), [(f.key, f.outcome, f.reason) for f in frames]

@@ -122,10 +122,13 @@ class ModeChanges:
         """After every event: load the head change's next pin, or switch to it."""
         while self.queue:
             change = self.queue[0]
+            slots = self.engine.slots.slots
             if not change.pending_pins:
                 current = self.engine.contract.pinned
-                change.pending_pins = {s: m for s, m in change.contract.pinned.items() if current.get(s) != m}
-            slots = self.engine.slots.slots
+                # A pin in force but not in its slot (lent to the DNN for an idle gap: pin_lend.py)
+                # is loaded back like a new pin: the switch must find every pin of C' resident.
+                change.pending_pins = {s: m for s, m in change.contract.pinned.items()
+                                       if current.get(s) != m or slots[s].module != m}
             for slot, module in list(change.pending_pins.items()):
                 s = slots[slot]
                 if s.module == module and s.state in (SlotState.READY, SlotState.BUSY):

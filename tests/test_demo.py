@@ -53,8 +53,8 @@ def _on_the_streams(summary: dict) -> None:
 
 @pytest.mark.rtl
 def test_the_readme_demo_on_the_rtl(tmp_path):
-    """The README's demo as ``fpgashare demo`` runs it (640x480, 6 frames, edges + motion + colour
-    tracking + digits on the shell in RTL at four pixels per clock, two streams), the vision apps'
+    """The README's demo as ``fpgashare demo`` runs it (640x480, its default 30 frames, edges + motion +
+    colour tracking + digits on the shell in RTL at four pixels per clock, two streams), the vision apps'
     frames dumped: every real-time frame on time and on the fabric, every output equal to OpenCV's on
     the same input (the colour tracker's centroids from the moments registers), the printed digits
     read, the fabric busy."""

@@ -10,16 +10,15 @@ trace, a Gantt picture of the whole run, the edge detector's side-by-side video,
 pipeline, how busy the fabric was, and how many of the printed digits the reader read right
 (scored against what the video printed).
 
-Wall time goes mostly to partial loads: the RTL takes each 1 MB partial word by word (0.14-0.3 s
-of wall time per load on a shared host, the whole shell simulated a cycle per word,
-docs/simulated-board.md), and three real-time chains of 3-4 stages use ten module kinds on four
-slots, so they swap modules every frame: 9 loads a 30 fps period at best while the 60 fps motion
-chain runs, 6 after: 225-260 in 30 frames by the order the frames happen to run in, plus the DNN's
-lends and the reloads after them (the summary prints the fewest the frames' order needs beside the
-run's loads; docs/demo.md). The board simulates only the modules the apps use (``app_modules``).
-So the default is a short video (4 frames), which keeps the README's first command within a minute
-from an empty build cache; 30 frames take about a minute with the builds cached on a quiet host
-(docs/demo.md has the measured figures).
+Wall time goes mostly to partial loads and frames in RTL: three real-time chains of 3-4 stages
+use ten module kinds on four slots, so they swap modules every frame: 9 loads a 30 fps period at
+best while the 60 fps motion chain runs, 6 after: 225-260 in 30 frames by the order the frames
+happen to run in, plus the DNN's lends and the reloads after them (the summary prints the fewest
+the frames' order needs beside the run's loads; docs/demo.md). A load runs the configuration
+block alone while the rest of the shell is at rest (docs/simulated-board.md), and the board
+simulates only the modules the apps use (``app_modules``), so the default video, 30 frames (about
+a second), fits the README's first command within about a minute from an empty build cache on two
+cores.
 
 Time: the daemon's clock runs with the wall clock while the board is idle and stands still while
 the RTL simulation is slower than the hardware it stands for, so every frame and load takes its
@@ -52,13 +51,10 @@ APPS = ("edge_detect", "motion", "colour_track", "digits")
 #: chain at NPPC 4 (colour tracking's RGB and motion's frame pairs in 32-bit lanes of a 128-bit beat).
 DEMO_PLATFORM = "zcu104-x4"
 DEMO_SIZE = (480, 640)
-#: Frames of the demo's video. Four keep the README's first command (install, build, run) within a
-#: minute here with four apps at 640x480: partial loads take most of the wall time (a 1 MB partial
-#: goes through the RTL port word by word, a cycle of the whole shell per word: rtl_throughput's
-#: load figure in docs/results.md), and each frame period needs nine or more (three real-time chains
-#: of 3-4 stages, ten module kinds, on four slots), plus the DNN's lends. ``--frames`` runs longer
-#: videos; 30 frames do not fit a minute with the build (docs/demo.md).
-DEMO_FRAMES = 4
+#: Frames of the demo's video: about a second at 30 fps. The summary's `wall time in the backend`
+#: line says where a run's wall time went (loads, frames, DNN batches, the board idle); from an
+#: empty build cache the models' build comes first (the shell and the apps' eleven modules).
+DEMO_FRAMES = 30
 #: The most video streams the demo's daemon uses: the board is partitioned as the apps register
 #: (runtime/sched/board/relayout.py), so the apps' frames may compute side by side where the planner
 #: splits it (for the default apps it keeps one partition). Chains of 3-4 stages reload every frame

@@ -21,9 +21,9 @@ admission is a guarantee for runs of any length while the baselines' runs last o
 (with slots warmed up before it): for those workloads the baselines also run 25 hyperperiods, and
 the summary says in how many one still serves every pipeline with no miss.
 
-    python benchmarks/limit_gap.py [--count 100] [--seed N] [--quick] [--json out/limit_gap.json]
-    python benchmarks/limit_gap.py --suites [--quick]     # each shipped suite's limits, and the time they take
-    python benchmarks/limit_gap.py --merge a.json b.json  # one summary of runs made in shards (--json of each)
+    python -m benchmarks.limit_gap [--count 100] [--seed N] [--quick] [--json out/limit_gap.json]
+    python -m benchmarks.limit_gap --suites [--quick]     # each shipped suite's limits, and the time they take
+    python -m benchmarks.limit_gap --merge a.json b.json  # one summary of runs made in shards (--json of each)
 
 Seeds are fresh by default (printed; ``--seed`` reproduces a run).
 """

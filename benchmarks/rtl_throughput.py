@@ -13,7 +13,7 @@ the CPU time of a cycle with nothing moving (every slot blank, then the chain lo
   in the same run, so the ratio new / old is the speed-up on this machine at this load;
 - optionally ``fpgashare sim run`` (a process per frame; ``--cli``) and cocotb (``--cocotb-pixels N``).
 
-    python benchmarks/rtl_throughput.py [--quick] [--repeats N] [--library full,chain,slot] [--cli] [--json]
+    python -m benchmarks.rtl_throughput [--quick] [--repeats N] [--library full,chain,slot] [--cli] [--json]
 
 Module libraries per slot: ``full``, the zcu104 manifest's (every module that exists at that NPPC, in
 every slot: the target is stated for it), ``chain``, slots holding only the chain's three modules, and

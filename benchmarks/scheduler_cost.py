@@ -12,7 +12,7 @@ each decision's fastest time kept: what the decision itself costs (timeit's rule
 frame or a DNN batch): that is the hardware's work, whose cost depends on the backend (the twin's
 cycle count here, the DMA and register writes on a board, the whole RTL run on the sim backend).
 
-    python benchmarks/scheduler_cost.py [--repeats K] [--json] [--quick]
+    python -m benchmarks.scheduler_cost [--repeats K] [--json] [--quick]
 
 Goal: p99 <= 50 us at 16 pipelines for edf. Also the admission test (runtime/sched/analysis/schedulability.py)
 of the same sets, fastest of ``--repeats`` x 4 runs: goal <= 10 ms at 16 pipelines. And the

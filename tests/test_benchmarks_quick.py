@@ -84,3 +84,13 @@ def test_every_benchmark_script_is_discovered() -> None:
     """The discovery finds the scripts (a broken glob would make the test above vacuous)."""
     found = {path.stem for path in scripts()}
     assert len(found) >= 10 and "admission_soundness" in found and not found & MACHINERY
+
+
+def test_usage_lines_run_benchmarks_as_modules() -> None:
+    """A benchmark imports the results writer as ``benchmarks.results``, which a script run as a file
+    (``python benchmarks/NAME.py``) cannot find: the docs and the scripts' own usage lines must say
+    ``python -m benchmarks.NAME``."""
+    pages = [*BENCHMARKS.glob("*.py"), *(REPO / "docs").glob("*.md"), REPO / "README.md"]
+    wrong = [f"{page.relative_to(REPO)}: {line.strip()}" for page in pages
+             for line in page.read_text().splitlines() if re.search(r"python3? benchmarks/\w+\.py", line)]
+    assert not wrong, wrong

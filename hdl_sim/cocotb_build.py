@@ -58,6 +58,7 @@ class ModelCompile:
     compiled once per run, so it is optimised (every VPI access goes through verilated_vpi.cpp)."""
 
     model: str = "-O1"
+    slow: str = "-O0"      #: a large model's run-once files
     runtime: str = "-O2"
     cxxflags: tuple[str, ...] = ("-std=gnu++17",)
 
@@ -154,16 +155,31 @@ def build_model(toplevel: str, parameters: Mapping[str, str], build_dir: Path,
     if wrong:
         raise BuildError(f"{build_dir}: the model was verilated with {', '.join(wrong)} set; the runtime is "
                          f"compiled without")
-    units = [*(classes.get(k, []) for k in ("VM_CLASSES_FAST", "VM_SUPPORT_FAST", "VM_CLASSES_SLOW",
-                                            "VM_SUPPORT_SLOW"))]
-    unit = build_dir / f"{PREFIX}__model.cpp"
-    unit.write_text("".join(f'#include "{name}.cpp"\n' for group in units for name in group)
-                    + f'#include "{main_cpp}"\n')
-    obj = build_dir / f"{PREFIX}__model.o"
-    run_step(["g++", options.model, *options.cxxflags, *_include_flags(build_dir), "-c", str(unit), "-o", str(obj)],
-             build_dir)
+    fast = classes.get("VM_CLASSES_FAST", []) + classes.get("VM_SUPPORT_FAST", [])
+    slow = classes.get("VM_CLASSES_SLOW", []) + classes.get("VM_SUPPORT_SLOW", [])
+    if classes.get("VM_PARALLEL_BUILDS") == ["1"]:
+        # A large model (Verilator split it into files for a parallel build): a unit per file, so the
+        # cores share it, the run-once code (constructors, initial values) at -O0.
+        units = [(build_dir / f"{name}.cpp", options.model) for name in fast]
+        units += [(build_dir / f"{name}.cpp", options.slow) for name in slow]
+        units.append((Path(main_cpp), options.model))
+    else:
+        # A small model: the runtime's headers (verilated.h above all) cost more to parse than its
+        # code to compile, so the model and the simulator's main are one unit.
+        unit = build_dir / f"{PREFIX}__model.cpp"
+        unit.write_text("".join(f'#include "{name}.cpp"\n' for name in fast + slow) + f'#include "{main_cpp}"\n')
+        units = [(unit, options.model)]
+
+    def compile_unit(source: Path, opt: str) -> Path:
+        target = build_dir / f"{source.stem}.o"
+        run_step(["g++", opt, *options.cxxflags, *_include_flags(build_dir), "-c", str(source), "-o", str(target)],
+                 build_dir)
+        return target
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        objects = [future.result() for future in [pool.submit(compile_unit, *unit) for unit in units]]
     tmp = exe.with_name(exe.name + ".tmp")
-    run_step(["g++", "-o", str(tmp), str(obj), *map(str, runtime), f"-Wl,-rpath,{libs_dir}", f"-L{libs_dir}",
+    run_step(["g++", "-o", str(tmp), *map(str, objects), *map(str, runtime), f"-Wl,-rpath,{libs_dir}", f"-L{libs_dir}",
               "-lcocotbvpi_verilator", "-pthread"], build_dir)
     tmp.rename(exe)
     return exe

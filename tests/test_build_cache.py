@@ -19,6 +19,19 @@ def test_a_cocotb_model_from_another_venv_is_not_reused(monkeypatch, tmp_path):
     assert cocotb_build.cocotb_build_dir("threshold", {"WIDTH": 8}) != here
 
 
+def test_a_cocotb_model_is_rebuilt_for_other_compile_settings(monkeypatch, tmp_path):
+    """The g++ settings are part of a cocotb model's key: a model compiled otherwise is another build."""
+    from dataclasses import replace
+
+    import fpgashare.hdl_sim.cocotb_build as cocotb_build
+
+    monkeypatch.setenv("FPGASHARE_CACHE", str(tmp_path))
+    default = cocotb_build.ModelCompile()
+    here = cocotb_build.cocotb_build_dir("threshold", {"WIDTH": 8}, default)
+    for change in ({"model": "-O2"}, {"slow": "-O1"}, {"runtime": "-O3"}, {"cxxflags": ("-std=gnu++20",)}):
+        assert cocotb_build.cocotb_build_dir("threshold", {"WIDTH": 8}, replace(default, **change)) != here, change
+
+
 def _module_key(module_id: int, rtl_dir) -> str:
     from fpgashare.hdl_sim.module_models import module_sources
 

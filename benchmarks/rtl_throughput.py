@@ -193,7 +193,7 @@ def cli_rate(manifest: Path, repeats: int, tmp: Path) -> dict:
 
 
 def cocotb_rate(platform_name: str, pixels: int) -> dict:
-    from fpgashare.hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.cocotb_build import run_cocotb
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cocotb.json"

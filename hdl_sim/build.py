@@ -1,12 +1,10 @@
 """Verilator builds of the shell RTL, cached by content hash.
 
 Two kinds of build share one cache: cocotb builds (a VPI model per top level and parameter set,
-driven by ``cocotb_tools.runner``) and the bulk harness (a shared library with a C ABI, see
+see ``cocotb_build.py``) and the bulk harness (a shared library with a C ABI, see
 ``harness.py``, compiled by ``compile_shared_library`` here rather than by Verilator's makefile).
 A build's key hashes every RTL source, the harness source, the parameters and
-the Verilator flags, so an edit rebuilds and an unchanged tree reuses the build; a cocotb model's
-key also names the cocotb and Verilator it was built with (its Makefile and binary point into
-them), so venvs and checkouts sharing the cache do not trip over each other's builds. A file lock makes
+the Verilator flags, so an edit rebuilds and an unchanged tree reuses the build. A file lock makes
 concurrent pytest workers wait for one build instead of racing.
 """
 
@@ -19,7 +17,6 @@ import logging
 import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -276,62 +273,3 @@ def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user
     run_step(["g++", "-shared", "-o", str(tmp), *map(str, built), "-pthread"], cwd)
     tmp.rename(out)
 
-
-def cocotb_toolchain() -> dict[str, str]:
-    """Where cocotb and Verilator are installed, and cocotb's version. A cocotb model's Makefile
-    and binary point into both (cocotb's verilator.cpp, an rpath to its VPI library), so a build
-    made from another venv or checkout must not be reused."""
-    import cocotb
-
-    return {"cocotb": str(Path(cocotb.__file__).resolve().parent), "cocotb_version": cocotb.__version__,
-            "verilator": str(verilator_root())}
-
-
-def cocotb_build_dir(toplevel: str, parameters: Mapping[str, object]) -> Path:
-    """The cached build folder for one cocotb top level and parameter set."""
-    key = content_key("cocotb", [*sim_sources(), *rtl_headers()],
-                      {"top": toplevel, "params": dict(parameters), "toolchain": cocotb_toolchain()})
-    return cache_root() / "cocotb" / f"{toplevel}-{key}"
-
-
-def run_cocotb(
-    toplevel: str,
-    test_module: str,
-    parameters: Mapping[str, object] | None = None,
-    extra_env: Mapping[str, str] | None = None,
-    testcase: str | None = None,
-) -> tuple[int, int]:
-    """Build (or reuse) a cocotb model of ``toplevel`` and run ``test_module`` on it.
-
-    ``test_module`` is a dotted module name importable from the repository root.
-    Returns (tests run, tests failed).
-    """
-    from cocotb_tools.check_results import get_results
-    from cocotb_tools.runner import get_runner
-
-    setup_environment()
-    params = {k: format_parameter(v) for k, v in (parameters or {}).items()}
-    build_dir = cocotb_build_dir(toplevel, params)
-    runner = get_runner("verilator")
-    with build_lock(build_dir):
-        runner.build(
-            sources=sim_sources(),
-            includes=[RTL_DIR],
-            hdl_toplevel=toplevel,
-            parameters=params,
-            build_dir=build_dir,
-            build_args=["-O3", "--x-assign", "fast", "--x-initial", "fast", "-Wno-fatal", *ASSERT_FLAGS],
-            timescale=("1ns", "1ps"),
-        )
-    repo_root = str(Path(__file__).resolve().parent.parent)
-    if repo_root not in sys.path:
-        sys.path.insert(0, repo_root)  # the runner hands sys.path to the simulator as PYTHONPATH
-    results = runner.test(
-        test_module=test_module,
-        hdl_toplevel=toplevel,
-        build_dir=build_dir,
-        test_dir=build_dir / f"run-{os.getpid()}",
-        extra_env=dict(extra_env or {}),
-        testcase=testcase,
-    )
-    return get_results(results)

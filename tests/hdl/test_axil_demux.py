@@ -82,7 +82,7 @@ async def routes_by_address(dut):
 
 @pytest.mark.rtl
 def test_axil_demux_rtl():
-    from fpgashare.hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.cocotb_build import run_cocotb
 
     tests, failed = run_cocotb("axil_demux", __name__, parameters={"NPORTS": NPORTS})
     assert tests == 1 and failed == 0

@@ -61,7 +61,7 @@ async def registers_behave(dut):
 
 @pytest.mark.rtl
 def test_axil_regfile_rtl():
-    from fpgashare.hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.cocotb_build import run_cocotb
 
     tests, failed = run_cocotb("axil_regfile", __name__, parameters={
         "NREGS": NREGS, "ADDR_W": 8, "RESET_VALS": RESET_VALS, "RO_MASK": RO_MASK})

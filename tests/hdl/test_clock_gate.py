@@ -39,7 +39,7 @@ async def pulses_follow_latched_enable(dut):
 
 @pytest.mark.rtl
 def test_clock_gate_rtl():
-    from fpgashare.hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.cocotb_build import run_cocotb
 
     tests, failed = run_cocotb("clock_gate", __name__)
     assert tests == 1 and failed == 0

@@ -125,7 +125,7 @@ async def read_in_flight_survives_decouple(dut):
 
 @pytest.mark.rtl
 def test_dfx_decoupler_rtl():
-    from fpgashare.hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.cocotb_build import run_cocotb
 
     tests, failed = run_cocotb("dfx_decoupler", __name__)
     assert tests == 3 and failed == 0

@@ -178,7 +178,7 @@ async def generated_networks(dut):
 
 
 def run_variant(name: str, seed: int) -> tuple[int, int]:
-    from fpgashare.hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.cocotb_build import run_cocotb
 
     spec = VARIANTS[name]
     return run_cocotb("dnn_tile", __name__, parameters={

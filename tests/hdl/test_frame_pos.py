@@ -82,7 +82,7 @@ async def counts_rows_and_beats(dut):
 @pytest.mark.rtl
 @pytest.mark.parametrize("nppc", [1, 4])
 def test_frame_pos_rtl(nppc):
-    from fpgashare.hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.cocotb_build import run_cocotb
 
     tests, failed = run_cocotb("frame_pos", __name__, parameters={"NPPC": nppc},
                                extra_env={"FRAME_POS_NPPC": str(nppc)})

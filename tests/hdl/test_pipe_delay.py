@@ -35,7 +35,7 @@ async def delays_by_latency(dut):
 @pytest.mark.rtl
 @pytest.mark.parametrize("latency", [0, 1, 4])
 def test_pipe_delay_rtl(latency):
-    from fpgashare.hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.cocotb_build import run_cocotb
 
     tests, failed = run_cocotb("pipe_delay", __name__, parameters={"W": 10, "LATENCY": latency})
     assert tests == 1 and failed == 0

@@ -46,7 +46,7 @@ async def order_markers_and_rate(dut):
 
 @pytest.mark.rtl
 def test_pixel_stage_rtl():
-    from fpgashare.hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.cocotb_build import run_cocotb
 
     tests, failed = run_cocotb("pixel_stage", __name__, parameters={"DATA_W": 8})
     assert tests == 1 and failed == 0

@@ -290,7 +290,7 @@ async def streams_run_at_once_bit_exact_in_their_own_cycles(dut):
 @pytest.mark.rtl
 @pytest.mark.parametrize("streams", [2, 4])
 def test_shell_streams_rtl(tmp_path, streams):
-    from fpgashare.hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.cocotb_build import run_cocotb
 
     platform = small_manifest(tmp_path, streams)
     tests, failed = run_cocotb("shell", __name__, platform.rtl_parameters(),

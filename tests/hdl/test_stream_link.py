@@ -75,7 +75,7 @@ CONFIGS = {
 @pytest.mark.rtl
 @pytest.mark.parametrize("config", list(CONFIGS))
 def test_stream_link_rtl(config):
-    from fpgashare.hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.cocotb_build import run_cocotb
 
     tests, failed = run_cocotb("stream_link", __name__, parameters=CONFIGS[config])
     assert tests == 2 and failed == 0

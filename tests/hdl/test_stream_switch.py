@@ -44,7 +44,7 @@ async def routes_and_backpressure(dut):
 
 @pytest.mark.rtl
 def test_stream_switch_rtl():
-    from fpgashare.hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.cocotb_build import run_cocotb
 
     tests, failed = run_cocotb("stream_switch", __name__,
                                parameters={"DATA_W": 32, "NSRC": NSRC, "NSNK": NSNK, "SEL_W": SEL_W})

@@ -47,7 +47,7 @@ async def random_push_pop_against_a_queue(dut):
 @pytest.mark.rtl
 @pytest.mark.parametrize("depth", [1, 3, 4])
 def test_sync_fifo_rtl(depth):
-    from fpgashare.hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.cocotb_build import run_cocotb
 
     tests, failed = run_cocotb("sync_fifo", __name__, parameters={"W": 12, "DEPTH": depth})
     assert tests == 1 and failed == 0

@@ -97,7 +97,7 @@ async def replicate_windows(dut):
 @pytest.mark.rtl
 @pytest.mark.parametrize("n,nppc", [(3, 1), (3, 4), (7, 1), (7, 4)])
 def test_window_nxn_rtl(n, nppc):
-    from fpgashare.hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.cocotb_build import run_cocotb
 
     tests, failed = run_cocotb("window_nxn", __name__, parameters={"N": n, "NPPC": nppc, "MAX_W": MAX_W},
                                extra_env={"FPGASHARE_WIN_N": str(n), "NPPC": str(nppc)})

@@ -139,7 +139,7 @@ def run_module(toplevel: str, test_module: str, nppc: int, parameters: dict | No
                env: dict[str, str] | None = None, lane_bits: int = 8) -> tuple[int, int]:
     """Build and run a vision module's cocotb tests at ``nppc`` pixels per beat (DATA_W lane_bits *
     NPPC: 8 for gray pixels, 32 for a multi-channel module's lanes)."""
-    from fpgashare.hdl_sim.build import run_cocotb
+    from fpgashare.hdl_sim.cocotb_build import run_cocotb
 
     params = dict(parameters or {})
     if nppc > 1:

@@ -39,6 +39,7 @@ from fpgashare.bitstream.relocate import shape_groups
 from fpgashare.catalogue.modules import KINDS
 from fpgashare.catalogue.platform import Platform, load_platform
 from fpgashare.errors import FpgashareError
+from fpgashare.hwtables.tables import MODULE_ID_BITS
 from fpgashare.vivado.rtl_sources import modules_in, rtl_closure, rtl_dir, tcl_list, tcl_word, template_dir
 
 
@@ -124,6 +125,9 @@ module fpgashare_shell_top (
     wire [7:0] rm_awaddr_unused, rm_araddr_unused;
     wire [31:0] rm_wdata_unused;
     wire [3:0] rm_wstrb_unused;
+    wire cx_arm_unused, cx_rd_en_unused;
+    wire [3:0] cx_arm_slot_unused;
+    wire [7:0] cx_rd_index_unused;
     shell #(
 {(',' + chr(10)).join(lines)}
     ) u_shell (
@@ -149,7 +153,12 @@ module fpgashare_shell_top (
         .rm_ctl(rm_ctl_unused), .rm_sts({{{32 * slots}{{1'b0}}}}), .rm_s_tdata(rm_s_tdata_unused),
         .rm_m_tdata({{{32 * slots}{{1'b0}}}}), .rm_rdata({{{32 * slots}{{1'b0}}}}),
         .rm_axil_awaddr(rm_awaddr_unused), .rm_axil_araddr(rm_araddr_unused), .rm_axil_wdata(rm_wdata_unused),
-        .rm_axil_wstrb(rm_wstrb_unused)
+        .rm_axil_wstrb(rm_wstrb_unused),
+        // the simulation's boundary for the configuration block simulated outside: unused on a board
+        .cx_arm(cx_arm_unused), .cx_arm_slot(cx_arm_slot_unused), .cx_rd_en(cx_rd_en_unused),
+        .cx_rd_index(cx_rd_index_unused), .cx_rd_value(32'd0), .cx_slot_module({{{MODULE_ID_BITS * slots}{{1'b0}}}}),
+        .cx_slot_loading({{{slots}{{1'b0}}}}), .cx_slot_failed({{{slots}{{1'b0}}}}), .cx_slot_rst({{{slots}{{1'b0}}}}),
+        .cx_slot_error({{{8 * slots}{{1'b0}}}}), .cx_fused_on({{{slots}{{1'b0}}}})
     );
 endmodule
 """

@@ -6,6 +6,7 @@ the engine call returns, never from inside it (sessions.py answers them)."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -16,6 +17,9 @@ from fpgashare.sched.core.clock import WallClock
 from fpgashare.sched.core.engine import DnnRequest, Frame
 
 log = logging.getLogger("fpgashare.daemon")
+
+RUN_UNTIL_POLL_S = 0.05     #: how often run_until checks that the loop still runs
+RUN_UNTIL_TIMEOUT_S = 30.0  #: a loop that runs but never takes the call: a bug, raised
 
 
 class Driver:
@@ -88,7 +92,20 @@ class Driver:
             self.advance()
 
         if self._loop is not None and self._loop.is_running():
-            asyncio.run_coroutine_threadsafe(_call(go), self._loop).result(30)
+            done = asyncio.run_coroutine_threadsafe(_call(go), self._loop)
+            # The loop may stop (the daemon's stop ends) before it runs ``go``: then nothing is left
+            # to move, and the call must not wait for a loop that will never take it.
+            waited = 0.0
+            while True:
+                try:
+                    return done.result(RUN_UNTIL_POLL_S)
+                except concurrent.futures.TimeoutError:
+                    waited += RUN_UNTIL_POLL_S
+                    if not self._loop.is_running():
+                        done.cancel()
+                        return
+                    if waited >= RUN_UNTIL_TIMEOUT_S:
+                        raise
         else:
             go()
 

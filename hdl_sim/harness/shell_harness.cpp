@@ -514,6 +514,23 @@ void sample_channels(Harness* h) {
     cfg_fire = h->cfg.armed && !h->cfg.done && h->cfg.on && cfg_ready(h);
 }
 
+// The port's channel after a cycle: count the word the port took (``fire``), and end the channel
+// once every word and its tail of idle cycles are through. True if it ended this cycle. Both the
+// cycle-by-cycle commit and the fast path's skip commit through here.
+bool commit_cfg(Harness* h, bool fire) {
+    CfgChannel& g = h->cfg;
+    if (fire && ++g.i == g.n) g.words_end = h->cycle;
+    if (g.i >= g.n && ++g.after > g.tail) {
+        g.done = true;
+        g.end = h->cycle;
+        drive_cfg(h, false, 0, false);
+        h->armed--;
+        h->done_mask |= 1u << CFG_CHANNEL;
+        return true;
+    }
+    return false;
+}
+
 void commit_channels(Harness* h) {
     Vshell* t = h->top.get();
     for (int s = 0; s < h->streams; s++) {
@@ -529,17 +546,7 @@ void commit_channels(Harness* h) {
             h->done_mask |= 1u << s;
         }
     }
-    CfgChannel& g = h->cfg;
-    if (g.armed && !g.done) {
-        if (cfg_fire && ++g.i == g.n) g.words_end = h->cycle;
-        if (g.i >= g.n && ++g.after > g.tail) {
-            g.done = true;
-            g.end = h->cycle;
-            drive_cfg(h, false, 0, false);
-            h->armed--;
-            h->done_mask |= 1u << CFG_CHANNEL;
-        }
-    }
+    if (h->cfg.armed && !h->cfg.done) commit_cfg(h, cfg_fire);
 }
 
 
@@ -762,18 +769,7 @@ bool skip_for_channel(Harness* h, uint64_t until) {
         last = g.on && g.i == g.n - 1;
         return true;
     };
-    auto fired = [&](bool fire) {   // commit_channels' port part
-        if (fire && ++g.i == g.n) g.words_end = h->cycle;
-        if (g.i >= g.n && ++g.after > g.tail) {
-            g.done = true;
-            g.end = h->cycle;
-            drive_cfg(h, false, 0, false);
-            h->armed--;
-            h->done_mask |= 1u << CFG_CHANNEL;
-            return false;
-        }
-        return true;
-    };
+    auto fired = [&](bool fire) { return !commit_cfg(h, fire); };   // false once the channel ended
     run_block_alone(h, until - h->cycle, word, fired);
     return true;
 }

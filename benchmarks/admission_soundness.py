@@ -62,7 +62,7 @@ def check(seed: int, max_s: float, streams: bool = False, phased: bool = False) 
     started = time.perf_counter()
     if streams:
         count = random.Random(seed ^ 0x5EED).randint(1, workload.platform.streams)
-        plan = plan_streams(workload, count, phased=phased)
+        plan = plan_streams(workload, count, phased=phased, spare_stream=True)
         admit_ms = (time.perf_counter() - started) * 1e3
         kept = {p.name for p in plan.admitted}
         engine, summary = run_board(workload, ModelBackend(workload.platform), plan, EdfPolicy)

@@ -91,7 +91,8 @@ def _run_on_streams(workload: Workload, scheduler: str, board, streams: int,
     admission, runtime/sched/board/stream_plan.py; a space-sharing baseline: by its own rule), one
     engine per partition (runtime/sched/board/board.py)."""
     policy = make_policy(scheduler)
-    plan = plan_streams(workload, streams, phased=True) if policy.admission else policy.partitions(workload, streams)
+    plan = plan_streams(workload, streams, phased=True, spare_stream=True) if policy.admission \
+        else policy.partitions(workload, streams)
     engine, summary = run_board(workload, board, plan, lambda: make_policy(scheduler))
     result = {"scheduler": scheduler, "admitted": [p.name for p in plan.admitted], "rejected": plan.rejected,
               **summary, "bound": streams_dnn_bound(workload, plan, engine)}

@@ -120,6 +120,7 @@ class Board:
             engine = Engine(sub, view, make_policy(), clock=board.clock, want_output=want_output, contract=contract,
                             replacement=replacement, source=PeriodicReleases(sub))
             engine.stream_id = part.stream
+            engine.dnn_stream_id = part.dnn_stream if part.dnn else None
             engine.loads_after_t0 = not part.quiet
             board.views.append(view)
             board.parts.append(engine)

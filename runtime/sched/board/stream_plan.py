@@ -61,6 +61,8 @@ class Partition:
     pipelines: list[PipelineSpec] = field(default_factory=list)
     verdict: Verdict | None = None            #: the analysis of its pipelines on its slots
     dnn: bool = False                         #: best-effort DNN work runs here too
+    #: a stream no partition uses, on which this partition's DNN batches run beside its frames
+    dnn_stream: int | None = None
 
     @property
     def quiet(self) -> bool:
@@ -184,19 +186,36 @@ def _new_slots(p: PipelineSpec, platform: Platform, free: list[int]) -> list[tup
     return out
 
 
-def plan_streams(workload: Workload, streams: int, phased: bool = False) -> StreamPlan:
+def plan_streams(workload: Workload, streams: int, phased: bool = False, spare_stream: bool = False) -> StreamPlan:
     """Partition ``workload``'s real-time pipelines over ``streams`` streams (module docstring), or
     keep them on one stream with every slot when that admits more (partitioning splits the slots,
     and a chain that needs them all, or a set that shares modules, can fit only one partition).
     ``phased``: the workload's frames are released as written (``analyse(phased=True)``; not for a
-    daemon's streams)."""
+    daemon's streams). ``spare_stream``: a real-time partition hosting the DNN gets a stream no
+    partition uses for its batches (``with_spare_stream``; a run of the plan's partitions, not a
+    daemon's layout)."""
     _MEMO.clear()
-    spread = spread_plan(workload, streams, phased)
+    plan = spread_plan(workload, streams, phased)
     if streams > 1:
         one = one_stream(workload, phased)
-        if (len(one.admitted), -_load_rate(one)) > (len(spread.admitted), -_load_rate(spread)):
-            return one
-    return spread
+        if (len(one.admitted), -_load_rate(one)) > (len(plan.admitted), -_load_rate(plan)):
+            plan = one
+    return with_spare_stream(plan, workload.platform, streams) if spare_stream else plan
+
+
+def with_spare_stream(plan: StreamPlan, platform: Platform, streams: int) -> StreamPlan:
+    """``plan`` with a stream no partition uses handed to the real-time partition that hosts the
+    DNN, if there is one: its batches run on that stream, beside the partition's frames
+    (runtime/sched/policies/backfill.py, ``beside_pass``; docs/guarantee.md, "The DNN on a spare
+    stream"). The analysis of every partition is unchanged: the DNN's batches take no port time,
+    and their register traffic is one stream's, which *X* already counts for every stream."""
+    streams = max(1, min(streams, platform.streams))
+    used = {part.stream for part in plan.partitions}
+    spare = [k for k in range(streams) if k not in used]
+    host = next((part for part in plan.partitions if part.dnn and part.pipelines), None)
+    if host is not None and spare:
+        host.dnn_stream = spare[0]
+    return plan
 
 
 def _load_rate(plan: StreamPlan) -> float:

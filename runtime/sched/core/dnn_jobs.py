@@ -22,6 +22,12 @@ class DnnJobs:
         self.engine = engine
         self.running: dict[str, DnnJob] = {}
 
+    @property
+    def stream_id(self) -> int:
+        """The shell's video stream the batches take: the DNN's own if it has one."""
+        own = self.engine.dnn_stream_id
+        return self.engine.stream_id if own is None else own
+
     def backlog(self, pipeline: PipelineSpec) -> bool:
         """Whether ``pipeline`` has images waiting (a workload's DNN pipelines always do)."""
         return True
@@ -41,12 +47,12 @@ class DnnJobs:
     def start(self, pipeline: PipelineSpec, slots: Sequence[int], images: int) -> DnnJob | None:
         """Run a batch of up to ``images`` images of a best-effort DNN pipeline on dnn_tile ``slots``."""
         engine = self.engine
-        if not engine.stream.free():
+        if not engine.stream.dnn_free():
             raise RuntimeError(f"a {pipeline.name} batch cannot start: the video stream is carrying other work")
         start = engine.now
         work, requests = self.take_work(pipeline, images)
         try:
-            pending = engine.backend.start_dnn(slots, pipeline.model, work, stream=engine.stream_id)
+            pending = engine.backend.start_dnn(slots, pipeline.model, work, stream=self.stream_id)
         except Exception as exc:     # a hardware fault: the images taken end with the reason
             for request in requests:
                 engine.finish_dnn(request, "error", fault_reason(exc))
@@ -80,7 +86,8 @@ class DnnJobs:
         for i, request in enumerate(job.requests):
             request.end, request.output = now, None if job.outputs is None else job.outputs[i]
             engine.finish_dnn(request, "done")
-        engine.stream.trace(f"{job.pipeline.name} x{job.images}", job.start, job.end, job.pipeline.name)
+        engine.stream.trace(f"{job.pipeline.name} x{job.images}", job.start, job.end, job.pipeline.name,
+                            stream=self.stream_id)
         for slot in job.slots:
             engine.trace.append(TraceEvent(f"slot {slot}", f"{job.pipeline.name} x{job.images}", job.start, job.end,
                                            {"pipeline": job.pipeline.name, "images": job.images}))

@@ -126,6 +126,9 @@ class Engine:
         #: of a real-time frame's CPU stages
         self.cpu_besteffort = CpuExecutor()
         self.stream_id = 0                #: the shell's video stream this engine's work takes (trace)
+        #: a spare stream the DNN's batches take beside the frames (None: they share ``stream_id``;
+        #: runtime/sched/policies/backfill.py says when a batch may run beside a frame's pass)
+        self.dnn_stream_id: int | None = None
         #: False: no load but a committed frame's after the first release (a partition whose every
         #: module is pinned: runtime/sched/board/stream_plan.py counts no port time for it)
         self.loads_after_t0 = True

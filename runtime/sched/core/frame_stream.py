@@ -33,8 +33,20 @@ class FrameStream:
         self._at: float | None = None     # free_at() while the stream is busy
 
     def free(self) -> bool:
-        """Whether the shell's video stream can take a frame or a DNN batch now."""
-        return len(self.engine.running) + len(self.dnn.running) < VIDEO_STREAMS
+        """Whether the shell's video stream can take a frame (or, when the DNN has no stream of
+        its own, a DNN batch) now."""
+        return len(self.engine.running) + len(self._batches()) < VIDEO_STREAMS
+
+    def dnn_free(self) -> bool:
+        """Whether a DNN batch can start now: on the DNN's own stream (``Engine.dnn_stream_id``) if
+        it has one, else on this one."""
+        if self.engine.dnn_stream_id is None:
+            return self.free()
+        return len(self.dnn.running) < VIDEO_STREAMS
+
+    def _batches(self) -> list:
+        """The DNN batches on this stream (none when the DNN streams on a stream of its own)."""
+        return [] if self.engine.dnn_stream_id is not None else list(self.dnn.running.values())
 
     def free_at(self) -> float:
         """When the video stream can next take a frame or a batch (now if it can)."""
@@ -45,16 +57,17 @@ class FrameStream:
 
     def _job_ends(self) -> list[float]:
         """When each frame and DNN batch on the stream ends."""
-        return [f.expected_end for f in self.engine.running.values()] + [j.end for j in self.dnn.running.values()]
+        return [f.expected_end for f in self.engine.running.values()] + [j.end for j in self._batches()]
 
     def changed(self) -> None:
         """Work started or ended on the stream: ``free_at`` is asked again."""
         self._at = None
 
-    def trace(self, name: str, start: float, end: float, pipeline: str) -> None:
-        """One slice of the stream's track in the trace."""
+    def trace(self, name: str, start: float, end: float, pipeline: str, stream: int | None = None) -> None:
+        """One slice of the stream's track in the trace (``stream``: another stream's, by id)."""
         engine = self.engine
-        engine.trace.append(TraceEvent(f"stream {engine.stream_id}", name, start, end, {"pipeline": pipeline}))
+        sid = engine.stream_id if stream is None else stream
+        engine.trace.append(TraceEvent(f"stream {sid}", name, start, end, {"pipeline": pipeline}))
 
     def start(self, frame: Frame, slots: Sequence[int]) -> None:
         """Start ``frame``'s next pass on ``slots`` (each holding its stage's module)."""

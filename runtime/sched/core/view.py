@@ -61,6 +61,7 @@ class StreamView(Protocol):
     """The shell's video stream (``FrameStream``, frame_stream.py)."""
 
     def free(self) -> bool: ...
+    def dnn_free(self) -> bool: ...
     def free_at(self) -> float: ...
 
 
@@ -118,6 +119,7 @@ class EngineView(Protocol):
     planned_reloads: dict[int, tuple[str, float]]
     changing: bool                              #: a mode change is under way: no DNN, lends or pin moves
     loads_after_t0: bool                        #: False: a quiet partition (every module pinned)
+    dnn_stream_id: int | None                   #: the DNN's own spare stream, if it has one
     slots: SlotsView
     stream: StreamView
     port: PortView

@@ -72,10 +72,22 @@ def _until(due: list[float], idle_others: int) -> float:
     return float("inf")
 
 
+def beside_pass(engine: EngineView) -> bool:
+    """Whether a batch would run beside a real-time pass: the DNN has a stream of its own and a
+    frame's pass is on the partition's stream (a batch then ends by that pass's end, on slots no
+    pin holds; docs/guarantee.md, "The DNN on a spare stream")."""
+    return engine.dnn_stream_id is not None and not engine.stream.free() and bool(engine.running) \
+        and not engine.contract.pinned_first
+
+
 def _run(engine: EngineView) -> None:
-    if engine.pending or not engine.stream.free():
+    if not engine.stream.dnn_free():
+        return      # the DNN's stream carries one batch at a time
+    beside = beside_pass(engine)
+    if not beside and (engine.pending or not engine.stream.free()):
         return      # frames first, and the stream carries one thing at a time
-    idle = [s.index for s in engine.slots.slots if s.state == SlotState.READY and s.module == DNN]
+    idle = [s.index for s in engine.slots.slots if s.state == SlotState.READY and s.module == DNN
+            and not (beside and s.index in engine.contract.pinned)]
     waiting = [p for p in engine.dnn_pipelines if engine.dnn.backlog(p)]
     if not idle or not waiting:
         return
@@ -85,7 +97,12 @@ def _run(engine: EngineView) -> None:
     now = engine.now
     # Tiles new to their layers are programmed first: the batch is that much longer.
     latency_s = plan.latency_cycles / plan.clock_hz + engine.dnn.setup_s(idle[:size], pipeline.model, plan)
-    room = min(_until(victims_due(engine), len(idle) - size) - now, batch_room(engine), engine.end_s - now)
+    if beside:      # invisible to the real-time work: over by the end of the pass on the stream
+        limit = engine.foresight.stream_job_end()
+        room = min(_until(victims_due(engine), len(idle) - size) - now, engine.end_s - now,
+                   (limit if limit is not None else now) - now)
+    else:
+        room = min(_until(victims_due(engine), len(idle) - size) - now, batch_room(engine), engine.end_s - now)
     if pin_lend.lent(engine):
         room = min(room, pin_lend.back_by(engine) - now)     # the lent pins go back before the next release
     if engine.slots.coming_with(DNN):
@@ -163,7 +180,9 @@ def _lend(engine: EngineView) -> None:
     if held >= len(_chain_plan(engine, model, dnn_slot_count(platform)).stages):
         return
     now = engine.now
-    gaps = stream_gaps(engine, LEND_HORIZON_S)
+    # On a stream of its own the DNN also runs beside the frames' passes: its tile is usable
+    # whenever it is in (until it is reclaimed), not only in the stream's gaps.
+    gaps = stream_gaps(engine, LEND_HORIZON_S) if engine.dnn_stream_id is None else [(now, now + LEND_HORIZON_S)]
     best: tuple[float, int] | None = None
     room = pin_lend.back_by(engine)        # while pins are lent, every load ends before their reloads
     soon = _soon(engine)

@@ -80,6 +80,19 @@ def beside_pass(engine: EngineView) -> bool:
         and not engine.contract.pinned_first
 
 
+def _victims_due(engine: EngineView) -> tuple[list[float], bool]:
+    """When the idle victim slots must be back for real-time loads (``lookahead.victims_due``),
+    and whether some were due already. With the DNN on a stream of its own, a load already due
+    that edf did not start with the port free (the guard allowed no side load) is not made
+    before a frame commits: its victim is not held back for it (the batch ends by the next
+    release, or with the pass beside it, before any frame commits)."""
+    due = victims_due(engine)
+    now = engine.now
+    if engine.dnn_stream_id is None or not engine.port.free() or not due or due[0] > now:
+        return due, False
+    return [t for t in due if t > now], True
+
+
 def _run(engine: EngineView) -> None:
     if not engine.stream.dnn_free():
         return      # the DNN's stream carries one batch at a time
@@ -97,12 +110,15 @@ def _run(engine: EngineView) -> None:
     now = engine.now
     # Tiles new to their layers are programmed first: the batch is that much longer.
     latency_s = plan.latency_cycles / plan.clock_hz + engine.dnn.setup_s(idle[:size], pipeline.model, plan)
+    due, late = _victims_due(engine)
     if beside:      # invisible to the real-time work: over by the end of the pass on the stream
         limit = engine.foresight.stream_job_end()
-        room = min(_until(victims_due(engine), len(idle) - size) - now, engine.end_s - now,
+        room = min(_until(due, len(idle) - size) - now, engine.end_s - now,
                    (limit if limit is not None else now) - now)
     else:
-        room = min(_until(victims_due(engine), len(idle) - size) - now, batch_room(engine), engine.end_s - now)
+        room = min(_until(due, len(idle) - size) - now, batch_room(engine), engine.end_s - now)
+        if late:    # the late loads go at the next frame's commit: the batch ends before it is released
+            room = min(room, engine.foresight.earliest_release_s() - now)
     if pin_lend.lent(engine):
         room = min(room, pin_lend.back_by(engine) - now)     # the lent pins go back before the next release
     if engine.slots.coming_with(DNN):

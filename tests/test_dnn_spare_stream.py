@@ -1,0 +1,106 @@
+"""The DNN on a spare stream (runtime/sched/board/stream_plan.py ``with_spare_stream``,
+runtime/sched/policies/backfill.py ``beside_pass``): where the DNN backfills inside a real-time
+partition and the board has a stream no partition uses, its batches take that stream and may run
+beside the partition's frames. Checked on generated DNN workloads with jitter run for many
+hyperperiods: no admitted frame misses, every frame ends in exactly one outcome, a batch that
+starts while a pass streams ends by that pass's end, and no slot is ever held by a batch and a
+frame at once (a slot the DNN took is back before a frame of its partition uses it)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+from fpgashare.cli.bench import run_one
+from fpgashare.sched.board.stream_plan import Partition, StreamPlan, with_spare_stream
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+
+from benchmarks.limit_gap import small_workload
+
+HYPERPERIODS = 10
+EPS = 1e-9
+
+
+def dnn_workload(seed: int, hyperperiods: int = HYPERPERIODS):
+    """The first of ``limit_gap``'s small workloads from ``seed`` on that has a DNN pipeline,
+    run for ``hyperperiods`` (half of them carry release jitter)."""
+    rng = random.Random(seed)
+    for _ in range(200):
+        w = small_workload(rng.randrange(2**31))
+        if any(not p.realtime for p in w.pipelines):
+            return replace(w, duration_s=w.duration_s * hyperperiods)
+    raise AssertionError("no DNN workload drawn")
+
+
+def _slices(engine, track: str, dnn: bool) -> list[tuple[float, float]]:
+    return sorted((e.start, e.end) for e in engine.trace
+                  if e.track == track and e.name.startswith("dnn ") == dnn)
+
+
+def beside_batches(part) -> list[tuple[float, float, float, float]]:
+    """(batch start, batch end, pass start, pass end) of every batch that started while a pass of
+    ``part``'s frames streamed."""
+    if part.dnn_stream_id is None:
+        return []
+    passes = _slices(part, f"stream {part.stream_id}", dnn=False)
+    out = []
+    for bs, be in _slices(part, f"stream {part.dnn_stream_id}", dnn=True):
+        out += [(bs, be, ps, pe) for ps, pe in passes if ps - EPS <= bs < pe - EPS]
+    return out
+
+
+def slot_overlaps(part) -> list[tuple]:
+    """Pairs (batch, frame) that held one slot at the same time: none may exist."""
+    out = []
+    for track in {e.track for e in part.trace if e.track.startswith("slot ")}:
+        dnn = _slices(part, track, dnn=True)
+        frames = _slices(part, track, dnn=False)
+        out += [(track, b, f) for b in dnn for f in frames if b[0] < f[1] - EPS and f[0] < b[1] - EPS]
+    return out
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_batches_beside_frames_miss_nothing_and_end_with_their_pass(seed):
+    workload = dnn_workload(seed)
+    board, result = run_one(workload, "edf", "model", check_rejected=False)
+    admitted = set(result["admitted"])
+    late = {n: p["late"] + p["dropped"] + p["errors"] for n, p in result["pipelines"].items() if n in admitted}
+    assert not any(late.values()), late
+    frames = board.frames
+    assert all(f.outcome is not None for f in frames)
+    assert len(frames) == sum(p["submitted"] for p in result["pipelines"].values())
+    beside = 0
+    for part in board.parts:
+        assert not slot_overlaps(part)
+        for bs, be, ps, pe in beside_batches(part):
+            assert be <= pe + EPS, (bs, be, ps, pe)
+            beside += 1
+    note(f"{workload.platform.name}: batches beside a pass: {beside}")
+
+
+def test_some_generated_workloads_run_batches_beside_frames():
+    """The mechanism is used: among generated DNN workloads, some run batches beside a pass."""
+    found = 0
+    for seed in range(12):
+        board, _ = run_one(dnn_workload(8_675_309 + seed, hyperperiods=2), "edf", "model", check_rejected=False)
+        found += any(beside_batches(part) for part in board.parts)
+    assert found
+
+
+def test_the_spare_stream_goes_to_the_partition_hosting_the_dnn():
+    platform = small_workload(1).platform
+    host = Partition(0, (0, 1), pipelines=[object()], dnn=True)   # type: ignore[list-item]
+    own = Partition(1, (2,), pipelines=[object()])                # type: ignore[list-item]
+    plan = with_spare_stream(StreamPlan([host, own]), replace(platform, streams=3), 3)
+    assert host.dnn_stream == 2 and own.dnn_stream is None
+    # Every stream taken: nothing to hand out.
+    full = Partition(0, (0, 1), pipelines=[object()], dnn=True)  # type: ignore[list-item]
+    with_spare_stream(StreamPlan([full]), replace(platform, streams=1), 1)
+    assert full.dnn_stream is None
+    # A DNN with a partition of its own already has a stream: no real-time partition hosts it.
+    alone = [Partition(0, (0,), pipelines=[object()]), Partition(1, (1,), dnn=True)]  # type: ignore[list-item]
+    with_spare_stream(StreamPlan(alone), replace(platform, streams=3), 3)
+    assert all(p.dnn_stream is None for p in alone)
+    assert plan.partitions == [host, own]

@@ -37,6 +37,10 @@ class FrameStream:
         its own, a DNN batch) now."""
         return len(self.engine.running) + len(self._batches()) < VIDEO_STREAMS
 
+    def dnn_apart(self) -> bool:
+        """Whether the DNN's batches take a stream of their own (``Engine.dnn_stream_id``)."""
+        return self.engine.dnn_stream_id is not None
+
     def dnn_free(self) -> bool:
         """Whether a DNN batch can start now: on the DNN's own stream (``Engine.dnn_stream_id``) if
         it has one, else on this one."""

@@ -62,6 +62,7 @@ class StreamView(Protocol):
 
     def free(self) -> bool: ...
     def dnn_free(self) -> bool: ...
+    def dnn_apart(self) -> bool: ...
     def free_at(self) -> float: ...
 
 
@@ -119,7 +120,6 @@ class EngineView(Protocol):
     planned_reloads: dict[int, tuple[str, float]]
     changing: bool                              #: a mode change is under way: no DNN, lends or pin moves
     loads_after_t0: bool                        #: False: a quiet partition (every module pinned)
-    dnn_stream_id: int | None                   #: the DNN's own spare stream, if it has one
     slots: SlotsView
     stream: StreamView
     port: PortView

@@ -76,7 +76,7 @@ def beside_pass(engine: EngineView) -> bool:
     """Whether a batch would run beside a real-time pass: the DNN has a stream of its own and a
     frame's pass is on the partition's stream (a batch then ends by that pass's end, on slots no
     pin holds; docs/guarantee.md, "The DNN on a spare stream")."""
-    return engine.dnn_stream_id is not None and not engine.stream.free() and bool(engine.running) \
+    return engine.stream.dnn_apart() and not engine.stream.free() and bool(engine.running) \
         and not engine.contract.pinned_first
 
 
@@ -88,7 +88,7 @@ def _victims_due(engine: EngineView) -> tuple[list[float], bool]:
     release, or with the pass beside it, before any frame commits)."""
     due = victims_due(engine)
     now = engine.now
-    if engine.dnn_stream_id is None or not engine.port.free() or not due or due[0] > now:
+    if not engine.stream.dnn_apart() or not engine.port.free() or not due or due[0] > now:
         return due, False
     return [t for t in due if t > now], True
 
@@ -198,7 +198,7 @@ def _lend(engine: EngineView) -> None:
     now = engine.now
     # On a stream of its own the DNN also runs beside the frames' passes: its tile is usable
     # whenever it is in (until it is reclaimed), not only in the stream's gaps.
-    gaps = stream_gaps(engine, LEND_HORIZON_S) if engine.dnn_stream_id is None else [(now, now + LEND_HORIZON_S)]
+    gaps = stream_gaps(engine, LEND_HORIZON_S) if not engine.stream.dnn_apart() else [(now, now + LEND_HORIZON_S)]
     best: tuple[float, int] | None = None
     room = pin_lend.back_by(engine)        # while pins are lent, every load ends before their reloads
     soon = _soon(engine)

@@ -75,9 +75,11 @@ def _until(due: list[float], idle_others: int) -> float:
 def beside_pass(engine: EngineView) -> bool:
     """Whether a batch would run beside a real-time pass: the DNN has a stream of its own and a
     frame's pass is on the partition's stream (a batch then ends by that pass's end, on slots no
-    pin holds; docs/guarantee.md, "The DNN on a spare stream")."""
+    pin holds; docs/guarantee.md, "On several streams", item 7)."""
+    # (not while a frame is committed: a frame may stream in its load time, and the committed
+    # frame's next victim must not wait for a batch)
     return engine.stream.dnn_apart() and not engine.stream.free() and bool(engine.running) \
-        and not engine.contract.pinned_first
+        and engine.committed is None and not engine.contract.pinned_first
 
 
 def _victims_due(engine: EngineView) -> tuple[list[float], bool]:

@@ -206,8 +206,8 @@ def plan_streams(workload: Workload, streams: int, phased: bool = False, spare_s
 def with_spare_stream(plan: StreamPlan, platform: Platform, streams: int) -> StreamPlan:
     """``plan`` with a stream no partition uses handed to the real-time partition that hosts the
     DNN, if there is one: its batches run on that stream, beside the partition's frames
-    (runtime/sched/policies/backfill.py, ``beside_pass``; docs/guarantee.md, "The DNN on a spare
-    stream"). The analysis of every partition is unchanged: the DNN's batches take no port time,
+    (runtime/sched/policies/backfill.py, ``beside_pass``; docs/guarantee.md, "On several streams",
+    item 7). The analysis of every partition is unchanged: the DNN's batches take no port time,
     and their register traffic is one stream's, which *X* already counts for every stream."""
     streams = max(1, min(streams, platform.streams))
     used = {part.stream for part in plan.partitions}

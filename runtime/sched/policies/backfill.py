@@ -9,7 +9,9 @@ made after the real-time dispatch of every event:
   as make it fastest. A batch is at least the chain's fill latency long (its first image), ends at
   an image boundary, and ends before its slots may be needed as victims of real-time loads
   (``lookahead.victims_due``), before the run ends, and, while another tile is being loaded, once
-  it is in (the next batch then runs on the faster chain).
+  it is in (the next batch then runs on the faster chain). Where the DNN has a stream of its own
+  (a spare stream the planner gave the partition: ``stream.dnn_apart``), a batch may also run
+  *beside* a frame's pass, on tiles no pin holds, ending by the pass's end (``beside_pass``).
 - lend: when the port is idle, no real-time frame waits and the DNN holds fewer slots than its
   fastest chain uses, one more idle slot is loaded with dnn_tile if it pays: the DNN compute time
   the extra tile buys before the slot must be back (the stream time real-time frames leave in that

@@ -71,7 +71,25 @@ class EdfPolicy(PriorityPolicy):
         """Pins first, each into its slot; then the usual warm-up for what the first frames need."""
         self._restore: dict[int, str] = {}      # pinned slot -> its pin, taken by an evictor
         self._load_pins(engine, warm_up=True)
-        super().setup(engine)
+        self._warm_up(engine)
+
+    @staticmethod
+    def _warm_up(engine: EngineView) -> None:
+        """Fill the blank slots with what the first frames need, each copy of a module an item of
+        its own, in the order the stream would start the first releases (``played_order``): a
+        chain using a module twice gets its second copy where it comes, not a module needed later."""
+        future = engine.foresight.played_order()
+        slots = engine.slots
+        copies = engine.placement.copies_needed()
+        items = sorted(((future.copy_key(m, k), m, k) for m in future for k in range(copies.get(m, 1))),
+                       key=lambda item: item[0])
+        for _, module, k in items:
+            if len(slots.ready_with(module)) + len(slots.coming_with(module)) > k:
+                continue
+            victim = slots.victim(module, future)
+            if victim is None or slots.slots[victim].state is not SlotState.BLANK:
+                break
+            engine.load(victim, module, "warm-up")
 
     # ---- dispatch --------------------------------------------------------------------------
     def dispatch(self, engine: EngineView) -> None:
@@ -211,7 +229,7 @@ class EdfPolicy(PriorityPolicy):
                 waits = max(waits, engine.placement.free_at(busy) or engine.now)
                 continue
             if future is None:
-                future = engine.foresight.need_order([frame])
+                future = engine.foresight.need_order([frame], copies=True)
             planned = {i for m, v in plan.loads for i in slots.taken_by(v, m)}
             victim = slots.victim(module, future, keep=keep | plan.used, planned=planned)
             if victim is None and take_pins:
@@ -341,15 +359,18 @@ class EdfPolicy(PriorityPolicy):
         ``waiting``: the pending frames by deadline."""
         if not engine.slots.idle():
             return None                              # no slot could take a load
-        future = engine.foresight.need_order(waiting)
+        future = engine.foresight.played_order(waiting)
         needed = future.head(len(engine.slots.slots))   # each module once, in order of first need
         slots = engine.slots
         module = next((m for m in needed if not slots.holds(m)), None)
-        if module is None:
-            # A chain that uses a module twice needs two copies: one held is not enough.
-            copies = engine.placement.copies_needed()
-            module = next((m for m in needed if copies.get(m, 1) > 1 and len(slots.ready_with(m))
-                           + len(slots.busy_with(m)) + len(slots.coming_with(m)) < copies[m]), None)
+        # A chain that uses a module twice needs two copies: one held is not enough. The copy
+        # is due when the first chain using it twice is (it may come before a module not held).
+        copies = engine.placement.copies_needed()
+        second = [(future.copy_key(m, have), m) for m in needed if copies.get(m, 1) > 1
+                  and (have := len(slots.ready_with(m)) + len(slots.busy_with(m)) + len(slots.coming_with(m)))
+                  and have < copies[m]]
+        if second and (module is None or min(second)[0] < future.key(module)):
+            module = min(second)[1]
         return None if module is None else (future, needed, module)
 
     @staticmethod
@@ -399,15 +420,19 @@ def _pinned_victim(engine: EngineView, frame: Frame, module: str, keep: set[int]
 
 
 def _holding(engine: EngineView, future: NeedOrder, needed: list[str], upto: str) -> set[int]:
-    """Slots holding a module needed before ``upto``, or by the same release as ``upto``:
-    prefetch must not evict them (evicting one to load another the same frame needs only moves
-    the load, and then it cannot be hidden)."""
-    target = future.key(upto)
+    """Slots holding a module needed before ``upto``, or by the same release as ``upto``, or
+    ``upto`` itself: prefetch must not evict them (evicting one to load another the same frame needs only moves
+    the load, and then it cannot be hidden). Copies are items of their own: a second copy of
+    ``upto`` is due when the first chain using it twice is, and a slot's copy is needed when its
+    last copy would be missed (``SlotManager.evict_key``)."""
+    slots = engine.slots
+    have = len(slots.ready_with(upto)) + len(slots.busy_with(upto)) + len(slots.coming_with(upto))
+    target = future.copy_key(upto, have)
     keep = set()
-    for module in needed:
-        if module == upto:
+    for s in slots.slots:
+        if s.module is None or s.state not in (SlotState.READY, SlotState.BUSY):
             continue
-        key = future.key(module)
-        if key < target or (key[0] == 1 and key[:3] == target[:3]):
-            keep |= set(engine.slots.ready_with(module)) | set(engine.slots.busy_with(module))
+        key = slots.evict_key(s.module, future)
+        if s.module == upto or key < target or (key[0] == 1 and key[:3] == target[:3]):
+            keep.add(s.index)
     return keep

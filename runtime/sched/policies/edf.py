@@ -229,7 +229,10 @@ class EdfPolicy(PriorityPolicy):
                 waits = max(waits, engine.placement.free_at(busy) or engine.now)
                 continue
             if future is None:
-                future = engine.foresight.need_order([frame], copies=True)
+                # The other pending frames come next (by deadline), before any release: a victim
+                # one of them needs would be loaded back for it at once.
+                waiting = sorted((f for f in engine.pending if f is not frame), key=self.priority)
+                future = engine.foresight.need_order([frame, *waiting], copies=True)
             planned = {i for m, v in plan.loads for i in slots.taken_by(v, m)}
             victim = slots.victim(module, future, keep=keep | plan.used, planned=planned)
             if victim is None and take_pins:

@@ -356,51 +356,73 @@ class EdfPolicy(PriorityPolicy):
             self._prefetch(engine, reserved, target)
 
     @staticmethod
-    def _prefetch_target(engine: EngineView, waiting: list[Frame]) -> tuple[NeedOrder, list[str], str] | None:
+    def _prefetch_target(engine: EngineView, waiting: list[Frame],
+                         played: bool = False) -> tuple[NeedOrder, list[str], str] | None:
         """The module to prefetch next, with the need order: the first of the modules the next
-        needs will want (as many as there are slots) that no slot holds, runs or receives.
-        ``waiting``: the pending frames by deadline."""
+        needs will want (as many as there are slots) that no slot holds, runs or receives, or a
+        copy a chain using the module twice lacks, whichever is due first. ``waiting``: the
+        pending frames by deadline. ``played``: the next releases in the order the stream would
+        start them (``Foresight.played_order``), else by deadline (cheaper: every decision asks)."""
         if not engine.slots.idle():
             return None                              # no slot could take a load
-        future = engine.foresight.played_order(waiting)
+        foresight = engine.foresight
+        future = foresight.played_order(waiting) if played else foresight.need_order(waiting, copies=True)
         needed = future.head(len(engine.slots.slots))   # each module once, in order of first need
         slots = engine.slots
         module = next((m for m in needed if not slots.holds(m)), None)
         # A chain that uses a module twice needs two copies: one held is not enough. The copy
         # is due when the first chain using it twice is (it may come before a module not held).
         copies = engine.placement.copies_needed()
-        second = [(future.copy_key(m, have), m) for m in needed if copies.get(m, 1) > 1
-                  and (have := len(slots.ready_with(m)) + len(slots.busy_with(m)) + len(slots.coming_with(m)))
-                  and have < copies[m]]
-        if second and (module is None or min(second)[0] < future.key(module)):
-            module = min(second)[1]
+        second = None
+        for m in needed:
+            want = copies.get(m, 1)
+            if want > 1:
+                have = len(slots.ready_with(m)) + len(slots.busy_with(m)) + len(slots.coming_with(m))
+                if 0 < have < want and (second is None or future.copy_key(m, have) < second[0]):
+                    second = (future.copy_key(m, have), m)
+        if second is not None and (module is None or second[0] < future.key(module)):
+            module = second[1]
         return None if module is None else (future, needed, module)
 
-    @staticmethod
-    def _prefetch(engine: EngineView, reserved: set[int], target: tuple[NeedOrder, list[str], str],
+    def _prefetch(self, engine: EngineView, reserved: set[int], target: tuple[NeedOrder, list[str], str],
                   hidden_only: bool = False) -> bool:
         """Load the target module into a victim slot that no pending frame keeps and no module
         needed before it holds, if the load is hidden or the contract allows it (guard.py);
-        ``hidden_only``: only if it ends before the job on the stream. Whether it loads."""
-        future, needed, module = target
-        victim = engine.slots.victim(module, future, keep=reserved | _holding(engine, future, needed, module))
-        if hidden_only:
-            end = engine.foresight.stream_job_end()
-            if victim is not None and end is not None and engine.now + engine.port.load_seconds(victim) <= end \
-                    and side_load_allowed(engine, victim):
-                engine.load(victim, module, "prefetch")
-                return True
-            return False
-        if victim is not None and side_load_allowed(engine, victim):
-            engine.load(victim, module, "prefetch")
+        ``hidden_only``: only if it ends before the job on the stream. Whether it loads.
+        A load that would evict a resident module is decided again over the order the stream
+        would start the next releases (``played_order``): a prefetch that evicts what a frame
+        released sooner needs costs that frame a reload."""
+        victim = _prefetch_victim(engine, reserved, target)
+        if victim is not None and engine.slots.slots[victim].module is not None \
+                and _may_load(engine, victim, hidden_only):
+            waiting = sorted((f for f in engine.pending if f.start is None), key=self.priority)
+            target = self._prefetch_target(engine, waiting, played=True)
+            victim = None if target is None else _prefetch_victim(engine, reserved, target)
+        if victim is not None and _may_load(engine, victim, hidden_only):
+            engine.load(victim, target[2], "prefetch")
             return True
-        if victim is not None and not engine.pending:
+        if victim is not None and not hidden_only and not engine.pending:
             # Not allowed now: look again when the stream's job or the next release comes.
             foresight = engine.foresight
             nxt = min(t for t in (foresight.stream_job_end(), foresight.earliest_release_s()) if t is not None)
             if nxt != float("inf"):
                 engine.wake(nxt)
         return False
+
+
+def _prefetch_victim(engine: EngineView, reserved: set[int], target: tuple[NeedOrder, list[str], str]) -> int | None:
+    future, needed, module = target
+    return engine.slots.victim(module, future, keep=reserved | _holding(engine, future, needed, module))
+
+
+def _may_load(engine: EngineView, victim: int, hidden_only: bool) -> bool:
+    """Whether a prefetch into ``victim`` may start now: allowed by the contract (guard.py) and,
+    with ``hidden_only``, ending before the job on the stream."""
+    if hidden_only:
+        end = engine.foresight.stream_job_end()
+        if end is None or engine.now + engine.port.load_seconds(victim) > end:
+            return False
+    return side_load_allowed(engine, victim)
 
 
 def _pinned_victim(engine: EngineView, frame: Frame, module: str, keep: set[int]) -> int | None:

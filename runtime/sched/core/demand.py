@@ -107,7 +107,7 @@ class NeedOrder:
         self.copies = copies
         self._read = 0                       # chains read into _first so far
         self._first: dict[str, int] = {}
-        self._copies: dict[tuple[str, int], float] = {}     # (module, k) -> place of its chain
+        self._ends: list[int] = []           # per chain read: how many modules were placed by its end
         self._demand = demand
 
     def _read_chain(self) -> bool:
@@ -115,17 +115,10 @@ class NeedOrder:
         if self._read >= len(self._chains):
             return False
         first = self._first
-        chain = self._chains[self._read]
-        for module in chain:
+        for module in self._chains[self._read]:
             if module not in first:
                 first[module] = len(first)
-        if len(chain) > 1 and len(set(chain)) < len(chain):
-            # A chain needing k copies: its k-th copy comes after the modules it names first,
-            # before the next chain's.
-            place = len(first) - 0.5
-            for module in set(chain):
-                for k in range(1, chain.count(module)):
-                    self._copies.setdefault((module, k), place)
+        self._ends.append(len(first))
         self._read += 1
         return True
 
@@ -143,11 +136,11 @@ class NeedOrder:
         chain that uses it more than k times, else the first pipeline whose pass does."""
         if k <= 0:
             return self.key(module)
-        while (module, k) not in self._copies and self._read_chain():
-            pass
-        place = self._copies.get((module, k))
-        if place is not None:
-            return (0, place)
+        for i, chain in enumerate(self._chains):
+            if chain.count(module) > k:
+                while self._read <= i and self._read_chain():
+                    pass
+                return (0, self._ends[i] - 0.5)      # after the modules this chain names first
         return self._demand.copy_key(module, k) if self._demand is not None else UNNEEDED
 
     def head(self, count: int) -> list[str]:

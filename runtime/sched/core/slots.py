@@ -164,7 +164,15 @@ class SlotManager:
             return blank[0].index
         if self.replacement == "lru":
             return min(candidates, key=lambda s: (s.last_used, s.index)).index
-        return max(candidates, key=lambda s: (self.evict_key(s.module, future), -s.last_used, -s.index)).index
+        if not future.copies:
+            return max(candidates, key=lambda s: (future.key(s.module), -s.last_used, -s.index)).index
+        ready, busy, loading = self._holders or self._index()
+
+        def rank(s: Slot) -> tuple:          # evict_key, inlined: victims are on the decision path
+            m = s.module
+            held = len(ready.get(m, ())) + len(busy.get(m, ())) + len(loading.get(m, ()))
+            return (future.key(m) if held <= 1 else future.copy_key(m, held - 1), -s.last_used, -s.index)
+        return max(candidates, key=rank).index
 
     def evict_key(self, module: str, future: NeedOrder) -> tuple:
         """When evicting one slot's copy of ``module`` would first be felt: with n copies held

@@ -229,10 +229,7 @@ class EdfPolicy(PriorityPolicy):
                 waits = max(waits, engine.placement.free_at(busy) or engine.now)
                 continue
             if future is None:
-                # The other pending frames come next (by deadline), before any release: a victim
-                # one of them needs would be loaded back for it at once.
-                waiting = sorted((f for f in engine.pending if f is not frame), key=self.priority)
-                future = engine.foresight.need_order([frame, *waiting], copies=True)
+                future = engine.foresight.need_order([frame], copies=_copies_matter(engine))
             planned = {i for m, v in plan.loads for i in slots.taken_by(v, m)}
             victim = slots.victim(module, future, keep=keep | plan.used, planned=planned)
             if victim is None and take_pins:
@@ -366,7 +363,8 @@ class EdfPolicy(PriorityPolicy):
         if not engine.slots.idle():
             return None                              # no slot could take a load
         foresight = engine.foresight
-        future = foresight.played_order(waiting) if played else foresight.need_order(waiting, copies=True)
+        future = foresight.played_order(waiting) if played else \
+            foresight.need_order(waiting, copies=_copies_matter(engine))
         needed = future.head(len(engine.slots.slots))   # each module once, in order of first need
         slots = engine.slots
         module = next((m for m in needed if not slots.holds(m)), None)
@@ -408,6 +406,12 @@ class EdfPolicy(PriorityPolicy):
             if nxt != float("inf"):
                 engine.wake(nxt)
         return False
+
+
+def _copies_matter(engine: EngineView) -> bool:
+    """Whether some chain uses a module more than once: only then do copies need ranking apart
+    (edf loads a second copy for nothing else), and victims skip the copy count otherwise."""
+    return any(count > 1 for count in engine.placement.copies_needed().values())
 
 
 def _prefetch_victim(engine: EngineView, reserved: set[int], target: tuple[NeedOrder, list[str], str]) -> int | None:

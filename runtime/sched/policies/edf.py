@@ -58,6 +58,8 @@ class LoadPlan:
     loads: list[tuple[str, int]] = field(default_factory=list)
     complete: bool = True                              #: every stage has a source
     ready_at: float = 0.0                              #: when all of it could be resident
+    #: victim slot -> when its load would start: a frame that ends by then may stream on it first
+    late: dict[int, float] = field(default_factory=dict)
 
 
 class EdfPolicy(PriorityPolicy):
@@ -128,6 +130,7 @@ class EdfPolicy(PriorityPolicy):
         reserved: set[int] = set()
         borrowable: set[int] = set()
         ready_at = float("inf")
+        late: dict[int, float] = {}
         if committed is not None and self.hopeless(engine, committed, (), engine.stream.free_at()):
             engine.drop(committed, "cannot finish by its deadline: the stream is taken until then")
             committed = None
@@ -145,6 +148,7 @@ class EdfPolicy(PriorityPolicy):
                 reserved = plan.used
                 borrowable = {s for s in plan.chosen if s is not None}
                 ready_at = plan.ready_at
+                late = plan.late
         stream_at = engine.stream.free_at()
         head_seen = False            # a frame earlier in deadline order is still pending
         port_given = committed is not None
@@ -163,7 +167,13 @@ class EdfPolicy(PriorityPolicy):
             borrows = self.borrow and later and now + exec_s <= ready_at
             if later and not (borrows and engine.stream.free()):
                 continue                     # it can neither start nor load now: judged next time
-            chosen, missing = engine.placement.find_slots(frame, reserved - borrowable if borrows else reserved)
+            if borrows:
+                # The committed frame's slots, and a victim whose load starts after this frame ends
+                # (its loads are queued so: the victims pending frames use go last).
+                free = borrowable | {v for v, t in late.items() if now + exec_s <= t}
+                chosen, missing = engine.placement.find_slots(frame, reserved - free)
+            else:
+                chosen, missing = engine.placement.find_slots(frame, reserved)
             reason = self.hopeless(engine, frame, missing, stream_at)
             if reason:
                 engine.drop(frame, reason)
@@ -194,6 +204,7 @@ class EdfPolicy(PriorityPolicy):
                 reserved = reserved | plan.used
                 borrowable = {s for s in plan.chosen if s is not None}
                 ready_at = plan.ready_at
+                late = plan.late
             else:
                 if plan.loads and side_load_allowed(engine, plan.loads[0][1]):
                     engine.load(plan.loads[0][1], plan.loads[0][0], "demand")
@@ -241,6 +252,8 @@ class EdfPolicy(PriorityPolicy):
             plan.loads.append((module, victim))
         plan.ready_at = max(waits, engine.now + engine.port.backlog_s()
                             + sum(engine.port.load_seconds(v) for _, v in plan.loads))
+        if len(plan.loads) > 1 and not slots.fused and take_pins:
+            _borrow_last(engine, frame, plan)
         return plan
 
     def _issue(self, engine: EngineView, plan: LoadPlan) -> None:
@@ -412,6 +425,22 @@ def _copies_matter(engine: EngineView) -> bool:
     """Whether some chain uses a module more than once: only then do copies need ranking apart
     (edf loads a second copy for nothing else), and victims skip the copy count otherwise."""
     return any(count > 1 for count in engine.placement.copies_needed().values())
+
+
+def _borrow_last(engine: EngineView, frame: Frame, plan: LoadPlan) -> None:
+    """Queue the committing frame's loads so that victims holding a module another pending frame
+    uses come last, and note when each victim's load would start (``plan.late``): a pending frame
+    resident there that ends by then may stream first (rule 4: it ends before the loads it overlaps,
+    and the load into its slot starts no later than planned), and its module is not evicted before
+    it runs. Only the order of the committed frame's own loads changes, never their number."""
+    wanted = {m for f in engine.pending if f is not frame and f.start is None for m in f.modules}
+    slots = engine.slots.slots
+    plan.loads.sort(key=lambda load: slots[load[1]].module in wanted)
+    at = engine.now + engine.port.backlog_s()
+    for _, victim in plan.loads:
+        if slots[victim].module in wanted:
+            plan.late[victim] = at
+        at += engine.port.load_seconds(victim)
 
 
 def _prefetch_victim(engine: EngineView, reserved: set[int], target: tuple[NeedOrder, list[str], str]) -> int | None:

@@ -252,7 +252,7 @@ class EdfPolicy(PriorityPolicy):
             plan.loads.append((module, victim))
         plan.ready_at = max(waits, engine.now + engine.port.backlog_s()
                             + sum(engine.port.load_seconds(v) for _, v in plan.loads))
-        if len(plan.loads) > 1 and not slots.fused and take_pins:
+        if len(plan.loads) > 1 and take_pins and len(engine.pending) > 1 and not slots.fused:
             _borrow_last(engine, frame, plan)
         return plan
 
@@ -421,10 +421,17 @@ class EdfPolicy(PriorityPolicy):
         return False
 
 
+_COPIES_SEEN: list = [None, False]       # the last copies table asked about, and its answer
+
+
 def _copies_matter(engine: EngineView) -> bool:
     """Whether some chain uses a module more than once: only then do copies need ranking apart
-    (edf loads a second copy for nothing else), and victims skip the copy count otherwise."""
-    return any(count > 1 for count in engine.placement.copies_needed().values())
+    (edf loads a second copy for nothing else), and victims skip the copy count otherwise. (The
+    table changes only with the pipeline set: the answer is kept for the table last asked about.)"""
+    copies = engine.placement.copies_needed()
+    if _COPIES_SEEN[0] is not copies:
+        _COPIES_SEEN[0], _COPIES_SEEN[1] = copies, any(count > 1 for count in copies.values())
+    return _COPIES_SEEN[1]
 
 
 def _borrow_last(engine: EngineView, frame: Frame, plan: LoadPlan) -> None:

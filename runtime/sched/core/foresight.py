@@ -51,12 +51,31 @@ def next_passes(engine: EngineState) -> list[tuple[Frame, tuple[str, ...]]]:
 def _stream_order(engine: EngineState, longest_load_s: float, needs: dict[str, float],
                   held: set[str]) -> dict[str, float] | None:
     """Module needs with the next releases played out on the one video stream, as dispatch
-    would run them: among the frames released by then, one whose modules are all ``held``
-    starts first, else the earliest deadline (nominal releases, ties by name); a frame's
-    modules are wanted when it starts. So what the second frame of a burst lacks may be
-    loaded while the first streams, in slots the stream leaves idle anyway.
-    The guess of who goes first can be wrong (jitter): then the frame that does waits for
-    the loads put off. None unless every frame would still meet its deadline after that wait."""
+    would run them (``play_releases``); a frame's modules are wanted when it starts. So what the
+    second frame of a burst lacks may be loaded while the first streams, in slots the stream
+    leaves idle anyway. The guess of who goes first can be wrong (jitter): then the frame that
+    does waits for the loads put off. None unless every frame would still meet its deadline
+    after that wait."""
+    loaded = set(held).union(*(f.modules for f in engine.pending), *(m for _, m in next_passes(engine)))
+    played = play_releases(engine, held)           # (held grows as it plays)
+    postponed = 0
+    for start, _, release, p in played:
+        for module in p.modules:
+            if module not in needs:
+                needs[module] = start
+                postponed += module not in loaded and start > release
+    wait = postponed * longest_load_s
+    if all(start + wait + p.exec_s <= deadline for start, deadline, _, p in played):
+        return needs
+    return None
+
+
+def play_releases(engine: EngineState, held: set[str]) -> list[tuple[float, float, float, PipelineSpec]]:
+    """Every pipeline's next release played out on the one video stream, as dispatch would run
+    them: after the pending frames and the passes to go, among the frames released by then, one
+    whose modules are all held starts first, else the earliest deadline (nominal releases, ties
+    by name). ``(start, deadline, release, pipeline)`` in start order; ``held`` (the modules
+    resident) grows by what each played frame loads."""
     stream_at = engine.stream.free_at()
     for frame in engine.pending:
         held.update(frame.modules)
@@ -64,7 +83,6 @@ def _stream_order(engine: EngineState, longest_load_s: float, needs: dict[str, f
     for frame, modules in next_passes(engine):
         held.update(modules)
         stream_at += frame.remaining_s - frame.exec_s
-    loaded = set(held)                    # modules no load is owed for
     pipelines, info = engine.pipelines, engine.stream_info
     inf = float("inf")
     upcoming = sorted((t, p.name, i) for i, p in enumerate(pipelines) if (t := engine.next_release_s(p)) != inf)
@@ -100,16 +118,7 @@ def _stream_order(engine: EngineState, longest_load_s: float, needs: dict[str, f
         else:
             held |= modules
         stream_at += info[i][1]
-    postponed = 0
-    for start, _, release, p in played:
-        for module in p.modules:
-            if module not in needs:
-                needs[module] = start
-                postponed += module not in loaded and start > release
-    wait = postponed * longest_load_s
-    if all(start + wait + p.exec_s <= deadline for start, deadline, _, p in played):
-        return needs
-    return None
+    return played
 
 
 class Foresight:
@@ -144,9 +153,21 @@ class Foresight:
         (``module_needs`` above)."""
         return module_needs(self.engine, self.port.longest_load_s(), held)
 
-    def need_order(self, first: Sequence[Frame] = ()) -> NeedOrder:
+    def need_order(self, first: Sequence[Frame] = (), copies: bool = False) -> NeedOrder:
         """Modules in the order they will be needed: the given frames', the next passes of frames
         on the stream, then those of every pipeline's next release by deadline
-        (runtime/sched/core/demand.py)."""
+        (runtime/sched/core/demand.py); ``copies``: each copy of a module ranked apart."""
         return NeedOrder([frame.modules for frame in first] + [m for _, m in next_passes(self.engine)],
-                         self.engine.demand)
+                         self.engine.demand, copies)
+
+    def played_order(self, first: Sequence[Frame] = ()) -> NeedOrder:
+        """``need_order(first, copies=True)`` with the next releases in the order the stream would
+        start them (``play_releases``), not by deadline: a frame released while the stream is free
+        starts then, before a later release with an earlier deadline, and Belady's next use is its
+        start. Each copy of a module is ranked apart. Costs a play-out of every pipeline's next
+        release: for prefetch and warm-up, where a wrong guess costs a load."""
+        engine = self.engine
+        chains = [frame.modules for frame in first] + [m for _, m in next_passes(engine)]
+        for _, _, _, p in play_releases(engine, set(engine.slots.held_modules())):
+            chains.extend(p.pass_modules)
+        return NeedOrder(chains, engine.demand, copies=True)

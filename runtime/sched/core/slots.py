@@ -164,7 +164,27 @@ class SlotManager:
             return blank[0].index
         if self.replacement == "lru":
             return min(candidates, key=lambda s: (s.last_used, s.index)).index
-        return max(candidates, key=lambda s: (future.key(s.module), -s.last_used, -s.index)).index
+        if not future.copies:
+            return max(candidates, key=lambda s: (future.key(s.module), -s.last_used, -s.index)).index
+        ready, busy, loading = self._holders or self._index()
+
+        def rank(s: Slot) -> tuple:          # evict_key, inlined: victims are on the decision path
+            m = s.module
+            held = len(ready.get(m, ())) + len(busy.get(m, ())) + len(loading.get(m, ()))
+            return (future.key(m) if held <= 1 else future.copy_key(m, held - 1), -s.last_used, -s.index)
+        return max(candidates, key=rank).index
+
+    def evict_key(self, module: str, future: NeedOrder) -> tuple:
+        """When evicting one slot's copy of ``module`` would first be felt: with n copies held
+        (ready, running or on their way), the next need of an n-th copy. A surplus copy (no chain
+        uses that many) is then needed never, and a copy only a rare chain needs is kept no longer
+        than that chain's next frame (Belady over copies as items: a module used twice is two).
+        Only where ``future`` ranks copies (``NeedOrder.copies``); else the module's first need."""
+        if not future.copies:
+            return future.key(module)
+        ready, busy, loading = self._holders or self._index()
+        held = len(ready.get(module, ())) + len(busy.get(module, ())) + len(loading.get(module, ()))
+        return future.key(module) if held <= 1 else future.copy_key(module, held - 1)
 
     # ---- fused regions: a load may take several slots
     @property
@@ -229,7 +249,8 @@ class SlotManager:
             if self.replacement == "lru":
                 key = (-max(t.last_used for t in evicted), -s.index)
             else:
-                key = (min(future.key(t.module) for t in evicted), -max(t.last_used for t in evicted), -s.index)
+                key = (min(self.evict_key(t.module, future) for t in evicted),
+                       -max(t.last_used for t in evicted), -s.index)
             if best_key is None or key > best_key:
                 best, best_key = s.index, key
         return best

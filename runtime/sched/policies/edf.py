@@ -58,6 +58,8 @@ class LoadPlan:
     loads: list[tuple[str, int]] = field(default_factory=list)
     complete: bool = True                              #: every stage has a source
     ready_at: float = 0.0                              #: when all of it could be resident
+    #: victim slot -> when its load would start: a frame that ends by then may stream on it first
+    late: dict[int, float] = field(default_factory=dict)
 
 
 class EdfPolicy(PriorityPolicy):
@@ -71,7 +73,25 @@ class EdfPolicy(PriorityPolicy):
         """Pins first, each into its slot; then the usual warm-up for what the first frames need."""
         self._restore: dict[int, str] = {}      # pinned slot -> its pin, taken by an evictor
         self._load_pins(engine, warm_up=True)
-        super().setup(engine)
+        self._warm_up(engine)
+
+    @staticmethod
+    def _warm_up(engine: EngineView) -> None:
+        """Fill the blank slots with what the first frames need, each copy of a module an item of
+        its own, in the order the stream would start the first releases (``played_order``): a
+        chain using a module twice gets its second copy where it comes, not a module needed later."""
+        future = engine.foresight.played_order()
+        slots = engine.slots
+        copies = engine.placement.copies_needed()
+        items = sorted(((future.copy_key(m, k), m, k) for m in future for k in range(copies.get(m, 1))),
+                       key=lambda item: item[0])
+        for _, module, k in items:
+            if len(slots.ready_with(module)) + len(slots.coming_with(module)) > k:
+                continue
+            victim = slots.victim(module, future)
+            if victim is None or slots.slots[victim].state is not SlotState.BLANK:
+                break
+            engine.load(victim, module, "warm-up")
 
     # ---- dispatch --------------------------------------------------------------------------
     def dispatch(self, engine: EngineView) -> None:
@@ -110,6 +130,7 @@ class EdfPolicy(PriorityPolicy):
         reserved: set[int] = set()
         borrowable: set[int] = set()
         ready_at = float("inf")
+        late: dict[int, float] = {}
         if committed is not None and self.hopeless(engine, committed, (), engine.stream.free_at()):
             engine.drop(committed, "cannot finish by its deadline: the stream is taken until then")
             committed = None
@@ -127,6 +148,7 @@ class EdfPolicy(PriorityPolicy):
                 reserved = plan.used
                 borrowable = {s for s in plan.chosen if s is not None}
                 ready_at = plan.ready_at
+                late = plan.late
         stream_at = engine.stream.free_at()
         head_seen = False            # a frame earlier in deadline order is still pending
         port_given = committed is not None
@@ -145,7 +167,13 @@ class EdfPolicy(PriorityPolicy):
             borrows = self.borrow and later and now + exec_s <= ready_at
             if later and not (borrows and engine.stream.free()):
                 continue                     # it can neither start nor load now: judged next time
-            chosen, missing = engine.placement.find_slots(frame, reserved - borrowable if borrows else reserved)
+            if borrows:
+                # The committed frame's slots, and a victim whose load starts after this frame ends
+                # (its loads are queued so: the victims pending frames use go last).
+                free = borrowable | {v for v, t in late.items() if now + exec_s <= t}
+                chosen, missing = engine.placement.find_slots(frame, reserved - free)
+            else:
+                chosen, missing = engine.placement.find_slots(frame, reserved)
             reason = self.hopeless(engine, frame, missing, stream_at)
             if reason:
                 engine.drop(frame, reason)
@@ -176,6 +204,7 @@ class EdfPolicy(PriorityPolicy):
                 reserved = reserved | plan.used
                 borrowable = {s for s in plan.chosen if s is not None}
                 ready_at = plan.ready_at
+                late = plan.late
             else:
                 if plan.loads and side_load_allowed(engine, plan.loads[0][1]):
                     engine.load(plan.loads[0][1], plan.loads[0][0], "demand")
@@ -211,7 +240,7 @@ class EdfPolicy(PriorityPolicy):
                 waits = max(waits, engine.placement.free_at(busy) or engine.now)
                 continue
             if future is None:
-                future = engine.foresight.need_order([frame])
+                future = engine.foresight.need_order([frame], copies=_copies_matter(engine))
             planned = {i for m, v in plan.loads for i in slots.taken_by(v, m)}
             victim = slots.victim(module, future, keep=keep | plan.used, planned=planned)
             if victim is None and take_pins:
@@ -223,6 +252,8 @@ class EdfPolicy(PriorityPolicy):
             plan.loads.append((module, victim))
         plan.ready_at = max(waits, engine.now + engine.port.backlog_s()
                             + sum(engine.port.load_seconds(v) for _, v in plan.loads))
+        if len(plan.loads) > 1 and take_pins and len(engine.pending) > 1 and not slots.fused:
+            _borrow_last(engine, frame, plan)
         return plan
 
     def _issue(self, engine: EngineView, plan: LoadPlan) -> None:
@@ -335,48 +366,103 @@ class EdfPolicy(PriorityPolicy):
             self._prefetch(engine, reserved, target)
 
     @staticmethod
-    def _prefetch_target(engine: EngineView, waiting: list[Frame]) -> tuple[NeedOrder, list[str], str] | None:
+    def _prefetch_target(engine: EngineView, waiting: list[Frame],
+                         played: bool = False) -> tuple[NeedOrder, list[str], str] | None:
         """The module to prefetch next, with the need order: the first of the modules the next
-        needs will want (as many as there are slots) that no slot holds, runs or receives.
-        ``waiting``: the pending frames by deadline."""
+        needs will want (as many as there are slots) that no slot holds, runs or receives, or a
+        copy a chain using the module twice lacks, whichever is due first. ``waiting``: the
+        pending frames by deadline. ``played``: the next releases in the order the stream would
+        start them (``Foresight.played_order``), else by deadline (cheaper: every decision asks)."""
         if not engine.slots.idle():
             return None                              # no slot could take a load
-        future = engine.foresight.need_order(waiting)
+        foresight = engine.foresight
+        future = foresight.played_order(waiting) if played else \
+            foresight.need_order(waiting, copies=_copies_matter(engine))
         needed = future.head(len(engine.slots.slots))   # each module once, in order of first need
         slots = engine.slots
         module = next((m for m in needed if not slots.holds(m)), None)
-        if module is None:
-            # A chain that uses a module twice needs two copies: one held is not enough.
-            copies = engine.placement.copies_needed()
-            module = next((m for m in needed if copies.get(m, 1) > 1 and len(slots.ready_with(m))
-                           + len(slots.busy_with(m)) + len(slots.coming_with(m)) < copies[m]), None)
+        # A chain that uses a module twice needs two copies: one held is not enough. The copy
+        # is due when the first chain using it twice is (it may come before a module not held).
+        copies = engine.placement.copies_needed()
+        second = None
+        for m in needed:
+            want = copies.get(m, 1)
+            if want > 1:
+                have = len(slots.ready_with(m)) + len(slots.busy_with(m)) + len(slots.coming_with(m))
+                if 0 < have < want and (second is None or future.copy_key(m, have) < second[0]):
+                    second = (future.copy_key(m, have), m)
+        if second is not None and (module is None or second[0] < future.key(module)):
+            module = second[1]
         return None if module is None else (future, needed, module)
 
-    @staticmethod
-    def _prefetch(engine: EngineView, reserved: set[int], target: tuple[NeedOrder, list[str], str],
+    def _prefetch(self, engine: EngineView, reserved: set[int], target: tuple[NeedOrder, list[str], str],
                   hidden_only: bool = False) -> bool:
         """Load the target module into a victim slot that no pending frame keeps and no module
         needed before it holds, if the load is hidden or the contract allows it (guard.py);
-        ``hidden_only``: only if it ends before the job on the stream. Whether it loads."""
-        future, needed, module = target
-        victim = engine.slots.victim(module, future, keep=reserved | _holding(engine, future, needed, module))
-        if hidden_only:
-            end = engine.foresight.stream_job_end()
-            if victim is not None and end is not None and engine.now + engine.port.load_seconds(victim) <= end \
-                    and side_load_allowed(engine, victim):
-                engine.load(victim, module, "prefetch")
-                return True
-            return False
-        if victim is not None and side_load_allowed(engine, victim):
-            engine.load(victim, module, "prefetch")
+        ``hidden_only``: only if it ends before the job on the stream. Whether it loads.
+        A load that would evict a resident module is decided again over the order the stream
+        would start the next releases (``played_order``): a prefetch that evicts what a frame
+        released sooner needs costs that frame a reload."""
+        victim = _prefetch_victim(engine, reserved, target)
+        if victim is not None and engine.slots.slots[victim].module is not None \
+                and _may_load(engine, victim, hidden_only):
+            waiting = sorted((f for f in engine.pending if f.start is None), key=self.priority)
+            target = self._prefetch_target(engine, waiting, played=True)
+            victim = None if target is None else _prefetch_victim(engine, reserved, target)
+        if victim is not None and _may_load(engine, victim, hidden_only):
+            engine.load(victim, target[2], "prefetch")
             return True
-        if victim is not None and not engine.pending:
+        if victim is not None and not hidden_only and not engine.pending:
             # Not allowed now: look again when the stream's job or the next release comes.
             foresight = engine.foresight
             nxt = min(t for t in (foresight.stream_job_end(), foresight.earliest_release_s()) if t is not None)
             if nxt != float("inf"):
                 engine.wake(nxt)
         return False
+
+
+_COPIES_SEEN: list = [None, False]       # the last copies table asked about, and its answer
+
+
+def _copies_matter(engine: EngineView) -> bool:
+    """Whether some chain uses a module more than once: only then do copies need ranking apart
+    (edf loads a second copy for nothing else), and victims skip the copy count otherwise. (The
+    table changes only with the pipeline set: the answer is kept for the table last asked about.)"""
+    copies = engine.placement.copies_needed()
+    if _COPIES_SEEN[0] is not copies:
+        _COPIES_SEEN[0], _COPIES_SEEN[1] = copies, any(count > 1 for count in copies.values())
+    return _COPIES_SEEN[1]
+
+
+def _borrow_last(engine: EngineView, frame: Frame, plan: LoadPlan) -> None:
+    """Queue the committing frame's loads so that victims holding a module another pending frame
+    uses come last, and note when each victim's load would start (``plan.late``): a pending frame
+    resident there that ends by then may stream first (rule 4: it ends before the loads it overlaps,
+    and the load into its slot starts no later than planned), and its module is not evicted before
+    it runs. Only the order of the committed frame's own loads changes, never their number."""
+    wanted = {m for f in engine.pending if f is not frame and f.start is None for m in f.modules}
+    slots = engine.slots.slots
+    plan.loads.sort(key=lambda load: slots[load[1]].module in wanted)
+    at = engine.now + engine.port.backlog_s()
+    for _, victim in plan.loads:
+        if slots[victim].module in wanted:
+            plan.late[victim] = at
+        at += engine.port.load_seconds(victim)
+
+
+def _prefetch_victim(engine: EngineView, reserved: set[int], target: tuple[NeedOrder, list[str], str]) -> int | None:
+    future, needed, module = target
+    return engine.slots.victim(module, future, keep=reserved | _holding(engine, future, needed, module))
+
+
+def _may_load(engine: EngineView, victim: int, hidden_only: bool) -> bool:
+    """Whether a prefetch into ``victim`` may start now: allowed by the contract (guard.py) and,
+    with ``hidden_only``, ending before the job on the stream."""
+    if hidden_only:
+        end = engine.foresight.stream_job_end()
+        if end is None or engine.now + engine.port.load_seconds(victim) > end:
+            return False
+    return side_load_allowed(engine, victim)
 
 
 def _pinned_victim(engine: EngineView, frame: Frame, module: str, keep: set[int]) -> int | None:
@@ -399,15 +485,19 @@ def _pinned_victim(engine: EngineView, frame: Frame, module: str, keep: set[int]
 
 
 def _holding(engine: EngineView, future: NeedOrder, needed: list[str], upto: str) -> set[int]:
-    """Slots holding a module needed before ``upto``, or by the same release as ``upto``:
-    prefetch must not evict them (evicting one to load another the same frame needs only moves
-    the load, and then it cannot be hidden)."""
-    target = future.key(upto)
+    """Slots holding a module needed before ``upto``, or by the same release as ``upto``, or
+    ``upto`` itself: prefetch must not evict them (evicting one to load another the same frame needs only moves
+    the load, and then it cannot be hidden). Copies are items of their own: a second copy of
+    ``upto`` is due when the first chain using it twice is, and a slot's copy is needed when its
+    last copy would be missed (``SlotManager.evict_key``)."""
+    slots = engine.slots
+    have = len(slots.ready_with(upto)) + len(slots.busy_with(upto)) + len(slots.coming_with(upto))
+    target = future.copy_key(upto, have)
     keep = set()
-    for module in needed:
-        if module == upto:
+    for s in slots.slots:
+        if s.module is None or s.state not in (SlotState.READY, SlotState.BUSY):
             continue
-        key = future.key(module)
-        if key < target or (key[0] == 1 and key[:3] == target[:3]):
-            keep |= set(engine.slots.ready_with(module)) | set(engine.slots.busy_with(module))
+        key = slots.evict_key(s.module, future)
+        if s.module == upto or key < target or (key[0] == 1 and key[:3] == target[:3]):
+            keep.add(s.index)
     return keep

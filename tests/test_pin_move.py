@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from benchmarks.workload_gen import VISION
 from tests.test_admission import assert_no_miss, run_admitted
+from tests.test_pin_lend import nominal_releases
 
 
 def crowded(seed: int) -> Workload:
@@ -50,9 +51,19 @@ def check_pins_after(engine) -> None:
     pinned = engine.contract.pinned
     plan = residency(engine.pipelines, engine.backend.platform, Counter(pinned.values()), fixed=pinned)
     assert not isinstance(plan, str), plan
+    releases = nominal_releases(engine)
+    loads = sorted((e for e in engine.trace if e.track == "port"), key=lambda e: e.start)
     for slot, module in pinned.items():
         s = engine.slots.slots[slot]
-        assert s.module == module and s.state in (SlotState.READY, SlotState.LOADING), (slot, module, s)
+        if s.module != module:
+            # Lent to the DNN for an idle gap the run ended in: the pin is due back only by the
+            # next release, which the run did not reach (tests/test_pin_lend.py checks the return).
+            lend = [e for e in loads if e.name.endswith(f"-> slot {slot}") and e.args.get("reason") == "dnn-pin"]
+            assert lend and s.module == "dnn_tile", (slot, module, s)
+            due = next((t for t in releases if t > lend[-1].start + 1e-9), float("inf"))
+            assert due > engine.end_s, (slot, module, s, lend[-1], due)
+            continue
+        assert s.state in (SlotState.READY, SlotState.LOADING), (slot, module, s)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -5,8 +5,9 @@ For each (platform, module or shell) the benchmark runs the check's own script
 (``fpgashare.cli.synth``: read_slang, synth_xilinx for the platform's family, stat) with
 synth_xilinx split at its labels (``-run begin:prepare``, ``-run prepare:map_dsp``, ...: the same
 commands in the same order; the figures are compared with the check's), Yosys stamping each log line
-with its time (``-t``). Each step's share of the logged time is scaled to the run's CPU (user +
-system of the Yosys process, start-up included). Steps are grouped as:
+with its time (``-t``), while the process's CPU time is sampled from /proc: a step's CPU is the CPU
+used between its first log line and the next step's (``CpuClock``; on a shared machine wall time
+says little). Steps are grouped as:
 
 - ``front_end``: read_slang (parse, elaboration, its proc);
 - ``cell_libraries``: synth_xilinx's begin (reading the Xilinx cell models, hierarchy);
@@ -15,7 +16,8 @@ system of the Yosys process, start-up included). Steps are grouped as:
   elaborating the block-RAM mapping library (every run pays it, BRAMs or none);
 - ``fine``: map_ffram, fine, map_cells, map_ffs;
 - ``lut_mapping``: map_luts (abc9);
-- ``checks``: finalize, check, and the stat the synthesis check reads.
+- ``checks``: finalize, check, and the stat the synthesis check reads;
+- ``start_up``: the launcher and the WebAssembly runtime, before Yosys's first log line.
 
 ``shareable_s`` is what a Yosys process synthesizing several tops could pay once instead of per top
 (the cell libraries and the BRAM map's elaboration). The run is then repeated with the memory
@@ -30,14 +32,17 @@ the names and can change the mapping. ``reuse_keeps_figures`` says whether it di
 from __future__ import annotations
 
 import argparse
+import bisect
 import itertools
 import json
+import os
 import re
 import resource
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from fpgashare.catalogue.platform import Platform, load_platform
@@ -63,15 +68,60 @@ GROUPS = {"front_end": ("front",), "cell_libraries": ("begin",), "coarse": ("pre
 _STAMP = re.compile(r"^\[(\d+\.\d+)\] ?", re.M)
 
 
-def _yosys(folder: Path, script: str) -> tuple[float, str]:
-    """Run ``script`` in ``folder`` with time-stamped logging; its CPU seconds and log."""
+class CpuClock:
+    """A running Yosys's CPU seconds over time: /proc's user + system time of its process, sampled
+    every few milliseconds, read back at any moment by interpolation. On a shared machine the CPU a
+    step gets per wall second varies, so a step's CPU is read here rather than scaled from its share
+    of the log's (wall-clock) time stamps."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, float]] = []
+
+    def watch(self, proc: subprocess.Popen, log_file: Path) -> float:
+        """Sample until ``proc`` ends; return when the log appeared (Yosys's own time zero)."""
+        tick = os.sysconf("SC_CLK_TCK")
+        started = None
+        while proc.poll() is None:
+            now = time.monotonic()
+            if started is None and log_file.exists():
+                started = now
+            try:
+                fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+                self.samples.append((now, (int(fields[11]) + int(fields[12])) / tick))
+            except (OSError, IndexError, ValueError):
+                pass
+            time.sleep(0.005)
+        return started if started is not None else self.samples[0][0]
+
+    def at(self, when: float) -> float:
+        """CPU seconds used by ``when`` (monotonic time)."""
+        times = [s[0] for s in self.samples]
+        i = bisect.bisect_left(times, when)
+        if i == 0:
+            return self.samples[0][1]
+        if i == len(times):
+            return self.samples[-1][1]
+        (t0, c0), (t1, c1) = self.samples[i - 1], self.samples[i]
+        return c0 + (c1 - c0) * (when - t0) / (t1 - t0)
+
+
+def _yosys(folder: Path, script: str) -> tuple[float, str, CpuClock, float]:
+    """Run ``script`` in ``folder`` with time-stamped logging: its CPU seconds (user + system, start-up
+    included), its log, the CPU clock sampled while it ran and the moment its log's time zero was."""
     (folder / "run.ys").write_text(script + "\n")
+    log_file = folder / "yosys.log"
+    log_file.unlink(missing_ok=True)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([*yosys_command(), "-q", "-t", "-l", "yosys.log", "run.ys"], cwd=folder, check=True,
-                   capture_output=True)
+    clock = CpuClock()
+    with subprocess.Popen([*yosys_command(), "-q", "-t", "-l", log_file.name, "run.ys"], cwd=folder,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
+        zero = clock.watch(proc, log_file)
+        _, err = proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"Yosys failed in {folder}: {err.decode(errors='replace')[-2000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return cpu, (folder / "yosys.log").read_text(errors="replace")
+    return cpu, log_file.read_text(errors="replace"), clock, zero
 
 
 def _figures(folder: Path, top: str) -> dict[str, int]:
@@ -102,17 +152,17 @@ def profile(platform: Platform, name: str, memory_commands: list[str]) -> dict:
         for source in synth_sources():
             shutil.copyfile(source, folder / "src" / source.name)
         steps = [f"{synth} -run {a}:{b}" for a, b in itertools.pairwise(LABELS)]
-        cpu, log = _yosys(folder, "\n".join([read, *steps, f"{synth} -run check:", stat]))
+        cpu, log, clock, zero = _yosys(folder, "\n".join([read, *steps, f"{synth} -run check:", stat]))
         figures = _figures(folder, top)
         marks = [float(t) for t in re.findall(r"^\[(\d+\.\d+)\] \d+\. Executing", log, re.M)]
         marks.append(max(float(t) for t in _STAMP.findall(log)))
         names = ["front", *LABELS]          # check runs to the end: its checks and the stat after it
-        logged = marks[-1] - marks[0]
-        step_cpu = {n: cpu * (marks[i + 1] - marks[i]) / logged for i, n in enumerate(names)}
+        used = [clock.at(zero + m) for m in marks]
+        step_cpu = {n: used[i + 1] - used[i] for i, n in enumerate(names)}
         bram = re.search(r"^\[(\d+\.\d+)\] [\d.]+ Executing Verilog-2005 frontend: \S*brams_\w+_map\.v.*?"
                          r"^\[(\d+\.\d+)\] [\d.]+ Continuing TECHMAP", log, re.M | re.S)
         groups = {g: round(sum(step_cpu[s] for s in steps_), 2) for g, steps_ in GROUPS.items()}
-        bram_s = cpu * (float(bram[2]) - float(bram[1])) / logged if bram else 0.0
+        bram_s = clock.at(zero + float(bram[2])) - clock.at(zero + float(bram[1])) if bram else 0.0
 
         maps = [c.split("-map ", 1)[1] for c in memory_commands if c.startswith("techmap")]
         preload = []
@@ -124,6 +174,7 @@ def profile(platform: Platform, name: str, memory_commands: list[str]) -> dict:
                                                  f"{synth} -run map_ffram:", stat]))
         reuse_figures = _figures(folder, top)
     check = synth_one(platform, name).figures
+    groups["start_up"] = round(used[0], 2)      # the launcher and WebAssembly runtime, before Yosys logs
     return {"platform": platform.name, "top": name, "family": family, "cpu_s": round(cpu, 2),
             "cpu_by_step_s": groups, "bram_map_elaboration_s": round(bram_s, 2),
             "shareable_s": round(groups["cell_libraries"] + bram_s, 2), "figures": figures,

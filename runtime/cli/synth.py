@@ -103,11 +103,12 @@ def figures_from_cells(cells: dict[str, int]) -> dict[str, int]:
     return {"lut": lut, "ff": ff, "bram36": math.ceil(bram18 / 2), "uram": uram, "dsp": dsp}
 
 
-def _sources() -> list[Path]:
+def synth_sources() -> list[Path]:
+    """Every file a synthesis run reads (RTL, headers, the synthesis tops): its cache key's files."""
     return [*rtl_sources(), *rtl_headers(), *sorted(SYNTH_DIR.glob("*.sv"))]
 
 
-def _script(name: str, family: str, platform: Platform) -> tuple[str, str]:
+def yosys_script(name: str, family: str, platform: Platform) -> tuple[str, str]:
     """The Yosys script for one top, and the top's module name."""
     params = platform.rtl_parameters()
     sv = rtl_sources()
@@ -132,7 +133,8 @@ def _script(name: str, family: str, platform: Platform) -> tuple[str, str]:
     return script, top
 
 
-def _parse_stat(path: Path, top: str) -> dict[str, int]:
+def parse_stat(path: Path, top: str) -> dict[str, int]:
+    """Cell counts by type of module ``top`` in a ``stat -json`` report."""
     data = json.loads(path.read_text())
     modules = data.get("modules", {})
     key = next((k for k in modules if k.lstrip("\\") == top or k.lstrip("\\").startswith(top)), None)
@@ -150,8 +152,8 @@ def synth_one(platform: Platform, name: str) -> SynthResult:
     if name != SHELL:
         platform.module(name)
     tool = yosys_version()
-    script, top = _script(name, family, platform)
-    key = content_key("synth", _sources(), {"name": name, "family": family, "script": script, "tool": tool})
+    script, top = yosys_script(name, family, platform)
+    key = content_key("synth", synth_sources(), {"name": name, "family": family, "script": script, "tool": tool})
     build_dir = cache_root() / "synth" / f"{name}-{family}-{key}"
     result_file = build_dir / "result.json"
     with build_lock(build_dir):
@@ -160,7 +162,7 @@ def synth_one(platform: Platform, name: str) -> SynthResult:
             return SynthResult(name, family, data["figures"], data["cells"], data["tool"], cached=True)
         src = build_dir / "src"
         src.mkdir(parents=True, exist_ok=True)
-        for f in _sources():
+        for f in synth_sources():
             shutil.copyfile(f, src / f.name)
         (build_dir / "synth.ys").write_text(script + "\n")
         log.info("synthesizing %s for %s (%s)", name, family, build_dir)
@@ -170,7 +172,7 @@ def synth_one(platform: Platform, name: str) -> SynthResult:
             tail = "\n".join((build_dir / "yosys.log").read_text(errors="replace").splitlines()[-15:]) \
                 if (build_dir / "yosys.log").exists() else proc.stderr[-2000:]
             raise FpgashareError(f"Yosys failed on {name} ({family}); log {build_dir / 'yosys.log'}:\n{tail}")
-        cells = _parse_stat(build_dir / "stat.json", top)
+        cells = parse_stat(build_dir / "stat.json", top)
         result = SynthResult(name, family, figures_from_cells(cells), cells, tool, cached=False)
         result_file.write_text(json.dumps(result.to_json(), indent=2))
         return result

@@ -133,7 +133,7 @@ def plan_jobs(workload: Workload) -> tuple[list[PlanJob], int, dict[str, int], d
         q = math.floor(p.offset_s / p.period_s + 1e-9)
         shift[p.name] = q
         offset = p.offset_s - q * p.period_s
-        # A window longer than hp would need a second fold; the first hp of it is still a window.
+        # A window longer than H would need a second fold; the first H of it is still a window.
         reach = min(p.deadline_s, hyper * TICK_S)
         for j in range(frames[p.name]):
             nominal = offset + j * p.period_s

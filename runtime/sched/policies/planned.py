@@ -103,6 +103,8 @@ class PlannedPolicy(Policy):
             n, i = divmod(self._load_seq, len(plan.loads))
             load = plan.loads[i]
             at = engine.t0 + (n * plan.hyperperiod + load.start) * TICK_S
+            if at >= engine.end_s + plan.hyperperiod_s:
+                return          # every frame's passes are over: a frame's window ends within 2H of its hyperperiod
             if at > engine.now + EPS_S:
                 engine.wake(at)
                 return

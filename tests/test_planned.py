@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from benchmarks.limit_gap import small_workload
 
 SEEDS = st.integers(0, 2**31 - 1)
-FEW = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+FEW = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                      HealthCheck.filter_too_much])
 HYPERPERIODS = 10
 
@@ -39,16 +39,18 @@ def jittery(seed: int):
 
 
 @FEW
-@given(SEEDS)
-def test_admitted_pipelines_never_miss_and_each_hyperperiod_runs_the_tables_loads(seed):
+@given(SEEDS, st.booleans())
+def test_admitted_pipelines_never_miss_and_each_hyperperiod_runs_the_tables_loads(seed, every_stream):
     workload = jittery(seed)
+    streams = workload.platform.streams if every_stream else 1
     policy = PlannedPolicy()
-    plan = policy.make_plan(workload)
+    plan = policy.make_plan(workload, streams=streams)
     assume(plan is not None)
     assert plan_violations(plan) == []
     kept = replace(workload, duration_s=HYPERPERIODS * plan.hyperperiod_s,
                    pipelines=tuple(p for p in workload.pipelines if not p.realtime or p.name in plan.admitted))
-    engine, summary = run_workload(kept, make_backend("model", kept.platform), policy)
+    board = make_backend("model", kept.platform, streams=streams if streams > 1 else None)
+    engine, summary = run_workload(kept, board, policy, video_streams=streams)
     for p in kept.pipelines:
         if p.realtime:
             released = sum(1 for k in range(10**6) if p.offset_s + k * p.period_s < kept.duration_s)
@@ -66,16 +68,18 @@ def test_admitted_pipelines_never_miss_and_each_hyperperiod_runs_the_tables_load
             at = engine.t0 + (n * plan.hyperperiod + plan.starts[frame.pipeline.name, j, step]) * TICK_S
             assert at - 1e-12 <= start <= at + LATE_S
             assert end - start <= lengths[frame.pipeline.name, j, step] * TICK_S
+    # The table's loads every hyperperiod (the first and the last skip those whose frames never come).
     port = [e for e in engine.trace if e.track == "port" and e.args["reason"] == "plan"]
     for n in range(HYPERPERIODS):
         lo = engine.t0 + n * plan.hyperperiod_s
-        assert sum(lo - 1e-12 <= e.start < lo + plan.hyperperiod_s - 1e-12 for e in port) == len(plan.loads)
+        made = sum(lo - 1e-12 <= e.start < lo + plan.hyperperiod_s - 1e-12 for e in port)
+        assert made == len(plan.loads) if 0 < n < HYPERPERIODS - 1 else made <= len(plan.loads)
 
 
 @FEW
 @given(SEEDS)
 def test_a_plans_wrap_is_sound_and_a_broken_wrap_is_caught(seed):
-    plan = cyclic_plan(jittery(seed), time_limit_s=10.0)
+    plan = cyclic_plan(jittery(seed), time_limit_s=10.0)      # one stream: a pass on another's instant overlaps
     assume(plan is not None and plan.admitted)
     assert plan_violations(plan) == []
     hyper = plan.hyperperiod

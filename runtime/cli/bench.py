@@ -72,16 +72,19 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
 
 def _run_planned(workload: Workload, policy: PlannedPolicy, backend: str, check_rejected: bool,
                  streams: int | None) -> tuple[object, dict]:
-    """``planned``: the cyclic table's pipelines on one engine and one stream (the others refused
-    with the plan's reason); with no table, edf's run, marked ``plan: none``."""
-    plan = policy.make_plan(workload)
+    """``planned``: the cyclic table's pipelines on one engine carrying the streams used, over
+    shared slots (the others refused with the plan's reason); with no table, edf's run, marked
+    ``plan: none``."""
+    used = streams_used(workload.platform, backend_class(backend).streams_carried(workload.platform), streams)
+    plan = policy.make_plan(workload, streams=used)
     if plan is None:
         engine, result = run_one(workload, "edf", backend, check_rejected, streams)
         result.update(scheduler=policy.name, plan="none", plan_reason=policy.no_plan_reason)
         return engine, result
     kept = replace(workload, pipelines=tuple(p for p in workload.pipelines
                                              if not p.realtime or p.name in plan.admitted))
-    engine, summary = run_workload(kept, make_backend(backend, workload.platform), policy)
+    board = make_backend(backend, workload.platform, streams=used if used > 1 else None)
+    engine, summary = run_workload(kept, board, policy, video_streams=used)
     rejected = [{"name": n, "reason": r} for n, r in plan.refused.items()]
     result = {"scheduler": policy.name, "admitted": [p.name for p in engine.pipelines], "rejected": rejected,
               **summary, "bound": dnn_bound(kept, engine.pipelines, engine), "plan": policy.describe()}
@@ -317,6 +320,12 @@ def report_lines(report: dict) -> list[str]:
                       "bound")
         for rej in r["rejected"]:
             lines.append(f"{'':{width}s} rejected {rej['name']}: {rej['reason']}")
+        if "plan" in r:
+            plan = r["plan"]
+            lines.append(f"{'':{width}s} plan: none ({r['plan_reason']}; edf's admission and dispatch)"
+                         if plan == "none" else f"{'':{width}s} plan: {plan['status']} table over "
+                         f"{plan['hyperperiod_ms']} ms on {plan['streams']} streams, "
+                         f"{plan['loads_per_hyperperiod']} loads per hyperperiod, solved in {plan['solve_s']} s")
         for part in t.get("streams", ()) if len(t.get("streams", ())) > 1 else ():
             lines.append(f"{'':{width}s} stream {part['stream']}: slots {part['slots']}, "
                          f"{', '.join(part['pipelines']) or 'no real-time pipeline'}{' + DNN' if part['dnn'] else ''}, "

@@ -60,6 +60,7 @@ class EngineState(Protocol):
     pin_moves: int
     planned_reloads: dict[int, tuple[str, float]]
     stream_id: int
+    video_streams: int
     want_output: bool
     cpu: CpuExecutor                  #: the host's workers for CPU stages
     cpu_besteffort: CpuExecutor       #: ... and for best-effort DNN images

@@ -30,11 +30,12 @@ class FrameStream:
     def __init__(self, engine: EngineState, dnn: DnnJobs, cpu_jobs: CpuJobs) -> None:
         self.engine, self.dnn, self.cpu_jobs = engine, dnn, cpu_jobs
         self.works: dict[str, Pending[FrameReport]] = {}
+        self.lanes: dict[str, int] = {}   # frame key -> which of the engine's streams it takes (from stream_id)
         self._at: float | None = None     # free_at() while the stream is busy
 
     def free(self) -> bool:
         """Whether the shell's video stream can take a frame or a DNN batch now."""
-        return len(self.engine.running) + len(self.dnn.running) < VIDEO_STREAMS
+        return len(self.engine.running) + len(self.dnn.running) < self.engine.video_streams
 
     def free_at(self) -> float:
         """When the video stream can next take a frame or a batch (now if it can)."""
@@ -51,10 +52,10 @@ class FrameStream:
         """Work started or ended on the stream: ``free_at`` is asked again."""
         self._at = None
 
-    def trace(self, name: str, start: float, end: float, pipeline: str) -> None:
+    def trace(self, name: str, start: float, end: float, pipeline: str, lane: int = 0) -> None:
         """One slice of the stream's track in the trace."""
         engine = self.engine
-        engine.trace.append(TraceEvent(f"stream {engine.stream_id}", name, start, end, {"pipeline": pipeline}))
+        engine.trace.append(TraceEvent(f"stream {engine.stream_id + lane}", name, start, end, {"pipeline": pipeline}))
 
     def start(self, frame: Frame, slots: Sequence[int]) -> None:
         """Start ``frame``'s next pass on ``slots`` (each holding its stage's module)."""
@@ -68,6 +69,9 @@ class FrameStream:
         if frame.step == 0:
             frame.start = engine.now
         frame.slots = tuple(slots)
+        # The lowest of the engine's streams no frame takes (a DNN batch takes the first one).
+        taken = {*self.lanes.values(), *((0,) if self.dnn.running else ())}
+        lane = min(k for k in range(engine.video_streams) if k not in taken)
         try:
             if frame.step:
                 pixels = frame.carry
@@ -75,13 +79,14 @@ class FrameStream:
                 pixels = frame.pixels if frame.pixels is not None else engine.test_pixels(frame)
             # A pass before the last must hand its pixels on (a backend may skip them only at the end).
             work = engine.backend.start_frame(slots, frame.pipeline.pass_stages[frame.step], pixels,
-                                              engine.want_output, stream=engine.stream_id)
+                                              engine.want_output, stream=engine.stream_id + lane)
         except Exception as exc:     # a hardware fault by the backend's contract (errors.HardwareError)
             engine.slots.release(slots, engine.now)
             engine.finish(frame, "error", fault_reason(exc))
             return
         engine.running[frame.key] = frame
         self.works[frame.key] = work
+        self.lanes[frame.key] = lane
         self.changed()
         # Hardware time from the start: on a wall clock, the host's time to simulate is not the
         # board's (a dilated clock absorbs it).
@@ -100,10 +105,11 @@ class FrameStream:
         else:
             frame.results.update(report.results)
         engine.running.pop(frame.key)
+        lane = self.lanes.pop(frame.key, 0)
         self.changed()
         end = engine.now
         engine.slots.release(frame.slots, end)
-        self.trace(frame.key, frame.streamed[-1][0], end, frame.pipeline.name)
+        self.trace(frame.key, frame.streamed[-1][0], end, frame.pipeline.name, lane)
         for slot in frame.slots:
             engine.trace.append(TraceEvent(f"slot {slot}", frame.key, frame.streamed[-1][0], end,
                                            {"pipeline": frame.pipeline.name}))

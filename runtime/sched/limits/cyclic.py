@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from fpgashare.catalogue.platform import Platform
@@ -43,6 +43,10 @@ MARGIN_TICKS = 1
 
 #: Seconds CP-SAT may spend on a plan.
 PLAN_TIME_LIMIT_S = 10.0
+
+#: Module uses (a stage of a pass) one hyperperiod may hold: each slot's cycle has a constraint per
+#: pair of its uses, so a longer table is a model CP-SAT cannot even build in its time limit.
+MAX_USES = 240
 
 
 class PlanError(FpgashareError):
@@ -76,6 +80,9 @@ class PlanLoad:
     module: str
     start: int
     length: int
+    #: the uses it loads for (until the slot's next load): (pipeline, plan frame, hyperperiod of
+    #: that frame less the load's), so a run can skip a load whose uses' frames never come
+    serves: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,6 +104,7 @@ class CyclicPlan:
     shift: dict[str, int]           #: frame k of a pipeline is the plan's frame (k + shift) mod frames
     status: str
     wall_s: float
+    streams: int = 1                #: video streams the table runs at once
 
     @property
     def hyperperiod_s(self) -> float:
@@ -151,7 +159,7 @@ def load_length(platform: Platform) -> dict[int, int]:
 class _CyclicModel:
     """The CP-SAT model (module docstring)."""
 
-    def __init__(self, jobs: list[PlanJob], platform: Platform, names: list[str], hyper: int) -> None:
+    def __init__(self, jobs: list[PlanJob], platform: Platform, names: list[str], hyper: int, streams: int) -> None:
         cp = self.cp = require_ortools()
         m = self.m = cp.CpModel()
         self.jobs, self.platform, self.hp = jobs, platform, hyper
@@ -177,7 +185,10 @@ class _CyclicModel:
         for a, b in pairwise(jobs):
             if (a.pipeline, a.frame) == (b.pipeline, b.frame):
                 m.Add(self.s[a.key] + a.length <= self.s[b.key]).OnlyEnforceIf(self.admit[a.pipeline])
-        m.AddNoOverlap(stream)
+        if streams == 1:
+            m.AddNoOverlap(stream)
+        else:                               # the shell's streams share the slots (docs/shell.md)
+            m.AddCumulative(stream, [1] * len(stream), streams)
         self._slots()
 
     def _folded(self, start, length: int, on, crosses: bool, name: str) -> list:
@@ -270,20 +281,26 @@ class _CyclicModel:
         jobs = tuple(j for j in self.jobs if j.pipeline in admitted)
         starts = {j.key: solver.Value(self.s[j.key]) for j in jobs}
         slots: dict[tuple[str, int, int], list[int]] = {j.key: [-1] * len(j.modules) for j in jobs}
-        by_slot: dict[int, list[tuple[int, str, int]]] = {}
+        by_slot: dict[int, list[tuple[int, str, int, PlanJob]]] = {}
         for (u, s), var in self.x.items():
             if solver.Value(var):
                 j, i, mod = self.inst[u]
                 slots[j.key][i] = s
-                by_slot.setdefault(s, []).append((starts[j.key] % hp, mod, u))
+                by_slot.setdefault(s, []).append((starts[j.key] % hp, mod, u, j))
         lt = load_length(self.platform)
         loads, initial = [], {}
         for s, uses in sorted(by_slot.items()):
             uses.sort()
             mine = []
-            for k, (_, mod, u) in enumerate(uses):
-                if uses[k - 1][1] != mod:     # k = 0: the last use, a hyperperiod earlier
-                    mine.append(PlanLoad(s, mod, solver.Value(self.ln[u, s]) % hp, lt[s]))
+            changes = [k for k in range(len(uses)) if uses[k - 1][1] != uses[k][1]]  # k = 0: after the last use
+            for c, k in enumerate(changes):
+                start = solver.Value(self.ln[uses[k][2], s]) % hp
+                upto = changes[(c + 1) % len(changes)]
+                served = [uses[i % len(uses)] for i in range(k, upto if upto > k else upto + len(uses))]
+                # A use folded after the load is in the load's cycle, else the next; its frame's
+                # hyperperiod is that cycle less the fold of its start.
+                mine.append(PlanLoad(s, uses[k][1], start, lt[s], tuple(
+                    (j.pipeline, j.frame, (0 if t > start else 1) - starts[j.key] // hp) for t, _, _, j in served)))
             loads += mine
             # What the slot holds at the start of a hyperperiod: the last load's module (one that
             # straddles the wrap is under way then: the warm-up has done it), else its one module.
@@ -294,16 +311,23 @@ class _CyclicModel:
                           tuple(sorted(loads, key=lambda ld: ld.start)), initial, frames, shift, status, wall)
 
 
-def cyclic_plan(workload: Workload, time_limit_s: float = PLAN_TIME_LIMIT_S) -> CyclicPlan | None:
-    """The cyclic table of ``workload``'s real-time pipelines (module docstring), or None if CP-SAT
-    found no feasible one in ``time_limit_s``. Raises PlanError on a workload it cannot take."""
+def cyclic_plan(workload: Workload, time_limit_s: float = PLAN_TIME_LIMIT_S, streams: int = 1) -> CyclicPlan | None:
+    """The cyclic table of ``workload``'s real-time pipelines (module docstring) on ``streams`` of
+    the shell's video streams, or None if CP-SAT found no feasible one in ``time_limit_s``. Raises
+    PlanError on a workload it cannot take."""
+    if not 1 <= streams <= workload.platform.streams:
+        raise PlanError(f"{workload.platform.name} has {workload.platform.streams} video streams, not {streams}")
     jobs, hyper, frames, shift = plan_jobs(workload)
     if not jobs:
         raise PlanError("the workload has no real-time pipeline to plan")
+    uses = sum(len(j.modules) for j in jobs)
+    if uses > MAX_USES:
+        raise PlanError(f"one hyperperiod ({hyper * TICK_S * 1e3:g} ms) holds {uses} module uses, more than a "
+                        f"table takes ({MAX_USES})")
     names = [p.name for p in realtime(workload)]
     started = time.perf_counter()
-    model = _CyclicModel(jobs, workload.platform, names, hyper)
+    model = _CyclicModel(jobs, workload.platform, names, hyper, streams)
     solver, status = model.solve(time_limit_s)
     if status == "unknown":
         return None
-    return model.plan(solver, status, frames, shift, time.perf_counter() - started)
+    return replace(model.plan(solver, status, frames, shift, time.perf_counter() - started), streams=streams)

@@ -1,8 +1,8 @@
 """An independent check of a cyclic plan (cyclic.py), from its table alone: the windows, the pass
-order, and that the stream, the port and every slot are shared with no overlap *modulo hp* (a
-job that crosses H against the next hyperperiod's first jobs), and that every use finds its
-module in its slot when the table repeats (the slot's contents at the wrap equal its contents
-at the start)."""
+order, that the streams carry at most the table's count of passes at once and the port and every
+slot one thing at a time, all *modulo H* (a job that crosses H against the next hyperperiod's first
+jobs), and that every use finds its module in its slot when the table repeats (the slot's contents
+at the wrap equal its contents at the start)."""
 
 from __future__ import annotations
 
@@ -41,8 +41,11 @@ def plan_violations(plan: CyclicPlan) -> list[str]:
             out.append(f"{key}: starts before its previous pass ends")
         if len(set(plan.slots[key])) != len(j.modules) or min(plan.slots[key]) < 0:
             out.append(f"{key}: modules not in distinct slots {plan.slots[key]}")
-    stream = [((plan.starts[k], plan.starts[k] + j.length), str(k)) for k, j in jobs.items()]
-    out += _pairwise(stream, hp, "stream")
+    stream = [(plan.starts[k] % hp, plan.starts[k] % hp + j.length) for k, j in jobs.items()]
+    for t in sorted({a for a, _ in stream}):      # the load only rises at a start
+        at = sum(any(a + shift <= t < b + shift for shift in (-hp, 0)) for a, b in stream)
+        if at > plan.streams:
+            out.append(f"stream: {at} passes at {t} (modulo H={hp}), the table has {plan.streams} streams")
     out += _pairwise([((ld.start, ld.start + ld.length), f"load {ld.module}->{ld.slot}") for ld in plan.loads],
                      hp, "port")
     for slot in sorted({s for v in plan.slots.values() for s in v}):

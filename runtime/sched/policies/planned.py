@@ -50,12 +50,15 @@ class PlannedPolicy(Policy):
         self.fallback = EdfPolicy()
         self._load_seq = 0            # loads of the table started so far, over all hyperperiods
         self._arrived: set[str] = set()
+        self._specs: dict = {}          # the engine's real-time pipelines by name
 
-    def make_plan(self, workload: Workload, time_limit_s: float = PLAN_TIME_LIMIT_S) -> CyclicPlan | None:
-        """Plan ``workload``'s real-time pipelines; None (and ``no_plan_reason``) if there is no
+    def make_plan(self, workload: Workload, time_limit_s: float = PLAN_TIME_LIMIT_S,
+                  streams: int = 1) -> CyclicPlan | None:
+        """Plan ``workload``'s real-time pipelines on ``streams`` video streams (the engine must
+        carry as many: ``Engine(video_streams=...)``); None (and ``no_plan_reason``) if there is no
         table to run, and the policy is edf."""
         try:
-            plan = cyclic_plan(workload, time_limit_s)
+            plan = cyclic_plan(workload, time_limit_s, streams)
         except PlanError as exc:
             self.plan, self.no_plan_reason = None, str(exc)
             return None
@@ -74,7 +77,7 @@ class PlannedPolicy(Policy):
         plan = self.plan
         if plan is None:
             return "none"
-        return {"status": plan.status, "hyperperiod_ms": round(plan.hyperperiod_s * 1e3, 4),
+        return {"status": plan.status, "hyperperiod_ms": round(plan.hyperperiod_s * 1e3, 4), "streams": plan.streams,
                 "admitted": list(plan.admitted), "loads_per_hyperperiod": len(plan.loads),
                 "solve_s": round(plan.wall_s, 2)}
 
@@ -83,6 +86,7 @@ class PlannedPolicy(Policy):
         if self.plan is None:
             self.fallback.setup(engine)
             return
+        self._specs = {p.name: p for p in engine.pipelines}
         for slot, module in sorted(self.plan.initial.items()):
             engine.load(slot, module, "warm-up")
 
@@ -111,9 +115,17 @@ class PlannedPolicy(Policy):
             slot = engine.slots.slots[load.slot]
             if slot.state not in (SlotState.READY, SlotState.BLANK):
                 return          # the use before it ends at this instant: its end is the next event
-            if slot.module != load.module:
+            # A load none of whose uses' frames come (before the first frame, after the last) is
+            # skipped: the slot's next load does not depend on what it holds.
+            if slot.module != load.module and any(self._comes(engine, p, j, n + dn) for p, j, dn in load.serves):
                 engine.load(load.slot, load.module, "plan")
             self._load_seq += 1
+
+    def _comes(self, engine: EngineView, pipeline: str, j: int, n: int) -> bool:
+        """Whether the run releases the plan's frame ``j`` of hyperperiod ``n`` of ``pipeline``."""
+        p = self._specs[pipeline]
+        index = n * self.plan.frames[pipeline] + j - self.plan.shift[pipeline]
+        return index >= 0 and p.offset_s + index * p.period_s < engine.end_s - engine.t0
 
     def _frame(self, engine: EngineView, frame: Frame) -> None:
         """Start ``frame``'s pass at its instant, or drop it if the table cannot take it."""

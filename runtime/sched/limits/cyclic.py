@@ -218,6 +218,7 @@ class _CyclicModel:
                 m.AddAtMostOne(group)
         self.fresh, self.ln = {}, {}
         port = []
+        firsts: dict[int, tuple] = {}       # slot -> (its empty literal, its first use's literals)
         for slot in self.platform.slots:
             s = slot.index
             nodes = [u for u in range(len(self.inst)) if (u, s) in self.x]
@@ -259,8 +260,25 @@ class _CyclicModel:
                         m.AddBoolOr([last[u].Not(), first[w].Not(), self.fresh[w, s]])
                         m.Add(self.ln[w, s] >= eu - hp).OnlyEnforceIf([last[u], first[w]])
             m.AddCircuit(arcs)
+            firsts[s] = (arcs[0][2], first)
             m.AddNoOverlap(held)
         m.AddNoOverlap(port)
+        self._break_slot_symmetry(firsts, lt)
+
+    def _break_slot_symmetry(self, firsts: dict, lt: dict[int, int]) -> None:
+        """Slots that load alike and take the same modules are interchangeable (renaming them maps
+        a table to one as good): keep only tables whose slots' first uses in the hyperperiod come in
+        instance order, an empty slot last (as exact.py does for its horizon)."""
+        platform = self.platform
+        homes = [frozenset(mod for mod in platform.modules if slot.name in platform.module(mod).slots)
+                 for slot in platform.slots]
+        if len(set(homes)) != 1 or len(set(lt.values())) != 1:
+            return
+        big = len(self.inst) + 1
+        order = [sum(u * lit for u, lit in first.items()) + big * empty for empty, first in
+                 (firsts[s] for s in sorted(firsts))]
+        for a, b in pairwise(order):
+            self.m.Add(a <= b)
 
     def solve(self, time_limit_s: float):
         m = self.m

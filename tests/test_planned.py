@@ -115,3 +115,12 @@ def test_without_a_table_planned_is_edf_and_says_so(pynq_z2):
     assert planned["plan"] == "none" and "whole number" in planned["plan_reason"]
     assert planned["admitted"] == edf["admitted"]
     assert planned["pipelines"] == edf["pipelines"]
+
+
+def test_the_daemon_refuses_planned_and_says_it_runs_edf(tmp_path, zcu104):
+    from fpgashare.backends.model import ModelBackend
+    from fpgashare.daemon.server import Daemon
+    from fpgashare.sched.core.clock import VirtualClock
+
+    with pytest.raises(FpgashareError, match="the daemon, whose pipelines come and go, runs edf"):
+        Daemon(ModelBackend(zcu104), tmp_path / "p.sock", clock=VirtualClock(), scheduler="planned")

@@ -115,6 +115,11 @@ def test_without_a_table_planned_is_edf_and_says_so(pynq_z2):
     assert planned["plan"] == "none" and "whole number" in planned["plan_reason"]
     assert planned["admitted"] == edf["admitted"]
     assert planned["pipelines"] == edf["pipelines"]
+    # A table that serves fewer pipelines than edf's admission guarantees is not used either.
+    whole = replace(workload, pipelines=(replace(spec, period_s=0.01),))
+    policy = PlannedPolicy()
+    assert policy.make_plan(whole) is not None
+    assert policy.make_plan(whole, edf_admits=2) is None and "edf's admission 2" in policy.no_plan_reason
 
 
 def test_the_daemon_refuses_planned_and_says_it_runs_edf(tmp_path, zcu104):

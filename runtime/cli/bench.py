@@ -73,10 +73,11 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
 def _run_planned(workload: Workload, policy: PlannedPolicy, backend: str, check_rejected: bool,
                  streams: int | None) -> tuple[object, dict]:
     """``planned``: the cyclic table's pipelines on one engine carrying the streams used, over
-    shared slots (the others refused with the plan's reason); with no table, edf's run, marked
-    ``plan: none``."""
+    shared slots (the others refused with the plan's reason); with no table, or one serving fewer
+    pipelines than edf's admission, edf's run, marked ``plan: none``."""
     used = streams_used(workload.platform, backend_class(backend).streams_carried(workload.platform), streams)
-    plan = policy.make_plan(workload, streams=used)
+    edf = plan_streams(workload, used, phased=True) if used > 1 else admit(workload, phased=True)
+    plan = policy.make_plan(workload, streams=used, edf_admits=len(edf.admitted))
     if plan is None:
         engine, result = run_one(workload, "edf", backend, check_rejected, streams)
         result.update(scheduler=policy.name, plan="none", plan_reason=policy.no_plan_reason)

@@ -15,7 +15,8 @@ the pipelines it serves and refuses the rest with a reason. Then, on the engine:
 
 No DNN runs under a table (its slot and port time is not proved free for a whole lend). With no
 table (CP-SAT found none in its time limit, or the workload is one the table cannot take), the
-policy is edf, its admission and its dispatch: the run says ``plan: none``.
+policy is edf, its admission and its dispatch: the run says ``plan: none``; so it is when edf's
+admission guarantees more pipelines than the table serves.
 """
 
 from __future__ import annotations
@@ -53,19 +54,22 @@ class PlannedPolicy(Policy):
         self._specs: dict = {}          # the engine's real-time pipelines by name
 
     def make_plan(self, workload: Workload, time_limit_s: float = PLAN_TIME_LIMIT_S,
-                  streams: int = 1) -> CyclicPlan | None:
+                  streams: int = 1, edf_admits: int = 0) -> CyclicPlan | None:
         """Plan ``workload``'s real-time pipelines on ``streams`` video streams (the engine must
         carry as many: ``Engine(video_streams=...)``); None (and ``no_plan_reason``) if there is no
-        table to run, and the policy is edf."""
+        table to run, or it serves fewer pipelines than ``edf_admits`` (what edf's admission
+        guarantees; a time-limited solve may stop at a poor table): then the policy is edf."""
         try:
             plan = cyclic_plan(workload, time_limit_s, streams)
         except PlanError as exc:
             self.plan, self.no_plan_reason = None, str(exc)
             return None
-        if plan is None or not plan.admitted:
+        if plan is None or len(plan.admitted) < max(1, edf_admits):
             self.plan = None
             self.no_plan_reason = (f"CP-SAT found no cyclic table in {time_limit_s:g} s" if plan is None
-                                   else "the table serves no pipeline")
+                                   else "the table serves no pipeline" if not plan.admitted
+                                   else f"the table serves {len(plan.admitted)} pipelines, edf's admission "
+                                        f"{edf_admits}")
             return None
         self.plan, self.no_plan_reason = plan, ""
         log.info("planned: table (%s) over %.1f ms serves %s with %d loads per hyperperiod", plan.status,

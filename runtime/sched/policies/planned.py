@@ -91,6 +91,7 @@ class PlannedPolicy(Policy):
             self.fallback.setup(engine)
             return
         self._specs = {p.name: p for p in engine.pipelines}
+        self._load_seq, self._arrived = 0, set()      # a run starts the table from its first load
         for slot, module in sorted(self.plan.initial.items()):
             engine.load(slot, module, "warm-up")
 

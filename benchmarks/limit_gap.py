@@ -6,7 +6,8 @@ Each workload (``small_workload``): 2-5 real-time pipelines on the PYNQ-Z2 or th
 period, jitter 0-1 ms half the time, a random first release), sometimes a DNN pipeline on the
 ZCU104; the run lasts one hyperperiod, so the exact model (runtime/sched/limits/exact.py) covers
 every frame the run releases. Every scheduler runs through ``fpgashare bench``'s path
-(``bench.run_one``, the model backend), and its figures are set against the limits:
+(``bench.run_one``, the model backend; ``planned`` makes its cyclic table there, docs/planned.md),
+and its figures are set against the limits:
 
 - pipelines served with no miss / the most any schedule serves (exact; summed over workloads too);
 - its loads / the fewest of any schedule serving the pipelines it ran (when it missed nothing);

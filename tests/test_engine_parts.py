@@ -81,3 +81,35 @@ def test_host_work_runs_on_the_workers_the_engine_is_given_after_it_is_built():
     engine.cpu_jobs.run(SimpleNamespace(key="p/0", pipeline=p), "before", np.zeros((2, 2), np.uint8))
     engine.cpu_jobs.run_dnn_on_host(SimpleNamespace(image=None, pipeline=p, seq=1), 0.001, lambda image: image)
     assert calls == ["stages", "image"]
+
+
+@pytest.mark.parametrize("streams", [1, 2])
+def test_an_engine_carries_as_many_passes_at_once_as_video_streams_it_is_given(streams):
+    """``video_streams``: passes on disjoint slots stream together, each on a stream of its own
+    (the planned policy's table over several streams); one stream takes them in turn."""
+    from pathlib import Path
+
+    from fpgashare.catalogue.workload import Workload, realtime_spec
+    from fpgashare.sched.core.policy import Policy
+
+    class _Resident(Policy):
+        def dispatch(self, engine):
+            for frame in list(engine.pending):
+                self.start_if_resident(engine, frame, set())
+
+    platform = load_platform("pynq-z2")
+    pipelines = tuple(realtime_spec(name, [module], 0.01, 0.01, [120, 160], platform)
+                      for name, module in (("a", "conv3x3"), ("b", "sobel_mag")))
+    workload = Workload(Path("two.toml"), platform, 1, 0.05, pipelines)
+    engine = workload_engine(workload, ModelBackend(platform, streams=streams if streams > 1 else None),
+                             _Resident(), video_streams=streams).run()
+    assert all(f.outcome == "on_time" for f in engine.frames) and len(engine.frames) == 10
+    spans = {f.index: [] for f in engine.frames}
+    for f in engine.frames:
+        spans[f.index].append(f.streamed[0])
+    together = [a[0] < b[1] and b[0] < a[1] for a, b in spans.values()]
+    assert all(together) if streams == 2 else not any(together)
+    tracks = {e.track for e in engine.trace if e.track.startswith("stream")}
+    assert tracks == {f"stream {k}" for k in range(streams)}
+    with pytest.raises(ValueError, match="at least one video stream"):
+        workload_engine(workload, ModelBackend(platform), _Resident(), video_streams=0)

@@ -14,6 +14,7 @@ from fpgashare.sched.board.board import run_board
 from fpgashare.sched.board.stream_plan import plan_streams
 from fpgashare.sched.policies.backfill import DNN as DNN_TILE
 from fpgashare.sched.policies.backfill import refusal
+from fpgashare.sched.policies.planned import PlannedPolicy
 from fpgashare.sched.policies.registry import POLICIES, make_policy
 from fpgashare.sched.sources.periodic import run_workload
 
@@ -38,6 +39,8 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
     ``streams``: at most this many video streams (default: as many as the shell and the backend
     carry)."""
     policy = make_policy(scheduler)
+    if isinstance(policy, PlannedPolicy):
+        return _run_planned(workload, policy, backend, check_rejected, streams)
     rejected: list[dict] = []
     full = workload
     contract = None
@@ -64,6 +67,28 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
     if rejected and check_rejected:
         # Is the admission test more than caution? Run the whole set anyway and count the misses.
         result["rejected_set_misses"] = unadmitted_misses(full, scheduler)
+    return engine, result
+
+
+def _run_planned(workload: Workload, policy: PlannedPolicy, backend: str, check_rejected: bool,
+                 streams: int | None) -> tuple[object, dict]:
+    """``planned``: the cyclic table's pipelines on one engine carrying the streams used, over
+    shared slots (the others refused with the plan's reason); with no table, or one serving fewer
+    pipelines than edf's admission, edf's run, marked ``plan: none``."""
+    used = streams_used(workload.platform, backend_class(backend).streams_carried(workload.platform), streams)
+    edf = plan_streams(workload, used, phased=True) if used > 1 else admit(workload, phased=True)
+    plan = policy.make_plan(workload, streams=used, edf_admits=len(edf.admitted))
+    if plan is None:
+        engine, result = run_one(workload, "edf", backend, check_rejected, streams)
+        result.update(scheduler=policy.name, plan="none", plan_reason=policy.no_plan_reason)
+        return engine, result
+    kept = replace(workload, pipelines=tuple(p for p in workload.pipelines
+                                             if not p.realtime or p.name in plan.admitted))
+    board = make_backend(backend, workload.platform, streams=used if used > 1 else None)
+    engine, summary = run_workload(kept, board, policy, video_streams=used)
+    rejected = [{"name": n, "reason": r} for n, r in plan.refused.items()]
+    result = {"scheduler": policy.name, "admitted": [p.name for p in engine.pipelines], "rejected": rejected,
+              **summary, "bound": dnn_bound(kept, engine.pipelines, engine), "plan": policy.describe()}
     return engine, result
 
 
@@ -297,6 +322,12 @@ def report_lines(report: dict) -> list[str]:
                       "bound")
         for rej in r["rejected"]:
             lines.append(f"{'':{width}s} rejected {rej['name']}: {rej['reason']}")
+        if "plan" in r:
+            plan = r["plan"]
+            lines.append(f"{'':{width}s} plan: none ({r['plan_reason']}; edf's admission and dispatch)"
+                         if plan == "none" else f"{'':{width}s} plan: {plan['status']} table over "
+                         f"{plan['hyperperiod_ms']} ms on {plan['streams']} streams, "
+                         f"{plan['loads_per_hyperperiod']} loads per hyperperiod, solved in {plan['solve_s']} s")
         for part in t.get("streams", ()) if len(t.get("streams", ())) > 1 else ():
             lines.append(f"{'':{width}s} stream {part['stream']}: slots {part['slots']}, "
                          f"{', '.join(part['pipelines']) or 'no real-time pipeline'}{' + DNN' if part['dnn'] else ''}, "

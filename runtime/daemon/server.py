@@ -117,6 +117,9 @@ class Daemon:
         if backend.name != "pynq" and not self.virtual:   # a simulated board's slowness must not pass for board time
             backend.held_clock = self.clock
         carried = backend.streams_carried(self.platform)
+        if scheduler == "planned":     # its table is made before a run, for a set that never changes
+            raise FpgashareError("the planned scheduler runs a table made for a fixed set of pipelines "
+                                 "(fpgashare bench); the daemon, whose pipelines come and go, runs edf")
         if streams is None:
             most = min(self.platform.streams, len(self.platform.slots), carried)
             streams = most if make_policy(scheduler).admission else 1

@@ -40,7 +40,7 @@ from fpgashare.sched.core.cpu_jobs import CpuJobs
 from fpgashare.sched.core.demand import Demand
 from fpgashare.sched.core.dnn_jobs import DnnJobs
 from fpgashare.sched.core.foresight import Foresight
-from fpgashare.sched.core.frame_stream import FrameStream
+from fpgashare.sched.core.frame_stream import VIDEO_STREAMS, FrameStream
 from fpgashare.sched.core.jobs import (
     CPU_DONE,
     CPU_START,
@@ -78,9 +78,11 @@ class Engine:
                  replacement: str = "belady", want_output: bool = False, drain_s: float = 1.0,
                  contract: AdmissionContract | None = None, dnn_jobs: type[DnnJobs] = DnnJobs,
                  source: ReleaseSource | None = None, watchdog: bool = False,
-                 trace_limit: int | None = None) -> None:
+                 trace_limit: int | None = None, video_streams: int = VIDEO_STREAMS) -> None:
         if source is None:
             raise TypeError("an engine needs a release source (runtime/sched/sources/)")
+        if video_streams < 1:
+            raise ValueError(f"an engine carries at least one video stream, not {video_streams}")
         self.workload, self.backend, self.policy, self.source = workload, backend, policy, source
         self.clock = clock or VirtualClock()
         self.slots = SlotManager(backend, replacement)
@@ -129,6 +131,9 @@ class Engine:
         #: a spare stream the DNN's batches take beside the frames (None: they share ``stream_id``;
         #: runtime/sched/policies/backfill.py says when a batch may run beside a frame's pass)
         self.dnn_stream_id: int | None = None
+        #: how many of the shell's streams (stream_id on) it carries at once: 1 but for a table
+        #: that plans several streams over shared slots (runtime/sched/policies/planned.py)
+        self.video_streams = video_streams
         #: False: no load but a committed frame's after the first release (a partition whose every
         #: module is pinned: runtime/sched/board/stream_plan.py counts no port time for it)
         self.loads_after_t0 = True
@@ -178,6 +183,7 @@ class Engine:
         self.pending.clear()
         self.running.clear()
         self.stream.works.clear()
+        self.stream.lanes.clear()
         self.stream.changed()
 
     def begin(self) -> None:

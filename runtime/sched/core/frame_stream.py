@@ -30,12 +30,14 @@ class FrameStream:
     def __init__(self, engine: EngineState, dnn: DnnJobs, cpu_jobs: CpuJobs) -> None:
         self.engine, self.dnn, self.cpu_jobs = engine, dnn, cpu_jobs
         self.works: dict[str, Pending[FrameReport]] = {}
+        self.lanes: dict[str, int] = {}   # frame key -> which of the engine's streams it takes (from stream_id)
         self._at: float | None = None     # free_at() while the stream is busy
 
     def free(self) -> bool:
         """Whether the shell's video stream can take a frame (or, when the DNN has no stream of
-        its own, a DNN batch) now."""
-        return len(self.engine.running) + len(self._batches()) < VIDEO_STREAMS
+        its own, a DNN batch) now (``Engine.video_streams`` of them: one but for a table that
+        plans several streams over shared slots)."""
+        return len(self.engine.running) + len(self._batches()) < self.engine.video_streams
 
     def dnn_apart(self) -> bool:
         """Whether the DNN's batches take a stream of their own (``Engine.dnn_stream_id``)."""
@@ -67,10 +69,12 @@ class FrameStream:
         """Work started or ended on the stream: ``free_at`` is asked again."""
         self._at = None
 
-    def trace(self, name: str, start: float, end: float, pipeline: str, stream: int | None = None) -> None:
-        """One slice of the stream's track in the trace (``stream``: another stream's, by id)."""
+    def trace(self, name: str, start: float, end: float, pipeline: str, lane: int = 0,
+              stream: int | None = None) -> None:
+        """One slice of the stream's track in the trace (``lane``: which of the engine's streams;
+        ``stream``: another stream's, by id)."""
         engine = self.engine
-        sid = engine.stream_id if stream is None else stream
+        sid = engine.stream_id + lane if stream is None else stream
         engine.trace.append(TraceEvent(f"stream {sid}", name, start, end, {"pipeline": pipeline}))
 
     def start(self, frame: Frame, slots: Sequence[int]) -> None:
@@ -85,6 +89,9 @@ class FrameStream:
         if frame.step == 0:
             frame.start = engine.now
         frame.slots = tuple(slots)
+        # The lowest of the engine's streams no frame takes (a DNN batch takes the first one).
+        taken = {*self.lanes.values(), *((0,) if self._batches() else ())}
+        lane = min(k for k in range(engine.video_streams) if k not in taken)
         try:
             if frame.step:
                 pixels = frame.carry
@@ -92,13 +99,14 @@ class FrameStream:
                 pixels = frame.pixels if frame.pixels is not None else engine.test_pixels(frame)
             # A pass before the last must hand its pixels on (a backend may skip them only at the end).
             work = engine.backend.start_frame(slots, frame.pipeline.pass_stages[frame.step], pixels,
-                                              engine.want_output, stream=engine.stream_id)
+                                              engine.want_output, stream=engine.stream_id + lane)
         except Exception as exc:     # a hardware fault by the backend's contract (errors.HardwareError)
             engine.slots.release(slots, engine.now)
             engine.finish(frame, "error", fault_reason(exc))
             return
         engine.running[frame.key] = frame
         self.works[frame.key] = work
+        self.lanes[frame.key] = lane
         self.changed()
         # Hardware time from the start: on a wall clock, the host's time to simulate is not the
         # board's (a dilated clock absorbs it).
@@ -117,10 +125,11 @@ class FrameStream:
         else:
             frame.results.update(report.results)
         engine.running.pop(frame.key)
+        lane = self.lanes.pop(frame.key, 0)
         self.changed()
         end = engine.now
         engine.slots.release(frame.slots, end)
-        self.trace(frame.key, frame.streamed[-1][0], end, frame.pipeline.name)
+        self.trace(frame.key, frame.streamed[-1][0], end, frame.pipeline.name, lane)
         for slot in frame.slots:
             engine.trace.append(TraceEvent(f"slot {slot}", frame.key, frame.streamed[-1][0], end,
                                            {"pipeline": frame.pipeline.name}))

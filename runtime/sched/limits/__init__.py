@@ -10,7 +10,9 @@ One idea per module:
 - ``caps``: cheap upper bounds (stream, port, slots, deadline) on pipelines and on copies;
 - ``belady``: the fewest loads and the least port wait for a realised frame order;
 - ``dnn_windows``: DNN images that fit in idle windows after fill latency and loads;
-- ``bench_limits``: ``fpgashare bench --limit``, every limit beside every scheduler's figure.
+- ``bench_limits``: ``fpgashare bench --limit``, every limit beside every scheduler's figure;
+- ``cyclic``: the exact model made periodic, a table of one hyperperiod that repeats (the
+  ``planned`` policy runs it); ``cyclic_check``: an independent check of such a table.
 
 The exact model needs ``ortools`` (the ``limits`` extra); ``require_ortools`` names the fix.
 """

@@ -12,9 +12,10 @@ add loads, so the figure stays a floor.
 
 **Port wait.** One stream: while job j-1 runs only K - s_{j-1} slots can take job j's modules, so at
 least need_j = |M_j \\ M_{j-1}| - (K - s_{j-1}) of them load after j-1 ends; those the idle time before
-j's release can hold (floor(g_j / t_L), g_j = max(0, release_j - end_{j-1})) need not keep it
-waiting, the rest do: wait >= t_L x sum_j max(0, need_j - floor(g_j / t_L)). A floor for any
-replacement given the frames' order and times (the reference doc's formula).
+j's release can hold (g_j = max(0, release_j - end_{j-1}) of port time) need not keep it waiting,
+the rest do: wait >= sum_j max(0, t_L x need_j - g_j). A floor for any replacement given the
+frames' order and times (the reference doc's formula, with the idle time counted whole: a load
+that straddles the release keeps the job waiting only for its part after it).
 """
 
 from __future__ import annotations
@@ -90,10 +91,11 @@ def belady_loads(order: Sequence[Ran], slots: int) -> int:
 def wait_floor_s(order: Sequence[Ran], slots: int, load_s: float) -> float:
     """Least port wait (seconds a released job waits for loads) for ``order`` on one stream
     (module docstring). ``load_s``: the shortest load."""
-    total = 0
+    total = 0.0
     for before, job in itertools.pairwise(order):
         new = len(job.modules) - sum(min(job.modules.count(m), before.modules.count(m)) for m in set(job.modules))
         need = new - (slots - len(before.modules))
-        hidden = math.floor(max(0.0, job.release - before.end) / load_s + 1e-9) if load_s > 0 else need
-        total += max(0, need - hidden)
-    return total * load_s
+        # The idle time before the release hides that much port time, whole loads or not (a load
+        # that straddles the release keeps the job waiting only for its part after it).
+        total += max(0.0, need * load_s - max(0.0, job.release - before.end))
+    return total

@@ -7,9 +7,11 @@ from fpgashare.sched.core.policy import Policy
 from fpgashare.sched.policies.baselines import FcfsPolicy, RrBundlePolicy, StaticPolicy
 from fpgashare.sched.policies.edf import EdfPolicy
 from fpgashare.sched.policies.fred import FredPolicy
+from fpgashare.sched.policies.planned import PlannedPolicy
 
 POLICIES: dict[str, type[Policy]] = {"edf": EdfPolicy, "rr-bundle": RrBundlePolicy, "fcfs": FcfsPolicy,
-                                     "static": StaticPolicy, "fred": FredPolicy}
+                                     "static": StaticPolicy, "fred": FredPolicy,
+                                     "planned": PlannedPolicy}
 
 
 def make_policy(name: str) -> Policy:

@@ -1,0 +1,131 @@
+"""The ``planned`` policy runs a cyclic CP-SAT table (runtime/sched/limits/cyclic.py,
+runtime/sched/policies/planned.py; docs/planned.md): generated workloads with fresh seeds, their
+declared jitter drawn at random each run, over ten hyperperiods on the bench engine."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+from fpgashare.backends import make_backend
+from fpgashare.catalogue.workload import realtime_spec
+from fpgashare.cli.bench import run_one
+from fpgashare.errors import FpgashareError
+from fpgashare.sched.limits.cyclic import PlanError, cyclic_plan, plan_jobs
+from fpgashare.sched.limits.cyclic_check import plan_violations
+from fpgashare.sched.limits.jobs import TICK_S
+from fpgashare.sched.policies.planned import LATE_S, PlannedPolicy
+from fpgashare.sched.sources.periodic import run_workload
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from benchmarks.limit_gap import small_workload
+
+SEEDS = st.integers(0, 2**31 - 1)
+FEW = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                     HealthCheck.filter_too_much])
+HYPERPERIODS = 10
+
+
+def jittery(seed: int):
+    """A small generated workload whose pipelines declare a random jitter (up to half their slack)
+    and whose releases draw it afresh (another seed)."""
+    workload = small_workload(seed, max_pipelines=3)
+    rng = random.Random(seed)
+    pipelines = tuple(replace(p, jitter_s=round(rng.uniform(0.0, 0.5) * (p.deadline_s - p.exec_s), 6))
+                      if p.realtime else p for p in workload.pipelines)
+    return replace(workload, pipelines=pipelines, seed=rng.randrange(2**31))
+
+
+@FEW
+@given(SEEDS, st.booleans())
+def test_admitted_pipelines_never_miss_and_each_hyperperiod_runs_the_tables_loads(seed, every_stream):
+    workload = jittery(seed)
+    streams = workload.platform.streams if every_stream else 1
+    policy = PlannedPolicy()
+    plan = policy.make_plan(workload, streams=streams)
+    assume(plan is not None)
+    assert plan_violations(plan) == []
+    kept = replace(workload, duration_s=HYPERPERIODS * plan.hyperperiod_s,
+                   pipelines=tuple(p for p in workload.pipelines if not p.realtime or p.name in plan.admitted))
+    board = make_backend("model", kept.platform, streams=streams if streams > 1 else None)
+    engine, summary = run_workload(kept, board, policy, video_streams=streams)
+    for p in kept.pipelines:
+        if p.realtime:
+            released = sum(1 for k in range(10**6) if p.offset_s + k * p.period_s < kept.duration_s)
+            figures = summary["pipelines"][p.name]
+            assert figures["submitted"] == released
+            assert figures["on_time"] == released, (p.name, figures, [f.reason for f in engine.frames if f.reason])
+    assert all(f.outcome is not None for f in engine.frames)
+    assert sum(sum(v[k] for k in ("on_time", "late", "dropped", "errors"))
+               for v in summary["pipelines"].values()) == len(engine.frames)
+    # Every pass started at its planned instant (within the margin) and ran no longer than planned.
+    lengths = {j.key: j.length for j in plan.jobs}
+    for frame in engine.frames:
+        j, n = plan.place(frame.pipeline.name, frame.index)
+        for step, (start, end) in enumerate(frame.streamed):
+            at = engine.t0 + (n * plan.hyperperiod + plan.starts[frame.pipeline.name, j, step]) * TICK_S
+            assert at - 1e-12 <= start <= at + LATE_S
+            assert end - start <= lengths[frame.pipeline.name, j, step] * TICK_S
+    # The table's loads every hyperperiod (the first and the last skip those whose frames never come).
+    port = [e for e in engine.trace if e.track == "port" and e.args["reason"] == "plan"]
+    for n in range(HYPERPERIODS):
+        lo = engine.t0 + n * plan.hyperperiod_s
+        made = sum(lo - 1e-12 <= e.start < lo + plan.hyperperiod_s - 1e-12 for e in port)
+        assert made == len(plan.loads) if 0 < n < HYPERPERIODS - 1 else made <= len(plan.loads)
+
+
+@FEW
+@given(SEEDS)
+def test_a_plans_wrap_is_sound_and_a_broken_wrap_is_caught(seed):
+    plan = cyclic_plan(jittery(seed), time_limit_s=10.0)      # one stream: a pass on another's instant overlaps
+    assume(plan is not None and plan.admitted)
+    assert plan_violations(plan) == []
+    hyper = plan.hyperperiod
+    # Slot contents across H: starting a hyperperiod with another module breaks the first use.
+    slot, module = next(iter(plan.initial.items()))
+    other = "not-" + module
+    assert any(f"slot {slot}" in v for v in plan_violations(replace(plan, initial={**plan.initial, slot: other})))
+    # The stream across H: a pass moved by one hyperperiod lands on itself folded, so moving one
+    # pass onto another's instant plus H is a modular overlap the checker names.
+    a, b = plan.jobs[0], plan.jobs[-1]
+    if a.key != b.key:
+        moved = {**plan.starts, b.key: plan.starts[a.key] + hyper}
+        relaxed = [replace(j, release=0, due=10 * hyper) if j.key == b.key else j for j in plan.jobs]
+        broken = replace(plan, starts=moved, jobs=tuple(relaxed))
+        assert any(v.startswith("stream") for v in plan_violations(broken))
+
+
+def test_bad_input_names_the_problem(pynq_z2, zcu104):
+    spec = realtime_spec("cam", ["conv3x3"], 0.01, 0.01, [120, 160], pynq_z2)
+    workload = replace(small_workload(1), platform=pynq_z2, pipelines=(replace(spec, period_s=0.0),))
+    with pytest.raises(PlanError, match=r"cam's period is 0\.0 s"):
+        plan_jobs(workload)
+    tm = realtime_spec("tm", ["template_match"], 0.01, 0.01, [120, 160], zcu104)
+    with pytest.raises(FpgashareError, match="no module 'template_match'"):
+        cyclic_plan(replace(workload, pipelines=(tm,)))
+
+
+def test_without_a_table_planned_is_edf_and_says_so(pynq_z2):
+    spec = realtime_spec("cam", ["conv3x3"], 0.01000005, 0.01, [120, 160], pynq_z2)
+    workload = replace(small_workload(2), platform=pynq_z2, pipelines=(spec,), duration_s=0.05)
+    _, planned = run_one(workload, "planned", "model", check_rejected=False)
+    _, edf = run_one(workload, "edf", "model", check_rejected=False)
+    assert planned["plan"] == "none" and "whole number" in planned["plan_reason"]
+    assert planned["admitted"] == edf["admitted"]
+    assert planned["pipelines"] == edf["pipelines"]
+    # A table that serves fewer pipelines than edf's admission guarantees is not used either.
+    whole = replace(workload, pipelines=(replace(spec, period_s=0.01),))
+    policy = PlannedPolicy()
+    assert policy.make_plan(whole) is not None
+    assert policy.make_plan(whole, edf_admits=2) is None and "edf's admission 2" in policy.no_plan_reason
+
+
+def test_the_daemon_refuses_planned_and_says_it_runs_edf(tmp_path, zcu104):
+    from fpgashare.backends.model import ModelBackend
+    from fpgashare.daemon.server import Daemon
+    from fpgashare.sched.core.clock import VirtualClock
+
+    with pytest.raises(FpgashareError, match="the daemon, whose pipelines come and go, runs edf"):
+        Daemon(ModelBackend(zcu104), tmp_path / "p.sock", clock=VirtualClock(), scheduler="planned")

@@ -41,3 +41,25 @@ def test_the_cli_flag_carries_the_limits_in_json(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["limits"]["admitted"]["pipelines"] >= 1
     assert "edf" in report["limits"]["schedulers"]
+
+
+def _figures(served: int, refused: int, served_all: bool) -> dict:
+    """One scheduler's figures in a limit_gap row, with only what the summary reads."""
+    return {"served": served, "refused": refused, "served_all": served_all, "misses": 0,
+            "loads": {"run": 2, "order_floor": 1, "optimum": None}, "port_wait": {}}
+
+
+def test_only_schedulers_without_a_guarantee_count_as_a_baseline_beating_edf():
+    """A workload where edf refuses a pipeline and only planned (a guaranteed table) serves all is
+    not a baseline beating edf; one where fred serves all is, and its long run counts only fred's."""
+    from benchmarks.limit_gap import summarize
+
+    def row(seed: int, winner: str) -> dict:
+        figs = {"edf": _figures(1, 1, False), "planned": _figures(1, 1, False), "fred": _figures(1, 1, False)}
+        figs[winner] = _figures(2, 0, True)
+        return {"seed": seed, "proved": True, "optimum": 2, "schedulers": figs,
+                "long_run_served_all": [winner]}
+
+    summary = summarize([row(1, "planned"), row(2, "fred")], ["edf", "planned", "fred"])
+    beats = summary["baseline_serves_all_while_edf_refuses"]
+    assert beats["seeds"] == [2] and beats["over_25_hyperperiods"]["seeds"] == [2]

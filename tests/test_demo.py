@@ -18,6 +18,8 @@ def test_demo_runs_four_apps_and_writes_its_files(tmp_path, capsys):
     pipelines = summary["pipelines"]
     assert set(pipelines) == {"edges", "motion", "colour", "digits"} and summary["size"] == [240, 320]
     assert summary["platform"] == "zcu104-x4"           # four pixels per clock, every chain on it
+    dilation = summary["dilation"]                       # chosen from the host's measured cost, said why
+    assert dilation["wall_s_per_board_s"] >= dilation["floor"] and dilation["admitted"] and dilation["reason"]
     assert pipelines["edges"]["frames"] == pipelines["edges"]["on_time"] == 6
     assert pipelines["colour"]["frames"] == pipelines["colour"]["on_time"] == 6
     assert pipelines["motion"]["frames"] == pipelines["motion"]["on_time"] == 5

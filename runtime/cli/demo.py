@@ -61,12 +61,14 @@ DEMO_FRAMES = 30
 #: whether on one stream or two.
 DEMO_STREAMS = 2
 
-#: Wall seconds per board second while the board idles. The daemon and three app processes share
-#: the host's cores, and a few ms the daemon waits for one would pass for board time at 1 (loads
-#: and frames already take exactly their hardware time: the clock is held while the RTL runs).
-#: At 1, late motion frames happened in some runs on a shared host; on two streams each chain runs
-#: in two passes, closer to its deadline, and three demos at once on two cores once lost a motion
-#: frame at 4; none at 8 (the wall time grows by ~2 s: the board idles at most ~0.5 s).
+#: The least wall seconds per board second while the board idles (the dilation's floor; the demo
+#: picks a higher one where the host's measured cost needs it: ``demo_dilation``). The daemon and
+#: three app processes share the host's cores, and a few ms the daemon waits for one would pass for
+#: board time at 1 (loads and frames already take exactly their hardware time: the clock is held
+#: while the RTL runs). At 1, late motion frames happened in some runs on a shared host; on two
+#: streams each chain runs in two passes, closer to its deadline, and three demos at once on two
+#: cores once lost a motion frame at 4; none at 8 (the wall time grows by ~2 s: the board idles at
+#: most ~0.5 s).
 DEMO_DILATION = 8.0
 
 
@@ -118,6 +120,38 @@ def registration_order(apps: tuple[str, ...]) -> list[str]:
         return float("inf") if app == "digits" else importlib.import_module(f"fpgashare.apps.{app}").PERIOD_MS
 
     return sorted(apps, key=period)
+
+
+def app_specs(apps: tuple[str, ...], size: tuple[int, int], platform) -> list:
+    """The real-time pipelines ``apps`` register (the digit reader is best effort: none), in
+    registration order, as the daemon builds them from a registration (runtime/daemon/ops.py): the
+    app's chain, period (its deadline), parameters and the video's size on ``platform``."""
+    import importlib
+
+    from fpgashare.catalogue.workload import realtime_spec
+
+    specs = []
+    for app in registration_order(apps):
+        if app == "digits":
+            continue
+        module = importlib.import_module(f"fpgashare.apps.{app}")
+        period_s = module.PERIOD_MS / 1e3
+        specs.append(realtime_spec(APP_PIPELINES[app], list(module.CHAIN), period_s, period_s, list(size), platform,
+                                   getattr(module, "PARAMS", {})))
+    return specs
+
+
+def demo_dilation(backend, apps: tuple[str, ...], size: tuple[int, int], streams: int, floor: float = DEMO_DILATION):
+    """The host's cost measured here (what the daemon is then given) and the dilation chosen from it:
+    the least from ``floor`` up at which the daemon's admission takes every real-time app whole on
+    the fabric with the host twice as slow as measured (runtime/daemon/host_dilation.py)."""
+    from fpgashare.daemon.host_calibration import measure_host_cost
+    from fpgashare.daemon.host_dilation import choose_dilation
+
+    cost = measure_host_cost(backend)
+    choice = choose_dilation(backend.platform, app_specs(apps, size, backend.platform), cost, floor, streams)
+    log.info("dilation %.3g: %s", choice.dilation, choice.reason)
+    return cost, choice
 
 
 def _await_registration(daemon, pipeline: str, proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
@@ -205,13 +239,15 @@ class Progress:
 
 
 def run_demo(platform_name: str = DEMO_PLATFORM, out: str | Path = "out/demo", frames: int = DEMO_FRAMES,
-             backend_name: str = "sim", progress: bool = True, dilation: float = DEMO_DILATION,
+             backend_name: str = "sim", progress: bool = True, dilation: float | None = None,
              size: tuple[int, int] = DEMO_SIZE, apps: tuple[str, ...] = APPS, dump: bool = False,
              streams: int = DEMO_STREAMS) -> dict:
     """Run ``apps`` (names from ``APP_PIPELINES``) as processes against a daemon on the simulated
     board, on ``frames`` frames of ``size`` (rows, cols); return the summary. With ``dump``, the
     vision apps also write their inputs and outputs to ``out/<app>.npz`` (``files['dump_<app>']``)
-    for checking against OpenCV."""
+    for checking against OpenCV. ``dilation``: wall seconds per board second while the board idles;
+    None: chosen from the host's measured cost (``demo_dilation``), the summary's ``dilation`` says
+    which and why."""
     from fpgashare.backends import make_backend
     from fpgashare.catalogue.platform import load_platform
     from fpgashare.cli.trace import write_gantt, write_trace
@@ -237,7 +273,12 @@ def run_demo(platform_name: str = DEMO_PLATFORM, out: str | Path = "out/demo", f
         files["video"] = str(out / "edges.mp4")
     readings = out / "digits.json"
     started = time.perf_counter()
-    daemon = Daemon(backend, sock, dilation=dilation, streams=streams)
+    if dilation is None:
+        host_cost, choice = demo_dilation(backend, apps, size, streams)
+        dilation, chosen = choice.dilation, choice.summary()
+    else:
+        host_cost, chosen = None, {"wall_s_per_board_s": dilation, "reason": "given"}
+    daemon = Daemon(backend, sock, dilation=dilation, streams=streams, host_cost=host_cost)
     with DaemonThread(daemon):
         procs = {}
         order = registration_order(apps)
@@ -286,7 +327,7 @@ def run_demo(platform_name: str = DEMO_PLATFORM, out: str | Path = "out/demo", f
                            "dropped": counts.get("dropped", 0),
                            "latency_ms_p99": round(float(np.percentile(lat, 99)), 3) if lat else None}
     summary = {"platform": board_name, "modules": list(platform.modules), "backend": backend.name,
-               "size": list(size), "frames": frames, "streams": streams_used,
+               "size": list(size), "frames": frames, "streams": streams_used, "dilation": chosen,
                "pipelines": pipelines,
                "totals": {"reconfigurations": port.loads, "port_busy_s": round(port.busy_s, 6), **loads,
                           "slot_utilization": busy["slots_computing"], "fabric": busy, "dnn_images": dnn_images,
@@ -327,6 +368,9 @@ def report_lines(summary: dict) -> list[str]:
     lines.append("  wall time in the backend: " + ", ".join(f"{v['count']} {k.replace('_', ' ')} {v['wall_s']:.1f} s"
                                                            for k, v in ops.items())
                  + f"; {rest:.1f} s besides (the board idle at the demo's dilation, the apps starting)")
+    dilation = summary["dilation"]
+    lines.append(f"  dilation {dilation['wall_s_per_board_s']:g} wall s per board s while the board idles: "
+                 f"{dilation['reason']}")
     if "digit_reader" in summary:
         d = summary["digit_reader"]
         lines.append(f"  digit reader: {d['read_right']}/{d['printed']} printed digits read right "

@@ -8,6 +8,7 @@ import time
 from fpgashare.backends.base import Backend
 
 CALIBRATION_BATCHES = 5
+LOADS_PER_BATCH = 10
 
 
 def measure_host_cost(backend: Backend, frames: int = 200, margin: float | None = None):
@@ -15,10 +16,10 @@ def measure_host_cost(backend: Backend, frames: int = 200, margin: float | None 
     ``margin`` (default CALIBRATION_MARGIN): a throwaway engine on a model of the same platform
     and a virtual clock takes ``frames`` small frames in CALIBRATION_BATCHES batches (the median
     batch's time per frame: the engine's bookkeeping, dispatch and completion, a frame's request
-    and reply encoded and decoded), a 4 MB frame is copied (per byte), and a partial load is
-    started and ended on the model. Another request's handling on the loop (``block_s``) is taken
-    as one frame's work; the daemon's loop-latency monitor re-checks it while it runs. Never
-    touches ``backend``'s slots."""
+    and reply encoded and decoded), a 4 MB frame is copied (per byte), and partial loads are
+    started and ended on the model (the median batch's time per load). Another request's
+    handling on the loop (``block_s``) is taken as one frame's work; the daemon's loop-latency
+    monitor re-checks it while it runs. Never touches ``backend``'s slots."""
     import numpy as np
     from fpgashare.backends.model import ModelBackend
     from fpgashare.catalogue.workload import realtime_spec
@@ -68,11 +69,14 @@ def measure_host_cost(backend: Backend, frames: int = 200, margin: float | None 
         np.copyto(out, big)
         copies.append((time.perf_counter() - start) / big.size)
     per_byte = float(np.median(copies))
-    start = time.perf_counter()
     homes = [s.index for s in platform.slots_for(module)]
-    for k in range(10):
-        model.load(homes[k % len(homes)], module)
-    per_load = (time.perf_counter() - start) / 10
+    loads = []
+    for _ in range(CALIBRATION_BATCHES):     # the median too: one batch preempted by another process
+        start = time.perf_counter()          # (3 ms on a loaded host) is not the load's cost
+        for k in range(LOADS_PER_BATCH):
+            model.load(homes[k % len(homes)], module)
+        loads.append((time.perf_counter() - start) / LOADS_PER_BATCH)
+    per_load = float(np.median(loads))
     cost = HostCost(per_frame, per_byte, per_load, per_frame).scaled(margin)
     return cost
 

@@ -42,9 +42,10 @@ log = logging.getLogger(__name__)
 SAFETY = 2.0
 #: The ladder's step: each candidate is this times the last (each one is checked).
 STEP = math.sqrt(2.0)
-#: The highest dilation tried, as a multiple of the floor: beyond it the run's idle board time
-#: would cost too much wall time to be worth running; the daemon's admission then decides.
-MAX_STEPS = 12
+#: Steps up the ladder at most (8: 16 times the floor). The idle board costs its board time times
+#: the dilation in wall time (a demo's ~2.7 s of board time is ~6 min at 128): beyond that a run
+#: is not worth waiting for, and the daemon's admission decides (stages on its CPU, or refused).
+MAX_STEPS = 8
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,18 @@ DEMO_STREAMS = 2
 DEMO_DILATION = 8.0
 
 
+#: Wall seconds the demo waits for its apps to end. The RTL's wall time per board second is the
+#: host's (three to four times longer on a loaded two-core host) and the dilation's, so this only
+#: guards against a hung run.
+DEMO_WAIT_S = 900
+#: Wall seconds an app waits for a reply (its ``--timeout``). The apps' default (60 s) is a guard
+#: against a dead daemon; here the daemon is the demo's own, and the digit reader's requests are
+#: best effort: no deadline, served when the real-time chains leave the tiles time, which on a
+#: loaded host came more than 60 s of wall time after the request (the reader then gave up and the
+#: demo failed). So the apps wait as long as the demo does.
+APP_WAIT_S = DEMO_WAIT_S
+
+
 def app_modules(apps: tuple[str, ...]) -> list[str]:
     """The module kinds the apps' pipelines use (presets resolved to their module): the demo's
     library. The shell model instantiates every module of a slot's library in every slot, so a
@@ -150,7 +162,8 @@ def demo_dilation(backend, apps: tuple[str, ...], size: tuple[int, int], streams
 
     cost = measure_host_cost(backend)
     choice = choose_dilation(backend.platform, app_specs(apps, size, backend.platform), cost, floor, streams)
-    log.info("dilation %.3g: %s", choice.dilation, choice.reason)
+    log.info("host cost measured: %.3f ms a frame, %.3f ms a load (margin included); dilation %.3g: %s",
+             cost.per_frame_s * 1e3, cost.per_load_s * 1e3, choice.dilation, choice.reason)
     return cost, choice
 
 
@@ -275,7 +288,9 @@ def run_demo(platform_name: str = DEMO_PLATFORM, out: str | Path = "out/demo", f
     started = time.perf_counter()
     if dilation is None:
         host_cost, choice = demo_dilation(backend, apps, size, streams)
-        dilation, chosen = choice.dilation, choice.summary()
+        dilation = choice.dilation
+        chosen = {**choice.summary(), "host_ms_per_frame": round(host_cost.per_frame_s * 1e3, 4),
+                  "host_ms_per_load": round(host_cost.per_load_s * 1e3, 4)}
     else:
         host_cost, chosen = None, {"wall_s_per_board_s": dilation, "reason": "given"}
     daemon = Daemon(backend, sock, dilation=dilation, streams=streams, host_cost=host_cost)
@@ -292,13 +307,13 @@ def run_demo(platform_name: str = DEMO_PLATFORM, out: str | Path = "out/demo", f
                 files[f"dump_{app}"] = str(out / f"{app}.npz")
                 extra += ["--dump", files[f"dump_{app}"]]
             cmd = [sys.executable, "-m", f"fpgashare.apps.{app}", "--video", str(video), "--socket", str(sock),
-                   "--size", f"{size[0]}x{size[1]}", *extra]
+                   "--size", f"{size[0]}x{size[1]}", "--timeout", str(APP_WAIT_S), *extra]
             procs[app] = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # The motion app skips the first frame; the digit reader sends every bright blob (the six
         # digits and the ball, most frames).
         expected = sum({"motion": frames - 1, "digits": 7 * frames}.get(app, frames) for app in apps)
         with Progress(daemon, expected) if progress else contextlib.nullcontext():
-            results = {app: proc.communicate(timeout=900) for app, proc in procs.items()}
+            results = {app: proc.communicate(timeout=DEMO_WAIT_S) for app, proc in procs.items()}
         engine = daemon.engine
         write_trace(engine.trace, files["trace"], f"fpgashare demo on {board_name}")
         busy = fabric_busy(engine.trace, len(engine.slots.slots))
@@ -369,8 +384,10 @@ def report_lines(summary: dict) -> list[str]:
                                                            for k, v in ops.items())
                  + f"; {rest:.1f} s besides (the board idle at the demo's dilation, the apps starting)")
     dilation = summary["dilation"]
+    measured = f" (the host measured {dilation['host_ms_per_frame']:.3f} ms a frame, " \
+        f"{dilation['host_ms_per_load']:.3f} ms a load)" if "host_ms_per_frame" in dilation else ""
     lines.append(f"  dilation {dilation['wall_s_per_board_s']:g} wall s per board s while the board idles: "
-                 f"{dilation['reason']}")
+                 f"{dilation['reason']}{measured}")
     if "digit_reader" in summary:
         d = summary["digit_reader"]
         lines.append(f"  digit reader: {d['read_right']}/{d['printed']} printed digits read right "

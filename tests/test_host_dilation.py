@@ -86,3 +86,20 @@ def test_bad_floors_and_safeties_are_refused(demo_board):
         choose_dilation(platform, specs, FREE, 0.5)
     with pytest.raises(ValueError, match="safety"):
         choose_dilation(platform, specs, FREE, 8.0, safety=float("nan"))
+
+
+def test_the_hosts_preemption_is_a_block_never_less_than_measured():
+    """The demo counts how late the process wakes (the loop preempted) as the loop's block: raised to
+    it times the margin, never lowered, the other terms kept."""
+    from fpgashare.daemon.host_calibration import measure_wake_lateness, with_wake_lateness
+
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    for _ in range(50):
+        cost, lateness, margin = _host_cost(rng), 10 ** rng.uniform(-6, -1), rng.uniform(1.0, 3.0)
+        raised = with_wake_lateness(cost, lateness, margin)
+        assert raised.block_s == max(cost.block_s, lateness * margin), seed
+        assert (raised.per_frame_s, raised.per_byte_s, raised.per_load_s) == \
+            (cost.per_frame_s, cost.per_byte_s, cost.per_load_s)
+    lateness = measure_wake_lateness(samples=5, sleep_s=1e-4)
+    assert 0.0 <= lateness < float("inf")

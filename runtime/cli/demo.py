@@ -22,7 +22,9 @@ cores.
 
 Time: the daemon's clock runs with the wall clock while the board is idle and stands still while
 the RTL simulation is slower than the hardware it stands for, so every frame and load takes its
-hardware time on it (see runtime/sched/core/clock.py).
+hardware time on it (see runtime/sched/core/clock.py). How much slower than the wall clock it
+runs while the board idles (the dilation) is chosen from the host's measured cost: at least
+``DEMO_DILATION``, more on a loaded host (``demo_dilation``, docs/demo.md).
 """
 
 from __future__ import annotations

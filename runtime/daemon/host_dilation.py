@@ -6,8 +6,9 @@ fit in every pipeline's response bound R, and every fabric operation may start u
 (the fabric's analysis counts that with each pass and load). On a real board the dilation is 1 and
 the host is what it is. On the simulated board the dilation is ours to choose: the board's clock
 runs ``dilation`` times slower than the wall clock while it idles, so the same host work is
-``dilation`` times less board time. A loaded host (its measured cost high) would at a fixed
-dilation get stages placed on the CPU or refused, and frames late for the host's delays.
+``dilation`` times less board time. A loaded host (its measured cost high, its loop blocked
+for milliseconds while the OS runs other processes: ``block_s``) would at a fixed dilation get
+stages placed on the CPU or refused, and frames late for the host's delays.
 
 ``choose_dilation`` takes the least dilation on a ladder from a floor up at which the daemon's
 own admission (the same calls the daemon makes: ``HostBudget.fabric_spec``, ``check`` and the

@@ -18,6 +18,8 @@ def test_demo_runs_four_apps_and_writes_its_files(tmp_path, capsys):
     pipelines = summary["pipelines"]
     assert set(pipelines) == {"edges", "motion", "colour", "digits"} and summary["size"] == [240, 320]
     assert summary["platform"] == "zcu104-x4"           # four pixels per clock, every chain on it
+    dilation = summary["dilation"]                       # chosen from the host's measured cost, said why
+    assert dilation["wall_s_per_board_s"] >= dilation["floor"] and dilation["admitted"] and dilation["reason"]
     assert pipelines["edges"]["frames"] == pipelines["edges"]["on_time"] == 6
     assert pipelines["colour"]["frames"] == pipelines["colour"]["on_time"] == 6
     assert pipelines["motion"]["frames"] == pipelines["motion"]["on_time"] == 5
@@ -71,6 +73,9 @@ def test_the_readme_demo_on_the_rtl(tmp_path):
     assert summary["backend"] == "sim" and summary["size"] == [480, 640] and summary["frames"] == n
     assert summary["platform"] == "zcu104-x4"
     assert sorted(summary["modules"]) == app_modules(APPS)
+    # the board's dilation chosen from the host's measured cost: every chain whole on the fabric with
+    # the host twice as slow as measured (runtime/daemon/host_dilation.py), however loaded the host
+    assert summary["dilation"]["admitted"] and summary["dilation"]["wall_s_per_board_s"] >= 8
     pipelines = summary["pipelines"]
     assert pipelines["edges"]["frames"] == pipelines["edges"]["on_time"] == n
     assert pipelines["motion"]["frames"] == pipelines["motion"]["on_time"] == n - 1

@@ -22,7 +22,9 @@ cores.
 
 Time: the daemon's clock runs with the wall clock while the board is idle and stands still while
 the RTL simulation is slower than the hardware it stands for, so every frame and load takes its
-hardware time on it (see runtime/sched/core/clock.py).
+hardware time on it (see runtime/sched/core/clock.py). How much slower than the wall clock it
+runs while the board idles (the dilation) is chosen from the host's measured cost: at least
+``DEMO_DILATION``, more on a loaded host (``demo_dilation``, docs/demo.md).
 """
 
 from __future__ import annotations
@@ -61,13 +63,27 @@ DEMO_FRAMES = 30
 #: whether on one stream or two.
 DEMO_STREAMS = 2
 
-#: Wall seconds per board second while the board idles. The daemon and three app processes share
-#: the host's cores, and a few ms the daemon waits for one would pass for board time at 1 (loads
-#: and frames already take exactly their hardware time: the clock is held while the RTL runs).
-#: At 1, late motion frames happened in some runs on a shared host; on two streams each chain runs
-#: in two passes, closer to its deadline, and three demos at once on two cores once lost a motion
-#: frame at 4; none at 8 (the wall time grows by ~2 s: the board idles at most ~0.5 s).
+#: The least wall seconds per board second while the board idles (the dilation's floor; the demo
+#: picks a higher one where the host's measured cost needs it: ``demo_dilation``). The daemon and
+#: three app processes share the host's cores, and a few ms the daemon waits for one would pass for
+#: board time at 1 (loads and frames already take exactly their hardware time: the clock is held
+#: while the RTL runs). At 1, late motion frames happened in some runs on a shared host; on two
+#: streams each chain runs in two passes, closer to its deadline, and three demos at once on two
+#: cores once lost a motion frame at 4; none at 8 (the wall time grows by ~2 s: the board idles at
+#: most ~0.5 s).
 DEMO_DILATION = 8.0
+
+
+#: Wall seconds the demo waits for its apps to end. The RTL's wall time per board second is the
+#: host's (three to four times longer on a loaded two-core host) and the dilation's, so this only
+#: guards against a hung run.
+DEMO_WAIT_S = 900
+#: Wall seconds an app waits for a reply (its ``--timeout``). The apps' default (60 s) is a guard
+#: against a dead daemon; here the daemon is the demo's own, and the digit reader's requests are
+#: best effort: no deadline, served when the real-time chains leave the tiles time, which on a
+#: loaded host came more than 60 s of wall time after the request (the reader then gave up and the
+#: demo failed). So the apps wait as long as the demo does.
+APP_WAIT_S = DEMO_WAIT_S
 
 
 def app_modules(apps: tuple[str, ...]) -> list[str]:
@@ -118,6 +134,43 @@ def registration_order(apps: tuple[str, ...]) -> list[str]:
         return float("inf") if app == "digits" else importlib.import_module(f"fpgashare.apps.{app}").PERIOD_MS
 
     return sorted(apps, key=period)
+
+
+def app_specs(apps: tuple[str, ...], size: tuple[int, int], platform) -> list:
+    """The real-time pipelines ``apps`` register (the digit reader is best effort: none), in
+    registration order, as the daemon builds them from a registration (runtime/daemon/ops.py): the
+    app's chain, period (its deadline), parameters and the video's size on ``platform``."""
+    import importlib
+
+    from fpgashare.catalogue.workload import realtime_spec
+
+    specs = []
+    for app in registration_order(apps):
+        if app == "digits":
+            continue
+        module = importlib.import_module(f"fpgashare.apps.{app}")
+        period_s = module.PERIOD_MS / 1e3
+        specs.append(realtime_spec(APP_PIPELINES[app], list(module.CHAIN), period_s, period_s, list(size), platform,
+                                   getattr(module, "PARAMS", {})))
+    return specs
+
+
+def demo_dilation(backend, apps: tuple[str, ...], size: tuple[int, int], streams: int, floor: float = DEMO_DILATION):
+    """The host's cost measured here, its block term at least how late the process wakes from a sleep
+    (what the daemon is then given), and the dilation chosen from it:
+    the least from ``floor`` up at which the daemon's admission takes every real-time app whole on
+    the fabric with the host twice as slow as measured (runtime/daemon/host_dilation.py)."""
+    from fpgashare.daemon.host_calibration import measure_host_cost, measure_wake_lateness, with_wake_lateness
+    from fpgashare.daemon.host_dilation import choose_dilation
+
+    # The daemon's loop preempted by the apps and whatever else runs is a block of its loop like a
+    # long callback: on a loaded host it, not the daemon's own work, is what made frames late.
+    cost = with_wake_lateness(measure_host_cost(backend), measure_wake_lateness())
+    choice = choose_dilation(backend.platform, app_specs(apps, size, backend.platform), cost, floor, streams)
+    log.info("host cost measured: %.3f ms a frame, %.3f ms a load, %.3f ms a block (margins included); "
+             "dilation %.3g: %s", cost.per_frame_s * 1e3, cost.per_load_s * 1e3, cost.block_s * 1e3,
+             choice.dilation, choice.reason)
+    return cost, choice
 
 
 def _await_registration(daemon, pipeline: str, proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
@@ -205,13 +258,15 @@ class Progress:
 
 
 def run_demo(platform_name: str = DEMO_PLATFORM, out: str | Path = "out/demo", frames: int = DEMO_FRAMES,
-             backend_name: str = "sim", progress: bool = True, dilation: float = DEMO_DILATION,
+             backend_name: str = "sim", progress: bool = True, dilation: float | None = None,
              size: tuple[int, int] = DEMO_SIZE, apps: tuple[str, ...] = APPS, dump: bool = False,
              streams: int = DEMO_STREAMS) -> dict:
     """Run ``apps`` (names from ``APP_PIPELINES``) as processes against a daemon on the simulated
     board, on ``frames`` frames of ``size`` (rows, cols); return the summary. With ``dump``, the
     vision apps also write their inputs and outputs to ``out/<app>.npz`` (``files['dump_<app>']``)
-    for checking against OpenCV."""
+    for checking against OpenCV. ``dilation``: wall seconds per board second while the board idles;
+    None: chosen from the host's measured cost (``demo_dilation``), the summary's ``dilation`` says
+    which and why."""
     from fpgashare.backends import make_backend
     from fpgashare.catalogue.platform import load_platform
     from fpgashare.cli.trace import write_gantt, write_trace
@@ -237,7 +292,15 @@ def run_demo(platform_name: str = DEMO_PLATFORM, out: str | Path = "out/demo", f
         files["video"] = str(out / "edges.mp4")
     readings = out / "digits.json"
     started = time.perf_counter()
-    daemon = Daemon(backend, sock, dilation=dilation, streams=streams)
+    if dilation is None:
+        host_cost, choice = demo_dilation(backend, apps, size, streams)
+        dilation = choice.dilation
+        chosen = {**choice.summary(), "host_ms_per_frame": round(host_cost.per_frame_s * 1e3, 4),
+                  "host_ms_per_load": round(host_cost.per_load_s * 1e3, 4),
+                  "host_ms_block": round(host_cost.block_s * 1e3, 4)}
+    else:
+        host_cost, chosen = None, {"wall_s_per_board_s": dilation, "reason": "given"}
+    daemon = Daemon(backend, sock, dilation=dilation, streams=streams, host_cost=host_cost)
     with DaemonThread(daemon):
         procs = {}
         order = registration_order(apps)
@@ -251,13 +314,13 @@ def run_demo(platform_name: str = DEMO_PLATFORM, out: str | Path = "out/demo", f
                 files[f"dump_{app}"] = str(out / f"{app}.npz")
                 extra += ["--dump", files[f"dump_{app}"]]
             cmd = [sys.executable, "-m", f"fpgashare.apps.{app}", "--video", str(video), "--socket", str(sock),
-                   "--size", f"{size[0]}x{size[1]}", *extra]
+                   "--size", f"{size[0]}x{size[1]}", "--timeout", str(APP_WAIT_S), *extra]
             procs[app] = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # The motion app skips the first frame; the digit reader sends every bright blob (the six
         # digits and the ball, most frames).
         expected = sum({"motion": frames - 1, "digits": 7 * frames}.get(app, frames) for app in apps)
         with Progress(daemon, expected) if progress else contextlib.nullcontext():
-            results = {app: proc.communicate(timeout=900) for app, proc in procs.items()}
+            results = {app: proc.communicate(timeout=DEMO_WAIT_S) for app, proc in procs.items()}
         engine = daemon.engine
         write_trace(engine.trace, files["trace"], f"fpgashare demo on {board_name}")
         busy = fabric_busy(engine.trace, len(engine.slots.slots))
@@ -286,7 +349,7 @@ def run_demo(platform_name: str = DEMO_PLATFORM, out: str | Path = "out/demo", f
                            "dropped": counts.get("dropped", 0),
                            "latency_ms_p99": round(float(np.percentile(lat, 99)), 3) if lat else None}
     summary = {"platform": board_name, "modules": list(platform.modules), "backend": backend.name,
-               "size": list(size), "frames": frames, "streams": streams_used,
+               "size": list(size), "frames": frames, "streams": streams_used, "dilation": chosen,
                "pipelines": pipelines,
                "totals": {"reconfigurations": port.loads, "port_busy_s": round(port.busy_s, 6), **loads,
                           "slot_utilization": busy["slots_computing"], "fabric": busy, "dnn_images": dnn_images,
@@ -327,6 +390,12 @@ def report_lines(summary: dict) -> list[str]:
     lines.append("  wall time in the backend: " + ", ".join(f"{v['count']} {k.replace('_', ' ')} {v['wall_s']:.1f} s"
                                                            for k, v in ops.items())
                  + f"; {rest:.1f} s besides (the board idle at the demo's dilation, the apps starting)")
+    dilation = summary["dilation"]
+    measured = f" (the host measured {dilation['host_ms_per_frame']:.3f} ms a frame, " \
+        f"{dilation['host_ms_per_load']:.3f} ms a load, its loop blocked up to {dilation['host_ms_block']:.3f} ms)" \
+        if "host_ms_per_frame" in dilation else ""
+    lines.append(f"  dilation {dilation['wall_s_per_board_s']:g} wall s per board s while the board idles: "
+                 f"{dilation['reason']}{measured}")
     if "digit_reader" in summary:
         d = summary["digit_reader"]
         lines.append(f"  digit reader: {d['read_right']}/{d['printed']} printed digits read right "

@@ -17,10 +17,11 @@ and its figures are set against the limits:
 - DNN images / the bound of its own idle windows.
 
 It also counts the workloads where some baseline (a scheduler without a guarantee: not edf, not
-planned) serves every pipeline with no miss while edf refuses one, and any scheduler figure beyond a limit (a bound that does not hold: exit 1). edf's
-admission is a guarantee for runs of any length while the baselines' runs last one hyperperiod
-(with slots warmed up before it): for those workloads the baselines also run 25 hyperperiods, and
-the summary says in how many one still serves every pipeline with no miss.
+planned) serves every pipeline with no miss while edf refuses one, and any scheduler figure beyond a
+limit (a bound that does not hold: exit 1). edf's admission is a guarantee for runs of any length
+while the baselines' runs last one hyperperiod (with slots warmed up before it): for those workloads
+the baselines also run 25 hyperperiods, and the summary says in how many one still serves every
+pipeline with no miss.
 
     python -m benchmarks.limit_gap [--count 100] [--seed N] [--quick] [--json out/limit_gap.json]
     python -m benchmarks.limit_gap --suites [--quick]     # each shipped suite's limits, and the time they take

@@ -121,6 +121,7 @@ class Board:
                             replacement=replacement, source=PeriodicReleases(sub))
             engine.stream_id = part.stream
             engine.dnn_stream_id = part.dnn_stream if part.dnn else None
+            engine.control_s = board.control_s      # the board's X, not its view's (one stream, fewer slots)
             engine.loads_after_t0 = not part.quiet
             board.views.append(view)
             board.parts.append(engine)
@@ -164,6 +165,7 @@ class Board:
     def op_delay_s(self, seconds: float) -> None:
         self._op_delay_s = seconds
         for engine in self.parts:
+            engine.control_s = self.control_s
             if engine.members is not None:
                 engine.members.analysis_kw["control_s"] = self.control_s
 

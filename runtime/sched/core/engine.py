@@ -34,6 +34,7 @@ import numpy as np
 from fpgashare.backends.base import Backend, Pending
 from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import PipelineSpec, Workload
+from fpgashare.sched.analysis.control_traffic import control_seconds
 from fpgashare.sched.analysis.schedulability import UNCONSTRAINED, AdmissionContract
 from fpgashare.sched.core.clock import Clock, VirtualClock
 from fpgashare.sched.core.cpu_jobs import CpuJobs
@@ -131,6 +132,10 @@ class Engine:
         #: a spare stream the DNN's batches take beside the frames (None: they share ``stream_id``;
         #: runtime/sched/policies/backfill.py says when a batch may run beside a frame's pass)
         self.dnn_stream_id: int | None = None
+        #: how much later than its cycles any one operation may end: its register traffic, the
+        #: analysis's X (control_traffic.py; a board's partition: the board's, set by the board).
+        #: A DNN batch beside a frame's pass ends this much before the pass's end.
+        self.control_s = control_seconds(workload.platform)
         #: how many of the shell's streams (stream_id on) it carries at once: 1 but for a table
         #: that plans several streams over shared slots (runtime/sched/policies/planned.py)
         self.video_streams = video_streams

@@ -129,3 +129,27 @@ def test_the_daemon_refuses_planned_and_says_it_runs_edf(tmp_path, zcu104):
 
     with pytest.raises(FpgashareError, match="the daemon, whose pipelines come and go, runs edf"):
         Daemon(ModelBackend(zcu104), tmp_path / "p.sock", clock=VirtualClock(), scheduler="planned")
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.sampled_from(["fast9", "template_match"]), st.integers(1, 3), SEEDS)
+def test_a_module_on_a_fused_region_gets_no_table_and_planned_runs_edf(fused, others, seed):
+    """A module that takes a fused region occupies every slot of it: a table of one module per
+    slot cannot place it, so there is no table (the reason names it) and the run is edf's, where
+    a table that ignored the region would start a frame on slots the region holds."""
+    from fpgashare.catalogue.platform import load_platform
+
+    platform = load_platform("zcu104-x4")
+    rng = random.Random(seed)
+    single = [m for m in ("conv3x3", "sobel_mag", "threshold", "erode3x3", "dilate3x3", "median3x3")
+              if all(len(platform.footprint(s.index, m)) == 1 for s in platform.slots_for(m))]
+    chain = rng.sample(single, others)
+    pipelines = (realtime_spec("corners", [fused], 0.01, 0.01, [480, 640], platform),
+                 replace(realtime_spec("edges", chain, 0.01, 0.01, [480, 640], platform), offset_s=0.002))
+    workload = replace(small_workload(seed), platform=platform, pipelines=pipelines, duration_s=0.05)
+    policy = PlannedPolicy()
+    assert policy.make_plan(workload, time_limit_s=2.0, streams=platform.streams) is None
+    assert f"uses {fused}, which takes a fused region" in policy.no_plan_reason
+    _, planned = run_one(workload, "planned", "model", check_rejected=False)
+    _, edf = run_one(workload, "edf", "model", check_rejected=False)
+    assert planned["plan"] == "none" and planned["pipelines"] == edf["pipelines"]

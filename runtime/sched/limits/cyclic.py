@@ -133,6 +133,13 @@ def plan_jobs(workload: Workload) -> tuple[list[PlanJob], int, dict[str, int], d
             raise PlanError(f"pipeline {p.name} has CPU stages: the cyclic plan covers fabric-only pipelines")
         if p.jitter_s < 0 or p.deadline_s <= 0:
             raise PlanError(f"pipeline {p.name}: jitter must be >= 0 and the deadline > 0")
+        # A module on a fused region occupies every slot of it and loads for longer than a slot's
+        # partial: the table's slots hold one module each, so it cannot place one (edf can).
+        fused = next((m for m in dict.fromkeys(p.modules) if m in workload.platform.modules and any(
+            len(workload.platform.footprint(s.index, m)) > 1 for s in workload.platform.slots_for(m))), None)
+        if fused is not None:
+            raise PlanError(f"pipeline {p.name} uses {fused}, which takes a fused region of "
+                            f"{workload.platform.name}: the cyclic plan places modules in single slots")
     periods = {p.name: whole_ticks(p.period_s, f"pipeline {p.name}'s period") for p in pipelines}
     hyper = math.lcm(*periods.values()) if periods else 0
     jobs, frames, shift = [], {}, {}

@@ -9,9 +9,11 @@ from dataclasses import replace
 
 import pytest
 from fpgashare.backends import make_backend
+from fpgashare.backends.model import ModelBackend
 from fpgashare.catalogue.workload import realtime_spec
 from fpgashare.cli.bench import run_one
 from fpgashare.errors import FpgashareError
+from fpgashare.sched.analysis.control_traffic import control_seconds
 from fpgashare.sched.limits.cyclic import PlanError, cyclic_plan, plan_jobs
 from fpgashare.sched.limits.cyclic_check import plan_violations
 from fpgashare.sched.limits.jobs import TICK_S
@@ -153,3 +155,37 @@ def test_a_module_on_a_fused_region_gets_no_table_and_planned_runs_edf(fused, ot
     _, planned = run_one(workload, "planned", "model", check_rejected=False)
     _, edf = run_one(workload, "edf", "model", check_rejected=False)
     assert planned["plan"] == "none" and planned["pipelines"] == edf["pipelines"]
+
+
+class TrafficBoard(ModelBackend):
+    """The twin, but every load and frame pass runs over its cycles by the register traffic *X*
+    (``control_seconds``: the bound the admission analysis charges; the co-simulated board's
+    loads do run over theirs while other streams' work runs)."""
+
+    def start_load(self, slot, module):
+        pending = super().start_load(slot, module)
+        pending.seconds += control_seconds(self.platform)
+        return pending
+
+    def start_frame(self, slots, stages, frame, want_output=True, stream=0):
+        pending = super().start_frame(slots, stages, frame, want_output, stream)
+        pending.seconds += control_seconds(self.platform)
+        return pending
+
+
+@FEW
+@given(SEEDS, st.booleans())
+def test_a_table_holds_when_every_load_and_pass_runs_over_by_its_register_traffic(seed, every_stream):
+    """The table's lengths carry *X* as the analysis's do: on a board whose loads and passes each
+    take *X* longer than their cycles, every frame of an admitted pipeline is still on time."""
+    workload = jittery(seed)
+    streams = workload.platform.streams if every_stream else 1
+    policy = PlannedPolicy()
+    plan = policy.make_plan(workload, streams=streams)
+    assume(plan is not None and plan.loads)
+    kept = replace(workload, duration_s=4 * plan.hyperperiod_s,
+                   pipelines=tuple(p for p in workload.pipelines if not p.realtime or p.name in plan.admitted))
+    board = TrafficBoard(kept.platform, streams=streams if streams > 1 else None)
+    engine, summary = run_workload(kept, board, policy, video_streams=streams)
+    missed = {n: v for n, v in summary["pipelines"].items() if n in plan.admitted and v["on_time"] != v["submitted"]}
+    assert not missed, (missed, sorted({f.reason for f in engine.frames if f.reason}))

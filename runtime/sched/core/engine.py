@@ -132,9 +132,8 @@ class Engine:
         #: a spare stream the DNN's batches take beside the frames (None: they share ``stream_id``;
         #: runtime/sched/policies/backfill.py says when a batch may run beside a frame's pass)
         self.dnn_stream_id: int | None = None
-        #: how much later than its cycles any one operation may end: its register traffic, the
-        #: analysis's X (control_traffic.py; a board's partition: the board's, set by the board).
-        #: A DNN batch beside a frame's pass ends this much before the pass's end.
+        #: how much later than its cycles an operation may end: its register traffic, the analysis's
+        #: X (control_traffic.py; a board's partition: the board's); DnnJobs.overrun_s reads it
         self.control_s = control_seconds(workload.platform)
         #: how many of the shell's streams (stream_id on) it carries at once: 1 but for a table
         #: that plans several streams over shared slots (runtime/sched/policies/planned.py)

@@ -189,3 +189,22 @@ def test_a_table_holds_when_every_load_and_pass_runs_over_by_its_register_traffi
     engine, summary = run_workload(kept, board, policy, video_streams=streams)
     missed = {n: v for n, v in summary["pipelines"].items() if n in plan.admitted and v["on_time"] != v["submitted"]}
     assert not missed, (missed, sorted({f.reason for f in engine.frames if f.reason}))
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.floats(1.5, 3.0), st.floats(0.0, 1.0), SEEDS)
+def test_a_frame_planned_late_in_a_long_window_is_served_before_the_run_stops(period, share, seed):
+    """A pass is planned no earlier than its frame's latest arrival: with a jitter longer than the
+    run's drain (1 s), the last release's pass comes after it, and the run must still wait for it
+    (an admitted frame is owed its whole deadline)."""
+    platform = small_workload(seed).platform
+    period = round(period, 1)
+    spec = realtime_spec("slow", ["conv3x3"], period, 1.0, [120, 160], platform)
+    deadline = round(0.95 * period, 4)
+    jitter = round(1.15 + share * (deadline - spec.exec_s - 1.2), 4)
+    workload = replace(small_workload(seed), platform=platform, duration_s=0.1,
+                       pipelines=(replace(spec, deadline_s=deadline, jitter_s=jitter),))
+    engine, result = run_one(workload, "planned", "model", check_rejected=False)
+    assert isinstance(result["plan"], dict)
+    figures = result["pipelines"]["slow"]
+    assert figures["submitted"] == figures["on_time"] == 1, [f.reason for f in engine.frames]

@@ -132,8 +132,7 @@ class Engine:
         #: a spare stream the DNN's batches take beside the frames (None: they share ``stream_id``;
         #: runtime/sched/policies/backfill.py says when a batch may run beside a frame's pass)
         self.dnn_stream_id: int | None = None
-        #: how much later than its cycles an operation may end: its register traffic, the analysis's
-        #: X (control_traffic.py; a board's partition: the board's); DnnJobs.overrun_s reads it
+        #: an operation's register traffic beyond its cycles (the analysis's X; a board's own: board.py)
         self.control_s = control_seconds(workload.platform)
         #: how many of the shell's streams (stream_id on) it carries at once: 1 but for a table
         #: that plans several streams over shared slots (runtime/sched/policies/planned.py)
@@ -174,8 +173,10 @@ class Engine:
 
     @property
     def horizon_s(self) -> float:
-        """When a run stops taking events: the releases, then ``drain_s`` for the last frames."""
-        return self.t0 + self.workload.duration_s + self.drain_s
+        """When a run stops taking events: the releases, then ``drain_s`` for the last frames, and
+        at least the last release's latest deadline (an admitted frame is owed all of it)."""
+        owed = (p.jitter_s + p.deadline_s for p in self.pipelines)
+        return self.t0 + self.workload.duration_s + max([self.drain_s, *owed])
 
     def end_run(self) -> None:
         """The run is over: every frame not finished yet ends ``dropped``."""

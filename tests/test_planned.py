@@ -176,15 +176,20 @@ class TrafficBoard(ModelBackend):
 
 
 @FEW
-@given(SEEDS, st.booleans())
-def test_a_table_holds_when_every_load_and_pass_runs_over_by_its_register_traffic(seed, every_stream):
-    """The table's lengths carry *X* as the analysis's do: on a board whose loads and passes each
-    take *X* longer than their cycles, every frame of an admitted pipeline is still on time."""
+@given(SEEDS, st.booleans(), st.booleans())
+def test_a_table_holds_when_every_load_and_pass_runs_over_by_its_register_traffic(seed, every_stream, at_t0):
+    """The table's lengths carry *X* as the analysis's do, and so does the registration window
+    before the first release (every slot loaded once): on a board whose loads and passes each
+    take *X* longer than their cycles, every frame of an admitted pipeline is still on time, the
+    first ones too (``at_t0``: every pipeline's first frame released at once, with no jitter)."""
     workload = jittery(seed)
+    if at_t0:
+        workload = replace(workload, pipelines=tuple(replace(p, offset_s=0.0, jitter_s=0.0) if p.realtime else p
+                                                     for p in workload.pipelines))
     streams = workload.platform.streams if every_stream else 1
     policy = PlannedPolicy()
     plan = policy.make_plan(workload, streams=streams)
-    assume(plan is not None and plan.loads)
+    assume(plan is not None and (plan.loads or at_t0))
     kept = replace(workload, duration_s=4 * plan.hyperperiod_s,
                    pipelines=tuple(p for p in workload.pipelines if not p.realtime or p.name in plan.admitted))
     board = TrafficBoard(kept.platform, streams=streams if streams > 1 else None)

@@ -127,7 +127,7 @@ class Board:
             board.parts.append(engine)
             board.arbiter.add(engine)
         # One registration window for the board: every slot filled once through the one port.
-        board.t0 = load_seconds(workload.platform) * len(workload.platform.slots)
+        board.t0 = (load_seconds(workload.platform) + board.control_s) * len(workload.platform.slots)
         for engine in board.parts:
             engine.t0 = board.t0
         return board

@@ -146,8 +146,9 @@ class Engine:
         if contract is not None:
             self.placement.set_contract(contract)
         # A workload's pipelines register before their first frame: the policy may fill every
-        # slot once (setup and prefetch) before releases begin, the same warm-up for every policy.
-        self.t0 = self.port.longest_load_s() * len(self.slots.slots) if source.warm_up else 0.0
+        # slot once (setup and prefetch) before releases begin, the same warm-up for every policy
+        # (each load with its register traffic, as the analysis's L: the first frames find it done).
+        self.t0 = (self.port.longest_load_s() + self.control_s) * len(self.slots.slots) if source.warm_up else 0.0
 
     # ---- the event loop
     def push(self, t: float, kind: str, data: object) -> None:

@@ -11,8 +11,12 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+from fpgashare.backends.model import ModelBackend
 from fpgashare.cli.bench import run_one
-from fpgashare.sched.board.stream_plan import Partition, StreamPlan, with_spare_stream
+from fpgashare.sched.analysis.control_traffic import control_seconds
+from fpgashare.sched.board.board import run_board
+from fpgashare.sched.board.stream_plan import Partition, StreamPlan, plan_streams, with_spare_stream
+from fpgashare.sched.policies.edf import EdfPolicy
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
@@ -78,6 +82,40 @@ def test_batches_beside_frames_miss_nothing_and_end_with_their_pass(seed):
             assert be <= pe + EPS, (bs, be, ps, pe)
             beside += 1
     note(f"{workload.platform.name}: batches beside a pass: {beside}")
+
+
+class TrafficBoard(ModelBackend):
+    """The twin, but every DNN batch runs over its cycle estimate by the board's register traffic
+    *X* (``control_seconds``, the bound the analysis takes): the co-simulated board's batches do
+    run over by their register accesses, which the twin's cycle count leaves out."""
+
+    def start_dnn(self, slots, model, images, stream=0):
+        pending = super().start_dnn(slots, model, images, stream)
+        pending.seconds += control_seconds(self.platform)
+        return pending
+
+
+@settings(max_examples=3, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_a_batch_beside_a_pass_ends_by_the_pass_end_with_its_register_traffic(seed):
+    """A batch beside a pass is sized to end *X* before the pass does, so the traffic that runs it
+    over its estimate still leaves it over when the next frame may want one of its tiles. Runs
+    generated DNN workloads until some batches ran beside a pass (or 40 workloads)."""
+    rng = random.Random(seed)
+    beside = []
+    for _ in range(40):
+        workload = dnn_workload(rng.randrange(2**31), hyperperiods=4)
+        streams = workload.platform.streams
+        plan = plan_streams(workload, streams, phased=True, spare_stream=True)
+        board, summary = run_board(workload, TrafficBoard(workload.platform, streams=streams), plan, EdfPolicy)
+        admitted = {p.name for p in plan.admitted}
+        assert not any(p["late"] + p["dropped"] + p["errors"] for n, p in summary["pipelines"].items()
+                       if n in admitted)
+        beside += [b for part in board.parts for b in beside_batches(part)]
+        if len(beside) >= 8:
+            break
+    note(f"batches beside a pass: {len(beside)}")
+    assert all(be <= pe + EPS for _, be, _, pe in beside), [b for b in beside if b[1] > b[3] + EPS]
 
 
 def test_some_generated_workloads_run_batches_beside_frames():

@@ -19,6 +19,8 @@ from fpgashare.sched.core.engine import Engine
 from fpgashare.sched.policies.registry import make_policy
 from fpgashare.sched.sources.periodic import PeriodicReleases, workload_engine
 from fpgashare.sched.sources.submitted import Submissions
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def _engines() -> list[Engine]:
@@ -113,3 +115,28 @@ def test_an_engine_carries_as_many_passes_at_once_as_video_streams_it_is_given(s
     assert tracks == {f"stream {k}" for k in range(streams)}
     with pytest.raises(ValueError, match="at least one video stream"):
         workload_engine(workload, ModelBackend(platform), _Resident(), video_streams=0)
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_on_an_engine_carrying_two_streams_a_dnn_batch_never_shares_a_stream(seed):
+    """With no stream of its own, the DNN's batches take the engine's first stream: one at a
+    time, and only while no frame streams there (a frame on the second stream may go on)."""
+    import random
+    from dataclasses import replace
+    from itertools import pairwise
+
+    from fpgashare.sched.policies.edf import EdfPolicy
+
+    from benchmarks.limit_gap import small_workload
+
+    rng = random.Random(seed)
+    workload = next(w for w in (small_workload(rng.randrange(2**31)) for _ in range(500))
+                    if any(not p.realtime for p in w.pipelines))
+    workload = replace(workload, duration_s=2 * workload.duration_s)
+    engine = workload_engine(workload, ModelBackend(workload.platform, streams=2), EdfPolicy(),
+                             video_streams=2).run()
+    assert all(f.outcome is not None for f in engine.frames)
+    for track in {e.track for e in engine.trace if e.track.startswith("stream ")}:
+        spans = sorted((e.start, e.end, e.name) for e in engine.trace if e.track == track)
+        assert not [(a, b) for a, b in pairwise(spans) if b[0] < a[1] - 1e-12], track

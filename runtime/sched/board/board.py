@@ -121,12 +121,13 @@ class Board:
                             replacement=replacement, source=PeriodicReleases(sub))
             engine.stream_id = part.stream
             engine.dnn_stream_id = part.dnn_stream if part.dnn else None
+            engine.control_s = board.control_s      # the board's X, not its view's (one stream, fewer slots)
             engine.loads_after_t0 = not part.quiet
             board.views.append(view)
             board.parts.append(engine)
             board.arbiter.add(engine)
         # One registration window for the board: every slot filled once through the one port.
-        board.t0 = load_seconds(workload.platform) * len(workload.platform.slots)
+        board.t0 = (load_seconds(workload.platform) + board.control_s) * len(workload.platform.slots)
         for engine in board.parts:
             engine.t0 = board.t0
         return board
@@ -164,6 +165,7 @@ class Board:
     def op_delay_s(self, seconds: float) -> None:
         self._op_delay_s = seconds
         for engine in self.parts:
+            engine.control_s = self.control_s
             if engine.members is not None:
                 engine.members.analysis_kw["control_s"] = self.control_s
 

@@ -44,6 +44,11 @@ class DnnJobs:
         """Fabric time a batch on ``slots`` would spend first programming tiles new to their layers."""
         return self.engine.backend.dnn_setup_s(slots, model, plan)
 
+    def overrun_s(self) -> float:
+        """How much later than its cycle estimate a batch may end: its register traffic (the
+        engine's ``control_s``, the analysis's X; the co-simulated board's batches do run over)."""
+        return self.engine.control_s
+
     def start(self, pipeline: PipelineSpec, slots: Sequence[int], images: int) -> DnnJob | None:
         """Run a batch of up to ``images`` images of a best-effort DNN pipeline on dnn_tile ``slots``."""
         engine = self.engine

@@ -34,6 +34,7 @@ import numpy as np
 from fpgashare.backends.base import Backend, Pending
 from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import PipelineSpec, Workload
+from fpgashare.sched.analysis.control_traffic import control_seconds
 from fpgashare.sched.analysis.schedulability import UNCONSTRAINED, AdmissionContract
 from fpgashare.sched.core.clock import Clock, VirtualClock
 from fpgashare.sched.core.cpu_jobs import CpuJobs
@@ -131,6 +132,8 @@ class Engine:
         #: a spare stream the DNN's batches take beside the frames (None: they share ``stream_id``;
         #: runtime/sched/policies/backfill.py says when a batch may run beside a frame's pass)
         self.dnn_stream_id: int | None = None
+        #: an operation's register traffic beyond its cycles (the analysis's X; a board's own: board.py)
+        self.control_s = control_seconds(workload.platform)
         #: how many of the shell's streams (stream_id on) it carries at once: 1 but for a table
         #: that plans several streams over shared slots (runtime/sched/policies/planned.py)
         self.video_streams = video_streams
@@ -143,8 +146,9 @@ class Engine:
         if contract is not None:
             self.placement.set_contract(contract)
         # A workload's pipelines register before their first frame: the policy may fill every
-        # slot once (setup and prefetch) before releases begin, the same warm-up for every policy.
-        self.t0 = self.port.longest_load_s() * len(self.slots.slots) if source.warm_up else 0.0
+        # slot once (setup and prefetch) before releases begin, the same warm-up for every policy
+        # (each load with its register traffic, as the analysis's L: the first frames find it done).
+        self.t0 = (self.port.longest_load_s() + self.control_s) * len(self.slots.slots) if source.warm_up else 0.0
 
     # ---- the event loop
     def push(self, t: float, kind: str, data: object) -> None:
@@ -170,8 +174,10 @@ class Engine:
 
     @property
     def horizon_s(self) -> float:
-        """When a run stops taking events: the releases, then ``drain_s`` for the last frames."""
-        return self.t0 + self.workload.duration_s + self.drain_s
+        """When a run stops taking events: the releases, then ``drain_s`` for the last frames, and
+        at least the last release's latest deadline (an admitted frame is owed all of it)."""
+        owed = (p.jitter_s + p.deadline_s for p in self.pipelines)
+        return self.t0 + self.workload.duration_s + max([self.drain_s, *owed])
 
     def end_run(self) -> None:
         """The run is over: every frame not finished yet ends ``dropped``."""

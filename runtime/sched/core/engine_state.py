@@ -61,6 +61,7 @@ class EngineState(Protocol):
     planned_reloads: dict[int, tuple[str, float]]
     stream_id: int
     dnn_stream_id: int | None
+    control_s: float
     video_streams: int
     want_output: bool
     cpu: CpuExecutor                  #: the host's workers for CPU stages

@@ -47,7 +47,9 @@ class FrameStream:
         """Whether a DNN batch can start now: on the DNN's own stream (``Engine.dnn_stream_id``) if
         it has one, else on this one."""
         if self.engine.dnn_stream_id is None:
-            return self.free()
+            # One batch at a time, on the first of the engine's streams (``start`` leaves it to
+            # the batch): on an engine carrying several, a frame may be streaming there.
+            return self.free() and not self.dnn.running and 0 not in self.lanes.values()
         return len(self.dnn.running) < VIDEO_STREAMS
 
     def _batches(self) -> list:

@@ -7,7 +7,10 @@ It is the exact model (exact.py) made periodic and made to hold for every realis
   [nominal + jitter, nominal + deadline]: it starts no earlier than the frame's latest arrival and
   ends by its earliest arrival's deadline, so it is valid for every draw of the jitter;
 - lengths are the engine's own times (``PipelineSpec.pass_seconds``: the cycles the model backend
-  counts; a load: the slot's longest partial), rounded up to ticks, plus ``MARGIN_TICKS``;
+  counts; a load: the slot's longest partial) plus the register traffic *X* one operation may add
+  (``control_traffic.control_seconds``, as the admission analysis charges every pass and load: the
+  co-simulated board's loads do run over their port cycles while other streams' work runs),
+  rounded up to ticks, plus ``MARGIN_TICKS``;
 - every resource is shared *modulo H*: a job's start ``s`` (relative to its frame's hyperperiod,
   up to 2H) is folded into [0, H) as ``sn``; the stream, the port and each slot carry the folded
   intervals and their copies shifted by -H, so a job that crosses H cannot overlap the next
@@ -32,6 +35,7 @@ from itertools import pairwise
 from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import Workload
 from fpgashare.errors import FpgashareError
+from fpgashare.sched.analysis.control_traffic import control_seconds
 from fpgashare.sched.limits import require_ortools
 from fpgashare.sched.limits.exact import WORKERS
 from fpgashare.sched.limits.jobs import TICK_S, realtime, ticks_down, ticks_up
@@ -133,7 +137,15 @@ def plan_jobs(workload: Workload) -> tuple[list[PlanJob], int, dict[str, int], d
             raise PlanError(f"pipeline {p.name} has CPU stages: the cyclic plan covers fabric-only pipelines")
         if p.jitter_s < 0 or p.deadline_s <= 0:
             raise PlanError(f"pipeline {p.name}: jitter must be >= 0 and the deadline > 0")
+        # A module on a fused region occupies every slot of it and loads for longer than a slot's
+        # partial: the table's slots hold one module each, so it cannot place one (edf can).
+        fused = next((m for m in dict.fromkeys(p.modules) if m in workload.platform.modules and any(
+            len(workload.platform.footprint(s.index, m)) > 1 for s in workload.platform.slots_for(m))), None)
+        if fused is not None:
+            raise PlanError(f"pipeline {p.name} uses {fused}, which takes a fused region of "
+                            f"{workload.platform.name}: the cyclic plan places modules in single slots")
     periods = {p.name: whole_ticks(p.period_s, f"pipeline {p.name}'s period") for p in pipelines}
+    control = control_seconds(workload.platform)
     hyper = math.lcm(*periods.values()) if periods else 0
     jobs, frames, shift = [], {}, {}
     for p in pipelines:
@@ -147,13 +159,16 @@ def plan_jobs(workload: Workload) -> tuple[list[PlanJob], int, dict[str, int], d
             nominal = offset + j * p.period_s
             release, due = ticks_up(nominal + p.jitter_s), ticks_down(nominal + reach)
             for step, (modules, seconds) in enumerate(zip(p.pass_modules, p.pass_seconds, strict=True)):
-                jobs.append(PlanJob(p.name, j, step, release, due, ticks_up(seconds) + MARGIN_TICKS, modules))
+                jobs.append(PlanJob(p.name, j, step, release, due, ticks_up(seconds + control) + MARGIN_TICKS,
+                                    modules))
     return jobs, hyper, frames, shift
 
 
 def load_length(platform: Platform) -> dict[int, int]:
-    """Ticks of a load into each slot: its longest partial (the port's time), rounded up, plus the margin."""
-    return {s.index: ticks_up(platform.slot_load_seconds(s.index)) + MARGIN_TICKS for s in platform.slots}
+    """Ticks of a load into each slot: its longest partial (the port's time) and its register
+    traffic, rounded up, plus the margin."""
+    control = control_seconds(platform)
+    return {s.index: ticks_up(platform.slot_load_seconds(s.index) + control) + MARGIN_TICKS for s in platform.slots}
 
 
 class _CyclicModel:

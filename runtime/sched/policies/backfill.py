@@ -116,9 +116,11 @@ def _run(engine: EngineView) -> None:
     latency_s = plan.latency_cycles / plan.clock_hz + engine.dnn.setup_s(idle[:size], pipeline.model, plan)
     due, late = _victims_due(engine)
     if beside:      # invisible to the real-time work: over by the end of the pass on the stream
+        # (less X: its register traffic may run a batch over its cycle estimate by that much, as
+        # on the co-simulated board, and the next frame's victim may be one of its tiles)
         limit = engine.foresight.stream_job_end()
         room = min(_until(due, len(idle) - size) - now, engine.end_s - now,
-                   (limit if limit is not None else now) - now)
+                   (limit if limit is not None else now) - engine.dnn.overrun_s() - now)
     else:
         room = min(_until(due, len(idle) - size) - now, batch_room(engine), engine.end_s - now)
         if late:    # the late loads go at the next frame's commit: the batch ends before it is released

@@ -37,7 +37,9 @@ class FrameStream:
         """Whether the shell's video stream can take a frame (or, when the DNN has no stream of
         its own, a DNN batch) now (``Engine.video_streams`` of them: one but for a table that
         plans several streams over shared slots)."""
-        return len(self.engine.running) + len(self._batches()) < self.engine.video_streams
+        engine = self.engine       # asked on every decision: no list built
+        batches = len(self.dnn.running) if engine.dnn_stream_id is None else 0
+        return len(engine.running) + batches < engine.video_streams
 
     def dnn_apart(self) -> bool:
         """Whether the DNN's batches take a stream of their own (``Engine.dnn_stream_id``)."""

@@ -21,20 +21,9 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from benchmarks.limit_gap import small_workload
+from tests.test_pin_lend import dnn_workload
 
-HYPERPERIODS = 10
 EPS = 1e-9
-
-
-def dnn_workload(seed: int, hyperperiods: int = HYPERPERIODS):
-    """The first of ``limit_gap``'s small workloads from ``seed`` on that has a DNN pipeline,
-    run for ``hyperperiods`` (half of them carry release jitter)."""
-    rng = random.Random(seed)
-    for _ in range(200):
-        w = small_workload(rng.randrange(2**31))
-        if any(not p.realtime for p in w.pipelines):
-            return replace(w, duration_s=w.duration_s * hyperperiods)
-    raise AssertionError("no DNN workload drawn")
 
 
 def _slices(engine, track: str, dnn: bool) -> list[tuple[float, float]]:

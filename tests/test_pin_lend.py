@@ -26,13 +26,14 @@ from benchmarks.limit_gap import small_workload
 HYPERPERIODS = 10
 
 
-def dnn_workload(seed: int):
-    """The first of ``limit_gap``'s small workloads from ``seed`` on that has a DNN pipeline."""
+def dnn_workload(seed: int, hyperperiods: int = HYPERPERIODS):
+    """The first of ``limit_gap``'s small workloads from ``seed`` on that has a DNN pipeline,
+    run for ``hyperperiods``."""
     rng = random.Random(seed)
     for _ in range(200):
         w = small_workload(rng.randrange(2**31))
         if any(not p.realtime for p in w.pipelines):
-            return replace(w, duration_s=w.duration_s * HYPERPERIODS)
+            return replace(w, duration_s=w.duration_s * hyperperiods)
     raise AssertionError("no DNN workload drawn")
 
 

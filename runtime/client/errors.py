@@ -32,11 +32,13 @@ class FrameDropped(FpgashareError):  # noqa: N818 (the API's names: what happene
 
 
 class DeadlineMissed(FpgashareError):  # noqa: N818 (the API's names: what happened, not 'Error')
-    """The frame finished after its deadline; ``output`` still holds the result."""
+    """The frame finished after its deadline; ``output`` still holds the result, ``reason`` what
+    the daemon knows of why (e.g. its host ran late), or ''."""
 
-    def __init__(self, latency_ms: float, output: np.ndarray) -> None:
-        super().__init__(f"frame finished {latency_ms:.2f} ms after its release, past its deadline")
-        self.latency_ms, self.output = latency_ms, output
+    def __init__(self, latency_ms: float, output: np.ndarray, reason: str = "") -> None:
+        why = f" ({reason})" if reason else ""
+        super().__init__(f"frame finished {latency_ms:.2f} ms after its release, past its deadline{why}")
+        self.latency_ms, self.output, self.reason = latency_ms, output, reason
 
 
 class FrameFailed(FpgashareError):  # noqa: N818 (the API's names: what happened, not 'Error')

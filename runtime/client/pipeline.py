@@ -145,7 +145,7 @@ class FrameFuture:
         self.results = {stage: {reg: int(v) for reg, v in regs.items()}
                         for stage, regs in (message.get("results") or {}).items()}
         if outcome == "late":
-            return DeadlineMissed(message["latency_ms"], output)
+            return DeadlineMissed(message["latency_ms"], output, message.get("reason") or "")
         return output
 
 

@@ -153,7 +153,7 @@ class TcpFrameFuture:
             raise FrameFailed(reply.get("reason") or "the hardware path failed")
         output = _array(reply, "output")
         if outcome == "late":
-            raise DeadlineMissed(reply["latency_ms"], output)
+            raise DeadlineMissed(reply["latency_ms"], output, reply.get("reason") or "")
         return output
 
 

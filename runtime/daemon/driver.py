@@ -11,6 +11,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 
+from fpgashare.daemon.host_overrun import HostOverruns, reach_s
 from fpgashare.daemon.loop_latency import LoopLatency
 from fpgashare.errors import FpgashareError
 from fpgashare.sched.core.clock import WallClock
@@ -20,6 +21,9 @@ log = logging.getLogger("fpgashare.daemon")
 
 RUN_UNTIL_POLL_S = 0.05     #: how often run_until checks that the loop still runs
 RUN_UNTIL_TIMEOUT_S = 30.0  #: a loop that runs but never takes the call: a bug, raised
+#: A step this much wall time after its timer's due time is the timer's own resolution (a VM's
+#: timer, the loop's last poll: eventloop.py), not the host falling behind.
+TIMER_TOLERANCE_WALL_S = 100e-6
 
 
 class Driver:
@@ -39,6 +43,8 @@ class Driver:
         self._timer: asyncio.TimerHandle | None = None   # wakes the engine for its next event
         self._timer_due: float | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: Steps later than the admission allows, and the misses they explain (host_overrun.py).
+        self.overruns = HostOverruns(self.dilation)
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         """The loop whose timers wake the engine (the daemon's, once it starts)."""
@@ -60,8 +66,13 @@ class Driver:
         the next event. An exception here is a bug: ``on_failure`` hears of it."""
         if self.halted:
             return
+        now = self.clock.now()
+        if self._timer_due is not None and not self.virtual:
+            # The event the timer was set for: the loop owed the engine a step at its time.
+            allowed = getattr(self.engine, "op_delay_s", 0.0) + TIMER_TOLERANCE_WALL_S / self.dilation
+            self.overruns.observe(self._timer_due, now, allowed, self._reach())
         try:
-            self.engine.advance_to(self.clock.now())
+            self.engine.advance_to(now)
         except Exception as exc:
             log.critical("engine step failed; stopping the daemon", exc_info=True)
             self.failure = self.failure or exc
@@ -69,7 +80,10 @@ class Driver:
             return
         ended, on_ended = self._ended, self.on_ended
         while ended:
-            on_ended(ended.popleft())
+            item = ended.popleft()
+            if self.overruns.recent and isinstance(item, Frame):
+                self._explain(item)
+            on_ended(item)
         due = self.engine.next_event_s()
         if due == self._timer_due:
             return
@@ -79,6 +93,19 @@ class Driver:
         if due is not None and not self.virtual and self._loop is not None:
             wall_due = self._loop.time() + max(0.0, (due - self.clock.now()) * self.dilation)
             self._timer = self._loop.call_at(wall_due, self._timer_fired, wall_due)
+
+    def _reach(self) -> float:
+        return reach_s((p.period_s, p.deadline_s + p.jitter_s) for p in getattr(self.engine, "order", ()))
+
+    def _explain(self, frame: Frame) -> None:
+        """A frame of a pipeline still admitted that missed after the host overran: its reason
+        says so (a pipeline's removal drops its frames after it leaves ``home``: not misses)."""
+        if frame.outcome not in ("late", "dropped") or frame.pipeline.name not in getattr(self.engine, "home", ()):
+            return
+        came = frame.origin if frame.origin is not None else frame.release
+        why = self.overruns.explain(came - self._reach(), self.clock.now())
+        if why is not None:
+            frame.reason = f"{frame.reason}; {why}" if frame.reason else why
 
     def run_until(self, t: float) -> None:
         """A virtual clock's daemon: move time to ``t`` (on the loop) and take every event due."""

@@ -81,6 +81,7 @@ def status(daemon, client, own: bool = False, summaries: tuple[dict, dict | None
             "port": {"loads": port.loads, "busy_s": port.busy_s, "queued": len(port.queue)},
             "pipelines": named, "outcomes": dict(daemon.stats.outcomes),
             "clients": clients, "admin": admin, "loop": loop, "host": daemon.host_watch.summary(),
+            "host_overruns": daemon.driver.overruns.summary(),
             "control": control}
 
 

@@ -101,7 +101,7 @@ def outcome_of(future_result) -> dict:
     try:
         output = future_result()
     except DeadlineMissed as exc:
-        return {"outcome": "late", "output": exc.output, "latency_ms": exc.latency_ms}
+        return {"outcome": "late", "output": exc.output, "latency_ms": exc.latency_ms, "reason": exc.reason}
     except FrameDropped as exc:
         return {"outcome": "dropped", "reason": exc.reason}
     except DaemonError as exc:

@@ -327,5 +327,5 @@ class FleetFuture:
                 return BoardLost(self.board, reason)
             return FrameFailed(reason)
         if answer["outcome"] == "late":
-            return DeadlineMissed(answer["latency_ms"], answer["output"])
+            return DeadlineMissed(answer["latency_ms"], answer["output"], reason or "")
         return answer["output"]

@@ -152,7 +152,8 @@ class EdfPolicy(PriorityPolicy):
         stream_at = engine.stream.free_at()
         head_seen = False            # a frame earlier in deadline order is still pending
         port_given = committed is not None
-        for frame in sorted(engine.pending, key=self.priority):
+        order = sorted(engine.pending, key=self.priority)
+        for frame in order:
             if frame is committed:
                 head_seen = True
                 continue
@@ -174,7 +175,8 @@ class EdfPolicy(PriorityPolicy):
                 chosen, missing = engine.placement.find_slots(frame, reserved - free)
             else:
                 chosen, missing = engine.placement.find_slots(frame, reserved)
-            reason = self.hopeless(engine, frame, missing, stream_at)
+            # (``hopeless``, less its stream test: the one above, with the same stream_at)
+            reason = self._short_of_loads(engine, frame, missing) if missing else None
             if reason:
                 engine.drop(frame, reason)
                 continue
@@ -214,7 +216,9 @@ class EdfPolicy(PriorityPolicy):
                     plan.used = {s for s in chosen if s is not None} | {move.into}
                 reserved |= plan.used
         if engine.committed is None:
-            self._port_idle(engine, reserved)
+            # The frames still waiting, by deadline: this decision started or dropped some of
+            # ``order`` (a frame leaves pending so) and added none.
+            self._port_idle(engine, reserved, [f for f in order if f.start is None and f.outcome is None])
 
     def _plan(self, engine: EngineView, frame: Frame, keep: set[int], take_pins: bool = False) -> LoadPlan:
         """Sources for ``frame``'s stages: a free resident slot, a slot being loaded with the
@@ -271,30 +275,36 @@ class EdfPolicy(PriorityPolicy):
     def hopeless(self, engine: EngineView, frame: Frame, missing: Sequence[str], stream_at: float) -> str | None:
         """A reason to drop ``frame`` when it certainly misses: even if the stream took it as soon
         as it frees, or its missing modules loaded back to back at the port's fastest."""
-        exec_s = frame.remaining_s          # this pass and the ones after it
-        if stream_at + exec_s > frame.deadline:
+        if stream_at + frame.remaining_s > frame.deadline:      # this pass and the ones after it
             return "cannot finish by its deadline: the stream is taken until then"
-        if missing:
-            shortest = engine.port.shortest_load_s()
-            if engine.now + len(frame.modules) * shortest + exec_s <= frame.deadline:
-                return None         # even a load for every stage would leave it in time (the cheap test)
-            # Copies no slot holds, runs or receives must be loaded, whoever keeps the others.
-            slots = engine.slots
-            new = sum(max(0, need - len(slots.ready_with(m)) - len(slots.busy_with(m)) - len(slots.coming_with(m)))
-                      for m, need in frame.module_counts.items() if m in missing)
-            if new and engine.now + new * shortest + exec_s > frame.deadline:
-                return f"cannot finish by its deadline: {new} module(s) still to load"
+        return self._short_of_loads(engine, frame, missing) if missing else None
+
+    @staticmethod
+    def _short_of_loads(engine: EngineView, frame: Frame, missing: Sequence[str]) -> str | None:
+        """``hopeless``'s second test: a reason if ``missing`` modules, loaded back to back at the
+        port's fastest, would end too late."""
+        exec_s = frame.remaining_s
+        shortest = engine.port.shortest_load_s()
+        now = engine.now
+        if now + len(frame.modules) * shortest + exec_s <= frame.deadline:
+            return None         # even a load for every stage would leave it in time (the cheap test)
+        # Copies no slot holds, runs or receives must be loaded, whoever keeps the others.
+        slots = engine.slots
+        new = sum(max(0, need - len(slots.ready_with(m)) - len(slots.busy_with(m)) - len(slots.coming_with(m)))
+                  for m, need in frame.module_counts.items() if m in missing)
+        if new and now + new * shortest + exec_s > frame.deadline:
+            return f"cannot finish by its deadline: {new} module(s) still to load"
         return None
 
     # ---- the port when no frame owns it ----------------------------------------------------
-    def _port_idle(self, engine: EngineView, reserved: set[int]) -> None:
+    def _port_idle(self, engine: EngineView, reserved: set[int], waiting: list[Frame]) -> None:
+        """``waiting``: the pending frames not yet started, by deadline."""
         if not engine.port.free():
             return          # (on a shared port the engine is asked again when the port frees)
         if self._load_pins(engine) or (engine.dnn_pipelines and pin_lend.lent(engine)):
             return          # (while pins are lent the port keeps to tiles and their reloads)
         if engine.changing:
             return          # no prefetch during a mode change: the partition must reach its idle instant
-        waiting = sorted((f for f in engine.pending if f.start is None), key=self.priority)
         work = self.port_idle_work(engine, waiting)
         if work is not None:
             work(reserved)

@@ -94,8 +94,11 @@ class FrameStream:
             frame.start = engine.now
         frame.slots = tuple(slots)
         # The lowest of the engine's streams no frame takes (a DNN batch takes the first one).
-        taken = {*self.lanes.values(), *((0,) if self._batches() else ())}
-        lane = min(k for k in range(engine.video_streams) if k not in taken)
+        if not self.lanes and (engine.dnn_stream_id is not None or not self.dnn.running):
+            lane = 0                 # nothing on any of them (the one stream of most engines)
+        else:
+            taken = {*self.lanes.values(), *((0,) if self._batches() else ())}
+            lane = min(k for k in range(engine.video_streams) if k not in taken)
         try:
             if frame.step:
                 pixels = frame.carry

@@ -153,6 +153,7 @@ class EdfPolicy(PriorityPolicy):
         head_seen = False            # a frame earlier in deadline order is still pending
         port_given = committed is not None
         order = sorted(engine.pending, key=self.priority)
+        shortest = engine.port.shortest_load_s()
         for frame in order:
             if frame is committed:
                 head_seen = True
@@ -175,8 +176,10 @@ class EdfPolicy(PriorityPolicy):
                 chosen, missing = engine.placement.find_slots(frame, reserved - free)
             else:
                 chosen, missing = engine.placement.find_slots(frame, reserved)
-            # (``hopeless``, less its stream test: the one above, with the same stream_at)
-            reason = self._short_of_loads(engine, frame, missing) if missing else None
+            # ``hopeless``, less its stream test (the one above, with the same stream_at), and its
+            # cheap test first: even a load for every stage would leave the frame in time
+            reason = None if not missing or now + len(frame.modules) * shortest + frame.remaining_s \
+                <= frame.deadline else self._short_of_loads(engine, frame, missing)
             if reason:
                 engine.drop(frame, reason)
                 continue
@@ -195,7 +198,7 @@ class EdfPolicy(PriorityPolicy):
             if port_given:
                 continue                     # the port is taken this round
             port_given = True
-            plan = self._plan(engine, frame, reserved, take_pins=is_head and engine.stream.free())
+            plan = self._plan(engine, frame, reserved, take_pins=is_head and engine.stream.free(), chosen=chosen)
             if is_head and engine.stream.free():
                 # Commit only onto a free stream: then at most one job (this one, or the one on
                 # the stream) stands before a more urgent frame that comes next (the analysis's
@@ -220,13 +223,16 @@ class EdfPolicy(PriorityPolicy):
             # ``order`` (a frame leaves pending so) and added none.
             self._port_idle(engine, reserved, [f for f in order if f.start is None and f.outcome is None])
 
-    def _plan(self, engine: EngineView, frame: Frame, keep: set[int], take_pins: bool = False) -> LoadPlan:
+    def _plan(self, engine: EngineView, frame: Frame, keep: set[int], take_pins: bool = False,
+              chosen: list[int | None] | None = None) -> LoadPlan:
         """Sources for ``frame``'s stages: a free resident slot, a slot being loaded with the
         module, a busy slot holding it (free when its job ends: with one stream, sooner than a
         new copy could be), or a victim slot to load. ``take_pins``: the frame commits now, and
-        if it is an evictor it may take pinned slots when no other victim is left."""
+        if it is an evictor it may take pinned slots when no other victim is left. ``chosen``:
+        ``find_slots(frame, keep)``, if the caller has it (nothing changed since)."""
         slots = engine.slots
-        chosen, _ = engine.placement.find_slots(frame, keep)
+        if chosen is None:
+            chosen, _ = engine.placement.find_slots(frame, keep)
         plan = LoadPlan(chosen, {s for s in chosen if s is not None})
         future = None
         waits = engine.now + engine.port.backlog_s()

@@ -233,35 +233,40 @@ class EdfPolicy(PriorityPolicy):
         slots = engine.slots
         if chosen is None:
             chosen, _ = engine.placement.find_slots(frame, keep)
-        plan = LoadPlan(chosen, {s for s in chosen if s is not None})
+        used = {s for s in chosen if s is not None}
+        plan = LoadPlan(chosen, used)
         future = None
-        waits = engine.now + engine.port.backlog_s()
+        now = engine.now
+        backlog = engine.port.backlog_s()        # (nothing below changes the port or the clock)
+        waits = now + backlog
         order = range(len(chosen)) if not slots.fused else widest_first(slots.platform, frame.modules)
-        for module, slot in ((frame.modules[i], chosen[i]) for i in order):   # fused modules' victims first
-            if slot is not None:
+        for i in order:                          # fused modules' victims first
+            if chosen[i] is not None:
                 continue
-            coming = next((s for s in slots.coming_with(module) if s not in plan.used), None)
-            if coming is not None:
-                plan.used.add(coming)
-                continue
-            busy = next((s for s in slots.busy_with(module) if s not in plan.used and s not in keep), None)
-            if busy is not None:
-                plan.used.add(busy)
-                waits = max(waits, engine.placement.free_at(busy) or engine.now)
-                continue
-            if future is None:
-                future = engine.foresight.need_order([frame], copies=_copies_matter(engine))
-            planned = {i for m, v in plan.loads for i in slots.taken_by(v, m)}
-            victim = slots.victim(module, future, keep=keep | plan.used, planned=planned)
-            if victim is None and take_pins:
-                victim = _pinned_victim(engine, frame, module, keep | plan.used)
-            if victim is None:
-                plan.complete = False
-                continue
-            plan.used.update(slots.taken_by(victim, module))
-            plan.loads.append((module, victim))
-        plan.ready_at = max(waits, engine.now + engine.port.backlog_s()
-                            + sum(engine.port.load_seconds(v) for _, v in plan.loads))
+            module = frame.modules[i]
+            for coming in slots.coming_with(module):
+                if coming not in used:
+                    used.add(coming)
+                    break
+            else:
+                for busy in slots.busy_with(module):
+                    if busy not in used and busy not in keep:
+                        used.add(busy)
+                        waits = max(waits, engine.placement.free_at(busy) or now)
+                        break
+                else:
+                    if future is None:
+                        future = engine.foresight.need_order([frame], copies=_copies_matter(engine))
+                    planned = {t for m, v in plan.loads for t in slots.taken_by(v, m)} if plan.loads else set()
+                    victim = slots.victim(module, future, keep=keep | used, planned=planned)
+                    if victim is None and take_pins:
+                        victim = _pinned_victim(engine, frame, module, keep | used)
+                    if victim is None:
+                        plan.complete = False
+                        continue
+                    used.update(slots.taken_by(victim, module))
+                    plan.loads.append((module, victim))
+        plan.ready_at = max(waits, now + backlog + sum(engine.port.load_seconds(v) for _, v in plan.loads))
         if len(plan.loads) > 1 and take_pins and len(engine.pending) > 1 and not slots.fused:
             _borrow_last(engine, frame, plan)
         return plan
@@ -401,7 +406,7 @@ class EdfPolicy(PriorityPolicy):
         # is due when the first chain using it twice is (it may come before a module not held).
         copies = engine.placement.copies_needed()
         second = None
-        for m in needed:
+        for m in needed if _copies_matter(engine) else ():      # (else no chain wants two)
             want = copies.get(m, 1)
             if want > 1:
                 have = len(slots.ready_with(m)) + len(slots.busy_with(m)) + len(slots.coming_with(m))

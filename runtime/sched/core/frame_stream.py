@@ -89,7 +89,8 @@ class FrameStream:
         engine.pending.remove(frame)
         if engine.committed is frame:
             engine.committed = None
-        engine.slots.acquire(slots, frame.key)
+        key = frame.key              # (built from the pipeline's name and the frame's index)
+        engine.slots.acquire(slots, key)
         if frame.step == 0:
             frame.start = engine.now
         frame.slots = tuple(slots)
@@ -111,9 +112,9 @@ class FrameStream:
             engine.slots.release(slots, engine.now)
             engine.finish(frame, "error", fault_reason(exc))
             return
-        engine.running[frame.key] = frame
-        self.works[frame.key] = work
-        self.lanes[frame.key] = lane
+        engine.running[key] = frame
+        self.works[key] = work
+        self.lanes[key] = lane
         self.changed()
         # Hardware time from the start: on a wall clock, the host's time to simulate is not the
         # board's (a dilated clock absorbs it).

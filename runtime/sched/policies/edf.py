@@ -154,6 +154,7 @@ class EdfPolicy(PriorityPolicy):
         port_given = committed is not None
         order = sorted(engine.pending, key=self.priority)
         shortest = engine.port.shortest_load_s()
+        stream_free = engine.stream.free()     # asked again after a start: nothing else below changes it
         for frame in order:
             if frame is committed:
                 head_seen = True
@@ -167,7 +168,7 @@ class EdfPolicy(PriorityPolicy):
             # frame is the one job a more urgent frame may wait behind (the analysis's blocking).
             later = committed is not None
             borrows = self.borrow and later and now + exec_s <= ready_at
-            if later and not (borrows and engine.stream.free()):
+            if later and not (borrows and stream_free):
                 continue                     # it can neither start nor load now: judged next time
             if borrows:
                 # The committed frame's slots, and a victim whose load starts after this frame ends
@@ -178,15 +179,16 @@ class EdfPolicy(PriorityPolicy):
                 chosen, missing = engine.placement.find_slots(frame, reserved)
             # ``hopeless``, less its stream test (the one above, with the same stream_at), and its
             # cheap test first: even a load for every stage would leave the frame in time
-            reason = None if not missing or now + len(frame.modules) * shortest + frame.remaining_s \
+            reason = None if not missing or engine.now + len(frame.modules) * shortest + frame.remaining_s \
                 <= frame.deadline else self._short_of_loads(engine, frame, missing)
             if reason:
                 engine.drop(frame, reason)
                 continue
             if not missing:
-                if engine.stream.free() and (not later or borrows):
+                if stream_free and (not later or borrows):
                     engine.start(frame, [s for s in chosen if s is not None])
                     stream_at = engine.stream.free_at()
+                    stream_free = engine.stream.free()
                     if engine.committed is None:
                         self._load_pins(engine)      # a moved pin goes back first, under this job
                     continue
@@ -198,8 +200,8 @@ class EdfPolicy(PriorityPolicy):
             if port_given:
                 continue                     # the port is taken this round
             port_given = True
-            plan = self._plan(engine, frame, reserved, take_pins=is_head and engine.stream.free(), chosen=chosen)
-            if is_head and engine.stream.free():
+            plan = self._plan(engine, frame, reserved, take_pins=is_head and stream_free, chosen=chosen)
+            if is_head and stream_free:
                 # Commit only onto a free stream: then at most one job (this one, or the one on
                 # the stream) stands before a more urgent frame that comes next (the analysis's
                 # one blocking term).
@@ -236,9 +238,7 @@ class EdfPolicy(PriorityPolicy):
         used = {s for s in chosen if s is not None}
         plan = LoadPlan(chosen, used)
         future = None
-        now = engine.now
-        backlog = engine.port.backlog_s()        # (nothing below changes the port or the clock)
-        waits = now + backlog
+        waits = engine.now + engine.port.backlog_s()
         order = range(len(chosen)) if not slots.fused else widest_first(slots.platform, frame.modules)
         for i in order:                          # fused modules' victims first
             if chosen[i] is not None:
@@ -252,7 +252,7 @@ class EdfPolicy(PriorityPolicy):
                 for busy in slots.busy_with(module):
                     if busy not in used and busy not in keep:
                         used.add(busy)
-                        waits = max(waits, engine.placement.free_at(busy) or now)
+                        waits = max(waits, engine.placement.free_at(busy) or engine.now)
                         break
                 else:
                     if future is None:
@@ -266,7 +266,8 @@ class EdfPolicy(PriorityPolicy):
                         continue
                     used.update(slots.taken_by(victim, module))
                     plan.loads.append((module, victim))
-        plan.ready_at = max(waits, now + backlog + sum(engine.port.load_seconds(v) for _, v in plan.loads))
+        plan.ready_at = max(waits, engine.now + engine.port.backlog_s()
+                            + sum(engine.port.load_seconds(v) for _, v in plan.loads))
         if len(plan.loads) > 1 and take_pins and len(engine.pending) > 1 and not slots.fused:
             _borrow_last(engine, frame, plan)
         return plan

@@ -81,6 +81,13 @@ class FrameStream:
         sid = engine.stream_id + lane if stream is None else stream
         engine.trace.append(TraceEvent(f"stream {sid}", name, start, end, {"pipeline": pipeline}))
 
+    def free_lane(self) -> int:
+        """The lowest of the engine's streams no frame takes (a DNN batch takes the first one)."""
+        if not self.lanes and (self.engine.dnn_stream_id is not None or not self.dnn.running):
+            return 0                 # nothing on any of them (the one stream of most engines)
+        taken = {*self.lanes.values(), *((0,) if self._batches() else ())}
+        return min(k for k in range(self.engine.video_streams) if k not in taken)
+
     def start(self, frame: Frame, slots: Sequence[int]) -> None:
         """Start ``frame``'s next pass on ``slots`` (each holding its stage's module)."""
         engine = self.engine
@@ -94,12 +101,7 @@ class FrameStream:
         if frame.step == 0:
             frame.start = engine.now
         frame.slots = tuple(slots)
-        # The lowest of the engine's streams no frame takes (a DNN batch takes the first one).
-        if not self.lanes and (engine.dnn_stream_id is not None or not self.dnn.running):
-            lane = 0                 # nothing on any of them (the one stream of most engines)
-        else:
-            taken = {*self.lanes.values(), *((0,) if self._batches() else ())}
-            lane = min(k for k in range(engine.video_streams) if k not in taken)
+        lane = self.free_lane()
         try:
             if frame.step:
                 pixels = frame.carry

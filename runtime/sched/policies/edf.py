@@ -221,9 +221,7 @@ class EdfPolicy(PriorityPolicy):
                     plan.used = {s for s in chosen if s is not None} | {move.into}
                 reserved |= plan.used
         if engine.committed is None:
-            # The frames still waiting, by deadline: this decision started or dropped some of
-            # ``order`` (a frame leaves pending so) and added none.
-            self._port_idle(engine, reserved, [f for f in order if f.start is None and f.outcome is None])
+            self._port_idle(engine, reserved, order)
 
     def _plan(self, engine: EngineView, frame: Frame, keep: set[int], take_pins: bool = False,
               chosen: list[int | None] | None = None) -> LoadPlan:
@@ -309,14 +307,17 @@ class EdfPolicy(PriorityPolicy):
         return None
 
     # ---- the port when no frame owns it ----------------------------------------------------
-    def _port_idle(self, engine: EngineView, reserved: set[int], waiting: list[Frame]) -> None:
-        """``waiting``: the pending frames not yet started, by deadline."""
+    def _port_idle(self, engine: EngineView, reserved: set[int], order: list[Frame]) -> None:
+        """``order``: the frames pending when the decision began, by deadline."""
         if not engine.port.free():
             return          # (on a shared port the engine is asked again when the port frees)
         if self._load_pins(engine) or (engine.dnn_pipelines and pin_lend.lent(engine)):
             return          # (while pins are lent the port keeps to tiles and their reloads)
         if engine.changing:
             return          # no prefetch during a mode change: the partition must reach its idle instant
+        # The frames waiting to start, by deadline: the decision started or dropped some of
+        # ``order`` (a frame leaves pending so, and ends or starts) and added none.
+        waiting = [f for f in order if f.start is None and f.outcome is None]
         work = self.port_idle_work(engine, waiting)
         if work is not None:
             work(reserved)

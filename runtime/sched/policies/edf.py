@@ -295,14 +295,13 @@ class EdfPolicy(PriorityPolicy):
         port's fastest, would end too late."""
         exec_s = frame.remaining_s
         shortest = engine.port.shortest_load_s()
-        now = engine.now
-        if now + len(frame.modules) * shortest + exec_s <= frame.deadline:
+        if engine.now + len(frame.modules) * shortest + exec_s <= frame.deadline:
             return None         # even a load for every stage would leave it in time (the cheap test)
         # Copies no slot holds, runs or receives must be loaded, whoever keeps the others.
         slots = engine.slots
         new = sum(max(0, need - len(slots.ready_with(m)) - len(slots.busy_with(m)) - len(slots.coming_with(m)))
                   for m, need in frame.module_counts.items() if m in missing)
-        if new and now + new * shortest + exec_s > frame.deadline:
+        if new and engine.now + new * shortest + exec_s > frame.deadline:
             return f"cannot finish by its deadline: {new} module(s) still to load"
         return None
 

@@ -145,9 +145,18 @@ class NeedOrder:
 
     def head(self, count: int) -> list[str]:
         """The first ``count`` modules of the order (fewer if fewer are needed)."""
-        while len(self._first) < count and self._read_chain():
-            pass
-        out = list(self._first)[:count]
+        first = self._first
+        if len(first) < count:
+            # ``_read_chain`` inlined: a prefetch asks at every decision, over every waiting frame
+            chains, ends, read = self._chains, self._ends, self._read
+            while len(first) < count and read < len(chains):
+                for module in chains[read]:
+                    if module not in first:
+                        first[module] = len(first)
+                ends.append(len(first))
+                read += 1
+            self._read = read
+        out = list(first)[:count]
         if len(out) < count and self._demand is not None:
             for module in self._demand.order():
                 if module not in self._first:

@@ -81,6 +81,13 @@ class FrameStream:
         sid = engine.stream_id + lane if stream is None else stream
         engine.trace.append(TraceEvent(f"stream {sid}", name, start, end, {"pipeline": pipeline}))
 
+    def free_lane(self) -> int:
+        """The lowest of the engine's streams no frame takes (a DNN batch takes the first one)."""
+        if not self.lanes and (self.engine.dnn_stream_id is not None or not self.dnn.running):
+            return 0                 # nothing on any of them (the one stream of most engines)
+        taken = {*self.lanes.values(), *((0,) if self._batches() else ())}
+        return min(k for k in range(self.engine.video_streams) if k not in taken)
+
     def start(self, frame: Frame, slots: Sequence[int]) -> None:
         """Start ``frame``'s next pass on ``slots`` (each holding its stage's module)."""
         engine = self.engine
@@ -89,13 +96,12 @@ class FrameStream:
         engine.pending.remove(frame)
         if engine.committed is frame:
             engine.committed = None
-        engine.slots.acquire(slots, frame.key)
+        key = frame.key              # (built from the pipeline's name and the frame's index)
+        engine.slots.acquire(slots, key)
         if frame.step == 0:
             frame.start = engine.now
         frame.slots = tuple(slots)
-        # The lowest of the engine's streams no frame takes (a DNN batch takes the first one).
-        taken = {*self.lanes.values(), *((0,) if self._batches() else ())}
-        lane = min(k for k in range(engine.video_streams) if k not in taken)
+        lane = self.free_lane()
         try:
             if frame.step:
                 pixels = frame.carry
@@ -108,9 +114,9 @@ class FrameStream:
             engine.slots.release(slots, engine.now)
             engine.finish(frame, "error", fault_reason(exc))
             return
-        engine.running[frame.key] = frame
-        self.works[frame.key] = work
-        self.lanes[frame.key] = lane
+        engine.running[key] = frame
+        self.works[key] = work
+        self.lanes[key] = lane
         self.changed()
         # Hardware time from the start: on a wall clock, the host's time to simulate is not the
         # board's (a dilated clock absorbs it).

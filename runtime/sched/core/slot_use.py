@@ -69,7 +69,8 @@ class Placement:
     def find_slots(self, frame: Frame, reserved: set[int]) -> tuple[list[int | None], list[str]]:
         """For each stage, a READY slot holding its module (None where there is none), and the
         modules missing."""
-        taken = set(reserved)
+        # A slot is taken if reserved or chosen for an earlier stage: ``chosen`` holds at most a
+        # chain's few stages, so it is searched rather than copying ``reserved`` for every frame.
         chosen: list[int | None] = []
         missing = []
         slots = self.engine.slots
@@ -81,8 +82,7 @@ class Placement:
                 # Pinned copies first: a swap slot the frame leaves alone may take its other modules.
                 copies = sorted(copies, key=lambda s: s not in pinned)
             for slot in copies:
-                if slot not in taken:
-                    taken.add(slot)
+                if slot not in reserved and slot not in chosen:
                     chosen.append(slot)
                     break
             else:

@@ -42,6 +42,10 @@ class Slot:
     host: int | None = None
 
 
+#: States of a slot that can take a load (``victim``'s candidates).
+_IDLE = (SlotState.BLANK, SlotState.READY)
+
+
 class SlotManager:
     def __init__(self, backend: Backend, replacement: str = "belady") -> None:
         if replacement not in REPLACEMENT:
@@ -142,26 +146,26 @@ class SlotManager:
         longest ago (LRU); None if every compatible slot is busy, loading, failed, pinned (for
         another module) or in ``keep``. ``planned``: the slots (in ``keep``) of loads the caller has
         planned before this one; a fused module one of them evicts does not hold its members back."""
-        pinned = self.pinned
+        pinned, slots, compatible = self.pinned, self.slots, self.compatible_slots(module)
         # A slot pinned for this very module that does not hold it yet (a new admission's pin not
         # loaded): loading it there serves the frame and the contract at once. Without this, a
         # frame committed before the pin's idle load could start waited for a slot forever.
-        for i in self.compatible_slots(module):
-            s = self.slots[i]
-            if self.pin_modules.get(i) == module and i not in keep and s.module != module \
+        pin_modules = self.pin_modules
+        for i in compatible if pin_modules else ():
+            s = slots[i]
+            if pin_modules.get(i) == module and i not in keep and s.module != module \
                     and (s.state is SlotState.BLANK or s.state is SlotState.READY) \
                     and (not self._fused or self._can_take(i, module, keep, planned)):
                 return i
-        candidates = [s for s in (self.slots[i] for i in self.compatible_slots(module))
-                      if s.index not in keep and s.index not in pinned
-                      and (s.state is SlotState.BLANK or s.state is SlotState.READY)]
+        candidates = [slots[i] for i in compatible if i not in keep and i not in pinned
+                      and slots[i].state in _IDLE]
         if self._fused:
             return self._fused_victim(module, future, keep, candidates, planned)
         if not candidates:
             return None
-        blank = [s for s in candidates if s.state == SlotState.BLANK]
-        if blank:
-            return blank[0].index
+        for s in candidates:
+            if s.state is SlotState.BLANK:
+                return s.index               # the first blank one
         if self.replacement == "lru":
             return min(candidates, key=lambda s: (s.last_used, s.index)).index
         if not future.copies:

@@ -152,7 +152,10 @@ class EdfPolicy(PriorityPolicy):
         stream_at = engine.stream.free_at()
         head_seen = False            # a frame earlier in deadline order is still pending
         port_given = committed is not None
-        for frame in sorted(engine.pending, key=self.priority):
+        order = sorted(engine.pending, key=self.priority)
+        shortest = engine.port.shortest_load_s()
+        stream_free = engine.stream.free()     # asked again after a start: nothing else below changes it
+        for frame in order:
             if frame is committed:
                 head_seen = True
                 continue
@@ -165,7 +168,7 @@ class EdfPolicy(PriorityPolicy):
             # frame is the one job a more urgent frame may wait behind (the analysis's blocking).
             later = committed is not None
             borrows = self.borrow and later and now + exec_s <= ready_at
-            if later and not (borrows and engine.stream.free()):
+            if later and not (borrows and stream_free):
                 continue                     # it can neither start nor load now: judged next time
             if borrows:
                 # The committed frame's slots, and a victim whose load starts after this frame ends
@@ -174,14 +177,18 @@ class EdfPolicy(PriorityPolicy):
                 chosen, missing = engine.placement.find_slots(frame, reserved - free)
             else:
                 chosen, missing = engine.placement.find_slots(frame, reserved)
-            reason = self.hopeless(engine, frame, missing, stream_at)
+            # ``hopeless``, less its stream test (the one above, with the same stream_at), and its
+            # cheap test first: even a load for every stage would leave the frame in time
+            reason = None if not missing or engine.now + len(frame.modules) * shortest + frame.remaining_s \
+                <= frame.deadline else self._short_of_loads(engine, frame, missing)
             if reason:
                 engine.drop(frame, reason)
                 continue
             if not missing:
-                if engine.stream.free() and (not later or borrows):
+                if stream_free and (not later or borrows):
                     engine.start(frame, [s for s in chosen if s is not None])
                     stream_at = engine.stream.free_at()
+                    stream_free = engine.stream.free()
                     if engine.committed is None:
                         self._load_pins(engine)      # a moved pin goes back first, under this job
                     continue
@@ -193,8 +200,8 @@ class EdfPolicy(PriorityPolicy):
             if port_given:
                 continue                     # the port is taken this round
             port_given = True
-            plan = self._plan(engine, frame, reserved, take_pins=is_head and engine.stream.free())
-            if is_head and engine.stream.free():
+            plan = self._plan(engine, frame, reserved, take_pins=is_head and stream_free, chosen=chosen)
+            if is_head and stream_free:
                 # Commit only onto a free stream: then at most one job (this one, or the one on
                 # the stream) stands before a more urgent frame that comes next (the analysis's
                 # one blocking term).
@@ -214,42 +221,49 @@ class EdfPolicy(PriorityPolicy):
                     plan.used = {s for s in chosen if s is not None} | {move.into}
                 reserved |= plan.used
         if engine.committed is None:
-            self._port_idle(engine, reserved)
+            self._port_idle(engine, reserved, order)
 
-    def _plan(self, engine: EngineView, frame: Frame, keep: set[int], take_pins: bool = False) -> LoadPlan:
+    def _plan(self, engine: EngineView, frame: Frame, keep: set[int], take_pins: bool = False,
+              chosen: list[int | None] | None = None) -> LoadPlan:
         """Sources for ``frame``'s stages: a free resident slot, a slot being loaded with the
         module, a busy slot holding it (free when its job ends: with one stream, sooner than a
         new copy could be), or a victim slot to load. ``take_pins``: the frame commits now, and
-        if it is an evictor it may take pinned slots when no other victim is left."""
+        if it is an evictor it may take pinned slots when no other victim is left. ``chosen``:
+        ``find_slots(frame, keep)``, if the caller has it (nothing changed since)."""
         slots = engine.slots
-        chosen, _ = engine.placement.find_slots(frame, keep)
-        plan = LoadPlan(chosen, {s for s in chosen if s is not None})
+        if chosen is None:
+            chosen, _ = engine.placement.find_slots(frame, keep)
+        used = {s for s in chosen if s is not None}
+        plan = LoadPlan(chosen, used)
         future = None
         waits = engine.now + engine.port.backlog_s()
         order = range(len(chosen)) if not slots.fused else widest_first(slots.platform, frame.modules)
-        for module, slot in ((frame.modules[i], chosen[i]) for i in order):   # fused modules' victims first
-            if slot is not None:
+        for i in order:                          # fused modules' victims first
+            if chosen[i] is not None:
                 continue
-            coming = next((s for s in slots.coming_with(module) if s not in plan.used), None)
-            if coming is not None:
-                plan.used.add(coming)
-                continue
-            busy = next((s for s in slots.busy_with(module) if s not in plan.used and s not in keep), None)
-            if busy is not None:
-                plan.used.add(busy)
-                waits = max(waits, engine.placement.free_at(busy) or engine.now)
-                continue
-            if future is None:
-                future = engine.foresight.need_order([frame], copies=_copies_matter(engine))
-            planned = {i for m, v in plan.loads for i in slots.taken_by(v, m)}
-            victim = slots.victim(module, future, keep=keep | plan.used, planned=planned)
-            if victim is None and take_pins:
-                victim = _pinned_victim(engine, frame, module, keep | plan.used)
-            if victim is None:
-                plan.complete = False
-                continue
-            plan.used.update(slots.taken_by(victim, module))
-            plan.loads.append((module, victim))
+            module = frame.modules[i]
+            for coming in slots.coming_with(module):
+                if coming not in used:
+                    used.add(coming)
+                    break
+            else:
+                for busy in slots.busy_with(module):
+                    if busy not in used and busy not in keep:
+                        used.add(busy)
+                        waits = max(waits, engine.placement.free_at(busy) or engine.now)
+                        break
+                else:
+                    if future is None:
+                        future = engine.foresight.need_order([frame], copies=_copies_matter(engine))
+                    planned = {t for m, v in plan.loads for t in slots.taken_by(v, m)} if plan.loads else set()
+                    victim = slots.victim(module, future, keep=keep | used, planned=planned)
+                    if victim is None and take_pins:
+                        victim = _pinned_victim(engine, frame, module, keep | used)
+                    if victim is None:
+                        plan.complete = False
+                        continue
+                    used.update(slots.taken_by(victim, module))
+                    plan.loads.append((module, victim))
         plan.ready_at = max(waits, engine.now + engine.port.backlog_s()
                             + sum(engine.port.load_seconds(v) for _, v in plan.loads))
         if len(plan.loads) > 1 and take_pins and len(engine.pending) > 1 and not slots.fused:
@@ -271,30 +285,38 @@ class EdfPolicy(PriorityPolicy):
     def hopeless(self, engine: EngineView, frame: Frame, missing: Sequence[str], stream_at: float) -> str | None:
         """A reason to drop ``frame`` when it certainly misses: even if the stream took it as soon
         as it frees, or its missing modules loaded back to back at the port's fastest."""
-        exec_s = frame.remaining_s          # this pass and the ones after it
-        if stream_at + exec_s > frame.deadline:
+        if stream_at + frame.remaining_s > frame.deadline:      # this pass and the ones after it
             return "cannot finish by its deadline: the stream is taken until then"
-        if missing:
-            shortest = engine.port.shortest_load_s()
-            if engine.now + len(frame.modules) * shortest + exec_s <= frame.deadline:
-                return None         # even a load for every stage would leave it in time (the cheap test)
-            # Copies no slot holds, runs or receives must be loaded, whoever keeps the others.
-            slots = engine.slots
-            new = sum(max(0, need - len(slots.ready_with(m)) - len(slots.busy_with(m)) - len(slots.coming_with(m)))
-                      for m, need in frame.module_counts.items() if m in missing)
-            if new and engine.now + new * shortest + exec_s > frame.deadline:
-                return f"cannot finish by its deadline: {new} module(s) still to load"
+        return self._short_of_loads(engine, frame, missing) if missing else None
+
+    @staticmethod
+    def _short_of_loads(engine: EngineView, frame: Frame, missing: Sequence[str]) -> str | None:
+        """``hopeless``'s second test: a reason if ``missing`` modules, loaded back to back at the
+        port's fastest, would end too late."""
+        exec_s = frame.remaining_s
+        shortest = engine.port.shortest_load_s()
+        if engine.now + len(frame.modules) * shortest + exec_s <= frame.deadline:
+            return None         # even a load for every stage would leave it in time (the cheap test)
+        # Copies no slot holds, runs or receives must be loaded, whoever keeps the others.
+        slots = engine.slots
+        new = sum(max(0, need - len(slots.ready_with(m)) - len(slots.busy_with(m)) - len(slots.coming_with(m)))
+                  for m, need in frame.module_counts.items() if m in missing)
+        if new and engine.now + new * shortest + exec_s > frame.deadline:
+            return f"cannot finish by its deadline: {new} module(s) still to load"
         return None
 
     # ---- the port when no frame owns it ----------------------------------------------------
-    def _port_idle(self, engine: EngineView, reserved: set[int]) -> None:
+    def _port_idle(self, engine: EngineView, reserved: set[int], order: list[Frame]) -> None:
+        """``order``: the frames pending when the decision began, by deadline."""
         if not engine.port.free():
             return          # (on a shared port the engine is asked again when the port frees)
         if self._load_pins(engine) or (engine.dnn_pipelines and pin_lend.lent(engine)):
             return          # (while pins are lent the port keeps to tiles and their reloads)
         if engine.changing:
             return          # no prefetch during a mode change: the partition must reach its idle instant
-        waiting = sorted((f for f in engine.pending if f.start is None), key=self.priority)
+        # The frames waiting to start, by deadline: the decision started or dropped some of
+        # ``order`` (a frame leaves pending so, and ends or starts) and added none.
+        waiting = [f for f in order if f.start is None and f.outcome is None]
         work = self.port_idle_work(engine, waiting)
         if work is not None:
             work(reserved)
@@ -385,7 +407,7 @@ class EdfPolicy(PriorityPolicy):
         # is due when the first chain using it twice is (it may come before a module not held).
         copies = engine.placement.copies_needed()
         second = None
-        for m in needed:
+        for m in needed if _copies_matter(engine) else ():      # (else no chain wants two)
             want = copies.get(m, 1)
             if want > 1:
                 have = len(slots.ready_with(m)) + len(slots.busy_with(m)) + len(slots.coming_with(m))

@@ -1,17 +1,29 @@
+# ruff: noqa: N803, N806  (the analysis's names: S, T, D, J, P per task)
 """Evicting pipelines (runtime/sched/analysis/evicting_pins.py, EdfPolicy's put-back): the plans
 charge what the argument says, a set admitted with evictors misses nothing over many
-hyperperiods, and another frame runs with a pin away only while an evictor loads."""
+hyperperiods, and another frame runs with a pin away only while an evictor loads. The put-back
+counts after the evictor's own deadline (a job's *tail*, processor_demand.py): checked against a
+simulation of non-preemptive EDF with tails written apart from the test, and end to end on sets
+only that credit admits."""
 
 from __future__ import annotations
 
+import heapq
+import random
 import re
 from collections import Counter
 from dataclasses import replace
+from unittest.mock import patch
 
+import numpy as np
+import pytest
 from fpgashare.catalogue.passes import match_slots
 from fpgashare.cli.bench import run_one
+from fpgashare.sched.analysis import evicting_pins
 from fpgashare.sched.analysis.admission import admit
 from fpgashare.sched.analysis.evicting_pins import evicting_plans
+from fpgashare.sched.analysis.phased_demand import hyperperiod
+from fpgashare.sched.analysis.processor_demand import demand_check, release_test
 from fpgashare.sched.analysis.schedulability import _unpinned, slot_compatibility
 from fpgashare.sched.limits.jobs import realtime
 from hypothesis import HealthCheck, given, settings
@@ -106,3 +118,149 @@ def test_bench_reports_the_evictors_its_contract_has(seed):
         return
     _, result = run_one(workload, "edf", "model", check_rejected=False, streams=1)
     assert result["contract"]["evictors"] == dict(sorted(admission.contract.evictors.items()))
+
+
+# ---- the put-back after the evictor's deadline (processor_demand's ``tail``) ---------------------
+
+PERIODS_MS = (5, 10, 20, 40)
+
+
+def _tasks_with_tails(seed: int, n: int):
+    """A seeded task set whose jobs may end in a tail (an evictor's put-back): periods from
+    PERIODS_MS, deadlines up to the period, tight costs, a tail on about half the tasks of up to
+    the whole job, jitter half the time, offsets anywhere in the period."""
+    rng = random.Random(seed)
+    T = np.array([rng.choice(PERIODS_MS) / 1e3 for _ in range(n)])
+    D = np.array([rng.uniform(0.3, 1.0) * t for t in T])
+    S = np.array([rng.uniform(0.05, 0.7) * d for d in D])
+    tail = np.array([rng.uniform(0.1, 0.9) * s if rng.random() < 0.5 else 0.0 for s in S])
+    J = np.array([rng.uniform(0.0, 0.2) * d if rng.random() < 0.5 else 0.0 for d in D])
+    P = np.array([round(rng.uniform(0.0, t), 4) for t in T])
+    return S, tail, T, D, J, P
+
+
+def _np_edf_with_tails_misses(S, tail, T, D, J, P, horizon_s: float, rng: random.Random) -> bool:
+    """Non-preemptive EDF on one processor, written apart from the test: each job is its frame
+    (S - tail, which must end by the deadline) and then its tail (no deadline), run at once after
+    the frame with nothing in between, as edf puts an evictor's pins back. Releases at P + k·T plus
+    a random part of J (or its ends), frames and tails a random part of their bound (or all)."""
+    jobs = []
+    for i in range(len(S)):
+        k = 0
+        while P[i] + k * T[i] < horizon_s:
+            r = P[i] + k * T[i] + rng.choice((0.0, 1.0, rng.random())) * J[i]
+            scale = rng.choice((1.0, 1.0, rng.uniform(0.5, 1.0)))
+            jobs.append((r, r + D[i], (S[i] - tail[i]) * scale, tail[i] * rng.choice((1.0, 1.0, rng.random()))))
+            k += 1
+    jobs.sort()
+    ready: list[tuple[float, float, float, float]] = []
+    now, i = 0.0, 0
+    while i < len(jobs) or ready:
+        if not ready and jobs[i][0] > now:
+            now = jobs[i][0]
+        while i < len(jobs) and jobs[i][0] <= now:
+            heapq.heappush(ready, (jobs[i][1], jobs[i][0], jobs[i][2], jobs[i][3]))
+            i += 1
+        deadline, _, frame, after = heapq.heappop(ready)
+        now += frame
+        if now > deadline + 1e-12:
+            return True
+        now += after
+    return False
+
+
+def _horizon(T, P, check) -> float:
+    return float(P.max()) + 3 * hyperperiod(T) + check.horizon_s
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 10**9), st.integers(1, 4), st.booleans())
+def test_a_set_the_test_passes_with_tails_never_misses_under_non_preemptive_edf(seed, n, phased):
+    S, tail, T, D, J, P = _tasks_with_tails(seed, n)
+    check = release_test(S, T, D, J, P if phased else None, 0.0, tail=tail)
+    if not check.ok or not np.isfinite(check.horizon_s):
+        return
+    rng = random.Random(seed)
+    for _ in range(4):
+        assert not _np_edf_with_tails_misses(S, tail, T, D, J, P, _horizon(T, P, check), rng), (S, tail, T, D, J, P)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 10**9), st.integers(1, 4), st.booleans())
+def test_the_credit_is_at_most_one_tail_in_any_window(seed, n, phased):
+    """Between none (tails charged as any job) and the longest tail: one frame's put-back."""
+    S, tail, T, D, J, P = _tasks_with_tails(seed, n)
+    known = P if phased else None
+    whole = release_test(S, T, D, J, known, 0.0)
+    credited = release_test(S, T, D, J, known, 0.0, tail=tail)
+    assert credited.ok or not whole.ok
+    if np.isfinite(whole.slack_s):
+        assert whole.slack_s - 1e-12 <= credited.slack_s <= whole.slack_s + float(tail.max()) + 1e-12
+
+
+def _passes_with_every_tail_dropped(S, tail, T, D, J, horizon_s: float) -> bool:
+    """The unsound credit, phase-free: every frame's demand without its tail in every window (as if
+    no put-back ever delayed another frame), the blocking with whole jobs."""
+    steps = [D[i] - J[i] + T[i] * np.arange(int(horizon_s / T[i]) + 2) for i in range(S.size)]
+    for t in np.unique(np.concatenate([D, *steps])):
+        if t < D.min() or t > horizon_s:
+            continue
+        frames = np.where(t >= D, np.floor((t - D + J) / T + 1e-9) + 1.0, 0.0)
+        if frames @ (S - tail) + max((S[j] for j in range(S.size) if D[j] > t), default=0.0) > t + 1e-12:
+            return False
+    return True
+
+
+def test_crediting_every_window_with_every_tail_is_caught_by_the_simulation():
+    """The simulation tells the credit apart from the unsound one that drops every tail from every
+    window's demand: some set that the test refuses and only the unsound credit passes misses,
+    released all at once with no jitter (one release pattern the sets allow)."""
+    for seed in range(2000):
+        S, tail, T, D, J, P = _tasks_with_tails(seed, 3)
+        check = demand_check(S, T, D, J, 0.0, tail=tail)
+        if not tail.any() or check.ok or not np.isfinite(check.horizon_s) \
+                or not _passes_with_every_tail_dropped(S, tail, T, D, J, check.horizon_s):
+            continue
+        at_once = np.zeros_like(P)
+        rng = random.Random(seed)
+        if any(_np_edf_with_tails_misses(S, tail, T, D, 0.0 * J, at_once, _horizon(T, at_once, check), rng)
+               for _ in range(4)):
+            return
+    raise AssertionError("no set that only the unsound credit passes missed in the simulation")
+
+
+def test_a_tail_longer_than_its_job_is_refused_with_a_clear_error():
+    S, T, D, J = (np.array(v) for v in ([1e-3], [0.01], [0.01], [0.0]))
+    with pytest.raises(ValueError, match="tail"):
+        demand_check(S, T, D, J, 0.0, tail=np.array([2e-3]))
+
+
+def with_put_back_credit(seed: int, tries: int = 80):
+    """The first generated workload from ``seed`` whose one-stream admission takes a pipeline only
+    with the put-back after the evictor's deadline (admitted with the credit, refused without)."""
+    for k in range(tries):
+        workload = small_workload(seed + k)
+        with_credit = admit(workload, phased=True)
+        if not with_credit.contract.evictors:
+            continue
+        with patch.object(evicting_pins, "put_back_tails", lambda p, e, load_s: np.zeros(len(p))):
+            without = admit(workload, phased=True)
+        if len(with_credit.admitted) > len(without.admitted):
+            return workload, with_credit
+    return None, None
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SEEDS, st.integers(0, 1000))
+def test_a_set_admitted_only_with_the_put_back_credit_misses_nothing_on_the_engine(seed, jitter_seed):
+    """End to end on one stream, over 25 hyperperiods with fresh jitter: edf's dispatch puts the
+    pins back after the evictor's frame and before anything else, which the credit relies on."""
+    workload, admission = with_put_back_credit(seed)
+    if workload is None:
+        return
+    long = replace(workload, duration_s=workload.duration_s * 25, seed=jitter_seed)
+    _, result = run_one(long, "edf", "model", check_rejected=False, streams=1)
+    assert set(result["admitted"]) == {p.name for p in admission.admitted}
+    for name in result["admitted"]:
+        counts = result["pipelines"][name]
+        assert counts["late"] + counts["dropped"] + counts["errors"] == 0, (seed, name, counts)

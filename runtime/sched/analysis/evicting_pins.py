@@ -20,7 +20,10 @@ loads or streams (``EdfPolicy`` keeps it: runtime/sched/policies/edf.py). Its jo
 pins, needs at most its unpinned loads as before: outside an evictor's job every pin is in its
 slot. That is the plain analysis's model with a longer job for e, so its test (processor demand
 with blocking, phased where phases are known) decides as it does for any set; docs/guarantee.md,
-"Evicting pipelines", gives the argument. Only single-pass evictors whose stages every slot can
+"Evicting pipelines", gives the argument. The put-back ``d_e * L`` runs after e's frame has
+streamed, so it is the job's *tail*: it delays the frames after it and blocks like the rest of the
+job, but not e's own deadline (``put_back_tails``; docs/guarantee.md, "An evictor's put-back after
+its deadline"). Only single-pass evictors whose stages every slot can
 hold, on platforms without fused regions; the test is tried only where the plain one refuses.
 """
 
@@ -112,6 +115,13 @@ def _plan(pipelines: Sequence[PipelineSpec], platform: Platform, pins: Counter[s
     return rate, ResidencyPlan(dict(placed), loads), evictors
 
 
+def put_back_tails(pipelines: Sequence[PipelineSpec], evictors: dict[str, int], load_s: float) -> np.ndarray:
+    """Per pipeline, the part of its job after its frame has streamed: an evictor's ``d_e``
+    put-backs (``d_e · L``), 0 for the others. The test charges it to every window but the one
+    whose deadline the frame itself may miss (``processor_demand.demand_check``'s ``tail``)."""
+    return np.array([evictors.get(p.name, 0) * load_s for p in pipelines], dtype=np.float64)
+
+
 def analyse_evicting(pipelines: Sequence[PipelineSpec], platform: Platform, phased: bool = False,
                      port_share: int = 1, board_load_s: float | None = None,
                      control_s: float | None = None) -> Verdict:
@@ -130,9 +140,10 @@ def analyse_evicting(pipelines: Sequence[PipelineSpec], platform: Platform, phas
     reason = "no evicting plan"
     for _, plan, evictors in evicting_plans(pipelines, platform)[:MAX_TRIED]:
         S, T, D, J = _arrays(pipelines, plan.loads, L, X)
-        check = release_test(S, T, D, J, P, X, most_slack=False)
+        tail = put_back_tails(pipelines, evictors, L)
+        check = release_test(S, T, D, J, P, X, most_slack=False, tail=tail)
         if check.ok:
-            verdict = _verdict(plan, check, L, X, S, T, D, J, P)
+            verdict = _verdict(plan, check, L, X, S, T, D, J, P, tail=tail)
             return replace(verdict, contract=replace(verdict.contract, evictors=dict(evictors)))
         reason = check.reason
     return Verdict(False, reason)

@@ -18,6 +18,11 @@ every earliest deadline a_j + D_j with d − t1 up to the phase-free test's hori
 busy period), and window starts over one hyperperiod once every pipeline has started: the
 pattern repeats with the hyperperiod from there.
 
+With ``tail`` (per task, the part of its job after its frame ends: an evictor's put-back), the
+frame that misses at d is one of the window's frames whose deadline can be d (its earliest
+deadline within its jitter of d), and its own tail lies after d: the demand is charged less the
+least tail among those frames (processor_demand.py's docstring; docs/guarantee.md).
+
 Every time is widened by ``EPS`` (releases earlier and later, deadlines both ways where that is
 the pessimistic side) so floating-point release times can only make the check stricter.
 """
@@ -49,11 +54,13 @@ def hyperperiod(T: np.ndarray) -> float | None:
 
 
 def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: np.ndarray,
-                 extra_block_s: float, horizon_s: float, first=None) -> tuple[float, float, float] | None:
+                 extra_block_s: float, horizon_s: float, first=None,
+                 tail: np.ndarray | None = None) -> tuple[float, float, float] | None:
     """The least ``d − t1 − demand − blocking − extra`` over the windows of the phased pattern
     (module docstring), with its window ``(slack, t1, d)``; None where the check does not apply
     (periods not commensurate, or a pattern too long to enumerate). ``first``: the blocking of
-    the pinned-first rule (``processor_demand.PinnedFirst``) instead of the longest job's."""
+    the pinned-first rule (``processor_demand.PinnedFirst``) instead of the longest job's.
+    ``tail``: per task, the part of its job after its frame ends (module docstring)."""
     if S.size == 0:
         return (float("inf"), 0.0, 0.0)
     H = hyperperiod(T)
@@ -78,6 +85,7 @@ def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: 
     a = P[task] + k * T[task] - EPS                          # nominal releases, widened earlier
     Jj = J[task] + 2 * EPS
     Sj = S[task]
+    tail_j = np.zeros_like(Sj) if tail is None else np.asarray(tail, dtype=np.float64)[task]
     if first is not None:
         stream_j, pinned_j = first.stream[task], first.pinned[task]
     d_lo, d_hi = D[task] - EPS, D[task] + EPS                # demand side, blocking side
@@ -85,6 +93,7 @@ def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: 
     e = a + d_lo                                             # earliest deadline
     order = np.argsort(e, kind="stable")
     a, Jj, Sj, d_hi, c, e = a[order], Jj[order], Sj[order], d_hi[order], c[order], e[order]
+    tail_j = tail_j[order]
     if first is not None:
         stream_j, pinned_j = stream_j[order], pinned_j[order]
     starts = np.unique(c[c < start_end])
@@ -121,14 +130,33 @@ def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: 
         slack = np.where(demand > 0.0, d - t1 - demand - block - extra_block_s, np.inf)
         failing = np.flatnonzero(slack < 0.0)
         if failing.size:
+            credited = np.full(failing.shape, -np.inf)
+            if tail_j.any():
+                least = _own_tail(t1, d[failing], lo, hi, c, e, Jj, tail_j)
+                demand[failing] -= least
+                credited = slack[failing] + least
             straddle = np.cumsum(np.where(prior & (c >= t1), Sj, 0.0))     # by e, like demand_cum
             twice = straddle[np.searchsorted(e, d[failing], side="right") - 1]
-            slack[failing] = _busy_start_slack(t1, d[failing], demand[failing] - twice, extra_block_s, horizon_s,
-                                               c_sorted, a_by_c, S_by_c)
+            busy = _busy_start_slack(t1, d[failing], demand[failing] - twice, extra_block_s, horizon_s,
+                                     c_sorted, a_by_c, S_by_c)
+            # A miss needs both conditions: where the credit alone clears the window, the larger.
+            slack[failing] = np.where(credited >= 0.0, np.maximum(credited, busy), busy)
         i = int(np.argmin(slack))
         if slack[i] < worst[0]:
             worst = (float(slack[i]), float(t1), float(d[i]))
     return worst
+
+
+def _own_tail(t1: float, d: np.ndarray, lo: int, hi: int, c: np.ndarray, e: np.ndarray, Jj: np.ndarray,
+              tail_j: np.ndarray) -> np.ndarray:
+    """Per window end d, the least tail among the frames that may be the one missing at d: counted
+    in [t1, d] (latest release from t1, earliest deadline by d) and with a deadline that can be d
+    (earliest deadline + jitter >= d, widened). Frames are sorted by ``e``; those counted lie in
+    ``lo:hi``. 0 where no frame qualifies (no credit)."""
+    ce, ee, je, te = c[lo:hi], e[lo:hi], Jj[lo:hi], tail_j[lo:hi]
+    may_miss = (ce[None, :] >= t1) & (ee[None, :] <= d[:, None]) & (ee[None, :] + je[None, :] + 4 * EPS >= d[:, None])
+    least = np.where(may_miss, te[None, :], np.inf).min(axis=1, initial=np.inf)
+    return np.where(np.isfinite(least), least, 0.0)
 
 
 def _pinned_first_block(t1: float, d: np.ndarray, b_sorted: np.ndarray, pos: np.ndarray, ob: np.ndarray,

@@ -6,6 +6,13 @@ A set of jobs (S: stream time with loads, T: period, D: relative deadline, J: ji
 every step t of the demand bound function within the busy period, the work due by t plus the
 longest job with a deadline beyond t (non-preemptive blocking) plus any extra blocking fits in t.
 ``release_test`` adds the phased check where the releases' phases are known (phased_demand.py).
+
+A job may have a *tail* (``tail``, per task): the part of it that runs after its frame has ended
+(an evicting pipeline's put-back of the pins it took, runtime/sched/analysis/evicting_pins.py). The
+tail occupies the virtual processor like the rest of the job, so it counts in full as blocking and
+in every other frame's demand, but the frame that misses has not ended by its deadline, so its own
+tail lies after it: a window's demand is charged less the least tail among the tasks that may own
+its last frame (docs/guarantee.md, "An evictor's put-back after its deadline").
 """
 
 from __future__ import annotations
@@ -58,10 +65,12 @@ class PinnedFirst:
 
 
 def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, extra_block_s: float,
-                 first: PinnedFirst | None = None) -> DemandCheck:
+                 first: PinnedFirst | None = None, tail: np.ndarray | None = None) -> DemandCheck:
     """Processor demand of non-preemptive EDF with jitter and blocking (module docstring), with
     ``extra_block_s`` added to every blocking term. Returns the smallest slack found. ``first``:
-    the blocking of the pinned-first rule (``PinnedFirst``) instead of the longest job's."""
+    the blocking of the pinned-first rule (``PinnedFirst``) instead of the longest job's.
+    ``tail``: per task, the part of S after its frame ends (module docstring; not with ``first``)."""
+    tail = _checked_tail(S, tail, first)
     if S.size == 0:
         return DemandCheck(True, float("inf"), 0.0, 0)
     U = float(np.sum(S / T))
@@ -88,6 +97,11 @@ def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, ext
     steps = np.floor((points[:, None] - D[None, :] + J[None, :]) / T[None, :] + STEP_TOLERANCE) + 1.0
     steps[points[:, None] < D[None, :]] = 0.0
     demand = steps @ S
+    if tail is not None:
+        # The missing frame is one of the frames counted at t, of some task with a step by t: its
+        # tail runs after its deadline. Which task is unknown, so the least tail among them.
+        least = np.where(steps > 0.0, tail[None, :], np.inf).min(axis=1, initial=np.inf)
+        demand = demand - np.where(np.isfinite(least), least, 0.0)
     # Blocking: the longest job whose relative deadline is beyond t.
     order = np.argsort(D)
     d_sorted, s_sorted = D[order], S[order]
@@ -106,21 +120,38 @@ def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, ext
 
 
 def release_test(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: np.ndarray | None,
-                 extra_block_s: float, most_slack: bool = True, first: PinnedFirst | None = None) -> DemandCheck:
+                 extra_block_s: float, most_slack: bool = True, first: PinnedFirst | None = None,
+                 tail: np.ndarray | None = None) -> DemandCheck:
     """``demand_check``, and with known phases ``P`` (strictly periodic releases at P + k·T plus
     at most J) also the phased check (runtime/sched/analysis/phased_demand.py), whichever leaves
     more slack: each is a sufficient test on its own, the phased one over the releases that do
     happen. ``most_slack`` False: the phased check only where the phase-free one fails (a verdict,
-    not the slack, is wanted). ``first``: the pinned-first rule's blocking (``PinnedFirst``)."""
-    check = demand_check(S, T, D, J, extra_block_s, first)
+    not the slack, is wanted). ``first``: the pinned-first rule's blocking (``PinnedFirst``).
+    ``tail``: per task, the part of its job after its frame ends (module docstring)."""
+    check = demand_check(S, T, D, J, extra_block_s, first, tail)
     if P is None or not math.isfinite(check.horizon_s) or (check.ok and not most_slack):
         return check
-    phased = phased_slack(S, T, D, J, P, extra_block_s, check.horizon_s, first)
+    phased = phased_slack(S, T, D, J, P, extra_block_s, check.horizon_s, first, tail)
     if phased is None or phased[0] <= check.slack_s:
         return check
     slack, t1, d = phased
     return DemandCheck(slack >= 0.0, slack, d - t1, check.points, "" if slack >= 0.0 else check.reason,
                        check.horizon_s)
+
+
+def _checked_tail(S: np.ndarray, tail: np.ndarray | None, first: PinnedFirst | None) -> np.ndarray | None:
+    """``tail`` as an array of S's shape, or None where every tail is 0; a clear error for a
+    tail that is no part of its job, or with the pinned-first rule (whose argument has no tails)."""
+    if tail is None:
+        return None
+    tail = np.asarray(tail, dtype=np.float64)
+    if tail.shape != S.shape or np.any(tail < 0.0) or np.any(tail > S):
+        raise ValueError("each task's tail must be a part of its job: 0 <= tail <= S, one per task")
+    if not tail.any():
+        return None
+    if first is not None:
+        raise ValueError("the pinned-first rule's blocking is not argued for jobs with tails")
+    return tail
 
 
 def busy_period(S: np.ndarray, T: np.ndarray, J: np.ndarray, block_s: float, steps: int = 10_000) -> float:

@@ -387,16 +387,17 @@ def pinned_first_blocking(pipelines: Sequence[PipelineSpec], loads: dict[str, in
 
 
 def _verdict(plan: ResidencyPlan, check: DemandCheck, L: float, X: float, S, T, D, J, P=None,
-             first: PinnedFirst | None = None) -> Verdict:
+             first: PinnedFirst | None = None, tail=None) -> Verdict:
     """Share out the slack: one idle load first (prefetch, lending, pins may then straddle a
     release), the rest as the longest DNN batch allowed to overlap a possible release. The scheduler
     sizes batches by their stream time, and a batch's register traffic may add up to X to that:
-    the budget it is given is X shorter."""
+    the budget it is given is X shorter. ``tail``: per task, the part of its job after its frame
+    ends (``processor_demand.demand_check``), as the verdict's test had it."""
     if P is not None:                 # the phased windows may leave more slack than the verdict's test
-        check = release_test(S, T, D, J, P, X, first=first)
+        check = release_test(S, T, D, J, P, X, first=first, tail=tail)
     slack = check.slack_s
     idle = slack >= L
     if idle:
-        slack = release_test(S, T, D, J, P, X + L, first=first).slack_s
+        slack = release_test(S, T, D, J, P, X + L, first=first, tail=tail).slack_s
     contract = AdmissionContract(dict(plan.pinned), L, idle, max(0.0, slack - X), pinned_first=first is not None)
     return Verdict(True, "", contract, plan, check.slack_s, float(np.sum(S / T)))

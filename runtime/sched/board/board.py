@@ -358,6 +358,10 @@ class Board:
         """The partition for best-effort DNN work."""
         return board_admission.dnn_home(self)
 
+    def give_spare_stream(self) -> None:
+        """A stream no partition uses to the partition hosting the DNN (board_admission.py)."""
+        board_admission.give_spare_stream(self)
+
     def add_pipeline(self, spec: PipelineSpec, admitted: bool = False,
                      on_ready: Callable[[], None] | None = None,
                      on_refused: Callable[[str], None] | None = None) -> None:

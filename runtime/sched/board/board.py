@@ -147,6 +147,7 @@ class Board:
                             trace_limit=TRACE_LIMIT)
             engine.members = Registrations(engine, source)
             engine.stream_id = k
+            engine.control_s = self.control_s       # the board's X, not its view's (one stream, fewer slots)
             engine.members.analysis_kw = dict(shared)
             engine.members.afford_share = max(self.cap or 1, len(partitions))
             for name, value in self._shared.items():

@@ -147,7 +147,7 @@ def test_the_spare_stream_goes_to_the_partition_hosting_the_dnn():
 
 # ---- the daemon's path: a board that re-partitions itself as pipelines come (Board.whole, cap)
 
-def daemon_episode(seed: int) -> dict:
+def daemon_episode(seed: int, backend: type = ModelBackend) -> dict:
     """A daemon's board on a virtual clock over the twin (as benchmarks/daemon_path_soundness.py
     drives it): a DNN with a backlog from the start, then generated cameras registering one after
     another at random times, each sending frames from its registration's return with jitter
@@ -164,15 +164,15 @@ def daemon_episode(seed: int) -> dict:
         return job
 
     with patch.object(QueuedDnnJobs, "start", recorded):
-        return {**_daemon_episode(seed), "batches": batches}
+        return {**_daemon_episode(seed, backend), "batches": batches}
 
 
-def _daemon_episode(seed: int) -> dict:
+def _daemon_episode(seed: int, backend: type) -> dict:
     rng = random.Random(seed)
     platform = load_platform(rng.choice(("pynq-z2", "zcu104", "zcu104-x4")))
     cap = min(platform.streams, len(platform.slots))
     clock = VirtualClock()
-    board = Board.whole(platform, ModelBackend(platform), lambda: make_policy("edf"), clock, cap=cap)
+    board = Board.whole(platform, backend(platform), lambda: make_policy("edf"), clock, cap=cap)
     for engine in board.parts:
         engine.want_output = False          # timing is the claim (a re-layout's partitions copy it)
     ended: Counter = Counter()
@@ -297,3 +297,19 @@ def test_the_daemons_dnn_runs_beside_passes_and_a_later_layout_takes_the_stream_
         if beside and back:
             break
     assert beside and back, (beside, back)
+
+
+@settings(max_examples=3, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_the_daemons_batches_beside_a_pass_end_by_its_end_with_their_register_traffic(seed):
+    """As on the bench's path: with every batch over its cycle estimate by the board's *X*
+    (``TrafficBoard``), a batch beside a pass still ends by the pass's end (the daemon's partitions
+    size it with the board's *X*, not their view's). Generated episodes until some batches ran
+    beside a pass (or 30 episodes), each under ``check_daemon_episode``."""
+    rng = random.Random(seed)
+    beside = 0
+    for _ in range(30):
+        beside += check_daemon_episode(daemon_episode(rng.randrange(2**31), TrafficBoard))[0]
+        if beside >= 8:
+            break
+    note(f"batches beside a pass: {beside}")

@@ -4,7 +4,11 @@ partition and the board has a stream no partition uses, its batches take that st
 beside the partition's frames. Checked on generated DNN workloads with jitter run for many
 hyperperiods: no admitted frame misses, every frame ends in exactly one outcome, a batch that
 starts while a pass streams ends by that pass's end, and no slot is ever held by a batch and a
-frame at once (a slot the DNN took is back before a frame of its partition uses it)."""
+frame at once (a slot the DNN took is back before a frame of its partition uses it). And on the
+daemon's path (``board_admission.give_spare_stream``): a board that starts whole and re-partitions
+itself as generated cameras register gives the DNN's partition a stream no partition uses, and a
+later layout that needs it takes it back with nothing on any stream overlapping and no frame
+missing."""
 
 from __future__ import annotations
 
@@ -192,11 +196,10 @@ def _daemon_episode(seed: int, backend: type) -> dict:
 
     for camera in cameras:
         push(rng.uniform(0.0, 0.6 * duration), "register", camera)
-    frames, admitted, ready = [], set(), []
+    frames, admitted = [], set()
     pixels = {c.name: np.zeros(c.stages[0].kind.input_shape(*c.frame), np.uint8) for c in cameras}
 
     def start(spec: PipelineSpec) -> None:
-        ready.append(spec.name)
         first = clock.now() + rng.uniform(0.0, spec.period_s)
         for k in range(int((duration - first) / spec.period_s) + 1):
             push(first + k * spec.period_s + rng.uniform(0.0, spec.jitter_s), "frame", spec)
@@ -229,7 +232,7 @@ def _daemon_episode(seed: int, backend: type) -> dict:
         board.remove_pipeline(name, "the run ended")
     while (due := board.next_event_s()) is not None:
         run_to(due)
-    return {"board": board, "frames": frames, "images": images, "ended": ended, "ready": ready}
+    return {"board": board, "frames": frames, "images": images, "ended": ended}
 
 
 def stream_slices(board) -> dict[str, list[tuple[float, float, str]]]:

@@ -147,6 +147,7 @@ class Board:
                             trace_limit=TRACE_LIMIT)
             engine.members = Registrations(engine, source)
             engine.stream_id = k
+            engine.control_s = self.control_s       # the board's X, not its view's (one stream, fewer slots)
             engine.members.analysis_kw = dict(shared)
             engine.members.afford_share = max(self.cap or 1, len(partitions))
             for name, value in self._shared.items():
@@ -357,6 +358,10 @@ class Board:
     def dnn_home(self) -> int:
         """The partition for best-effort DNN work."""
         return board_admission.dnn_home(self)
+
+    def give_spare_stream(self) -> None:
+        """A stream no partition uses to the partition hosting the DNN (board_admission.py)."""
+        board_admission.give_spare_stream(self)
 
     def add_pipeline(self, spec: PipelineSpec, admitted: bool = False,
                      on_ready: Callable[[], None] | None = None,

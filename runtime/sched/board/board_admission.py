@@ -5,7 +5,8 @@ partition's slots: the one whose frames then need the fewest loads per second (t
 partitions share), then one without DNN work, then the most slack; it stays there. When the board
 may re-partition (``cap``), the planner's layout for the set with the newcomer is tried first, as
 ``bench`` plans it (relayout.py). Best-effort DNN work goes to a partition with tile slots, one
-without real-time work first, else the one its frames leave most idle. Host-only pipelines go
+without real-time work first, else the one its frames leave most idle; a stream no partition
+uses goes to it for its batches, as ``bench``'s plans give it (``give_spare_stream``). Host-only pipelines go
 with partition 0 (they use no fabric). A policy without admission runs on a board of one: every
 pipeline goes there unanalysed.
 """
@@ -142,6 +143,29 @@ def dnn_home(board) -> int:
     return max(options)[3]
 
 
+def give_spare_stream(board) -> None:
+    """The daemon's ``stream_plan.with_spare_stream``: a stream the board may use (up to ``cap``,
+    as many as the platform has and the backend carries) that no partition uses goes to a
+    partition hosting DNN work, whose batches then take it and may run beside its frames' passes
+    (backfill.beside_pass; docs/guarantee.md, "On several streams", item 7). Called after every
+    layout and DNN registration. A DNN partition with no real-time pipeline now takes it too:
+    pipelines may join it later, and a batch's stream never changes under it (a partition's stream
+    is given only while it runs no batch). It is taken back only by a re-layout, and only once the
+    board is idle: from the moment one is pending every partition holds its DNN work back
+    (``Board.hold_partitions``), and it is adopted when no batch runs (relayout.board_idle).
+    A partition whose DNN work has left gives its stream back at the next call with no batch of it
+    running."""
+    most = min(board.cap or 1, board.platform.streams, getattr(board.backend, "concurrent_streams", 1))
+    for engine in board.parts:
+        if not engine.dnn_pipelines and not engine.dnn.running:
+            engine.dnn_stream_id = None
+    taken = {e.stream_id for e in board.parts} | {e.dnn_stream_id for e in board.parts}
+    spare = [s for s in range(most) if s not in taken]
+    for engine in board.parts:
+        if spare and engine.dnn_pipelines and engine.dnn_stream_id is None and not engine.dnn.running:
+            engine.dnn_stream_id = spare.pop(0)
+
+
 def add_pipeline(board, spec: PipelineSpec, admitted: bool = False,
                  on_ready: Callable[[], None] | None = None,
                  on_refused: Callable[[str], None] | None = None) -> None:
@@ -176,6 +200,8 @@ def add_pipeline(board, spec: PipelineSpec, admitted: bool = False,
         board.home.pop(spec.name, None)
         board.order = [p for p in board.order if p.name != spec.name]
         raise
+    if not spec.realtime:
+        give_spare_stream(board)
     board.arbiter.grant()
 
 
@@ -217,6 +243,7 @@ def remove_pipeline(board, name: str, reason: str) -> list[Frame]:
     if k is None:
         return []
     dropped = board.parts[k].members.remove_pipeline(name, reason)
+    give_spare_stream(board)            # a DNN that left may leave a stream to another partition's
     if not any(e.members.changes.target_pipelines or e.pipelines for e in board.parts):
         board.op_delay_s = 0.0              # no contract in force: the next set starts afresh
     board.arbiter.grant()

@@ -297,6 +297,7 @@ def adopt(board, relayout: Relayout) -> None:
         if p.name in was.source.host_nets:
             board.parts[0].source.host_nets[p.name] = was.source.host_nets[p.name]
         board.home[p.name] = 0
+    board.give_spare_stream()       # the new layout's spare stream, if any, to the DNN's partition
     board.relayouts += 1
 
 

@@ -4,7 +4,8 @@ A set whose modules are all pinned leaves the DNN no slot to load a tile into (`
 only swap slots), though between two busy periods the pinned slots sit idle for milliseconds. A
 *pin lend* uses them there:
 
-- it starts only when no real-time frame is pending, committed or between passes, the partition
+- it starts only when no real-time frame is pending, committed or between passes, no pin is away
+  with an evictor's frame (its put-back would take the port first: ``pins_home``), the partition
   has the port to itself (no other partition loads through it), and the earliest instant a frame
   may be released, r, is known (``foresight.earliest_release_s``);
 - every load it makes — a tile into a pinned slot, and each pin's reload — and every DNN batch on
@@ -49,10 +50,19 @@ def quiet(engine: EngineView) -> bool:
     return not engine.pending and engine.committed is None and not engine.foresight.next_passes()
 
 
+def pins_home(engine: EngineView) -> bool:
+    """Whether every pin is in its slot or lent to the DNN: none taken by an evictor's frame, whose
+    put-back takes the port as soon as that frame has streamed (edf's rule 9), before any lent
+    pin's reload that ``back_by`` counts."""
+    slots = engine.slots.slots
+    return all(slots[i].module in (pin, DNN) for i, pin in engine.contract.pinned.items())
+
+
 def may_lend(engine: EngineView) -> bool:
     """Whether a pinned slot may be lent now (module docstring)."""
     return quiet(engine) and engine.loads_after_t0 and not engine.changing and not engine.port.shared() \
-        and not engine.planned_reloads and engine.foresight.earliest_release_s() > engine.now
+        and not engine.planned_reloads and engine.foresight.earliest_release_s() > engine.now \
+        and pins_home(engine)
 
 
 def candidates(engine: EngineView) -> list[int]:

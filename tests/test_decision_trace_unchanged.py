@@ -34,7 +34,8 @@ from fpgashare.sched.core.slot_use import Placement
 from fpgashare.sched.core.slots import Slot, SlotManager, SlotState
 from fpgashare.sched.core.view import EngineView
 from fpgashare.sched.policies import pin_lend
-from fpgashare.sched.policies.edf import EdfPolicy, LoadPlan, _borrow_last, _copies_matter, _pinned_victim
+from fpgashare.sched.policies.edf import EdfPolicy
+from fpgashare.sched.policies.edf_loads import LoadPlan, borrow_last, pinned_victim
 from fpgashare.sched.policies.guard import side_load_allowed
 from fpgashare.sched.policies.pin_move import pin_move
 from fpgashare.sched.policies.pinned_first import start_pinned_first
@@ -156,11 +157,11 @@ class ReferenceEdf(EdfPolicy):
                 waits = max(waits, engine.placement.free_at(busy) or engine.now)
                 continue
             if future is None:
-                future = engine.foresight.need_order([frame], copies=_copies_matter(engine))
+                future = engine.foresight.need_order([frame], copies=engine.placement.copies_matter())
             planned = {i for m, v in plan.loads for i in slots.taken_by(v, m)}
             victim = slots.victim(module, future, keep=keep | plan.used, planned=planned)
             if victim is None and take_pins:
-                victim = _pinned_victim(engine, frame, module, keep | plan.used)
+                victim = pinned_victim(engine, frame, module, keep | plan.used)
             if victim is None:
                 plan.complete = False
                 continue
@@ -169,7 +170,7 @@ class ReferenceEdf(EdfPolicy):
         plan.ready_at = max(waits, engine.now + engine.port.backlog_s()
                             + sum(engine.port.load_seconds(v) for _, v in plan.loads))
         if len(plan.loads) > 1 and take_pins and len(engine.pending) > 1 and not slots.fused:
-            _borrow_last(engine, frame, plan)
+            borrow_last(engine, frame, plan)
         return plan
 
     def hopeless(self, engine: EngineView, frame: Frame, missing: Sequence[str], stream_at: float) -> str | None:
@@ -206,7 +207,7 @@ class ReferenceEdf(EdfPolicy):
             return None
         foresight = engine.foresight
         future = foresight.played_order(waiting) if played else \
-            foresight.need_order(waiting, copies=_copies_matter(engine))
+            foresight.need_order(waiting, copies=engine.placement.copies_matter())
         needed = future.head(len(engine.slots.slots))
         slots = engine.slots
         module = next((m for m in needed if not slots.holds(m)), None)

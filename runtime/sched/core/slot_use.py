@@ -22,6 +22,7 @@ class Placement:
     def __init__(self, engine: EngineState) -> None:
         self.engine = engine
         self.copies: dict[str, int] = {}    #: per module, the most copies one real-time chain uses at once
+        self._repeats = False                #: some chain uses a module more than once
 
     def pipelines_changed(self) -> None:
         """The set of real-time pipelines changed: count the copies each module needs again."""
@@ -29,6 +30,7 @@ class Placement:
         for p in self.engine.pipelines:
             for module, count in p.module_counts.items():
                 self.copies[module] = max(self.copies.get(module, 0), count)
+        self._repeats = any(count > 1 for count in self.copies.values())
 
     def set_contract(self, contract: AdmissionContract) -> None:
         """Keep to ``contract`` from now on: its pinned slots are never evicted."""
@@ -65,6 +67,11 @@ class Placement:
     def copies_needed(self) -> dict[str, int]:
         """For each module, the most copies one real-time chain uses at once."""
         return self.copies
+
+    def copies_matter(self) -> bool:
+        """Whether some real-time chain uses a module more than once: only then must copies be
+        ranked apart (a second copy is loaded for nothing else)."""
+        return self._repeats
 
     def find_slots(self, frame: Frame, reserved: set[int]) -> tuple[list[int | None], list[str]]:
         """For each stage, a READY slot holding its module (None where there is none), and the

@@ -32,7 +32,6 @@ next period's first frame.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from operator import attrgetter
 
 from fpgashare.catalogue.fused_slots import widest_first
@@ -42,24 +41,11 @@ from fpgashare.sched.core.view import EngineView, NeedOrder, SlotState
 from fpgashare.sched.policies import pin_lend
 from fpgashare.sched.policies.backfill import DNN as DNN_TILE
 from fpgashare.sched.policies.backfill import backfill
+from fpgashare.sched.policies.edf_loads import LoadPlan, borrow_last, may_load, pinned_victim, prefetch_victim
 from fpgashare.sched.policies.guard import side_load_allowed
 from fpgashare.sched.policies.lookahead import reclaim_at
 from fpgashare.sched.policies.pin_move import pin_move
 from fpgashare.sched.policies.pinned_first import start_pinned_first
-
-
-@dataclass
-class LoadPlan:
-    """Where a frame's stages would run: resident slots, slots being loaded or busy with its
-    modules, and the loads still to queue (module, victim slot)."""
-
-    chosen: list[int | None]
-    used: set[int] = field(default_factory=set)        #: every slot the frame counts on
-    loads: list[tuple[str, int]] = field(default_factory=list)
-    complete: bool = True                              #: every stage has a source
-    ready_at: float = 0.0                              #: when all of it could be resident
-    #: victim slot -> when its load would start: a frame that ends by then may stream on it first
-    late: dict[int, float] = field(default_factory=dict)
 
 
 class EdfPolicy(PriorityPolicy):
@@ -254,11 +240,11 @@ class EdfPolicy(PriorityPolicy):
                         break
                 else:
                     if future is None:
-                        future = engine.foresight.need_order([frame], copies=_copies_matter(engine))
+                        future = engine.foresight.need_order([frame], copies=engine.placement.copies_matter())
                     planned = {t for m, v in plan.loads for t in slots.taken_by(v, m)} if plan.loads else set()
                     victim = slots.victim(module, future, keep=keep | used, planned=planned)
                     if victim is None and take_pins:
-                        victim = _pinned_victim(engine, frame, module, keep | used)
+                        victim = pinned_victim(engine, frame, module, keep | used)
                     if victim is None:
                         plan.complete = False
                         continue
@@ -267,7 +253,7 @@ class EdfPolicy(PriorityPolicy):
         plan.ready_at = max(waits, engine.now + engine.port.backlog_s()
                             + sum(engine.port.load_seconds(v) for _, v in plan.loads))
         if len(plan.loads) > 1 and take_pins and len(engine.pending) > 1 and not slots.fused:
-            _borrow_last(engine, frame, plan)
+            borrow_last(engine, frame, plan)
         return plan
 
     def _issue(self, engine: EngineView, plan: LoadPlan) -> None:
@@ -399,7 +385,7 @@ class EdfPolicy(PriorityPolicy):
             return None                              # no slot could take a load
         foresight = engine.foresight
         future = foresight.played_order(waiting) if played else \
-            foresight.need_order(waiting, copies=_copies_matter(engine))
+            foresight.need_order(waiting, copies=engine.placement.copies_matter())
         needed = future.head(len(engine.slots.slots))   # each module once, in order of first need
         slots = engine.slots
         module = next((m for m in needed if not slots.holds(m)), None)
@@ -407,7 +393,7 @@ class EdfPolicy(PriorityPolicy):
         # is due when the first chain using it twice is (it may come before a module not held).
         copies = engine.placement.copies_needed()
         second = None
-        for m in needed if _copies_matter(engine) else ():      # (else no chain wants two)
+        for m in needed if engine.placement.copies_matter() else ():      # (else no chain wants two)
             want = copies.get(m, 1)
             if want > 1:
                 have = len(slots.ready_with(m)) + len(slots.busy_with(m)) + len(slots.coming_with(m))
@@ -425,13 +411,13 @@ class EdfPolicy(PriorityPolicy):
         A load that would evict a resident module is decided again over the order the stream
         would start the next releases (``played_order``): a prefetch that evicts what a frame
         released sooner needs costs that frame a reload."""
-        victim = _prefetch_victim(engine, reserved, target)
+        victim = prefetch_victim(engine, reserved, target)
         if victim is not None and engine.slots.slots[victim].module is not None \
-                and _may_load(engine, victim, hidden_only):
+                and may_load(engine, victim, hidden_only):
             waiting = sorted((f for f in engine.pending if f.start is None), key=self.priority)
             target = self._prefetch_target(engine, waiting, played=True)
-            victim = None if target is None else _prefetch_victim(engine, reserved, target)
-        if victim is not None and _may_load(engine, victim, hidden_only):
+            victim = None if target is None else prefetch_victim(engine, reserved, target)
+        if victim is not None and may_load(engine, victim, hidden_only):
             engine.load(victim, target[2], "prefetch")
             return True
         if victim is not None and not hidden_only and not engine.pending:
@@ -441,85 +427,3 @@ class EdfPolicy(PriorityPolicy):
             if nxt != float("inf"):
                 engine.wake(nxt)
         return False
-
-
-_COPIES_SEEN: list = [None, False]       # the last copies table asked about, and its answer
-
-
-def _copies_matter(engine: EngineView) -> bool:
-    """Whether some chain uses a module more than once: only then do copies need ranking apart
-    (edf loads a second copy for nothing else), and victims skip the copy count otherwise. (The
-    table changes only with the pipeline set: the answer is kept for the table last asked about.)"""
-    copies = engine.placement.copies_needed()
-    if _COPIES_SEEN[0] is not copies:
-        _COPIES_SEEN[0], _COPIES_SEEN[1] = copies, any(count > 1 for count in copies.values())
-    return _COPIES_SEEN[1]
-
-
-def _borrow_last(engine: EngineView, frame: Frame, plan: LoadPlan) -> None:
-    """Queue the committing frame's loads so that victims holding a module another pending frame
-    uses come last, and note when each victim's load would start (``plan.late``): a pending frame
-    resident there that ends by then may stream first (rule 4: it ends before the loads it overlaps,
-    and the load into its slot starts no later than planned), and its module is not evicted before
-    it runs. Only the order of the committed frame's own loads changes, never their number."""
-    wanted = {m for f in engine.pending if f is not frame and f.start is None for m in f.modules}
-    slots = engine.slots.slots
-    plan.loads.sort(key=lambda load: slots[load[1]].module in wanted)
-    at = engine.now + engine.port.backlog_s()
-    for _, victim in plan.loads:
-        if slots[victim].module in wanted:
-            plan.late[victim] = at
-        at += engine.port.load_seconds(victim)
-
-
-def _prefetch_victim(engine: EngineView, reserved: set[int], target: tuple[NeedOrder, list[str], str]) -> int | None:
-    future, needed, module = target
-    return engine.slots.victim(module, future, keep=reserved | _holding(engine, future, needed, module))
-
-
-def _may_load(engine: EngineView, victim: int, hidden_only: bool) -> bool:
-    """Whether a prefetch into ``victim`` may start now: allowed by the contract (guard.py) and,
-    with ``hidden_only``, ending before the job on the stream."""
-    if hidden_only:
-        end = engine.foresight.stream_job_end()
-        if end is None or engine.now + engine.port.load_seconds(victim) > end:
-            return False
-    return side_load_allowed(engine, victim)
-
-
-def _pinned_victim(engine: EngineView, frame: Frame, module: str, keep: set[int]) -> int | None:
-    """A pinned slot an evictor's frame may load ``module`` into: idle, compatible, holding a pin
-    the frame does not use, within the number of pins the contract lets it take."""
-    contract = engine.contract
-    budget = contract.evictors.get(frame.pipeline.name, 0)
-    if not budget:
-        return None
-    slots = engine.slots
-    taken = sum(1 for i in keep if i in contract.pinned and slots.slots[i].module != contract.pinned[i])
-    if taken >= budget:
-        return None
-    for i, pin in sorted(contract.pinned.items()):
-        s = slots.slots[i]
-        if i not in keep and pin not in frame.module_counts and s.state in (SlotState.BLANK, SlotState.READY) \
-                and s.module == pin and slots.compatible(i, module):
-            return i
-    return None
-
-
-def _holding(engine: EngineView, future: NeedOrder, needed: list[str], upto: str) -> set[int]:
-    """Slots holding a module needed before ``upto``, or by the same release as ``upto``, or
-    ``upto`` itself: prefetch must not evict them (evicting one to load another the same frame needs only moves
-    the load, and then it cannot be hidden). Copies are items of their own: a second copy of
-    ``upto`` is due when the first chain using it twice is, and a slot's copy is needed when its
-    last copy would be missed (``SlotManager.evict_key``)."""
-    slots = engine.slots
-    have = len(slots.ready_with(upto)) + len(slots.busy_with(upto)) + len(slots.coming_with(upto))
-    target = future.copy_key(upto, have)
-    keep = set()
-    for s in slots.slots:
-        if s.module is None or s.state not in (SlotState.READY, SlotState.BUSY):
-            continue
-        key = slots.evict_key(s.module, future)
-        if s.module == upto or key < target or (key[0] == 1 and key[:3] == target[:3]):
-            keep.add(s.index)
-    return keep

@@ -1,0 +1,94 @@
+"""Which slots edf's loads take: a committing frame's load plan, the victims an evictor or a
+prefetch may use, and the slots a prefetch must leave alone (runtime/sched/policies/edf.py runs them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fpgashare.sched.core.jobs import Frame
+from fpgashare.sched.core.view import EngineView, NeedOrder, SlotState
+from fpgashare.sched.policies.guard import side_load_allowed
+
+
+@dataclass
+class LoadPlan:
+    """Where a frame's stages would run: resident slots, slots being loaded or busy with its
+    modules, and the loads still to queue (module, victim slot)."""
+
+    chosen: list[int | None]
+    used: set[int] = field(default_factory=set)        #: every slot the frame counts on
+    loads: list[tuple[str, int]] = field(default_factory=list)
+    complete: bool = True                              #: every stage has a source
+    ready_at: float = 0.0                              #: when all of it could be resident
+    #: victim slot -> when its load would start: a frame that ends by then may stream on it first
+    late: dict[int, float] = field(default_factory=dict)
+
+
+def borrow_last(engine: EngineView, frame: Frame, plan: LoadPlan) -> None:
+    """Queue the committing frame's loads so that victims holding a module another pending frame
+    uses come last, and note when each victim's load would start (``plan.late``): a pending frame
+    resident there that ends by then may stream first (rule 4: it ends before the loads it overlaps,
+    and the load into its slot starts no later than planned), and its module is not evicted before
+    it runs. Only the order of the committed frame's own loads changes, never their number."""
+    wanted = {m for f in engine.pending if f is not frame and f.start is None for m in f.modules}
+    slots = engine.slots.slots
+    plan.loads.sort(key=lambda load: slots[load[1]].module in wanted)
+    at = engine.now + engine.port.backlog_s()
+    for _, victim in plan.loads:
+        if slots[victim].module in wanted:
+            plan.late[victim] = at
+        at += engine.port.load_seconds(victim)
+
+
+def prefetch_victim(engine: EngineView, reserved: set[int], target: tuple[NeedOrder, list[str], str]) -> int | None:
+    future, needed, module = target
+    return engine.slots.victim(module, future, keep=reserved | holding(engine, future, needed, module))
+
+
+def may_load(engine: EngineView, victim: int, hidden_only: bool) -> bool:
+    """Whether a prefetch into ``victim`` may start now: allowed by the contract (guard.py) and,
+    with ``hidden_only``, ending before the job on the stream."""
+    if hidden_only:
+        end = engine.foresight.stream_job_end()
+        if end is None or engine.now + engine.port.load_seconds(victim) > end:
+            return False
+    return side_load_allowed(engine, victim)
+
+
+def pinned_victim(engine: EngineView, frame: Frame, module: str, keep: set[int]) -> int | None:
+    """A pinned slot an evictor's frame may load ``module`` into: idle, compatible, holding a pin
+    the frame does not use, within the number of pins the contract lets it take."""
+    contract = engine.contract
+    budget = contract.evictors.get(frame.pipeline.name, 0)
+    if not budget:
+        return None
+    slots = engine.slots
+    taken = sum(1 for i in keep if i in contract.pinned and slots.slots[i].module != contract.pinned[i])
+    if taken >= budget:
+        return None
+    for i, pin in sorted(contract.pinned.items()):
+        s = slots.slots[i]
+        if i not in keep and pin not in frame.module_counts and s.state in (SlotState.BLANK, SlotState.READY) \
+                and s.module == pin and slots.compatible(i, module):
+            return i
+    return None
+
+
+def holding(engine: EngineView, future: NeedOrder, needed: list[str], upto: str) -> set[int]:
+    """Slots holding a module needed before ``upto``, or by the same release as ``upto``, or
+    ``upto`` itself: prefetch must not evict them (evicting one to load another the same frame needs only moves
+    the load, and then it cannot be hidden). Copies are items of their own: a second copy of
+    ``upto`` is due when the first chain using it twice is, and a slot's copy is needed when its
+    last copy would be missed (``SlotManager.evict_key``)."""
+    slots = engine.slots
+    have = len(slots.ready_with(upto)) + len(slots.busy_with(upto)) + len(slots.coming_with(upto))
+    target = future.copy_key(upto, have)
+    keep = set()
+    for s in slots.slots:
+        if s.module is None or s.state not in (SlotState.READY, SlotState.BUSY):
+            continue
+        key = slots.evict_key(s.module, future)
+        if s.module == upto or key < target or (key[0] == 1 and key[:3] == target[:3]):
+            keep.add(s.index)
+    return keep

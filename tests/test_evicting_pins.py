@@ -264,3 +264,48 @@ def test_a_set_admitted_only_with_the_put_back_credit_misses_nothing_on_the_engi
     for name in result["admitted"]:
         counts = result["pipelines"][name]
         assert counts["late"] + counts["dropped"] + counts["errors"] == 0, (seed, name, counts)
+
+
+def _tasks_at_the_edges(rng: random.Random, n: int):
+    """A task set pushed to the credit's edges: tails up to the whole job, jitter up to the slack
+    the frame leaves (deadline less its part before the tail), and often two tasks with the same
+    period, deadline and phase (a plain frame tied with an evictor's)."""
+    T = np.array([rng.choice(PERIODS_MS) / 1e3 for _ in range(n)])
+    D = np.array([rng.uniform(0.2, 1.0) * t for t in T])
+    S = np.array([rng.uniform(0.05, 0.9) * d for d in D])
+    tail = np.array([rng.choice((rng.uniform(0.3, 1.0), 1.0)) * s if rng.random() < 0.6 else 0.0 for s in S])
+    J = np.array([rng.choice((rng.uniform(0.0, 0.9), 0.0)) * (D[i] - (S[i] - tail[i])) for i in range(n)])
+    P = np.array([round(rng.uniform(0.0, t), 4) for t in T])
+    if n >= 2 and rng.random() < 0.4:
+        a, b = rng.sample(range(n), 2)
+        T[b], D[b], P[b] = T[a], D[a], P[a]
+        S[b] = min(S[b], 0.9 * D[b])
+        tail[b] = min(tail[b], S[b])
+        J[b] = min(J[b], 0.5 * D[b])
+    return S, tail, T, D, J, P
+
+
+def _critical_instant(rng: random.Random, n: int) -> np.ndarray:
+    """Phases for the phase-free test's worst case: every task released at once, one of them a
+    moment earlier (so it may start first and block the rest, its tail with it)."""
+    P = np.full(n, rng.choice((1e-6, 1e-5, 1e-4)))
+    P[rng.randrange(n)] = 0.0
+    return P
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 10**9), st.integers(1, 4), st.booleans())
+def test_the_credit_holds_at_the_critical_instant_with_jitter_up_to_the_slack(seed, n, phased):
+    """The simulation of non-preemptive EDF with tails against the credited test where it is
+    hardest to pass: phase-free sets released at their critical instant (random phases rarely hit
+    it), jitter at its ends up to the frame's slack, tails up to the whole job, ties between a
+    plain frame and an evictor's."""
+    rng = random.Random(seed)
+    S, tail, T, D, J, P = _tasks_at_the_edges(rng, n)
+    check = release_test(S, T, D, J, P if phased else None, 0.0, tail=tail)
+    if not check.ok or not np.isfinite(check.horizon_s):
+        return
+    for _ in range(4):
+        at = P if phased else _critical_instant(rng, n)
+        assert not _np_edf_with_tails_misses(S, tail, T, D, J, at, _horizon(T, at, check), rng), \
+            (S, tail, T, D, J, at)

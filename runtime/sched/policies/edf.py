@@ -98,7 +98,15 @@ class EdfPolicy(PriorityPolicy):
         if self._restoring(engine):
             return                   # the evictor's job puts its pins back: nothing else meanwhile
         self._dispatch(engine)
+        if self._owing(engine):
+            return                   # an evictor has just started with pins away (``_dispatch``)
         backfill(engine)
+
+    def _owing(self, engine: EngineView) -> bool:
+        """Whether an evictor that took pins streams now: from its start until they are back nothing
+        else starts, not even a load that would end before the next release (a DNN lend's, a
+        prefetch), which could delay the put-back the analysis counts right after its frame."""
+        return bool(getattr(self, "_restore", None)) and engine.committed is None
 
     def _restoring(self, engine: EngineView) -> bool:
         """Put back the pins an evictor took once it no longer holds them (one load at a time);
@@ -142,6 +150,8 @@ class EdfPolicy(PriorityPolicy):
                     and engine.stream.free():
                 engine.start(committed, plan.chosen)
                 committed = None
+                if self._owing(engine):
+                    return                           # its put-back comes next (``_restoring``)
                 self._load_pins(engine)              # a moved pin goes back first, under this job
             else:
                 self._issue(engine, plan)

@@ -14,8 +14,9 @@ After every event, pending frames are taken in deadline order:
   on the stream (``guard.side_load_allowed``), and so may prefetch for the next releases;
 - an *evictor* (the contract's ``evictors``: runtime/sched/analysis/evicting_pins.py) may, when it
   commits, load into pinned slots holding modules it does not use (at most as many as the
-  contract gives it); once it has streamed, those pins go back before any other frame loads or
-  streams and before any other load: the analysis counts the put-back in the evictor's job;
+  contract gives it); from its start on the stream until those pins are back (right after it has
+  streamed) nothing else starts, no frame and no other load: the analysis counts the put-back
+  in the evictor's job, right after its frame;
 - under a *pinned-first* contract (runtime/sched/analysis/pinned_first.py), the most urgent pending
   frame, if every stage of it is in its pinned slot, streams before a committed frame it is more
   urgent than, whether or not it ends before that frame's loads;

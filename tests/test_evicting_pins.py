@@ -13,11 +13,15 @@ import random
 import re
 from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 from unittest.mock import patch
 
 import numpy as np
 import pytest
+from fpgashare.backends.model import ModelBackend
 from fpgashare.catalogue.passes import match_slots
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.workload import PipelineSpec, Workload, realtime_spec
 from fpgashare.cli.bench import run_one
 from fpgashare.sched.analysis import evicting_pins
 from fpgashare.sched.analysis.admission import admit
@@ -26,6 +30,8 @@ from fpgashare.sched.analysis.phased_demand import hyperperiod
 from fpgashare.sched.analysis.processor_demand import demand_check, release_test
 from fpgashare.sched.analysis.schedulability import _unpinned, slot_compatibility
 from fpgashare.sched.limits.jobs import realtime
+from fpgashare.sched.policies.edf import EdfPolicy
+from fpgashare.sched.sources.periodic import run_workload
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -264,3 +270,100 @@ def test_a_set_admitted_only_with_the_put_back_credit_misses_nothing_on_the_engi
     for name in result["admitted"]:
         counts = result["pipelines"][name]
         assert counts["late"] + counts["dropped"] + counts["errors"] == 0, (seed, name, counts)
+
+
+def _tasks_at_the_edges(rng: random.Random, n: int):
+    """A task set pushed to the credit's edges: tails up to the whole job, jitter up to the slack
+    the frame leaves (deadline less its part before the tail), and often two tasks with the same
+    period, deadline and phase (a plain frame tied with an evictor's)."""
+    T = np.array([rng.choice(PERIODS_MS) / 1e3 for _ in range(n)])
+    D = np.array([rng.uniform(0.2, 1.0) * t for t in T])
+    S = np.array([rng.uniform(0.05, 0.9) * d for d in D])
+    tail = np.array([rng.choice((rng.uniform(0.3, 1.0), 1.0)) * s if rng.random() < 0.6 else 0.0 for s in S])
+    J = np.array([rng.choice((rng.uniform(0.0, 0.9), 0.0)) * (D[i] - (S[i] - tail[i])) for i in range(n)])
+    P = np.array([round(rng.uniform(0.0, t), 4) for t in T])
+    if n >= 2 and rng.random() < 0.4:
+        a, b = rng.sample(range(n), 2)
+        T[b], D[b], P[b] = T[a], D[a], P[a]
+        S[b] = min(S[b], 0.9 * D[b])
+        tail[b] = min(tail[b], S[b])
+        J[b] = min(J[b], 0.5 * D[b])
+    return S, tail, T, D, J, P
+
+
+def _critical_instant(rng: random.Random, n: int) -> np.ndarray:
+    """Phases for the phase-free test's worst case: every task released at once, one of them a
+    moment earlier (so it may start first and block the rest, its tail with it)."""
+    P = np.full(n, rng.choice((1e-6, 1e-5, 1e-4)))
+    P[rng.randrange(n)] = 0.0
+    return P
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 10**9), st.integers(1, 4), st.booleans())
+def test_the_credit_holds_at_the_critical_instant_with_jitter_up_to_the_slack(seed, n, phased):
+    """The simulation of non-preemptive EDF with tails against the credited test where it is
+    hardest to pass: phase-free sets released at their critical instant (random phases rarely hit
+    it), jitter at its ends up to the frame's slack, tails up to the whole job, ties between a
+    plain frame and an evictor's."""
+    rng = random.Random(seed)
+    S, tail, T, D, J, P = _tasks_at_the_edges(rng, n)
+    check = release_test(S, T, D, J, P if phased else None, 0.0, tail=tail)
+    if not check.ok or not np.isfinite(check.horizon_s):
+        return
+    for _ in range(4):
+        at = P if phased else _critical_instant(rng, n)
+        assert not _np_edf_with_tails_misses(S, tail, T, D, J, at, _horizon(T, at, check), rng), \
+            (S, tail, T, D, J, at)
+
+
+# ---- rule 9 on the engine: nothing starts beside an evictor with pins away ----------------------
+
+def _loads_beside_put_backs(engine, contract) -> tuple[int, list]:
+    """For every frame of an evictor that streams with pins away, the loads other than its
+    put-backs that start from its stream's start until its last put-back ends; and how many such
+    frames there were."""
+    pinned, evictors = contract.pinned, set(contract.evictors)
+    port = sorted((e for e in engine.trace if e.track == "port"), key=lambda e: e.start)
+    seen, beside = 0, []
+    for s in (e for e in engine.trace if e.track.startswith("stream")):
+        if (s.args or {}).get("pipeline") not in evictors:
+            continue
+        held = slot_contents_at(engine.trace, s.start)
+        owed = {k for k, pin in pinned.items() if held.get(k) not in (pin, "dnn_tile")}   # (a lent pin: no put-back)
+        backs = [next((p for p in port if p.start >= s.end - 1e-12 and p.name == f"load {pinned[k]} -> slot {k}"), None)
+                 for k in owed]
+        if not owed or None in backs:
+            continue                 # no pin taken (or the run ended first)
+        seen += 1
+        end = max(b.end for b in backs)
+        beside += [(s.name, p.name, p.args.get("reason")) for p in port
+                   if s.start - 1e-12 <= p.start < end - 1e-12 and all(p is not b for b in backs)]
+    return seen, beside
+
+
+@settings(max_examples=3, deadline=None)
+@given(st.integers(0, 10**6))
+def test_no_load_starts_beside_an_evictor_that_streams_with_pins_away(jitter_seed):
+    """Rule 9 from the evictor's stream start: a DNN lend (or a prefetch) that would end before
+    the next release must not start with it, or it could hold the port when the frame ends and
+    delay the put-back the analysis charges right after the frame (reproducer: two evictors beside
+    a pinned camera and a DNN on the ZCU104; edf once lent a pinned slot to the DNN there)."""
+    platform = load_platform("zcu104")
+
+    def camera(name, chain, frame, deadline_s, jitter_s, offset_s):
+        return replace(realtime_spec(name, chain, 0.02, deadline_s, list(frame), platform, jitter_s=jitter_s),
+                       offset_s=offset_s)
+
+    pipelines = (camera("p0", ["erode3x3"], (720, 1280), 0.00539, 0.00051, 0.0061),
+                 camera("p1", ["dilate3x3", "threshold", "fast9", "downscale2x"], (120, 160), 0.00763, 0.001, 0.011),
+                 camera("p2", ["erode3x3", "sobel_x", "fast9"], (480, 640), 0.00763, 0.00165, 0.011),
+                 PipelineSpec("dnn", "besteffort", model="digits_cnn"))
+    workload = Workload(Path("evictors_beside_a_dnn.toml"), platform, jitter_seed, 0.2, pipelines)
+    admission = admit(workload, phased=True)
+    assert admission.contract.evictors and len(admission.admitted) == 3
+    engine, summary = run_workload(workload, ModelBackend(platform), EdfPolicy(), contract=admission.contract)
+    seen, beside = _loads_beside_put_backs(engine, admission.contract)
+    assert seen and not beside, beside
+    assert all(summary["pipelines"][p.name]["late"] + summary["pipelines"][p.name]["dropped"] == 0
+               for p in admission.admitted)

@@ -14,8 +14,9 @@ After every event, pending frames are taken in deadline order:
   on the stream (``guard.side_load_allowed``), and so may prefetch for the next releases;
 - an *evictor* (the contract's ``evictors``: runtime/sched/analysis/evicting_pins.py) may, when it
   commits, load into pinned slots holding modules it does not use (at most as many as the
-  contract gives it); once it has streamed, those pins go back before any other frame loads or
-  streams and before any other load: the analysis counts the put-back in the evictor's job;
+  contract gives it); from its start on the stream until those pins are back (right after it has
+  streamed) nothing else starts, no frame and no other load: the analysis counts the put-back
+  in the evictor's job, right after its frame;
 - under a *pinned-first* contract (runtime/sched/analysis/pinned_first.py), the most urgent pending
   frame, if every stage of it is in its pinned slot, streams before a committed frame it is more
   urgent than, whether or not it ends before that frame's loads;
@@ -84,7 +85,15 @@ class EdfPolicy(PriorityPolicy):
         if self._restoring(engine):
             return                   # the evictor's job puts its pins back: nothing else meanwhile
         self._dispatch(engine)
+        if self._owing(engine):
+            return                   # an evictor has just started with pins away (``_dispatch``)
         backfill(engine)
+
+    def _owing(self, engine: EngineView) -> bool:
+        """Whether an evictor that took pins streams now: from its start until they are back nothing
+        else starts, not even a load that would end before the next release (a DNN lend's, a
+        prefetch), which could delay the put-back the analysis counts right after its frame."""
+        return bool(getattr(self, "_restore", None)) and engine.committed is None
 
     def _restoring(self, engine: EngineView) -> bool:
         """Put back the pins an evictor took once it no longer holds them (one load at a time);
@@ -128,6 +137,8 @@ class EdfPolicy(PriorityPolicy):
                     and engine.stream.free():
                 engine.start(committed, plan.chosen)
                 committed = None
+                if self._owing(engine):
+                    return                           # its put-back comes next (``_restoring``)
                 self._load_pins(engine)              # a moved pin goes back first, under this job
             else:
                 self._issue(engine, plan)

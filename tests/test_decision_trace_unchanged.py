@@ -71,6 +71,8 @@ class ReferenceEdf(EdfPolicy):
                     and engine.stream.free():
                 engine.start(committed, plan.chosen)
                 committed = None
+                if self._owing(engine):          # rule 9 from the evictor's start: a change of what
+                    return                       # edf does, made after the cheaper decision, in both
                 self._load_pins(engine)
             else:
                 self._issue(engine, plan)

@@ -106,6 +106,7 @@ class Driver:
         why = self.overruns.explain(came - self._reach(), self.clock.now())
         if why is not None:
             frame.reason = f"{frame.reason}; {why}" if frame.reason else why
+            log.warning("frame %s %s: %s", frame.key, frame.outcome, frame.reason)
 
     def run_until(self, t: float) -> None:
         """A virtual clock's daemon: move time to ``t`` (on the loop) and take every event due."""

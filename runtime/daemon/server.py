@@ -361,20 +361,21 @@ class Daemon:
                     message = await messages.next()
                 except ProtocolError as exc:
                     client.send(error_reply(-1, exc))
-                    if exc.kind in ("oversized", "malformed") and "stream ended" not in str(exc):
-                        if exc.kind == "oversized":
-                            break          # the stream cannot be resynchronised after a bad length
-                        continue
-                    break
-                if message is None:
-                    break
-                over = self.tenants.over_rate(client, message.get("op"))
+                    if exc.kind != "malformed" or "stream ended" in str(exc):
+                        break              # the stream cannot be resynchronised after a bad length
+                    message = None         # a body that is no request: it costs what a request costs
+                else:
+                    if message is None:
+                        break
+                over = self.tenants.over_rate(client, None if message is None else message.get("op"))
                 if over is not None:
-                    client.send(error_reply(message["id"], over[0]))
+                    if message is not None:
+                        client.send(error_reply(message["id"], over[0]))
                     await writer.drain()
                     await asyncio.sleep(over[1])     # not read again until a request could be taken
                     continue
-                await self._handle(client, message)
+                if message is not None:
+                    await self._handle(client, message)
                 # A client that does not read its replies is not read either: they cannot pile up here.
                 await writer.drain()
                 # One request per connection per turn of the loop: timers due (frames ending, loads)

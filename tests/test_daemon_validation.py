@@ -129,6 +129,25 @@ def test_names_are_per_client(sock):
         assert list(b.status()["pipelines"]) == ["edges"]
 
 
+def test_a_name_given_again_starts_with_no_statistics(sock):
+    """A pipeline's engine name is free again once it ended, so another client's pipeline of that
+    name may get it: it must see none of the ended one's outcomes in its status."""
+    rng = np.random.default_rng()
+    with running(sock) as daemon:
+        for _ in range(3):
+            with connect(sock) as first:
+                for _ in range(int(rng.integers(1, 4))):
+                    check_frame_round_trip(first, "edges")
+                    first.pipelines["edges"].close()
+                check_frame_round_trip(first, "edges")
+                assert sum(first.status(own=True)["pipelines"]["edges"]["outcomes"].values()) == 1
+            with connect(sock) as second:
+                second.pipeline("edges", ["threshold"], period_ms=20.0, frame_shape=SHAPE)
+                assert "edges" in daemon.states                     # the same engine name, given again
+                mine = second.status(own=True)["pipelines"]["edges"]
+                assert mine["outcomes"] == {} and mine["miss_rate"] == 0.0
+
+
 def test_no_client_can_squat_another_clients_name(sock):
     """A client holding a name and every suffix the daemon could give another client's same name
     blocks nobody: the other client registers it, and the squatter's pipelines stay as they were."""

@@ -25,6 +25,14 @@ class Stats:
         if latency_ms is not None:
             stats["latencies_ms"].append(latency_ms)
 
+    def begun(self, name: str) -> None:
+        """A pipeline registered under ``name``: it starts with no statistics. An engine name is
+        given again once its pipeline ended (sessions.py), maybe to another client, which must
+        not see the ended one's outcomes as its own."""
+        self.per_pipeline.pop(name, None)
+        with contextlib.suppress(ValueError):
+            self._ended.remove(name)
+
     def retired(self, name: str, live: set[str] | dict) -> None:
         """Statistics outlive their pipeline, but only the newest few: apps that register a fresh
         name each run would otherwise grow the daemon."""

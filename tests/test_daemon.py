@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing as mp
 import os
+import re
 import signal
 import socket
 import struct
@@ -372,6 +373,35 @@ def test_statistics_of_ended_pipelines_are_bounded(sock, monkeypatch):
             time.sleep(0.01)
         assert set(daemon.per_pipeline) == {"live", "run2", "run3"}
         assert daemon.per_pipeline["run3"]["outcomes"] == {"on_time": 1}
+
+
+def test_metrics_of_ended_pipelines_are_bounded_like_their_statistics(sock, monkeypatch):
+    """Apps (or an abuser) registering a fresh name each time cannot grow the metrics: an ended
+    pipeline's series go when its statistics do, and a name given again starts from zero."""
+    import urllib.request
+
+    import fpgashare.daemon.stats
+
+    monkeypatch.setattr(fpgashare.daemon.stats, "ENDED_KEPT", 2)
+    running = RunningDaemon(sock)
+    running.daemon.metrics_port = 0
+    runs = int(np.random.default_rng().integers(4, 9))
+    with running as daemon, connect(sock) as fpga:
+        live = fpga.pipeline("live", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
+        live.submit(frames(1)[0]).result(timeout=10)
+        for i in range(runs):
+            pipe = fpga.pipeline(f"run{i}", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
+            pipe.submit(frames(1)[0]).result(timeout=10)
+            pipe.close()
+        again = fpga.pipeline(f"run{runs - 1}", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
+        deadline = time.monotonic() + 10
+        while len(daemon.per_pipeline) > 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        text = urllib.request.urlopen(f"http://127.0.0.1:{daemon.metrics_port}/metrics", timeout=5).read().decode()
+        again.close()
+    named = set(re.findall(r'pipeline="([^"]+)"', text))
+    assert named == {"live", f"run{runs - 2}"}, named
+    assert 'fpgashare_frames_total{outcome="on_time",pipeline="live"} 1.0' in text
 
 
 def test_dnn_images_run_while_a_real_time_app_is_silent(sock):

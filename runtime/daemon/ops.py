@@ -326,7 +326,7 @@ class Ops:
             added = True
             client.pipelines[name] = state
             self.sessions.states[spec.name] = (client, state)
-            self.sessions.stats.begun(spec.name)
+            self.sessions.begun(spec.name)
             client.shm_bytes += ring.nbytes
             self.sessions.shm_bytes += ring.nbytes
         except BaseException as exc:

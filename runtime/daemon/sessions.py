@@ -134,6 +134,13 @@ class Sessions:
         So squatting ``edges`` and ``edges@7`` cannot block client 7's ``edges``."""
         return name if name not in self.states and "@" not in name else f"{name}@{client.id}"
 
+    def begun(self, key: str) -> None:
+        """A pipeline registered under engine name ``key`` starts with no statistics or metrics
+        (the name may have been another client's pipeline's, now ended: stats.py)."""
+        self.stats.begun(key)
+        if self.metrics is not None:
+            self.metrics.forget(key)
+
     def end_pipeline(self, client: Client, name: str, reason: str) -> None:
         state = client.pipelines[name]
         if state.closing:
@@ -150,7 +157,9 @@ class Sessions:
             client.shm_bytes -= state.ring.nbytes
             self.shm_bytes -= state.ring.nbytes
         self.states.pop(state.key, None)
-        self.stats.retired(state.key, self.states)
+        for name in self.stats.retired(state.key, self.states):
+            if self.metrics is not None:       # its series go with its statistics: churn cannot grow them
+                self.metrics.forget(name)
 
     def client_gone(self, client: Client, reason: str) -> None:
         if self.clients.pop(client.id, None) is None:

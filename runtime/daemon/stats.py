@@ -33,17 +33,21 @@ class Stats:
         with contextlib.suppress(ValueError):
             self._ended.remove(name)
 
-    def retired(self, name: str, live: set[str] | dict) -> None:
+    def retired(self, name: str, live: set[str] | dict) -> list[str]:
         """Statistics outlive their pipeline, but only the newest few: apps that register a fresh
-        name each run would otherwise grow the daemon."""
+        name each run would otherwise grow the daemon. The names whose statistics went (for the
+        metrics to forget them too)."""
         if name in self.per_pipeline:
             with contextlib.suppress(ValueError):
                 self._ended.remove(name)
             self._ended.append(name)
+        gone = []
         while len(self._ended) > ENDED_KEPT:
             old = self._ended.popleft()
             if old not in live:                    # not registered again meanwhile
                 self.per_pipeline.pop(old, None)
+                gone.append(old)
+        return gone
 
 
 def status(daemon, client, own: bool = False, summaries: tuple[dict, dict | None] | None = None) -> dict:

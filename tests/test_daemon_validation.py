@@ -148,6 +148,45 @@ def test_a_name_given_again_starts_with_no_statistics(sock):
                 assert mine["outcomes"] == {} and mine["miss_rate"] == 0.0
 
 
+def test_a_refusal_names_no_other_clients_pipeline(sock):
+    """The host's check names the pipeline whose bound is tightest, which may be another client's:
+    the refusal says "another client's pipeline" instead, and keeps its own name."""
+    from fpgashare.sched.core.clock import VirtualClock
+
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock(),
+                    host_cost=HostCost(per_frame_s=0.0002))
+    with DaemonThread(daemon), connect(sock) as other, connect(sock) as asker:
+        other.pipeline("secret-camera", ["threshold"], period_ms=33.0, deadline_ms=5.0, frame_shape=(240, 320))
+        with pytest.raises(DaemonError, match="response bound another client's pipeline's deadline") as err:
+            asker.pipeline("mine", ["threshold"], period_ms=5.0, frame_shape=(60, 80))
+        assert err.value.kind == "admission" and "secret-camera" not in str(err.value)
+        assert "pipeline 'mine' not admitted" in str(err.value)
+
+
+def test_redaction_replaces_every_other_clients_name_where_it_stands_alone():
+    """On generated names (sharing prefixes, with '@', '-' and spaces), quoted or possessive in a
+    text: every other client's name is replaced, every own name and word is left as it was (a
+    name inside a longer one, ``e`` in ``edges@2``, does not stand alone)."""
+    import random
+
+    from fpgashare.daemon.sessions import ANOTHERS, Sessions
+
+    r = random.Random()
+    me, them = object(), object()
+    for _ in range(500):
+        keys = {r.choice(["edges", "e", "x y", "cam@3", "a-b"]) + r.choice(["", "@2", "2", "@9"])
+                for _ in range(r.randint(1, 6))}
+        owners = {key: r.choice([me, them]) for key in keys}
+        sessions = Sessions.__new__(Sessions)
+        sessions.states = {key: (owner, None) for key, owner in owners.items()}
+        tokens = [(key, r.choice(["'{}'", "{}'s", "({})"])) for key in keys] + [(None, "the"), (None, "stream")]
+        r.shuffle(tokens)
+        text = " | ".join(form.format(key) if key else form for key, form in tokens)
+        expected = " | ".join(form if key is None else form.format(ANOTHERS if owners[key] is them else key)
+                              for key, form in tokens)
+        assert sessions.redact(text, me) == expected, (text, owners)
+
+
 def test_no_client_can_squat_another_clients_name(sock):
     """A client holding a name and every suffix the daemon could give another client's same name
     blocks nobody: the other client registers it, and the squatter's pipelines stay as they were."""

@@ -410,9 +410,11 @@ class Daemon:
         try:
             answer = await handler(client, message)
         except ProtocolError as exc:
+            if exc.kind == "admission":       # reasons over the whole set: no other client's names
+                exc = ProtocolError(exc.kind, self.sessions.redact(str(exc), client))
             client.send(error_reply(rid, exc))
         except FpgashareError as exc:
-            client.send(error_reply(rid, ProtocolError("bad_request", str(exc))))
+            client.send(error_reply(rid, ProtocolError("bad_request", self.sessions.redact(str(exc), client))))
         except (ConnectionError, asyncio.CancelledError):
             raise
         except Exception as exc:

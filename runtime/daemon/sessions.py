@@ -9,6 +9,7 @@ import asyncio
 import logging
 import os
 import pwd
+import re
 import socket
 import struct
 import time
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("fpgashare.daemon")
 
+ANOTHERS = "another client's pipeline"    #: what a client is told in place of another's pipeline name
 FD_SEND_WAIT_S = 5.0      #: how long a ring's descriptor waits for room in a client's socket
 
 
@@ -124,6 +126,17 @@ class Sessions:
         # Names are the client's own (a closing pipeline keeps its name until retired).
         if name in client.pipelines:
             raise ProtocolError("bad_request", f"a pipeline named {name!r} is already registered by this client")
+
+    def redact(self, text: str, client: Client) -> str:
+        """``text`` with every other client's pipeline (by its engine name) put as ANOTHERS: a
+        refusal computed over the whole set (admission, the host's check) may name any pipeline
+        in it, and no client may learn another's names or figures. A name counts where it stands
+        alone (not inside a longer name: ``edges`` is not replaced in ``edges@7``)."""
+        others = sorted((key for key, (owner, _) in self.states.items() if owner is not client and key in text),
+                        key=len, reverse=True)
+        if not others:
+            return text
+        return re.sub(r"(?<![\w@])(?:" + "|".join(map(re.escape, others)) + r")(?![\w@])", ANOTHERS, text)
 
     def engine_name(self, client: Client, name: str) -> str:
         """The client's name if no pipeline has it and it holds no ``@``, else ``name@client``.

@@ -163,6 +163,18 @@ def test_a_refusal_names_no_other_clients_pipeline(sock):
         assert "pipeline 'mine' not admitted" in str(err.value)
 
 
+def test_a_status_counts_only_the_askers_own_frames_unless_it_is_the_admin_view(sock):
+    rng = np.random.default_rng()
+    with running(sock) as daemon, connect(sock) as busy, connect(sock) as quiet:
+        mine = int(rng.integers(1, 4))
+        for _ in range(mine):
+            check_frame_round_trip(busy, f"edges{_}")
+        check_frame_round_trip(quiet, "edges")
+        assert sum(busy.status(own=True)["outcomes"].values()) == mine     # its own frames, however they ended
+        assert sum(quiet.status(own=True)["outcomes"].values()) == 1
+        assert busy.status()["outcomes"] == daemon.outcomes and sum(daemon.outcomes.values()) == mine + 1
+
+
 def test_redaction_replaces_every_other_clients_name_where_it_stands_alone():
     """On generated names (sharing prefixes, with '@', '-' and spaces), quoted or possessive in a
     text: every other client's name is replaced, every own name and word is left as it was (a

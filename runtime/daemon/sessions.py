@@ -56,6 +56,7 @@ class Client:
     rate: RateLimiter
     pipelines: dict[str, PipelineState] = field(default_factory=dict)   # by the client's name
     shm_bytes: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)     #: its frames and images, by how they ended
 
     def in_flight(self) -> int:
         return sum(len(s.in_flight) for s in self.pipelines.values())
@@ -202,6 +203,7 @@ class Sessions:
         came = frame.release if isinstance(frame, DnnRequest) else frame.origin
         latency = None if frame.end is None else (frame.end - came) * 1e3
         self.stats.ended(frame.pipeline.name, frame.pipeline.klass, outcome, latency)
+        client.outcomes[outcome] = client.outcomes.get(outcome, 0) + 1
         _, slot, rid = state.in_flight.pop(id(frame))
         if isinstance(frame, DnnRequest):   # outputs are a few int8 values: they ride in the reply
             output = frame.output if outcome == "done" else None

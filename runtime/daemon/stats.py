@@ -51,8 +51,9 @@ class Stats:
 
 
 def status(daemon, client, own: bool = False, summaries: tuple[dict, dict | None] | None = None) -> dict:
-    """The ``status`` answer for ``client``: the fabric, its own pipelines, and every client's
-    only if it may see them (root, or a member of the admin group) and did not ask for its ``own``.
+    """The ``status`` answer for ``client``: the fabric, its own pipelines and outcomes, and every
+    client's only if it may see them (root, or a member of the admin group) and did not ask for its
+    ``own``.
     ``summaries``: the loop's and the control lane's summaries, if computed already (off the loop:
     ``summaries_off_loop``)."""
     if summaries is None:
@@ -91,7 +92,7 @@ def status(daemon, client, own: bool = False, summaries: tuple[dict, dict | None
                for c in daemon.clients.values() if admin or c is client]
     return {"now": daemon.clock.now(), "dilation": daemon.dilation, "slots": slots,
             "port": {"loads": port.loads, "busy_s": port.busy_s, "queued": len(port.queue)},
-            "pipelines": named, "outcomes": dict(daemon.stats.outcomes),
+            "pipelines": named, "outcomes": dict(daemon.stats.outcomes if admin else client.outcomes),
             "clients": clients, "admin": admin, "loop": loop, "host": daemon.host_watch.summary(),
             "host_overruns": daemon.driver.overruns.summary(),
             "control": control}

@@ -409,6 +409,8 @@ class Daemon:
         self._realtime_due()                 # the real-time path first: events due before any request
         try:
             answer = await handler(client, message)
+            if answer is not None:
+                answer = reply(rid, **answer)        # one that cannot be a message is an error reply
         except ProtocolError as exc:
             if exc.kind == "admission":       # reasons over the whole set: no other client's names
                 exc = ProtocolError(exc.kind, self.sessions.redact(str(exc), client))
@@ -422,7 +424,7 @@ class Daemon:
             client.send(error_reply(rid, ProtocolError("internal", f"{type(exc).__name__}: {exc}")))
         else:
             if answer is not None:
-                client.send(reply(rid, **answer))
+                client.send(answer)
 
 
 def _warm_up() -> None:

@@ -387,9 +387,19 @@ class Daemon:
             pass
         finally:
             self.sessions.client_gone(client, CLIENT_GONE)
+            await self._answered(client, writer)
             self.tenants.left(client)
             with contextlib.suppress(Exception):
                 writer.close()
+
+    async def _answered(self, client: Client, writer: asyncio.StreamWriter) -> None:
+        """Wait (at most SHUTDOWN_GRACE_S) until the frames ``client`` had on the fabric when it
+        stopped sending are answered: one that only half-closed its socket still reads, and
+        each of its frames gets its one answer (dropped, client gone) before the socket closes.
+        A client that is really gone makes the writes fail, which ends the wait at once."""
+        deadline = time.monotonic() + SHUTDOWN_GRACE_S
+        while client.pipelines and not writer.is_closing() and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
 
     async def _handle(self, client: Client, message: dict) -> None:
         rid = message["id"]

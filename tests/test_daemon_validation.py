@@ -92,6 +92,29 @@ def test_bad_submit_fields_are_named(sock, fields, says):
         assert daemon.states["p"][1].free == {0, 1, 2, 3}     # no slot was taken
 
 
+def test_a_slot_in_flight_is_refused_and_its_frame_still_ends_once(sock):
+    """A raw client names a ring slot whose frame is still in flight (held to its period or on the
+    fabric): refused ``frame`` naming the slot, the slot stays taken, and the frame in it ends
+    with exactly one outcome."""
+    from fpgashare.sched.core.clock import VirtualClock
+
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock())
+    with DaemonThread(daemon), connect(sock) as fpga:
+        pipe = fpga.pipeline("p", ["threshold"], period_ms=20.0, frame_shape=SHAPE)
+        futures = [pipe.submit(np.zeros(SHAPE, np.uint8)) for _ in range(2)]    # the second held to the period
+        taken = {future.slot for future in futures}
+        for slot in taken:
+            with pytest.raises(DaemonError, match=f"ring slot {slot} of 'p' is not free") as err:
+                fpga.request("submit", pipeline="p", slot=slot, shape=list(SHAPE), dtype="uint8")
+            assert err.value.kind == "frame"
+        assert daemon.states["p"][1].free == {0, 1, 2, 3} - taken
+        daemon.run_until(daemon.clock.now() + 0.050)
+        for future in futures:
+            future.result(timeout=10)
+        assert daemon.per_pipeline["p"]["outcomes"] == {"on_time": 2}
+        assert daemon.states["p"][1].free == {0, 1, 2, 3}
+
+
 def test_a_registration_failing_late_is_undone_entirely(sock, monkeypatch):
     """A fault after the engine took the pipeline (here: the policy's dispatch raising) leaves no
     pipeline, ring, name or quota count behind, and the next registration works."""

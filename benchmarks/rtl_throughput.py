@@ -9,6 +9,9 @@ the CPU time of a cycle with nothing moving (every slot blank, then the chain lo
   housekeeping, hdl_sim/harness/eval_phases.h);
 - ``whole_eval``: the same build with every model evaluated by Verilator's whole eval() at both clock
   levels (``ShellHarness.set_whole_eval``): ``phase_ratio`` is what the level split gains;
+- ``no_checkers``: the same build without the assertion checkers (``sva_*.sv``; ``SimBoard(checkers=False)``),
+  a reference for what they cost (``checker_ratio`` on frames, ``checker_idle_ratio`` on an idle cycle),
+  not a build anything runs on;
 - ``old``: the shell with every module of every slot inside (``SimBoard(external=False)``), measured
   in the same run, so the ratio new / old is the speed-up on this machine at this load;
 - optionally ``fpgashare sim run`` (a process per frame; ``--cli``) and cocotb (``--cocotb-pixels N``).
@@ -63,7 +66,7 @@ TARGETS = {1: 5e6, 4: 20e6}           #: pixels per CPU second by pixels per clo
 LOAD_TARGET_S = 0.05                  #: one partial load's wall time
 LIBRARIES = ("full", "chain", "slot")
 TARGET_LIBRARY = "full"   #: the library the targets are stated for
-BUILDS = ("new", "whole_eval", "old")
+BUILDS = ("new", "whole_eval", "no_checkers", "old")
 
 
 def one_module_per_slot(path: Path, modules: tuple[str, ...]) -> Path:
@@ -129,11 +132,11 @@ def cycle_profile(board: SimBoard, stages: list, frame: np.ndarray, size: tuple[
 
 
 def harness_rate(platform, repeats: int, external: bool = True, sizes=SIZES, whole_eval: bool = False,
-                 idle_cycles: int = 100_000) -> dict:
+                 idle_cycles: int = 100_000, checkers: bool = True) -> dict:
     """The chain loaded ``repeats`` times (every load timed, the fastest kept); the two frame sizes
     streamed in turn, ``repeats`` times each (taking turns, a burst of load on the shared machine slows
     both sizes rather than one), the fastest of each kept."""
-    board = SimBoard(platform, external=external)
+    board = SimBoard(platform, external=external, checkers=checkers)
     board.rtl.set_whole_eval(whole_eval)
     stages = [resolve_stage(n) for n in CHAIN]
     words = [build_config(platform, platform.slots[k], stage.kind.name) for k, stage in enumerate(stages)]
@@ -167,7 +170,7 @@ def harness_rate(platform, repeats: int, external: bool = True, sizes=SIZES, who
     cpu = {size: min(t) for size, t in cpu_times.items()}
     small, large = sizes[0], sizes[-1]
     profile = {}
-    if external and not whole_eval:   # the build as used: where its streaming cycle goes
+    if external and not whole_eval and checkers:   # the build as used: where its streaming cycle goes
         profile = cycle_profile(board, stages, frames[large], large)
         ns = cpu[large] / cycles[large] * 1e9
         profile["ns_per_cycle_large"] = ns
@@ -272,13 +275,18 @@ def main() -> int:
                 manifest = library_manifest(args.platform, library, nppc, tmp / f"{library}-x{nppc}.toml")
                 platform = load_platform(manifest)
                 got = row[f"nppc{nppc}"] = {build: harness_rate(platform, repeats, build != "old", sizes,
-                                                                whole_eval=build == "whole_eval")
+                                                                whole_eval=build == "whole_eval",
+                                                                checkers=build != "no_checkers")
                                             for build in BUILDS}
                 got["ratio"] = got["new"]["marginal_pixels_per_cpu_s"] / got["old"]["marginal_pixels_per_cpu_s"]
                 got["load_ratio"] = got["old"]["load_cpu_s"] / got["new"]["load_cpu_s"]
                 got["phase_ratio"] = (got["new"]["marginal_pixels_per_cpu_s"]
                                       / got["whole_eval"]["marginal_pixels_per_cpu_s"])
                 got["phase_load_ratio"] = got["whole_eval"]["load_cpu_s"] / got["new"]["load_cpu_s"]
+                got["checker_ratio"] = (got["no_checkers"]["marginal_pixels_per_cpu_s"]
+                                        / got["new"]["marginal_pixels_per_cpu_s"])
+                got["checker_idle_ratio"] = (got["new"]["idle_ns_per_cycle_blank"]
+                                             / got["no_checkers"]["idle_ns_per_cycle_blank"])
                 if args.cli:
                     got["cli"] = cli_rate(manifest, repeats, tmp)
             result["libraries"][library] = row
@@ -322,6 +330,10 @@ def main() -> int:
             print(f"      whole eval() at both levels: {whole['marginal_pixels_per_cpu_s'] / 1e6:7.3f} M px/s, load "
                   f"{whole['load_cpu_s'] * 1e3:.0f} ms CPU: the level split {got['phase_ratio']:.2f}x on frames, "
                   f"{got['phase_load_ratio']:.2f}x on the load")
+            bare = got["no_checkers"]
+            print(f"      without the assertion checkers (a reference): {bare['marginal_pixels_per_cpu_s'] / 1e6:7.3f} "
+                  f"M px/s, idle {bare['idle_ns_per_cycle_blank']:.0f} ns: the checkers cost "
+                  f"{got['checker_ratio']:.2f}x on frames, {got['checker_idle_ratio']:.2f}x on an idle cycle")
             if "cli" in got:
                 c = got["cli"]
                 print(f"      fpgashare sim run: {c['marginal_pixels_per_cpu_s'] / 1e6:.3f} M px/s per CPU s, "

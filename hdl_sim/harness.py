@@ -32,6 +32,7 @@ from fpgashare.hdl_sim.build import (
     content_key,
     format_parameter,
     rtl_headers,
+    rtl_sources,
     sim_sources,
 )
 from fpgashare.hdl_sim.config_model import MODEL_SOURCES as CONFIG_SOURCES
@@ -72,10 +73,11 @@ class HarnessError(RuntimeError):
     """The harness could not be built or the RTL did not respond in time."""
 
 
-def build_harness(parameters: Mapping[str, int]) -> Path:
-    """Build (or reuse) libshell.so for one parameter set; return its path."""
+def build_harness(parameters: Mapping[str, int], checkers: bool = True) -> Path:
+    """Build (or reuse) libshell.so for one parameter set; return its path. ``checkers=False`` leaves the
+    assertion checkers (``sva_*.sv``) out: a reference for what they cost, not a build to run checks on."""
     setup_environment()
-    sources = sim_sources()
+    sources = sim_sources() if checkers else rtl_sources()
     cpp = HARNESS_DIR / "shell_harness.cpp"
     headers = [HARNESS_DIR / name for name in (*MODEL_SOURCES, *CONFIG_SOURCES, *HARNESS_HEADERS)
                if name.endswith(".h")]
@@ -149,11 +151,11 @@ class ShellHarness:
     module that has no model stops the run with a HarnessError."""
 
     def __init__(self, parameters: Mapping[str, int], modules: Iterable[int] | None = None,
-                 external: bool = True) -> None:
+                 external: bool = True, checkers: bool = True) -> None:
         self.handle = None
         self.external = external
         shell_parameters = {**parameters, "RM_EXTERNAL": 1, "CFG_EXTERNAL": 1} if external else dict(parameters)
-        self.lib = ctypes.CDLL(str(build_harness(shell_parameters)))
+        self.lib = ctypes.CDLL(str(build_harness(shell_parameters, checkers)))
         L = self.lib  # noqa: N806 - short alias for the prototypes below
         L.fs_create.restype = ctypes.c_void_p
         L.fs_destroy.argtypes = [ctypes.c_void_p]

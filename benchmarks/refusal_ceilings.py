@@ -75,12 +75,14 @@ def _kept_tail(jobs, tail, first):
     return None if tail is None or not np.any(tail) else np.asarray(tail, dtype=np.float64)
 
 
-def _no_blocking(jobs, periods, deadlines, jitters, phases, extra_block_s, most_slack=True, first=None, tail=None):
+def _no_blocking(jobs, periods, deadlines, jitters, phases, extra_block_s, most_slack=True, first=None, tail=None,
+                 one_job=None):
     # The pinned-first rule's blocking with every frame "pinned" and no stream time is 0 for every
     # window, phase-free and phased; tails (credits only) are kept.
     nothing = processor_demand.PinnedFirst(np.zeros_like(jobs), np.ones(jobs.shape, dtype=bool))
     with mock.patch.object(processor_demand, "_checked_tail", _kept_tail):
-        return _release_test(jobs, periods, deadlines, jitters, phases, extra_block_s, most_slack, nothing, tail)
+        return _release_test(jobs, periods, deadlines, jitters, phases, extra_block_s, most_slack, nothing, tail,
+                             one_job)
 
 
 @contextlib.contextmanager

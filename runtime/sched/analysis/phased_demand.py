@@ -40,6 +40,10 @@ EPS = 1e-9
 #: the check does not apply and the phase-free test decides alone.
 MAX_WORK = 30_000
 
+#: Most start instants the third condition (``_blocker_cannot_start``) tries in one check: beyond
+#: them the windows left get no credit from it (the test only stays stricter), so its cost is bounded.
+MAX_STARTS = 20_000
+
 
 def hyperperiod(T: np.ndarray) -> float | None:
     """The least common multiple of the periods, if every period is a whole number of
@@ -103,6 +107,7 @@ def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: 
     if starts.size * a.size > MAX_WORK:
         return None
     worst = (float("inf"), 0.0, 0.0)
+    budget = [MAX_STARTS]                                    # start instants (C) may still try
     by_c = np.argsort(c, kind="stable")
     c_sorted, a_by_c, S_by_c = c[by_c], a[by_c], Sj[by_c]
     for t1 in starts:
@@ -146,12 +151,12 @@ def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: 
                                      c_sorted, a_by_c, S_by_c)
             # A miss needs both conditions: where the credit alone clears the window, the larger.
             slack[failing] = np.where(credited >= 0.0, np.maximum(credited, busy), busy)
-            if first is None and one_j.any():
+            if first is None and one_j.any() and budget[0] > 0:
                 # and a third: the job on the stream at t0 started when everything before it in its
                 # busy stretch was done (``_blocker_cannot_start``)
                 for j in np.flatnonzero(slack[failing] < 0.0):
                     if _blocker_cannot_start(t1, float(d[failing[j]]), float(demand[failing[j]]), extra_block_s,
-                                             horizon_s, a, c, Sj, prior, b_all, one_j):
+                                             horizon_s, a, c, Sj, prior, b_all, one_j, budget):
                         slack[failing[j]] = 0.0
         i = int(np.argmin(slack))
         if slack[i] < worst[0]:
@@ -161,7 +166,7 @@ def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: 
 
 def _blocker_cannot_start(t1: float, d: float, demand: float, extra_block_s: float, horizon_s: float,
                           a: np.ndarray, c: np.ndarray, Sj: np.ndarray, prior: np.ndarray, b: np.ndarray,
-                          one_job: np.ndarray) -> bool:
+                          one_job: np.ndarray, budget: list[int]) -> bool:
     """Whether no frame can be the job on the stream at t0 of a miss in the window [t1, d]: a third
     necessary condition of a miss (docs/guarantee.md, "With known phases", (C)).
 
@@ -174,7 +179,8 @@ def _blocker_cannot_start(t1: float, d: float, demand: float, extra_block_s: flo
         sigma − s ≤ Σ {min(S_j, sigma − a_j) : j ≠ k, a_j + J_j ≥ s, a_j < sigma} + extra.
 
     Without such a k the window alone must not fit: d − t1 ≤ demand + extra. True when none of
-    these can hold (no miss ends at d)."""
+    these can hold (no miss ends at d). ``budget``: start instants it may still try (spent here;
+    once none is left it answers False, which only keeps the window failing)."""
     if d - t1 <= demand + extra_block_s:
         return False                                   # a miss with no frame blocking at t0
     near = np.flatnonzero((a < t1) & (c >= d - horizon_s))  # frames a stretch ending by d may serve
@@ -190,6 +196,9 @@ def _blocker_cannot_start(t1: float, d: float, demand: float, extra_block_s: flo
         # ends of its pieces (a release, a release plus its job, a stretch start, k's latest release)
         sigma = np.concatenate(([lo, t1], ao, ao + So, co, [float(c[k])]))
         sigma = np.unique(sigma[(sigma >= lo) & (sigma <= t1)])
+        budget[0] -= sigma.size
+        if budget[0] < 0:
+            return False
         for sg in sigma:
             last = min(sg, float(c[k]))                # the stretch starts by k's release
             starts = np.unique(np.concatenate((co[(co <= last) & (co >= d - horizon_s)], [last])))

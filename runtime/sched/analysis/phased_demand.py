@@ -185,7 +185,9 @@ def _blocker_cannot_start(t1: float, d: float, demand: float, extra_block_s: flo
         return False                                   # a miss with no frame blocking at t0
     near = np.flatnonzero((a < t1) & (c >= d - horizon_s))  # frames a stretch ending by d may serve
     for k in np.flatnonzero(prior & (b > d)):
-        lo = max(d - float(Sj[k]) - demand - extra_block_s, float(a[k]))
+        # (every comparison leans by 4 EPS toward a miss: rounding must never drop the one instant
+        # where k can just start)
+        lo = max(d - float(Sj[k]) - demand - extra_block_s - 4 * EPS, float(a[k]))
         if lo >= t1:
             continue                                   # k cannot have started early enough
         if not one_job[k]:
@@ -204,7 +206,7 @@ def _blocker_cannot_start(t1: float, d: float, demand: float, extra_block_s: flo
             starts = np.unique(np.concatenate((co[(co <= last) & (co >= d - horizon_s)], [last])))
             fits = np.clip(sg - ao, 0.0, So)           # what a frame released at a_j can run by sg
             work = (co[None, :] >= starts[:, None]) @ fits
-            if np.any(sg - starts <= work + extra_block_s):
+            if np.any(sg - starts <= work + extra_block_s + 4 * EPS):
                 return False
     return True
 

@@ -69,6 +69,34 @@ def test_wrong_token_is_refused_before_any_request(listener):
         raw.close()
 
 
+def test_a_handshake_cannot_be_replayed_or_reflected(listener):
+    """Without the token: a proof seen on one connection does not open another (each has its own
+    challenge), and the listener's own proof is never an oracle (a client that sends it a challenge
+    gets no proof back unless its own proof held; the roles are bound into each proof)."""
+    from fpgashare.wire.tcp_wire import proof
+
+    seen = socket.create_connection(listener.address, timeout=5)      # a holder's handshake, overheard
+    try:
+        challenge = _recv(seen)["challenge"]
+        overheard = proof(TOKEN, challenge, b"client")
+        _send(seen, {"proof": overheard, "challenge": os.urandom(32)})
+        assert _recv(seen)["ok"] is True
+    finally:
+        seen.close()
+    for _ in range(3):
+        again = socket.create_connection(listener.address, timeout=5)
+        try:
+            theirs = _recv(again)["challenge"]
+            assert theirs != challenge
+            _send(again, {"proof": overheard, "challenge": theirs})    # replayed, and the listener's own challenge
+            reply = _recv(again)
+            assert reply["ok"] is False and reply["error"]["kind"] == "auth" and "proof" not in reply
+            assert _recv(again) is None
+        finally:
+            again.close()
+    assert proof(TOKEN, challenge, b"server") != overheard                # a server's proof is no client's
+
+
 def test_token_file_must_be_private(tmp_path):
     path = tmp_path / "token"
     path.write_bytes(TOKEN)

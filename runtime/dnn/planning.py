@@ -65,7 +65,8 @@ def forget(model: str) -> None:
     for cache in (_PLANS, _MISFITS):
         for key in [k for k in cache if k[2] == model]:
             del cache[key]
-    network.cache_clear()            # (eight entries at most: cheap to rebuild)
+    # (``network`` and ``program_words`` keep theirs: bounded caches, and clearing them would make
+    # every other pipeline's next batch rebuild its network on the daemon's loop.)
 
 
 def dnn_slot_count(platform: Platform) -> int:

@@ -100,14 +100,15 @@ def test_a_full_registry_makes_room_from_networks_no_pipeline_uses():
         reg = Registry(limit=limit)
         names = [reg.register(good, f"m{i}") for i in range(limit)]
         used = {n for n in names if rng.random() < 0.5}
-        newcomer = reg.register(good, "new", used.__contains__) if len(used) < limit else None
+        gone: list[str] = []
+        newcomer = reg.register(good, "new", used.__contains__, gone.append) if len(used) < limit else None
         if newcomer is None:
             with pytest.raises(NetworkError, match=f"already holds {limit} client networks, each in use"):
                 reg.register(good, "new", used.__contains__)
             assert all(reg.get(n) is not None for n in names)
             continue
         dropped = next(n for n in names if n not in used)               # the oldest unused
-        assert reg.get(dropped) is None and reg.get(newcomer) is not None
+        assert reg.get(dropped) is None and reg.get(newcomer) is not None and gone == [dropped]
         assert all(reg.get(n) is not None for n in names if n != dropped)
 
 

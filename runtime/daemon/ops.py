@@ -243,10 +243,11 @@ class Ops:
         # The client converted its model (e.g. ONNX): checked, kept by content, and needed until
         # this registration ends (then only while a pipeline uses it: network_wire.Registry).
         from fpgashare.dnn.network_wire import REGISTERED
+        from fpgashare.dnn.planning import forget
         from fpgashare.errors import NetworkError
 
         try:
-            model = REGISTERED.register(message["network"], model, self._network_in_use)
+            model = REGISTERED.register(message["network"], model, self._network_in_use, dropped=forget)
         except NetworkError as exc:
             raise ProtocolError("bad_request", f"dnn {name!r}: {exc}") from None
         self._networks_pending[model] = self._networks_pending.get(model, 0) + 1

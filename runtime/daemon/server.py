@@ -32,19 +32,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import grp
 import logging
-import os
 import signal
-import socket
-import stat
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from fpgashare.backends.base import Backend
-from fpgashare.daemon.acceptor import BACKLOG, Acceptor
+from fpgashare.daemon.acceptor import Acceptor, listen_unix
 from fpgashare.daemon.control_lane import ControlLane
 from fpgashare.daemon.driver import Driver
 from fpgashare.daemon.eventloop import SWITCH_INTERVAL_S, shorten_switch_interval, tighten_timer_slack
@@ -247,26 +243,8 @@ class Daemon:
                            host_watch=self.host_watch, host_spent=self.host_spent, streams=self.streams,
                            lane=self.lane)
             sweep_stale_rings()
-            try:
-                mode = self.socket_path.lstat().st_mode
-            except FileNotFoundError:
-                mode = None
-            if mode is not None and not stat.S_ISSOCK(mode):
-                raise FpgashareError(f"socket path {self.socket_path} exists and is not a socket; "
-                                     "refusing to replace it (choose another --socket or remove it)")
-            with contextlib.suppress(FileNotFoundError):
-                self.socket_path.unlink()        # a dead daemon's: the lock and the probe say so
-            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                listener.bind(str(self.socket_path))
-                listener.listen(BACKLOG)
-            except BaseException:
-                listener.close()
-                raise
+            listener = listen_unix(self.socket_path, self.socket_group)
             self._server = Acceptor(self._loop, listener, self.tenants.admit, self._serve, lane=self.lane)
-            os.chmod(self.socket_path, 0o660)
-            if self.socket_group is not None:
-                os.chown(self.socket_path, -1, grp.getgrnam(self.socket_group).gr_gid)
             if self.metrics_port is not None:
                 from fpgashare.daemon.metrics import DaemonMetrics
 

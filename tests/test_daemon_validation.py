@@ -201,25 +201,32 @@ def test_a_status_counts_only_the_askers_own_frames_unless_it_is_the_admin_view(
 def test_redaction_replaces_every_other_clients_name_where_it_stands_alone():
     """On generated names (sharing prefixes, with '@', '-' and spaces), quoted or possessive in a
     text: every other client's name is replaced, every own name and word is left as it was (a
-    name inside a longer one, ``e`` in ``edges@2``, does not stand alone)."""
+    name inside a longer one, ``e`` in ``edges@2``, does not stand alone), and so is another's
+    that is also one of the asker's own names (the text may name the asker's own: its ``edges``
+    while another client holds the plain key ``edges``)."""
     import random
+    from types import SimpleNamespace
 
     from fpgashare.daemon.sessions import ANOTHERS, Sessions
 
     r = random.Random()
-    me, them = object(), object()
+    names = [r.choice(["edges", "e", "x y", "cam@3", "a-b"]) + r.choice(["", "@2", "2", "@9"]) for _ in range(40)]
     for _ in range(500):
-        keys = {r.choice(["edges", "e", "x y", "cam@3", "a-b"]) + r.choice(["", "@2", "2", "@9"])
-                for _ in range(r.randint(1, 6))}
+        keys = set(r.sample(names, r.randint(1, 6)))
+        me, them = SimpleNamespace(pipelines={}), SimpleNamespace(pipelines={})
         owners = {key: r.choice([me, them]) for key in keys}
+        for name in r.sample(names, r.randint(0, 3)):    # own pipelines' names (their keys maybe suffixed)
+            me.pipelines[name] = SimpleNamespace(name=name)
+        asked = r.choice([None, ["not", "a", "name"], *names])       # the request's name field, as sent
         sessions = Sessions.__new__(Sessions)
         sessions.states = {key: (owner, None) for key, owner in owners.items()}
         tokens = [(key, r.choice(["'{}'", "{}'s", "({})"])) for key in keys] + [(None, "the"), (None, "stream")]
         r.shuffle(tokens)
         text = " | ".join(form.format(key) if key else form for key, form in tokens)
-        expected = " | ".join(form if key is None else form.format(ANOTHERS if owners[key] is them else key)
+        hidden = {key for key, owner in owners.items() if owner is them and key not in me.pipelines and key != asked}
+        expected = " | ".join(form if key is None else form.format(ANOTHERS if key in hidden else key)
                               for key, form in tokens)
-        assert sessions.redact(text, me) == expected, (text, owners)
+        assert sessions.redact(text, me, asked) == expected, (text, owners, asked)
 
 
 def test_no_client_can_squat_another_clients_name(sock):

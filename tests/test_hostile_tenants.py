@@ -242,6 +242,51 @@ def hoard(sock: str, ready, stopped) -> dict:
     return seen
 
 
+def extreme_registrations(sock: str, ready, stopped) -> dict:
+    """Registrations that make admission and the planner work hardest, on 4 connections, in a
+    loop until stopped (fresh seed): chains of 1..11 distinct stages, periods from 10 us to 60 s,
+    jitter near the period, deadlines far below or above it, frames from 8x8 to 240x320, with and
+    without host stages; each admitted one streams a frame and closes. (With 1080p frames and host
+    stages the daemon's memory stays ~100 MB higher after the attack: the measured host bounds are
+    kept for good (runtime/sched/host/cpu_work.py) and the measurements' temporaries stay in the
+    workers' malloc arenas; docs/tenant-attacks.md, known limits.)"""
+    import random
+
+    import numpy as np
+    from fpgashare.client import DaemonError, DeadlineMissed, FrameDropped, FrameFailed, connect
+
+    rng = random.Random(int.from_bytes(os.urandom(4), "little"))
+    stages = ["gauss3x3", "box3x3", "sharpen3x3", "laplacian3x3", "sobel_x", "sobel_y", "sobel_mag", "threshold",
+              "erode3x3", "dilate3x3", "median3x3", "downscale2x", "fast9"]
+    seen: dict[str, int] = {}
+    conns = [connect(sock, timeout=60) for _ in range(4)]
+    ready()
+    n = 0
+    while not stopped():
+        n += 1
+        period = rng.choice([0.01, 0.05, 1.0, 5.0, 33.0, 1000.0, 60_000.0])
+        fields = {"period_ms": period, "deadline_ms": min(60_000.0, rng.choice([period, period * 0.01, period * 3])),
+                  "jitter_ms": rng.choice([0.0, period * 0.999]),
+                  "frame_shape": rng.choice([(8, 8), (9, 11), (240, 320)])}
+        if rng.random() < 0.3:
+            fields["fallback"] = "cpu"
+        fpga = conns[n % len(conns)]
+        try:
+            pipe = fpga.pipeline(f"x{n}", rng.sample(stages, rng.randint(1, 11)), **fields)
+        except DaemonError as exc:
+            seen[exc.kind] = seen.get(exc.kind, 0) + 1
+            continue
+        seen["admitted"] = seen.get("admitted", 0) + 1
+        try:
+            pipe.submit(np.zeros(pipe.ring.spec.in_shape, np.uint8)).result(timeout=60)
+        except (DaemonError, DeadlineMissed, FrameDropped, FrameFailed) as exc:
+            seen[_kind(exc)] = seen.get(_kind(exc), 0) + 1
+        pipe.close()
+    for fpga in conns:
+        fpga.close()
+    return seen
+
+
 def garbage(sock: str, ready, stopped) -> dict:
     """Seeded random bytes and random msgpack maps on fresh connections, never reading replies on
     some of them."""
@@ -383,7 +428,8 @@ TCP: dict = {}        #: the daemon's listener (set before any fork: the childre
 
 ATTACKS = {"truncate_ring": truncate_ring, "connection_flood": connection_flood,
            "cheap_request_flood": cheap_request_flood, "squat_names": squat_names, "hoard": hoard,
-           "garbage": garbage, "tcp_flood": tcp_flood, "no_request_flood": no_request_flood}
+           "garbage": garbage, "tcp_flood": tcp_flood, "no_request_flood": no_request_flood,
+           "extreme_registrations": extreme_registrations}
 
 
 # ---- the harness
@@ -584,6 +630,8 @@ def check_attacker(attack: str, seen: dict) -> None:
         assert seen["cut"] >= 12 and 1 <= seen["clients"] < 40 and seen.get("ok", 0) > 0, seen
     elif attack == "no_request_flood":   # not read on while its replies back up: a few socket buffers' worth
         assert seen["connections"] >= 8 and 0 < seen["sent"] < seen["connections"] << 20, seen
+    elif attack == "extreme_registrations":   # refused with a reason, or admitted and run; never a failure
+        assert seen.get("admission", 0) + seen.get("bad_request", 0) > 0 and "error" not in seen, seen
     elif attack in ("cheap_request_flood", "hoard"):
         assert seen.get("quota", 0) > 0, seen
     else:

@@ -69,6 +69,34 @@ def test_wrong_token_is_refused_before_any_request(listener):
         raw.close()
 
 
+def test_a_handshake_cannot_be_replayed_or_reflected(listener):
+    """Without the token: a proof seen on one connection does not open another (each has its own
+    challenge), and the listener's own proof is never an oracle (a client that sends it a challenge
+    gets no proof back unless its own proof held; the roles are bound into each proof)."""
+    from fpgashare.wire.tcp_wire import proof
+
+    seen = socket.create_connection(listener.address, timeout=5)      # a holder's handshake, overheard
+    try:
+        challenge = _recv(seen)["challenge"]
+        overheard = proof(TOKEN, challenge, b"client")
+        _send(seen, {"proof": overheard, "challenge": os.urandom(32)})
+        assert _recv(seen)["ok"] is True
+    finally:
+        seen.close()
+    for _ in range(3):
+        again = socket.create_connection(listener.address, timeout=5)
+        try:
+            theirs = _recv(again)["challenge"]
+            assert theirs != challenge
+            _send(again, {"proof": overheard, "challenge": theirs})    # replayed, and the listener's own challenge
+            reply = _recv(again)
+            assert reply["ok"] is False and reply["error"]["kind"] == "auth" and "proof" not in reply
+            assert _recv(again) is None
+        finally:
+            again.close()
+    assert proof(TOKEN, challenge, b"server") != overheard                # a server's proof is no client's
+
+
 def test_token_file_must_be_private(tmp_path):
     path = tmp_path / "token"
     path.write_bytes(TOKEN)
@@ -228,3 +256,51 @@ def test_an_inline_frames_layout_is_checked_before_numpy_parses_it(listener, fie
                               chain_reference(resolve_chain(["threshold"], {}), image))
     finally:
         fpga.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="drops from root to another user")
+def test_a_listener_started_as_root_serves_as_an_ordinary_user(tmp_path, capsys):
+    """Started as root (the unit starts it so), the listener would be root to the daemon: trusted,
+    exempt from every per-user quota and let into root's reserve, while every token holder is a
+    tenant. Once listening it serves as ``--user`` (nobody) in the socket folder's group: the
+    daemon sees that uid, and it still reaches the daemon's 0660 socket in its 0750 folder."""
+    import grp
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from fpgashare.daemon.tcp_listener import main
+
+    base = Path(tempfile.mkdtemp(prefix="fpgashare-tcp-"))        # (pytest's own folders are root's alone)
+    base.chmod(0o755)
+    folder = base / "run"
+    folder.mkdir()
+    gid = grp.getgrnam("nogroup").gr_gid
+    os.chown(folder, 0, gid)
+    os.chmod(folder, 0o750)
+    sock = folder / "fpgashare.sock"
+    token = tmp_path / "token"
+    token.write_bytes(base64.b64encode(os.urandom(32)))
+    token.chmod(0o600)
+    running = RunningDaemon(sock)
+    running.daemon.socket_group = "nogroup"
+    child = ("import sys; from fpgashare.daemon.tcp_listener import drop_to; from fpgashare.client import connect\n"
+             "drop_to('nobody', sys.argv[1])\n"
+             "with connect(sys.argv[1]) as fpga: print(fpga.status(own=True)['clients'][0]['uid'])")
+    try:
+        with running:
+            out = subprocess.run([sys.executable, "-c", child, str(sock)], capture_output=True, text=True,
+                                 timeout=60)
+            assert out.returncode == 0, out.stderr
+            assert int(out.stdout.split()[-1]) == 65534                      # nobody, not root
+            probe = socket.socket()
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+            probe.close()
+            assert main(["--socket", str(sock), "--listen", f"127.0.0.1:{port}", "--token-file", str(token),
+                         "--user", "root"]) == 2
+            assert "is root: token holders would be exempt" in capsys.readouterr().err
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

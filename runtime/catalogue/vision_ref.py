@@ -181,7 +181,10 @@ def stage_reference(stage: Stage, frame: np.ndarray) -> np.ndarray:
         coeffs = (stage.regs.get("CR"), stage.regs.get("CG"), stage.regs.get("CB"), stage.regs.get("SHIFT"))
         if coeffs == (9798, 19235, 3735, 15):
             return cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
-        cr, cg, cb, shift = (int(c) for c in coeffs)
+        # As rgb2gray.sv reads them: each coefficient's low 16 bits, unsigned, and the shift's low 5
+        # (any 32-bit word a client sends is a register value: it must not fault the twin).
+        cr, cg, cb = (int(c) & 0xFFFF for c in coeffs[:3])
+        shift = int(coeffs[3]) & 31
         rgb = frame.astype(np.int64)
         acc = cr * rgb[..., 0] + cg * rgb[..., 1] + cb * rgb[..., 2] + ((1 << (shift - 1)) if shift else 0)
         return np.clip(acc >> shift, 0, 255).astype(np.uint8)

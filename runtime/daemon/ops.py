@@ -17,6 +17,7 @@ from fpgashare.catalogue.workload import DNN_MODELS, PipelineSpec, realtime_spec
 from fpgashare.daemon import checks
 from fpgashare.daemon.limits import refuse
 from fpgashare.daemon.sessions import Client, PipelineState
+from fpgashare.daemon.turns import TurnsByUser
 from fpgashare.errors import FpgashareError, FrameError
 from fpgashare.sched.core.slots import SlotState
 from fpgashare.sched.host.cpu_fallback import cpu_share, fallback_candidates
@@ -63,7 +64,8 @@ class Ops:
         self.host_spent = host_spent if host_spent is not None else {}
         self.streams = streams
         self.lane = lane          #: control work's turns (control_lane.py): a request resumes at one
-        self._registering = asyncio.Lock()   # one registration at a time: each test sees the set it joins
+        #: one registration at a time (each trial sees the set it joins), given in turns by user
+        self._registering = TurnsByUser()
         self._networks_pending: dict[str, int] = {}   # client networks of registrations under way
         self.handlers = {name[len("_op_"):]: getattr(self, name) for name in dir(self) if name.startswith("_op_")}
 
@@ -116,7 +118,7 @@ class Ops:
             spec = None                 # the fabric cannot take it whole: placements below
         in_shape = chain[0].kind.input_shape(rows, cols)
         out_shape = chain_shape(chain, rows, cols)
-        async with self._registering:
+        async with self._registering.hold(client.uid):
             await self._turn()                                   # the lock may have been waited for
             self.sessions.check_name_free(client, name)          # the same client may have raced itself
             # The key again, under the lock: another client may have taken the name meanwhile.
@@ -289,7 +291,7 @@ class Ops:
             spec = PipelineSpec(key, "besteffort", model=model, host=True, cpu_before_s=seconds)
         shape = (await self.off_loop.run(f"dnn {name!r}: building {model}", deadline, network, model)).input_shape
         in_shape = shape[:2] if shape[2] == 1 else shape
-        async with self._registering:
+        async with self._registering.hold(client.uid):
             await self._turn()
             self.sessions.check_name_free(client, name)
             spec = dataclasses.replace(spec, name=self.sessions.engine_name(client, name))   # as above

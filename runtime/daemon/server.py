@@ -401,10 +401,11 @@ class Daemon:
                 answer = reply(rid, **answer)        # one that cannot be a message is an error reply
         except ProtocolError as exc:
             if exc.kind == "admission":       # reasons over the whole set: no other client's names
-                exc = ProtocolError(exc.kind, self.sessions.redact(str(exc), client))
+                exc = ProtocolError(exc.kind, self.sessions.redact(str(exc), client, message.get("name")))
             client.send(error_reply(rid, exc))
         except FpgashareError as exc:
-            client.send(error_reply(rid, ProtocolError("bad_request", self.sessions.redact(str(exc), client))))
+            text = self.sessions.redact(str(exc), client, message.get("name"))
+            client.send(error_reply(rid, ProtocolError("bad_request", text)))
         except (ConnectionError, asyncio.CancelledError):
             raise
         except Exception as exc:

@@ -128,13 +128,16 @@ class Sessions:
         if name in client.pipelines:
             raise ProtocolError("bad_request", f"a pipeline named {name!r} is already registered by this client")
 
-    def redact(self, text: str, client: Client) -> str:
+    def redact(self, text: str, client: Client, asked: object = None) -> str:
         """``text`` with every other client's pipeline (by its engine name) put as ANOTHERS: a
         refusal computed over the whole set (admission, the host's check) may name any pipeline
         in it, and no client may learn another's names or figures. A name counts where it stands
-        alone (not inside a longer name: ``edges`` is not replaced in ``edges@7``)."""
-        others = sorted((key for key, (owner, _) in self.states.items() if owner is not client and key in text),
-                        key=len, reverse=True)
+        alone (not inside a longer name: ``edges`` is not replaced in ``edges@7``). A key that is
+        one of the client's own names (its pipelines', or ``asked``, the name its request gave) is
+        left: the text may be naming the client's own, and that name tells it nothing new."""
+        mine = {state.name for state in client.pipelines.values()} | {asked if isinstance(asked, str) else None}
+        others = sorted((key for key, (owner, _) in self.states.items()
+                         if owner is not client and key in text and key not in mine), key=len, reverse=True)
         if not others:
             return text
         return re.sub(r"(?<![\w@])(?:" + "|".join(map(re.escape, others)) + r")(?![\w@])", ANOTHERS, text)

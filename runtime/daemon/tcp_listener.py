@@ -341,6 +341,33 @@ class TcpListener(socketserver.ThreadingTCPServer):
         self.server_close()
 
 
+#: Whom a listener started as root serves as once it listens (``--user``).
+TCP_USER = "nobody"
+
+
+def drop_to(user: str, socket_path: str | Path) -> None:
+    """Serve as ``user``, in the group of the daemon socket's folder, from now on. Started as root
+    (as the unit starts it, to bind its port and read a root-owned token), the listener's daemon
+    connections would be root's: trusted, exempt from every per-user quota (pipelines, ring bytes,
+    frames in flight, request rate, share of the fabric) and let into the connections kept for root
+    (tenants.py), while every token holder is a tenant. As ``user`` they are one tenant together,
+    held to one user's quotas. FpgashareError if ``user`` is unknown or root, or the folder is
+    unreadable."""
+    import pwd
+
+    folder = Path(socket_path).parent
+    try:
+        account, gid = pwd.getpwnam(user), folder.stat().st_gid
+    except (KeyError, OSError) as exc:
+        raise FpgashareError(f"cannot serve as {user!r} in the group of {folder}: {exc}") from None
+    if account.pw_uid == 0:
+        raise FpgashareError(f"--user {user!r} is root: token holders would be exempt from the daemon's quotas")
+    os.setgroups([gid])
+    os.setgid(gid)
+    os.setuid(account.pw_uid)
+    log.info("serving as %s (uid %d, gid %d)", user, account.pw_uid, gid)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fpgashare.daemon.tcp_listener",
                                      description="An authenticated TCP listener for the board's daemon.")
@@ -348,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--listen", type=host_port, default=("127.0.0.1", DEFAULT_PORT),
                         help="HOST:PORT (default loopback only)")
     parser.add_argument("--token-file", required=True, help="the shared token (mode 0600)")
+    parser.add_argument("--user", default=TCP_USER,
+                        help=f"started as root: serve as this user once listening (default {TCP_USER})")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -355,6 +384,13 @@ def main(argv: list[str] | None = None) -> int:
     except (FpgashareError, OSError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
+    if os.geteuid() == 0:
+        try:
+            drop_to(args.user, args.socket)
+        except (FpgashareError, OSError) as exc:
+            listener.server_close()
+            sys.stderr.write(f"error: {exc}\n")
+            return 2
     log.info("listening on %s:%d for %s", *listener.address, args.socket)
     try:
         listener.serve_forever()

@@ -63,9 +63,10 @@ def forget(model: str) -> None:
     """Drop the plans kept for ``model`` (a client's network the daemon no longer holds: its plans
     must not outlive it, or a stream of networks would grow them without end)."""
     for cache in (_PLANS, _MISFITS):
-        for key in [k for k in cache if k[2] == model]:
-            del cache[key]
-    network.cache_clear()            # (eight entries at most: cheap to rebuild)
+        for key in [k for k in list(cache) if k[2] == model]:    # (a copy: workers plan meanwhile)
+            cache.pop(key, None)
+    # (``network`` and ``program_words`` keep theirs: bounded caches, and clearing them would make
+    # every other pipeline's next batch rebuild its network on the daemon's loop.)
 
 
 def dnn_slot_count(platform: Platform) -> int:

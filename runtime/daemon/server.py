@@ -17,10 +17,10 @@ client holds it, then ``name@client``).
 A frame whose pipeline closes while it is on the fabric ends ``dropped`` with the reason: its
 output is never written into a ring that is going away, and never answered as a result.
 
-The daemon, by role: this module (lifecycle, connections, requests in and replies out), and the
-parts it owns, each handed its collaborators: ops.py (one method per request), driver.py (the
-engine on this loop), sessions.py (clients and their pipelines, how they and their frames end),
-tenants.py, stats.py, limits.py, checks.py, lock.py.
+The daemon, by role: this module (lifecycle), and the parts it owns, each handed its collaborators:
+connections.py (each client's requests in and replies out), ops.py (one method per request),
+driver.py (the engine on this loop), sessions.py (clients and their pipelines, how they and their
+frames end), tenants.py, stats.py, limits.py, checks.py, lock.py.
 
 Failures: a request the daemon cannot take is a typed error reply; an exception out of the engine
 is a bug that would leave slots and frames in an unknown state, so the daemon logs it and stops
@@ -41,10 +41,11 @@ from pathlib import Path
 import numpy as np
 from fpgashare.backends.base import Backend
 from fpgashare.daemon.acceptor import Acceptor, listen_unix
+from fpgashare.daemon.connections import SHUTDOWN_GRACE_S, SHUTTING_DOWN, Connections
 from fpgashare.daemon.control_lane import ControlLane
 from fpgashare.daemon.driver import Driver
 from fpgashare.daemon.eventloop import SWITCH_INTERVAL_S, shorten_switch_interval, tighten_timer_slack
-from fpgashare.daemon.limits import DescriptorBudget, Limits, RateLimiter
+from fpgashare.daemon.limits import DescriptorBudget, Limits
 from fpgashare.daemon.lock import BoardLock, sweep_stale_rings
 from fpgashare.daemon.loop_latency import LoopLatency
 from fpgashare.daemon.off_loop import OffLoop
@@ -60,23 +61,18 @@ from fpgashare.sched.core.engine import DnnRequest, Frame
 from fpgashare.sched.host.cpu_work import CpuCost, CpuExecutor, ModelledCpuCost
 from fpgashare.sched.host.host_cost import FREE, HostBudget, HostCost, HostWatch
 from fpgashare.sched.policies.registry import make_policy
-from fpgashare.wire.protocol import DEFAULT_SOCKET, MessageReader, ProtocolError, error_reply, reply
+from fpgashare.wire.protocol import DEFAULT_SOCKET
 
 log = logging.getLogger("fpgashare.daemon")
 
-CLIENT_GONE = "client gone"
-SHUTTING_DOWN = "daemon shutting down"
-SHUTDOWN_GRACE_S = 5.0    #: wall seconds frames on the fabric get to finish when the daemon stops
 CPU_WORKERS = 2           #: threads running CPU stages of fallback="cpu" pipelines (one per core here)
-#: Ops handled inline as their message is read: the real-time path. Every other op waits for its
-#: turn in the control lane (control_lane.py), behind every real-time item ready.
-REALTIME_OPS = frozenset({"submit"})
 
 
 class Daemon:
-    """The daemon: its lifecycle and its connections; the work is done by parts it owns and
-    hands their collaborators: ``driver`` (the engine on the loop), ``sessions`` (clients,
-    pipelines, frames ending), ``ops`` (the requests, once it starts), ``tenants``, ``stats``."""
+    """The daemon: its lifecycle; the work is done by parts it owns and hands their collaborators:
+    ``connections`` (requests in, replies out), ``driver`` (the engine on the loop), ``sessions``
+    (clients, pipelines, frames ending), ``ops`` (the requests, once it starts), ``tenants``,
+    ``stats``."""
 
     def __init__(self, backend: Backend, socket_path: str | Path = DEFAULT_SOCKET, dilation: float = 1.0,
                  scheduler: str = "edf", metrics_port: int | None = None, limits: Limits | None = None,
@@ -159,7 +155,7 @@ class Daemon:
         self.sessions = Sessions(self.driver, self.stats, self.limits)
         self.tenants: Tenants | None = None    # at start: the descriptor budget is the process's
         self.ops: Ops | None = None            # at start, with the tenants
-        self._next_client = 0
+        self.connections: Connections | None = None    #: at start, with the ops
         self._loop: asyncio.AbstractEventLoop | None = None
         self.lane: ControlLane | None = None   #: control work's turns, behind the real-time path (at start)
         self.switch_interval_s = switch_interval_s
@@ -244,7 +240,9 @@ class Daemon:
                            lane=self.lane)
             sweep_stale_rings()
             listener = listen_unix(self.socket_path, self.socket_group)
-            self._server = Acceptor(self._loop, listener, self.tenants.admit, self._serve, lane=self.lane)
+            self.connections = Connections(self.sessions, self.tenants, self.ops, self.lane, self.limits,
+                                           self._realtime_due, lambda: self.shutting_down)
+            self._server = Acceptor(self._loop, listener, self.tenants.admit, self.connections.serve, lane=self.lane)
             if self.metrics_port is not None:
                 from fpgashare.daemon.metrics import DaemonMetrics
 
@@ -321,99 +319,6 @@ class Daemon:
             self._frozen = False
         self.driver.halted = self.failure is not None
         self._stopped.set()
-
-    # ---- connections
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                     creds: tuple[int, int, int]) -> None:
-        """A connection the acceptor took (its user admitted: acceptor.py, tenants.py)."""
-        pid, uid, gid = creds
-        self._next_client += 1
-        client = Client(self._next_client, pid, uid, gid, writer, RateLimiter(self.limits.messages_per_s))
-        self.clients[client.id] = client
-        self.tenants.joined(client)
-        log.info("client %d connected (pid %d, uid %d, gid %d)", client.id, pid, uid, gid)
-        messages = MessageReader(reader)
-        try:
-            while True:
-                try:
-                    message = await messages.next()
-                except ProtocolError as exc:
-                    client.send(error_reply(-1, exc))
-                    if exc.kind != "malformed" or "stream ended" in str(exc):
-                        break              # the stream cannot be resynchronised after a bad length
-                    message = None         # a body that is no request: it costs what a request costs
-                else:
-                    if message is None:
-                        break
-                over = self.tenants.over_rate(client, None if message is None else message.get("op"))
-                if over is not None:
-                    if message is not None:
-                        client.send(error_reply(message["id"], over[0]))
-                    await writer.drain()
-                    await asyncio.sleep(over[1])     # not read again until a request could be taken
-                    continue
-                if message is not None:
-                    await self._handle(client, message)
-                # A client that does not read its replies is not read either: they cannot pile up here.
-                await writer.drain()
-                # One request per connection per turn of the loop: timers due (frames ending, loads)
-                # run between a flooder's requests, and other connections get their turn. A request
-                # not yet here needs no yield: waiting for it gives the turn away.
-                if messages.waiting:
-                    await asyncio.sleep(0)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            self.sessions.client_gone(client, CLIENT_GONE)
-            await self._answered(client, writer)
-            self.tenants.left(client)
-            with contextlib.suppress(Exception):
-                writer.close()
-
-    async def _answered(self, client: Client, writer: asyncio.StreamWriter) -> None:
-        """Wait (at most SHUTDOWN_GRACE_S) until the frames ``client`` had on the fabric when it
-        stopped sending are answered: one that only half-closed its socket still reads, and
-        each of its frames gets its one answer (dropped, client gone) before the socket closes.
-        A client that is really gone makes the writes fail, which ends the wait at once."""
-        deadline = time.monotonic() + SHUTDOWN_GRACE_S
-        while client.pipelines and not writer.is_closing() and time.monotonic() < deadline:
-            await asyncio.sleep(0.005)
-
-    async def _handle(self, client: Client, message: dict) -> None:
-        rid = message["id"]
-        op = message.get("op")
-        handler = self.ops.handlers.get(op) if isinstance(op, str) else None
-        if self.shutting_down:
-            client.send(error_reply(rid, ProtocolError("gone", SHUTTING_DOWN)))
-            return
-        if handler is None:
-            client.send(error_reply(rid, ProtocolError("unknown_op", f"unknown op {op!r}")))
-            return
-        if op not in REALTIME_OPS:
-            await self.lane.turn()           # control work: after every real-time item ready now
-            if self.shutting_down:
-                client.send(error_reply(rid, ProtocolError("gone", SHUTTING_DOWN)))
-                return
-        self._realtime_due()                 # the real-time path first: events due before any request
-        try:
-            answer = await handler(client, message)
-            if answer is not None:
-                answer = reply(rid, **answer)        # one that cannot be a message is an error reply
-        except ProtocolError as exc:
-            if exc.kind == "admission":       # reasons over the whole set: no other client's names
-                exc = ProtocolError(exc.kind, self.sessions.redact(str(exc), client, message.get("name")))
-            client.send(error_reply(rid, exc))
-        except FpgashareError as exc:
-            text = self.sessions.redact(str(exc), client, message.get("name"))
-            client.send(error_reply(rid, ProtocolError("bad_request", text)))
-        except (ConnectionError, asyncio.CancelledError):
-            raise
-        except Exception as exc:
-            log.exception("op %s failed", op)
-            client.send(error_reply(rid, ProtocolError("internal", f"{type(exc).__name__}: {exc}")))
-        else:
-            if answer is not None:
-                client.send(answer)
 
 
 def _warm_up() -> None:

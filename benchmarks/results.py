@@ -35,13 +35,20 @@ def results_dir() -> Path:
     return Path(override) if override else RESULTS_DIR
 
 
+#: What the benchmarks write (relative to the repository): not code, so not a dirty tree.
+GENERATED = ("benchmarks/results", "docs/results.md")
+
+
 def current_commit(repo: Path = REPO) -> str:
     """The checkout's commit (``git rev-parse HEAD``), with ``-dirty`` when tracked files differ
-    from it; ``unknown`` outside a git checkout (an installed wheel)."""
+    from it; ``unknown`` outside a git checkout (an installed wheel). The generated results
+    themselves (GENERATED) do not count: a run that follows another before they are committed
+    still measures the commit's code."""
     try:
         head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
                               check=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                *(f":(exclude){p}" for p in GENERATED)],
                                capture_output=True, text=True, check=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"

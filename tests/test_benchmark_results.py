@@ -75,3 +75,27 @@ def test_bad_names_data_and_files_are_refused_naming_the_problem(tmp_path: Path)
     (tmp_path / "stray.json").write_text("{not json")
     with pytest.raises(ValueError, match=r"stray\.json: not JSON"):
         read_results(tmp_path)
+
+
+def test_the_commit_is_dirty_for_changed_code_not_for_changed_results(tmp_path) -> None:
+    import subprocess
+
+    from benchmarks.results import GENERATED, current_commit
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    files = [tmp_path / "code.py", *(tmp_path / g / "x.json" if "." not in g else tmp_path / g for g in GENERATED)]
+    for f in files:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text("a\n")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    head = current_commit(tmp_path)
+    assert re.fullmatch(r"[0-9a-f]{40}", head)
+    for f in files[1:]:
+        f.write_text("b\n")                 # a benchmark wrote its results: still the commit's code
+    assert current_commit(tmp_path) == head
+    files[0].write_text("b\n")
+    assert current_commit(tmp_path) == f"{head}-dirty"

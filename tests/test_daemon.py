@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing as mp
 import os
+import re
 import signal
 import socket
 import struct
@@ -261,6 +262,74 @@ def test_status_command_and_daemon_arguments(sock, capsys):
     assert "needs --bitstreams" in capsys.readouterr().err
 
 
+def test_a_status_too_big_for_one_message_is_cut_to_fit(sock, monkeypatch):
+    """Tenants choose how many pipelines they hold and how long their names are: the admin's view
+    of them all is cut to what one message holds (``truncated`` says how many there were), and the
+    admin's connection carries on."""
+    import fpgashare.daemon.stats
+    from fpgashare.sched.core.clock import VirtualClock
+
+    monkeypatch.setattr(fpgashare.daemon.stats, "STATUS_BYTES", 3000)
+    rng = np.random.default_rng()
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock())
+    with DaemonThread(daemon), connect(sock) as admin:
+        tenants = [connect(sock) for _ in range(3)]
+        held = 0
+        for tenant in tenants:
+            for i in range(int(rng.integers(4, 9))):
+                tenant.pipeline(f"{'n' * 58}{i:04d}", ["threshold"], period_ms=60_000.0, frame_shape=(8, 8))
+                held += 1
+        status = admin.status()
+        assert len(msgpack.packb(status)) <= 3000
+        assert status["truncated"] == {"pipelines": held, "clients": 4}
+        assert 0 < len(status["pipelines"]) < held and set(status["pipelines"]) <= set(daemon.states)
+        own = tenants[0].status(own=True)
+        assert "truncated" not in own and len(own["pipelines"]) == len(tenants[0].pipelines)
+        assert admin.clock() >= 0.0
+        for tenant in tenants:
+            tenant.close()
+
+
+def test_fitting_keeps_a_prefix_of_each_list_within_the_limit():
+    """On generated answers: within the limit whenever the rest of the answer is, unchanged when
+    it fits, else a prefix of the pipelines and of the clients with their counts in ``truncated``."""
+    from fpgashare.daemon.stats import fitted
+
+    rng = np.random.default_rng()
+    for _ in range(300):
+        n = int(rng.integers(0, 400))
+        pipes = {"p" * int(rng.integers(1, 65)) + str(i): {"modules": ["m" * int(rng.integers(1, 20))] *
+                                                          int(rng.integers(1, 17)), "miss_rate": float(rng.random())}
+                 for i in range(n)}
+        clients = [{"id": i, "pipelines": list(pipes)[:int(rng.integers(0, 17))]}
+                   for i in range(int(rng.integers(0, 80)))]
+        answer = {"now": float(rng.random()), "slots": [{"slot": s} for s in range(4)], "pipelines": pipes,
+                  "clients": clients}
+        limit = int(rng.choice([1000, 8000, 64_000]))
+        out = fitted(answer, limit)
+        assert len(msgpack.packb(out)) <= limit
+        if len(msgpack.packb(answer)) <= limit:
+            assert out is answer
+            continue
+        assert out["truncated"] == {"pipelines": n, "clients": len(clients)}
+        assert list(out["pipelines"]) == list(pipes)[:len(out["pipelines"])]
+        assert out["clients"] == clients[:len(out["clients"])]
+
+
+def test_a_reply_too_big_for_a_message_is_an_error_reply_and_the_connection_lives(sock, monkeypatch):
+    import fpgashare.daemon.stats
+    import fpgashare.wire.protocol
+
+    monkeypatch.setattr(fpgashare.daemon.stats, "STATUS_BYTES", 1 << 30)     # no cutting: the reply is too big
+    with RunningDaemon(sock) as daemon, connect(sock) as fpga:
+        fpga.pipeline("edges", CHAIN, period_ms=20.0, frame_shape=SHAPE)
+        monkeypatch.setattr(fpgashare.wire.protocol, "MAX_MESSAGE", 600)
+        with pytest.raises(DaemonError, match="exceeds 600") as err:
+            fpga.status()
+        assert err.value.kind == "oversized"
+        assert fpga.clock() >= 0.0 and daemon.failure is None
+
+
 def test_prometheus_metrics(sock):
     import urllib.request
 
@@ -372,6 +441,35 @@ def test_statistics_of_ended_pipelines_are_bounded(sock, monkeypatch):
             time.sleep(0.01)
         assert set(daemon.per_pipeline) == {"live", "run2", "run3"}
         assert daemon.per_pipeline["run3"]["outcomes"] == {"on_time": 1}
+
+
+def test_metrics_of_ended_pipelines_are_bounded_like_their_statistics(sock, monkeypatch):
+    """Apps (or an abuser) registering a fresh name each time cannot grow the metrics: an ended
+    pipeline's series go when its statistics do, and a name given again starts from zero."""
+    import urllib.request
+
+    import fpgashare.daemon.stats
+
+    monkeypatch.setattr(fpgashare.daemon.stats, "ENDED_KEPT", 2)
+    running = RunningDaemon(sock)
+    running.daemon.metrics_port = 0
+    runs = int(np.random.default_rng().integers(4, 9))
+    with running as daemon, connect(sock) as fpga:
+        live = fpga.pipeline("live", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
+        live.submit(frames(1)[0]).result(timeout=10)
+        for i in range(runs):
+            pipe = fpga.pipeline(f"run{i}", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
+            pipe.submit(frames(1)[0]).result(timeout=10)
+            pipe.close()
+        again = fpga.pipeline(f"run{runs - 1}", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
+        deadline = time.monotonic() + 10
+        while len(daemon.per_pipeline) > 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        text = urllib.request.urlopen(f"http://127.0.0.1:{daemon.metrics_port}/metrics", timeout=5).read().decode()
+        again.close()
+    named = set(re.findall(r'pipeline="([^"]+)"', text))
+    assert named == {"live", f"run{runs - 2}"}, named
+    assert 'fpgashare_frames_total{outcome="on_time",pipeline="live"} 1.0' in text
 
 
 def test_dnn_images_run_while_a_real_time_app_is_silent(sock):

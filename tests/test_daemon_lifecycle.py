@@ -172,3 +172,50 @@ def test_frames_on_the_fabric_when_the_daemon_stops_are_never_answered_as_result
     assert sum(seen.values()) == 4 * STOP_ROUNDS
     assert seen.get("daemon shutting down while the frame was on the fabric", 0) > 0, seen
     assert seen.get("result", 0) > 0 and seen.get("daemon shutting down", 0) > 0, seen
+
+
+def test_a_client_that_only_stops_sending_gets_one_answer_for_each_frame(sock):
+    """A half-close ends the client's pipelines (its frames waiting are dropped at once), yet it
+    still reads: the frame on the fabric then is answered too, dropped, before the daemon closes
+    the socket. Every submit gets exactly one answer, and nothing of the client is left."""
+    import os
+    import socket
+
+    import msgpack
+    from fpgashare.wire.protocol import HEADER, encode
+
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock())
+    rng = np.random.default_rng()
+    with DaemonThread(daemon):
+        for _ in range(3):
+            raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            raw.connect(str(sock))
+            raw.sendall(encode({"op": "pipeline", "id": 1, "name": "p", "stages": ["threshold"],
+                                "period_ms": 10.0, "frame_shape": list(SHAPE)}))
+            _, fds, _, _ = socket.recv_fds(raw, 1 << 16, 4)
+            for fd in fds:
+                os.close(fd)
+            sent = list(range(10, 10 + int(rng.integers(1, 5))))        # the first on the fabric, the rest held
+            for rid in sent:
+                raw.sendall(encode({"op": "submit", "id": rid, "pipeline": "p", "slot": rid - 10,
+                                    "shape": list(SHAPE), "dtype": "uint8"}))
+            start = daemon.clock.now()
+            daemon.run_until(start + 1e-6)                  # the first frame starts; its end is later
+            raw.shutdown(socket.SHUT_WR)
+            deadline = time.monotonic() + 10
+            while daemon.clients and time.monotonic() < deadline:      # the daemon has seen the end
+                time.sleep(0.01)
+            daemon.run_until(start + 0.010)                 # the frame on the fabric ends
+            raw.settimeout(10)
+            data = b""
+            while chunk := raw.recv(1 << 16):
+                data += chunk
+            raw.close()
+            answers = []
+            while data:
+                (n,) = HEADER.unpack_from(data)
+                answers.append(msgpack.unpackb(data[HEADER.size:HEADER.size + n]))
+                data = data[HEADER.size + n:]
+            assert sorted(a["id"] for a in answers) == sent
+            assert all(a["outcome"] == "dropped" and a["reason"].startswith("client gone") for a in answers)
+            assert daemon.states == {} and daemon.shm_bytes == 0

@@ -8,10 +8,12 @@ from __future__ import annotations
 import contextlib
 import mmap
 import socket
+import struct
 import threading
 import time
 from pathlib import Path
 
+import msgpack
 import numpy as np
 import pytest
 from fpgashare.backends import make_backend
@@ -24,7 +26,7 @@ from fpgashare.daemon.limits import refuse
 from fpgashare.sched.board.board import Board
 from fpgashare.sched.core.clock import VirtualClock
 from fpgashare.sched.policies.registry import make_policy
-from fpgashare.wire.protocol import encode, error_reply
+from fpgashare.wire.protocol import VERSION, encode, error_reply
 
 SHAPE = (64, 80)           #: a ring of it (4 slots of input and output) is 40,960 bytes: whole pages
 RING = 4 * 2 * SHAPE[0] * SHAPE[1]
@@ -281,6 +283,54 @@ def test_a_client_that_never_reads_its_replies_cannot_grow_the_daemon(sock):
         assert_within_totals(daemon, before, warm)
         victim.check(daemon)
         hog.close()
+
+
+@pytest.mark.parametrize("body", [b"\xc1", msgpack.packb({"v": VERSION}), msgpack.packb({"v": VERSION, "id": "x"})],
+                         ids=["not-msgpack", "no-id", "text-id"])
+def test_a_client_flooding_bodies_that_are_no_request_is_held_like_any_other(sock, body):
+    """Bodies that are no request (each answered ``malformed``, the connection kept) cost what a
+    request costs: the sender's rate, and no more read while its replies back up. Each 5-byte
+    body is answered with ~100 bytes: unread, they must not pile up in the daemon."""
+    before = Footprint()
+    with running(sock, messages_per_s=1e9) as daemon:
+        victim = Victim(sock)
+        victim.stream()
+        warm = Footprint()
+        hog = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        hog.connect(str(sock))
+        hog.setblocking(False)
+        chunk = (struct.pack(">I", len(body)) + body) * 4096
+        sent = 0
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                sent += hog.send(chunk)
+            except BlockingIOError:
+                time.sleep(0.05)
+                try:
+                    sent += hog.send(chunk)
+                except BlockingIOError:
+                    break
+        assert time.monotonic() < deadline, "the daemon kept reading a client that never reads"
+        hog_client = max(daemon.clients.values(), key=lambda c: c.id)
+        buffered = hog_client.writer.transport.get_write_buffer_size()
+        assert buffered < 2 * 1024 * 1024, (buffered, sent)
+        assert_within_totals(daemon, before, warm)
+        victim.check(daemon)
+        hog.close()
+    with running(sock, messages_per_s=50.0):                 # a second's burst: 50
+        raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        raw.connect(str(sock))
+        started = time.monotonic()
+        raw.sendall((struct.pack(">I", len(body)) + body) * 100 + encode({"op": "clock", "id": 7}))
+        replies = b""
+        raw.settimeout(10)
+        while b"\xa2id\x07" not in replies:
+            replies += raw.recv(1 << 16)
+        # The clock's answer waited for the bucket: 51 requests past the burst at 50 a second.
+        assert time.monotonic() - started >= 0.9
+        assert replies.count(b"malformed") == 100          # each answered, none dropped
+        raw.close()
 
 
 def test_connections(sock):

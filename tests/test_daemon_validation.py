@@ -92,6 +92,29 @@ def test_bad_submit_fields_are_named(sock, fields, says):
         assert daemon.states["p"][1].free == {0, 1, 2, 3}     # no slot was taken
 
 
+def test_a_slot_in_flight_is_refused_and_its_frame_still_ends_once(sock):
+    """A raw client names a ring slot whose frame is still in flight (held to its period or on the
+    fabric): refused ``frame`` naming the slot, the slot stays taken, and the frame in it ends
+    with exactly one outcome."""
+    from fpgashare.sched.core.clock import VirtualClock
+
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock())
+    with DaemonThread(daemon), connect(sock) as fpga:
+        pipe = fpga.pipeline("p", ["threshold"], period_ms=20.0, frame_shape=SHAPE)
+        futures = [pipe.submit(np.zeros(SHAPE, np.uint8)) for _ in range(2)]    # the second held to the period
+        taken = {future.slot for future in futures}
+        for slot in taken:
+            with pytest.raises(DaemonError, match=f"ring slot {slot} of 'p' is not free") as err:
+                fpga.request("submit", pipeline="p", slot=slot, shape=list(SHAPE), dtype="uint8")
+            assert err.value.kind == "frame"
+        assert daemon.states["p"][1].free == {0, 1, 2, 3} - taken
+        daemon.run_until(daemon.clock.now() + 0.050)
+        for future in futures:
+            future.result(timeout=10)
+        assert daemon.per_pipeline["p"]["outcomes"] == {"on_time": 2}
+        assert daemon.states["p"][1].free == {0, 1, 2, 3}
+
+
 def test_a_registration_failing_late_is_undone_entirely(sock, monkeypatch):
     """A fault after the engine took the pipeline (here: the policy's dispatch raising) leaves no
     pipeline, ring, name or quota count behind, and the next registration works."""
@@ -127,6 +150,76 @@ def test_names_are_per_client(sock):
         with pytest.raises(DaemonError, match="already registered by this client"):
             b.pipeline("edges", ["threshold"], period_ms=20.0, frame_shape=SHAPE)
         assert list(b.status()["pipelines"]) == ["edges"]
+
+
+def test_a_name_given_again_starts_with_no_statistics(sock):
+    """A pipeline's engine name is free again once it ended, so another client's pipeline of that
+    name may get it: it must see none of the ended one's outcomes in its status."""
+    rng = np.random.default_rng()
+    with running(sock) as daemon:
+        for _ in range(3):
+            with connect(sock) as first:
+                for _ in range(int(rng.integers(1, 4))):
+                    check_frame_round_trip(first, "edges")
+                    first.pipelines["edges"].close()
+                check_frame_round_trip(first, "edges")
+                assert sum(first.status(own=True)["pipelines"]["edges"]["outcomes"].values()) == 1
+            with connect(sock) as second:
+                second.pipeline("edges", ["threshold"], period_ms=20.0, frame_shape=SHAPE)
+                assert "edges" in daemon.states                     # the same engine name, given again
+                mine = second.status(own=True)["pipelines"]["edges"]
+                assert mine["outcomes"] == {} and mine["miss_rate"] == 0.0
+
+
+def test_a_refusal_names_no_other_clients_pipeline(sock):
+    """The host's check names the pipeline whose bound is tightest, which may be another client's:
+    the refusal says "another client's pipeline" instead, and keeps its own name."""
+    from fpgashare.sched.core.clock import VirtualClock
+
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock(),
+                    host_cost=HostCost(per_frame_s=0.0002))
+    with DaemonThread(daemon), connect(sock) as other, connect(sock) as asker:
+        other.pipeline("secret-camera", ["threshold"], period_ms=33.0, deadline_ms=5.0, frame_shape=(240, 320))
+        with pytest.raises(DaemonError, match="response bound another client's pipeline's deadline") as err:
+            asker.pipeline("mine", ["threshold"], period_ms=5.0, frame_shape=(60, 80))
+        assert err.value.kind == "admission" and "secret-camera" not in str(err.value)
+        assert "pipeline 'mine' not admitted" in str(err.value)
+
+
+def test_a_status_counts_only_the_askers_own_frames_unless_it_is_the_admin_view(sock):
+    rng = np.random.default_rng()
+    with running(sock) as daemon, connect(sock) as busy, connect(sock) as quiet:
+        mine = int(rng.integers(1, 4))
+        for _ in range(mine):
+            check_frame_round_trip(busy, f"edges{_}")
+        check_frame_round_trip(quiet, "edges")
+        assert sum(busy.status(own=True)["outcomes"].values()) == mine     # its own frames, however they ended
+        assert sum(quiet.status(own=True)["outcomes"].values()) == 1
+        assert busy.status()["outcomes"] == daemon.outcomes and sum(daemon.outcomes.values()) == mine + 1
+
+
+def test_redaction_replaces_every_other_clients_name_where_it_stands_alone():
+    """On generated names (sharing prefixes, with '@', '-' and spaces), quoted or possessive in a
+    text: every other client's name is replaced, every own name and word is left as it was (a
+    name inside a longer one, ``e`` in ``edges@2``, does not stand alone)."""
+    import random
+
+    from fpgashare.daemon.sessions import ANOTHERS, Sessions
+
+    r = random.Random()
+    me, them = object(), object()
+    for _ in range(500):
+        keys = {r.choice(["edges", "e", "x y", "cam@3", "a-b"]) + r.choice(["", "@2", "2", "@9"])
+                for _ in range(r.randint(1, 6))}
+        owners = {key: r.choice([me, them]) for key in keys}
+        sessions = Sessions.__new__(Sessions)
+        sessions.states = {key: (owner, None) for key, owner in owners.items()}
+        tokens = [(key, r.choice(["'{}'", "{}'s", "({})"])) for key in keys] + [(None, "the"), (None, "stream")]
+        r.shuffle(tokens)
+        text = " | ".join(form.format(key) if key else form for key, form in tokens)
+        expected = " | ".join(form if key is None else form.format(ANOTHERS if owners[key] is them else key)
+                              for key, form in tokens)
+        assert sessions.redact(text, me) == expected, (text, owners)
 
 
 def test_no_client_can_squat_another_clients_name(sock):

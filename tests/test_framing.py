@@ -169,3 +169,31 @@ def test_the_tcp_reader_admits_a_body_before_reading_it():
     finally:
         mine.close()
         theirs.close()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(min_value=0, max_value=20), st.integers(min_value=1, max_value=64 << 10))
+def test_the_daemons_reader_cuts_at_most_one_reads_bytes_at_once(body_len, total):
+    """However many messages are already buffered (bare headers cost the most: one message per
+    4 bytes), one step of the reader cuts no more of them than one read's bytes hold: the loop
+    every tenant shares is never held for a whole flood's worth of cutting."""
+    from fpgashare.wire.protocol import READ_BYTES
+
+    one = struct.pack(">I", body_len) + b"\xc1" * body_len
+    wire = one * max(1, total // len(one))
+
+    async def go():
+        stream = asyncio.StreamReader(limit=1 << 30)
+        stream.feed_data(wire)
+        stream.feed_eof()
+        reader = MessageReader(stream)
+        most = 0
+        while True:
+            try:
+                if await reader.next() is None:
+                    return most
+            except ProtocolError:
+                pass
+            most = max(most, len(reader.bodies) + 1)
+
+    assert asyncio.run(go()) <= READ_BYTES // len(one) + 1

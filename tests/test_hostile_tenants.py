@@ -283,6 +283,40 @@ def garbage(sock: str, ready, stopped) -> dict:
     return kinds
 
 
+def no_request_flood(sock: str, ready, stopped) -> dict:
+    """Bodies that are no request (not msgpack; a map without an id), as fast as the sockets take
+    them, on every connection it may open, never reading a reply: each costs the daemon an error
+    reply twenty times its size, so it must stop reading them as it would requests."""
+    import socket as socketlib
+
+    import msgpack
+    from fpgashare.wire.protocol import HEADER, VERSION
+
+    bodies = [b"\xc1", msgpack.packb({"v": VERSION})]
+    chunk = b"".join(HEADER.pack(len(b)) + b for b in bodies) * 2048
+    conns, seen = [], {"sent": 0}
+    with contextlib.suppress(OSError):
+        for _ in range(16):
+            s = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
+            s.connect(sock)
+            s.setblocking(False)
+            conns.append(s)
+    ready()
+    while not stopped():
+        for s in conns:
+            try:
+                seen["sent"] += s.send(chunk)
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                seen[type(exc).__name__] = seen.get(type(exc).__name__, 0) + 1
+        time.sleep(0.001)
+    seen["connections"] = len(conns)
+    for s in conns:
+        s.close()
+    return seen
+
+
 def count_replies(bodies: list[bytes], kinds: dict[str, int]) -> int:
     """Count replies by their error kind ("ok" for none); returns how many there were."""
     import msgpack
@@ -349,7 +383,7 @@ TCP: dict = {}        #: the daemon's listener (set before any fork: the childre
 
 ATTACKS = {"truncate_ring": truncate_ring, "connection_flood": connection_flood,
            "cheap_request_flood": cheap_request_flood, "squat_names": squat_names, "hoard": hoard,
-           "garbage": garbage, "tcp_flood": tcp_flood}
+           "garbage": garbage, "tcp_flood": tcp_flood, "no_request_flood": no_request_flood}
 
 
 # ---- the harness
@@ -548,6 +582,8 @@ def check_attacker(attack: str, seen: dict) -> None:
         assert seen.get("held") == 16 and seen.get("quota") == 24, seen     # pipelines_per_client
     elif attack == "tcp_flood":          # handshakes over the cap cut at once; clients capped at the token's
         assert seen["cut"] >= 12 and 1 <= seen["clients"] < 40 and seen.get("ok", 0) > 0, seen
+    elif attack == "no_request_flood":   # not read on while its replies back up: a few socket buffers' worth
+        assert seen["connections"] >= 8 and 0 < seen["sent"] < seen["connections"] << 20, seen
     elif attack in ("cheap_request_flood", "hoard"):
         assert seen.get("quota", 0) > 0, seen
     else:

@@ -88,3 +88,48 @@ def test_client_side_input_conversion_is_exact_and_refuses_negatives():
     assert np.array_equal((frames >> 1).astype(np.int8)[..., None], imported.quantize_input(x))
     with pytest.raises(FrameError, match="negative"):
         to_pixels(imported, -x[0])
+
+
+def test_a_full_registry_makes_room_from_networks_no_pipeline_uses():
+    """Whatever networks were kept and whichever are in use: a new one takes the place of the
+    oldest unused one, and is refused only when every kept network is in use."""
+    good = network_bytes(import_onnx(SHIPPED).network)
+    rng = np.random.default_rng()
+    for _ in range(20):
+        limit = int(rng.integers(1, 6))
+        reg = Registry(limit=limit)
+        names = [reg.register(good, f"m{i}") for i in range(limit)]
+        used = {n for n in names if rng.random() < 0.5}
+        gone: list[str] = []
+        newcomer = reg.register(good, "new", used.__contains__, gone.append) if len(used) < limit else None
+        if newcomer is None:
+            with pytest.raises(NetworkError, match=f"already holds {limit} client networks, each in use"):
+                reg.register(good, "new", used.__contains__)
+            assert all(reg.get(n) is not None for n in names)
+            continue
+        dropped = next(n for n in names if n not in used)               # the oldest unused
+        assert reg.get(dropped) is None and reg.get(newcomer) is not None and gone == [dropped]
+        assert all(reg.get(n) is not None for n in names if n != dropped)
+
+
+def test_networks_left_by_refused_registrations_do_not_keep_another_clients_out(tmp_path, inputs, monkeypatch):
+    """A client sends more networks than the daemon keeps, each under a new label, in
+    registrations refused after the network was read (a name it holds already): another client's
+    network still registers and runs, and the first client's live pipeline keeps its own."""
+    from fpgashare.dnn.network_wire import REGISTERED
+
+    monkeypatch.setattr(REGISTERED, "limit", 3)
+    monkeypatch.setattr(REGISTERED, "_nets", {})
+    good = network_bytes(import_onnx(SHIPPED).network)
+    sock = tmp_path / "d.sock"
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, dilation=20.0)
+    with DaemonThread(daemon), connect(sock) as hog, connect(sock) as other:
+        held = hog.request("dnn", name="x", model="kept", network=good)["model"]
+        for i in range(2 * REGISTERED.limit):
+            with pytest.raises(DaemonError, match="already registered") as err:
+                hog.request("dnn", name="x", model=f"label{i}", network=good)
+            assert err.value.kind == "bad_request"
+        pipe = other.dnn("digits", model=str(SHIPPED))
+        got = np.stack([pipe.submit(x).result(timeout=20) for x in inputs[:2]])
+        assert np.array_equal(got, import_onnx(SHIPPED).reference(inputs[:2]))
+        assert REGISTERED.get(held) is not None and len(REGISTERED._nets) <= REGISTERED.limit

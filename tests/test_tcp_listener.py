@@ -203,3 +203,28 @@ def test_fuzzed_requests_over_tcp_never_get_internal(listener):
     seed = int.from_bytes(os.urandom(4), "little")
     kinds = fuzz_tcp(listener.address, TOKEN, 2_000, seed, timeout_s=120)
     assert "internal" not in kinds and kinds["ok"] > 100 and kinds["bad_request"] > 100, (seed, kinds)
+
+
+@pytest.mark.parametrize("fields,says", [
+    ({"frame_dtype": "u1," * 100_000 + "u1"}, "frame_dtype must be a dtype name of 1..16 characters"),
+    ({"frame_dtype": ["uint8"]}, "frame_dtype must be a dtype name"),
+    ({"frame_shape": [1] * 10_000}, "frame_shape must be a list of at most 4 sides"),
+    ({"frame_shape": [60, -80]}, "frame_shape must be a list of at most 4 sides"),
+    ({"frame_shape": "60x80"}, "frame_shape must be a list"),
+])
+def test_an_inline_frames_layout_is_checked_before_numpy_parses_it(listener, fields, says):
+    """A dtype string of many fields is a valid structured dtype whose parsing alone costs the
+    listener seconds and hundreds of megabytes (a board has 512 MB): refused by its length first,
+    naming the field; the connection and its pipeline carry on."""
+    fpga = connect_tcp(*listener.address, TOKEN)
+    try:
+        pipe = fpga.pipeline("p", ["threshold"], period_ms=20.0, frame_shape=SHAPE)
+        frame = {"frame": bytes(SHAPE[0] * SHAPE[1]), "frame_shape": list(SHAPE), "frame_dtype": "uint8"}
+        with pytest.raises(DaemonError, match=says) as err:
+            fpga.request("submit", pipeline="p", **{**frame, **fields})
+        assert err.value.kind == "bad_request"
+        image = np.random.default_rng().integers(0, 256, SHAPE, dtype=np.uint8)
+        assert np.array_equal(pipe.submit(image).result(timeout=30),
+                              chain_reference(resolve_chain(["threshold"], {}), image))
+    finally:
+        fpga.close()

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import grp
 import logging
+import os
 import socket
+import stat
 import struct
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fpgashare.daemon.limits import RateLimiter
+from fpgashare.errors import FpgashareError
 from fpgashare.wire.protocol import ProtocolError, error_reply
 
 if TYPE_CHECKING:
@@ -118,3 +123,29 @@ class Acceptor:
             with contextlib.suppress(ValueError, OSError):
                 self.loop.remove_reader(self.listener.fileno())
         self.listener.close()
+
+
+def listen_unix(path: Path, group: str | None) -> socket.socket:
+    """A listening Unix socket at ``path``, mode 0660, in ``group`` if given. A socket file already
+    there is a dead daemon's (the board lock says no other daemon runs) and is replaced; any other
+    file is refused, never replaced."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISSOCK(mode):
+        raise FpgashareError(f"socket path {path} exists and is not a socket; "
+                             "refusing to replace it (choose another --socket or remove it)")
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(str(path))
+        listener.listen(BACKLOG)
+        os.chmod(path, 0o660)
+        if group is not None:
+            os.chown(path, -1, grp.getgrnam(group).gr_gid)
+    except BaseException:
+        listener.close()
+        raise
+    return listener

@@ -7,10 +7,13 @@ lives in the daemon's own registry, so two daemons in one process (tests) do not
 
 from __future__ import annotations
 
+import contextlib
+
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily
 
 LOOP_BUCKETS = (0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 1.0)
+OUTCOMES = ("on_time", "late", "dropped", "error", "done")      #: what a frame or image ends as (stats.py)
 LATENCY_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.033, 0.05, 0.1, 0.2, 0.5, 1.0)
 
 
@@ -31,6 +34,14 @@ class DaemonMetrics:
         self.frames.labels(pipeline, outcome).inc()
         if latency_s is not None:
             self.latency.labels(pipeline).observe(latency_s)
+
+    def forget(self, pipeline: str) -> None:
+        """Drop an ended pipeline's series (the daemon keeps the newest ended ones only: stats.py)."""
+        for outcome in OUTCOMES:
+            with contextlib.suppress(KeyError):
+                self.frames.remove(pipeline, outcome)
+        with contextlib.suppress(KeyError):
+            self.latency.remove(pipeline)
 
     def serve(self, port: int, address: str = "127.0.0.1") -> int:
         """Serve /metrics over HTTP; returns the port (0 picks a free one)."""

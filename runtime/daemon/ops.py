@@ -64,6 +64,7 @@ class Ops:
         self.streams = streams
         self.lane = lane          #: control work's turns (control_lane.py): a request resumes at one
         self._registering = asyncio.Lock()   # one registration at a time: each test sees the set it joins
+        self._networks_pending: dict[str, int] = {}   # client networks of registrations under way
         self.handlers = {name[len("_op_"):]: getattr(self, name) for name in dir(self) if name.startswith("_op_")}
 
     async def _op_hello(self, client: Client, message: dict) -> dict:
@@ -230,21 +231,39 @@ class Ops:
 
     async def _op_dnn(self, client: Client, message: dict) -> None:
         """A best-effort DNN pipeline: images go into its ring, outputs come back in the reply."""
-        from fpgashare.dnn.planning import misfit, network
-
         name = checks.name(message, "name")
         model = checks.name(message, "model")
         fallback = checks.fallback(message)
-        if "network" in message:      # the client converted its model (e.g. ONNX): checked, kept by content
-            from fpgashare.dnn.network_wire import REGISTERED
-            from fpgashare.errors import NetworkError
+        if "network" not in message:
+            if model not in DNN_MODELS:
+                raise ProtocolError("bad_request", f"dnn {name!r}: unknown model {model!r} ({', '.join(DNN_MODELS)})")
+            return await self._dnn(client, message, name, model, fallback)
+        # The client converted its model (e.g. ONNX): checked, kept by content, and needed until
+        # this registration ends (then only while a pipeline uses it: network_wire.Registry).
+        from fpgashare.dnn.network_wire import REGISTERED
+        from fpgashare.dnn.planning import forget
+        from fpgashare.errors import NetworkError
 
-            try:
-                model = REGISTERED.register(message["network"], model)
-            except NetworkError as exc:
-                raise ProtocolError("bad_request", f"dnn {name!r}: {exc}") from None
-        elif model not in DNN_MODELS:
-            raise ProtocolError("bad_request", f"dnn {name!r}: unknown model {model!r} ({', '.join(DNN_MODELS)})")
+        try:
+            model = REGISTERED.register(message["network"], model, self._network_in_use, dropped=forget)
+        except NetworkError as exc:
+            raise ProtocolError("bad_request", f"dnn {name!r}: {exc}") from None
+        self._networks_pending[model] = self._networks_pending.get(model, 0) + 1
+        try:
+            return await self._dnn(client, message, name, model, fallback)
+        finally:
+            self._networks_pending[model] -= 1
+            if not self._networks_pending[model]:
+                del self._networks_pending[model]
+
+    def _network_in_use(self, model: str) -> bool:
+        """Whether a registration under way or a pipeline uses the client network ``model``."""
+        every = (*self.engine.dnn_pipelines, *self.engine.pipelines, *self.engine.cpu_pipelines)
+        return model in self._networks_pending or any(getattr(p, "model", None) == model for p in every)
+
+    async def _dnn(self, client: Client, message: dict, name: str, model: str, fallback: str | None) -> None:
+        from fpgashare.dnn.planning import misfit, network
+
         self.sessions.check_name_free(client, name)
         count = sum(1 for s in client.pipelines.values() if s.ring.spec.out_shape == (1,))
         if count >= self.limits.dnn_per_client:
@@ -308,6 +327,7 @@ class Ops:
             added = True
             client.pipelines[name] = state
             self.sessions.states[spec.name] = (client, state)
+            self.sessions.begun(spec.name)
             client.shm_bytes += ring.nbytes
             self.sessions.shm_bytes += ring.nbytes
         except BaseException as exc:

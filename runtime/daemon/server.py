@@ -32,19 +32,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import grp
 import logging
-import os
 import signal
-import socket
-import stat
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from fpgashare.backends.base import Backend
-from fpgashare.daemon.acceptor import BACKLOG, Acceptor
+from fpgashare.daemon.acceptor import Acceptor, listen_unix
 from fpgashare.daemon.control_lane import ControlLane
 from fpgashare.daemon.driver import Driver
 from fpgashare.daemon.eventloop import SWITCH_INTERVAL_S, shorten_switch_interval, tighten_timer_slack
@@ -247,26 +243,8 @@ class Daemon:
                            host_watch=self.host_watch, host_spent=self.host_spent, streams=self.streams,
                            lane=self.lane)
             sweep_stale_rings()
-            try:
-                mode = self.socket_path.lstat().st_mode
-            except FileNotFoundError:
-                mode = None
-            if mode is not None and not stat.S_ISSOCK(mode):
-                raise FpgashareError(f"socket path {self.socket_path} exists and is not a socket; "
-                                     "refusing to replace it (choose another --socket or remove it)")
-            with contextlib.suppress(FileNotFoundError):
-                self.socket_path.unlink()        # a dead daemon's: the lock and the probe say so
-            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                listener.bind(str(self.socket_path))
-                listener.listen(BACKLOG)
-            except BaseException:
-                listener.close()
-                raise
+            listener = listen_unix(self.socket_path, self.socket_group)
             self._server = Acceptor(self._loop, listener, self.tenants.admit, self._serve, lane=self.lane)
-            os.chmod(self.socket_path, 0o660)
-            if self.socket_group is not None:
-                os.chown(self.socket_path, -1, grp.getgrnam(self.socket_group).gr_gid)
             if self.metrics_port is not None:
                 from fpgashare.daemon.metrics import DaemonMetrics
 
@@ -361,20 +339,21 @@ class Daemon:
                     message = await messages.next()
                 except ProtocolError as exc:
                     client.send(error_reply(-1, exc))
-                    if exc.kind in ("oversized", "malformed") and "stream ended" not in str(exc):
-                        if exc.kind == "oversized":
-                            break          # the stream cannot be resynchronised after a bad length
-                        continue
-                    break
-                if message is None:
-                    break
-                over = self.tenants.over_rate(client, message.get("op"))
+                    if exc.kind != "malformed" or "stream ended" in str(exc):
+                        break              # the stream cannot be resynchronised after a bad length
+                    message = None         # a body that is no request: it costs what a request costs
+                else:
+                    if message is None:
+                        break
+                over = self.tenants.over_rate(client, None if message is None else message.get("op"))
                 if over is not None:
-                    client.send(error_reply(message["id"], over[0]))
+                    if message is not None:
+                        client.send(error_reply(message["id"], over[0]))
                     await writer.drain()
                     await asyncio.sleep(over[1])     # not read again until a request could be taken
                     continue
-                await self._handle(client, message)
+                if message is not None:
+                    await self._handle(client, message)
                 # A client that does not read its replies is not read either: they cannot pile up here.
                 await writer.drain()
                 # One request per connection per turn of the loop: timers due (frames ending, loads)
@@ -386,9 +365,19 @@ class Daemon:
             pass
         finally:
             self.sessions.client_gone(client, CLIENT_GONE)
+            await self._answered(client, writer)
             self.tenants.left(client)
             with contextlib.suppress(Exception):
                 writer.close()
+
+    async def _answered(self, client: Client, writer: asyncio.StreamWriter) -> None:
+        """Wait (at most SHUTDOWN_GRACE_S) until the frames ``client`` had on the fabric when it
+        stopped sending are answered: one that only half-closed its socket still reads, and
+        each of its frames gets its one answer (dropped, client gone) before the socket closes.
+        A client that is really gone makes the writes fail, which ends the wait at once."""
+        deadline = time.monotonic() + SHUTDOWN_GRACE_S
+        while client.pipelines and not writer.is_closing() and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
 
     async def _handle(self, client: Client, message: dict) -> None:
         rid = message["id"]
@@ -408,10 +397,14 @@ class Daemon:
         self._realtime_due()                 # the real-time path first: events due before any request
         try:
             answer = await handler(client, message)
+            if answer is not None:
+                answer = reply(rid, **answer)        # one that cannot be a message is an error reply
         except ProtocolError as exc:
+            if exc.kind == "admission":       # reasons over the whole set: no other client's names
+                exc = ProtocolError(exc.kind, self.sessions.redact(str(exc), client))
             client.send(error_reply(rid, exc))
         except FpgashareError as exc:
-            client.send(error_reply(rid, ProtocolError("bad_request", str(exc))))
+            client.send(error_reply(rid, ProtocolError("bad_request", self.sessions.redact(str(exc), client))))
         except (ConnectionError, asyncio.CancelledError):
             raise
         except Exception as exc:
@@ -419,7 +412,7 @@ class Daemon:
             client.send(error_reply(rid, ProtocolError("internal", f"{type(exc).__name__}: {exc}")))
         else:
             if answer is not None:
-                client.send(reply(rid, **answer))
+                client.send(answer)
 
 
 def _warm_up() -> None:

@@ -9,6 +9,7 @@ import asyncio
 import logging
 import os
 import pwd
+import re
 import socket
 import struct
 import time
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("fpgashare.daemon")
 
+ANOTHERS = "another client's pipeline"    #: what a client is told in place of another's pipeline name
 FD_SEND_WAIT_S = 5.0      #: how long a ring's descriptor waits for room in a client's socket
 
 
@@ -54,6 +56,7 @@ class Client:
     rate: RateLimiter
     pipelines: dict[str, PipelineState] = field(default_factory=dict)   # by the client's name
     shm_bytes: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)     #: its frames and images, by how they ended
 
     def in_flight(self) -> int:
         return sum(len(s.in_flight) for s in self.pipelines.values())
@@ -125,6 +128,17 @@ class Sessions:
         if name in client.pipelines:
             raise ProtocolError("bad_request", f"a pipeline named {name!r} is already registered by this client")
 
+    def redact(self, text: str, client: Client) -> str:
+        """``text`` with every other client's pipeline (by its engine name) put as ANOTHERS: a
+        refusal computed over the whole set (admission, the host's check) may name any pipeline
+        in it, and no client may learn another's names or figures. A name counts where it stands
+        alone (not inside a longer name: ``edges`` is not replaced in ``edges@7``)."""
+        others = sorted((key for key, (owner, _) in self.states.items() if owner is not client and key in text),
+                        key=len, reverse=True)
+        if not others:
+            return text
+        return re.sub(r"(?<![\w@])(?:" + "|".join(map(re.escape, others)) + r")(?![\w@])", ANOTHERS, text)
+
     def engine_name(self, client: Client, name: str) -> str:
         """The client's name if no pipeline has it and it holds no ``@``, else ``name@client``.
 
@@ -133,6 +147,13 @@ class Sessions:
         ``@``), so it is that client's alone, and within it the name part tells its names apart.
         So squatting ``edges`` and ``edges@7`` cannot block client 7's ``edges``."""
         return name if name not in self.states and "@" not in name else f"{name}@{client.id}"
+
+    def begun(self, key: str) -> None:
+        """A pipeline registered under engine name ``key`` starts with no statistics or metrics
+        (the name may have been another client's pipeline's, now ended: stats.py)."""
+        self.stats.begun(key)
+        if self.metrics is not None:
+            self.metrics.forget(key)
 
     def end_pipeline(self, client: Client, name: str, reason: str) -> None:
         state = client.pipelines[name]
@@ -150,7 +171,9 @@ class Sessions:
             client.shm_bytes -= state.ring.nbytes
             self.shm_bytes -= state.ring.nbytes
         self.states.pop(state.key, None)
-        self.stats.retired(state.key, self.states)
+        for name in self.stats.retired(state.key, self.states):
+            if self.metrics is not None:       # its series go with its statistics: churn cannot grow them
+                self.metrics.forget(name)
 
     def client_gone(self, client: Client, reason: str) -> None:
         if self.clients.pop(client.id, None) is None:
@@ -180,6 +203,7 @@ class Sessions:
         came = frame.release if isinstance(frame, DnnRequest) else frame.origin
         latency = None if frame.end is None else (frame.end - came) * 1e3
         self.stats.ended(frame.pipeline.name, frame.pipeline.klass, outcome, latency)
+        client.outcomes[outcome] = client.outcomes.get(outcome, 0) + 1
         _, slot, rid = state.in_flight.pop(id(frame))
         if isinstance(frame, DnnRequest):   # outputs are a few int8 values: they ride in the reply
             output = frame.output if outcome == "done" else None

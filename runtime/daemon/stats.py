@@ -7,6 +7,9 @@ from __future__ import annotations
 import contextlib
 from collections import deque
 
+import msgpack
+from fpgashare.wire.protocol import MAX_MESSAGE
+
 LATENCY_WINDOW = 10_000   #: newest frame latencies kept per pipeline (percentiles), not every one of a day
 ENDED_KEPT = 64           #: ended pipelines whose statistics are kept (the newest), for apps that come and go
 
@@ -25,22 +28,35 @@ class Stats:
         if latency_ms is not None:
             stats["latencies_ms"].append(latency_ms)
 
-    def retired(self, name: str, live: set[str] | dict) -> None:
+    def begun(self, name: str) -> None:
+        """A pipeline registered under ``name``: it starts with no statistics. An engine name is
+        given again once its pipeline ended (sessions.py), maybe to another client, which must
+        not see the ended one's outcomes as its own."""
+        self.per_pipeline.pop(name, None)
+        with contextlib.suppress(ValueError):
+            self._ended.remove(name)
+
+    def retired(self, name: str, live: set[str] | dict) -> list[str]:
         """Statistics outlive their pipeline, but only the newest few: apps that register a fresh
-        name each run would otherwise grow the daemon."""
+        name each run would otherwise grow the daemon. The names whose statistics went (for the
+        metrics to forget them too)."""
         if name in self.per_pipeline:
             with contextlib.suppress(ValueError):
                 self._ended.remove(name)
             self._ended.append(name)
+        gone = []
         while len(self._ended) > ENDED_KEPT:
             old = self._ended.popleft()
             if old not in live:                    # not registered again meanwhile
                 self.per_pipeline.pop(old, None)
+                gone.append(old)
+        return gone
 
 
 def status(daemon, client, own: bool = False, summaries: tuple[dict, dict | None] | None = None) -> dict:
-    """The ``status`` answer for ``client``: the fabric, its own pipelines, and every client's
-    only if it may see them (root, or a member of the admin group) and did not ask for its ``own``.
+    """The ``status`` answer for ``client``: the fabric, its own pipelines and outcomes, and every
+    client's only if it may see them (root, or a member of the admin group) and did not ask for its
+    ``own``.
     ``summaries``: the loop's and the control lane's summaries, if computed already (off the loop:
     ``summaries_off_loop``)."""
     if summaries is None:
@@ -77,12 +93,46 @@ def status(daemon, client, own: bool = False, summaries: tuple[dict, dict | None
         named[state.name if owner is client else key] = entry
     clients = [{"id": c.id, "pid": c.pid, "uid": c.uid, "pipelines": list(c.pipelines)}
                for c in daemon.clients.values() if admin or c is client]
-    return {"now": daemon.clock.now(), "dilation": daemon.dilation, "slots": slots,
-            "port": {"loads": port.loads, "busy_s": port.busy_s, "queued": len(port.queue)},
-            "pipelines": named, "outcomes": dict(daemon.stats.outcomes),
-            "clients": clients, "admin": admin, "loop": loop, "host": daemon.host_watch.summary(),
-            "host_overruns": daemon.driver.overruns.summary(),
-            "control": control}
+    return fitted({"now": daemon.clock.now(), "dilation": daemon.dilation, "slots": slots,
+                   "port": {"loads": port.loads, "busy_s": port.busy_s, "queued": len(port.queue)},
+                   "pipelines": named, "outcomes": dict(daemon.stats.outcomes if admin else client.outcomes),
+                   "clients": clients, "admin": admin, "loop": loop, "host": daemon.host_watch.summary(),
+                   "host_overruns": daemon.driver.overruns.summary(),
+                   "control": control}, STATUS_BYTES)
+
+
+#: Bytes a status answer may take: a reply is one message of at most MAX_MESSAGE (protocol.py),
+#: with room for its envelope (version, id, ok).
+STATUS_BYTES = MAX_MESSAGE - 1024
+
+
+def fitted(answer: dict, limit: int) -> dict:
+    """``answer`` within ``limit`` bytes of msgpack: an admin's view of many pipelines (tenants
+    choose how many, and their names' lengths) would not fit one message. The pipelines and the
+    clients are kept in order, each list while it fits its share of the room (half, or more when
+    the other needs less); ``truncated`` then says how many there were."""
+    if len(msgpack.packb(answer)) <= limit:
+        return answer
+    pipelines, clients = list(answer["pipelines"].items()), answer["clients"]
+    costs = {"pipelines": [len(msgpack.packb({k: v})) for k, v in pipelines],
+             "clients": [len(msgpack.packb(c)) for c in clients]}
+    out = {**answer, "pipelines": {}, "clients": [],
+           "truncated": {"pipelines": len(pipelines), "clients": len(clients)}}
+    room = max(0, limit - len(msgpack.packb(out)) - 16)          # 16: the lists' headers as they grow
+    needs = {key: sum(c) for key, c in costs.items()}
+    share = {"pipelines": max(room // 2, room - needs["clients"]),
+             "clients": max(room // 2, room - needs["pipelines"])}
+    kept = {}
+    for key, entry_costs in costs.items():
+        total = count = 0
+        for cost in entry_costs:      # (each entry's own map header makes its cost an overestimate)
+            if total + cost > share[key]:
+                break
+            total, count = total + cost, count + 1
+        kept[key] = count
+    out["pipelines"] = dict(pipelines[:kept["pipelines"]])
+    out["clients"] = clients[:kept["clients"]]
+    return out
 
 
 async def summaries_off_loop(daemon) -> tuple[dict, dict | None]:

@@ -18,6 +18,7 @@ import re
 import tempfile
 import threading
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from fpgashare.dnn.network import Network, load_network, save_network
@@ -76,24 +77,41 @@ def network_from_wire(data: object, where: str = "network") -> Network:
 
 
 class Registry:
-    """Networks clients sent, by content-addressed name; bounded, thread-safe."""
+    """Networks clients sent, by content-addressed name; bounded, thread-safe. When it is full,
+    a new network takes the place of the oldest that no pipeline uses (``in_use``), so networks
+    left over by clients that went (or by registrations refused after their network was read)
+    cannot keep other clients' networks out."""
 
     def __init__(self, limit: int = MAX_REGISTERED) -> None:
         self.limit = limit
-        self._nets: dict[str, Network] = {}
+        self._nets: dict[str, Network] = {}     # oldest first
         self._lock = threading.Lock()
 
-    def register(self, data: object, label: str) -> str:
-        """Check ``data`` and keep it; its name (the same for the same bytes)."""
+    def register(self, data: object, label: str, in_use: Callable[[str], bool] = lambda name: True,
+                 dropped: Callable[[str], None] = lambda name: None) -> str:
+        """Check ``data`` and keep it; its name (the same for the same bytes). ``in_use(name)``:
+        whether a kept network is still needed (default: every one is, so none is dropped);
+        ``dropped(name)``: told of a network dropped to make room (to forget what was kept for it)."""
         net = network_from_wire(data, f"network for {label!r}")
         digest = hashlib.sha256(bytes(data)).hexdigest()[:12]
         name = f"{label[:40]}-{digest}"
         with self._lock:
             if name not in self._nets:
                 if len(self._nets) >= self.limit:
-                    raise NetworkError(f"network for {label!r}: the daemon already holds {self.limit} client networks")
+                    self._make_room(in_use, dropped)
+                if len(self._nets) >= self.limit:
+                    raise NetworkError(f"network for {label!r}: the daemon already holds {self.limit} client "
+                                       "networks, each in use")
                 self._nets[name] = Network(name, net.input_shape, net.layers)
         return name
+
+    def _make_room(self, in_use: Callable[[str], bool], dropped: Callable[[str], None]) -> None:
+        """Drop the oldest network no pipeline uses."""
+        for old in list(self._nets):
+            if not in_use(old):
+                del self._nets[old]
+                dropped(old)
+                return
 
     def get(self, name: str) -> Network | None:
         with self._lock:

@@ -59,6 +59,15 @@ def misfit(platform: Platform, model: str) -> str | None:
     return _MISFITS[key]
 
 
+def forget(model: str) -> None:
+    """Drop the plans kept for ``model`` (a client's network the daemon no longer holds: its plans
+    must not outlive it, or a stream of networks would grow them without end)."""
+    for cache in (_PLANS, _MISFITS):
+        for key in [k for k in cache if k[2] == model]:
+            del cache[key]
+    network.cache_clear()            # (eight entries at most: cheap to rebuild)
+
+
 def dnn_slot_count(platform: Platform) -> int:
     """How many slots of ``platform`` can hold a dnn_tile."""
     return len(platform.slots_for("dnn_tile")) if "dnn_tile" in platform.modules else 0

@@ -65,9 +65,24 @@ def recv(sock: socket.socket, limit: int = MAX_TCP_MESSAGE) -> dict | None:
     return Reader(sock, limit).next()
 
 
+#: An inline frame's dtype and shape as the daemon takes them (daemon/checks.py): a short dtype
+#: name and up to four sides. Checked before numpy parses them: a dtype string of a million
+#: fields is a valid structured dtype, and parsing one costs seconds and hundreds of megabytes.
+MAX_DTYPE_CHARS, MAX_RANK = 16, 4
+
+
 def array(fields: dict, prefix: str) -> np.ndarray:
-    return np.frombuffer(fields[f"{prefix}"], dtype=np.dtype(fields[f"{prefix}_dtype"])).reshape(
-        fields[f"{prefix}_shape"])
+    """The array ``fields`` carries inline under ``prefix`` (its bytes, ``_dtype`` and ``_shape``);
+    ValueError naming the field that cannot be one."""
+    dtype, shape = fields[f"{prefix}_dtype"], fields[f"{prefix}_shape"]
+    if not isinstance(dtype, str) or not 1 <= len(dtype) <= MAX_DTYPE_CHARS:
+        raise ValueError(f"{prefix}_dtype must be a dtype name of 1..{MAX_DTYPE_CHARS} characters, "
+                         f"got {repr(dtype)[:40]}")
+    if not isinstance(shape, list) or len(shape) > MAX_RANK or \
+            not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in shape):
+        raise ValueError(f"{prefix}_shape must be a list of at most {MAX_RANK} sides (integers >= 0), "
+                         f"got {repr(shape)[:40]}")
+    return np.frombuffer(fields[f"{prefix}"], dtype=np.dtype(dtype)).reshape(shape)
 
 
 def pack_array(a: np.ndarray, prefix: str) -> dict:

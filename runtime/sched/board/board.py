@@ -37,7 +37,7 @@ from fpgashare.sched.analysis.control_traffic import control_seconds
 from fpgashare.sched.analysis.schedulability import UNCONSTRAINED, AdmissionContract, load_seconds
 from fpgashare.sched.board import board_admission, board_figures
 from fpgashare.sched.board.dnn_queue import QueuedDnnJobs
-from fpgashare.sched.board.port_share import PortArbiter
+from fpgashare.sched.board.port_share import PortArbiter, step_partitions
 from fpgashare.sched.board.registrations import Registrations
 from fpgashare.sched.board.relayout import Relayout, step_relayout
 from fpgashare.sched.board.stream_plan import StreamPlan
@@ -396,22 +396,6 @@ def _share(engine: Engine, name: str, value) -> None:
         engine.watchdog.margin = value
     else:
         setattr(engine, name, value)
-
-
-def step_partitions(engines: list[Engine], arbiter: PortArbiter, t: float) -> None:
-    """One step of several partitions at ``t``: every engine with an event due takes its events,
-    then the port goes to the next partition with a load waiting; if it fell idle, the partitions
-    are asked again (a side load one of them held back may go now)."""
-    port_was_busy = arbiter.owner is not None
-    for engine in engines:
-        nxt = engine.next_event_s()
-        if nxt is not None and nxt <= t:
-            engine.advance_to(t)
-    if len(engines) > 1:            # one partition's own step already gave it the port
-        arbiter.grant()
-    if port_was_busy and arbiter.owner is None:
-        for engine in engines:
-            engine.poke()
 
 
 def run_board(workload: Workload, backend: Backend, plan: StreamPlan, make_policy: Callable[[], object],

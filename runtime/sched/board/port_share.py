@@ -87,3 +87,19 @@ class PortArbiter:
             first.port.kick()
             if self.owner is None and self._waiting(first):
                 return          # could not start (a fault path left it queued): next step retries
+
+
+def step_partitions(engines: list[Engine], arbiter: PortArbiter, t: float) -> None:
+    """One step of several partitions at ``t``: every engine with an event due takes its events,
+    then the port goes to the next partition with a load waiting; if it fell idle, the partitions
+    are asked again (a side load one of them held back may go now)."""
+    port_was_busy = arbiter.owner is not None
+    for engine in engines:
+        nxt = engine.next_event_s()
+        if nxt is not None and nxt <= t:
+            engine.advance_to(t)
+    if len(engines) > 1:            # one partition's own step already gave it the port
+        arbiter.grant()
+    if port_was_busy and arbiter.owner is None:
+        for engine in engines:
+            engine.poke()

@@ -42,7 +42,15 @@ from fpgashare.sched.core.view import EngineView, NeedOrder, SlotState
 from fpgashare.sched.policies import pin_lend
 from fpgashare.sched.policies.backfill import DNN as DNN_TILE
 from fpgashare.sched.policies.backfill import backfill
-from fpgashare.sched.policies.edf_loads import LoadPlan, borrow_last, may_load, pinned_victim, prefetch_victim
+from fpgashare.sched.policies.edf_loads import (
+    LoadPlan,
+    borrow_last,
+    load_pins,
+    may_load,
+    pinned_victim,
+    prefetch_victim,
+    short_of_loads,
+)
 from fpgashare.sched.policies.guard import side_load_allowed
 from fpgashare.sched.policies.lookahead import reclaim_at
 from fpgashare.sched.policies.pin_move import pin_move
@@ -177,7 +185,7 @@ class EdfPolicy(PriorityPolicy):
             # ``hopeless``, less its stream test (the one above, with the same stream_at), and its
             # cheap test first: even a load for every stage would leave the frame in time
             reason = None if not missing or engine.now + len(frame.modules) * shortest + frame.remaining_s \
-                <= frame.deadline else self._short_of_loads(engine, frame, missing)
+                <= frame.deadline else short_of_loads(engine, frame, missing)
             if reason:
                 engine.drop(frame, reason)
                 continue
@@ -284,23 +292,7 @@ class EdfPolicy(PriorityPolicy):
         as it frees, or its missing modules loaded back to back at the port's fastest."""
         if stream_at + frame.remaining_s > frame.deadline:      # this pass and the ones after it
             return "cannot finish by its deadline: the stream is taken until then"
-        return self._short_of_loads(engine, frame, missing) if missing else None
-
-    @staticmethod
-    def _short_of_loads(engine: EngineView, frame: Frame, missing: Sequence[str]) -> str | None:
-        """``hopeless``'s second test: a reason if ``missing`` modules, loaded back to back at the
-        port's fastest, would end too late."""
-        exec_s = frame.remaining_s
-        shortest = engine.port.shortest_load_s()
-        if engine.now + len(frame.modules) * shortest + exec_s <= frame.deadline:
-            return None         # even a load for every stage would leave it in time (the cheap test)
-        # Copies no slot holds, runs or receives must be loaded, whoever keeps the others.
-        slots = engine.slots
-        new = sum(max(0, need - len(slots.ready_with(m)) - len(slots.busy_with(m)) - len(slots.coming_with(m)))
-                  for m, need in frame.module_counts.items() if m in missing)
-        if new and engine.now + new * shortest + exec_s > frame.deadline:
-            return f"cannot finish by its deadline: {new} module(s) still to load"
-        return None
+        return short_of_loads(engine, frame, missing) if missing else None
 
     # ---- the port when no frame owns it ----------------------------------------------------
     def _port_idle(self, engine: EngineView, reserved: set[int], order: list[Frame]) -> None:
@@ -318,34 +310,9 @@ class EdfPolicy(PriorityPolicy):
         if work is not None:
             work(reserved)
 
-    def _load_pins(self, engine: EngineView, warm_up: bool = False) -> bool:
-        """Load a pinned module its slot does not hold yet (a new admission may pin more, or a
-        pin moved: pin_move.py), else a module a lend moved out of its slot (``plan_reload``)."""
-        if not engine.contract.pinned and not engine.planned_reloads:
-            return False
-        for slot, module in sorted(engine.contract.pinned.items()):
-            s = engine.slots.slots[slot]
-            if s.module == module and s.state in (SlotState.READY, SlotState.BUSY, SlotState.LOADING):
-                continue
-            if s.module == DNN_TILE and s.state is SlotState.READY and not warm_up \
-                    and pin_lend.defer_reload(engine, slot):
-                continue        # lent to the DNN for this idle gap: back by its latest start
-            if s.state not in (SlotState.BLANK, SlotState.READY) or not engine.slots.can_request(slot, module):
-                continue        # (a fused module's pin waits for its region's other slots to be idle)
-            if warm_up or side_load_allowed(engine, slot):
-                engine.load(slot, module, "pin")
-                if not warm_up:
-                    return True
-        for slot, (module, by) in sorted(engine.planned_reloads.items()):
-            s = engine.slots.slots[slot]
-            if engine.now + engine.port.load_seconds(slot) > by or s.module == module:
-                del engine.planned_reloads[slot]          # too late to be harmless, or done
-            elif s.state in (SlotState.BLANK, SlotState.READY) and not engine.slots.holds(module) \
-                    and engine.slots.can_request(slot, module) and side_load_allowed(engine, slot):
-                del engine.planned_reloads[slot]
-                engine.load(slot, module, "prefetch")
-                return True
-        return False
+    @staticmethod
+    def _load_pins(engine: EngineView, warm_up: bool = False) -> bool:
+        return load_pins(engine, warm_up)
 
     def port_idle_work(self, engine: EngineView, waiting: list[Frame]) -> Callable[[set[int]], None] | None:
         # Just in time, not as early as possible, where an early load gains nothing: with DNN work

@@ -1,13 +1,17 @@
 """Which slots edf's loads take: a committing frame's load plan, the victims an evictor or a
-prefetch may use, and the slots a prefetch must leave alone (runtime/sched/policies/edf.py runs them).
+prefetch may use, the slots a prefetch must leave alone, the pins to load back, and whether the
+loads a frame still lacks can end in time (runtime/sched/policies/edf.py runs them).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.view import EngineView, NeedOrder, SlotState
+from fpgashare.sched.policies import pin_lend
+from fpgashare.sched.policies.backfill import DNN as DNN_TILE
 from fpgashare.sched.policies.guard import side_load_allowed
 
 
@@ -92,3 +96,49 @@ def holding(engine: EngineView, future: NeedOrder, needed: list[str], upto: str)
         if s.module == upto or key < target or (key[0] == 1 and key[:3] == target[:3]):
             keep.add(s.index)
     return keep
+
+
+def load_pins(engine: EngineView, warm_up: bool = False) -> bool:
+    """Load a pinned module its slot does not hold yet (a new admission may pin more, or a
+    pin moved: pin_move.py), else a module a lend moved out of its slot (``plan_reload``)."""
+    if not engine.contract.pinned and not engine.planned_reloads:
+        return False
+    for slot, module in sorted(engine.contract.pinned.items()):
+        s = engine.slots.slots[slot]
+        if s.module == module and s.state in (SlotState.READY, SlotState.BUSY, SlotState.LOADING):
+            continue
+        if s.module == DNN_TILE and s.state is SlotState.READY and not warm_up \
+                and pin_lend.defer_reload(engine, slot):
+            continue        # lent to the DNN for this idle gap: back by its latest start
+        if s.state not in (SlotState.BLANK, SlotState.READY) or not engine.slots.can_request(slot, module):
+            continue        # (a fused module's pin waits for its region's other slots to be idle)
+        if warm_up or side_load_allowed(engine, slot):
+            engine.load(slot, module, "pin")
+            if not warm_up:
+                return True
+    for slot, (module, by) in sorted(engine.planned_reloads.items()):
+        s = engine.slots.slots[slot]
+        if engine.now + engine.port.load_seconds(slot) > by or s.module == module:
+            del engine.planned_reloads[slot]          # too late to be harmless, or done
+        elif s.state in (SlotState.BLANK, SlotState.READY) and not engine.slots.holds(module) \
+                and engine.slots.can_request(slot, module) and side_load_allowed(engine, slot):
+            del engine.planned_reloads[slot]
+            engine.load(slot, module, "prefetch")
+            return True
+    return False
+
+
+def short_of_loads(engine: EngineView, frame: Frame, missing: Sequence[str]) -> str | None:
+    """``hopeless``'s second test: a reason if ``missing`` modules, loaded back to back at the
+    port's fastest, would end too late."""
+    exec_s = frame.remaining_s
+    shortest = engine.port.shortest_load_s()
+    if engine.now + len(frame.modules) * shortest + exec_s <= frame.deadline:
+        return None         # even a load for every stage would leave it in time (the cheap test)
+    # Copies no slot holds, runs or receives must be loaded, whoever keeps the others.
+    slots = engine.slots
+    new = sum(max(0, need - len(slots.ready_with(m)) - len(slots.busy_with(m)) - len(slots.coming_with(m)))
+              for m, need in frame.module_counts.items() if m in missing)
+    if new and engine.now + new * shortest + exec_s > frame.deadline:
+        return f"cannot finish by its deadline: {new} module(s) still to load"
+    return None

@@ -103,3 +103,17 @@ def test_no_cold_lend_without_room_before_the_first_release():
     first_load = min((e for e in engine.trace if e.track == "port"), key=lambda e: e.start)
     assert first_load.args.get("reason") == "pin", first_load.name
     check_window(workload, engine, result)
+
+
+def test_both_copies_a_tile_displaced_come_back_in_time_for_the_first_frame():
+    """A chain using conv3x3 twice and a DNN: the tiles take both slots the warm-up would fill, and
+    the just-in-time reloads count both copies (the second is missing too while no slot holds
+    the first), so the first frames start at their release, waiting for no load."""
+    plat = load_platform("pynq-z2")
+    spec = realtime_spec("p0", ["gauss3x3", "box3x3"], 0.02, 0.015, [240, 320], plat)
+    pipelines = (replace(spec, offset_s=0.010), PipelineSpec("dnn", "besteffort", model="digits_cnn"))
+    workload = Workload(None, plat, 0, 0.04, pipelines)
+    engine, result = run_one(workload, "edf", "model", check_rejected=False, streams=1)
+    assert check_window(workload, engine, result) == 2
+    assert engine.frames and all(f.start == f.release for f in engine.frames), \
+        [(f.release, f.start) for f in engine.frames]

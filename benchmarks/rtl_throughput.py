@@ -9,9 +9,19 @@ the CPU time of a cycle with nothing moving (every slot blank, then the chain lo
   housekeeping, hdl_sim/harness/eval_phases.h);
 - ``whole_eval``: the same build with every model evaluated by Verilator's whole eval() at both clock
   levels (``ShellHarness.set_whole_eval``): ``phase_ratio`` is what the level split gains;
+- ``no_checkers``: the same build without the assertion checkers (``sva_*.sv``; ``SimBoard(checkers=False)``),
+  a reference for what they cost (``checker_ratio`` on frames, ``checker_idle_ratio`` on an idle cycle),
+  not a build anything runs on;
 - ``old``: the shell with every module of every slot inside (``SimBoard(external=False)``), measured
   in the same run, so the ratio new / old is the speed-up on this machine at this load;
 - optionally ``fpgashare sim run`` (a process per frame; ``--cli``) and cocotb (``--cocotb-pixels N``).
+
+For ``new`` it also says what a streaming cycle is made of (one more large frame): the shares of the
+shell's evaluations, the module models', the configuration block's and the harness's own work
+(``cost_split``, ShellHarness.cost_split; ``split_ns_per_cycle`` applies them to the untimed CPU time of
+a cycle, ``ns_per_cycle_large``; ``profiled_ns_per_cycle`` is the timed run's), and the evaluations a
+cycle (``module_evals_per_cycle``: two per streaming module; ``extra_shell_evals_per_cycle``: the
+boundary settling again).
 
     python -m benchmarks.rtl_throughput [--quick] [--repeats N] [--library full,chain,slot] [--cli] [--json]
 
@@ -56,7 +66,7 @@ TARGETS = {1: 5e6, 4: 20e6}           #: pixels per CPU second by pixels per clo
 LOAD_TARGET_S = 0.05                  #: one partial load's wall time
 LIBRARIES = ("full", "chain", "slot")
 TARGET_LIBRARY = "full"   #: the library the targets are stated for
-BUILDS = ("new", "whole_eval", "old")
+BUILDS = ("new", "whole_eval", "no_checkers", "old")
 
 
 def one_module_per_slot(path: Path, modules: tuple[str, ...]) -> Path:
@@ -102,12 +112,31 @@ def idle_cycle_cpu(board: SimBoard, repeats: int, cycles: int) -> float:
     return best / cycles
 
 
+def cycle_profile(board: SimBoard, stages: list, frame: np.ndarray, size: tuple[int, int]) -> dict:
+    """One more frame of ``size`` with the harness's cost split on (ShellHarness.cost_split: the shares of
+    the shell's evaluations, the module models', the configuration block's and the harness's own work)
+    and its evaluations counted, per cycle: what a streaming cycle is made of."""
+    for k, stage in enumerate(stages):
+        board.program(k, stage, *size)
+    before = board.rtl.evaluations()
+    board.rtl.set_cost_split(True)
+    start = time.process_time()
+    _, stats = board.stream(frame, size)
+    seconds = time.process_time() - start
+    board.rtl.set_cost_split(False)
+    extra_shell, modules, skipped = (a - b for a, b in zip(board.rtl.evaluations(), before, strict=True))
+    return {"cost_split": board.rtl.cost_split(), "profiled_ns_per_cycle": seconds / stats.cycles * 1e9,
+            "module_evals_per_cycle": modules / stats.cycles,
+            "module_evals_skipped_per_cycle": skipped / stats.cycles,
+            "extra_shell_evals_per_cycle": extra_shell / stats.cycles}
+
+
 def harness_rate(platform, repeats: int, external: bool = True, sizes=SIZES, whole_eval: bool = False,
-                 idle_cycles: int = 100_000) -> dict:
+                 idle_cycles: int = 100_000, checkers: bool = True) -> dict:
     """The chain loaded ``repeats`` times (every load timed, the fastest kept); the two frame sizes
     streamed in turn, ``repeats`` times each (taking turns, a burst of load on the shared machine slows
     both sizes rather than one), the fastest of each kept."""
-    board = SimBoard(platform, external=external)
+    board = SimBoard(platform, external=external, checkers=checkers)
     board.rtl.set_whole_eval(whole_eval)
     stages = [resolve_stage(n) for n in CHAIN]
     words = [build_config(platform, platform.slots[k], stage.kind.name) for k, stage in enumerate(stages)]
@@ -139,8 +168,16 @@ def harness_rate(platform, repeats: int, external: bool = True, sizes=SIZES, who
             cycles[size] = stats.cycles
     seconds = {size: min(t) for size, t in times.items()}
     cpu = {size: min(t) for size, t in cpu_times.items()}
-    small = sizes[0]
-    return {"marginal_pixels_per_s": _marginal(seconds), "marginal_pixels_per_cpu_s": _marginal(cpu),
+    small, large = sizes[0], sizes[-1]
+    profile = {}
+    if external and not whole_eval and checkers:   # the build as used: where its streaming cycle goes
+        profile = cycle_profile(board, stages, frames[large], large)
+        ns = cpu[large] / cycles[large] * 1e9
+        profile["ns_per_cycle_large"] = ns
+        # The shares are of the timed cycles with the counter reads taken out: applied to the untimed cycle.
+        split = {part: share * ns for part, share in profile["cost_split"].items()}
+        profile["split_ns_per_cycle"] = split
+    return {**profile, "marginal_pixels_per_s": _marginal(seconds), "marginal_pixels_per_cpu_s": _marginal(cpu),
             "frame_pixels_per_s": small[0] * small[1] / seconds[small],
             "cycles_per_s": cycles[small] / seconds[small], "cycles_small": cycles[small],
             "load_wall_s": min(load_wall), "load_cpu_s": min(load_cpu), "load_words": int(words[0].size),
@@ -238,13 +275,18 @@ def main() -> int:
                 manifest = library_manifest(args.platform, library, nppc, tmp / f"{library}-x{nppc}.toml")
                 platform = load_platform(manifest)
                 got = row[f"nppc{nppc}"] = {build: harness_rate(platform, repeats, build != "old", sizes,
-                                                                whole_eval=build == "whole_eval")
+                                                                whole_eval=build == "whole_eval",
+                                                                checkers=build != "no_checkers")
                                             for build in BUILDS}
                 got["ratio"] = got["new"]["marginal_pixels_per_cpu_s"] / got["old"]["marginal_pixels_per_cpu_s"]
                 got["load_ratio"] = got["old"]["load_cpu_s"] / got["new"]["load_cpu_s"]
                 got["phase_ratio"] = (got["new"]["marginal_pixels_per_cpu_s"]
                                       / got["whole_eval"]["marginal_pixels_per_cpu_s"])
                 got["phase_load_ratio"] = got["whole_eval"]["load_cpu_s"] / got["new"]["load_cpu_s"]
+                got["checker_ratio"] = (got["no_checkers"]["marginal_pixels_per_cpu_s"]
+                                        / got["new"]["marginal_pixels_per_cpu_s"])
+                got["checker_idle_ratio"] = (got["new"]["idle_ns_per_cycle_blank"]
+                                             / got["no_checkers"]["idle_ns_per_cycle_blank"])
                 if args.cli:
                     got["cli"] = cli_rate(manifest, repeats, tmp)
             result["libraries"][library] = row
@@ -278,10 +320,20 @@ def main() -> int:
             print(f"      a cycle with nothing moving: {new['idle_ns_per_cycle_blank']:.0f} ns (every slot blank), "
                   f"{new['idle_ns_per_cycle_loaded']:.0f} ns (the chain's modules loaded, at rest); old "
                   f"{old['idle_ns_per_cycle_blank']:.0f} / {old['idle_ns_per_cycle_loaded']:.0f} ns")
+            if "cost_split" in new:
+                parts = ", ".join(f"{part} {ns:.0f} ns" for part, ns in new["split_ns_per_cycle"].items())
+                print(f"      a streaming cycle ({new['ns_per_cycle_large']:.0f} ns at {b[1]}x{b[0]}, "
+                      f"{new['profiled_ns_per_cycle']:.0f} ns timed by part): {parts}; "
+                      f"{new['module_evals_per_cycle']:.2f} module and {new['extra_shell_evals_per_cycle']:.4f} "
+                      f"extra shell evaluations a cycle")
             whole = got["whole_eval"]
             print(f"      whole eval() at both levels: {whole['marginal_pixels_per_cpu_s'] / 1e6:7.3f} M px/s, load "
                   f"{whole['load_cpu_s'] * 1e3:.0f} ms CPU: the level split {got['phase_ratio']:.2f}x on frames, "
                   f"{got['phase_load_ratio']:.2f}x on the load")
+            bare = got["no_checkers"]
+            print(f"      without the assertion checkers (a reference): {bare['marginal_pixels_per_cpu_s'] / 1e6:7.3f} "
+                  f"M px/s, idle {bare['idle_ns_per_cycle_blank']:.0f} ns: the checkers cost "
+                  f"{got['checker_ratio']:.2f}x on frames, {got['checker_idle_ratio']:.2f}x on an idle cycle")
             if "cli" in got:
                 c = got["cli"]
                 print(f"      fpgashare sim run: {c['marginal_pixels_per_cpu_s'] / 1e6:.3f} M px/s per CPU s, "

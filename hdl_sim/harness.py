@@ -32,6 +32,7 @@ from fpgashare.hdl_sim.build import (
     content_key,
     format_parameter,
     rtl_headers,
+    rtl_sources,
     sim_sources,
 )
 from fpgashare.hdl_sim.config_model import MODEL_SOURCES as CONFIG_SOURCES
@@ -49,6 +50,9 @@ COMPILE = CompileOptions()
 #: less to compile here) and simulates as fast (measured on partial loads and DNN batches).
 VERILATOR_CONFIG = '`verilator_config\nno_inline -module "dnn_tile"\n'
 
+
+#: Headers of shell_harness.cpp of its own (the module and block models' come from their builds).
+HARNESS_HEADERS = ("cost_split.h",)
 
 #: Video streams shell_harness.cpp drives: stream 0's s_axis / m_axis pair, not the shell's *_more ports.
 DRIVEN_STREAMS = 1
@@ -69,12 +73,14 @@ class HarnessError(RuntimeError):
     """The harness could not be built or the RTL did not respond in time."""
 
 
-def build_harness(parameters: Mapping[str, int]) -> Path:
-    """Build (or reuse) libshell.so for one parameter set; return its path."""
+def build_harness(parameters: Mapping[str, int], checkers: bool = True) -> Path:
+    """Build (or reuse) libshell.so for one parameter set; return its path. ``checkers=False`` leaves the
+    assertion checkers (``sva_*.sv``) out: a reference for what they cost, not a build to run checks on."""
     setup_environment()
-    sources = sim_sources()
+    sources = sim_sources() if checkers else rtl_sources()
     cpp = HARNESS_DIR / "shell_harness.cpp"
-    headers = [HARNESS_DIR / name for name in (*MODEL_SOURCES, *CONFIG_SOURCES) if name.endswith(".h")]
+    headers = [HARNESS_DIR / name for name in (*MODEL_SOURCES, *CONFIG_SOURCES, *HARNESS_HEADERS)
+               if name.endswith(".h")]
     key = content_key("harness", [*sources, *rtl_headers(), cpp, *headers],
                       {"params": dict(parameters), "flags": VERILATOR_FLAGS, "config": VERILATOR_CONFIG,
                        "compile": asdict(COMPILE)})
@@ -145,11 +151,11 @@ class ShellHarness:
     module that has no model stops the run with a HarnessError."""
 
     def __init__(self, parameters: Mapping[str, int], modules: Iterable[int] | None = None,
-                 external: bool = True) -> None:
+                 external: bool = True, checkers: bool = True) -> None:
         self.handle = None
         self.external = external
         shell_parameters = {**parameters, "RM_EXTERNAL": 1, "CFG_EXTERNAL": 1} if external else dict(parameters)
-        self.lib = ctypes.CDLL(str(build_harness(shell_parameters)))
+        self.lib = ctypes.CDLL(str(build_harness(shell_parameters, checkers)))
         L = self.lib  # noqa: N806 - short alias for the prototypes below
         L.fs_create.restype = ctypes.c_void_p
         L.fs_destroy.argtypes = [ctypes.c_void_p]
@@ -187,6 +193,8 @@ class ShellHarness:
         L.fs_fault.restype = ctypes.c_uint32
         L.fs_evals.argtypes = [ctypes.c_void_p, np.ctypeslib.ndpointer(dtype=np.uint64, flags="C_CONTIGUOUS")]
         L.fs_set_whole_eval.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        L.fs_set_cost_split.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        L.fs_cost_split.argtypes = [ctypes.c_void_p, np.ctypeslib.ndpointer(dtype=np.uint64, flags="C_CONTIGUOUS")]
         #: 32-bit words in a stream beat (the shell's DATA_W / 32); stream arrays are whole beats.
         self.beat_words = int(L.fs_beat_words())
         self.streams = int(parameters.get("NUM_STREAMS", 1))
@@ -289,6 +297,34 @@ class ShellHarness:
         from now on (``on``), or by each level's own phases (the default, harness/eval_phases.h): the
         reference the tests hold the phases to."""
         self.lib.fs_set_whole_eval(self.handle, int(on))
+
+    def set_cost_split(self, on: bool) -> None:
+        """Time every later cycle by part (``on``; from zero), or stop. A timed run evaluates the same
+        models in the same order as an untimed one, slower by the fenced counter reads around each
+        evaluation (harness/cost_split.h)."""
+        self.lib.fs_set_cost_split(self.handle, int(on))
+
+    def cost_split(self) -> dict[str, float]:
+        """Shares of a cycle's time since ``set_cost_split(True)`` spent in the shell's evaluations, the
+        module models', the configuration block's and the rest (the harness's own work), summing to 1,
+        over the cycles that ran undisturbed, with the counter reads' own cost taken out; all 0 before
+        any cycle ran. An estimate: the parts are timed fenced, so they do not overlap as they do in an
+        untimed run."""
+        out = np.zeros(6, dtype=np.uint64)
+        self.lib.fs_cost_split(self.handle, out)
+        shell, modules, block, total = (int(t) for t in out[:4])
+        if total == 0:
+            return dict.fromkeys(("shell", "modules", "config_block", "harness"), 0.0)
+        harness = max(0, total - shell - modules - block)
+        return {"shell": shell / total, "modules": modules / total, "config_block": block / total,
+                "harness": harness / total}
+
+    @property
+    def cost_split_cycles(self) -> tuple[int, int]:
+        """(cycles the split counted, cycles it left out because the process was descheduled in them)."""
+        out = np.zeros(6, dtype=np.uint64)
+        self.lib.fs_cost_split(self.handle, out)
+        return int(out[4]), int(out[5])
 
     def idle(self, cycles: int) -> None:
         self.lib.fs_idle(self.handle, cycles)

@@ -23,6 +23,7 @@
 #include "Vshell.h"
 #include "Vshell___024root.h"
 #include "config_pins.h"
+#include "cost_split.h"
 #include "eval_phases.h"
 #include "junk_sources.h"
 #include "port_words.h"
@@ -172,10 +173,12 @@ struct Harness {
     CfgChannel cfg;
     int armed = 0;                    // channels armed and not done
     uint32_t done_mask = 0;           // channels done and not collected (bit CFG_CHANNEL: the port)
+    CostSplit split;                  // where the time goes, by part (fs_set_cost_split; off by default)
 };
 
 // The shell's evaluation at each level (eval_phases.h), or eval() whole at both (fs_set_whole_eval).
 inline void shell_low(Harness* h) {
+    SplitSpan span(h->split, CostSplit::SHELL);
     if (h->whole) {
         eval_whole(h->top->rootp);
     } else {
@@ -184,11 +187,23 @@ inline void shell_low(Harness* h) {
 }
 
 inline void shell_edge(Harness* h) {
+    SplitSpan span(h->split, CostSplit::SHELL);
     if (h->whole) {
         eval_whole(h->top->rootp);
     } else {
         eval_edge(h->top->rootp);
     }
+}
+
+// A module model's evaluation and the configuration block's, each timed as its part when the split is on.
+inline void eval_module(Harness* h, const rm::Api* api, void* model, int mode, rm::Pins* pins) {
+    SplitSpan span(h->split, CostSplit::MODULES);
+    api->eval(model, mode, pins);
+}
+
+inline void eval_block(Harness* h, int mode) {
+    SplitSpan span(h->split, CostSplit::BLOCK);
+    h->block.api->eval(h->block.model, mode, &h->block.pins);
 }
 
 // Port access for stream s: stream 0 is s_axis / m_axis, stream s > 0 slice s - 1 of the *_more
@@ -238,6 +253,7 @@ void clock_modules(Harness* h);
 void clock_block(Harness* h);
 
 inline void settle_low(Harness* h) {
+    h->split.begin_cycle();
     if (h->armed) drive_channels(h);
     h->top->clk = 0;
     shell_low(h);
@@ -252,6 +268,7 @@ inline void rise(Harness* h) {
     if (h->modules) clock_modules(h);
     h->cycle++;
     if (h->armed) commit_channels(h);
+    h->split.end_cycle();
 }
 
 // The configuration stream: into the block's model when it is outside the shell, else the shell's port.
@@ -330,7 +347,7 @@ bool settle_modules(Harness* h, int round) {
                 s.active = id;
                 if (t->rst) {
                     for (int m = 1; m < NUM_IDS; m++) {
-                        if (s.model[m] && m != id) s.api[m]->eval(s.model[m], h->whole, &reset_pins);
+                        if (s.model[m] && m != id) eval_module(h, s.api[m], s.model[m], h->whole, &reset_pins);
                     }
                 }
             }
@@ -349,7 +366,7 @@ bool settle_modules(Harness* h, int round) {
                 continue;
             }
             if (round > 0 && !moved) continue;
-            s.api[id]->eval(s.model[id], h->whole, &s.pins);
+            eval_module(h, s.api[id], s.model[id], h->whole, &s.pins);
             h->module_evals++;
             changed |= write_pins(t, k, s.pins);
         }
@@ -402,7 +419,7 @@ bool settle_block(Harness* h, int round) {
         b.rest_backoff = b.rest_wait = 0;
     }
     if ((round > 0 && !moved) || b.quiet) return false;
-    b.api->eval(b.model, h->whole, &b.pins);
+    eval_block(h, h->whole);
     return write_block_outputs(h->top.get(), b.pins);
 }
 
@@ -411,7 +428,7 @@ bool settle_block(Harness* h, int round) {
 void clock_block(Harness* h) {
     ConfigBlock& b = h->block;
     if (b.quiet) return;
-    b.api->eval(b.model, cfgblk::EVAL_CLK | h->whole, &b.pins);
+    eval_block(h, cfgblk::EVAL_CLK | h->whole);
     const bool outputs_moved = write_block_outputs(h->top.get(), b.pins);
     if (b.moved || outputs_moved || b.pins.rst) {
         b.marked = false;
@@ -456,14 +473,14 @@ void clock_modules(Harness* h) {
         if (s.active && s.quiet) {
             s.skipped++;
         } else if (s.active) {
-            s.api[s.active]->eval(s.model[s.active], rm::EVAL_CLK | h->whole, &s.pins);
+            eval_module(h, s.api[s.active], s.model[s.active], rm::EVAL_CLK | h->whole, &s.pins);
             h->module_evals++;
             bool outputs_moved = write_pins(t, k, s.pins);
             if (!t->rst) watch_rest(s, outputs_moved);
         }
         if (!t->rst) continue;
         for (int m = 1; m < NUM_IDS; m++) {
-            if (s.model[m] && m != s.active) s.api[m]->eval(s.model[m], rm::EVAL_CLK | h->whole, &reset_pins);
+            if (s.model[m] && m != s.active) eval_module(h, s.api[m], s.model[m], rm::EVAL_CLK | h->whole, &reset_pins);
         }
     }
 }
@@ -741,9 +758,9 @@ uint64_t run_block_alone(Harness* h, uint64_t max_n, Word word, Fired fired) {
         uint32_t data = 0;
         if (!word(valid, data, last)) break;
         drive_cfg(h, valid, data, last);
-        b.api->eval(b.model, h->whole, &b.pins);
+        eval_block(h, h->whole);
         const bool fire = valid && b.pins.tready;
-        b.api->eval(b.model, cfgblk::EVAL_CLK | h->whole, &b.pins);
+        eval_block(h, cfgblk::EVAL_CLK | h->whole);
         n++;
         h->cycle++;
         const bool go_on = fired(fire);
@@ -920,6 +937,27 @@ void fs_evals(void* p, uint64_t* out) {
     out[1] = h->module_evals;
     out[2] = 0;
     for (const auto& s : h->slots) out[2] += s.skipped;
+}
+
+// on != 0: time every call that runs cycles by part from now on, from zero (cost_split.h); 0: stop,
+// keeping the counts.
+void fs_set_cost_split(void* p, int on) {
+    auto* h = static_cast<Harness*>(p);
+    if (on) {
+        h->split = CostSplit();
+        h->split.read = read_ticks();
+    }
+    h->split.on = on != 0;
+}
+
+// Since fs_set_cost_split, over the cycles counted: ticks [0] in the shell's evaluations, [1] the module
+// models', [2] the configuration block's, [3] the cycles whole (the rest is the harness's own); [4] the
+// cycles counted, [5] the cycles left out (interrupted, cost_split.h).
+void fs_cost_split(void* p, uint64_t* out) {
+    const CostSplit& split = static_cast<Harness*>(p)->split;
+    for (int k = 0; k < CostSplit::PARTS; k++) out[k] = split.ticks[k];
+    out[CostSplit::PARTS] = split.cycles;
+    out[CostSplit::PARTS + 1] = split.dropped;
 }
 
 // {module id, slot + 1} of a slot that selected a module no model was attached for (the run stops

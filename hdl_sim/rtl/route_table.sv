@@ -55,40 +55,39 @@ module route_table #(
         end
     end
 
-    // ---- the write being checked (at most one wr bit is set: one AXI-Lite write at a time)
-    logic [IW-1:0] wi;
-    always_comb begin
-        wi = '0;
-        for (int i = 0; i < NSNK; i++) if (wr[i]) wi = IW'(i);
-    end
-    wire w_en = wdata[31];
-    wire [3:0] w_src = wdata[3:0];
-    wire w_is_slot = int'(wi) < N;
-    wire [2:0] w_stream = w_is_slot ? wdata[10:8] : 3'(int'(wi) - N);
-    logic bad_stream, shared;
-    always_comb begin
-        bad_stream = w_en && w_is_slot && int'(w_stream) >= NUM_STREAMS;
-        shared = 1'b0;
-        // its source slot belongs to another stream
-        for (int j = 0; j < N; j++) begin
-            if (w_en && int'(w_src) == j + 1 && en[j] && owner[j] != w_stream) shared = 1'b1;
-        end
-        // a slot whose output another stream's sink takes
-        for (int j = 0; j < NSNK; j++) begin
-            if (w_en && w_is_slot && j != int'(wi) && en[j] && int'(src[j]) == int'(wi) + 1
-                && owner[j] != w_stream) shared = 1'b1;
-        end
-    end
-    wire refuse = bad_stream || shared;
-
     logic [15:0] refusals;
     logic [7:0] last_sink;
     logic err_stream, err_shared;
     assign err = {refusals, last_sink, 6'd0, err_shared, err_stream};
 
+    // ---- the write, checked in the cycle that writes (at most one wr bit is set: one AXI-Lite write at
+    // a time), inside the register's own branch: the same check of the same stored words as a
+    // combinational one, but a simulator that evaluates combinational logic on every edge (Verilator)
+    // runs it only when a route is written.
     always_ff @(posedge clk) begin
-        if (|wr) begin
-            if (refuse) begin
+        if (|wr) begin : write
+            logic [IW-1:0] wi;
+            logic w_en, w_is_slot, bad_stream, shared;
+            logic [3:0] w_src;
+            logic [2:0] w_stream;
+            wi = '0;
+            for (int i = 0; i < NSNK; i++) if (wr[i]) wi = IW'(i);
+            w_en = wdata[31];
+            w_src = wdata[3:0];
+            w_is_slot = int'(wi) < N;
+            w_stream = w_is_slot ? wdata[10:8] : 3'(int'(wi) - N);
+            bad_stream = w_en && w_is_slot && int'(w_stream) >= NUM_STREAMS;
+            shared = 1'b0;
+            // its source slot belongs to another stream
+            for (int j = 0; j < N; j++) begin
+                if (w_en && int'(w_src) == j + 1 && en[j] && owner[j] != w_stream) shared = 1'b1;
+            end
+            // a slot whose output another stream's sink takes
+            for (int j = 0; j < NSNK; j++) begin
+                if (w_en && w_is_slot && j != int'(wi) && en[j] && int'(src[j]) == int'(wi) + 1
+                    && owner[j] != w_stream) shared = 1'b1;
+            end
+            if (bad_stream || shared) begin
                 if (refusals != 16'hFFFF) refusals <= refusals + 1;
                 last_sink <= 8'(wi);
                 err_stream <= err_stream || bad_stream;

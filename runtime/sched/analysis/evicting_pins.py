@@ -48,6 +48,7 @@ from fpgashare.sched.analysis.schedulability import (
     _verdict,
     ddr_budget,
     load_and_control,
+    one_job_frames,
     slot_compatibility,
 )
 
@@ -138,12 +139,13 @@ def analyse_evicting(pipelines: Sequence[PipelineSpec], platform: Platform, phas
     phased = phased and not any(p.cpu_before or p.cpu_before_s for p in pipelines)
     P = np.array([p.offset_s for p in pipelines], dtype=np.float64) if phased else None
     reason = "no evicting plan"
+    one_job = one_job_frames(pipelines)
     for _, plan, evictors in evicting_plans(pipelines, platform)[:MAX_TRIED]:
         S, T, D, J = _arrays(pipelines, plan.loads, L, X)
         tail = put_back_tails(pipelines, evictors, L)
-        check = release_test(S, T, D, J, P, X, most_slack=False, tail=tail)
+        check = release_test(S, T, D, J, P, X, most_slack=False, tail=tail, one_job=one_job)
         if check.ok:
-            verdict = _verdict(plan, check, L, X, S, T, D, J, P, tail=tail)
+            verdict = _verdict(plan, check, L, X, S, T, D, J, P, tail=tail, one_job=one_job)
             return replace(verdict, contract=replace(verdict.contract, evictors=dict(evictors)))
         reason = check.reason
     return Verdict(False, reason)

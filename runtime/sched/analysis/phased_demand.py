@@ -40,6 +40,10 @@ EPS = 1e-9
 #: the check does not apply and the phase-free test decides alone.
 MAX_WORK = 30_000
 
+#: Most start instants the third condition (``_blocker_cannot_start``) tries in one check: beyond
+#: them the windows left get no credit from it (the test only stays stricter), so its cost is bounded.
+MAX_STARTS = 20_000
+
 
 def hyperperiod(T: np.ndarray) -> float | None:
     """The least common multiple of the periods, if every period is a whole number of
@@ -55,12 +59,14 @@ def hyperperiod(T: np.ndarray) -> float | None:
 
 def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: np.ndarray,
                  extra_block_s: float, horizon_s: float, first=None,
-                 tail: np.ndarray | None = None) -> tuple[float, float, float] | None:
+                 tail: np.ndarray | None = None,
+                 one_job: np.ndarray | None = None) -> tuple[float, float, float] | None:
     """The least ``d − t1 − demand − blocking − extra`` over the windows of the phased pattern
     (module docstring), with its window ``(slack, t1, d)``; None where the check does not apply
     (periods not commensurate, or a pattern too long to enumerate). ``first``: the blocking of
     the pinned-first rule (``processor_demand.PinnedFirst``) instead of the longest job's.
-    ``tail``: per task, the part of its job after its frame ends (module docstring)."""
+    ``tail``: per task, the part of its job after its frame ends (module docstring). ``one_job``:
+    per task, whether its frame is one non-preemptive job (a single pass; default: none is)."""
     if S.size == 0:
         return (float("inf"), 0.0, 0.0)
     H = hyperperiod(T)
@@ -86,6 +92,7 @@ def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: 
     Jj = J[task] + 2 * EPS
     Sj = S[task]
     tail_j = np.zeros_like(Sj) if tail is None else np.asarray(tail, dtype=np.float64)[task]
+    one_j = np.zeros(Sj.shape, dtype=bool) if one_job is None else np.asarray(one_job, dtype=bool)[task]
     if first is not None:
         stream_j, pinned_j = first.stream[task], first.pinned[task]
     d_lo, d_hi = D[task] - EPS, D[task] + EPS                # demand side, blocking side
@@ -93,13 +100,14 @@ def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: 
     e = a + d_lo                                             # earliest deadline
     order = np.argsort(e, kind="stable")
     a, Jj, Sj, d_hi, c, e = a[order], Jj[order], Sj[order], d_hi[order], c[order], e[order]
-    tail_j = tail_j[order]
+    tail_j, one_j = tail_j[order], one_j[order]
     if first is not None:
         stream_j, pinned_j = stream_j[order], pinned_j[order]
     starts = np.unique(c[c < start_end])
     if starts.size * a.size > MAX_WORK:
         return None
     worst = (float("inf"), 0.0, 0.0)
+    budget = [MAX_STARTS]                                    # start instants (C) may still try
     by_c = np.argsort(c, kind="stable")
     c_sorted, a_by_c, S_by_c = c[by_c], a[by_c], Sj[by_c]
     for t1 in starts:
@@ -111,12 +119,14 @@ def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: 
         demand_cum = np.cumsum(np.where(c >= t1, Sj, 0.0))
         demand = demand_cum[np.searchsorted(e, d, side="right") - 1]
         prior = a < t1
+        b_all = np.full(a.shape, -np.inf)
         if prior.any():
             # A frame released before t1 blocks a window ending at d only if its deadline is after
             # d. One whose release window straddles t1 and that the demand counts (due by d) is
             # counted there: it is released before t1 or not, so it is one or the other.
             b = np.minimum(t1 + d_hi[prior], a[prior] + Jj[prior] + d_hi[prior])
             b = np.where(c[prior] >= t1, np.minimum(b, e[prior]), b)
+            b_all[prior] = b
             ob = np.argsort(b)
             b_sorted = b[ob]
             suffix = np.maximum.accumulate(Sj[prior][ob][::-1])[::-1]
@@ -141,10 +151,64 @@ def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: 
                                      c_sorted, a_by_c, S_by_c)
             # A miss needs both conditions: where the credit alone clears the window, the larger.
             slack[failing] = np.where(credited >= 0.0, np.maximum(credited, busy), busy)
+            if first is None and one_j.any() and budget[0] > 0:
+                # and a third: the job on the stream at t0 started when everything before it in its
+                # busy stretch was done (``_blocker_cannot_start``)
+                for j in np.flatnonzero(slack[failing] < 0.0):
+                    if _blocker_cannot_start(t1, float(d[failing[j]]), float(demand[failing[j]]), extra_block_s,
+                                             horizon_s, a, c, Sj, prior, b_all, one_j, budget):
+                        slack[failing[j]] = 0.0
         i = int(np.argmin(slack))
         if slack[i] < worst[0]:
             worst = (float(slack[i]), float(t1), float(d[i]))
     return worst
+
+
+def _blocker_cannot_start(t1: float, d: float, demand: float, extra_block_s: float, horizon_s: float,
+                          a: np.ndarray, c: np.ndarray, Sj: np.ndarray, prior: np.ndarray, b: np.ndarray,
+                          one_job: np.ndarray, budget: list[int]) -> bool:
+    """Whether no frame can be the job on the stream at t0 of a miss in the window [t1, d]: a third
+    necessary condition of a miss (docs/guarantee.md, "With known phases", (C)).
+
+    Some frame k due after d (``b`` > d: a blocking candidate), one job (a single pass), would have
+    to start at an instant sigma < t1 with d − sigma ≤ S_k + demand + extra (it runs through t0,
+    then only the window's frames and the extra blocking), after its release (sigma ≥ a_k), the
+    stream busy from an idle instant s ≤ min(sigma, k's latest release) up to sigma with frames
+    released from s on, each run between its release and sigma:
+
+        sigma − s ≤ Σ {min(S_j, sigma − a_j) : j ≠ k, a_j + J_j ≥ s, a_j < sigma} + extra.
+
+    Without such a k the window alone must not fit: d − t1 ≤ demand + extra. True when none of
+    these can hold (no miss ends at d). ``budget``: start instants it may still try (spent here;
+    once none is left it answers False, which only keeps the window failing)."""
+    if d - t1 <= demand + extra_block_s:
+        return False                                   # a miss with no frame blocking at t0
+    near = np.flatnonzero((a < t1) & (c >= d - horizon_s))  # frames a stretch ending by d may serve
+    for k in np.flatnonzero(prior & (b > d)):
+        # (every comparison leans by 4 EPS toward a miss: rounding must never drop the one instant
+        # where k can just start)
+        lo = max(d - float(Sj[k]) - demand - extra_block_s - 4 * EPS, float(a[k]))
+        if lo >= t1:
+            continue                                   # k cannot have started early enough
+        if not one_job[k]:
+            return False                               # its earlier passes may fill the stretch
+        others = near[near != k]
+        ao, co, So = a[others], c[others], Sj[others]
+        # sigma − (the work that fits before sigma) is piecewise linear: its least values are at the
+        # ends of its pieces (a release, a release plus its job, a stretch start, k's latest release)
+        sigma = np.concatenate(([lo, t1], ao, ao + So, co, [float(c[k])]))
+        sigma = np.unique(sigma[(sigma >= lo) & (sigma <= t1)])
+        budget[0] -= sigma.size
+        if budget[0] < 0:
+            return False
+        for sg in sigma:
+            last = min(sg, float(c[k]))                # the stretch starts by k's release
+            starts = np.unique(np.concatenate((co[(co <= last) & (co >= d - horizon_s)], [last])))
+            fits = np.clip(sg - ao, 0.0, So)           # what a frame released at a_j can run by sg
+            work = (co[None, :] >= starts[:, None]) @ fits
+            if np.any(sg - starts <= work + extra_block_s + 4 * EPS):
+                return False
+    return True
 
 
 def _own_tail(t1: float, d: np.ndarray, lo: int, hi: int, c: np.ndarray, e: np.ndarray, Jj: np.ndarray,

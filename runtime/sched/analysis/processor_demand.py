@@ -121,17 +121,18 @@ def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, ext
 
 def release_test(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: np.ndarray | None,
                  extra_block_s: float, most_slack: bool = True, first: PinnedFirst | None = None,
-                 tail: np.ndarray | None = None) -> DemandCheck:
+                 tail: np.ndarray | None = None, one_job: np.ndarray | None = None) -> DemandCheck:
     """``demand_check``, and with known phases ``P`` (strictly periodic releases at P + k·T plus
     at most J) also the phased check (runtime/sched/analysis/phased_demand.py), whichever leaves
     more slack: each is a sufficient test on its own, the phased one over the releases that do
     happen. ``most_slack`` False: the phased check only where the phase-free one fails (a verdict,
     not the slack, is wanted). ``first``: the pinned-first rule's blocking (``PinnedFirst``).
-    ``tail``: per task, the part of its job after its frame ends (module docstring)."""
+    ``tail``: per task, the part of its job after its frame ends (module docstring). ``one_job``:
+    per task, whether its frame is one non-preemptive job (the phased check's start condition)."""
     check = demand_check(S, T, D, J, extra_block_s, first, tail)
     if P is None or not math.isfinite(check.horizon_s) or (check.ok and not most_slack):
         return check
-    phased = phased_slack(S, T, D, J, P, extra_block_s, check.horizon_s, first, tail)
+    phased = phased_slack(S, T, D, J, P, extra_block_s, check.horizon_s, first, tail, one_job)
     if phased is None or phased[0] <= check.slack_s:
         return check
     slack, t1, d = phased

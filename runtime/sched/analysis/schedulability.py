@@ -188,6 +188,12 @@ def _arrays(pipelines: Sequence[PipelineSpec], loads: dict[str, int], load_s: fl
     return S, T, D, J
 
 
+def one_job_frames(pipelines: Sequence[PipelineSpec]) -> np.ndarray:
+    """Per pipeline, whether its frame is one non-preemptive job (a single pass through the
+    fabric): what the phased test's start condition needs of a blocking frame."""
+    return np.array([len(p.pass_seconds) == 1 for p in pipelines], dtype=bool)
+
+
 def _pin_sets(pipelines: Sequence[PipelineSpec], slots: int, keep: Counter[str]) -> list[tuple[int, float, Counter]]:
     """Candidate pin sets (module -> copies), each with its size and the port time per second its
     frames would still load: every sub-multiset of the copies the chains use, up to one per slot,
@@ -328,15 +334,16 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     # overruns it: such a release can leave the written pattern, so only the phase-free test holds.
     phased = phased and not any(p.cpu_before or p.cpu_before_s for p in pipelines)
     P = np.array([p.offset_s for p in pipelines], dtype=np.float64) if phased else None
+    one_job = one_job_frames(pipelines)
     for _, _, pins in candidates[:MAX_TRIED]:
         plan = residency(pipelines, platform, pins, keep_pinned)
         if isinstance(plan, str):
             continue
         S, T, D, J = _arrays(pipelines, plan.loads, L, X)
         first = pinned_first_blocking(pipelines, plan.loads, X) if pinned_first else None
-        check = release_test(S, T, D, J, P, X, most_slack=False, first=first)
+        check = release_test(S, T, D, J, P, X, most_slack=False, first=first, one_job=one_job)
         if check.ok:
-            verdict = _verdict(plan, check, L, X, S, T, D, J, P, first)
+            verdict = _verdict(plan, check, L, X, S, T, D, J, P, first, one_job=one_job)
             if not afford_change or not any(plan.loads.values()):
                 return verdict
             if afford_share is None or afford_share <= port_share:
@@ -387,17 +394,18 @@ def pinned_first_blocking(pipelines: Sequence[PipelineSpec], loads: dict[str, in
 
 
 def _verdict(plan: ResidencyPlan, check: DemandCheck, L: float, X: float, S, T, D, J, P=None,
-             first: PinnedFirst | None = None, tail=None) -> Verdict:
+             first: PinnedFirst | None = None, tail=None, one_job=None) -> Verdict:
     """Share out the slack: one idle load first (prefetch, lending, pins may then straddle a
     release), the rest as the longest DNN batch allowed to overlap a possible release. The scheduler
     sizes batches by their stream time, and a batch's register traffic may add up to X to that:
     the budget it is given is X shorter. ``tail``: per task, the part of its job after its frame
-    ends (``processor_demand.demand_check``), as the verdict's test had it."""
+    ends (``processor_demand.demand_check``), as the verdict's test had it; ``one_job``: per task,
+    whether its frame is one job (``release_test``)."""
     if P is not None:                 # the phased windows may leave more slack than the verdict's test
-        check = release_test(S, T, D, J, P, X, first=first, tail=tail)
+        check = release_test(S, T, D, J, P, X, first=first, tail=tail, one_job=one_job)
     slack = check.slack_s
     idle = slack >= L
     if idle:
-        slack = release_test(S, T, D, J, P, X + L, first=first, tail=tail).slack_s
+        slack = release_test(S, T, D, J, P, X + L, first=first, tail=tail, one_job=one_job).slack_s
     contract = AdmissionContract(dict(plan.pinned), L, idle, max(0.0, slack - X), pinned_first=first is not None)
     return Verdict(True, "", contract, plan, check.slack_s, float(np.sum(S / T)))

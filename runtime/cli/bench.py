@@ -184,7 +184,8 @@ def dnn_bound(workload: Workload, admitted, engine=None) -> dict:
     """Upper bound on DNN throughput beside the admitted real-time work, for any scheduler: the
     shell streams one thing at a time, so DNN batches get at most the stream time the admitted
     frames leave, at the model's fastest pipelined rate (every dnn_tile slot in the chain, fill
-    latency and reconfiguration free). With ``engine`` (a finished run) also the part of it this
+    latency and reconfiguration free); with ``engine``, the registration window before ``t0`` too,
+    where no frame streams and a batch may. With ``engine`` (a finished run) also the part of it this
     run's idle gaps could hold once each gap pays the chain's fill latency (``fill_limited``):
     what a heavy model loses on one stream whatever the scheduler does with those gaps."""
     from fpgashare.dnn.planning import dnn_plan, dnn_slot_count, images_per_stream_second
@@ -193,9 +194,13 @@ def dnn_bound(workload: Workload, admitted, engine=None) -> dict:
     models = [p.model for p in workload.pipelines if not p.realtime]
     no_tile = refusal(workload.platform, models) if models else None
     rate = 0.0 if no_tile else max((images_per_stream_second(workload.platform, m) for m in models), default=0.0)
-    out = {"idle_stream_fraction": round(idle, 4), "dnn_images_per_s": round(idle * rate, 1),
-           "assumes": "stream time the admitted frames leave x the fastest chain's pipelined rate; "
-                      "fill latency and loads free"}
+    # The registration window before the first release carries no frame, and a DNN batch may
+    # run there (edf's cold lend, runtime/sched/policies/cold_lend.py): its stream time counts.
+    window = engine.t0 if engine is not None else 0.0
+    share = idle + window / workload.duration_s if workload.duration_s > 0 else idle
+    out = {"idle_stream_fraction": round(idle, 4), "dnn_images_per_s": round(share * rate, 1),
+           "assumes": "stream time the admitted frames leave (and the registration window) x the fastest "
+                      "chain's pipelined rate; fill latency and loads free"}
     if no_tile:
         out["refused"] = no_tile
     elif models and engine is not None:

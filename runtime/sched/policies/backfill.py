@@ -53,12 +53,15 @@ def refusal(platform, models=()) -> str | None:
     return next(filter(None, (misfit(platform, m) for m in models)), None)
 
 
-def backfill(engine: EngineView) -> None:
+def backfill(engine: EngineView, until: float | None = None) -> None:
+    """Lend and run (module docstring). ``until``: a cold lend is under way (cold_lend.py): no
+    lend, and batches end by then, when the setup's loads start."""
     if not engine.dnn_pipelines or not engine.runs_dnn or engine.changing \
             or refusal(engine.platform, [p.model for p in engine.dnn_pipelines]):
         return      # (during a mode change only real-time work and its pins use the stream and port)
-    _lend(engine)
-    _run(engine)
+    if until is None:
+        _lend(engine)
+    _run(engine, until)
 
 
 def _chain_plan(engine: EngineView, model: str, tiles: int):
@@ -97,14 +100,17 @@ def _victims_due(engine: EngineView) -> tuple[list[float], bool]:
     return [t for t in due if t > now], True
 
 
-def _run(engine: EngineView) -> None:
+def _run(engine: EngineView, until: float | None = None) -> None:
     if not engine.stream.dnn_free():
         return      # the DNN's stream carries one batch at a time
     beside = beside_pass(engine)
     if not beside and (engine.pending or not engine.stream.free()):
         return      # frames first, and the stream carries one thing at a time
+    # Beside a pass, no pinned slot but one lent for the idle gap (pin_lend.py: the batch ends by
+    # ``back_by`` as any batch on a lent pin does, below).
+    lent = pin_lend.lent(engine) if beside else ()
     idle = [s.index for s in engine.slots.slots if s.state == SlotState.READY and s.module == DNN
-            and not (beside and s.index in engine.contract.pinned)]
+            and not (beside and s.index in engine.contract.pinned and s.index not in lent)]
     waiting = [p for p in engine.dnn_pipelines if engine.dnn.backlog(p)]
     if not idle or not waiting:
         return
@@ -114,14 +120,20 @@ def _run(engine: EngineView) -> None:
     now = engine.now
     # Tiles new to their layers are programmed first: the batch is that much longer.
     latency_s = plan.latency_cycles / plan.clock_hz + engine.dnn.setup_s(idle[:size], pipeline.model, plan)
-    due, late = _victims_due(engine)
-    if beside:      # invisible to the real-time work: over by the end of the pass on the stream
+    if until is not None:
+        # A cold lend (cold_lend.py): no frame exists before the setup's loads start, at ``until``,
+        # and none of them waits for a tile before then (less X: a batch's register traffic may
+        # run it over its cycle estimate by that much).
+        room = min(until - engine.dnn.overrun_s(), engine.end_s) - now
+    elif beside:      # invisible to the real-time work: over by the end of the pass on the stream
         # (less X: its register traffic may run a batch over its cycle estimate by that much, as
         # on the co-simulated board, and the next frame's victim may be one of its tiles)
+        due, _ = _victims_due(engine)
         limit = engine.foresight.stream_job_end()
         room = min(_until(due, len(idle) - size) - now, engine.end_s - now,
                    (limit if limit is not None else now) - engine.dnn.overrun_s() - now)
     else:
+        due, late = _victims_due(engine)
         room = min(_until(due, len(idle) - size) - now, batch_room(engine), engine.end_s - now)
         if late:    # the late loads go at the next frame's commit: the batch ends before it is released
             room = min(room, engine.foresight.earliest_release_s() - now)

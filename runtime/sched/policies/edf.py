@@ -39,7 +39,7 @@ from fpgashare.catalogue.fused_slots import widest_first
 from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.policy import PriorityPolicy
 from fpgashare.sched.core.view import EngineView, NeedOrder, SlotState
-from fpgashare.sched.policies import pin_lend
+from fpgashare.sched.policies import cold_lend, pin_lend
 from fpgashare.sched.policies.backfill import DNN as DNN_TILE
 from fpgashare.sched.policies.backfill import backfill
 from fpgashare.sched.policies.edf_loads import (
@@ -65,8 +65,14 @@ class EdfPolicy(PriorityPolicy):
     priority = attrgetter("deadline", "seq")      # a C-level key: sorted() calls it for every pending frame
 
     def setup(self, engine: EngineView) -> None:
-        """Pins first, each into its slot; then the usual warm-up for what the first frames need."""
+        """Pins first, each into its slot; then the usual warm-up for what the first frames need.
+        With DNN work, the DNN's tiles first where the registration window has room for them
+        (cold_lend.py): a pinned slot's pin then comes back by the first release."""
         self._restore: dict[int, str] = {}      # pinned slot -> its pin, taken by an evictor
+        lend = cold_lend.plan(engine)
+        if lend is not None:
+            cold_lend.begin(engine, lend)
+        self._cold = lend if lend is not None and lend.pins_away else None
         self._load_pins(engine, warm_up=True)
         self._warm_up(engine)
 
@@ -90,6 +96,13 @@ class EdfPolicy(PriorityPolicy):
 
     # ---- dispatch --------------------------------------------------------------------------
     def dispatch(self, engine: EngineView) -> None:
+        cold = getattr(self, "_cold", None)
+        if cold is not None:
+            if not cold_lend.over(engine, cold):
+                backfill(engine, until=cold.setup_at)    # DNN batches only, over before the pins
+                return
+            self._cold = None
+            self._load_pins(engine, warm_up=True)        # the lent pins, back to back
         if self._restoring(engine):
             return                   # the evictor's job puts its pins back: nothing else meanwhile
         self._dispatch(engine)

@@ -22,8 +22,8 @@ def missing_needs(engine: EngineView, evicting: int | None = None) -> list[tuple
     held = slots.held_modules(excluding=evicting)
     out = [(t, module) for module, t in engine.foresight.module_needs(held).items() if module not in held]
     for module, copies in engine.placement.copies_needed().items():
-        if copies < 2 or module not in held:
-            continue
+        if copies < 2:
+            continue        # (no copy held: the first is missing above, the others here)
         have = sum(1 for i in (*slots.ready_with(module), *slots.busy_with(module), *slots.coming_with(module))
                    if i != evicting)
         for k in range(max(2, have + 1), copies + 1):

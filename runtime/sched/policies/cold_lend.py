@@ -64,7 +64,7 @@ def setup_at(engine: EngineView, pins: int) -> float:
 
 
 def warm_up_items(engine: EngineView) -> list[str]:
-    """The modules the setup's warm-up loads, in its order (edf's ``_warm_up``): each copy the
+    """The modules the setup's warm-up loads, in its order (edf_loads.warm_up): each copy the
     first frames need that no pin holds, by when the stream would first need it."""
     future = engine.foresight.played_order()
     copies = engine.placement.copies_needed()

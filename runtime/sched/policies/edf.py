@@ -50,6 +50,7 @@ from fpgashare.sched.policies.edf_loads import (
     pinned_victim,
     prefetch_victim,
     short_of_loads,
+    warm_up,
 )
 from fpgashare.sched.policies.guard import side_load_allowed
 from fpgashare.sched.policies.lookahead import reclaim_at
@@ -74,25 +75,7 @@ class EdfPolicy(PriorityPolicy):
             cold_lend.begin(engine, lend)
         self._cold = lend if lend is not None and lend.pins_away else None
         self._load_pins(engine, warm_up=True)
-        self._warm_up(engine)
-
-    @staticmethod
-    def _warm_up(engine: EngineView) -> None:
-        """Fill the blank slots with what the first frames need, each copy of a module an item of
-        its own, in the order the stream would start the first releases (``played_order``): a
-        chain using a module twice gets its second copy where it comes, not a module needed later."""
-        future = engine.foresight.played_order()
-        slots = engine.slots
-        copies = engine.placement.copies_needed()
-        items = sorted(((future.copy_key(m, k), m, k) for m in future for k in range(copies.get(m, 1))),
-                       key=lambda item: item[0])
-        for _, module, k in items:
-            if len(slots.ready_with(module)) + len(slots.coming_with(module)) > k:
-                continue
-            victim = slots.victim(module, future)
-            if victim is None or slots.slots[victim].state is not SlotState.BLANK:
-                break
-            engine.load(victim, module, "warm-up")
+        warm_up(engine)
 
     # ---- dispatch --------------------------------------------------------------------------
     def dispatch(self, engine: EngineView) -> None:

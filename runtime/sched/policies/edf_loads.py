@@ -1,6 +1,7 @@
 """Which slots edf's loads take: a committing frame's load plan, the victims an evictor or a
 prefetch may use, the slots a prefetch must leave alone, the pins to load back, and whether the
-loads a frame still lacks can end in time (runtime/sched/policies/edf.py runs them).
+loads a frame still lacks can end in time; and the warm-up before the first release
+(runtime/sched/policies/edf.py runs them).
 """
 
 from __future__ import annotations
@@ -142,3 +143,21 @@ def short_of_loads(engine: EngineView, frame: Frame, missing: Sequence[str]) -> 
     if new and engine.now + new * shortest + exec_s > frame.deadline:
         return f"cannot finish by its deadline: {new} module(s) still to load"
     return None
+
+
+def warm_up(engine: EngineView) -> None:
+    """Fill the blank slots with what the first frames need, each copy of a module an item of
+    its own, in the order the stream would start the first releases (``played_order``): a
+    chain using a module twice gets its second copy where it comes, not a module needed later."""
+    future = engine.foresight.played_order()
+    slots = engine.slots
+    copies = engine.placement.copies_needed()
+    items = sorted(((future.copy_key(m, k), m, k) for m in future for k in range(copies.get(m, 1))),
+                   key=lambda item: item[0])
+    for _, module, k in items:
+        if len(slots.ready_with(module)) + len(slots.coming_with(module)) > k:
+            continue
+        victim = slots.victim(module, future)
+        if victim is None or slots.slots[victim].state is not SlotState.BLANK:
+            break
+        engine.load(victim, module, "warm-up")

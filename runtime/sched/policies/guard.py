@@ -6,8 +6,9 @@ stream inside time the analysis already counts.
   to the DNN, a pin) is *hidden* if it ends before the frame or batch on the stream does: it
   then delays nothing the analysis counts. Otherwise, while real-time frames wait it may not
   start at all (the most urgent one owns the port), and while none waits it may start only if it
-  ends before the earliest possible next release, or if the contract budgets one such load as
-  blocking (``idle_loads``).
+  ends before the earliest possible next release, or, while no real-time frame streams either
+  (the stream free or carrying a DNN batch), if the contract budgets one such load as blocking
+  (``idle_loads``).
 - A DNN batch starts only while no real-time frame waits, and ends before the earliest possible
   next release or is no longer than the blocking the contract leaves for it (``dnn_block_s``).
 """
@@ -32,7 +33,13 @@ def side_load_allowed(engine: EngineView, slot: int) -> bool:
         return True                       # hidden under the job on the stream
     if engine.pending or engine.foresight.next_passes():
         return False                      # (a frame between passes is pending again when its pass ends)
-    return engine.contract.idle_loads or end <= engine.foresight.earliest_release_s()
+    if end <= engine.foresight.earliest_release_s():
+        return True
+    # The one budgeted idle load straddles the start of a busy window only if it starts while no
+    # real-time frame waits or streams: such an instant is at or before the window's start for
+    # every deadline. Started under a frame, it could leave the stream idle after that frame
+    # inside the window, once per frame (docs/guarantee.md, rule 3).
+    return engine.contract.idle_loads and not engine.running
 
 
 def batch_allowed(engine: EngineView, seconds: float) -> bool:

@@ -28,7 +28,7 @@ from fpgashare.sched.analysis.admission import admit
 from fpgashare.sched.analysis.evicting_pins import evicting_plans
 from fpgashare.sched.analysis.phased_demand import hyperperiod
 from fpgashare.sched.analysis.processor_demand import demand_check, release_test
-from fpgashare.sched.analysis.schedulability import _unpinned, slot_compatibility
+from fpgashare.sched.analysis.residency import slot_compatibility, unpinned_stages
 from fpgashare.sched.limits.jobs import realtime
 from fpgashare.sched.policies.edf import EdfPolicy
 from fpgashare.sched.sources.periodic import run_workload
@@ -63,7 +63,7 @@ def test_a_plan_charges_its_evictors_the_pins_they_take_and_put_back(seed):
         pool = [s.index for s in platform.slots if s.index not in plan.pinned]
         assert evictors
         for p in pipelines:
-            passes = _unpinned(p, pins)
+            passes = unpinned_stages(p, pins)
             if p.name in evictors:
                 (rest,) = passes
                 assert evictors[p.name] == len(rest) - len(pool) > 0

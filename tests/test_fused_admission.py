@@ -16,7 +16,8 @@ from fpgashare.catalogue.passes import fits, split_chain
 from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.workload import realtime_spec
 from fpgashare.sched.analysis.admission import admit
-from fpgashare.sched.analysis.schedulability import analyse, residency, slot_compatibility
+from fpgashare.sched.analysis.residency import residency, slot_compatibility
+from fpgashare.sched.analysis.schedulability import analyse
 from fpgashare.sched.policies.edf import EdfPolicy
 from fpgashare.sched.sources.periodic import run_workload
 from hypothesis import HealthCheck, given, settings

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from fpgashare.catalogue.modules import resolve_stage
 from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.workload import DNN_MODELS, PipelineSpec, Workload, realtime_spec
-from fpgashare.sched.analysis.schedulability import residency
+from fpgashare.sched.analysis.residency import residency
 from fpgashare.sched.core.slots import SlotState
 from fpgashare.sched.policies.pin_move import _next_at
 from hypothesis import HealthCheck, given, settings

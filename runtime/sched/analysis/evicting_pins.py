@@ -39,17 +39,15 @@ from fpgashare.catalogue.passes import match_slots
 from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import PipelineSpec
 from fpgashare.sched.analysis.processor_demand import release_test
+from fpgashare.sched.analysis.residency import ResidencyPlan, slot_compatibility, unpinned_stages
 from fpgashare.sched.analysis.schedulability import (
     MAX_TRIED,
-    ResidencyPlan,
     Verdict,
     _arrays,
-    _unpinned,
     _verdict,
     ddr_budget,
     load_and_control,
     one_job_frames,
-    slot_compatibility,
 )
 
 #: Pin multisets enumerated at most (modules x copies up to the slots): beyond, no evicting plan.
@@ -97,7 +95,7 @@ def _plan(pipelines: Sequence[PipelineSpec], platform: Platform, pins: Counter[s
     loads: dict[str, int] = {}
     evictors: dict[str, int] = {}
     for p in pipelines:
-        passes = _unpinned(p, pins)
+        passes = unpinned_stages(p, pins)
         if all(match_slots(rest, pool, ok) is not None for rest in passes):
             loads[p.name] = sum(len(rest) for rest in passes)
             continue

@@ -144,7 +144,7 @@ def check(plan: StreamPlan, platform: Platform, sub_platform, newcomer: str,
     from collections import Counter
 
     from fpgashare.sched.analysis.control_traffic import control_seconds
-    from fpgashare.sched.analysis.schedulability import residency, unpinned_loads
+    from fpgashare.sched.analysis.residency import residency, unpinned_loads
 
     kw = {"port_share": len(plan.partitions), "board_load_s": load_seconds(platform),
           "control_s": control_seconds(platform) if control_s is None else control_s}

@@ -41,13 +41,13 @@ from fpgashare.dnn.planning import dnn_plan
 from fpgashare.sched.analysis.control_traffic import control_seconds
 from fpgashare.sched.analysis.evicting_pins import analyse_evicting
 from fpgashare.sched.analysis.pinned_first import analyse_pinned_first
+from fpgashare.sched.analysis.residency import slot_compatibility
 from fpgashare.sched.analysis.schedulability import (
     DDR_FABRIC_SHARE,
     Verdict,
     analyse,
     ddr_budget,
     load_seconds,
-    slot_compatibility,
 )
 from fpgashare.sched.policies.backfill import DNN, refusal
 

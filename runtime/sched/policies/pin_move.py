@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from fpgashare.sched.analysis.schedulability import residency
+from fpgashare.sched.analysis.residency import residency
 from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.view import EngineView, SlotState
 

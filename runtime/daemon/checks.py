@@ -15,6 +15,7 @@ Bounds (a request outside them is refused, whatever the platform could do):
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from fpgashare.wire.protocol import ProtocolError
 
@@ -133,3 +134,34 @@ def fallback(message: dict, key: str = "fallback") -> str | None:
     if value is not None and value not in FALLBACKS:
         raise _bad(message, key, f"must be one of {', '.join(map(repr, FALLBACKS))} or absent, got {show(value)}")
     return value
+
+
+@dataclass(frozen=True)
+class PipelineRequest:
+    """A ``pipeline`` registration's fields, each checked."""
+
+    name: str
+    stages: list[str]
+    period_ms: float
+    deadline_ms: float
+    rows: int
+    cols: int
+    jitter_ms: float
+    params: dict[str, dict[str, int]]
+    fallback: str | None
+
+
+def pipeline_request(message: dict) -> PipelineRequest:
+    """The fields of a ``pipeline`` request, or the first bad one named. Release jitter must be
+    below the period (the arrival curve admission assumes)."""
+    name_ = name(message, "name")
+    stages_ = stages(message)
+    period_ms = number(message, "period_ms", MIN_PERIOD_MS, MAX_PERIOD_MS)
+    deadline_ms = number(message, "deadline_ms", 0.0, MAX_PERIOD_MS, default=period_ms, low_open=True)
+    rows, cols = int_list(message, "frame_shape", 2, 2, 1, MAX_SIDE)
+    jitter_ms = number(message, "jitter_ms", 0.0, period_ms, default=0.0)
+    if jitter_ms >= period_ms:
+        raise ProtocolError("bad_request", f"pipeline {name_!r}: jitter_ms must be below period_ms "
+                                           f"({jitter_ms:g} >= {period_ms:g})")
+    return PipelineRequest(name_, stages_, period_ms, deadline_ms, rows, cols, jitter_ms, params(message),
+                           fallback(message))

@@ -84,19 +84,10 @@ class Ops:
         return await self.status(client, scope == "own")
 
     async def _op_pipeline(self, client: Client, message: dict) -> None:
-        name = checks.name(message, "name")
-        stages = checks.stages(message)
-        period_ms = checks.number(message, "period_ms", checks.MIN_PERIOD_MS, checks.MAX_PERIOD_MS)
-        deadline_ms = checks.number(message, "deadline_ms", 0.0, checks.MAX_PERIOD_MS, default=period_ms,
-                                    low_open=True)
-        rows, cols = checks.int_list(message, "frame_shape", 2, 2, 1, checks.MAX_SIDE)
-        # Release jitter: below the period (the arrival curve admission assumes).
-        jitter_ms = checks.number(message, "jitter_ms", 0.0, period_ms, default=0.0)
-        if jitter_ms >= period_ms:
-            raise ProtocolError("bad_request", f"pipeline {name!r}: jitter_ms must be below period_ms "
-                                               f"({jitter_ms:g} >= {period_ms:g})")
-        params = checks.params(message)
-        fallback = checks.fallback(message)
+        request = checks.pipeline_request(message)
+        name, stages, params, fallback = request.name, request.stages, request.params, request.fallback
+        period_ms, deadline_ms, jitter_ms = request.period_ms, request.deadline_ms, request.jitter_ms
+        rows, cols = request.rows, request.cols
         self.sessions.check_name_free(client, name)
         count = sum(1 for s in client.pipelines.values() if s.ring.spec.out_shape != (1,))
         if count >= self.limits.pipelines_per_client:

@@ -16,7 +16,7 @@ from fpgashare.catalogue.workload import DNN_MODELS, PipelineSpec, Workload, rea
 from fpgashare.sched.analysis.residency import residency
 from fpgashare.sched.core.slots import SlotState
 from fpgashare.sched.policies.pin_move import _next_at
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.workload_gen import VISION
@@ -107,3 +107,51 @@ def test_a_move_waits_until_the_next_frame_is_certain():
     assert _next_at(_engine([f], {"a": (0.011, 0.015)}), f, end=0.012)
     # A pending frame ahead of it in EDF order.
     assert not _next_at(_engine([f, _frame(0.019, 9)], {}), f, end=0.012)
+
+
+
+def _board_run_recording_moves(seed: int):
+    """``admission_soundness --streams``'s workload for ``seed`` (random offsets and jitter, 1 to
+    S streams, a plan of partitions), run on the board with every pin move recorded as (the frame
+    it serves, the board slot its pin moves to)."""
+    import fpgashare.sched.policies.edf as edf_module
+    from fpgashare.backends.model import ModelBackend
+    from fpgashare.sched.board.board import run_board
+    from fpgashare.sched.board.stream_plan import plan_streams
+
+    from benchmarks.admission_soundness import draw
+
+    workload = draw(seed, 2.0, False)
+    plan = plan_streams(workload, random.Random(seed ^ 0x5EED).randint(1, workload.platform.streams),
+                        spare_stream=True)
+    moves = []
+    original = edf_module.pin_move
+
+    def recording(engine, frame, chosen, missing):
+        move = original(engine, frame, chosen, missing)
+        if move is not None:
+            moves.append((frame.key, engine, move.to))
+        return move
+
+    edf_module.pin_move = recording
+    try:
+        board, summary = run_board(workload, ModelBackend(workload.platform), plan, edf_module.EdfPolicy)
+    finally:
+        edf_module.pin_move = original
+    kept = {p.name for p in plan.admitted}
+    summary["pipelines"] = {n: p for n, p in summary["pipelines"].items() if n in kept}
+    slot_of = {id(e): view.global_slots for view, e in zip(board.views, board.parts, strict=True)}
+    return board, summary, [(frame, slot_of[id(engine)][to]) for frame, engine, to in moves]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**31 - 1))
+@example(559056910)        # two copies of conv3x3 busy under G; F started on the one the pin was sent to
+def test_the_frame_a_move_serves_never_streams_on_the_slot_the_pin_moves_to(seed):
+    """Every move's frame F streams on none of the slot r the pin goes to (so M goes back under
+    F's stream), whichever copy of its modules F starts on; and no admitted frame misses."""
+    board, summary, moves = _board_run_recording_moves(seed)
+    assert_no_miss(summary, f"seed {seed}")
+    on_slot = {(e.name, int(e.track.split()[1])) for e in board.trace if e.track.startswith("slot ")}
+    for frame, to in moves:
+        assert (frame, to) not in on_slot, f"seed {seed}: {frame} streamed on slot {to}, where its move sent the pin"

@@ -10,11 +10,13 @@ in does not matter to the analysis, only that the pinned modules are there when 
 The move, at time t while job G streams until E, for the pending frame F:
 
 1. F is certainly the next job at E: no pending frame, and no frame any pipeline could release
-   by E, comes before F in EDF order; and F lacks exactly one module X (one copy).
+   by E, comes before F in EDF order; and F lacks exactly one module X (one copy). F runs in one
+   pass: a frame in passes comes back after its pass for the next, which may need M or take r.
 2. X loads into a pinned slot s that holds M (F does not use M, G is not on s), ending by E:
    hidden under G. (F's other modules are resident, or on G's slots, which free at E.)
-3. The pin M moves to a slot r that is not pinned, not F's, compatible with M; reloading M into
-   r ends before F's stream does (L_r <= C_F), so it is hidden under F. ``edf`` issues it first
+3. The pin M moves to a slot r that is not pinned, holds none of F's modules (F may start on
+   any copy of one), compatible with M; reloading M into r ends before F's stream does
+   (L_r <= C_F), so it is hidden under F. ``edf`` issues it first
    when F starts (``EdfPolicy._load_pins``).
 4. With M at r instead of s, every pipeline's unpinned stages still fit the slots left (the
    analysis's residency condition, ``analysis.residency`` with the new placement fixed).
@@ -53,6 +55,8 @@ def pin_move(engine: EngineView, frame: Frame, chosen: list[int | None], missing
     if end is None or not pinned or engine.committed is not None or not engine.port.free() or engine.port.shared() \
             or engine.changing or not _settled(engine) or engine.slots.fused:
         return None
+    if len(frame.pipeline.pass_stages) > 1:
+        return None               # F in passes: a later pass of its own may need M (or take r)
     slots = engine.slots
     uses = {s for s in chosen if s is not None}
     absent = []
@@ -74,7 +78,10 @@ def pin_move(engine: EngineView, frame: Frame, chosen: list[int | None], missing
                 or engine.now + engine.port.load_seconds(s) > end:
             continue
         for r in slots.compatible_slots(held):
-            if r == s or r in pinned or r in uses or slots.slots[r].state is SlotState.LOADING \
+            # Not a slot holding any of F's modules, whichever copy ``uses`` counted: F may start
+            # on any copy, and M could then not go back under F's stream.
+            if r == s or r in pinned or r in uses or slots.slots[r].module in frame.module_counts \
+                    or slots.slots[r].state is SlotState.LOADING \
                     or slots.slots[r].state is SlotState.FAILED or engine.port.load_seconds(r) > frame.exec_s:
                 continue
             placed = {k: v for k, v in pinned.items() if k != s} | {r: held}

@@ -82,7 +82,9 @@ def test_four_clients_share_the_fabric(sock):
 
     def app(i):
         try:
-            with connect(sock) as fpga:
+            # Registrations are taken one at a time, each with its mode change at dilation 100:
+            # the later ones wait for the earlier, longer than the default 5 s on a loaded host.
+            with connect(sock, timeout=60.0) as fpga:
                 pipe = fpga.pipeline(f"app{i}", chains[i], period_ms=20.0, frame_shape=SHAPE)
                 stages = resolve_chain(chains[i], {})
                 futures = [(f, pipe.submit(f)) for f in frames(4, seed=i)]

@@ -1,7 +1,11 @@
 """The engine on the daemon's loop: every request that changes it is followed by taking every
 event due by the clock's now; a timer on the loop wakes it for the next event (none on a virtual
-clock: the test moves time with ``run_until``). Items that end are handed to ``on_ended`` once
-the engine call returns, never from inside it (sessions.py answers them)."""
+clock: the test moves time with ``run_until``). Items that end are handed to ``on_ended``
+(sessions.py answers them) between the engine's events, never from inside one: after the event
+in which they ended and before the policy decides on it (``Engine.on_event_taken``; a frame's
+answer then does not wait for the decision its end prompts, which cannot change its outcome),
+and those that end inside a decision once the engine call returns. Answering touches no engine
+state: the ring, the session's books and the client's socket only."""
 
 from __future__ import annotations
 
@@ -40,6 +44,8 @@ class Driver:
         self.failure: BaseException | None = None     #: the first exception out of the engine
         self._ended: deque[Frame | DnnRequest] = deque()
         engine.on_finish = self._ended.append
+        engine.on_event_taken = self._answer_between_events
+        self._answer_failure: BaseException | None = None   # from answering inside the engine call
         self._timer: asyncio.TimerHandle | None = None   # wakes the engine for its next event
         self._timer_due: float | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -79,12 +85,10 @@ class Driver:
             self.failure = self.failure or exc
             self.on_failure(exc)
             return
-        ended, on_ended = self._ended, self.on_ended
-        while ended:
-            item = ended.popleft()
-            if self.overruns.recent and isinstance(item, Frame):
-                self._explain(item)
-            on_ended(item)
+        failure, self._answer_failure = self._answer_failure, None
+        if failure is not None:
+            raise failure                # as if answered here: the items after it wait, as before
+        self._answer_ended()
         due = self.engine.next_event_s()
         if due == self._timer_due:
             return
@@ -94,6 +98,24 @@ class Driver:
         if due is not None and not self.virtual and self._loop is not None:
             wall_due = self._loop.time() + max(0.0, (due - self.clock.now()) * self.dilation)
             self._timer = self._loop.call_at(wall_due, self._timer_fired, wall_due)
+
+    def _answer_ended(self) -> None:
+        ended, on_ended = self._ended, self.on_ended
+        while ended:
+            item = ended.popleft()
+            if self.overruns.recent and isinstance(item, Frame):
+                self._explain(item)
+            on_ended(item)
+
+    def _answer_between_events(self) -> None:
+        """The engine took an event: answer what ended in it before its decision. A failure to
+        answer is not the engine's: it is raised once the engine call returns (``advance``)."""
+        if self._answer_failure is not None or not self._ended:
+            return
+        try:
+            self._answer_ended()
+        except Exception as exc:
+            self._answer_failure = exc
 
     def _reach(self) -> float:
         return reach_s((p.period_s, p.deadline_s + p.jitter_s) for p in getattr(self.engine, "order", ()))

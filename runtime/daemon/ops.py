@@ -349,20 +349,20 @@ class Ops:
             client.writer.close()          # its task ends and takes its pipelines with it
 
     async def _op_submit(self, client: Client, message: dict) -> None:
-        return self._hand_in(client, message, self.engine.submit)
+        return self._hand_in(client, message, "submit")
 
     async def _op_infer(self, client: Client, message: dict) -> None:
-        return self._hand_in(client, message, self.engine.submit_dnn)
+        return self._hand_in(client, message, "infer")
 
-    def _hand_in(self, client: Client, message: dict, submit) -> None:
-        """Give the engine the frame (or DNN image) in a ring slot; answered when it ends."""
+    def _hand_in(self, client: Client, message: dict, kind: str) -> None:
+        """Give the engine the frame (``kind`` "submit") or DNN image ("infer") in a ring slot;
+        answered when it ends."""
         started = time.perf_counter()
         name = checks.name(message, "pipeline")
         slot = checks.integer(message, "slot", -(1 << 63), (1 << 64) - 1)
         shape = checks.int_list(message, "shape", 1, 4, 0, checks.MAX_SIDE)
         dtype = checks.short_string(message, "dtype")
         state = client.pipelines.get(name)
-        kind = "infer" if submit == self.engine.submit_dnn else "submit"
         if state is None or state.closing or (kind == "infer") != (state.ring.spec.out_shape == (1,)):
             what = "DNN pipeline" if kind == "infer" else "real-time pipeline"
             raise ProtocolError("bad_request", f"{kind}: no {what} {name!r} of this client")
@@ -378,6 +378,7 @@ class Ops:
             check_layout(tuple(shape), dtype, state.ring.spec.in_shape, state.ring.spec.dtype)
         except FrameError as exc:
             raise ProtocolError("frame", f"{name!r}: {exc}") from None
+        submit = self.engine.submit if kind == "submit" else self.engine.submit_dnn
         item = submit(state.key, state.ring.input(slot))     # queued, not yet decided: it cannot have ended
         state.free.discard(slot)
         state.in_flight[id(item)] = (item, slot, message["id"])

@@ -22,8 +22,10 @@ class Stats:
 
     def ended(self, name: str, klass: str, outcome: str, latency_ms: float | None) -> None:
         self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
-        stats = self.per_pipeline.setdefault(name, {"class": klass, "outcomes": {},
-                                                    "latencies_ms": deque(maxlen=LATENCY_WINDOW)})
+        stats = self.per_pipeline.get(name)
+        if stats is None:                  # (not setdefault: that would build a window every frame)
+            stats = self.per_pipeline[name] = {"class": klass, "outcomes": {},
+                                               "latencies_ms": deque(maxlen=LATENCY_WINDOW)}
         stats["outcomes"][outcome] = stats["outcomes"].get(outcome, 0) + 1
         if latency_ms is not None:
             stats["latencies_ms"].append(latency_ms)

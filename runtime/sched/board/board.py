@@ -187,6 +187,8 @@ class Board:
             _share(engine, name, value)
 
     on_finish = property(lambda self: self.parts[0].on_finish, lambda self, v: self._set_all("on_finish", v))
+    on_event_taken = property(lambda self: self.parts[0].on_event_taken,
+                              lambda self, v: self._set_all("on_event_taken", v))
     cpu = property(lambda self: self.parts[0].cpu, lambda self, v: self._set_all("cpu", v))
     cpu_besteffort = property(lambda self: self.parts[0].cpu_besteffort,
                               lambda self, v: self._set_all("cpu_besteffort", v))

@@ -86,6 +86,10 @@ class Demand:
             return self._key.get(module, UNNEEDED)
         return self._copy_key.get((module, k), UNNEEDED)
 
+    def modules(self):
+        """Every module a pipeline of the set uses (``order`` names some of them, never another)."""
+        return self._users.keys()
+
     def order(self) -> list[str]:
         """Needed modules, soonest first."""
         if self._order is None:

@@ -153,6 +153,30 @@ class Foresight:
         (``module_needs`` above)."""
         return module_needs(self.engine, self.port.longest_load_s(), held)
 
+    def wanted_held(self, first: Sequence[Frame] = ()) -> bool:
+        """Whether a slot holds (has, runs or receives) every module ``need_order(first)`` could
+        name: the given frames', the next passes', and every pipeline's (the demand's). Then no
+        module of that order is missing, whatever the order. Cheap: a slot holds one module, so
+        with more modules wanted than slots the answer is no without looking."""
+        engine = self.engine
+        wanted = engine.demand.modules()
+        slots = engine.slots
+        if len(wanted) > len(slots.slots):
+            return False
+        holds = slots.holds
+        for module in wanted:                    # (loops, not all(): asked at every decision)
+            if not holds(module):
+                return False
+        for frame in first:
+            for module in frame.modules:
+                if not holds(module):
+                    return False
+        for _, modules in next_passes(engine) if engine.running else ():
+            for module in modules:
+                if not holds(module):
+                    return False
+        return True
+
     def need_order(self, first: Sequence[Frame] = (), copies: bool = False) -> NeedOrder:
         """Modules in the order they will be needed: the given frames', the next passes of frames
         on the stream, then those of every pipeline's next release by deadline

@@ -65,11 +65,17 @@ class EdfPolicy(PriorityPolicy):
 
     priority = attrgetter("deadline", "seq")      # a C-level key: sorted() calls it for every pending frame
 
+    def __init__(self) -> None:
+        # Set here, not only in ``setup``: a policy may be dispatched without setup (planned.py's
+        # fallback), and every decision reads both.
+        self._restore: dict[int, str] = {}      #: pinned slot -> its pin, taken by an evictor
+        self._cold: cold_lend.ColdLend | None = None    #: a registration-window lend whose pins are away
+
     def setup(self, engine: EngineView) -> None:
         """Pins first, each into its slot; then the usual warm-up for what the first frames need.
         With DNN work, the DNN's tiles first where the registration window has room for them
         (cold_lend.py): a pinned slot's pin then comes back by the first release."""
-        self._restore: dict[int, str] = {}      # pinned slot -> its pin, taken by an evictor
+        self._restore = {}
         lend = cold_lend.plan(engine)
         if lend is not None:
             cold_lend.begin(engine, lend)
@@ -79,7 +85,7 @@ class EdfPolicy(PriorityPolicy):
 
     # ---- dispatch --------------------------------------------------------------------------
     def dispatch(self, engine: EngineView) -> None:
-        cold = getattr(self, "_cold", None)
+        cold = self._cold
         if cold is not None:
             if not cold_lend.over(engine, cold):
                 backfill(engine, until=cold.setup_at)    # DNN batches only, over before the pins
@@ -97,12 +103,12 @@ class EdfPolicy(PriorityPolicy):
         """Whether an evictor that took pins streams now: from its start until they are back nothing
         else starts, not even a load that would end before the next release (a DNN lend's, a
         prefetch), which could delay the put-back the analysis counts right after its frame."""
-        return bool(getattr(self, "_restore", None)) and engine.committed is None
+        return bool(self._restore) and engine.committed is None
 
     def _restoring(self, engine: EngineView) -> bool:
         """Put back the pins an evictor took once it no longer holds them (one load at a time);
         whether some is still away (then no frame starts or loads, and no other load runs)."""
-        restore = getattr(self, "_restore", None)
+        restore = self._restore
         if not restore or engine.committed is not None:
             return False
         slots = engine.slots.slots
@@ -315,8 +321,10 @@ class EdfPolicy(PriorityPolicy):
         # (idle slots may be lent), and in the gap after a period's frames (a load there has no
         # frame to hide under, while one put off may be hidden under the next period's first).
         target = self._prefetch_target(engine, waiting)
-        stream_end = engine.foresight.stream_job_end()
         dnn = bool(engine.dnn_pipelines and engine.runs_dnn)
+        if target is None and not dnn:
+            return None      # (what follows returns None too then: nothing to prefetch, no DNN)
+        stream_end = engine.foresight.stream_job_end()
         if target is not None and stream_end is not None:
             # A load hidden under the job on the stream costs nothing: take it now, but not into
             # a tile the DNN can still use before the module is due.
@@ -358,6 +366,8 @@ class EdfPolicy(PriorityPolicy):
         if not engine.slots.idle():
             return None                              # no slot could take a load
         foresight = engine.foresight
+        if not played and not engine.placement.copies_matter() and foresight.wanted_held(waiting):
+            return None      # every module the order could name is held, and no chain wants two copies
         future = foresight.played_order(waiting) if played else \
             foresight.need_order(waiting, copies=engine.placement.copies_matter())
         needed = future.head(len(engine.slots.slots))   # each module once, in order of first need

@@ -14,6 +14,7 @@ reaches the app typed, never as a bare 'gone' or a raw OSError.
 
 from __future__ import annotations
 
+import array
 import concurrent.futures
 import itertools
 import logging
@@ -36,13 +37,39 @@ MAX_FDS = 16            #: ring descriptors one recv may bring
 PARTING_READ_S = 0.5    #: after a failed send, how long to look for the daemon's parting error
 
 
+#: the ancillary room one recv leaves for ring descriptors (as ``socket.recv_fds`` asks)
+FDS_ROOM = socket.CMSG_LEN(MAX_FDS * array.array("i").itemsize)
+
+
+class Reply:
+    """One request's reply: set once, by whichever thread reads the socket, under the
+    connection's lock (its waiters wait on the connection's condition, not on this). Lighter
+    than a ``concurrent.futures.Future``, which a frame's trip would build, lock and notify."""
+
+    __slots__ = ("message",)
+
+    def __init__(self) -> None:
+        self.message: dict | None = None
+
+    def done(self) -> bool:
+        return self.message is not None
+
+    def set_result(self, message: dict) -> None:
+        self.message = message
+
+    def result(self) -> dict:
+        if self.message is None:
+            raise RuntimeError("no reply yet")
+        return self.message
+
+
 class Connection:
     """The socket and the replies' bookkeeping; ``Fpga`` (fpga.py) is the API on top."""
 
     def __init__(self, path: Path, timeout: float) -> None:
         self.path, self.timeout = path, timeout
         self._ids = itertools.count(1)
-        self._waiting: dict[int, concurrent.futures.Future] = {}
+        self._waiting: dict[int, Reply] = {}
         self._lock = threading.Lock()
         self._turn = threading.Condition(self._lock)   # waiters sleep here while another thread reads
         self._reading = threading.Lock()               # held by the thread reading the socket
@@ -67,9 +94,9 @@ class Connection:
             self._lost = False
         return sock
 
-    def _send(self, op: str, **fields) -> tuple[int, concurrent.futures.Future]:
-        """Send one request; its reply settles the future."""
-        future: concurrent.futures.Future = concurrent.futures.Future()
+    def _send(self, op: str, **fields) -> tuple[int, Reply]:
+        """Send one request; its reply settles the returned ``Reply``."""
+        future = Reply()
         with self._lock:
             if self._closed or self._lost:
                 raise DaemonError("gone", "the connection to the daemon is closed" if self._closed
@@ -104,7 +131,7 @@ class Connection:
             self._fail_all(lost=True)
         return self._last_error                        # else the thread reading meets it
 
-    def wait(self, future: concurrent.futures.Future, timeout: float | None) -> dict:
+    def wait(self, future: Reply, timeout: float | None) -> dict:
         """The reply ``future`` stands for, read from the socket by this thread unless another
         thread is reading it; raises TimeoutError after ``timeout`` seconds (None: no limit)."""
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -125,7 +152,7 @@ class Connection:
                         self._turn.wait(remaining)
         return future.result()
 
-    def _read_until(self, future: concurrent.futures.Future, deadline: float | None) -> None:
+    def _read_until(self, future: Reply, deadline: float | None) -> None:
         """Read replies and settle their futures until ``future`` is settled or the deadline passes."""
         try:
             while not future.done():
@@ -161,8 +188,12 @@ class Connection:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not select.select([self._sock], [], [], remaining)[0]:
                     return None
-            chunk, fds, _, _ = socket.recv_fds(self._sock, RECV_BYTES, MAX_FDS)
-            self._fds.extend(fds)
+            chunk, ancillary, _, _ = self._sock.recvmsg(RECV_BYTES, FDS_ROOM)
+            for level, kind, data in ancillary:       # (socket.recv_fds, without its cost on every reply)
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    fds = array.array("i")
+                    fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+                    self._fds.extend(fds)
             if not chunk:
                 raise ProtocolError("malformed", "the daemon closed the connection"
                                     + (" inside a message" if self._decoder.pending else ""))

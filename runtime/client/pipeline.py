@@ -5,13 +5,15 @@ one outcome (the output, or ``DeadlineMissed`` / ``FrameDropped`` / ``FrameFaile
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import threading
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from fpgashare.client.errors import DaemonError, DeadlineMissed, FrameDropped, FrameFailed, daemon_error
 from fpgashare.wire.shm import FrameRing, check_frame
+
+if TYPE_CHECKING:
+    from fpgashare.client.connection import Reply
 
 
 class Owner(Protocol):
@@ -22,9 +24,9 @@ class Owner(Protocol):
     pipelines: dict
 
     def _ensure(self) -> None: ...
-    def _send(self, op: str, **fields) -> tuple[int, concurrent.futures.Future]: ...
+    def _send(self, op: str, **fields) -> tuple[int, Reply]: ...
     def request(self, op: str, **fields) -> dict: ...
-    def wait(self, future: concurrent.futures.Future, timeout: float | None) -> dict: ...
+    def wait(self, future: Reply, timeout: float | None) -> dict: ...
 
 
 class Pipeline:
@@ -75,7 +77,7 @@ class Pipeline:
             raise
         return self.future(slot, future, generation, ring)
 
-    def future(self, slot: int, future: concurrent.futures.Future, generation: int, ring: FrameRing) -> FrameFuture:
+    def future(self, slot: int, future: Reply, generation: int, ring: FrameRing) -> FrameFuture:
         return FrameFuture(self, slot, future, generation, ring)
 
     async def asubmit(self, frame: np.ndarray) -> np.ndarray:
@@ -106,14 +108,14 @@ class DnnPipeline(Pipeline):
 
     op, op_register = "infer", "dnn"
 
-    def future(self, slot: int, future: concurrent.futures.Future, generation: int, ring: FrameRing) -> FrameFuture:
+    def future(self, slot: int, future: Reply, generation: int, ring: FrameRing) -> FrameFuture:
         return DnnFuture(self, slot, future, generation, ring)
 
 
 class FrameFuture:
     """The outcome of one submitted frame."""
 
-    def __init__(self, pipe: Pipeline, slot: int, future: concurrent.futures.Future, generation: int,
+    def __init__(self, pipe: Pipeline, slot: int, future: Reply, generation: int,
                  ring: FrameRing) -> None:
         self.pipe, self.slot, self._future = pipe, slot, future
         self._generation, self._ring = generation, ring

@@ -1,7 +1,11 @@
 """The daemon's driver (runtime/daemon/driver.py), a part handed its engine and clock: every item
-the engine finishes is answered exactly once, in the order it ended, at its own time and never from
-inside an engine call; an exception out of the engine is reported once and the engine is left alone
-after the daemon halts. A fake engine on a virtual clock, fresh generated end times each run."""
+the engine finishes is answered exactly once, in the order it ended, at its own time, never in the
+middle of an event's handling or of a decision: an item that ends in an event is answered between
+that event and the decision it prompts (the engine's ``on_event_taken``), one that ends in a
+decision once the engine call returns or at the next event. A failure to answer surfaces after the
+engine call, not as the engine's. An exception out of the engine is reported once and the engine
+is left alone after the daemon halts. A fake engine on a virtual clock, fresh generated end times
+each run."""
 
 from __future__ import annotations
 
@@ -15,25 +19,35 @@ from hypothesis import strategies as st
 
 
 class FakeEngine:
-    """Items end at their times; ``advance_to`` ends every item due, through ``on_finish``."""
+    """Items end at their times, each end an event handled through ``on_finish``; after each event
+    the engine calls ``on_event_taken`` (if set), then decides. The decision after the end of
+    item ``i`` in ``drops`` ends ``("dropped", i)`` through ``on_finish`` too."""
 
-    def __init__(self, ends: list[float], fail_at: float | None = None) -> None:
+    def __init__(self, ends: list[float], fail_at: float | None = None, drops: frozenset[int] = frozenset()) -> None:
         self.pending = sorted((t, i) for i, t in enumerate(ends))
-        self.fail_at = fail_at
+        self.fail_at, self.drops = fail_at, drops
         self.on_finish = None
-        self.inside = False
+        self.on_event_taken = None
+        self.inside = None           # "event" or "decision" while in the middle of one
+        self.decided: list = []      # the events whose decision has run
         self.calls = 0
 
     def advance_to(self, now: float) -> None:
-        self.inside = True
         self.calls += 1
-        try:
-            if self.fail_at is not None and now >= self.fail_at:
-                raise RuntimeError("engine bug")
-            while self.pending and self.pending[0][0] <= now:
-                self.on_finish(self.pending.pop(0))
-        finally:
-            self.inside = False
+        if self.fail_at is not None and now >= self.fail_at:
+            raise RuntimeError("engine bug")
+        while self.pending and self.pending[0][0] <= now:
+            item = self.pending.pop(0)
+            self.inside = "event"
+            self.on_finish(item)
+            self.inside = None
+            if self.on_event_taken is not None:
+                self.on_event_taken()
+            self.inside = "decision"
+            if item[1] in self.drops:
+                self.on_finish(("dropped", item[1]))
+            self.decided.append(item)
+            self.inside = None
 
     def next_event_s(self) -> float | None:
         return self.pending[0][0] if self.pending else None
@@ -43,7 +57,9 @@ def _driver(engine: FakeEngine, clock: VirtualClock):
     answered, failures = [], []
 
     def answer(item):
-        assert not engine.inside, "answered from inside an engine call"
+        assert engine.inside is None, f"answered in the middle of an {engine.inside}"
+        if item[0] != "dropped":
+            assert item not in engine.decided, "answered after the decision its end prompted"
         answered.append((clock.now(), item))
 
     return Driver(engine, clock, LoopLatency(), answer, failures.append), answered, failures
@@ -52,16 +68,37 @@ def _driver(engine: FakeEngine, clock: VirtualClock):
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.floats(min_value=0.0, max_value=10.0, allow_nan=False), max_size=30),
        st.floats(min_value=0.0, max_value=12.0))
-def test_every_item_is_answered_once_at_its_time_outside_the_engine(ends, horizon):
+def test_every_item_is_answered_once_at_its_time_between_events(ends, horizon):
     clock = VirtualClock()
-    engine = FakeEngine(ends)
+    drops = frozenset(range(0, len(ends), 3))
+    engine = FakeEngine(ends, drops=drops)
     driver, answered, failures = _driver(engine, clock)
     driver.run_until(horizon)
-    due = sorted((t, i) for i, t in enumerate(ends) if t <= horizon)
-    assert [item for _, item in answered] == due                  # once each, in the order they ended
-    assert all(at == item[0] for at, item in answered)            # each at its own time, not at the horizon
+    due = []
+    for t, i in sorted((t, i) for i, t in enumerate(ends) if t <= horizon):
+        due += [(t, (t, i))] + ([(t, ("dropped", i))] if i in drops else [])
+    assert answered == due        # once each, in the order they ended, each at its own time
     assert clock.now() == max(horizon, 0.0) and not failures
     assert engine.next_event_s() == (min((t for t in ends if t > horizon), default=None))
+
+
+def test_a_failure_to_answer_between_events_surfaces_after_the_engine_call():
+    clock = VirtualClock()
+    engine = FakeEngine([1.0, 1.0, 1.0])
+    answered = []
+
+    def answer(item):
+        if item[1] == 0:
+            raise ValueError("answer failed")
+        answered.append(item)
+
+    driver = Driver(engine, clock, LoopLatency(), answer, lambda exc: pytest.fail("not the engine's failure"))
+    clock.wait_until(1.0)
+    with pytest.raises(ValueError, match="answer failed"):
+        driver.advance()
+    assert engine.decided == [(1.0, 0), (1.0, 1), (1.0, 2)] and answered == []   # the engine call ran whole
+    driver.advance()
+    assert answered == [(1.0, 1), (1.0, 2)]         # the items after it answered next, as before
 
 
 @given(st.lists(st.floats(min_value=0.0, max_value=10.0, allow_nan=False), min_size=1, max_size=10),

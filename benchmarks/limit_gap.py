@@ -15,7 +15,7 @@ and its figures are set against the limits:
   stream, no DNN: the floor's conditions), and minus the wait of an exact schedule with the
   fewest loads (``wait ok``: within 1.1x that wait + 1% of the port time);
 - DNN images / the bound of its own idle windows;
-- edf's loads per hyperperiod in its steady state (a run of 1 + 4 hyperperiods, the last 4
+- edf's loads per hyperperiod in its steady state (a run of 6 hyperperiods, the middle 4
   counted) / the fewest of a schedule that repeats every hyperperiod serving the same pipelines
   (runtime/sched/limits/steady_loads.py): the one-shot optimum above never puts back what a
   hyperperiod swapped out, which every run that goes on must.

@@ -13,9 +13,10 @@ one-shot optimum one).
 The steady-state figure therefore compares, per hyperperiod:
 
 - ``run_per_hyperperiod``: the real-time loads the scheduler made in hyperperiods 2 .. m + 1 of a
-  run of m + 1 (the first one holds the warm-up's after-effects), divided by m;
+  run of m + 2 (the first holds the warm-up's after-effects, the last the run's end), divided by m;
 - ``cyclic_optimum``: the fewest loads of one hyperperiod of a schedule that repeats every
-  hyperperiod and serves the same pipelines (``cyclic.cyclic_plan`` on those pipelines: most
+  hyperperiod (of the pipelines it serves, which may be shorter: its loads are then counted as
+  often as it fits in the workload's) and serves the same pipelines (``cyclic.cyclic_plan`` on those pipelines: most
   pipelines, then fewest loads; its slots' contents wrap from the end of a hyperperiod to the
   start of the next, docs/planned.md). It is achievable (planned runs such tables); with jitter
   its passes start at instants valid for every draw, so it may load more than a schedule that
@@ -33,13 +34,15 @@ from fpgashare.sched.limits import dnn_windows
 from fpgashare.sched.limits.cyclic import PlanError, cyclic_plan
 from fpgashare.sched.limits.jobs import realtime
 
-#: Hyperperiods counted after the first (the run lasts one more).
+#: Hyperperiods counted, after the first (the run lasts one more at each end).
 STEADY_HYPERPERIODS = 4
 
 
 def steady_workload(workload: Workload, hyperperiods: int = STEADY_HYPERPERIODS) -> Workload:
-    """``workload`` run for ``hyperperiods`` + 1 of its hyperperiods (its duration is one)."""
-    return replace(workload, duration_s=workload.duration_s * (hyperperiods + 1))
+    """``workload`` run for ``hyperperiods`` + 2 of its hyperperiods (its duration is one): the
+    first holds the warm-up's after-effects, the last the run's end (a load for a frame after the
+    end is never made)."""
+    return replace(workload, duration_s=workload.duration_s * (hyperperiods + 2))
 
 
 def run_per_hyperperiod(engine, hyper_s: float, hyperperiods: int = STEADY_HYPERPERIODS) -> float:
@@ -65,7 +68,17 @@ def cyclic_optimum(workload: Workload, serve: list[str], time_limit_s: float) ->
         return {"loads": None, "why": str(e)}
     if plan is None or set(plan.admitted) != {p.name for p in rt}:
         return {"loads": None, "why": "no cyclic table serves them all" if plan else "no table within the time limit"}
-    return {"loads": len(plan.loads), "proved": plan.status == "optimal"}
+    return {"loads": table_loads(len(plan.loads), plan.hyperperiod_s, workload.duration_s),
+            "proved": plan.status == "optimal"}
+
+
+def table_loads(loads: int, table_hyper_s: float, hyper_s: float) -> int:
+    """A cyclic table's ``loads`` a hyperperiod of its own (``table_hyper_s``) over ``hyper_s``, the
+    workload's hyperperiod: a multiple of the table's, whose pipelines may repeat sooner."""
+    repeats = round(hyper_s / table_hyper_s)
+    if repeats < 1 or abs(repeats * table_hyper_s - hyper_s) > 1e-3 * table_hyper_s:
+        raise ValueError(f"{hyper_s} s is no multiple of the table's hyperperiod {table_hyper_s} s")
+    return loads * repeats
 
 
 def figures(engine, workload: Workload, serve: list[str], cyclic: dict,

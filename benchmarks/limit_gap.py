@@ -14,7 +14,11 @@ and its figures are set against the limits:
 - its port wait minus the floor for its own frame order, as a share of its port time (one
   stream, no DNN: the floor's conditions), and minus the wait of an exact schedule with the
   fewest loads (``wait ok``: within 1.1x that wait + 1% of the port time);
-- DNN images / the bound of its own idle windows.
+- DNN images / the bound of its own idle windows;
+- edf's loads per hyperperiod in its steady state (a run of 6 hyperperiods, the middle 4
+  counted) / the fewest of a schedule that repeats every hyperperiod serving the same pipelines
+  (runtime/sched/limits/steady_loads.py): the one-shot optimum above never puts back what a
+  hyperperiod swapped out, which every run that goes on must.
 
 It also counts the workloads where some baseline (a scheduler without a guarantee: not edf, not
 planned) serves every pipeline with no miss while edf refuses one, and any scheduler figure beyond a
@@ -47,7 +51,8 @@ from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.workload import PipelineSpec, Workload, realtime_spec
 from fpgashare.cli.bench import run_one
 from fpgashare.errors import WorkloadError
-from fpgashare.sched.limits.bench_limits import Limits, served
+from fpgashare.sched.limits import steady_loads
+from fpgashare.sched.limits.bench_limits import Limits, run_misses, served
 from fpgashare.sched.policies.registry import POLICIES
 
 from benchmarks.results import write_result
@@ -108,7 +113,33 @@ def measure(seed: int, schedulers: list[str], time_limit_s: float) -> dict:
         row["schedulers"][name] = figures
     row["limits_s"] = round(time.perf_counter() - started, 2)
     fill_long_run(row, workload)
+    fill_steady_loads(row, workload, time_limit_s)
     return row
+
+
+#: Schedulers whose loads are also measured in the steady state (each needs a longer run and a
+#: cyclic solve per served set).
+STEADY = ("edf",)
+
+
+def fill_steady_loads(row: dict, workload: Workload, time_limit_s: float) -> None:
+    """``row["schedulers"][name]["loads"]["steady"]`` for the STEADY schedulers that ran: the
+    loads a hyperperiod of their steady state beside the best cyclic schedule's
+    (runtime/sched/limits/steady_loads.py), where the long run serves what it admitted."""
+    optimum: dict[frozenset, dict] = {}
+    for name in STEADY:
+        figs = row["schedulers"].get(name)
+        if figs is None or figs["misses"]:
+            continue
+        engine, result = run_one(steady_loads.steady_workload(workload), name, "model", check_rejected=False)
+        serve = served(result)
+        if run_misses(result) or len(serve) != len(result["admitted"]):
+            figs["loads"]["steady"] = {"why_no_figure": "the long run missed frames"}
+            continue
+        key = frozenset(serve)
+        if key not in optimum:
+            optimum[key] = steady_loads.cyclic_optimum(workload, serve, time_limit_s)
+        figs["loads"]["steady"] = steady_loads.figures(engine, workload, serve, optimum[key])
 
 
 #: Hyperperiods the baselines run again where they served everything edf refused some of.
@@ -172,6 +203,12 @@ def summary_lines(summary: dict) -> list[str]:
                      f"{_cell(s['port_wait_over_exact_pct_of_port']):28s} "
                      f"{s['port_wait_within_1.1x_exact_plus_1pct']:4d}/{s['port_wait_compared']:<4d}  "
                      f"{_cell(s['dnn_over_window_bound']):28s}")
+    for name, s in summary["schedulers"].items():
+        if "steady_loads" in s:
+            st = s["steady_loads"]
+            lines.append(f"{name}: loads a hyperperiod in the steady state / the best cyclic schedule's: "
+                         f"<= 1.1x on {st['within_1.1']}/{st['compared']}, summed x{st['summed_ratio']}, "
+                         f"{_cell(st['ratio'])} (cyclic optimum proved on {st['cyclic_proved']})")
     b = summary.get("baseline_serves_all_while_edf_refuses")
     if b:
         lines.append(f"a baseline serves every pipeline with no miss while edf refuses one: {b['count']} "
@@ -220,6 +257,15 @@ def summarize(rows: list[dict], schedulers: list[str]) -> dict:
             "port_wait_within_1.1x_exact_plus_1pct": sum(w["within_1.1x_exact_plus_1pct_port"] for w in exact_wait),
             "port_wait_compared": len(exact_wait),
             "dnn_over_window_bound": _dist(dnn)}
+        steady = [f["loads"]["steady"] for _, f in figs
+                  if f["loads"].get("steady", {}).get("cyclic_optimum") is not None]
+        if steady:
+            run_sum, opt_sum = sum(s["run_per_hyperperiod"] for s in steady), sum(s["cyclic_optimum"] for s in steady)
+            out["schedulers"][name]["steady_loads"] = {
+                "compared": len(steady), "within_1.1": sum(s["within_1.1"] for s in steady),
+                "summed_ratio": round(run_sum / opt_sum, 3) if opt_sum else None,
+                "ratio": _dist([s["ratio"] for s in steady if s["ratio"] is not None]),
+                "cyclic_proved": sum(s["cyclic_proved"] for s in steady)}
     baselines = [s for s in schedulers if is_baseline(s)]
     if "edf" in schedulers:
         cases = [r["seed"] for r in proved if r["schedulers"]["edf"]["refused"]

@@ -61,6 +61,32 @@ def test_no_admitted_pipeline_misses_on_random_workloads_over_random_stream_coun
             assert all(ev.start < engine.t0 for ev in e.trace if ev.track == "port"), label
 
 
+def _plan_facts(plan) -> tuple:
+    return ([(q.stream, q.slots, [p.name for p in q.pipelines], q.dnn, q.verdict) for q in plan.partitions],
+            plan.rejected)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**9))
+def test_a_plan_made_after_others_is_the_plan_made_from_nothing(seed):
+    """The planner remembers verdicts across calls (a daemon re-plans the same admitted set at
+    each registration): what it remembers never changes a plan. Generated workloads are planned
+    once from an empty memory, then again after the memory holds every prefix of their
+    registrations and other workloads' verdicts, with and without known phases."""
+    from fpgashare.sched.board import stream_plan
+
+    workload = random_workload(seed, max_s=4.0)
+    streams = random.Random(seed ^ 0x5EED).randint(1, workload.platform.streams)
+    for phased in (False, True):
+        stream_plan._MEMO.clear()
+        fresh = _plan_facts(plan_streams(workload, streams, phased=phased))
+        plan_streams(random_workload(seed + 1, max_s=4.0), streams, phased=phased)
+        for k in range(len(workload.pipelines)):
+            plan_streams(replace(workload, pipelines=workload.pipelines[:k]), streams, phased=not phased)
+            plan_streams(replace(workload, pipelines=workload.pipelines[:k]), streams, phased=phased)
+        assert _plan_facts(plan_streams(workload, streams, phased=phased)) == fresh, f"seed {seed}"
+
+
 def _two_cameras() -> Workload:
     """Two short chains, each filling most of a stream: one stream carries only one of them."""
     platform = load_platform("zcu104")

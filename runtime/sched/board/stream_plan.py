@@ -30,6 +30,7 @@ it can (as on one stream).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
 from fpgashare.backends.slot_view import sub_platform
@@ -80,31 +81,41 @@ class StreamPlan:
     def admitted(self) -> list[PipelineSpec]:
         return [p for part in self.partitions for p in part.pipelines]
 
-#: Verdicts of one ``plan_streams`` call, by (pipelines, slots, share, dnn): trials re-check the
-#: partitions they leave alone. Cleared at every call (keys hold object ids, alive during it).
-_MEMO: dict[tuple, Verdict] = {}
+#: Verdicts by (platform, pipelines, slots, share, dnn, phased), least recently used dropped first.
+#: Trials re-check the partitions they leave alone, and a daemon's re-plan at each registration
+#: places the same admitted pipelines in the same order again, so across calls only the trials
+#: with the newcomer are new. The analysis is a function of the key alone (frozen specs and
+#: platforms). Keys hold object ids: each entry keeps its pipelines and platform alive, so no id
+#: in a key can belong to another object while the entry exists.
+_MEMO: OrderedDict[tuple, tuple[Verdict, tuple[PipelineSpec, ...], Platform]] = OrderedDict()
+_MEMO_ENTRIES = 4096
 
 #: Whether the plan being made may use the phased test (``analyse(phased=True)``): set for the
-#: length of one ``plan_streams`` / ``spread_plan`` call, like ``_MEMO``.
+#: length of one ``plan_streams`` / ``spread_plan`` call (a part of ``_MEMO``'s keys).
 _PHASED = [False]
 
 
 def _analyse(part: Partition, platform: Platform, share: int) -> Verdict:
-    key = (tuple(id(p) for p in part.pipelines), part.slots, share, part.dnn, _PHASED[0])
-    if key not in _MEMO:
-        args = dict(few_pins=part.dnn, port_share=share, check_ddr=False, board_load_s=load_seconds(platform),
-                    control_s=control_seconds(platform), phased=_PHASED[0])
-        view = sub_platform(platform, part.slots)
-        verdict = analyse(part.pipelines, view, **args)
-        if not verdict.ok and _PHASED[0]:     # known phases (bench): evicting plans, pinned frames first
-            other = analyse_evicting(part.pipelines, view, phased=True, port_share=share,
-                                     board_load_s=load_seconds(platform), control_s=control_seconds(platform))
-            verdict = other if other.ok else verdict
-        if not verdict.ok and _PHASED[0]:
-            other = analyse_pinned_first(part.pipelines, view, **args)
-            verdict = other if other.ok else verdict
-        _MEMO[key] = verdict
-    return _MEMO[key]
+    key = (id(platform), tuple(id(p) for p in part.pipelines), part.slots, share, part.dnn, _PHASED[0])
+    hit = _MEMO.get(key)
+    if hit is not None:
+        _MEMO.move_to_end(key)
+        return hit[0]
+    args = dict(few_pins=part.dnn, port_share=share, check_ddr=False, board_load_s=load_seconds(platform),
+                control_s=control_seconds(platform), phased=_PHASED[0])
+    view = sub_platform(platform, part.slots)
+    verdict = analyse(part.pipelines, view, **args)
+    if not verdict.ok and _PHASED[0]:     # known phases (bench): evicting plans, pinned frames first
+        other = analyse_evicting(part.pipelines, view, phased=True, port_share=share,
+                                 board_load_s=load_seconds(platform), control_s=control_seconds(platform))
+        verdict = other if other.ok else verdict
+    if not verdict.ok and _PHASED[0]:
+        other = analyse_pinned_first(part.pipelines, view, **args)
+        verdict = other if other.ok else verdict
+    _MEMO[key] = (verdict, tuple(part.pipelines), platform)
+    if len(_MEMO) > _MEMO_ENTRIES:
+        _MEMO.popitem(last=False)
+    return verdict
 
 
 def _quiet(part: Partition, platform: Platform) -> Verdict | None:
@@ -194,7 +205,6 @@ def plan_streams(workload: Workload, streams: int, phased: bool = False, spare_s
     daemon's streams). ``spare_stream``: a real-time partition hosting the DNN gets a stream no
     partition uses for its batches (``with_spare_stream``; a run of the plan's partitions, not a
     daemon's layout)."""
-    _MEMO.clear()
     plan = spread_plan(workload, streams, phased)
     if streams > 1:
         one = one_stream(workload, phased)
@@ -256,7 +266,6 @@ def spread_plan(workload: Workload, streams: int, phased: bool = False) -> Strea
     try:
         return _spread(workload, streams)
     finally:
-        _MEMO.clear()
         _PHASED[0] = False
 
 

@@ -4,6 +4,7 @@ image and batch, and one slice of the trace."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from fpgashare.catalogue.workload import PipelineSpec
@@ -37,8 +38,9 @@ class Frame:
     #: first, then ``release`` is when the fabric takes it (runtime/sched/host/cpu_work.py).
     origin: float | None = None
 
-    @property
+    @cached_property
     def key(self) -> str:
+        # Made once: a frame's pipeline and index never change, and the engine asks often.
         return f"{self.pipeline.name}/{self.index}"
 
     def __post_init__(self) -> None:

@@ -119,9 +119,7 @@ class Engine:
         self.pipelines_changed()
         self._wakes: set[float] = set()
         self.on_finish = None      #: called with each frame as it ends (the daemon answers its client)
-        #: called after each event is taken, before the policy decides on it (the daemon answers
-        #: what ended then: the decision after a frame's end changes nothing of that frame)
-        self.on_event_taken = None
+        self.on_event_taken = None  #: called after each event, before its decision (the daemon answers then)
         self.contract: AdmissionContract = UNCONSTRAINED  #: what edf keeps to (sched/analysis)
         self.pin_moves = 0                #: pins moved to hide a load (runtime/sched/policies/pin_move.py)
         self.planned_reloads: dict[int, tuple[str, float]] = {}   #: slot -> (module, by when)

@@ -66,8 +66,7 @@ class EdfPolicy(PriorityPolicy):
     priority = attrgetter("deadline", "seq")      # a C-level key: sorted() calls it for every pending frame
 
     def __init__(self) -> None:
-        # Set here, not only in ``setup``: a policy may be dispatched without setup (planned.py's
-        # fallback), and every decision reads both.
+        # Set here too: planned.py's fallback dispatches without setup, and every decision reads both.
         self._restore: dict[int, str] = {}      #: pinned slot -> its pin, taken by an evictor
         self._cold: cold_lend.ColdLend | None = None    #: a registration-window lend whose pins are away
 

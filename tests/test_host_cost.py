@@ -6,11 +6,12 @@ from __future__ import annotations
 import heapq
 import random
 
+import numpy as np
 import pytest
 from fpgashare.backends import make_backend
 from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.workload import realtime_spec
-from fpgashare.client import AdmissionRejected, connect
+from fpgashare.client import AdmissionRejected, FrameDropped, connect
 from fpgashare.daemon import Daemon, DaemonThread
 from fpgashare.sched.core.clock import VirtualClock
 from fpgashare.sched.host.host_cost import HostBudget, HostCost
@@ -127,3 +128,37 @@ def test_every_admitted_set_is_answered_within_the_reserve(seed, n):
             jobs.append((t + rng.uniform(0, p.jitter_s - bound), budget.job_s(p), bound))
             t += p.period_s * rng.choice([1.0, 1.0, 1.5])
     assert _fifo_overrun(jobs, cost.block_s / dilation, rng.uniform(0, horizon)) <= 1e-12
+
+
+def test_a_frame_that_ends_within_its_own_submit_leaves_no_host_time_behind(tmp_path):
+    """The host may stall the loop in the middle of a submit for longer than the frame takes, so
+    the step that releases the frame also ends and answers it. Its host time must not be kept
+    for an end that has already been: every frame's entry is taken once it is answered."""
+    daemon = Daemon(make_backend("model", PLATFORM), tmp_path / "d.sock", clock=VirtualClock())
+    driver, advance = daemon.driver, daemon.driver.advance
+    stall: list[float] = []
+
+    def stalled_advance() -> None:
+        if stall:                             # the host stalls before the step; the board runs on
+            driver.clock.wait_until(driver.clock.now() + stall.pop())
+        advance()
+
+    driver.advance = stalled_advance
+    with DaemonThread(daemon), connect(tmp_path / "d.sock") as fpga:
+        pipe = fpga.pipeline("cam", ["threshold"], period_ms=20.0, frame_shape=(120, 160))
+        outcomes = []
+        for k, stalled in enumerate((0.0, 0.005, 0.2) * 2):
+            t = 0.05 + 0.5 * k
+            daemon.run_until(t)
+            if stalled:                       # 5 ms: the frame ends on time within its own submit;
+                stall.append(stalled)         # 200 ms: it is late there, dropped within it
+            future = pipe.submit(np.zeros((120, 160), np.uint8))
+            fpga.clock()                      # the submit is in before time moves on
+            daemon.run_until(t + 0.4)
+            try:
+                outcomes.append(future.result(timeout=10).shape)
+            except FrameDropped:
+                outcomes.append("dropped")
+            assert not stall
+        assert outcomes == [(120, 160), (120, 160), "dropped"] * 2
+        assert daemon.host_spent == {}

@@ -383,7 +383,9 @@ class Ops:
         state.free.discard(slot)
         state.in_flight[id(item)] = (item, slot, message["id"])
         self.driver.advance()
-        if kind == "submit":            # the host's own time for this frame, so far (the daemon adds its end's)
+        # The host's own time for this frame so far (the daemon adds its end's), unless the frame
+        # ended in that step: it was answered already, and an entry would never be taken.
+        if kind == "submit" and state.in_flight.get(id(item), (None,))[0] is item:
             self.host_spent[(state.key, item.seq)] = time.perf_counter() - started
 
     async def _op_close(self, client: Client, message: dict) -> dict:

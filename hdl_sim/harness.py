@@ -193,6 +193,7 @@ class ShellHarness:
         L.fs_fault.restype = ctypes.c_uint32
         L.fs_evals.argtypes = [ctypes.c_void_p, np.ctypeslib.ndpointer(dtype=np.uint64, flags="C_CONTIGUOUS")]
         L.fs_set_whole_eval.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        L.fs_set_lean_exchange.argtypes = [ctypes.c_void_p, ctypes.c_int]
         L.fs_set_cost_split.argtypes = [ctypes.c_void_p, ctypes.c_int]
         L.fs_cost_split.argtypes = [ctypes.c_void_p, np.ctypeslib.ndpointer(dtype=np.uint64, flags="C_CONTIGUOUS")]
         #: 32-bit words in a stream beat (the shell's DATA_W / 32); stream arrays are whole beats.
@@ -297,6 +298,14 @@ class ShellHarness:
         from now on (``on``), or by each level's own phases (the default, harness/eval_phases.h): the
         reference the tests hold the phases to."""
         self.lib.fs_set_whole_eval(self.handle, int(on))
+
+    def set_lean_exchange(self, on: bool) -> None:
+        """Exchange the pins between the shell and the module models the lean way (``on``, the default:
+        compared field by field as they are read, and at the edge only the clock written, the inputs
+        being those the model took in the low phase), or as before (a copy compared whole, every input
+        written at both levels): the reference the tests hold the lean exchange to. The same pins either
+        way."""
+        self.lib.fs_set_lean_exchange(self.handle, int(on))
 
     def set_cost_split(self, on: bool) -> None:
         """Time every later cycle by part (``on``; from zero), or stop. A timed run evaluates the same

@@ -28,7 +28,9 @@ struct Pins {
 
 // eval's mode: the clock's level (EVAL_CLK), and EVAL_WHOLE for Verilator's whole eval() at that
 // level rather than the level's own phases (eval_phases.h; the reference the tests compare with).
-constexpr int EVAL_CLK = 1, EVAL_WHOLE = 2;
+// EVAL_HELD: the inputs in pins are those of the model's last evaluation (the harness's edge after the
+// low phase that settled them), so only the clock is written; the outputs are read back as always.
+constexpr int EVAL_CLK = 1, EVAL_WHOLE = 2, EVAL_HELD = 4;
 
 // What a module library exports (rm_api()): a model per call of create; eval takes the inputs in
 // pins, evaluates in mode (the clock's level and how), and writes the outputs into pins. mark copies the model's
@@ -44,6 +46,6 @@ struct Api {
     int (*unchanged)(void*);
 };
 
-constexpr int ABI = 3;
+constexpr int ABI = 4;
 
 }  // namespace rm

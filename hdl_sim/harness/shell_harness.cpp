@@ -100,6 +100,7 @@ struct ModuleSlot {
     bool marked = false;         // api->mark copied the state after the last edge (with still pins)
     uint32_t backoff = 0, wait = 0;   // cycles before the next mark after a failed test
     uint64_t skipped = 0;        // evaluations skipped while quiet
+    bool held = false;           // the active model's last evaluation was this low phase's, with `pins`
 };
 
 constexpr uint32_t MAX_BACKOFF = 1024;
@@ -164,6 +165,7 @@ struct Harness {
     ConfigBlock block;
     bool modules = false;             // some model attached: run the boundary every half cycle
     int whole = 0;                    // rm::EVAL_WHOLE: every model evaluated by eval() (fs_set_whole_eval)
+    bool lean = true;                 // the lean pin exchange (read_pins_lean, rm::EVAL_HELD; fs_set_lean_exchange)
     uint32_t fault = 0;               // {module id, slot + 1}: a slot selected a module with no model
     uint64_t shell_evals = 0, module_evals = 0;   // evaluations so far (what a cycle costs, fs_evals)
     uint64_t cycle = 0;
@@ -309,6 +311,26 @@ bool read_pins(Vshell* t, int k, rm::Pins& x) {
     return std::memcmp(&old, &x, offsetof(rm::Pins, sts)) != 0;
 }
 
+// The same, compared field by field as they are read. read_pins copies the pins aside and compares the
+// copy with memcmp, whose eight-byte loads of the copy's four-byte stores stall on store forwarding:
+// about a tenth of a streaming cycle's harness work. The ports are read through the root object, where
+// they live (the model class holds references to them: a load more a port).
+bool read_pins_lean(Vshell* t, int k, rm::Pins& x) {
+    const Vshell___024root* r = t->rootp;
+    uint32_t diff = 0;
+    auto take = [&diff](uint32_t& pin, uint32_t v) {
+        diff |= pin ^ v;
+        pin = v;
+    };
+    take(x.ctl, get_word(r->rm_ctl, k));
+    take(x.awaddr, r->rm_axil_awaddr);
+    take(x.araddr, r->rm_axil_araddr);
+    take(x.wdata, r->rm_axil_wdata);
+    take(x.wstrb, r->rm_axil_wstrb);
+    for (int j = 0; j < BEAT_WORDS; j++) take(x.s_tdata[j], get_word(r->rm_s_tdata, k * BEAT_WORDS + j));
+    return diff != 0;
+}
+
 // Slot k's module outputs into the shell; true if they differ from what the shell had.
 bool write_pins(Vshell* t, int k, const rm::Pins& x) {
     bool changed = get_word(t->rm_sts, k) != x.sts || get_word(t->rm_rdata, k) != x.rdata;
@@ -327,8 +349,6 @@ bool write_pins(Vshell* t, int k, const rm::Pins& x) {
 // clocks every module while rst is high; the unselected ones see their inputs gated to zero.
 bool settle_modules(Harness* h, int round) {
     Vshell* t = h->top.get();
-    rm::Pins reset_pins;
-    reset_pins.ctl = rm::CTL_RST;
     bool changed = false;
     {
         for (int k = 0; k < NUM_SLOTS; k++) {
@@ -339,13 +359,16 @@ bool settle_modules(Harness* h, int round) {
                 s.active = 0;
                 continue;
             }
-            bool moved = read_pins(t, k, s.pins);
+            bool moved = h->lean ? read_pins_lean(t, k, s.pins) : read_pins(t, k, s.pins);
             int id = s.pins.ctl & rm::CTL_MODULE;
             if (round == 0) {
                 if (id != s.active || t->rst) wake(s);
                 s.moved = moved || id != s.active;
                 s.active = id;
+                s.held = false;
                 if (t->rst) {
+                    rm::Pins reset_pins;
+                    reset_pins.ctl = rm::CTL_RST;
                     for (int m = 1; m < NUM_IDS; m++) {
                         if (s.model[m] && m != id) eval_module(h, s.api[m], s.model[m], h->whole, &reset_pins);
                     }
@@ -368,6 +391,7 @@ bool settle_modules(Harness* h, int round) {
             if (round > 0 && !moved) continue;
             eval_module(h, s.api[id], s.model[id], h->whole, &s.pins);
             h->module_evals++;
+            s.held = id == s.active;   // else the active model saw other pins last (a later round's id)
             changed |= write_pins(t, k, s.pins);
         }
     }
@@ -465,20 +489,23 @@ void settle_boundary(Harness* h) {
 // as the shell's flops just did; their new outputs reach the shell at the next low phase.
 void clock_modules(Harness* h) {
     Vshell* t = h->top.get();
-    rm::Pins reset_pins;
-    reset_pins.ctl = rm::CTL_RST;
     for (int k = 0; k < NUM_SLOTS; k++) {
         ModuleSlot& s = h->slots[k];
         if (!s.attached) continue;
         if (s.active && s.quiet) {
             s.skipped++;
         } else if (s.active) {
-            eval_module(h, s.api[s.active], s.model[s.active], rm::EVAL_CLK | h->whole, &s.pins);
+            // The inputs of the low phase, which the model took last: only the clock need change.
+            const int held = h->lean && s.held ? rm::EVAL_HELD : 0;
+            eval_module(h, s.api[s.active], s.model[s.active], rm::EVAL_CLK | h->whole | held, &s.pins);
             h->module_evals++;
             bool outputs_moved = write_pins(t, k, s.pins);
             if (!t->rst) watch_rest(s, outputs_moved);
         }
+        s.held = false;
         if (!t->rst) continue;
+        rm::Pins reset_pins;
+        reset_pins.ctl = rm::CTL_RST;
         for (int m = 1; m < NUM_IDS; m++) {
             if (s.model[m] && m != s.active) eval_module(h, s.api[m], s.model[m], rm::EVAL_CLK | h->whole, &reset_pins);
         }
@@ -928,6 +955,11 @@ int fs_state_diff(void* p, void* q, uint64_t* out, int max) {
 // on != 0: evaluate the shell and every module model by Verilator's whole eval() at both clock levels
 // from now on, instead of each level's phases (eval_phases.h): the reference the tests compare with.
 void fs_set_whole_eval(void* p, int on) { static_cast<Harness*>(p)->whole = on ? rm::EVAL_WHOLE : 0; }
+
+// on != 0 (the default): the lean pin exchange between the shell and the module models (read_pins_lean,
+// and rm::EVAL_HELD at the edge); 0: the exchange as before it (read_pins, every input written at both
+// levels), the reference the tests compare with. The same pins either way.
+void fs_set_lean_exchange(void* p, int on) { static_cast<Harness*>(p)->lean = on != 0; }
 
 // Evaluations since creation: [0] of the shell beyond its two a cycle (the boundary settling),
 // [1] of module models, [2] of module models skipped at rest (ModuleSlot).

@@ -71,6 +71,7 @@ def episode(board: SimBoard, platform, rng: np.random.Generator) -> list:
 def test_the_lean_exchange_runs_as_the_exchange_before_it(platform):
     seed = secrets.randbits(32)
     lean, before = SimBoard(platform), SimBoard(platform)
+    lean.rtl.set_fold_low(False)   # the exchange alone (the fold needs it: tests/test_harness_fold_low.py)
     before.rtl.set_lean_exchange(False)
     at_start = lean.rtl.state_differences(before.rtl)   # bytes nothing writes (padding, scratch)
     runs = []

@@ -55,7 +55,7 @@ void eval(void* p, int mode, rm::Pins* x) {
     Vrm___024root* r = static_cast<Model*>(p)->top->rootp;
     const int clk = mode & rm::EVAL_CLK;
     r->clk = clk;
-    if (!(mode & rm::EVAL_HELD)) {
+    if (!(mode & rm::EVAL_HELD)) {   // with EVAL_FOLD the inputs are new: never held
         const uint32_t c = x->ctl;
         r->rst = (c & rm::CTL_RST) != 0;
         for (int j = 0; j < BEAT_WORDS; j++) put_word(r->s_axis_tdata, j, x->s_tdata[j]);
@@ -72,6 +72,15 @@ void eval(void* p, int mode, rm::Pins* x) {
         r->s_axil_araddr = x->araddr;
         r->s_axil_arvalid = c >> rm::CTL_ARVALID & 1;
         r->s_axil_rready = c >> rm::CTL_RREADY & 1;
+    }
+    if (mode & rm::EVAL_FOLD) {   // the low level first, with these inputs, then the edge (rm::EVAL_FOLD)
+        r->clk = 0;
+        if (mode & rm::EVAL_WHOLE) {
+            eval_whole(r);
+        } else {
+            eval_low(r);
+        }
+        r->clk = 1;
     }
     if (mode & rm::EVAL_WHOLE) {
         eval_whole(r);

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -238,7 +240,9 @@ class ShellHarness:
             lib.rm_api.restype = ctypes.c_void_p
             self._module_libs[module_id] = lib
         # Each model's inputs with a combinational path to an output (its low evaluation's fold, below).
-        comb = {m: comb_inputs(m, module_parameters(parameters), VERILATOR_FLAGS, COMPILE) for m in paths}
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:   # Yosys, once per model (cached)
+            found = pool.map(lambda m: comb_inputs(m, module_parameters(parameters), VERILATOR_FLAGS, COMPILE), paths)
+            comb = dict(zip(paths, found, strict=True))
         for slot, ids in per_slot.items():
             for module_id in ids:
                 api = self._module_libs[module_id].rm_api()

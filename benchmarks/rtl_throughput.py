@@ -9,6 +9,14 @@ the CPU time of a cycle with nothing moving (every slot blank, then the chain lo
   housekeeping, hdl_sim/harness/eval_phases.h);
 - ``whole_eval``: the same build with every model evaluated by Verilator's whole eval() at both clock
   levels (``ShellHarness.set_whole_eval``): ``phase_ratio`` is what the level split gains;
+- ``exchange_before``: the same build with the pins between the shell and the module models exchanged
+  as before the lean exchange (``ShellHarness.set_lean_exchange(False)``: a copy compared whole, every
+  input written at both clock levels, no low evaluation folded), the harness's module path as it was:
+  ``exchange_ratio`` on frames, ``exchange_idle_ratio`` on an idle cycle with the chain loaded,
+  ``exchange_load_ratio`` on a load are what the lean exchange and the fold gain together;
+- ``fold_apart``: the same build with every module model's two levels evaluated apart
+  (``ShellHarness.set_fold_low(False)``; the lean exchange on): ``fold_ratio`` on frames is what folding
+  a low evaluation into its edge's call gains;
 - ``no_checkers``: the same build without the assertion checkers (``sva_*.sv``; ``SimBoard(checkers=False)``),
   a reference for what they cost (``checker_ratio`` on frames, ``checker_idle_ratio`` on an idle cycle),
   not a build anything runs on;
@@ -66,7 +74,7 @@ TARGETS = {1: 5e6, 4: 20e6}           #: pixels per CPU second by pixels per clo
 LOAD_TARGET_S = 0.05                  #: one partial load's wall time
 LIBRARIES = ("full", "chain", "slot")
 TARGET_LIBRARY = "full"   #: the library the targets are stated for
-BUILDS = ("new", "whole_eval", "no_checkers", "old")
+BUILDS = ("new", "whole_eval", "exchange_before", "fold_apart", "no_checkers", "old")
 
 
 def one_module_per_slot(path: Path, modules: tuple[str, ...]) -> Path:
@@ -119,6 +127,7 @@ def cycle_profile(board: SimBoard, stages: list, frame: np.ndarray, size: tuple[
     for k, stage in enumerate(stages):
         board.program(k, stage, *size)
     before = board.rtl.evaluations()
+    folds_before = board.rtl.folds()[0]
     board.rtl.set_cost_split(True)
     start = time.process_time()
     _, stats = board.stream(frame, size)
@@ -128,16 +137,21 @@ def cycle_profile(board: SimBoard, stages: list, frame: np.ndarray, size: tuple[
     return {"cost_split": board.rtl.cost_split(), "profiled_ns_per_cycle": seconds / stats.cycles * 1e9,
             "module_evals_per_cycle": modules / stats.cycles,
             "module_evals_skipped_per_cycle": skipped / stats.cycles,
-            "extra_shell_evals_per_cycle": extra_shell / stats.cycles}
+            "extra_shell_evals_per_cycle": extra_shell / stats.cycles,
+            "folds_per_cycle": (board.rtl.folds()[0] - folds_before) / stats.cycles}
 
 
 def harness_rate(platform, repeats: int, external: bool = True, sizes=SIZES, whole_eval: bool = False,
-                 idle_cycles: int = 100_000, checkers: bool = True) -> dict:
+                 idle_cycles: int = 100_000, checkers: bool = True, lean: bool = True,
+                 fold: bool = True) -> dict:
     """The chain loaded ``repeats`` times (every load timed, the fastest kept); the two frame sizes
     streamed in turn, ``repeats`` times each (taking turns, a burst of load on the shared machine slows
     both sizes rather than one), the fastest of each kept."""
     board = SimBoard(platform, external=external, checkers=checkers)
     board.rtl.set_whole_eval(whole_eval)
+    if external:
+        board.rtl.set_lean_exchange(lean)
+        board.rtl.set_fold_low(fold)
     stages = [resolve_stage(n) for n in CHAIN]
     words = [build_config(platform, platform.slots[k], stage.kind.name) for k, stage in enumerate(stages)]
     idle_blank = idle_cycle_cpu(board, repeats, idle_cycles)
@@ -170,7 +184,7 @@ def harness_rate(platform, repeats: int, external: bool = True, sizes=SIZES, who
     cpu = {size: min(t) for size, t in cpu_times.items()}
     small, large = sizes[0], sizes[-1]
     profile = {}
-    if external and not whole_eval and checkers:   # the build as used: where its streaming cycle goes
+    if external and not whole_eval and checkers and lean and fold:   # the build as used: where its streaming cycle goes
         profile = cycle_profile(board, stages, frames[large], large)
         ns = cpu[large] / cycles[large] * 1e9
         profile["ns_per_cycle_large"] = ns
@@ -276,13 +290,21 @@ def main() -> int:
                 platform = load_platform(manifest)
                 got = row[f"nppc{nppc}"] = {build: harness_rate(platform, repeats, build != "old", sizes,
                                                                 whole_eval=build == "whole_eval",
-                                                                checkers=build != "no_checkers")
+                                                                checkers=build != "no_checkers",
+                                                                lean=build != "exchange_before",
+                                                                fold=build != "fold_apart")
                                             for build in BUILDS}
                 got["ratio"] = got["new"]["marginal_pixels_per_cpu_s"] / got["old"]["marginal_pixels_per_cpu_s"]
                 got["load_ratio"] = got["old"]["load_cpu_s"] / got["new"]["load_cpu_s"]
                 got["phase_ratio"] = (got["new"]["marginal_pixels_per_cpu_s"]
                                       / got["whole_eval"]["marginal_pixels_per_cpu_s"])
                 got["phase_load_ratio"] = got["whole_eval"]["load_cpu_s"] / got["new"]["load_cpu_s"]
+                before = got["exchange_before"]
+                got["exchange_ratio"] = got["new"]["marginal_pixels_per_cpu_s"] / before["marginal_pixels_per_cpu_s"]
+                got["exchange_idle_ratio"] = before["idle_ns_per_cycle_loaded"] / got["new"]["idle_ns_per_cycle_loaded"]
+                got["exchange_load_ratio"] = before["load_cpu_s"] / got["new"]["load_cpu_s"]
+                got["fold_ratio"] = (got["new"]["marginal_pixels_per_cpu_s"]
+                                     / got["fold_apart"]["marginal_pixels_per_cpu_s"])
                 got["checker_ratio"] = (got["no_checkers"]["marginal_pixels_per_cpu_s"]
                                         / got["new"]["marginal_pixels_per_cpu_s"])
                 got["checker_idle_ratio"] = (got["new"]["idle_ns_per_cycle_blank"]
@@ -330,6 +352,13 @@ def main() -> int:
             print(f"      whole eval() at both levels: {whole['marginal_pixels_per_cpu_s'] / 1e6:7.3f} M px/s, load "
                   f"{whole['load_cpu_s'] * 1e3:.0f} ms CPU: the level split {got['phase_ratio']:.2f}x on frames, "
                   f"{got['phase_load_ratio']:.2f}x on the load")
+            before, apart = got["exchange_before"], got["fold_apart"]
+            print(f"      the pins exchanged as before the lean exchange: "
+                  f"{before['marginal_pixels_per_cpu_s'] / 1e6:7.3f} M px/s: the lean exchange and the fold "
+                  f"{got['exchange_ratio']:.3f}x on frames, {got['exchange_idle_ratio']:.3f}x on an idle cycle "
+                  f"(chain loaded), {got['exchange_load_ratio']:.3f}x on a load")
+            print(f"      both levels of every module apart: {apart['marginal_pixels_per_cpu_s'] / 1e6:7.3f} "
+                  f"M px/s: the fold {got['fold_ratio']:.3f}x on frames, {new['folds_per_cycle']:.2f} folds a cycle")
             bare = got["no_checkers"]
             print(f"      without the assertion checkers (a reference): {bare['marginal_pixels_per_cpu_s'] / 1e6:7.3f} "
                   f"M px/s, idle {bare['idle_ns_per_cycle_blank']:.0f} ns: the checkers cost "

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -35,6 +37,7 @@ from fpgashare.hdl_sim.build import (
     rtl_sources,
     sim_sources,
 )
+from fpgashare.hdl_sim.comb_inputs import comb_inputs
 from fpgashare.hdl_sim.config_model import MODEL_SOURCES as CONFIG_SOURCES
 from fpgashare.hdl_sim.config_model import block_parameters, build_config_block
 from fpgashare.hdl_sim.free_running import write_junk_sources
@@ -193,6 +196,12 @@ class ShellHarness:
         L.fs_fault.restype = ctypes.c_uint32
         L.fs_evals.argtypes = [ctypes.c_void_p, np.ctypeslib.ndpointer(dtype=np.uint64, flags="C_CONTIGUOUS")]
         L.fs_set_whole_eval.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        L.fs_set_lean_exchange.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        L.fs_set_comb_inputs.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_uint32]
+        L.fs_set_comb_inputs.restype = ctypes.c_int
+        L.fs_set_fold_low.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        L.fs_set_fold_check.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        L.fs_folds.argtypes = [ctypes.c_void_p, np.ctypeslib.ndpointer(dtype=np.uint64, flags="C_CONTIGUOUS")]
         L.fs_set_cost_split.argtypes = [ctypes.c_void_p, ctypes.c_int]
         L.fs_cost_split.argtypes = [ctypes.c_void_p, np.ctypeslib.ndpointer(dtype=np.uint64, flags="C_CONTIGUOUS")]
         #: 32-bit words in a stream beat (the shell's DATA_W / 32); stream arrays are whole beats.
@@ -230,11 +239,16 @@ class ShellHarness:
             lib = ctypes.CDLL(str(path))
             lib.rm_api.restype = ctypes.c_void_p
             self._module_libs[module_id] = lib
+        # Each model's inputs with a combinational path to an output (its low evaluation's fold, below).
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:   # Yosys, once per model (cached)
+            found = pool.map(lambda m: comb_inputs(m, module_parameters(parameters), VERILATOR_FLAGS, COMPILE), paths)
+            comb = dict(zip(paths, found, strict=True))
         for slot, ids in per_slot.items():
             for module_id in ids:
                 api = self._module_libs[module_id].rm_api()
                 if self.lib.fs_attach(self.handle, slot, module_id, api):
                     raise HarnessError(f"module {module_id}'s model does not fit slot {slot} of this shell")
+                self.lib.fs_set_comb_inputs(self.handle, slot, module_id, comb[module_id])
             self.slot_models[slot] = list(ids)
 
     def _check(self) -> None:
@@ -242,6 +256,9 @@ class ShellHarness:
         fault = int(self.lib.fs_fault(self.handle))
         if fault == 0xFFFF:
             raise HarnessError("a module's boundary did not settle: a combinational loop through the shell")
+        if fault == 0xFFFE:
+            raise HarnessError("a module's output moved in a low phase in which no input of its combinational "
+                               "set moved (hdl_sim/comb_inputs.py): its low evaluation may not be folded")
         if fault:
             slot, module_id = (fault & 0xFF) - 1, fault >> 8
             raise HarnessError(f"slot {slot} activated module {module_id}, which this simulated board has no "
@@ -297,6 +314,38 @@ class ShellHarness:
         from now on (``on``), or by each level's own phases (the default, harness/eval_phases.h): the
         reference the tests hold the phases to."""
         self.lib.fs_set_whole_eval(self.handle, int(on))
+
+    def set_lean_exchange(self, on: bool) -> None:
+        """Exchange the pins between the shell and the module models the lean way (``on``, the default:
+        compared field by field as they are read, and at the edge only the clock written, the inputs
+        being those the model took in the low phase), or as before (a copy compared whole, every input
+        written at both levels): the reference the tests hold the lean exchange to. The same pins either
+        way."""
+        self.lib.fs_set_lean_exchange(self.handle, int(on))
+
+    def set_fold_low(self, on: bool) -> None:
+        """Fold a module model's low evaluation into its edge's call when no input with a combinational
+        path to one of its outputs (hdl_sim/comb_inputs.py) moved since its last edge (``on``, the default
+        with the lean exchange), or evaluate both levels apart: the reference the tests hold the fold to."""
+        self.lib.fs_set_fold_low(self.handle, int(on))
+
+    def set_fold_check(self, on: bool) -> None:
+        """Where a low evaluation could be folded, run it anyway and stop with a HarnessError if it moved
+        an output (``on``): a check of the modules' combinational sets on whatever the run drives."""
+        self.lib.fs_set_fold_check(self.handle, int(on))
+
+    def folds(self) -> tuple[int, int, int]:
+        """(low evaluations folded into their edge's call, folds undone within their low phase because an
+        input of the set moved there, low evaluations run and checked instead of folded) so far."""
+        out = np.zeros(3, dtype=np.uint64)
+        self.lib.fs_folds(self.handle, out)
+        return int(out[0]), int(out[1]), int(out[2])
+
+    def set_comb_inputs(self, slot: int, module_id: int, mask: int) -> None:
+        """Set module ``module_id``'s combinational inputs in ``slot`` (rm::COMB_* bits), in place of the
+        set its build gave (hdl_sim/comb_inputs.py): for tests of the check."""
+        if self.lib.fs_set_comb_inputs(self.handle, slot, module_id, mask):
+            raise HarnessError(f"slot {slot} has no model of module {module_id}")
 
     def set_cost_split(self, on: bool) -> None:
         """Time every later cycle by part (``on``; from zero), or stop. A timed run evaluates the same

@@ -125,6 +125,13 @@ def _model_build(module_id: int, parameters: Mapping[str, int | str], flags: Seq
     return cache_root() / "modules" / f"{module_id}-{key}", depends, library, params
 
 
+def model_build(module_id: int, parameters: Mapping[str, int | str], flags: Sequence[str],
+                options: CompileOptions) -> tuple[Path, list[Path], str, dict[str, int | str]]:
+    """The build folder of module ``module_id``'s model at ``parameters``, the RTL files it reads, its
+    top's text and the parameters it is built with (what hdl_sim/comb_inputs.py elaborates)."""
+    return _model_build(module_id, parameters, flags, options)
+
+
 def module_build_dir(module_id: int, parameters: Mapping[str, int | str], flags: Sequence[str],
                      options: CompileOptions) -> Path:
     """The cache folder of module ``module_id``'s model at ``parameters``: one folder for every

@@ -49,39 +49,52 @@ void destroy(void* p) {
     delete m;
 }
 
+// The ports through the root object, where they live (the model class holds references to them: a
+// load more a port).
 void eval(void* p, int mode, rm::Pins* x) {
-    Vrm* t = static_cast<Model*>(p)->top.get();
-    const uint32_t c = x->ctl;
+    Vrm___024root* r = static_cast<Model*>(p)->top->rootp;
     const int clk = mode & rm::EVAL_CLK;
-    t->clk = clk;
-    t->rst = (c & rm::CTL_RST) != 0;
-    for (int j = 0; j < BEAT_WORDS; j++) put_word(t->s_axis_tdata, j, x->s_tdata[j]);
-    t->s_axis_tvalid = c >> rm::CTL_S_TVALID & 1;
-    t->s_axis_tlast = c >> rm::CTL_S_TLAST & 1;
-    t->s_axis_tuser = c >> rm::CTL_S_TUSER & 1;
-    t->m_axis_tready = c >> rm::CTL_M_TREADY & 1;
-    t->s_axil_awaddr = x->awaddr;
-    t->s_axil_awvalid = c >> rm::CTL_AWVALID & 1;
-    t->s_axil_wdata = x->wdata;
-    t->s_axil_wstrb = x->wstrb;
-    t->s_axil_wvalid = c >> rm::CTL_WVALID & 1;
-    t->s_axil_bready = c >> rm::CTL_BREADY & 1;
-    t->s_axil_araddr = x->araddr;
-    t->s_axil_arvalid = c >> rm::CTL_ARVALID & 1;
-    t->s_axil_rready = c >> rm::CTL_RREADY & 1;
-    if (mode & rm::EVAL_WHOLE) {
-        eval_whole(t->rootp);
-    } else if (clk) {
-        eval_edge(t->rootp);
-    } else {
-        eval_low(t->rootp);
+    r->clk = clk;
+    if (!(mode & rm::EVAL_HELD)) {   // with EVAL_FOLD the inputs are new: never held
+        const uint32_t c = x->ctl;
+        r->rst = (c & rm::CTL_RST) != 0;
+        for (int j = 0; j < BEAT_WORDS; j++) put_word(r->s_axis_tdata, j, x->s_tdata[j]);
+        r->s_axis_tvalid = c >> rm::CTL_S_TVALID & 1;
+        r->s_axis_tlast = c >> rm::CTL_S_TLAST & 1;
+        r->s_axis_tuser = c >> rm::CTL_S_TUSER & 1;
+        r->m_axis_tready = c >> rm::CTL_M_TREADY & 1;
+        r->s_axil_awaddr = x->awaddr;
+        r->s_axil_awvalid = c >> rm::CTL_AWVALID & 1;
+        r->s_axil_wdata = x->wdata;
+        r->s_axil_wstrb = x->wstrb;
+        r->s_axil_wvalid = c >> rm::CTL_WVALID & 1;
+        r->s_axil_bready = c >> rm::CTL_BREADY & 1;
+        r->s_axil_araddr = x->araddr;
+        r->s_axil_arvalid = c >> rm::CTL_ARVALID & 1;
+        r->s_axil_rready = c >> rm::CTL_RREADY & 1;
     }
-    x->sts = uint32_t(t->s_axis_tready) | uint32_t(t->m_axis_tvalid) << 1 | uint32_t(t->m_axis_tlast) << 2 |
-             uint32_t(t->m_axis_tuser) << 3 | uint32_t(t->s_axil_awready) << 4 | uint32_t(t->s_axil_wready) << 5 |
-             uint32_t(t->s_axil_bvalid) << 6 | uint32_t(t->s_axil_arready) << 7 | uint32_t(t->s_axil_rvalid) << 8 |
-             uint32_t(t->s_axil_bresp) << 9 | uint32_t(t->s_axil_rresp) << 11;
-    x->rdata = t->s_axil_rdata;
-    for (int j = 0; j < BEAT_WORDS; j++) x->m_tdata[j] = get_word(t->m_axis_tdata, j);
+    if (mode & rm::EVAL_FOLD) {   // the low level first, with these inputs, then the edge (rm::EVAL_FOLD)
+        r->clk = 0;
+        if (mode & rm::EVAL_WHOLE) {
+            eval_whole(r);
+        } else {
+            eval_low(r);
+        }
+        r->clk = 1;
+    }
+    if (mode & rm::EVAL_WHOLE) {
+        eval_whole(r);
+    } else if (clk) {
+        eval_edge(r);
+    } else {
+        eval_low(r);
+    }
+    x->sts = uint32_t(r->s_axis_tready) | uint32_t(r->m_axis_tvalid) << 1 | uint32_t(r->m_axis_tlast) << 2 |
+             uint32_t(r->m_axis_tuser) << 3 | uint32_t(r->s_axil_awready) << 4 | uint32_t(r->s_axil_wready) << 5 |
+             uint32_t(r->s_axil_bvalid) << 6 | uint32_t(r->s_axil_arready) << 7 | uint32_t(r->s_axil_rvalid) << 8 |
+             uint32_t(r->s_axil_bresp) << 9 | uint32_t(r->s_axil_rresp) << 11;
+    x->rdata = r->s_axil_rdata;
+    for (int j = 0; j < BEAT_WORDS; j++) x->m_tdata[j] = get_word(r->m_axis_tdata, j);
 }
 
 void mark(void* p) {

@@ -28,7 +28,19 @@ struct Pins {
 
 // eval's mode: the clock's level (EVAL_CLK), and EVAL_WHOLE for Verilator's whole eval() at that
 // level rather than the level's own phases (eval_phases.h; the reference the tests compare with).
-constexpr int EVAL_CLK = 1, EVAL_WHOLE = 2;
+// EVAL_HELD: the inputs in pins are those of the model's last evaluation (the harness's edge after the
+// low phase that settled them), so only the clock is written; the outputs are read back as always.
+// EVAL_FOLD (with EVAL_CLK): the low level with the inputs in pins, then the edge, in one call: the
+// harness skipped the model's low evaluation because no input with a combinational path to an output
+// moved (COMB_* below), so the low phase's outputs were the edge's before.
+constexpr int EVAL_CLK = 1, EVAL_WHOLE = 2, EVAL_HELD = 4, EVAL_FOLD = 8;
+
+// A module's inputs with a combinational path to one of its outputs (a mask the harness gets from the
+// build, see hdl_sim/comb_inputs.py): rm_ctl's bits in their places (CTL_RST, CTL_S_TVALID ...), and
+// the wider inputs and the clock above them. COMB_ALL: every input, the default (never folded).
+constexpr uint32_t COMB_S_TDATA = 1u << 16, COMB_AWADDR = 1u << 17, COMB_ARADDR = 1u << 18,
+                   COMB_WDATA = 1u << 19, COMB_WSTRB = 1u << 20, COMB_CLK = 1u << 21;
+constexpr uint32_t COMB_ALL = 0xFFFFFFFFu;
 
 // What a module library exports (rm_api()): a model per call of create; eval takes the inputs in
 // pins, evaluates in mode (the clock's level and how), and writes the outputs into pins. mark copies the model's
@@ -44,6 +56,6 @@ struct Api {
     int (*unchanged)(void*);
 };
 
-constexpr int ABI = 3;
+constexpr int ABI = 4;
 
 }  // namespace rm

@@ -13,9 +13,11 @@
 // gated clock would leave every other module frozen. Each half cycle the shell and the active models
 // are evaluated in turn until the boundary settles, so every cycle is the one the shell with the
 // modules inside would have (tests/test_harness_modules.py compares the two).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -100,12 +102,17 @@ struct ModuleSlot {
     bool marked = false;         // api->mark copied the state after the last edge (with still pins)
     uint32_t backoff = 0, wait = 0;   // cycles before the next mark after a failed test
     uint64_t skipped = 0;        // evaluations skipped while quiet
+    bool held = false;           // the active model's last evaluation was this low phase's, with `pins`
+    bool edged = false;          // the active model's last evaluation was the last edge, with its pins
+    bool fold = false;           // its low evaluation is folded into this cycle's edge (fold_low)
+    uint32_t comb[NUM_IDS];      // per model, its inputs with a combinational path to an output (rm::COMB_*)
+    ModuleSlot() { std::fill(std::begin(comb), std::end(comb), rm::COMB_ALL); }
 };
 
 constexpr uint32_t MAX_BACKOFF = 1024;
 
 inline void wake(ModuleSlot& s) {
-    s.quiet = s.marked = false;
+    s.quiet = s.marked = s.edged = false;
     s.backoff = s.wait = 0;
 }
 
@@ -164,6 +171,12 @@ struct Harness {
     ConfigBlock block;
     bool modules = false;             // some model attached: run the boundary every half cycle
     int whole = 0;                    // rm::EVAL_WHOLE: every model evaluated by eval() (fs_set_whole_eval)
+    bool lean = true;                 // the lean pin exchange (read_pins_lean, rm::EVAL_HELD; fs_set_lean_exchange)
+    bool fold = true;                 // fold a module's low evaluation into its edge when it may (fs_set_fold_low)
+    bool fold_check = false;          // evaluate it anyway and fault if its outputs moved (fs_set_fold_check)
+    uint64_t folds = 0;               // low evaluations folded into the edge's call so far
+    uint64_t unfolds = 0;             // folds undone in a later round of the low phase (an input of the set moved)
+    uint64_t fold_checks = 0;         // low evaluations that could have been folded, run and checked (fold_check)
     uint32_t fault = 0;               // {module id, slot + 1}: a slot selected a module with no model
     uint64_t shell_evals = 0, module_evals = 0;   // evaluations so far (what a cycle costs, fs_evals)
     uint64_t cycle = 0;
@@ -309,6 +322,45 @@ bool read_pins(Vshell* t, int k, rm::Pins& x) {
     return std::memcmp(&old, &x, offsetof(rm::Pins, sts)) != 0;
 }
 
+// The same, compared field by field as they are read. read_pins copies the pins aside and compares the
+// copy with memcmp, whose eight-byte loads of the copy's four-byte stores stall on store forwarding:
+// about a tenth of a streaming cycle's harness work. The ports are read through the root object, where
+// they live (the model class holds references to them: a load more a port).
+// `moved` gets which inputs moved, as rm::COMB_* bits (rm_ctl's bits in their places).
+bool read_pins_lean(Vshell* t, int k, rm::Pins& x, uint32_t& moved) {
+    const Vshell___024root* r = t->rootp;
+    uint32_t diff = 0;
+    auto take = [&diff](uint32_t& pin, uint32_t v) {
+        const uint32_t d = pin ^ v;
+        pin = v;
+        return d;
+    };
+    const uint32_t ctl = take(x.ctl, get_word(r->rm_ctl, k));
+    moved = ctl;
+    if (take(x.awaddr, r->rm_axil_awaddr)) moved |= rm::COMB_AWADDR;
+    if (take(x.araddr, r->rm_axil_araddr)) moved |= rm::COMB_ARADDR;
+    if (take(x.wdata, r->rm_axil_wdata)) moved |= rm::COMB_WDATA;
+    if (take(x.wstrb, r->rm_axil_wstrb)) moved |= rm::COMB_WSTRB;
+    for (int j = 0; j < BEAT_WORDS; j++) diff |= take(x.s_tdata[j], get_word(r->rm_s_tdata, k * BEAT_WORDS + j));
+    if (diff) moved |= rm::COMB_S_TDATA;
+    return ctl != 0 || moved != ctl;
+}
+
+// The rm::COMB_* bits of a module's inputs: rm_ctl's bits that are module inputs (the module id and
+// the decoupled bit are not), and the wider inputs above them.
+constexpr uint32_t INPUT_BITS = 0x7FE0u | 0xFFFF0000u;
+
+// Whether the active model's low evaluation may be folded into its edge: the same model, evaluated
+// last at the last edge (so its outputs, which the shell holds, are its nets for the pins of then), no
+// reset, and no input moved since that has a combinational path to an output, the clock included
+// (its level falls now). Then the low evaluation would leave the outputs as they are, and the input
+// region it would compute (the new inputs) the edge's call computes first, before the edge: the same
+// Verilated work in the same order. The boundary settles on the same values either way.
+inline bool may_fold(const ModuleSlot& s, int id, uint32_t moved) {
+    const uint32_t comb = s.comb[id];
+    return s.edged && id == s.active && !(comb & rm::COMB_CLK) && !(moved & comb & INPUT_BITS);
+}
+
 // Slot k's module outputs into the shell; true if they differ from what the shell had.
 bool write_pins(Vshell* t, int k, const rm::Pins& x) {
     bool changed = get_word(t->rm_sts, k) != x.sts || get_word(t->rm_rdata, k) != x.rdata;
@@ -327,8 +379,6 @@ bool write_pins(Vshell* t, int k, const rm::Pins& x) {
 // clocks every module while rst is high; the unselected ones see their inputs gated to zero.
 bool settle_modules(Harness* h, int round) {
     Vshell* t = h->top.get();
-    rm::Pins reset_pins;
-    reset_pins.ctl = rm::CTL_RST;
     bool changed = false;
     {
         for (int k = 0; k < NUM_SLOTS; k++) {
@@ -339,13 +389,20 @@ bool settle_modules(Harness* h, int round) {
                 s.active = 0;
                 continue;
             }
-            bool moved = read_pins(t, k, s.pins);
+            uint32_t moved_bits = rm::COMB_ALL;
+            bool moved = h->lean ? read_pins_lean(t, k, s.pins, moved_bits) : read_pins(t, k, s.pins);
             int id = s.pins.ctl & rm::CTL_MODULE;
+            bool fold = false;
             if (round == 0) {
+                fold = h->fold && h->lean && !t->rst && may_fold(s, id, moved_bits);
+                s.edged = s.fold = false;
                 if (id != s.active || t->rst) wake(s);
                 s.moved = moved || id != s.active;
                 s.active = id;
+                s.held = false;
                 if (t->rst) {
+                    rm::Pins reset_pins;
+                    reset_pins.ctl = rm::CTL_RST;
                     for (int m = 1; m < NUM_IDS; m++) {
                         if (s.model[m] && m != id) eval_module(h, s.api[m], s.model[m], h->whole, &reset_pins);
                     }
@@ -365,10 +422,30 @@ bool settle_modules(Harness* h, int round) {
                 s.skipped++;
                 continue;
             }
-            if (round > 0 && !moved) continue;
+            if (round == 0 && fold && !h->fold_check) {
+                s.fold = true;   // evaluated at the edge, both levels in one call
+                continue;
+            }
+            if (round > 0 && s.fold) {   // folded so far: evaluated now only if an input of its set moved
+                if (id != s.active) {   // rm_ctl's module id is the block's flop: it cannot move in a low phase
+                    h->fault = 0xFFFE;
+                    continue;
+                }
+                if (!(moved_bits & s.comb[id] & INPUT_BITS)) continue;
+                s.fold = false;   // the low evaluation now, on these pins, as it would have run again
+                h->unfolds++;
+            } else if (round > 0 && !moved) {
+                continue;
+            }
             eval_module(h, s.api[id], s.model[id], h->whole, &s.pins);
             h->module_evals++;
-            changed |= write_pins(t, k, s.pins);
+            s.held = id == s.active;   // else the active model saw other pins last (a later round's id)
+            const bool outputs = write_pins(t, k, s.pins);
+            if (round == 0 && fold) {   // fold_check: the set missed a path if an output moved
+                h->fold_checks++;
+                if (outputs) h->fault = 0xFFFE;
+            }
+            changed |= outputs;
         }
     }
     return changed;
@@ -465,20 +542,26 @@ void settle_boundary(Harness* h) {
 // as the shell's flops just did; their new outputs reach the shell at the next low phase.
 void clock_modules(Harness* h) {
     Vshell* t = h->top.get();
-    rm::Pins reset_pins;
-    reset_pins.ctl = rm::CTL_RST;
     for (int k = 0; k < NUM_SLOTS; k++) {
         ModuleSlot& s = h->slots[k];
         if (!s.attached) continue;
         if (s.active && s.quiet) {
             s.skipped++;
         } else if (s.active) {
-            eval_module(h, s.api[s.active], s.model[s.active], rm::EVAL_CLK | h->whole, &s.pins);
-            h->module_evals++;
+            // The inputs of the low phase, which the model took last: only the clock need change. Or
+            // its low evaluation folded into this call (the low level first, then the edge).
+            const int how = s.fold ? rm::EVAL_FOLD : h->lean && s.held ? rm::EVAL_HELD : 0;
+            eval_module(h, s.api[s.active], s.model[s.active], rm::EVAL_CLK | h->whole | how, &s.pins);
+            h->module_evals += s.fold ? 2 : 1;
+            h->folds += s.fold;
             bool outputs_moved = write_pins(t, k, s.pins);
             if (!t->rst) watch_rest(s, outputs_moved);
+            s.edged = !t->rst;
         }
+        s.held = s.fold = false;
         if (!t->rst) continue;
+        rm::Pins reset_pins;
+        reset_pins.ctl = rm::CTL_RST;
         for (int m = 1; m < NUM_IDS; m++) {
             if (s.model[m] && m != s.active) eval_module(h, s.api[m], s.model[m], rm::EVAL_CLK | h->whole, &reset_pins);
         }
@@ -929,6 +1012,38 @@ int fs_state_diff(void* p, void* q, uint64_t* out, int max) {
 // from now on, instead of each level's phases (eval_phases.h): the reference the tests compare with.
 void fs_set_whole_eval(void* p, int on) { static_cast<Harness*>(p)->whole = on ? rm::EVAL_WHOLE : 0; }
 
+// on != 0 (the default): the lean pin exchange between the shell and the module models (read_pins_lean,
+// and rm::EVAL_HELD at the edge); 0: the exchange as before it (read_pins, every input written at both
+// levels), the reference the tests compare with. The same pins either way.
+void fs_set_lean_exchange(void* p, int on) { static_cast<Harness*>(p)->lean = on != 0; }
+
+// Module `id`'s inputs in slot `slot` with a combinational path to one of its outputs (rm::COMB_*,
+// from its build); until set, every input (its low evaluation is never folded). 0, or -1 for no such
+// model.
+int fs_set_comb_inputs(void* p, int slot, int id, uint32_t comb) {
+    auto* h = static_cast<Harness*>(p);
+    if (slot < 0 || slot >= NUM_SLOTS || id <= 0 || id >= NUM_IDS || !h->slots[slot].model[id]) return -1;
+    h->slots[slot].comb[id] = comb;
+    return 0;
+}
+
+// on != 0 (the default): fold a module's low evaluation into its edge's call when no input with a
+// combinational path to an output moved since its last edge (may_fold); 0: evaluate both levels
+// apart, the reference the tests compare with. The lean exchange only (fs_set_lean_exchange).
+void fs_set_fold_low(void* p, int on) { static_cast<Harness*>(p)->fold = on != 0; }
+
+// on != 0: where a low evaluation could be folded, run it anyway and stop the run (fault 0xFFFE) if
+// it moved an output: a check of the modules' combinational sets on whatever the run drives.
+void fs_set_fold_check(void* p, int on) { static_cast<Harness*>(p)->fold_check = on != 0; }
+
+// [0] low evaluations folded into their edge's call, [1] folds undone within the low phase (the low
+// evaluation ran there, once instead of twice), [2] low evaluations checked instead (fs_set_fold_check).
+void fs_folds(void* p, uint64_t* out) {
+    out[0] = static_cast<Harness*>(p)->folds;
+    out[1] = static_cast<Harness*>(p)->unfolds;
+    out[2] = static_cast<Harness*>(p)->fold_checks;
+}
+
 // Evaluations since creation: [0] of the shell beyond its two a cycle (the boundary settling),
 // [1] of module models, [2] of module models skipped at rest (ModuleSlot).
 void fs_evals(void* p, uint64_t* out) {
@@ -961,7 +1076,8 @@ void fs_cost_split(void* p, uint64_t* out) {
 }
 
 // {module id, slot + 1} of a slot that selected a module no model was attached for (the run stops
-// there), 0xFFFF if a module's boundary never settled, else 0.
+// there), 0xFFFF if a module's boundary never settled, 0xFFFE if a folded module's evaluation would
+// not have been the same (fs_set_fold_check, or a module id moving within a low phase), else 0.
 uint32_t fs_fault(void* p) { return static_cast<Harness*>(p)->fault; }
 
 // Collect a done channel (streams 0.., the port at CFG_CHANNEL): stats (8 entries) in sent,

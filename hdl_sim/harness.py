@@ -8,7 +8,7 @@ load is a library of its own (module_models.py), attached to its slots: a slot t
 loaded module costs. The configuration block is a library of its own too (``CFG_EXTERNAL = 1``,
 config_model.py), run alone while a load streams in and the rest of the shell rests.
 ``external=False`` builds the shell with every module and the block inside, as before (the tests
-compare the two cycle for cycle).
+compare the two cycle for cycle). The build itself is hdl_sim/harness_build.py.
 """
 
 from __future__ import annotations
@@ -18,92 +18,26 @@ import logging
 import os
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
-from fpgashare.hdl_sim.build import (
-    ASSERT_FLAGS,
-    HARNESS_DIR,
-    RTL_DIR,
-    BuildError,
-    CompileOptions,
-    build_lock,
-    cache_root,
-    compile_shared_library,
-    content_key,
-    format_parameter,
-    rtl_headers,
-    rtl_sources,
-    sim_sources,
-)
 from fpgashare.hdl_sim.comb_inputs import comb_inputs
-from fpgashare.hdl_sim.config_model import MODEL_SOURCES as CONFIG_SOURCES
 from fpgashare.hdl_sim.config_model import block_parameters, build_config_block
-from fpgashare.hdl_sim.free_running import write_junk_sources
-from fpgashare.hdl_sim.module_models import MODEL_SOURCES, build_modules, module_parameters, slot_modules
-from fpgashare.hdl_sim.toolchain import setup_environment
+from fpgashare.hdl_sim.harness_build import (
+    COMPILE,
+    DRIVEN_STREAMS,
+    VERILATOR_FLAGS,
+    HarnessError,
+    build_harness,
+    harness_parameters,
+)
+from fpgashare.hdl_sim.module_models import build_modules, module_parameters, slot_modules
 
 log = logging.getLogger(__name__)
 
-VERILATOR_FLAGS = ["-O3", "--x-assign", "fast", "--x-initial", "fast", "-Wno-fatal", *ASSERT_FLAGS]
-COMPILE = CompileOptions()
-#: Verilator configuration of the model. dnn_tile is the largest module and every slot holds an identical
-#: copy: kept as one class rather than inlined four times, the model's C++ is a quarter smaller (a second
-#: less to compile here) and simulates as fast (measured on partial loads and DNN batches).
-VERILATOR_CONFIG = '`verilator_config\nno_inline -module "dnn_tile"\n'
-
-
-#: Headers of shell_harness.cpp of its own (the module and block models' come from their builds).
-HARNESS_HEADERS = ("cost_split.h",)
-
-#: Video streams shell_harness.cpp drives: stream 0's s_axis / m_axis pair, not the shell's *_more ports.
-DRIVEN_STREAMS = 1
-
-
-def harness_parameters(parameters: Mapping[str, int | str], streams: int = DRIVEN_STREAMS) -> dict[str, int | str]:
-    """A platform's shell parameters (``Platform.rtl_parameters()``) for a harness build: NUM_STREAMS
-    cut to the streams the harness drives (one for the one-stream backend; the co-simulation,
-    hdl_sim/cosim.py, asks for as many as it runs). Streams nobody drives would be simulated every
-    cycle for nothing (their inputs are tied off); stream 0 is the same logic with the same latency
-    either way (tests/test_harness_streams.py compares a frame's output and cycles on both)."""
-    out = dict(parameters)
-    out["NUM_STREAMS"] = max(1, min(int(out.get("NUM_STREAMS", 1)), streams))
-    return out
-
-
-class HarnessError(RuntimeError):
-    """The harness could not be built or the RTL did not respond in time."""
-
-
-def build_harness(parameters: Mapping[str, int], checkers: bool = True) -> Path:
-    """Build (or reuse) libshell.so for one parameter set; return its path. ``checkers=False`` leaves the
-    assertion checkers (``sva_*.sv``) out: a reference for what they cost, not a build to run checks on."""
-    setup_environment()
-    sources = sim_sources() if checkers else rtl_sources()
-    cpp = HARNESS_DIR / "shell_harness.cpp"
-    headers = [HARNESS_DIR / name for name in (*MODEL_SOURCES, *CONFIG_SOURCES, *HARNESS_HEADERS)
-               if name.endswith(".h")]
-    key = content_key("harness", [*sources, *rtl_headers(), cpp, *headers],
-                      {"params": dict(parameters), "flags": VERILATOR_FLAGS, "config": VERILATOR_CONFIG,
-                       "compile": asdict(COMPILE)})
-    build_dir = cache_root() / "harness" / key
-    lib = build_dir / "libshell.so"
-    with build_lock(build_dir):
-        if lib.exists():
-            return lib
-        log.info("building the RTL harness in %s (first use: about 15 s of CPU, on every core)", build_dir)
-        obj = build_dir / "obj"
-        config = build_dir / "shell.vlt"
-        config.write_text(VERILATOR_CONFIG)
-        gparams = [f"-G{k}={format_parameter(v)}" for k, v in parameters.items()]
-        verilate = ["verilator", "--cc", "--top-module", "shell", "-Mdir", str(obj), f"-I{RTL_DIR}",
-                    *VERILATOR_FLAGS, *gparams, str(config), *map(str, sources)]
-        try:
-            compile_shared_library(verilate, obj, "Vshell", [cpp], lib, COMPILE, after_verilate=write_junk_sources)
-        except BuildError as exc:
-            raise HarnessError(str(exc)) from exc
-    return lib
+#: What the harness's users import from it (the build's names they need come along).
+__all__ = ["COMPILE", "DRIVEN_STREAMS", "PORT_CHANNEL", "VERILATOR_FLAGS", "ChannelStats", "HarnessError",
+           "RunStats", "ShellHarness", "harness_parameters"]
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,14 @@ def run_images(busy: Sequence[tuple[float, float, int]], slots: int, streams: in
     """The most DNN images any schedule keeping the real-time passes ``busy`` (start, end, slots
     held) can finish in [t0, t1), on any number of streams (module docstring, "Every pass
     charged"). ``run_start``: when every slot was empty (the cold start)."""
+    return sum(stretch_images([(b - a, n) for a, b, n in p], timings)
+               for p in run_stretches(busy, slots, streams, load_s, t0, t1, run_start))
+
+
+def run_stretches(busy: Sequence[tuple[float, float, int]], slots: int, streams: int, load_s: float,
+                  t0: float, t1: float, run_start: float | None = None) -> list[list[tuple[float, float, int]]]:
+    """``run_images``'s windows: the stretches where a batch may run (n(t) >= 1), each as
+    consecutive pieces (start, end, the most tiles a chain can hold then)."""
     passes = sorted(busy)
     starts = [p[0] for p in passes]
     longest = max((e - s for s, e, _ in passes), default=0.0)
@@ -145,7 +153,7 @@ def run_images(busy: Sequence[tuple[float, float, int]], slots: int, streams: in
     for t, sign in marks:
         cuts.update(t + sign * k * load_s for k in range(slots + 1))
     cuts = sorted(t for t in cuts if t0 <= t <= t1)
-    stretches: list[list[tuple[float, int]]] = []
+    stretches: list[list[tuple[float, float, int]]] = []
     open_ = False
     for a, b in itertools.pairwise(cuts):
         if b <= a:
@@ -159,8 +167,8 @@ def run_images(busy: Sequence[tuple[float, float, int]], slots: int, streams: in
         if not open_:
             stretches.append([])
             open_ = True
-        stretches[-1].append((b - a, n))
-    return sum(stretch_images(p, timings) for p in stretches)
+        stretches[-1].append((a, b, n))
+    return stretches
 
 
 def _tiles_between(near: Sequence[tuple[float, float, int]], t: float, slots: int, streams: int,

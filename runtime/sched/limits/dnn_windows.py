@@ -130,18 +130,44 @@ def idle_windows(busy: Sequence[tuple[float, float, int]], slots: int, streams: 
 
 def run_images(busy: Sequence[tuple[float, float, int]], slots: int, streams: int, load_s: float,
                t0: float, t1: float, timings: dict[int, tuple[float, float]],
-               run_start: float | None = None) -> int:
+               run_start: float | None = None, modules: Sequence[Sequence[str]] | None = None) -> int:
     """The most DNN images any schedule keeping the real-time passes ``busy`` (start, end, slots
     held) can finish in [t0, t1), on any number of streams (module docstring, "Every pass
-    charged"). ``run_start``: when every slot was empty (the cold start)."""
+    charged"). ``run_start``: when every slot was empty (the cold start); ``modules``: each
+    pass's modules (as ``busy``), to charge the first loads after the cold start on the one port
+    beside the tiles' (``cold_port_caps``)."""
     return sum(stretch_images([(b - a, n) for a, b, n in p], timings)
-               for p in run_stretches(busy, slots, streams, load_s, t0, t1, run_start))
+               for p in run_stretches(busy, slots, streams, load_s, t0, t1, run_start, modules))
+
+
+def cold_port_caps(busy: Sequence[tuple[float, float, int]], modules: Sequence[Sequence[str]], load_s: float,
+                   run_start: float) -> list[tuple[float, int]]:
+    """(s_j, the most tiles a chain may hold at any t < s_j) for the passes from a cold start r,
+    by start. Every slot is empty at r, so before pass j starts, every copy of a module some
+    pass up to j uses was loaded after r: U_j = sum over modules of the most copies one such pass
+    uses (a pass's copies sit in distinct slots). A tile held at t < s_j was loaded after r and
+    ended by t. They are distinct loads on the one port, at least t_L each: (U_j + n) t_L <=
+    s_j - r, so n <= floor((s_j - r) / t_L) - U_j (negative: no tile before s_j)."""
+    most: dict[str, int] = {}
+    out = []
+    for (start, _, _), mods in sorted(zip(busy, modules, strict=True), key=lambda p: p[0][0]):
+        for m in set(mods):
+            most[m] = max(most.get(m, 0), list(mods).count(m))
+        out.append((start, _loads_in(start - run_start, load_s) - sum(most.values())))
+    return out
 
 
 def run_stretches(busy: Sequence[tuple[float, float, int]], slots: int, streams: int, load_s: float,
-                  t0: float, t1: float, run_start: float | None = None) -> list[list[tuple[float, float, int]]]:
+                  t0: float, t1: float, run_start: float | None = None,
+                  modules: Sequence[Sequence[str]] | None = None) -> list[list[tuple[float, float, int]]]:
     """``run_images``'s windows: the stretches where a batch may run (n(t) >= 1), each as
     consecutive pieces (start, end, the most tiles a chain can hold then)."""
+    caps = cold_port_caps(busy, modules, load_s, run_start) if modules is not None and run_start is not None else []
+    cap_starts = [s for s, _ in caps]
+    # the cap at t is the least over the passes starting after t: a suffix minimum
+    suffix = [c for _, c in caps]
+    for i in range(len(suffix) - 2, -1, -1):
+        suffix[i] = min(suffix[i], suffix[i + 1])
     passes = sorted(busy)
     starts = [p[0] for p in passes]
     longest = max((e - s for s, e, _ in passes), default=0.0)
@@ -161,6 +187,9 @@ def run_stretches(busy: Sequence[tuple[float, float, int]], slots: int, streams:
         t = (a + b) / 2
         lo, hi = bisect.bisect_left(starts, t - longest - reach), bisect.bisect_right(starts, t + reach)
         n = _tiles_between(passes[lo:hi], t, slots, streams, load_s, run_start)
+        ahead = bisect.bisect_right(cap_starts, t)
+        if ahead < len(suffix):
+            n = min(n, suffix[ahead])
         if n < 1:
             open_ = False
             continue

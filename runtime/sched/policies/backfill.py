@@ -16,21 +16,25 @@ made after the real-time dispatch of every event:
   fastest chain uses, one more idle slot is loaded with dnn_tile if it pays: the DNN compute time
   the extra tile buys before the slot must be back (the stream time real-time frames leave in that
   window, less the chain's fill latency per gap, at the chain's real rate) must be at least
-  ``WORTH`` times the port time of the loads it costs (the lend, and the reload of what it evicts
-  unless that is reloaded anyway: ``lend_loads``). A lent slot comes back through the ordinary
-  prefetch or demand loads, which evict dnn_tile first (real-time work never needs it). When the
-  idle slots hold modules wanted soon, the tile may load hidden into one of them while its module
-  moves into a slot the job on the stream frees (``pin_move.lend_moves``); and inside an idle gap
-  a pinned slot may be lent, its pin back before the next release (``pin_lend``).
+  ``WORTH`` times the port time of the loads it costs (the lend, and the reload of the copy it
+  evicts unless that copy is reloaded anyway: ``lend_loads``, over copies as items). A lent slot
+  comes back through the ordinary prefetch or demand loads, which evict dnn_tile first (real-time
+  work never needs it). When the idle slots hold modules wanted soon, the tile may load hidden
+  into one of them while its module moves into a slot the job on the stream frees
+  (``pin_move.lend_moves``); and inside an idle gap a pinned slot may be lent, its pin back
+  before the next release (``pin_lend``).
 
 A platform with no slot for dnn_tile gives the DNN nothing (``refusal`` says why); never an error.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+
 from fpgashare.dnn.planning import dnn_plan, dnn_slot_count, misfit
 from fpgashare.sched.core.view import EngineView, SlotState
 from fpgashare.sched.policies import pin_lend
+from fpgashare.sched.policies.copy_order import first_needed
 from fpgashare.sched.policies.guard import batch_room, side_load_allowed
 from fpgashare.sched.policies.lookahead import reclaim_at, victims_due
 from fpgashare.sched.policies.pin_move import lend_moves
@@ -185,22 +189,23 @@ def lend_gain_s(engine: EngineView, model: str, held: int, gaps: list[tuple[floa
     return max(0.0, usable * (fewer.bottleneck_cycles / more.bottleneck_cycles - 1.0))
 
 
-def _soon(engine: EngineView) -> set[str]:
-    """The next P distinct unpinned modules real-time work needs, P the slots no pin holds."""
-    pins = set(engine.contract.pinned.values())
+def _soon(engine: EngineView) -> Counter:
+    """The next P copies real-time work needs that no pin holds (module -> copies), P the slots no
+    pin holds, in the order the stream would need them (``copy_order.first_needed``)."""
     pool = len(engine.slots.slots) - len(engine.contract.pinned)
-    return set([m for m in engine.foresight.need_order().head(len(engine.slots.slots)) if m not in pins][:pool])
+    return first_needed(engine, pool)
 
 
-def lend_loads(module: str | None, soon: set[str]) -> int:
-    """Loads a lend of an unpinned slot costs: the tile's, and the reload of the module it evicts
-    unless that module is reloaded anyway. The P unpinned slots hold what passes through them;
-    with ``soon`` the next P distinct unpinned modules real-time work needs, a module outside it
-    is not needed again before a module of ``soon`` no slot holds must load (P slots, one of them
-    holding it), and those loads (Belady's choice: farthest next use first) evict every resident
-    outside ``soon`` first: the tile is evicted in its stead (real-time work never needs
-    dnn_tile), so no real-time load is added."""
-    return 1 if module is None or module not in soon else 2
+def lend_loads(module: str | None, held: int, soon: Counter) -> int:
+    """Loads a lend of an unpinned slot costs: the tile's, and the reload of the copy it evicts
+    unless that copy is reloaded anyway. The slot holds one of ``held`` copies of ``module``;
+    ``soon``: the next P copies real-time work needs (P the slots no pin holds; a module used
+    twice by one chain is two items). If fewer than ``held`` copies of ``module`` are in ``soon``,
+    the slot's copy is not needed again before a copy of ``soon`` no slot holds must load (P slots,
+    one of them holding a copy outside ``soon``), and those loads (Belady's choice over copies:
+    farthest next use first) evict every resident outside ``soon`` first: the tile is evicted in
+    its stead (real-time work never needs dnn_tile), so no real-time load is added."""
+    return 1 if module is None or soon[module] < held else 2
 
 
 def _lend(engine: EngineView) -> None:
@@ -219,7 +224,16 @@ def _lend(engine: EngineView) -> None:
     gaps = stream_gaps(engine, LEND_HORIZON_S) if not engine.stream.dnn_apart() else [(now, now + LEND_HORIZON_S)]
     best: tuple[float, int] | None = None
     room = pin_lend.back_by(engine)        # while pins are lent, every load ends before their reloads
-    soon = _soon(engine)
+    soon: list[Counter] = []       # computed only when a lend's cost decides it (a play-out)
+
+    def cost(module: str | None) -> int:
+        if module is None:
+            return 1
+        if not soon:
+            soon.append(_soon(engine))
+        held = len(engine.slots.ready_with(module)) + len(engine.slots.busy_with(module)) \
+            + len(engine.slots.coming_with(module))
+        return lend_loads(module, held, soon[0])
     for s in engine.slots.slots:
         if s.state not in (SlotState.BLANK, SlotState.READY) or s.module == DNN or s.index in engine.slots.pinned \
                 or not engine.slots.compatible(s.index, DNN) or not engine.slots.can_take(s.index, DNN):
@@ -228,7 +242,8 @@ def _lend(engine: EngineView) -> None:
         ready = now + engine.port.backlog_s() + load_s
         until = min(reclaim_at(engine, evicting=s.index), engine.end_s, now + LEND_HORIZON_S, room)
         gain = lend_gain_s(engine, model, held, gaps, ready, until) if ready <= room else 0.0
-        if gain >= WORTH * lend_loads(s.module, soon) * load_s and (best is None or gain > best[0]):
+        if (best is None or gain > best[0]) and gain >= WORTH * load_s \
+                and (gain >= WORTH * 2 * load_s or gain >= WORTH * cost(s.module) * load_s):
             best = (gain, s.index)
     # Or a pinned slot, for the idle gap only: its pin back before the next release (pin_lend.py).
     if pin_lend.may_lend(engine):

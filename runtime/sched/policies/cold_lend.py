@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from fpgashare.dnn.planning import dnn_plan, dnn_slot_count
 from fpgashare.sched.core.view import EngineView, SlotState
 from fpgashare.sched.policies.backfill import DNN, WORTH, refusal
-from fpgashare.sched.policies.edf_loads import warm_up_copies
+from fpgashare.sched.policies.copy_order import ordered_copies
 
 #: Kept between the setup's last load and the earliest release, as a fraction of one load.
 SLACK_LOADS = 0.1
@@ -66,10 +66,10 @@ def setup_at(engine: EngineView, pins: int) -> float:
 
 def warm_up_items(engine: EngineView) -> list[str]:
     """The modules the setup's warm-up loads, in its order: each copy the first frames need
-    (``edf_loads.warm_up_copies``, the order the warm-up iterates) that no pin holds (the pins
+    (``copy_order.ordered_copies``, the order the warm-up iterates) that no pin holds (the pins
     load first, so the warm-up finds those copies held and skips them)."""
     pins = Counter(engine.contract.pinned.values())
-    return [m for m, k in warm_up_copies(engine) if k >= pins[m]]
+    return [m for m, k in ordered_copies(engine) if k >= pins[m]]
 
 
 def plan(engine: EngineView) -> ColdLend | None:

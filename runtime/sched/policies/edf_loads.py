@@ -13,6 +13,7 @@ from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.view import EngineView, NeedOrder, SlotState
 from fpgashare.sched.policies import pin_lend
 from fpgashare.sched.policies.backfill import DNN as DNN_TILE
+from fpgashare.sched.policies.copy_order import ordered_copies
 from fpgashare.sched.policies.guard import side_load_allowed
 
 
@@ -145,26 +146,14 @@ def short_of_loads(engine: EngineView, frame: Frame, missing: Sequence[str]) -> 
     return None
 
 
-def warm_up_copies(engine: EngineView) -> list[tuple[str, int]]:
-    """Every copy the first frames need, as (module, k) for its (k+1)-th copy, in the order the
-    warm-up loads them: by when the stream would first need that copy (``played_order``'s
-    ``copy_key``; ties in the order of first need). The warm-up and the cold lend's plan of it
-    (cold_lend.py) both read this one order."""
-    future = engine.foresight.played_order()
-    copies = engine.placement.copies_needed()
-    items = sorted(((future.copy_key(m, k), m, k) for m in future for k in range(copies.get(m, 1))),
-                   key=lambda item: item[0])
-    return [(m, k) for _, m, k in items]
-
-
 def warm_up(engine: EngineView) -> None:
     """Fill the blank slots with what the first frames need, each copy of a module an item of
-    its own, in the order the stream would start the first releases (``warm_up_copies``): a
+    its own, in the order the stream would start the first releases (``copy_order.ordered_copies``): a
     chain using a module twice gets its second copy where it comes, not a module needed later.
     A copy already held (a pin, an earlier load) is skipped."""
     future = engine.foresight.played_order()
     slots = engine.slots
-    for module, k in warm_up_copies(engine):
+    for module, k in ordered_copies(engine):
         if len(slots.ready_with(module)) + len(slots.coming_with(module)) > k:
             continue
         victim = slots.victim(module, future)

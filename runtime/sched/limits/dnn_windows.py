@@ -50,6 +50,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -157,6 +158,40 @@ def cold_port_caps(busy: Sequence[tuple[float, float, int]], modules: Sequence[S
     return out
 
 
+class PassesAhead:
+    """The reloads the passes after an instant t need together, on the one port.
+
+    At t a batch holds n tiles, so at most K - n slots hold a real-time module. Passes j..j' that
+    start after t use, together, at least u = sum over modules of the most copies one of them
+    uses distinct (slot, module) pairs (a pass's copies sit in distinct slots); at most K - n of
+    them were in place at t, and every other one is loaded after t and before s_{j'}, one at a
+    time on the one port: (u - (K - n)) t_L <= s_{j'} - t, so n <= K - u + floor((s_{j'} - t) / t_L).
+    With j' = j this is the one-pass term of ``_tiles_between``; passes further ahead add the
+    reloads of copies the next pass does not use (a slot the tiles keep past it)."""
+
+    def __init__(self, busy: Sequence[tuple[float, float, int]], modules: Sequence[Sequence[str]]) -> None:
+        ordered = sorted(zip(busy, modules, strict=True), key=lambda p: p[0][0])
+        self.starts = [b[0] for b, _ in ordered]
+        self.copies = [Counter(m) for _, m in ordered]
+        most: Counter = Counter()
+        for c in self.copies:
+            most |= c
+        #: copies all the passes use together: no more reloads than that are ever charged
+        self.total = sum(most.values())
+
+    def cap(self, t: float, slots: int, load_s: float) -> int:
+        """The most tiles a chain may hold at ``t`` by the passes after it (class docstring)."""
+        best = slots
+        most: Counter = Counter()
+        for j in range(bisect.bisect_right(self.starts, t), len(self.starts)):
+            room = _loads_in(self.starts[j] - t, load_s)
+            if room >= self.total:
+                break            # (u <= total: no pass from here on caps below K)
+            most |= self.copies[j]
+            best = min(best, slots - sum(most.values()) + room)
+        return best
+
+
 def run_stretches(busy: Sequence[tuple[float, float, int]], slots: int, streams: int, load_s: float,
                   t0: float, t1: float, run_start: float | None = None,
                   modules: Sequence[Sequence[str]] | None = None) -> list[list[tuple[float, float, int]]]:
@@ -178,6 +213,10 @@ def run_stretches(busy: Sequence[tuple[float, float, int]], slots: int, streams:
         marks.append((run_start, 1))
     for t, sign in marks:
         cuts.update(t + sign * k * load_s for k in range(slots + 1))
+    ahead = PassesAhead(busy, modules) if modules is not None else None
+    if ahead is not None:
+        for start in ahead.starts:
+            cuts.update(start - k * load_s for k in range(slots + 1, ahead.total + 2))
     cuts = sorted(t for t in cuts if t0 <= t <= t1)
     stretches: list[list[tuple[float, float, int]]] = []
     open_ = False
@@ -187,9 +226,11 @@ def run_stretches(busy: Sequence[tuple[float, float, int]], slots: int, streams:
         t = (a + b) / 2
         lo, hi = bisect.bisect_left(starts, t - longest - reach), bisect.bisect_right(starts, t + reach)
         n = _tiles_between(passes[lo:hi], t, slots, streams, load_s, run_start)
-        ahead = bisect.bisect_right(cap_starts, t)
-        if ahead < len(suffix):
-            n = min(n, suffix[ahead])
+        first = bisect.bisect_right(cap_starts, t)
+        if first < len(suffix):
+            n = min(n, suffix[first])
+        if ahead is not None:
+            n = min(n, ahead.cap(t, slots, load_s))
         if n < 1:
             open_ = False
             continue

@@ -97,7 +97,9 @@ def _victims_due(engine: EngineView) -> tuple[list[float], bool]:
     that edf did not start with the port free (the guard allowed no side load) is not made
     before a frame commits: its victim is not held back for it (the batch ends by the next
     release, or with the pass beside it, before any frame commits)."""
-    due = victims_due(engine)
+    # A lent pin's reload is timed by pin_lend.back_by, which every batch on the lent slots ends
+    # by (``_run``): its missing copy is not a victim the batch must give back sooner.
+    due = victims_due(engine, skip=[engine.contract.pinned[i] for i in pin_lend.lent(engine)])
     now = engine.now
     if not engine.stream.dnn_apart() or not engine.port.free() or not due or due[0] > now:
         return due, False

@@ -210,6 +210,16 @@ def lend_loads(module: str | None, held: int, soon: Counter) -> int:
     return 1 if module is None or soon[module] < held else 2
 
 
+def _taken_back_at_once(engine: EngineView, ready_s: float, reclaim_s: float) -> bool:
+    """Whether a tile ready at ``ready_s`` would be evicted as soon as it is in: the job on the
+    stream is still running then and the first real-time load is due (``reclaim_s``, with the
+    lent slot's module gone) before that job ends, so edf prefetches it hidden under the job
+    at once, into the tile first (real-time work never needs dnn_tile). Such a lend buys no
+    image and costs its load and a reload."""
+    end = engine.foresight.stream_job_end()
+    return end is not None and ready_s < end and reclaim_s <= end
+
+
 def _lend(engine: EngineView) -> None:
     if not engine.port.free() or engine.pending or engine.committed is not None \
             or not any(engine.dnn.backlog(p) for p in engine.dnn_pipelines):
@@ -242,8 +252,10 @@ def _lend(engine: EngineView) -> None:
             continue
         load_s = engine.port.load_seconds(s.index)
         ready = now + engine.port.backlog_s() + load_s
-        until = min(reclaim_at(engine, evicting=s.index), engine.end_s, now + LEND_HORIZON_S, room)
-        gain = lend_gain_s(engine, model, held, gaps, ready, until) if ready <= room else 0.0
+        reclaim = reclaim_at(engine, evicting=s.index)
+        until = min(reclaim, engine.end_s, now + LEND_HORIZON_S, room)
+        gain = lend_gain_s(engine, model, held, gaps, ready, until) \
+            if ready <= room and not _taken_back_at_once(engine, ready, reclaim) else 0.0
         if (best is None or gain > best[0]) and gain >= WORTH * load_s \
                 and (gain >= WORTH * 2 * load_s or gain >= WORTH * cost(s.module) * load_s):
             best = (gain, s.index)
@@ -262,9 +274,11 @@ def _lend(engine: EngineView) -> None:
     # the tile then displaces a module wanted later.
     moved = None
     for move in lend_moves(engine, DNN) if not pin_lend.lent(engine) else ():
-        until = min(reclaim_at(engine, evicting=move.to), engine.end_s, now + LEND_HORIZON_S)
+        reclaim = reclaim_at(engine, evicting=move.to)
+        until = min(reclaim, engine.end_s, now + LEND_HORIZON_S)
         load_s = engine.port.load_seconds(move.into)
-        gain = lend_gain_s(engine, model, held, gaps, now + load_s, until)
+        gain = lend_gain_s(engine, model, held, gaps, now + load_s, until) \
+            if not _taken_back_at_once(engine, now + load_s, reclaim) else 0.0
         if gain >= WORTH * 2 * load_s and (best is None or gain > best[0]):
             best, moved = (gain, move.into), move
     if best is not None and side_load_allowed(engine, best[1]):

@@ -91,6 +91,27 @@ def beside_pass(engine: EngineView) -> bool:
         and engine.committed is None and not engine.contract.pinned_first
 
 
+def hidden_load_at(engine: EngineView) -> float:
+    """When edf's next real-time load, hidden under the job on the stream, must start (inf: none
+    due before that job ends): its just-in-time start (``lookahead.reclaim_at``) if that is
+    before the job ends, but no later than the last instant a load still ends under the job.
+    Until then the slot it will take may keep a tile (a batch beside the pass runs on it); the
+    load, started then, is as hidden as one started at once. A lent pin's reload is not counted:
+    pin_lend.back_by times it."""
+    end = engine.foresight.stream_job_end()
+    if end is None:
+        return float("inf")
+    due = victims_due(engine, skip=_lent_pins(engine))
+    if not due or due[0] > end:
+        return float("inf")
+    return min(due[0], end - engine.port.longest_load_s())
+
+
+def _lent_pins(engine: EngineView) -> list[str]:
+    """The modules of the pins lent to the DNN: their reloads are timed by pin_lend.back_by."""
+    return [engine.contract.pinned[i] for i in pin_lend.lent(engine)]
+
+
 def _victims_due(engine: EngineView) -> tuple[list[float], bool]:
     """When the idle victim slots must be back for real-time loads (``lookahead.victims_due``),
     and whether some were due already. With the DNN on a stream of its own, a load already due
@@ -99,7 +120,10 @@ def _victims_due(engine: EngineView) -> tuple[list[float], bool]:
     release, or with the pass beside it, before any frame commits)."""
     # A lent pin's reload is timed by pin_lend.back_by, which every batch on the lent slots ends
     # by (``_run``): its missing copy is not a victim the batch must give back sooner.
-    due = victims_due(engine, skip=[engine.contract.pinned[i] for i in pin_lend.lent(engine)])
+    due = victims_due(engine, skip=_lent_pins(engine))
+    hidden = hidden_load_at(engine)
+    if due and hidden < due[0]:
+        due[0] = hidden          # edf makes that load hidden under the job on the stream, then
     now = engine.now
     if not engine.stream.dnn_apart() or not engine.port.free() or not due or due[0] > now:
         return due, False

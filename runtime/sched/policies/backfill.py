@@ -17,7 +17,7 @@ made after the real-time dispatch of every event:
   the extra tile buys before the slot must be back (the stream time real-time frames leave in that
   window, less the chain's fill latency per gap, at the chain's real rate) must be at least
   ``WORTH`` times the port time of the loads it costs (the lend, and the reload of the copy it
-  evicts unless that copy is reloaded anyway: ``lend_loads``, over copies as items). A lent slot
+  evicts unless an optimal replacement evicts that copy first anyway: ``lend_loads``). A lent slot
   comes back through the ordinary prefetch or demand loads, which evict dnn_tile first (real-time
   work never needs it). When the idle slots hold modules wanted soon, the tile may load hidden
   into one of them while its module moves into a slot the job on the stream frees
@@ -34,7 +34,7 @@ from collections import Counter
 from fpgashare.dnn.planning import dnn_plan, dnn_slot_count, misfit
 from fpgashare.sched.core.view import EngineView, SlotState
 from fpgashare.sched.policies import pin_lend
-from fpgashare.sched.policies.copy_order import first_needed
+from fpgashare.sched.policies.copy_order import future_items, kept_until_used
 from fpgashare.sched.policies.guard import batch_room, side_load_allowed
 from fpgashare.sched.policies.lookahead import reclaim_at, victims_due
 from fpgashare.sched.policies.pin_move import lend_moves
@@ -215,23 +215,35 @@ def lend_gain_s(engine: EngineView, model: str, held: int, gaps: list[tuple[floa
     return max(0.0, usable * (fewer.bottleneck_cycles / more.bottleneck_cycles - 1.0))
 
 
-def _soon(engine: EngineView) -> Counter:
-    """The next P copies real-time work needs that no pin holds (module -> copies), P the slots no
-    pin holds, in the order the stream would need them (``copy_order.first_needed``)."""
-    pool = len(engine.slots.slots) - len(engine.contract.pinned)
-    return first_needed(engine, pool)
+def _unpinned_copies(engine: EngineView) -> list[tuple[str, int] | None]:
+    """The copies the slots no pin holds hold (or receive), as items (module, k): a module's
+    copies past those its pins hold, numbered on; None for a tile, a blank or a failed slot."""
+    pinned = engine.contract.pinned
+    seen = Counter(pinned.values())
+    out: list[tuple[str, int] | None] = []
+    for s in engine.slots.slots:
+        if s.index in pinned:
+            continue
+        if s.module is None or s.module == DNN or s.state == SlotState.FAILED:
+            out.append(None)
+            continue
+        out.append((s.module, seen[s.module]))
+        seen[s.module] += 1
+    return out
 
 
-def lend_loads(module: str | None, held: int, soon: Counter) -> int:
-    """Loads a lend of an unpinned slot costs: the tile's, and the reload of the copy it evicts
-    unless that copy is reloaded anyway. The slot holds one of ``held`` copies of ``module``;
-    ``soon``: the next P copies real-time work needs (P the slots no pin holds; a module used
-    twice by one chain is two items). If fewer than ``held`` copies of ``module`` are in ``soon``,
-    the slot's copy is not needed again before a copy of ``soon`` no slot holds must load (P slots,
-    one of them holding a copy outside ``soon``), and those loads (Belady's choice over copies:
-    farthest next use first) evict every resident outside ``soon`` first: the tile is evicted in
-    its stead (real-time work never needs dnn_tile), so no real-time load is added."""
-    return 1 if module is None or soon[module] < held else 2
+def lend_loads(cache: list[tuple[str, int] | None], module: str | None,
+               accesses: list[tuple[str, int]]) -> int:
+    """Loads a lend of an unpinned slot holding ``module`` costs: the tile's, and the reload of
+    the copy it evicts unless an optimal replacement evicts that copy before its next use anyway
+    (``copy_order.kept_until_used``: Belady's MIN over the copies the next passes and releases
+    use, ``accesses``, from the unpinned slots' ``cache``). Losing one of n copies loses the n-th.
+    If MIN evicts it first, the same loads with the tile in its place (real-time work never
+    needs dnn_tile, so MIN evicts the tile there) serve every access: no real-time load is added."""
+    if module is None:
+        return 1
+    last = max((c for c in cache if c is not None and c[0] == module), key=lambda c: c[1], default=None)
+    return 1 if last is None or not kept_until_used(cache, last, accesses) else 2
 
 
 def _taken_back_at_once(engine: EngineView, ready_s: float, reclaim_s: float) -> bool:
@@ -260,16 +272,14 @@ def _lend(engine: EngineView) -> None:
     gaps = stream_gaps(engine, LEND_HORIZON_S) if not engine.stream.dnn_apart() else [(now, now + LEND_HORIZON_S)]
     best: tuple[float, int] | None = None
     room = pin_lend.back_by(engine)        # while pins are lent, every load ends before their reloads
-    soon: list[Counter] = []       # computed only when a lend's cost decides it (a play-out)
+    future: list = []       # computed only when a lend's cost decides it (a play-out)
 
     def cost(module: str | None) -> int:
         if module is None:
             return 1
-        if not soon:
-            soon.append(_soon(engine))
-        held = len(engine.slots.ready_with(module)) + len(engine.slots.busy_with(module)) \
-            + len(engine.slots.coming_with(module))
-        return lend_loads(module, held, soon[0])
+        if not future:
+            future.extend((_unpinned_copies(engine), future_items(engine)))
+        return lend_loads(future[0], module, future[1])
     for s in engine.slots.slots:
         if s.state not in (SlotState.BLANK, SlotState.READY) or s.module == DNN or s.index in engine.slots.pinned \
                 or not engine.slots.compatible(s.index, DNN) or not engine.slots.can_take(s.index, DNN):

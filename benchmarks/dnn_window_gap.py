@@ -15,8 +15,13 @@ with what the run did in it, and the images lost are split, at the bound's rate 
 - ``fill``: every batch after a stretch's first pays its chain's fill latency again;
 - ``rest``: what the terms above do not account for (rounding, the bound's integral over chains).
 
-It also counts the tile loads and the real-time reloads they caused (loads into a slot that held a
-tile, of a module other than a tile).
+It also counts the tile loads, the real-time reloads they caused (loads into a slot that held a
+tile, of a module other than a tile), and the tiles no batch ran on before they were evicted; and
+sets the run against ``edf_rules``, the bound with the two rules of edf's guarantee that the
+window bound (a bound for any scheduler) does not know: the pins are home whenever a frame waits
+(lent only inside quiet gaps, pin_lend.py), and the DNN's tiles stay in the slots of its
+partitions (stream_plan.py). That figure bounds edf's DNN, not any scheduler's: the gap between
+it and the window bound is what the guarantee's pins and partitions take.
 
     python -m benchmarks.dnn_window_gap [--count 30] [--seed N] [--quick] [--json out.json]
 """
@@ -81,6 +86,10 @@ def batches(trace, dnn_names: set[str]) -> list[tuple[float, float, int, int]]:
     return sorted(tuple(v) for v in by_key.values())
 
 
+def _on_slot(trace, dnn_names: set[str], slot: int, start: float) -> bool:
+    return any(e.track == f"slot {slot}" and e.start == start and e.args.get("pipeline") in dnn_names for e in trace)
+
+
 def _overlap(a: float, b: float, spans) -> float:
     return sum(max(0.0, min(b, y) - max(a, x)) for x, y in spans)
 
@@ -137,25 +146,31 @@ def analyse(seed: int) -> dict:
         if e.track == "port" and e.name.startswith("load ") and not e.name.startswith(f"load {dnn_windows.TILE} "):
             slot = int(e.name.split(" -> slot ")[1])
             reloads += any(abs(y - e.start) < 1e-9 for _, y in spans[slot])
-    kept = pins_home_images(stretches, engine, result, k, load_s, timings)
-    return {"seed": seed, "streams": platform.streams, "bound_images": bound_total, "run_images": run_total,
+    kept = edf_rules_images(stretches, engine, result, k, load_s, timings)
+    used = [(slot, a, b) for slot, spans_ in spans.items() for a, b in spans_
+            if any(r[0] < b and a < r[1] and _on_slot(engine.trace, names, slot, r[0]) for r in runs)]
+    unused = sum(len(v) for v in spans.values()) - len(used)
+    return {"seed": seed, "streams": platform.streams, "tiles_never_run": unused,
+            "bound_images": bound_total, "run_images": run_total,
             "ratio": round(run_total / bound_total, 3) if bound_total else None,
-            "pins_home_images": kept, "ratio_to_pins_home": round(run_total / kept, 3) if kept else None,
+            "edf_rules_images": kept, "ratio_to_edf_rules": round(run_total / kept, 3) if kept else None,
             "stretches": len(stretches), "batches": len(runs), "tile_loads": tile_loads,
             "rt_reloads_after_tiles": reloads, "loss_images": {key: round(v, 1) for key, v in loss.items()}}
 
 
-def pin_counts(result: dict) -> tuple[int, int]:
-    """edf's pins as (never lent, lent only in quiet gaps). On one partition its pins may be lent
-    inside the gaps no frame is pending (pin_lend.py), unless the partition is quiet (it loads
-    nothing after t0). Over several partitions the quiet ones' pins are never lent, and the
-    others' are counted as free (an over-estimate: a bound on edf still)."""
+def dnn_fabric(result: dict, slots: int) -> tuple[int, int, int]:
+    """The slots edf's DNN may use and its pins there, as (slots, pins never lent, pins lent
+    only in quiet gaps). The DNN's tiles go only into the slots of the partitions that serve it
+    (stream_plan.py: its own, or the real-time partition it backfills in). On one partition its
+    pins may be lent inside the gaps no frame waits (pin_lend.py), unless the partition is quiet
+    (it loads nothing after t0: never). Over several partitions the DNN's partitions' pins are
+    counted as free (an over-estimate: a bound on edf still)."""
     contract = result.get("contract") or {}
     parts = [contract] if "pinned" in contract else [c for c in contract.values() if isinstance(c, dict)]
-    if len(parts) == 1:
-        pins = len(parts[0].get("pinned", {}))
-        return (pins, 0) if parts[0].get("quiet") else (0, pins)
-    return sum(len(c.get("pinned", {})) for c in parts if c.get("quiet")), 0
+    if len(parts) <= 1:
+        pins = len(parts[0].get("pinned", {})) if parts else 0
+        return (slots, pins, 0) if parts and parts[0].get("quiet") else (slots, 0, pins)
+    return sum(len(c.get("slots", ())) for c in parts if c.get("dnn")), 0, 0
 
 
 def quiet_gaps(engine, t1: float) -> list[tuple[float, float]]:
@@ -175,13 +190,14 @@ def quiet_gaps(engine, t1: float) -> list[tuple[float, float]]:
     return gaps
 
 
-def pins_home_images(stretches, engine, result: dict, slots: int, load_s: float, timings) -> int:
-    """The window bound with edf's pins at home whenever a frame waits (docs/limits.md, "What
-    edf's guarantee leaves the DNN"): at t the chain holds at most the bound's n(t), and at most
-    K - P tiles, plus in a quiet gap [e, r) the pins lent there, min(P, floor((t - e) / t_L),
-    floor((r - t) / t_L)) (each lent pin's tile loads after e, its pin is back by r). An upper
-    bound on edf's DNN images, not on any scheduler's."""
-    fixed, lendable = pin_counts(result)
+def edf_rules_images(stretches, engine, result: dict, slots: int, load_s: float, timings) -> int:
+    """The window bound with edf's pins at home whenever a frame waits and the tiles in the DNN's
+    partitions (docs/dnn-window-gap.md): at t the chain holds at most the bound's n(t), and at
+    most F - P tiles (F the slots of the DNN's partitions, P their pins), plus in a quiet gap
+    [e, r) the pins lent there, min(P, floor((t - e) / t_L), floor((r - t) / t_L)) (each lent
+    pin's tile loads after e, its pin is back by r). An upper bound on edf's DNN images (the
+    summary counts the runs above it: ``runs_above_edf_rules``), not on any scheduler's."""
+    fabric, fixed, lendable = dnn_fabric(result, slots)
     gaps = quiet_gaps(engine, engine.end_s)
 
     def lent_at(t: float) -> int:
@@ -200,8 +216,8 @@ def pins_home_images(stretches, engine, result: dict, slots: int, load_s: float,
         run: list[tuple[float, int]] = []
         for a, b in itertools.pairwise(cuts):
             t = (a + b) / 2
-            n = next(n for x, y, n in pieces if x <= t < y)
-            n = min(n, slots - fixed - lendable + lent_at(t))
+            n = next((n for x, y, n in pieces if x <= t < y), 0)
+            n = min(n, fabric - fixed - lendable + lent_at(t))
             if n >= 1:
                 run.append((b - a, n))
             elif run:
@@ -216,14 +232,16 @@ def summarize(rows: list[dict]) -> dict:
     ratios = [r["ratio"] for r in rows if r["ratio"] is not None]
     gap = sum(r["bound_images"] - r["run_images"] for r in rows)
     terms = {t: round(sum(r["loss_images"][t] for r in rows), 1) for t in TERMS}
-    kept = [r["ratio_to_pins_home"] for r in rows if r["ratio_to_pins_home"] is not None]
+    kept = [r["ratio_to_edf_rules"] for r in rows if r["ratio_to_edf_rules"] is not None]
     return {"workloads": len(rows), "ratio_median": round(statistics.median(ratios), 3) if ratios else None,
-            "ratio_to_pins_home_median": round(statistics.median(kept), 3) if kept else None,
-            "pins_home_images": sum(r["pins_home_images"] for r in rows),
+            "ratio_to_edf_rules_median": round(statistics.median(kept), 3) if kept else None,
+            "edf_rules_images": sum(r["edf_rules_images"] for r in rows),
+            "runs_above_edf_rules": [r["seed"] for r in rows if r["run_images"] > r["edf_rules_images"]],
             "ratio_p10": round(sorted(ratios)[len(ratios) // 10], 3) if ratios else None,
             "bound_images": sum(r["bound_images"] for r in rows), "run_images": sum(r["run_images"] for r in rows),
             "gap_images": gap, "loss_share_of_gap": {t: round(v / gap, 3) if gap else 0.0 for t, v in terms.items()},
             "tile_loads": sum(r["tile_loads"] for r in rows),
+            "tiles_never_run": sum(r["tiles_never_run"] for r in rows),
             "rt_reloads_after_tiles": sum(r["rt_reloads_after_tiles"] for r in rows)}
 
 
@@ -243,8 +261,9 @@ def main() -> int:
     for seed in dnn_seeds(first, count):
         rows.append(analyse(seed))
         r = rows[-1]
-        log.info("seed %d (%d streams): %d of %d images (%s), %d with the pins home; lost %s", seed, r["streams"],
-                 r["run_images"], r["bound_images"], r["ratio"], r["pins_home_images"], r["loss_images"])
+        log.info("seed %d (%d streams): %d of %d images (%s), %d under edf's pins and partitions; lost %s",
+                 seed, r["streams"], r["run_images"], r["bound_images"], r["ratio"], r["edf_rules_images"],
+                 r["loss_images"])
     summary = summarize(rows)
     summary.update(first_seed=first, wall_s=round(time.perf_counter() - started, 1))
     sys.stdout.write(json.dumps(summary, indent=2) + "\n")

@@ -195,10 +195,16 @@ def edf_rules_images(stretches, engine, result: dict, slots: int, load_s: float,
     partitions (docs/dnn-window-gap.md): at t the chain holds at most the bound's n(t), and at
     most F - P tiles (F the slots of the DNN's partitions, P their pins), plus in a quiet gap
     [e, r) the pins lent there, min(P, floor((t - e) / t_L), floor((r - t) / t_L)) (each lent
-    pin's tile loads after e, its pin is back by r). An upper bound on edf's DNN images (the
-    summary counts the runs above it: ``runs_above_edf_rules``), not on any scheduler's."""
+    pin's tile loads after e, its pin is back by r); before the first release r1, at most
+    floor(r1 / t_L) - P (every pin loads after the cold start, beside the tiles). An upper bound
+    on edf's DNN images (the summary counts the runs above it: ``runs_above_edf_rules``), not on any
+    scheduler's."""
     fabric, fixed, lendable = dnn_fabric(result, slots)
     gaps = quiet_gaps(engine, engine.end_s)
+    # From the cold start every pin loads before the first release r1 (the pins are home then),
+    # beside every tile held before it, on the one port: n <= floor(r1 / t_L) - P.
+    first = min((f.release for f in engine.frames), default=float("inf"))
+    cold = math.floor(first / load_s + 1e-9) - fixed - lendable if first != float("inf") else slots
 
     def lent_at(t: float) -> int:
         for e, r in gaps:
@@ -212,12 +218,14 @@ def edf_rules_images(stretches, engine, result: dict, slots: int, load_s: float,
         lo, hi = pieces[0][0], pieces[-1][1]
         for e, r in gaps:
             cuts.update(x for k in range(lendable + 1) for x in (e + k * load_s, r - k * load_s) if lo < x < hi)
+        if lo < first < hi:
+            cuts.add(first)
         cuts = sorted(cuts)
         run: list[tuple[float, int]] = []
         for a, b in itertools.pairwise(cuts):
             t = (a + b) / 2
             n = next((n for x, y, n in pieces if x <= t < y), 0)
-            n = min(n, fabric - fixed - lendable + lent_at(t))
+            n = min(n, fabric - fixed - lendable + lent_at(t), cold if t < first else fabric)
             if n >= 1:
                 run.append((b - a, n))
             elif run:

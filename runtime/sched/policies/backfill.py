@@ -36,7 +36,7 @@ from fpgashare.sched.core.view import EngineView, SlotState
 from fpgashare.sched.policies import pin_lend
 from fpgashare.sched.policies.copy_order import future_items, kept_until_used
 from fpgashare.sched.policies.guard import batch_room, side_load_allowed
-from fpgashare.sched.policies.lookahead import reclaim_at, victims_due
+from fpgashare.sched.policies.lookahead import SLACK_LOADS, reclaim_at, victims_due
 from fpgashare.sched.policies.pin_move import lend_moves
 
 #: The longest batch: the stream is free for real-time work again sooner, and a client's images
@@ -124,6 +124,11 @@ def _victims_due(engine: EngineView) -> tuple[list[float], bool]:
     hidden = hidden_load_at(engine)
     if due and hidden < due[0]:
         due[0] = hidden          # edf makes that load hidden under the job on the stream, then
+    # The k-th of those loads cannot start before the port has done what it has queued and the
+    # k-1 before it (one load at a time): its victim is not needed sooner.
+    load_s = engine.port.longest_load_s()
+    free_at = engine.now + engine.port.backlog_s() - SLACK_LOADS * load_s
+    due = [max(t, free_at + k * load_s) for k, t in enumerate(due)]
     now = engine.now
     if not engine.stream.dnn_apart() or not engine.port.free() or not due or due[0] > now:
         return due, False

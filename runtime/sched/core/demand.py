@@ -114,6 +114,11 @@ class NeedOrder:
         self._ends: list[int] = []           # per chain read: how many modules were placed by its end
         self._demand = demand
 
+    @property
+    def chains(self) -> Sequence[Sequence[str]]:
+        """The chains this order was made from, in order (the frames a decision names)."""
+        return self._chains
+
     def _read_chain(self) -> bool:
         """Read the next chain's new modules; False when every chain has been read."""
         if self._read >= len(self._chains):

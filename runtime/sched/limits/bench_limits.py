@@ -163,7 +163,8 @@ class Limits:
             # The board's streams, not the ones this run's frames used: a DNN partition may have its own.
             # From the run's start: a DNN batch may run in the registration window before t0.
             images = dnn_windows.run_images(busy, k_slots, platform.streams, load_s, 0.0, engine.end_s,
-                                            dnn_windows.fastest_timings(platform, dnn), run_start=0.0)
+                                            dnn_windows.fastest_timings(platform, dnn), run_start=0.0,
+                                            modules=[r.modules for r in order])
             bound = images / workload.duration_s
             out["dnn"] = {"run_images_per_s": totals["dnn_images_per_s"], "window_bound_images_per_s": round(bound, 1),
                           "ratio": _ratio(totals["dnn_images_per_s"], bound)}

@@ -50,6 +50,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -130,10 +131,78 @@ def idle_windows(busy: Sequence[tuple[float, float, int]], slots: int, streams: 
 
 def run_images(busy: Sequence[tuple[float, float, int]], slots: int, streams: int, load_s: float,
                t0: float, t1: float, timings: dict[int, tuple[float, float]],
-               run_start: float | None = None) -> int:
+               run_start: float | None = None, modules: Sequence[Sequence[str]] | None = None) -> int:
     """The most DNN images any schedule keeping the real-time passes ``busy`` (start, end, slots
     held) can finish in [t0, t1), on any number of streams (module docstring, "Every pass
-    charged"). ``run_start``: when every slot was empty (the cold start)."""
+    charged"). ``run_start``: when every slot was empty (the cold start); ``modules``: each
+    pass's modules (as ``busy``), to charge the first loads after the cold start on the one port
+    beside the tiles' (``cold_port_caps``)."""
+    return sum(stretch_images([(b - a, n) for a, b, n in p], timings)
+               for p in run_stretches(busy, slots, streams, load_s, t0, t1, run_start, modules))
+
+
+def cold_port_caps(busy: Sequence[tuple[float, float, int]], modules: Sequence[Sequence[str]], load_s: float,
+                   run_start: float) -> list[tuple[float, int]]:
+    """(s_j, the most tiles a chain may hold at any t < s_j) for the passes from a cold start r,
+    by start. Every slot is empty at r, so before pass j starts, every copy of a module some
+    pass up to j uses was loaded after r: U_j = sum over modules of the most copies one such pass
+    uses (a pass's copies sit in distinct slots). A tile held at t < s_j was loaded after r and
+    ended by t. They are distinct loads on the one port, at least t_L each: (U_j + n) t_L <=
+    s_j - r, so n <= floor((s_j - r) / t_L) - U_j (negative: no tile before s_j)."""
+    most: dict[str, int] = {}
+    out = []
+    for (start, _, _), mods in sorted(zip(busy, modules, strict=True), key=lambda p: p[0][0]):
+        for m in set(mods):
+            most[m] = max(most.get(m, 0), list(mods).count(m))
+        out.append((start, _loads_in(start - run_start, load_s) - sum(most.values())))
+    return out
+
+
+class PassesAhead:
+    """The reloads the passes after an instant t need together, on the one port.
+
+    At t a batch holds n tiles, so at most K - n slots hold a real-time module. Passes j..j' that
+    start after t use, together, at least u = sum over modules of the most copies one of them
+    uses distinct (slot, module) pairs (a pass's copies sit in distinct slots); at most K - n of
+    them were in place at t, and every other one is loaded after t and before s_{j'}, one at a
+    time on the one port: (u - (K - n)) t_L <= s_{j'} - t, so n <= K - u + floor((s_{j'} - t) / t_L).
+    With j' = j this is the one-pass term of ``_tiles_between``; passes further ahead add the
+    reloads of copies the next pass does not use (a slot the tiles keep past it)."""
+
+    def __init__(self, busy: Sequence[tuple[float, float, int]], modules: Sequence[Sequence[str]]) -> None:
+        ordered = sorted(zip(busy, modules, strict=True), key=lambda p: p[0][0])
+        self.starts = [b[0] for b, _ in ordered]
+        self.copies = [Counter(m) for _, m in ordered]
+        most: Counter = Counter()
+        for c in self.copies:
+            most |= c
+        #: copies all the passes use together: no more reloads than that are ever charged
+        self.total = sum(most.values())
+
+    def cap(self, t: float, slots: int, load_s: float) -> int:
+        """The most tiles a chain may hold at ``t`` by the passes after it (class docstring)."""
+        best = slots
+        most: Counter = Counter()
+        for j in range(bisect.bisect_right(self.starts, t), len(self.starts)):
+            room = _loads_in(self.starts[j] - t, load_s)
+            if room >= self.total:
+                break            # (u <= total: no pass from here on caps below K)
+            most |= self.copies[j]
+            best = min(best, slots - sum(most.values()) + room)
+        return best
+
+
+def run_stretches(busy: Sequence[tuple[float, float, int]], slots: int, streams: int, load_s: float,
+                  t0: float, t1: float, run_start: float | None = None,
+                  modules: Sequence[Sequence[str]] | None = None) -> list[list[tuple[float, float, int]]]:
+    """``run_images``'s windows: the stretches where a batch may run (n(t) >= 1), each as
+    consecutive pieces (start, end, the most tiles a chain can hold then)."""
+    caps = cold_port_caps(busy, modules, load_s, run_start) if modules is not None and run_start is not None else []
+    cap_starts = [s for s, _ in caps]
+    # the cap at t is the least over the passes starting after t: a suffix minimum
+    suffix = [c for _, c in caps]
+    for i in range(len(suffix) - 2, -1, -1):
+        suffix[i] = min(suffix[i], suffix[i + 1])
     passes = sorted(busy)
     starts = [p[0] for p in passes]
     longest = max((e - s for s, e, _ in passes), default=0.0)
@@ -144,8 +213,12 @@ def run_images(busy: Sequence[tuple[float, float, int]], slots: int, streams: in
         marks.append((run_start, 1))
     for t, sign in marks:
         cuts.update(t + sign * k * load_s for k in range(slots + 1))
+    ahead = PassesAhead(busy, modules) if modules is not None else None
+    if ahead is not None:
+        for start in ahead.starts:
+            cuts.update(start - k * load_s for k in range(slots + 1, ahead.total + 2))
     cuts = sorted(t for t in cuts if t0 <= t <= t1)
-    stretches: list[list[tuple[float, int]]] = []
+    stretches: list[list[tuple[float, float, int]]] = []
     open_ = False
     for a, b in itertools.pairwise(cuts):
         if b <= a:
@@ -153,14 +226,19 @@ def run_images(busy: Sequence[tuple[float, float, int]], slots: int, streams: in
         t = (a + b) / 2
         lo, hi = bisect.bisect_left(starts, t - longest - reach), bisect.bisect_right(starts, t + reach)
         n = _tiles_between(passes[lo:hi], t, slots, streams, load_s, run_start)
+        first = bisect.bisect_right(cap_starts, t)
+        if first < len(suffix):
+            n = min(n, suffix[first])
+        if ahead is not None:
+            n = min(n, ahead.cap(t, slots, load_s))
         if n < 1:
             open_ = False
             continue
         if not open_:
             stretches.append([])
             open_ = True
-        stretches[-1].append((b - a, n))
-    return sum(stretch_images(p, timings) for p in stretches)
+        stretches[-1].append((a, b, n))
+    return stretches
 
 
 def _tiles_between(near: Sequence[tuple[float, float, int]], t: float, slots: int, streams: int,

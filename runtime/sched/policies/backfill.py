@@ -16,23 +16,27 @@ made after the real-time dispatch of every event:
   fastest chain uses, one more idle slot is loaded with dnn_tile if it pays: the DNN compute time
   the extra tile buys before the slot must be back (the stream time real-time frames leave in that
   window, less the chain's fill latency per gap, at the chain's real rate) must be at least
-  ``WORTH`` times the port time of the loads it costs (the lend, and the reload of what it evicts
-  unless that is reloaded anyway: ``lend_loads``). A lent slot comes back through the ordinary
-  prefetch or demand loads, which evict dnn_tile first (real-time work never needs it). When the
-  idle slots hold modules wanted soon, the tile may load hidden into one of them while its module
-  moves into a slot the job on the stream frees (``pin_move.lend_moves``); and inside an idle gap
-  a pinned slot may be lent, its pin back before the next release (``pin_lend``).
+  ``WORTH`` times the port time of the loads it costs (the lend, and the reload of the copy it
+  evicts unless an optimal replacement evicts that copy first anyway: ``lend_loads``). A lent slot
+  comes back through the ordinary prefetch or demand loads, which evict dnn_tile first (real-time
+  work never needs it). When the idle slots hold modules wanted soon, the tile may load hidden
+  into one of them while its module moves into a slot the job on the stream frees
+  (``pin_move.lend_moves``); and inside an idle gap a pinned slot may be lent, its pin back
+  before the next release (``pin_lend``).
 
 A platform with no slot for dnn_tile gives the DNN nothing (``refusal`` says why); never an error.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+
 from fpgashare.dnn.planning import dnn_plan, dnn_slot_count, misfit
 from fpgashare.sched.core.view import EngineView, SlotState
 from fpgashare.sched.policies import pin_lend
+from fpgashare.sched.policies.copy_order import future_items, kept_until_used
 from fpgashare.sched.policies.guard import batch_room, side_load_allowed
-from fpgashare.sched.policies.lookahead import reclaim_at, victims_due
+from fpgashare.sched.policies.lookahead import SLACK_LOADS, reclaim_at, victims_due
 from fpgashare.sched.policies.pin_move import lend_moves
 
 #: The longest batch: the stream is free for real-time work again sooner, and a client's images
@@ -87,13 +91,44 @@ def beside_pass(engine: EngineView) -> bool:
         and engine.committed is None and not engine.contract.pinned_first
 
 
+def hidden_load_at(engine: EngineView) -> float:
+    """When edf's next real-time load, hidden under the job on the stream, must start (inf: none
+    due before that job ends): its just-in-time start (``lookahead.reclaim_at``) if that is
+    before the job ends, but no later than the last instant a load still ends under the job.
+    Until then the slot it will take may keep a tile (a batch beside the pass runs on it); the
+    load, started then, is as hidden as one started at once. A lent pin's reload is not counted:
+    pin_lend.back_by times it."""
+    end = engine.foresight.stream_job_end()
+    if end is None:
+        return float("inf")
+    due = victims_due(engine, skip=_lent_pins(engine))
+    if not due or due[0] > end:
+        return float("inf")
+    return min(due[0], end - engine.port.longest_load_s())
+
+
+def _lent_pins(engine: EngineView) -> list[str]:
+    """The modules of the pins lent to the DNN: their reloads are timed by pin_lend.back_by."""
+    return [engine.contract.pinned[i] for i in pin_lend.lent(engine)]
+
+
 def _victims_due(engine: EngineView) -> tuple[list[float], bool]:
     """When the idle victim slots must be back for real-time loads (``lookahead.victims_due``),
     and whether some were due already. With the DNN on a stream of its own, a load already due
     that edf did not start with the port free (the guard allowed no side load) is not made
     before a frame commits: its victim is not held back for it (the batch ends by the next
     release, or with the pass beside it, before any frame commits)."""
-    due = victims_due(engine)
+    # A lent pin's reload is timed by pin_lend.back_by, which every batch on the lent slots ends
+    # by (``_run``): its missing copy is not a victim the batch must give back sooner.
+    due = victims_due(engine, skip=_lent_pins(engine))
+    hidden = hidden_load_at(engine)
+    if due and hidden < due[0]:
+        due[0] = hidden          # edf makes that load hidden under the job on the stream, then
+    # The k-th of those loads cannot start before the port has done what it has queued and the
+    # k-1 before it (one load at a time): its victim is not needed sooner.
+    load_s = engine.port.longest_load_s()
+    free_at = engine.now + engine.port.backlog_s() - SLACK_LOADS * load_s
+    due = [max(t, free_at + k * load_s) for k, t in enumerate(due)]
     now = engine.now
     if not engine.stream.dnn_apart() or not engine.port.free() or not due or due[0] > now:
         return due, False
@@ -185,22 +220,45 @@ def lend_gain_s(engine: EngineView, model: str, held: int, gaps: list[tuple[floa
     return max(0.0, usable * (fewer.bottleneck_cycles / more.bottleneck_cycles - 1.0))
 
 
-def _soon(engine: EngineView) -> set[str]:
-    """The next P distinct unpinned modules real-time work needs, P the slots no pin holds."""
-    pins = set(engine.contract.pinned.values())
-    pool = len(engine.slots.slots) - len(engine.contract.pinned)
-    return set([m for m in engine.foresight.need_order().head(len(engine.slots.slots)) if m not in pins][:pool])
+def _unpinned_copies(engine: EngineView) -> list[tuple[str, int] | None]:
+    """The copies the slots no pin holds hold (or receive), as items (module, k): a module's
+    copies past those its pins hold, numbered on; None for a tile, a blank or a failed slot."""
+    pinned = engine.contract.pinned
+    seen = Counter(pinned.values())
+    out: list[tuple[str, int] | None] = []
+    for s in engine.slots.slots:
+        if s.index in pinned:
+            continue
+        if s.module is None or s.module == DNN or s.state == SlotState.FAILED:
+            out.append(None)
+            continue
+        out.append((s.module, seen[s.module]))
+        seen[s.module] += 1
+    return out
 
 
-def lend_loads(module: str | None, soon: set[str]) -> int:
-    """Loads a lend of an unpinned slot costs: the tile's, and the reload of the module it evicts
-    unless that module is reloaded anyway. The P unpinned slots hold what passes through them;
-    with ``soon`` the next P distinct unpinned modules real-time work needs, a module outside it
-    is not needed again before a module of ``soon`` no slot holds must load (P slots, one of them
-    holding it), and those loads (Belady's choice: farthest next use first) evict every resident
-    outside ``soon`` first: the tile is evicted in its stead (real-time work never needs
-    dnn_tile), so no real-time load is added."""
-    return 1 if module is None or module not in soon else 2
+def lend_loads(cache: list[tuple[str, int] | None], module: str | None,
+               accesses: list[tuple[str, int]]) -> int:
+    """Loads a lend of an unpinned slot holding ``module`` costs: the tile's, and the reload of
+    the copy it evicts unless an optimal replacement evicts that copy before its next use anyway
+    (``copy_order.kept_until_used``: Belady's MIN over the copies the next passes and releases
+    use, ``accesses``, from the unpinned slots' ``cache``). Losing one of n copies loses the n-th.
+    If MIN evicts it first, the same loads with the tile in its place (real-time work never
+    needs dnn_tile, so MIN evicts the tile there) serve every access: no real-time load is added."""
+    if module is None:
+        return 1
+    last = max((c for c in cache if c is not None and c[0] == module), key=lambda c: c[1], default=None)
+    return 1 if last is None or not kept_until_used(cache, last, accesses) else 2
+
+
+def _taken_back_at_once(engine: EngineView, ready_s: float, reclaim_s: float) -> bool:
+    """Whether a tile ready at ``ready_s`` would be evicted as soon as it is in: the job on the
+    stream is still running then and the first real-time load is due (``reclaim_s``, with the
+    lent slot's module gone) before that job ends, so edf prefetches it hidden under the job
+    at once, into the tile first (real-time work never needs dnn_tile). Such a lend buys no
+    image and costs its load and a reload."""
+    end = engine.foresight.stream_job_end()
+    return end is not None and ready_s < end and reclaim_s <= end
 
 
 def _lend(engine: EngineView) -> None:
@@ -219,16 +277,26 @@ def _lend(engine: EngineView) -> None:
     gaps = stream_gaps(engine, LEND_HORIZON_S) if not engine.stream.dnn_apart() else [(now, now + LEND_HORIZON_S)]
     best: tuple[float, int] | None = None
     room = pin_lend.back_by(engine)        # while pins are lent, every load ends before their reloads
-    soon = _soon(engine)
+    future: list = []       # computed only when a lend's cost decides it (a play-out)
+
+    def cost(module: str | None) -> int:
+        if module is None:
+            return 1
+        if not future:
+            future.extend((_unpinned_copies(engine), future_items(engine)))
+        return lend_loads(future[0], module, future[1])
     for s in engine.slots.slots:
         if s.state not in (SlotState.BLANK, SlotState.READY) or s.module == DNN or s.index in engine.slots.pinned \
                 or not engine.slots.compatible(s.index, DNN) or not engine.slots.can_take(s.index, DNN):
             continue
         load_s = engine.port.load_seconds(s.index)
         ready = now + engine.port.backlog_s() + load_s
-        until = min(reclaim_at(engine, evicting=s.index), engine.end_s, now + LEND_HORIZON_S, room)
-        gain = lend_gain_s(engine, model, held, gaps, ready, until) if ready <= room else 0.0
-        if gain >= WORTH * lend_loads(s.module, soon) * load_s and (best is None or gain > best[0]):
+        reclaim = reclaim_at(engine, evicting=s.index)
+        until = min(reclaim, engine.end_s, now + LEND_HORIZON_S, room)
+        gain = lend_gain_s(engine, model, held, gaps, ready, until) \
+            if ready <= room and not _taken_back_at_once(engine, ready, reclaim) else 0.0
+        if (best is None or gain > best[0]) and gain >= WORTH * load_s \
+                and (gain >= WORTH * 2 * load_s or gain >= WORTH * cost(s.module) * load_s):
             best = (gain, s.index)
     # Or a pinned slot, for the idle gap only: its pin back before the next release (pin_lend.py).
     if pin_lend.may_lend(engine):
@@ -245,9 +313,11 @@ def _lend(engine: EngineView) -> None:
     # the tile then displaces a module wanted later.
     moved = None
     for move in lend_moves(engine, DNN) if not pin_lend.lent(engine) else ():
-        until = min(reclaim_at(engine, evicting=move.to), engine.end_s, now + LEND_HORIZON_S)
+        reclaim = reclaim_at(engine, evicting=move.to)
+        until = min(reclaim, engine.end_s, now + LEND_HORIZON_S)
         load_s = engine.port.load_seconds(move.into)
-        gain = lend_gain_s(engine, model, held, gaps, now + load_s, until)
+        gain = lend_gain_s(engine, model, held, gaps, now + load_s, until) \
+            if not _taken_back_at_once(engine, now + load_s, reclaim) else 0.0
         if gain >= WORTH * 2 * load_s and (best is None or gain > best[0]):
             best, moved = (gain, move.into), move
     if best is not None and side_load_allowed(engine, best[1]):

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from fpgashare.dnn.planning import dnn_plan, dnn_slot_count
 from fpgashare.sched.core.view import EngineView, SlotState
 from fpgashare.sched.policies.backfill import DNN, WORTH, refusal
+from fpgashare.sched.policies.copy_order import ordered_copies
 
 #: Kept between the setup's last load and the earliest release, as a fraction of one load.
 SLACK_LOADS = 0.1
@@ -64,13 +65,11 @@ def setup_at(engine: EngineView, pins: int) -> float:
 
 
 def warm_up_items(engine: EngineView) -> list[str]:
-    """The modules the setup's warm-up loads, in its order (edf_loads.warm_up): each copy the
-    first frames need that no pin holds, by when the stream would first need it."""
-    future = engine.foresight.played_order()
-    copies = engine.placement.copies_needed()
+    """The modules the setup's warm-up loads, in its order: each copy the first frames need
+    (``copy_order.ordered_copies``, the order the warm-up iterates) that no pin holds (the pins
+    load first, so the warm-up finds those copies held and skips them)."""
     pins = Counter(engine.contract.pinned.values())
-    items = sorted((future.copy_key(m, k), m) for m in future for k in range(pins[m], copies.get(m, 1)))
-    return [m for _, m in items]
+    return [m for m, k in ordered_copies(engine) if k >= pins[m]]
 
 
 def plan(engine: EngineView) -> ColdLend | None:

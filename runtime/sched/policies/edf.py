@@ -41,7 +41,7 @@ from fpgashare.sched.core.policy import PriorityPolicy
 from fpgashare.sched.core.view import EngineView, NeedOrder, SlotState
 from fpgashare.sched.policies import cold_lend, pin_lend
 from fpgashare.sched.policies.backfill import DNN as DNN_TILE
-from fpgashare.sched.policies.backfill import backfill
+from fpgashare.sched.policies.backfill import backfill, hidden_load_at
 from fpgashare.sched.policies.edf_loads import (
     LoadPlan,
     borrow_last,
@@ -326,9 +326,13 @@ class EdfPolicy(PriorityPolicy):
         stream_end = engine.foresight.stream_job_end()
         if target is not None and stream_end is not None:
             # A load hidden under the job on the stream costs nothing: take it now, but not into
-            # a tile the DNN can still use before the module is due.
-            if not dnn or reclaim_at(engine) <= stream_end:
+            # a tile the DNN can still use before the module is due, or before the last instant
+            # the load still ends under the job (backfill.hidden_load_at).
+            hidden_at = hidden_load_at(engine) if dnn else engine.now
+            if hidden_at <= engine.now:
                 return lambda reserved: self._prefetch(engine, reserved, target, hidden_only=True)
+            if hidden_at != float("inf"):
+                engine.wake(hidden_at)
             tiles = {s.index for s in engine.slots.slots if s.module == DNN_TILE}
             return lambda reserved: self._prefetch(engine, reserved | tiles, target, hidden_only=True) \
                 or self._just_in_time(engine, waiting, reserved)

@@ -13,6 +13,7 @@ from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.view import EngineView, NeedOrder, SlotState
 from fpgashare.sched.policies import pin_lend
 from fpgashare.sched.policies.backfill import DNN as DNN_TILE
+from fpgashare.sched.policies.copy_order import ordered_copies
 from fpgashare.sched.policies.guard import side_load_allowed
 
 
@@ -147,14 +148,12 @@ def short_of_loads(engine: EngineView, frame: Frame, missing: Sequence[str]) -> 
 
 def warm_up(engine: EngineView) -> None:
     """Fill the blank slots with what the first frames need, each copy of a module an item of
-    its own, in the order the stream would start the first releases (``played_order``): a
-    chain using a module twice gets its second copy where it comes, not a module needed later."""
+    its own, in the order the stream would start the first releases (``copy_order.ordered_copies``): a
+    chain using a module twice gets its second copy where it comes, not a module needed later.
+    A copy already held (a pin, an earlier load) is skipped."""
     future = engine.foresight.played_order()
     slots = engine.slots
-    copies = engine.placement.copies_needed()
-    items = sorted(((future.copy_key(m, k), m, k) for m in future for k in range(copies.get(m, 1))),
-                   key=lambda item: item[0])
-    for _, module, k in items:
+    for module, k in ordered_copies(engine):
         if len(slots.ready_with(module)) + len(slots.coming_with(module)) > k:
             continue
         victim = slots.victim(module, future)

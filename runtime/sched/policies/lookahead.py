@@ -10,6 +10,8 @@ port are free for other work (DNN batches, lending a slot to dnn_tile).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fpgashare.sched.core.view import EngineView
 
 
@@ -35,14 +37,20 @@ def missing_needs(engine: EngineView, evicting: int | None = None) -> list[tuple
     return sorted(out)
 
 
-def latest_load_starts(engine: EngineView, evicting: int | None = None) -> list[float]:
+def latest_load_starts(engine: EngineView, evicting: int | None = None, skip: Sequence[str] = ()) -> list[float]:
     """Latest start times of the missing real-time loads, in port order, such that every missing
     module is in by its need time. Loads are assumed to take the longest slot's load time, since
-    the victim slots are not chosen yet."""
+    the victim slots are not chosen yet. ``skip``: modules one missing copy of each is left out
+    (loads timed by another rule: a lent pin's reload, pin_lend.back_by)."""
     load_s = engine.port.longest_load_s()
     starts = []
     finish = float("inf")
-    for t, _ in reversed(missing_needs(engine, evicting)):
+    needs = missing_needs(engine, evicting)
+    for module in skip:
+        first = next((i for i, (_, m) in enumerate(needs) if m == module), None)
+        if first is not None:
+            del needs[first]
+    for t, _ in reversed(needs):
         finish = min(finish, t) - load_s
         starts.append(finish)
     return starts[::-1]
@@ -52,11 +60,11 @@ def latest_load_starts(engine: EngineView, evicting: int | None = None) -> list[
 SLACK_LOADS = 0.1
 
 
-def victims_due(engine: EngineView, evicting: int | None = None) -> list[float]:
+def victims_due(engine: EngineView, evicting: int | None = None, skip: Sequence[str] = ()) -> list[float]:
     """When the 1st, 2nd, ... idle victim slot must be available for real-time loads: each
-    load's latest start, less some slack."""
+    load's latest start, less some slack (``skip``: as ``latest_load_starts``)."""
     slack = SLACK_LOADS * engine.port.longest_load_s()
-    return [t - slack for t in latest_load_starts(engine, evicting)]
+    return [t - slack for t in latest_load_starts(engine, evicting, skip)]
 
 
 def reclaim_at(engine: EngineView, evicting: int | None = None) -> float:

@@ -103,6 +103,9 @@ def _analyse(part: Partition, platform: Platform, share: int) -> Verdict:
         if not verdict.ok and _PHASED[0]:
             other = analyse_pinned_first(part.pipelines, view, **args)
             verdict = other if other.ok else verdict
+        if not verdict.ok and _PHASED[0]:     # frames committed before their known release
+            other = analyse(part.pipelines, view, early_commit=True, **args)
+            verdict = other if other.ok else verdict
         _MEMO[key] = verdict
     return _MEMO[key]
 

@@ -16,6 +16,7 @@ from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.workload import realtime_spec
 from fpgashare.sched.analysis.admission import admit
 from fpgashare.sched.analysis.early_commit import early_shifts, shifted
+from fpgashare.sched.analysis.evicting_pins import analyse_evicting
 from fpgashare.sched.analysis.schedulability import analyse
 from fpgashare.sched.policies.edf import EdfPolicy
 from fpgashare.sched.sources.periodic import run_workload
@@ -64,7 +65,7 @@ def _early_workloads(first_seed: int, wanted: int, scan: int = 400):
 
 def test_early_frames_only_where_the_other_tests_refuse():
     rng = random.Random(20_211)
-    for _ in range(60):
+    for _ in range(150):
         workload = small_workload(rng.randrange(1, 10**9))
         rt = [p for p in workload.pipelines if p.realtime]
         plain = analyse(rt, workload.platform, phased=True)
@@ -73,7 +74,13 @@ def test_early_frames_only_where_the_other_tests_refuse():
         admission = admit(workload, phased=True)
         if admission.contract.early:
             assert not analyse(admission.admitted, workload.platform, phased=True).ok
-            assert not admission.contract.evictors and not admission.contract.pinned_first
+            assert not analyse_evicting(admission.admitted, workload.platform, phased=True).ok
+            assert not admission.contract.pinned_first
+            for name, shift in admission.contract.early.items():    # its own loads less its jitter
+                p = next(q for q in admission.admitted if q.name == name)
+                own = admission.verdict.plan.loads[name] - admission.contract.evictors.get(name, 0)
+                assert 0.0 < shift <= own * admission.contract.load_s - p.jitter_s + 1e-12
+                assert shift <= p.offset_s + 1e-12
 
 
 def test_admitted_early_frames_meet_their_earliest_deadline_and_stream_after_they_come():

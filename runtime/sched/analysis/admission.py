@@ -46,6 +46,9 @@ def admit(workload: Workload, phased: bool = False, evicting: bool | None = None
         if not verdict.ok and evicting and phased:
             other = analyse([*result.admitted, p], workload.platform, few_pins=few_pins, phased=True, early_commit=True)
             verdict = other if other.ok else verdict
+        if not verdict.ok and evicting and phased:
+            other = analyse_evicting([*result.admitted, p], workload.platform, phased=True, early_commit=True)
+            verdict = other if other.ok else verdict
         if verdict.ok:
             result.admitted.append(p)
             result.contract, result.verdict = verdict.contract, verdict

@@ -15,9 +15,11 @@ loads take at most ``n·L`` and it streams from max(its loads' end, r), with
 frames released exactly at ``a − δ`` (no jitter) and due ``D + δ`` after it: the same test, on
 shifted phases (docs/guarantee.md, "Frames committed before their release").
 
-Only single-pass pipelines with no stage on the CPU, whose loads outlast their jitter, and only
-where the plain test refuses; every subset of such pipelines is tried (fewest first), so a set
-the plain test admits keeps its contract and dispatch.
+An evictor (runtime/sched/analysis/evicting_pins.py) counts only its own loads in ``n``, not its
+put-back, which follows its stream as before. Only single-pass pipelines with no stage on the CPU,
+whose loads outlast their jitter, and only where the plain (or evicting) test refuses; every
+subset of such pipelines is tried (fewest first), so a set the other tests admit keeps its
+contract and dispatch.
 """
 
 from __future__ import annotations
@@ -54,9 +56,11 @@ def shifted(D: np.ndarray, J: np.ndarray, P: np.ndarray, shift: np.ndarray) -> t
 
 
 def search(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: np.ndarray, X: float,
-           early: np.ndarray, one_job: np.ndarray) -> tuple[DemandCheck, np.ndarray] | None:
+           early: np.ndarray, one_job: np.ndarray,
+           tail: np.ndarray | None = None) -> tuple[DemandCheck, np.ndarray] | None:
     """The first subset of the pipelines ``early`` allows (fewest first) under which the shifted
-    model passes the test, with its shifts; None if none does."""
+    model passes the test, with its shifts; None if none does. ``tail``: per task, the part of its
+    job after its frame ends (an evictor's put-back: ``processor_demand``)."""
     chosen = [i for i in range(S.size) if early[i] > 0.0]
     tried = 0
     for k in range(1, len(chosen) + 1):
@@ -67,7 +71,7 @@ def search(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: np.nda
             shift = np.zeros_like(S)
             shift[list(subset)] = early[list(subset)]
             D2, J2, P2 = shifted(D, J, P, shift)
-            check = release_test(S, T, D2, J2, P2, X, most_slack=False, one_job=one_job)
+            check = release_test(S, T, D2, J2, P2, X, most_slack=False, tail=tail, one_job=one_job)
             if check.ok:
                 return check, shift
     return None

@@ -16,12 +16,12 @@ the set could be admitted.
   of non-preemptive EDF is 0, as if frames could be preempted at no cost): the most any inserted
   idle time, frames on a spare stream, or preemption can gain;
 - ``loads free, no blocking``: both;
-- ``commit before release``: not a removed term but the analysis of a mechanism edf does not
-  have yet (docs/limits.md, "Loads before a known release"): a single-pass pipeline whose frame
-  needs ``n`` loads and whose jitter ``J`` is shorter than them is treated as a job released
-  ``δ = n·L − J`` before its earliest release, without jitter, due by its earliest deadline, for
-  the pipelines of whichever subset passes. Sound only once edf commits such a frame at that
-  instant (a frame it knows of before it arrives); until then a measure of what that would admit.
+- ``commit before release``: not a removed term but frames committed before their known release
+  (runtime/sched/analysis/early_commit.py) tried on every analysis path: a single-pass frame with
+  ``n`` loads beyond its jitter ``J`` released ``δ = n·L − J`` before its earliest release,
+  without jitter, due by its earliest deadline, for whichever subset of pipelines passes. edf
+  has it for plain and evicting plans (admission tries it last); on pinned-first plans it is not
+  argued, so this row is a ceiling on extending it there.
 
     python -m benchmarks.refusal_ceilings --rows out/limit_gap.json [more.json ...]  # limit_gap --json runs
     python -m benchmarks.refusal_ceilings --count 40 [--seed N]                      # computes the optimum itself

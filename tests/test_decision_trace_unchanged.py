@@ -67,7 +67,10 @@ class ReferenceEdf(EdfPolicy):
             start_pinned_first(engine, committed, self.priority)
         if committed is not None:
             plan = self._plan(engine, committed, set(), take_pins=True)
-            if not plan.loads and plan.complete and all(s is not None for s in plan.chosen) \
+            come = committed.arrives is None or committed.arrives <= now   # rule 12 (a frame committed
+            if not come:                                                    # before it comes): a change
+                engine.wake(committed.arrives)                              # of what edf does, in both
+            if come and not plan.loads and plan.complete and all(s is not None for s in plan.chosen) \
                     and engine.stream.free():
                 engine.start(committed, plan.chosen)
                 committed = None
@@ -104,6 +107,15 @@ class ReferenceEdf(EdfPolicy):
             if reason:
                 engine.drop(frame, reason)
                 continue
+            if not missing and frame.arrives is not None and frame.arrives > now:     # rule 12, as above
+                if not later and engine.stream.free() and not port_given:
+                    engine.commit(frame)
+                    committed, port_given = frame, True
+                    engine.wake(frame.arrives)
+                    reserved = borrowable = {s for s in chosen if s is not None}
+                    ready_at = now
+                head_seen = True
+                continue
             if not missing:
                 if engine.stream.free() and (not later or borrows):
                     engine.start(frame, [s for s in chosen if s is not None])
@@ -131,7 +143,8 @@ class ReferenceEdf(EdfPolicy):
             else:
                 if plan.loads and side_load_allowed(engine, plan.loads[0][1]):
                     engine.load(plan.loads[0][1], plan.loads[0][0], "demand")
-                elif is_head and (move := pin_move(engine, frame, chosen, missing)) is not None:
+                elif is_head and (frame.arrives is None or frame.arrives <= now) \
+                        and (move := pin_move(engine, frame, chosen, missing)) is not None:
                     engine.move_pin(move.into, move.to)
                     engine.load(move.into, move.module, "demand")
                     plan.used = {s for s in chosen if s is not None} | {move.into}

@@ -30,7 +30,8 @@ def admit(workload: Workload, phased: bool = False, evicting: bool | None = None
     the analysis may use the phased test (``processor_demand.release_test``); not for a daemon's streams.
     ``evicting`` (default: ``phased``): where the plain test refuses, try plans in which a pipeline
     borrows pinned slots and puts them back (runtime/sched/analysis/evicting_pins.py), then the
-    pinned-first rule (runtime/sched/analysis/pinned_first.py)."""
+    pinned-first rule (runtime/sched/analysis/pinned_first.py), then frames committed before their
+    known release (runtime/sched/analysis/early_commit.py)."""
     few_pins = any(not p.realtime for p in workload.pipelines)    # best-effort work borrows idle slots
     evicting = phased if evicting is None else evicting
     result = Admission()
@@ -41,6 +42,12 @@ def admit(workload: Workload, phased: bool = False, evicting: bool | None = None
             verdict = other if other.ok else verdict
         if not verdict.ok and evicting:
             other = analyse_pinned_first([*result.admitted, p], workload.platform, few_pins=few_pins, phased=phased)
+            verdict = other if other.ok else verdict
+        if not verdict.ok and evicting and phased:
+            other = analyse([*result.admitted, p], workload.platform, few_pins=few_pins, phased=True, early_commit=True)
+            verdict = other if other.ok else verdict
+        if not verdict.ok and evicting and phased:
+            other = analyse_evicting([*result.admitted, p], workload.platform, phased=True, early_commit=True)
             verdict = other if other.ok else verdict
         if verdict.ok:
             result.admitted.append(p)

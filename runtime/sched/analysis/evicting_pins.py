@@ -38,6 +38,8 @@ import numpy as np
 from fpgashare.catalogue.passes import match_slots
 from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import PipelineSpec
+from fpgashare.sched.analysis.early_commit import early_shifts, shifted
+from fpgashare.sched.analysis.early_commit import search as early_commit_search
 from fpgashare.sched.analysis.processor_demand import release_test
 from fpgashare.sched.analysis.residency import ResidencyPlan, slot_compatibility, unpinned_stages
 from fpgashare.sched.analysis.schedulability import (
@@ -123,12 +125,13 @@ def put_back_tails(pipelines: Sequence[PipelineSpec], evictors: dict[str, int], 
 
 def analyse_evicting(pipelines: Sequence[PipelineSpec], platform: Platform, phased: bool = False,
                      port_share: int = 1, board_load_s: float | None = None,
-                     control_s: float | None = None) -> Verdict:
+                     control_s: float | None = None, early_commit: bool = False) -> Verdict:
     """Whether ``pipelines`` pass the test with some evicting plan (module docstring), and the
     verdict whose contract names the evictors; a refusal's reason is the best plan's.
     ``port_share``, ``board_load_s``, ``control_s``: a partition's load time and register traffic,
     as for ``schedulability.analyse`` (every load, the put-backs too, may wait behind one load of
-    each other partition)."""
+    each other partition). ``early_commit`` (with ``phased``): where a plan fails, also try frames
+    committed before their known release (runtime/sched/analysis/early_commit.py)."""
     if any(len(p.pass_stages) > 1 and p.exec_s > p.deadline_s for p in pipelines):
         return Verdict(False, "a chain in passes is longer than its deadline")
     if sum(p.ddr_bytes_per_frame / p.period_s for p in pipelines) > ddr_budget(platform):
@@ -142,8 +145,16 @@ def analyse_evicting(pipelines: Sequence[PipelineSpec], platform: Platform, phas
         S, T, D, J = _arrays(pipelines, plan.loads, L, X)
         tail = put_back_tails(pipelines, evictors, L)
         check = release_test(S, T, D, J, P, X, most_slack=False, tail=tail, one_job=one_job)
+        early: dict[str, float] = {}
+        if not check.ok and early_commit and P is not None:
+            own = {p.name: n - evictors.get(p.name, 0) for p, n in ((p, plan.loads[p.name]) for p in pipelines)}
+            found = early_commit_search(S, T, D, J, P, X, early_shifts(pipelines, own, L, J), one_job, tail)
+            if found is not None:
+                check, shift = found
+                D, J, P = shifted(D, J, P, shift)
+                early = {p.name: float(v) for p, v in zip(pipelines, shift, strict=True) if v > 0.0}
         if check.ok:
             verdict = _verdict(plan, check, L, X, S, T, D, J, P, tail=tail, one_job=one_job)
-            return replace(verdict, contract=replace(verdict.contract, evictors=dict(evictors)))
+            return replace(verdict, contract=replace(verdict.contract, evictors=dict(evictors), early=early))
         reason = check.reason
     return Verdict(False, reason)

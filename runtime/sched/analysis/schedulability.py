@@ -43,12 +43,14 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import PipelineSpec
 from fpgashare.sched.analysis.control_traffic import control_seconds
+from fpgashare.sched.analysis.early_commit import early_shifts, shifted
+from fpgashare.sched.analysis.early_commit import search as early_commit_search
 from fpgashare.sched.analysis.processor_demand import DemandCheck, PinnedFirst, demand_check, release_test
 from fpgashare.sched.analysis.residency import ResidencyPlan, residency, unpinned_loads
 
@@ -67,6 +69,9 @@ class AdmissionContract:
     #: a frame all of whose stages are pinned, when no pending frame is more urgent, streams
     #: before the committed frame (runtime/sched/analysis/pinned_first.py)
     pinned_first: bool = False
+    #: pipeline -> how long before its earliest release its frame is pending (a frame committed
+    #: before it arrives, runtime/sched/analysis/early_commit.py; phased admission only)
+    early: dict[str, float] = field(default_factory=dict)
 
     @property
     def pinned_slots(self) -> frozenset[int]:
@@ -196,7 +201,7 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
             few_pins: bool = False, port_share: int = 1, check_ddr: bool = True,
             board_load_s: float | None = None, control_s: float | None = None,
             afford_change: bool = False, afford_share: int | None = None, phased: bool = False,
-            pinned_first: bool = False) -> Verdict:
+            pinned_first: bool = False, early_commit: bool = False) -> Verdict:
     """Whether ``pipelines`` (real-time) pass the test on ``platform``, and with which pins.
     Pin sets are tried in order of the load time their frames still need (least first), or, with
     ``few_pins`` (best-effort work wants slots to borrow), fewest pins first. ``keep_pinned``:
@@ -216,7 +221,9 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     ``phased``: the frames are released strictly at ``offset_s + k·period_s`` plus at most their
     jitter (a workload run as written, not a daemon's streams), so the phased test may admit too
     (``release_test``). ``pinned_first``: the test and the contract of the pinned-first rule
-    (runtime/sched/analysis/pinned_first.py)."""
+    (runtime/sched/analysis/pinned_first.py). ``early_commit`` (with ``phased``, not with
+    ``pinned_first``): where a pin set fails, also try frames committed before their known
+    release (runtime/sched/analysis/early_commit.py); the contract names them."""
     L, X = load_and_control(platform, port_share, board_load_s, control_s)
     if not pipelines:
         return Verdict(True, contract=AdmissionContract({}, L, True, float("inf")))
@@ -256,8 +263,17 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
         S, T, D, J = _arrays(pipelines, plan.loads, L, X)
         first = pinned_first_blocking(pipelines, plan.loads, X) if pinned_first else None
         check = release_test(S, T, D, J, P, X, most_slack=False, first=first, one_job=one_job)
+        early: dict[str, float] = {}
+        if not check.ok and early_commit and P is not None and first is None:
+            found = early_commit_search(S, T, D, J, P, X, early_shifts(pipelines, plan.loads, L, J), one_job)
+            if found is not None:
+                check, shift = found
+                D, J, P2 = shifted(D, J, P, shift)
+                early = {p.name: float(v) for p, v in zip(pipelines, shift, strict=True) if v > 0.0}
         if check.ok:
-            verdict = _verdict(plan, check, L, X, S, T, D, J, P, first, one_job=one_job)
+            verdict = _verdict(plan, check, L, X, S, T, D, J, P2 if early else P, first, one_job=one_job)
+            if early:
+                return replace(verdict, contract=replace(verdict.contract, early=early))
             if not afford_change or not any(plan.loads.values()):
                 return verdict
             if afford_share is None or afford_share <= port_share:

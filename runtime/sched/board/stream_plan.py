@@ -112,6 +112,13 @@ def _analyse(part: Partition, platform: Platform, share: int) -> Verdict:
     if not verdict.ok and _PHASED[0]:
         other = analyse_pinned_first(part.pipelines, view, **args)
         verdict = other if other.ok else verdict
+    if not verdict.ok and _PHASED[0]:     # frames committed before their known release
+        other = analyse(part.pipelines, view, early_commit=True, **args)
+        verdict = other if other.ok else verdict
+    if not verdict.ok and _PHASED[0]:
+        other = analyse_evicting(part.pipelines, view, phased=True, port_share=share, early_commit=True,
+                                 board_load_s=load_seconds(platform), control_s=control_seconds(platform))
+        verdict = other if other.ok else verdict
     _MEMO[key] = (verdict, tuple(part.pipelines), platform)
     if len(_MEMO) > _MEMO_ENTRIES:
         _MEMO.popitem(last=False)

@@ -37,6 +37,9 @@ class Frame:
     #: When the app's frame came (its latency counts from here): ``release`` unless CPU stages run
     #: first, then ``release`` is when the fabric takes it (runtime/sched/host/cpu_work.py).
     origin: float | None = None
+    #: A frame committed before it arrives (runtime/sched/analysis/early_commit.py): pending from
+    #: ``release`` on, it streams only from here. None: it has arrived at ``release``.
+    arrives: float | None = None
 
     @cached_property
     def key(self) -> str:

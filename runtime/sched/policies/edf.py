@@ -142,7 +142,10 @@ class EdfPolicy(PriorityPolicy):
             start_pinned_first(engine, committed, self.priority)
         if committed is not None:
             plan = self._plan(engine, committed, set(), take_pins=True)
-            if not plan.loads and plan.complete and all(s is not None for s in plan.chosen) \
+            come = committed.arrives is None or committed.arrives <= now
+            if not come:
+                engine.wake(committed.arrives)       # committed before it came: it streams from then
+            if come and not plan.loads and plan.complete and all(s is not None for s in plan.chosen) \
                     and engine.stream.free():
                 engine.start(committed, plan.chosen)
                 committed = None
@@ -190,6 +193,18 @@ class EdfPolicy(PriorityPolicy):
             if reason:
                 engine.drop(frame, reason)
                 continue
+            if not missing and frame.arrives is not None and frame.arrives > now:
+                # Pending before it comes (runtime/sched/analysis/early_commit.py): it never borrows
+                # the stream; as the most urgent frame on a free stream it commits with nothing to
+                # load, and holds the stream and the port until it has come and streamed.
+                if not later and stream_free and not port_given:
+                    engine.commit(frame)
+                    committed, port_given = frame, True
+                    engine.wake(frame.arrives)
+                    reserved = borrowable = {s for s in chosen if s is not None}
+                    ready_at = now
+                head_seen = True
+                continue
             if not missing:
                 if stream_free and (not later or borrows):
                     engine.start(frame, [s for s in chosen if s is not None])
@@ -221,7 +236,8 @@ class EdfPolicy(PriorityPolicy):
             else:
                 if plan.loads and side_load_allowed(engine, plan.loads[0][1]):
                     engine.load(plan.loads[0][1], plan.loads[0][0], "demand")
-                elif is_head and (move := pin_move(engine, frame, chosen, missing)) is not None:
+                elif is_head and (frame.arrives is None or frame.arrives <= now) \
+                        and (move := pin_move(engine, frame, chosen, missing)) is not None:
                     engine.move_pin(move.into, move.to)          # the load below is hidden; M goes back
                     engine.load(move.into, move.module, "demand")   # under this frame's stream
                     plan.used = {s for s in chosen if s is not None} | {move.into}

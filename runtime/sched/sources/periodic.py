@@ -33,11 +33,20 @@ class PeriodicReleases:
 
     def schedule(self) -> None:
         engine, seq = self.engine, 0
+        early = engine.contract.early
         for p in engine.pipelines:
             k = 0
             while p.offset_s + k * p.period_s < self.workload.duration_s:
                 release = engine.t0 + p.release_s(k, self.workload.seed)
-                frame = Frame(p, k, release, release + p.deadline_s, seq)
+                if p.name in early:
+                    # pending from its commit instant on, due by its earliest deadline; it streams
+                    # once it has come (runtime/sched/analysis/early_commit.py)
+                    nominal = engine.t0 + p.offset_s + k * p.period_s
+                    frame = Frame(p, k, nominal - early[p.name], nominal + p.deadline_s, seq, origin=release,
+                                  arrives=release)
+                    release = frame.release
+                else:
+                    frame = Frame(p, k, release, release + p.deadline_s, seq)
                 seq += 1
                 engine.frames.append(frame)
                 engine.push(release, RELEASE, frame)
@@ -51,8 +60,8 @@ class PeriodicReleases:
         return pipeline.offset_s + k * pipeline.period_s
 
     def next_release_s(self, pipeline: PipelineSpec) -> float:
-        # Its nominal release: jitter only delays it.
-        return self.engine.t0 + self._nominal(pipeline)
+        # Its nominal release: jitter only delays it (an early pipeline's frame is pending sooner).
+        return self.engine.t0 + self._nominal(pipeline) - self.engine.contract.early.get(pipeline.name, 0.0)
 
     def need_time(self, pipeline: PipelineSpec) -> float:
         return self._nominal(pipeline) + pipeline.deadline_s

@@ -130,9 +130,17 @@ def test_phases_that_keep_a_long_frame_off_a_short_deadline_admit_both_and_both_
         assert p["on_time"] == p["submitted"], (name, p)
 
 
-def test_a_phase_that_puts_a_long_frame_just_before_a_short_deadline_is_refused():
+def test_a_phase_that_puts_a_long_frame_just_before_a_short_deadline_is_refused_unless_its_load_goes_first():
+    """The phased test alone refuses the pair; committing the short frame before its known
+    release (its load first, rule 12, early_commit.py) admits it, and the pair then runs clean."""
     workload = _long_and_short(0.0040)                      # 0.5 ms before each short frame
-    assert len(admit(workload, phased=True).admitted) == 1
+    assert len(admit(workload, phased=True, evicting=False).admitted) == 1
+    admission = admit(workload, phased=True)
+    assert [p.name for p in admission.admitted] == ["short", "long"] and set(admission.contract.early) == {"short"}
+    _, summary = run_workload(replace(workload, duration_s=2.0), ModelBackend(workload.platform), EdfPolicy(),
+                              contract=admission.contract)
+    for name, q in summary["pipelines"].items():
+        assert q["submitted"] and q["on_time"] == q["submitted"], (name, q)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -33,7 +33,7 @@ from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.slot_use import Placement
 from fpgashare.sched.core.slots import Slot, SlotManager, SlotState
 from fpgashare.sched.core.view import EngineView
-from fpgashare.sched.policies import pin_lend
+from fpgashare.sched.policies import pin_lend, put_back
 from fpgashare.sched.policies.edf import EdfPolicy
 from fpgashare.sched.policies.edf_loads import LoadPlan, borrow_last, pinned_victim
 from fpgashare.sched.policies.guard import side_load_allowed
@@ -74,8 +74,9 @@ class ReferenceEdf(EdfPolicy):
                     and engine.stream.free():
                 engine.start(committed, plan.chosen)
                 committed = None
-                if self._owing(engine):          # rule 9 from the evictor's start: a change of what
-                    return                       # edf does, made after the cheaper decision, in both
+                # rule 9 from the evictor's start: a change of what edf does, made after the
+                if put_back.owing(engine, self._restore):      # cheaper decision, in both
+                    return
                 self._load_pins(engine)
             else:
                 self._issue(engine, plan)

@@ -38,8 +38,8 @@ from operator import attrgetter
 from fpgashare.catalogue.fused_slots import widest_first
 from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.policy import PriorityPolicy
-from fpgashare.sched.core.view import EngineView, NeedOrder, SlotState
-from fpgashare.sched.policies import cold_lend, pin_lend
+from fpgashare.sched.core.view import EngineView, NeedOrder
+from fpgashare.sched.policies import cold_lend, pin_lend, put_back
 from fpgashare.sched.policies.backfill import DNN as DNN_TILE
 from fpgashare.sched.policies.backfill import backfill, hidden_load_at
 from fpgashare.sched.policies.edf_loads import (
@@ -91,42 +91,12 @@ class EdfPolicy(PriorityPolicy):
                 return
             self._cold = None
             self._load_pins(engine, warm_up=True)        # the lent pins, back to back
-        if self._restoring(engine):
+        if put_back.restoring(engine, self._restore):
             return                   # the evictor's job puts its pins back: nothing else meanwhile
         self._dispatch(engine)
-        if self._owing(engine):
+        if put_back.owing(engine, self._restore):
             return                   # an evictor has just started with pins away (``_dispatch``)
         backfill(engine)
-
-    def _owing(self, engine: EngineView) -> bool:
-        """Whether an evictor that took pins streams now: from its start until they are back nothing
-        else starts, not even a load that would end before the next release (a DNN lend's, a
-        prefetch), which could delay the put-back the analysis counts right after its frame."""
-        return bool(self._restore) and engine.committed is None
-
-    def _restoring(self, engine: EngineView) -> bool:
-        """Put back the pins an evictor took once it no longer holds them (one load at a time);
-        whether some is still away (then no frame starts or loads, and no other load runs)."""
-        restore = self._restore
-        if not restore or engine.committed is not None:
-            return False
-        slots = engine.slots.slots
-        for slot, module in list(restore.items()):
-            s = slots[slot]
-            if s.state is SlotState.FAILED or (s.module == module and s.state in (SlotState.READY, SlotState.BUSY)):
-                del restore[slot]            # back (or quarantined: the pins' own reload handles it)
-        if not restore:
-            return False
-        port = engine.slots.port
-        if port.current is None and not port.queue:     # queued like a committed frame's load: on a
-            # shared port it waits behind at most one load of each other partition (the analysis's L)
-            for slot, module in sorted(restore.items()):
-                s = slots[slot]
-                if s.state in (SlotState.BLANK, SlotState.READY) and s.module != module \
-                        and engine.slots.can_request(slot, module):
-                    engine.load(slot, module, "pin")
-                    break
-        return True
 
     def _dispatch(self, engine: EngineView) -> None:
         now = engine.now
@@ -149,7 +119,7 @@ class EdfPolicy(PriorityPolicy):
                     and engine.stream.free():
                 engine.start(committed, plan.chosen)
                 committed = None
-                if self._owing(engine):
+                if put_back.owing(engine, self._restore):
                     return                           # its put-back comes next (``_restoring``)
                 self._load_pins(engine)              # a moved pin goes back first, under this job
             else:

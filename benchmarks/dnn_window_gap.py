@@ -43,6 +43,7 @@ from fpgashare.cli.bench import run_one
 from fpgashare.sched.limits import belady, dnn_windows
 
 from benchmarks.limit_gap import small_workload
+from benchmarks.results import write_result
 
 log = logging.getLogger(__name__)
 
@@ -275,6 +276,7 @@ def main() -> int:
     summary = summarize(rows)
     summary.update(first_seed=first, wall_s=round(time.perf_counter() - started, 1))
     sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    write_result("dnn_window_gap", summary, quick=args.quick)
     if args.json:
         Path(args.json).write_text(json.dumps({"summary": summary, "rows": rows}, indent=2))
     return 0

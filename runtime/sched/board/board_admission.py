@@ -19,8 +19,8 @@ from dataclasses import replace
 from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import PipelineSpec, on_platform
 from fpgashare.errors import FpgashareError
+from fpgashare.sched.board.partition_slots import consecutive_runs, ddr_refusal
 from fpgashare.sched.board.relayout import replan_test
-from fpgashare.sched.board.stream_plan import consecutive_runs, ddr_refusal
 from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.slots import SlotState
 from fpgashare.sched.policies.backfill import DNN

@@ -34,22 +34,18 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
 from fpgashare.backends.slot_view import sub_platform
-from fpgashare.catalogue.fused_fit import match_footprints
-from fpgashare.catalogue.passes import match_slots
 from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import PipelineSpec, Workload
 from fpgashare.dnn.planning import dnn_plan
 from fpgashare.sched.analysis.control_traffic import control_seconds
 from fpgashare.sched.analysis.evicting_pins import analyse_evicting
 from fpgashare.sched.analysis.pinned_first import analyse_pinned_first
-from fpgashare.sched.analysis.residency import slot_compatibility
 from fpgashare.sched.analysis.schedulability import (
-    DDR_FABRIC_SHARE,
     Verdict,
     analyse,
-    ddr_budget,
     load_seconds,
 )
+from fpgashare.sched.board.partition_slots import ddr_refusal, new_slots
 from fpgashare.sched.policies.backfill import DNN, refusal
 
 
@@ -157,53 +153,6 @@ def _all_pass(parts: list[Partition], platform: Platform, extra: int) -> tuple[l
     return verdicts, ""
 
 
-def ddr_refusal(platform: Platform, bytes_per_s: float) -> str | None:
-    """Why frames of every stream moving ``bytes_per_s`` to and from DDR are too many for
-    ``platform`` (None if they fit its budget, ``analysis.ddr_budget``)."""
-    budget = ddr_budget(platform)
-    if bytes_per_s <= budget:
-        return None
-    return (f"the frames of every stream would move {bytes_per_s / 1e6:.0f} MB/s to and from DDR, more than "
-            f"the {budget / 1e6:.0f} MB/s {platform.name} gives the fabric ({DDR_FABRIC_SHARE:.0%} of "
-            "platform.ddr_bytes_per_s, the DDR's peak)")
-
-
-def consecutive_runs(slots: list[int], count: int) -> list[tuple[int, ...]]:
-    """``slots`` in ``count`` runs of consecutive ones, as even as they go (the first ones larger)."""
-    size, extra = divmod(len(slots), count)
-    out, at = [], 0
-    for k in range(count):
-        n = size + (k < extra)
-        out.append(tuple(slots[at:at + n]))
-        at += n
-    return out
-
-
-def _new_slots(p: PipelineSpec, platform: Platform, free: list[int]) -> list[tuple[int, ...]]:
-    """Slot sets for a new partition holding ``p``, best first: every copy its chain uses pinned,
-    else each of its passes in turn (the partition then swaps modules)."""
-    ok = slot_compatibility(platform)
-    copies = [m for m, n in sorted(p.module_counts.items()) for _ in range(n)]
-    out = []
-
-    def place(modules: list[str]) -> tuple[int, ...] | None:
-        if not platform.fused:
-            placed = match_slots(modules, free, ok)
-            return None if placed is None else tuple(sorted(placed))
-        # a module of a fused region takes every member: the partition holds its whole footprint
-        placed = match_footprints(modules, free, ok, platform)
-        return None if placed is None else tuple(sorted(i for s, m in placed.items() for i in platform.footprint(s, m)))
-
-    whole = place(copies)
-    if whole is not None:
-        out.append(whole)
-    for stages in sorted(p.pass_modules, key=len, reverse=True):
-        placed = place(list(stages))
-        if placed is not None and placed not in out:
-            out.append(placed)
-    return out
-
-
 def plan_streams(workload: Workload, streams: int, phased: bool = False, spare_stream: bool = False) -> StreamPlan:
     """Partition ``workload``'s real-time pipelines over ``streams`` streams (module docstring), or
     keep them on one stream with every slot when that admits more (partitioning splits the slots,
@@ -302,10 +251,22 @@ def _spread(workload: Workload, streams: int) -> StreamPlan:
         parts = [Partition(0, tuple(free), dnn=dnn)]
     share = max(1, _loaders(parts, platform))
     for part in parts:
-        part.verdict = _check(part, platform, share)
-        if not part.verdict.ok:     # fewer partitions than checked for only shortens the loads counted
-            raise RuntimeError(f"stream {part.stream}'s admitted set fails its final check: {part.verdict.reason}")
+        part.verdict = _final_check(part, platform, share, streams + 1)
     return StreamPlan(parts, rejected)
+
+
+def _final_check(part: Partition, platform: Platform, share: int, widest: int) -> Verdict:
+    """``part``'s verdict with the partitions that load sharing the port, or, if that fails, at the
+    narrowest wider share that passes (placement checked it at most at ``widest``). A wider share
+    counts every load longer than the port will make it, which only overstates the analysis's
+    terms, so its contract holds with the shorter loads. The fallback is needed for frames
+    committed before their known release (early_commit.py): their lead is sized with the load
+    time, so a shorter load can fail a test a longer one passes."""
+    for s in range(share, max(share, widest) + 1):
+        verdict = _check(part, platform, s)
+        if verdict.ok:
+            return verdict
+    raise RuntimeError(f"stream {part.stream}'s admitted set fails its final check: {verdict.reason}")
 
 
 def _share(parts: list[Partition], dnn: bool, streams: int) -> int:
@@ -337,7 +298,7 @@ def _place(p: PipelineSpec, parts: list[Partition], free: list[int], platform: P
         min(quiet, key=lambda c: c[0])[1].pipelines.append(p)
         return True, ""
     if len(parts) < streams:
-        options = _new_slots(p, platform, free)
+        options = new_slots(p, platform, free)
         for slots in options:
             trial = Partition(len(parts), slots, [p])
             verdicts, why = _all_pass([*parts, trial], platform, _share([*parts, trial], dnn, streams))

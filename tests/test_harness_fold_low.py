@@ -18,7 +18,7 @@ from fpgashare.hdl_sim import comb_inputs
 from fpgashare.hdl_sim.board import SimBoard
 from fpgashare.hdl_sim.harness import HarnessError
 
-from tests.test_harness_lean_exchange import MODULES, episode
+from tests.harness_episodes import MODULES, episode
 
 pytestmark = pytest.mark.rtl
 

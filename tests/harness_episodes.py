@@ -1,0 +1,53 @@
+"""A seeded episode on the simulated board, shared by the harness tests that hold two ways of
+running the same RTL to the same outcome: loads (some corrupted), registers, idling and frames
+through two slots with gaps and stalls, everything the board saw."""
+
+from __future__ import annotations
+
+import numpy as np
+from fpgashare.bitstream.registry import build_config
+from fpgashare.catalogue.modules import resolve_stage
+from fpgashare.catalogue.vision_ref import chain_reference
+from fpgashare.hdl_sim.board import SimBoard
+
+#: The library the episodes draw from (a small PYNQ-Z2 manifest of these modules).
+MODULES = ("rgb2gray", "conv3x3", "sobel_mag", "threshold")
+GRAY_STAGES = ("gauss3x3", "box3x3", "sobel_mag", "threshold")
+
+
+def corrupt(words: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    bad = words.copy()
+    k = int(rng.integers(len(bad) // 2, len(bad) - 8))
+    bad[k] ^= np.uint32(1 << int(rng.integers(0, 32)))
+    return bad
+
+
+def episode(board: SimBoard, platform, rng: np.random.Generator) -> list:
+    """Loads, registers, idling and frames on ``board`` as ``rng`` draws them: everything it saw."""
+    nppc = platform.pixels_per_clock
+    seen: list = []
+    for _ in range(2):
+        first = "rgb2gray" if rng.integers(0, 2) else str(rng.choice(GRAY_STAGES))
+        second = str(rng.choice([s for s in GRAY_STAGES if s != first]))
+        stages = [resolve_stage(first), resolve_stage(second)]
+        slots = [int(s) for s in rng.permutation(2)]
+        rows, cols = int(rng.integers(8, 40)), nppc * int(rng.integers(8 // nppc + 1, 40 // nppc + 1))
+        frame = rng.integers(0, 256, (rows, cols, 3) if first == "rgb2gray" else (rows, cols), dtype=np.uint8)
+        for slot, stage in zip(slots, stages, strict=True):
+            words = build_config(platform, platform.slots[slot], stage.kind.name)
+            if rng.integers(0, 2):
+                seen.append(board.load(slot, corrupt(words, rng)))
+            seen.append(board.load(slot, words))
+            seen.append(board.slot_status(slot))
+        board.route(slots)
+        size = (rows, cols)
+        for slot, stage in zip(slots, stages, strict=True):
+            board.program(slot, stage, *size)
+            size = stage.kind.output_shape(*size)
+        board.rtl.idle(int(rng.integers(0, 40)))
+        gap, stall = (int(v) for v in rng.integers(0, 50, size=2))
+        out, stats = board.stream(frame, size, seed=int(rng.integers(1, 1 << 16)), gap_pct=gap, stall_pct=stall)
+        board.release_route(0)
+        assert np.array_equal(out, chain_reference(stages, frame)), f"{first}, {second}"
+        seen += [out.tobytes(), stats, [board.module_read(slot, 0) for slot in slots], board.cycles]
+    return seen

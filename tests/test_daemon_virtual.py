@@ -90,3 +90,13 @@ def test_a_frame_comes_back_with_the_registers_its_modules_left(tmp_path):
             assert future.results == {"template_match": template_best(gray, template)}
         _, _, where, _ = cv2.minMaxLoc(cv2.matchTemplate(gray, template, cv2.TM_SQDIFF))
         assert (future.results["template_match"]["BEST_X"], future.results["template_match"]["BEST_Y"]) == where
+
+
+def test_a_daemon_thread_closes_its_loop_when_it_ends(tmp_path):
+    """Its loop is closed when the block ends, not left to the garbage collector, which would
+    close it whenever it runs, in some later test, after its selector may be gone."""
+    runner = DaemonThread(Daemon(make_backend("model", load_platform("zcu104")), tmp_path / "d.sock",
+                                 clock=VirtualClock()))
+    with runner, connect(tmp_path / "d.sock") as fpga:
+        assert fpga.status() is not None and not runner.loop.is_closed()
+    assert runner.loop.is_closed() and not runner.thread.is_alive()

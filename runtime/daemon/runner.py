@@ -42,8 +42,16 @@ class DaemonThread:
         if not self.ready.wait(60):
             raise FpgashareError("the daemon did not start within 60 s")
         if self.error is not None:
+            self._close()
             raise self.error
         return self.daemon
+
+    def _close(self) -> None:
+        """Close the loop once its thread has ended (a loop left to the garbage collector closes
+        itself there, whenever that is, and its selector may be gone by then)."""
+        self.thread.join(30)
+        if not self.thread.is_alive() and not self.loop.is_closed():
+            self.loop.close()
 
     def __exit__(self, *exc) -> None:
         if self.thread.is_alive() and not self.daemon._stopped.is_set():
@@ -54,7 +62,7 @@ class DaemonThread:
                 concurrent.futures.wait([stopping], timeout=0.05)
             if stopping.done():
                 stopping.result()
-        self.thread.join(30)
+        self._close()
 
 
 def calibrate_dilation(backend: Backend, margin: float = 2.0) -> float:

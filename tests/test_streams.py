@@ -87,6 +87,50 @@ def test_a_plan_made_after_others_is_the_plan_made_from_nothing(seed):
         assert _plan_facts(plan_streams(workload, streams, phased=phased)) == fresh, f"seed {seed}"
 
 
+def test_a_plan_on_one_thread_never_sees_another_threads_phases(monkeypatch):
+    """A daemon plans on worker threads, and a trial past its time limit still runs while the next
+    one starts: two plans made at once on two threads, one with known phases and one without,
+    each use their own test throughout. The phased plan is stopped inside its first analysis
+    until the other plan has run, on its own thread; every analysis either makes is recorded."""
+    import threading
+
+    from fpgashare.sched.board import stream_plan
+
+    workload = _two_cameras()
+    real = stream_plan.analyse
+    seen: dict[str, list[bool]] = {"phased": [], "plain": []}
+    inside, done = threading.Event(), threading.Event()
+
+    def analyse(*args, **kw):
+        name = threading.current_thread().name
+        seen.setdefault(name, []).append(kw.get("phased", False))
+        if name == "phased" and not inside.is_set():
+            inside.set()
+            assert done.wait(60), "the plain plan never ran"
+        return real(*args, **kw)
+
+    monkeypatch.setattr(stream_plan, "analyse", analyse)
+    stream_plan._MEMO.clear()
+    plans: dict[str, object] = {}
+
+    def plan(phased: bool) -> None:
+        plans[threading.current_thread().name] = _plan_facts(spread_plan(workload, 2, phased=phased))
+        done.set() if not phased else None
+
+    first = threading.Thread(target=plan, args=(True,), name="phased")
+    first.start()
+    assert inside.wait(60)
+    second = threading.Thread(target=plan, args=(False,), name="plain")
+    second.start()
+    second.join(60)
+    first.join(60)
+    assert seen["plain"] and not any(seen["plain"]), seen
+    assert len(seen["phased"]) > 1 and all(seen["phased"]), seen     # the rest of it after the other ran
+    for name, phased in (("plain", False), ("phased", True)):
+        stream_plan._MEMO.clear()
+        assert plans[name] == _plan_facts(spread_plan(workload, 2, phased=phased)), name
+
+
 def _two_cameras() -> Workload:
     """Two short chains, each filling most of a stream: one stream carries only one of them."""
     platform = load_platform("zcu104")

@@ -30,6 +30,8 @@ it can (as on one stream).
 
 from __future__ import annotations
 
+import contextvars
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
@@ -83,41 +85,48 @@ class StreamPlan:
 #: with the newcomer are new. The analysis is a function of the key alone (frozen specs and
 #: platforms). Keys hold object ids: each entry keeps its pipelines and platform alive, so no id
 #: in a key can belong to another object while the entry exists.
+#: Plans are made on a daemon's worker threads (a trial past its time limit still finishes on its
+#: worker while the next one starts), so the memo is used under a lock.
 _MEMO: OrderedDict[tuple, tuple[Verdict, tuple[PipelineSpec, ...], Platform]] = OrderedDict()
 _MEMO_ENTRIES = 4096
+_MEMO_LOCK = threading.Lock()
 
 #: Whether the plan being made may use the phased test (``analyse(phased=True)``): set for the
-#: length of one ``plan_streams`` / ``spread_plan`` call (a part of ``_MEMO``'s keys).
-_PHASED = [False]
+#: length of one ``plan_streams`` / ``spread_plan`` call (a part of ``_MEMO``'s keys); a context
+#: variable, so a plan made on one thread never sees another thread's setting.
+_PHASED: contextvars.ContextVar[bool] = contextvars.ContextVar("fpgashare_plan_phased", default=False)
 
 
 def _analyse(part: Partition, platform: Platform, share: int) -> Verdict:
-    key = (id(platform), tuple(id(p) for p in part.pipelines), part.slots, share, part.dnn, _PHASED[0])
-    hit = _MEMO.get(key)
-    if hit is not None:
-        _MEMO.move_to_end(key)
-        return hit[0]
+    phased = _PHASED.get()
+    key = (id(platform), tuple(id(p) for p in part.pipelines), part.slots, share, part.dnn, phased)
+    with _MEMO_LOCK:
+        hit = _MEMO.get(key)
+        if hit is not None:
+            _MEMO.move_to_end(key)
+            return hit[0]
     args = dict(few_pins=part.dnn, port_share=share, check_ddr=False, board_load_s=load_seconds(platform),
-                control_s=control_seconds(platform), phased=_PHASED[0])
+                control_s=control_seconds(platform), phased=phased)
     view = sub_platform(platform, part.slots)
     verdict = analyse(part.pipelines, view, **args)
-    if not verdict.ok and _PHASED[0]:     # known phases (bench): evicting plans, pinned frames first
+    if not verdict.ok and phased:     # known phases (bench): evicting plans, pinned frames first
         other = analyse_evicting(part.pipelines, view, phased=True, port_share=share,
                                  board_load_s=load_seconds(platform), control_s=control_seconds(platform))
         verdict = other if other.ok else verdict
-    if not verdict.ok and _PHASED[0]:
+    if not verdict.ok and phased:
         other = analyse_pinned_first(part.pipelines, view, **args)
         verdict = other if other.ok else verdict
-    if not verdict.ok and _PHASED[0]:     # frames committed before their known release
+    if not verdict.ok and phased:     # frames committed before their known release
         other = analyse(part.pipelines, view, early_commit=True, **args)
         verdict = other if other.ok else verdict
-    if not verdict.ok and _PHASED[0]:
+    if not verdict.ok and phased:
         other = analyse_evicting(part.pipelines, view, phased=True, port_share=share, early_commit=True,
                                  board_load_s=load_seconds(platform), control_s=control_seconds(platform))
         verdict = other if other.ok else verdict
-    _MEMO[key] = (verdict, tuple(part.pipelines), platform)
-    if len(_MEMO) > _MEMO_ENTRIES:
-        _MEMO.popitem(last=False)
+    with _MEMO_LOCK:
+        _MEMO[key] = (verdict, tuple(part.pipelines), platform)
+        if len(_MEMO) > _MEMO_ENTRIES:
+            _MEMO.popitem(last=False)
     return verdict
 
 
@@ -218,11 +227,11 @@ def idle_fraction(part: Partition) -> float:
 
 def spread_plan(workload: Workload, streams: int, phased: bool = False) -> StreamPlan:
     """The partitioned plan alone (module docstring); ``plan_streams`` may prefer one stream."""
-    _PHASED[0] = phased
+    token = _PHASED.set(phased)
     try:
         return _spread(workload, streams)
     finally:
-        _PHASED[0] = False
+        _PHASED.reset(token)
 
 
 def _spread(workload: Workload, streams: int) -> StreamPlan:

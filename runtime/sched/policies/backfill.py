@@ -96,7 +96,10 @@ def hidden_load_at(engine: EngineView) -> float:
     due before that job ends): its just-in-time start (``lookahead.reclaim_at``) if that is
     before the job ends, but no later than the last instant a load still ends under the job.
     Until then the slot it will take may keep a tile (a batch beside the pass runs on it); the
-    load, started then, is as hidden as one started at once. A lent pin's reload is not counted:
+    load, started then, is as hidden as one started at once if the port is free then. On a port
+    shared by partitions another partition's load may hold it: the load no longer ends under the
+    job, so it is not made then at all (edf's prefetch takes only hidden loads here) and the
+    frame that needs the module loads it when it commits. A lent pin's reload is not counted:
     pin_lend.back_by times it."""
     end = engine.foresight.stream_job_end()
     if end is None:

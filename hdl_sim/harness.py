@@ -90,11 +90,11 @@ class ShellHarness:
     module that has no model stops the run with a HarnessError."""
 
     def __init__(self, parameters: Mapping[str, int], modules: Iterable[int] | None = None,
-                 external: bool = True, checkers: bool = True) -> None:
+                 external: bool = True, checkers: bool = True, fabric: bool = True) -> None:
         self.handle = None
         self.external = external
-        shell_parameters = ({**parameters, "RM_EXTERNAL": 1, "CFG_EXTERNAL": 1, "FABRIC_EXTERNAL": 1} if external
-                            else dict(parameters))
+        outside = {"RM_EXTERNAL": 1, "CFG_EXTERNAL": 1, **({"FABRIC_EXTERNAL": 1} if fabric else {})}
+        shell_parameters = {**parameters, **outside} if external else dict(parameters)
         self.lib = ctypes.CDLL(str(build_harness(shell_parameters, checkers)))
         L = self.lib  # noqa: N806 - short alias for the prototypes below
         L.fs_create.restype = ctypes.c_void_p
@@ -166,7 +166,8 @@ class ShellHarness:
             self._config_lib.cfg_api.restype = ctypes.c_void_p
             if L.fs_attach_config(self.handle, self._config_lib.cfg_api()):
                 raise HarnessError("the configuration block's model does not fit this shell")
-            self._fabric_lib = attach_fabric(L, self.handle, parameters, VERILATOR_FLAGS, COMPILE)
+            if fabric:
+                self._fabric_lib = attach_fabric(L, self.handle, parameters, VERILATOR_FLAGS, COMPILE)
         self._buffers: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # arrays the C side points into
         self.reset()
 

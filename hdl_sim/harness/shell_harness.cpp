@@ -604,21 +604,27 @@ using RdataVec = std::remove_reference_t<decltype(std::declval<Vshell&>().fx_rda
 using RouteVec = std::remove_reference_t<decltype(std::declval<Vshell&>().fx_route)>;
 using WordsVec = std::remove_reference_t<decltype(std::declval<Vshell&>().fx_route_words)>;
 
+// Compared field by field as they are read, as read_pins_lean does the modules' pins (a copy compared with
+// memcmp stalls on store forwarding), through the root object, where the ports live.
 bool read_fabric_inputs(const Vshell* t, fab::Pins& x) {
-    fab::Pins::Side now;
-    now.awready = t->fx_awready;
-    now.wready = t->fx_wready;
-    now.bvalid = t->fx_bvalid;
-    now.arready = t->fx_arready;
-    now.rvalid = t->fx_rvalid;
-    now.bresp = t->fx_bresp;
-    now.rresp = t->fx_rresp;
-    now.ro_word = t->fx_ro_word;
-    for (int j = 0; j < words_of<RdataVec>(); j++) now.rdata[j] = get_word(t->fx_rdata, j);
-    const bool moved = std::memcmp(&now, &x.side, sizeof now) != 0 || x.rst != t->rst;
-    x.side = now;
-    x.rst = t->rst;
-    return moved;
+    const Vshell___024root* r = t->rootp;
+    fab::Pins::Side& s = x.side;
+    uint32_t diff = 0;
+    auto take = [&diff](uint32_t& pin, uint32_t v) {
+        diff |= pin ^ v;
+        pin = v;
+    };
+    take(s.awready, r->fx_awready);
+    take(s.wready, r->fx_wready);
+    take(s.bvalid, r->fx_bvalid);
+    take(s.arready, r->fx_arready);
+    take(s.rvalid, r->fx_rvalid);
+    take(s.bresp, r->fx_bresp);
+    take(s.rresp, r->fx_rresp);
+    take(s.ro_word, r->fx_ro_word);
+    for (int j = 0; j < words_of<RdataVec>(); j++) take(s.rdata[j], get_word(r->fx_rdata, j));
+    take(x.rst, r->rst);
+    return diff != 0;
 }
 
 // The fabric's outputs into the shell; true if they differ from what the shell had.

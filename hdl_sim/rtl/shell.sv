@@ -125,7 +125,7 @@ module shell import fpgashare_pkg::*; #(
     input  wire                        fx_arm,
     input  wire [3:0]                  fx_arm_slot,
     input  wire                        fx_bypass,
-    input  wire [(NUM_SLOTS+NUM_STREAMS)*5-1:0]  fx_route,
+    input  wire [(NUM_SLOTS+NUM_STREAMS)*5-1:0]  fx_route,   // SEL_W + 1 = 5 bits a switch sink
     input  wire [(NUM_SLOTS+NUM_STREAMS)*32-1:0] fx_route_words,
     input  wire [31:0]                 fx_route_err,
     `define AXIL_ADDR_W 16

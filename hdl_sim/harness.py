@@ -87,7 +87,8 @@ class ShellHarness:
 
     ``external`` (the default): the shell without its modules, and a model per module of ``modules``
     (ids; default every module a slot can hold) attached to each slot that can hold it. Loading a
-    module that has no model stops the run with a HarnessError."""
+    module that has no model stops the run with a HarnessError. ``fabric`` (the default, with ``external``):
+    the AXI-Lite control path a model of its own too, skipped while the bus rests (fabric_model.py)."""
 
     def __init__(self, parameters: Mapping[str, int], modules: Iterable[int] | None = None,
                  external: bool = True, checkers: bool = True, fabric: bool = True) -> None:

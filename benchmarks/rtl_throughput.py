@@ -17,6 +17,9 @@ the CPU time of a cycle with nothing moving (every slot blank, then the chain lo
 - ``fold_apart``: the same build with every module model's two levels evaluated apart
   (``ShellHarness.set_fold_low(False)``; the lean exchange on): ``fold_ratio`` on frames is what folding
   a low evaluation into its edge's call gains;
+- ``fabric_inside``: the shell with its AXI-Lite control path inside (``SimBoard(fabric=False)``), evaluated
+  with it every cycle, where ``new`` simulates it as a model of its own skipped while the processor's bus
+  rests: ``fabric_ratio`` on frames, ``fabric_idle_ratio`` on an idle cycle with the chain loaded;
 - ``no_checkers``: the same build without the assertion checkers (``sva_*.sv``; ``SimBoard(checkers=False)``),
   a reference for what they cost (``checker_ratio`` on frames, ``checker_idle_ratio`` on an idle cycle),
   not a build anything runs on;
@@ -74,7 +77,7 @@ TARGETS = {1: 5e6, 4: 20e6}           #: pixels per CPU second by pixels per clo
 LOAD_TARGET_S = 0.05                  #: one partial load's wall time
 LIBRARIES = ("full", "chain", "slot")
 TARGET_LIBRARY = "full"   #: the library the targets are stated for
-BUILDS = ("new", "whole_eval", "exchange_before", "fold_apart", "no_checkers", "old")
+BUILDS = ("new", "whole_eval", "exchange_before", "fold_apart", "fabric_inside", "no_checkers", "old")
 
 
 def one_module_per_slot(path: Path, modules: tuple[str, ...]) -> Path:
@@ -143,11 +146,11 @@ def cycle_profile(board: SimBoard, stages: list, frame: np.ndarray, size: tuple[
 
 def harness_rate(platform, repeats: int, external: bool = True, sizes=SIZES, whole_eval: bool = False,
                  idle_cycles: int = 100_000, checkers: bool = True, lean: bool = True,
-                 fold: bool = True) -> dict:
+                 fold: bool = True, fabric: bool = True) -> dict:
     """The chain loaded ``repeats`` times (every load timed, the fastest kept); the two frame sizes
     streamed in turn, ``repeats`` times each (taking turns, a burst of load on the shared machine slows
     both sizes rather than one), the fastest of each kept."""
-    board = SimBoard(platform, external=external, checkers=checkers)
+    board = SimBoard(platform, external=external, checkers=checkers, fabric=fabric)
     board.rtl.set_whole_eval(whole_eval)
     if external:
         board.rtl.set_lean_exchange(lean)
@@ -184,7 +187,8 @@ def harness_rate(platform, repeats: int, external: bool = True, sizes=SIZES, who
     cpu = {size: min(t) for size, t in cpu_times.items()}
     small, large = sizes[0], sizes[-1]
     profile = {}
-    if external and not whole_eval and checkers and lean and fold:   # the build as used: where its streaming cycle goes
+    # the build as used: where its streaming cycle goes
+    if external and not whole_eval and checkers and lean and fold and fabric:
         profile = cycle_profile(board, stages, frames[large], large)
         ns = cpu[large] / cycles[large] * 1e9
         profile["ns_per_cycle_large"] = ns
@@ -292,7 +296,8 @@ def main() -> int:
                                                                 whole_eval=build == "whole_eval",
                                                                 checkers=build != "no_checkers",
                                                                 lean=build != "exchange_before",
-                                                                fold=build != "fold_apart")
+                                                                fold=build != "fold_apart",
+                                                                fabric=build != "fabric_inside")
                                             for build in BUILDS}
                 got["ratio"] = got["new"]["marginal_pixels_per_cpu_s"] / got["old"]["marginal_pixels_per_cpu_s"]
                 got["load_ratio"] = got["old"]["load_cpu_s"] / got["new"]["load_cpu_s"]
@@ -305,6 +310,9 @@ def main() -> int:
                 got["exchange_load_ratio"] = before["load_cpu_s"] / got["new"]["load_cpu_s"]
                 got["fold_ratio"] = (got["new"]["marginal_pixels_per_cpu_s"]
                                      / got["fold_apart"]["marginal_pixels_per_cpu_s"])
+                inside = got["fabric_inside"]
+                got["fabric_ratio"] = got["new"]["marginal_pixels_per_cpu_s"] / inside["marginal_pixels_per_cpu_s"]
+                got["fabric_idle_ratio"] = inside["idle_ns_per_cycle_loaded"] / got["new"]["idle_ns_per_cycle_loaded"]
                 got["checker_ratio"] = (got["no_checkers"]["marginal_pixels_per_cpu_s"]
                                         / got["new"]["marginal_pixels_per_cpu_s"])
                 got["checker_idle_ratio"] = (got["new"]["idle_ns_per_cycle_blank"]
@@ -359,6 +367,10 @@ def main() -> int:
                   f"(chain loaded), {got['exchange_load_ratio']:.3f}x on a load")
             print(f"      both levels of every module apart: {apart['marginal_pixels_per_cpu_s'] / 1e6:7.3f} "
                   f"M px/s: the fold {got['fold_ratio']:.3f}x on frames, {new['folds_per_cycle']:.2f} folds a cycle")
+            inside = got["fabric_inside"]
+            print(f"      the AXI-Lite control path inside the shell: {inside['marginal_pixels_per_cpu_s'] / 1e6:7.3f} "
+                  f"M px/s, idle {inside['idle_ns_per_cycle_loaded']:.0f} ns (chain loaded): the fabric outside "
+                  f"{got['fabric_ratio']:.3f}x on frames, {got['fabric_idle_ratio']:.3f}x on an idle cycle")
             bare = got["no_checkers"]
             print(f"      without the assertion checkers (a reference): {bare['marginal_pixels_per_cpu_s'] / 1e6:7.3f} "
                   f"M px/s, idle {bare['idle_ns_per_cycle_blank']:.0f} ns: the checkers cost "

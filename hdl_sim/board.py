@@ -69,18 +69,20 @@ class SimBoard(ShellControl):
     """A platform's shell in Verilator, with the operations a runtime backend needs."""
 
     def __init__(self, platform: Platform, streams: int = 1, modules: Iterable[str] | None = None,
-                 external: bool = True, checkers: bool = True) -> None:
+                 external: bool = True, checkers: bool = True, fabric: bool = True) -> None:
         """``modules``: the module names the run may load (default: every one the platform's slots can
         hold); only those are simulated, each slot evaluating the one its last load activated.
         ``external=False`` simulates the shell with every module of every slot inside (the old build).
         ``checkers=False`` leaves the assertion checkers out of the shell: a reference for what they cost
-        (benchmarks/rtl_throughput.py), never for a run whose checks matter."""
+        (benchmarks/rtl_throughput.py), never for a run whose checks matter. ``fabric=False`` keeps the
+        AXI-Lite control path inside the shell (evaluated with it every cycle) where an external build
+        simulates it on its own: the benchmark's reference for what that saves."""
         self.platform = platform
         self.slot_count = len(platform.slots)
         parameters = harness_parameters(platform.rtl_parameters(), streams)
         self.stream_count = int(parameters["NUM_STREAMS"])   # routes for other streams are refused before a write
         ids = None if modules is None else {KINDS[platform.module(name).name].module_id for name in modules}
-        self.rtl = ShellHarness(parameters, ids, external=external, checkers=checkers)
+        self.rtl = ShellHarness(parameters, ids, external=external, checkers=checkers, fabric=fabric)
 
     # -- registers
     def shell_read(self, index: int) -> int:

@@ -6,7 +6,8 @@ Data moves as numpy arrays passed by pointer; no Python runs per cycle.
 By default the shell is built without its modules (``RM_EXTERNAL = 1``) and each module the run may
 load is a library of its own (module_models.py), attached to its slots: a slot then costs what its
 loaded module costs. The configuration block is a library of its own too (``CFG_EXTERNAL = 1``,
-config_model.py), run alone while a load streams in and the rest of the shell rests.
+config_model.py), run alone while a load streams in and the rest of the shell rests; so is the AXI-Lite
+control path (``FABRIC_EXTERNAL = 1``, fabric_model.py), skipped while the processor's bus rests.
 ``external=False`` builds the shell with every module and the block inside, as before (the tests
 compare the two cycle for cycle). The build itself is hdl_sim/harness_build.py.
 """
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from fpgashare.hdl_sim.comb_inputs import comb_inputs
 from fpgashare.hdl_sim.config_model import block_parameters, build_config_block
+from fpgashare.hdl_sim.fabric_model import attach_fabric
 from fpgashare.hdl_sim.harness_build import (
     COMPILE,
     DRIVEN_STREAMS,
@@ -85,13 +87,15 @@ class ShellHarness:
 
     ``external`` (the default): the shell without its modules, and a model per module of ``modules``
     (ids; default every module a slot can hold) attached to each slot that can hold it. Loading a
-    module that has no model stops the run with a HarnessError."""
+    module that has no model stops the run with a HarnessError. ``fabric`` (the default, with ``external``):
+    the AXI-Lite control path a model of its own too, skipped while the bus rests (fabric_model.py)."""
 
     def __init__(self, parameters: Mapping[str, int], modules: Iterable[int] | None = None,
-                 external: bool = True, checkers: bool = True) -> None:
+                 external: bool = True, checkers: bool = True, fabric: bool = True) -> None:
         self.handle = None
         self.external = external
-        shell_parameters = {**parameters, "RM_EXTERNAL": 1, "CFG_EXTERNAL": 1} if external else dict(parameters)
+        outside = {"RM_EXTERNAL": 1, "CFG_EXTERNAL": 1, **({"FABRIC_EXTERNAL": 1} if fabric else {})}
+        shell_parameters = {**parameters, **outside} if external else dict(parameters)
         self.lib = ctypes.CDLL(str(build_harness(shell_parameters, checkers)))
         L = self.lib  # noqa: N806 - short alias for the prototypes below
         L.fs_create.restype = ctypes.c_void_p
@@ -155,6 +159,7 @@ class ShellHarness:
                                     np.ctypeslib.ndpointer(dtype=np.uint64, flags="C_CONTIGUOUS"), ctypes.c_int]
         L.fs_state_diff.restype = ctypes.c_int
         self._config_lib: ctypes.CDLL | None = None
+        self._fabric_lib: ctypes.CDLL | None = None
         if external:
             self._attach(parameters, modules)
             self._config_lib = ctypes.CDLL(str(build_config_block(block_parameters(parameters), VERILATOR_FLAGS,
@@ -162,6 +167,8 @@ class ShellHarness:
             self._config_lib.cfg_api.restype = ctypes.c_void_p
             if L.fs_attach_config(self.handle, self._config_lib.cfg_api()):
                 raise HarnessError("the configuration block's model does not fit this shell")
+            if fabric:
+                self._fabric_lib = attach_fabric(L, self.handle, parameters, VERILATOR_FLAGS, COMPILE)
         self._buffers: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # arrays the C side points into
         self.reset()
 
@@ -232,11 +239,22 @@ class ShellHarness:
         """Cycles so far in which the shell was not evaluated (the configuration block ran alone)."""
         return int(self.lib.fs_fast_cycles(self.handle))
 
+    def set_fabric_rest(self, on: bool) -> None:
+        """Skip the AXI-Lite fabric's model while it is at rest (``on``, the default for an external build),
+        or evaluate it every cycle: the reference the tests hold the skip to."""
+        self.lib.fs_set_fabric_rest(self.handle, int(on))
+
+    def fabric_evaluations(self) -> tuple[int, int]:
+        """(evaluations of the AXI-Lite fabric's model run, skipped at rest) so far."""
+        out = np.zeros(2, dtype=np.uint64)
+        self.lib.fs_fabric_evals(self.handle, out.ctypes.data)
+        return int(out[0]), int(out[1])
+
     def state_differences(self, other: ShellHarness, limit: int = 1 << 16) -> frozenset[int]:
         """Byte offsets (up to ``limit``) where this shell's state and ``other``'s (the same build) differ,
-        their configuration blocks' too (offsets with bit 40 set). Two fresh instances differ in the bytes
-        nothing writes (padding, scratch): a test that skipping the shell changed nothing compares against
-        the differences of the two at their start."""
+        their configuration blocks' too (offsets with bit 40 set) and their fabrics' (bit 41). Two fresh
+        instances differ in the bytes nothing writes (padding, scratch): a test that skipping the shell
+        changed nothing compares against the differences of the two at their start."""
         if other.lib._name != self.lib._name:
             raise HarnessError("the two harnesses are different builds")
         out = np.zeros(limit, dtype=np.uint64)

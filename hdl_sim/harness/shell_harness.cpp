@@ -27,6 +27,7 @@
 #include "config_pins.h"
 #include "cost_split.h"
 #include "eval_phases.h"
+#include "fabric_pins.h"
 #include "junk_sources.h"
 #include "port_words.h"
 #include "rm_pins.h"
@@ -164,11 +165,28 @@ struct ConfigBlock {
     std::unique_ptr<ShellCopies> copies = std::make_unique<ShellCopies>();
 };
 
+// The AXI-Lite control path outside the shell (FABRIC_EXTERNAL = 1, fabric_pins.h): the demultiplexer,
+// the register file and the route table. It is skipped while at rest, as a module is (ModuleSlot, and
+// the configuration block): its pins are the processor's bus and the shell's side (the slots' answers,
+// the read-only word). Everything it drives towards the shell comes from its flops and is written into
+// the shell after its edge, so at rest it holds the shell's inputs where they are; while the bus is
+// idle it is at rest whatever streams, which is most cycles.
+struct FabricPart {
+    const fab::Api* api = nullptr;
+    void* model = nullptr;
+    fab::Pins pins;
+    bool moved = true, quiet = false, marked = false;   // as ModuleSlot's
+    uint32_t backoff = 0, wait = 0;
+    bool rest = true;                 // fs_set_fabric_rest: skip it at rest (0: evaluate it every cycle)
+    uint64_t evals = 0, skipped = 0;  // its evaluations run, and skipped at rest
+};
+
 struct Harness {
     std::unique_ptr<VerilatedContext> ctx;
     std::unique_ptr<Vshell> top;
     ModuleSlot slots[NUM_SLOTS];
     ConfigBlock block;
+    FabricPart fabric;
     bool modules = false;             // some model attached: run the boundary every half cycle
     int whole = 0;                    // rm::EVAL_WHOLE: every model evaluated by eval() (fs_set_whole_eval)
     bool lean = true;                 // the lean pin exchange (read_pins_lean, rm::EVAL_HELD; fs_set_lean_exchange)
@@ -219,6 +237,61 @@ inline void eval_block(Harness* h, int mode) {
     h->block.api->eval(h->block.model, mode, &h->block.pins);
 }
 
+// The fabric is part of the shell: timed as the shell's.
+inline void eval_fabric(Harness* h, int mode) {
+    SplitSpan span(h->split, CostSplit::SHELL);
+    h->fabric.api->eval(h->fabric.model, mode, &h->fabric.pins);
+    h->fabric.evals++;
+}
+
+inline void wake_fabric(FabricPart& f) {
+    f.moved = true;
+    f.quiet = f.marked = false;
+    f.backoff = f.wait = 0;
+}
+
+// The processor's bus: the fabric's pins when it is outside the shell, else the shell's ports.
+enum BusPin { AWADDR, AWVALID, WDATA, WSTRB, WVALID, BREADY, ARADDR, ARVALID, RREADY };
+
+void bus_set(Harness* h, BusPin pin, uint32_t v) {
+    if (h->fabric.model) {
+        fab::Pins& x = h->fabric.pins;
+        uint32_t* field[] = {&x.awaddr, &x.awvalid, &x.wdata, &x.wstrb, &x.wvalid, &x.bready, &x.araddr, &x.arvalid,
+                             &x.rready};
+        if (*field[pin] != v) {
+            *field[pin] = v;
+            wake_fabric(h->fabric);
+        }
+        return;
+    }
+    Vshell* t = h->top.get();
+    switch (pin) {
+        case AWADDR: t->s_axil_awaddr = v; break;
+        case AWVALID: t->s_axil_awvalid = v; break;
+        case WDATA: t->s_axil_wdata = v; break;
+        case WSTRB: t->s_axil_wstrb = v; break;
+        case WVALID: t->s_axil_wvalid = v; break;
+        case BREADY: t->s_axil_bready = v; break;
+        case ARADDR: t->s_axil_araddr = v; break;
+        case ARVALID: t->s_axil_arvalid = v; break;
+        case RREADY: t->s_axil_rready = v; break;
+    }
+}
+
+struct BusAnswer {
+    uint32_t awready, wready, bresp, bvalid, arready, rdata, rresp, rvalid;
+};
+
+BusAnswer bus_answer(Harness* h) {
+    if (h->fabric.model) {
+        const fab::Pins& x = h->fabric.pins;
+        return {x.s_awready, x.s_wready, x.s_bresp, x.s_bvalid, x.s_arready, x.s_rdata, x.s_rresp, x.s_rvalid};
+    }
+    const Vshell* t = h->top.get();
+    return {t->s_axil_awready, t->s_axil_wready, t->s_axil_bresp, t->s_axil_bvalid, t->s_axil_arready,
+            t->s_axil_rdata, t->s_axil_rresp, t->s_axil_rvalid};
+}
+
 // Port access for stream s: stream 0 is s_axis / m_axis, stream s > 0 slice s - 1 of the *_more
 // vectors, whose C++ type Verilator picks by width (port_words.h).
 inline void drive_stream(Vshell* t, int s, bool valid, const uint32_t* data, bool last, bool user, bool ready) {
@@ -264,13 +337,14 @@ void commit_channels(Harness* h);
 void settle_boundary(Harness* h);
 void clock_modules(Harness* h);
 void clock_block(Harness* h);
+void clock_fabric(Harness* h);
 
 inline void settle_low(Harness* h) {
     h->split.begin_cycle();
     if (h->armed) drive_channels(h);
     h->top->clk = 0;
     shell_low(h);
-    if (h->modules || h->block.model) settle_boundary(h);
+    if (h->modules || h->block.model || h->fabric.model) settle_boundary(h);
     if (h->armed) sample_channels(h);
 }
 
@@ -278,6 +352,7 @@ inline void rise(Harness* h) {
     h->top->clk = 1;
     shell_edge(h);
     if (h->block.model) clock_block(h);
+    if (h->fabric.model) clock_fabric(h);
     if (h->modules) clock_modules(h);
     h->cycle++;
     if (h->armed) commit_channels(h);
@@ -524,13 +599,116 @@ void clock_block(Harness* h) {
     b.moved = false;
 }
 
-// Low phase: the modules and the configuration block on the shell's outputs, the shell on theirs, until
-// nothing changes.
+// The shell's side of the fabric's boundary, as the shell drives it now, and the reset; true if it changed.
+using RdataVec = std::remove_reference_t<decltype(std::declval<Vshell&>().fx_rdata)>;
+using RouteVec = std::remove_reference_t<decltype(std::declval<Vshell&>().fx_route)>;
+using WordsVec = std::remove_reference_t<decltype(std::declval<Vshell&>().fx_route_words)>;
+
+// Compared field by field as they are read, as read_pins_lean does the modules' pins (a copy compared with
+// memcmp stalls on store forwarding), through the root object, where the ports live.
+bool read_fabric_inputs(const Vshell* t, fab::Pins& x) {
+    const Vshell___024root* r = t->rootp;
+    fab::Pins::Side& s = x.side;
+    uint32_t diff = 0;
+    auto take = [&diff](uint32_t& pin, uint32_t v) {
+        diff |= pin ^ v;
+        pin = v;
+    };
+    take(s.awready, r->fx_awready);
+    take(s.wready, r->fx_wready);
+    take(s.bvalid, r->fx_bvalid);
+    take(s.arready, r->fx_arready);
+    take(s.rvalid, r->fx_rvalid);
+    take(s.bresp, r->fx_bresp);
+    take(s.rresp, r->fx_rresp);
+    take(s.ro_word, r->fx_ro_word);
+    for (int j = 0; j < words_of<RdataVec>(); j++) take(s.rdata[j], get_word(r->fx_rdata, j));
+    take(x.rst, r->rst);
+    return diff != 0;
+}
+
+// The fabric's outputs into the shell; true if they differ from what the shell had.
+bool write_fabric_outputs(Vshell* t, const fab::Pins& x) {
+    const fab::Pins::Out& o = x.out;
+    bool changed = t->fx_awaddr != o.awaddr || t->fx_awvalid != o.awvalid || t->fx_wdata != o.wdata ||
+                   t->fx_wstrb != o.wstrb || t->fx_wvalid != o.wvalid || t->fx_bready != o.bready ||
+                   t->fx_araddr != o.araddr || t->fx_arvalid != o.arvalid || t->fx_rready != o.rready ||
+                   t->fx_rd_en != o.rd_en || t->fx_rd_index != o.rd_index || t->fx_arm != o.arm ||
+                   t->fx_arm_slot != o.arm_slot || t->fx_bypass != o.bypass || t->fx_route_err != o.route_err;
+    for (int j = 0; j < words_of<RouteVec>(); j++) changed |= get_word(t->fx_route, j) != o.route[j];
+    for (int j = 0; j < words_of<WordsVec>(); j++) changed |= get_word(t->fx_route_words, j) != o.route_words[j];
+    if (!changed) return false;
+    t->fx_awaddr = o.awaddr;
+    t->fx_awvalid = o.awvalid;
+    t->fx_wdata = o.wdata;
+    t->fx_wstrb = o.wstrb;
+    t->fx_wvalid = o.wvalid;
+    t->fx_bready = o.bready;
+    t->fx_araddr = o.araddr;
+    t->fx_arvalid = o.arvalid;
+    t->fx_rready = o.rready;
+    t->fx_rd_en = o.rd_en;
+    t->fx_rd_index = o.rd_index;
+    t->fx_arm = o.arm;
+    t->fx_arm_slot = o.arm_slot;
+    t->fx_bypass = o.bypass;
+    t->fx_route_err = o.route_err;
+    for (int j = 0; j < words_of<RouteVec>(); j++) put_word(t->fx_route, j, o.route[j]);
+    for (int j = 0; j < words_of<WordsVec>(); j++) put_word(t->fx_route_words, j, o.route_words[j]);
+    return true;
+}
+
+// Low phase of the fabric: evaluated on the shell's side as the shell's low evaluation left it (the
+// processor's answers depend on the bus within the cycle), again only if that side changed. Its outputs
+// towards the shell come from its flops, so they do not move here (written anyway, compared).
+bool settle_fabric(Harness* h, int round) {
+    FabricPart& f = h->fabric;
+    const bool moved = read_fabric_inputs(h->top.get(), f.pins);
+    if (moved) wake_fabric(f);
+    if ((round > 0 && !moved) || f.quiet) return false;
+    eval_fabric(h, h->whole);
+    return write_fabric_outputs(h->top.get(), f.pins);
+}
+
+// Rising edge of the fabric, with the inputs it settled on; its new outputs go into the shell at once,
+// for the shell's next low evaluation. Then the rest test, as a module's (watch_rest): two edges with
+// still pins that leave the same state bytes, and no output moved by the edge (the processor's answers
+// included, which a skipped low phase would not refresh).
+void clock_fabric(Harness* h) {
+    FabricPart& f = h->fabric;
+    if (f.quiet) {
+        f.skipped += 2;
+        return;
+    }
+    const fab::Pins before = f.pins;
+    eval_fabric(h, fab::EVAL_CLK | h->whole);
+    const bool outputs_moved = write_fabric_outputs(h->top.get(), f.pins) ||
+                               std::memcmp(&before, &f.pins, sizeof before) != 0;
+    if (f.moved || outputs_moved || f.pins.rst || !f.rest) {
+        f.marked = false;
+    } else if (f.wait) {
+        f.wait--;
+    } else if (!f.marked) {
+        f.api->mark(f.model);
+        f.marked = true;
+    } else if (f.api->unchanged(f.model)) {
+        f.quiet = true;
+    } else {
+        f.marked = false;
+        f.backoff = f.backoff ? (f.backoff * 2 > MAX_BACKOFF ? MAX_BACKOFF : f.backoff * 2) : 1;
+        f.wait = f.backoff;
+    }
+    f.moved = false;
+}
+
+// Low phase: the modules, the configuration block and the fabric on the shell's outputs, the shell on
+// theirs, until nothing changes.
 void settle_boundary(Harness* h) {
     for (int round = 0; round < 64; round++) {
         bool changed = false;
         if (h->modules) changed |= settle_modules(h, round);
         if (h->block.model) changed |= settle_block(h, round);
+        if (h->fabric.model) changed |= settle_fabric(h, round);
         if (!changed) return;
         shell_low(h);
         h->shell_evals++;
@@ -745,6 +923,10 @@ bool pins_as_last_seen(Harness* h) {
         rm::Pins now = s.pins;
         if (id != 0 && read_pins(t, k, now)) return false;
     }
+    if (h->fabric.model) {
+        fab::Pins now = h->fabric.pins;
+        if (read_fabric_inputs(t, now)) return false;
+    }
     cfgblk::Pins now = h->block.pins;
     return !read_block_inputs(t, now);
 }
@@ -808,6 +990,7 @@ bool may_skip_shell(Harness* h) {
     if (!b.model || !b.fast || FS_JUNK_COUNT != NUM_SLOTS || h->fault) return false;
     Vshell* t = h->top.get();
     if (t->rst || t->m_axis_tvalid) return false;
+    if (h->fabric.model && !h->fabric.quiet) return false;   // it is not evaluated while the shell is skipped
     for (int k = 0; k < NUM_SLOTS; k++) {
         const uint32_t ctl = get_word(t->rm_ctl, k);
         const int id = static_cast<int>(ctl & rm::CTL_MODULE);
@@ -855,6 +1038,7 @@ uint64_t run_block_alone(Harness* h, uint64_t max_n, Word word, Fired fired) {
     for (auto& s : h->slots) {
         if (s.active && s.quiet) s.skipped += 2 * n;   // a module at rest, not evaluated in either phase
     }
+    if (h->fabric.model) h->fabric.skipped += 2 * n;   // at rest (may_skip_shell)
     return n;
 }
 
@@ -882,11 +1066,7 @@ inline void tick(Harness* h) {
 void idle_inputs(Harness* h) {  // stream and port inputs of armed channels are driven again every cycle
     Vshell* t = h->top.get();
     drive_cfg(h, false, 0, false);
-    t->s_axil_awvalid = 0;
-    t->s_axil_wvalid = 0;
-    t->s_axil_bready = 0;
-    t->s_axil_arvalid = 0;
-    t->s_axil_rready = 0;
+    for (BusPin pin : {AWVALID, WVALID, BREADY, ARVALID, RREADY}) bus_set(h, pin, 0);
     t->s_axis_tvalid = 0;
     t->m_axis_tready = 0;
     t->s_axis_cfg_tvalid = 0;
@@ -978,6 +1158,32 @@ int fs_attach_config(void* p, const cfgblk::Api* api) {
     return 0;
 }
 
+// Attach the AXI-Lite fabric's model (its library's fab_api()) to a shell built with FABRIC_EXTERNAL = 1.
+// Returns 0, or -1 if one is attached already, -2 if the library was built for another ABI.
+int fs_attach_fabric(void* p, const fab::Api* api) {
+    auto* h = static_cast<Harness*>(p);
+    if (h->fabric.model) return -1;
+    if (api->abi != fab::ABI) return -2;
+    h->fabric.api = api;
+    h->fabric.model = api->create();
+    return 0;
+}
+
+// on != 0 (the default): skip the fabric while it is at rest (FabricPart); 0: evaluate it every cycle,
+// the reference the tests compare with.
+void fs_set_fabric_rest(void* p, int on) {
+    FabricPart& f = static_cast<Harness*>(p)->fabric;
+    f.rest = on != 0;
+    if (!f.rest) wake_fabric(f);
+}
+
+// The fabric's evaluations since creation: [0] run, [1] skipped at rest.
+void fs_fabric_evals(void* p, uint64_t* out) {
+    const FabricPart& f = static_cast<Harness*>(p)->fabric;
+    out[0] = f.evals;
+    out[1] = f.skipped;
+}
+
 // on != 0 (the default): skip the shell while the configuration block runs a load alone (the fast
 // path above); 0: evaluate it every cycle.
 void fs_set_fast_load(void* p, int on) { static_cast<Harness*>(p)->block.fast = on != 0; }
@@ -997,6 +1203,14 @@ int fs_state_diff(void* p, void* q, uint64_t* out, int max) {
     int n = 0;
     for (size_t i = 0; i < vars && n < max; i++) {
         if (ra[i] != rb[i]) out[n++] = i;
+    }
+    if (a->fabric.model && b->fabric.model) {
+        size_t na = 0, nb = 0;
+        const auto* sa = static_cast<const unsigned char*>(a->fabric.api->state(a->fabric.model, &na));
+        const auto* sb = static_cast<const unsigned char*>(b->fabric.api->state(b->fabric.model, &nb));
+        for (size_t i = 0; i < na && i < nb && n < max; i++) {
+            if (sa[i] != sb[i]) out[n++] = (uint64_t{1} << 41) | i;
+        }
     }
     if (!a->block.model || !b->block.model) return n;
     size_t na = 0, nb = 0;
@@ -1128,7 +1342,7 @@ void* fs_create() {
     h->ctx = std::make_unique<VerilatedContext>();
     h->top = std::make_unique<Vshell>(h->ctx.get(), "shell");
     idle_inputs(h);
-    h->top->s_axil_wstrb = 0xF;
+    bus_set(h, WSTRB, 0xF);
     h->top->clk = 0;
     h->top->eval();   // initialisation (initial blocks, settle); later evaluations go through eval_low / eval_edge
     return h;
@@ -1138,6 +1352,7 @@ void fs_destroy(void* p) {
     auto* h = static_cast<Harness*>(p);
     h->top->final();
     if (h->block.model) h->block.api->destroy(h->block.model);
+    if (h->fabric.model) h->fabric.api->destroy(h->fabric.model);
     for (auto& s : h->slots) {
         for (int m = 0; m < NUM_IDS; m++) {
             if (s.model[m]) s.api[m]->destroy(s.model[m]);
@@ -1166,27 +1381,27 @@ void fs_idle(void* p, uint64_t cycles) {
 // AXI-Lite write; returns BRESP (0..3) or -1 on timeout.
 int fs_axil_write(void* p, uint32_t addr, uint32_t data, int max_cycles) {
     auto* h = static_cast<Harness*>(p);
-    Vshell* t = h->top.get();
-    t->s_axil_awaddr = addr;
-    t->s_axil_wdata = data;
-    t->s_axil_wstrb = 0xF;
-    t->s_axil_awvalid = 1;
-    t->s_axil_wvalid = 1;
-    t->s_axil_bready = 1;
+    bus_set(h, AWADDR, addr);
+    bus_set(h, WDATA, data);
+    bus_set(h, WSTRB, 0xF);
+    bus_set(h, AWVALID, 1);
+    bus_set(h, WVALID, 1);
+    bus_set(h, BREADY, 1);
     bool aw = false, w = false;
     for (int i = 0; i < max_cycles && !h->fault; i++) {
         settle_low(h);
-        bool aw_fire = !aw && t->s_axil_awready;
-        bool w_fire = !w && t->s_axil_wready;
-        bool b_fire = (aw || aw_fire) && (w || w_fire) && t->s_axil_bvalid;
-        int resp = t->s_axil_bresp;
+        const BusAnswer a = bus_answer(h);
+        bool aw_fire = !aw && a.awready;
+        bool w_fire = !w && a.wready;
+        bool b_fire = (aw || aw_fire) && (w || w_fire) && a.bvalid;
+        int resp = static_cast<int>(a.bresp);
         rise(h);
         aw = aw || aw_fire;
         w = w || w_fire;
-        if (aw) t->s_axil_awvalid = 0;
-        if (w) t->s_axil_wvalid = 0;
+        if (aw) bus_set(h, AWVALID, 0);
+        if (w) bus_set(h, WVALID, 0);
         if (b_fire) {
-            t->s_axil_bready = 0;
+            bus_set(h, BREADY, 0);
             return resp;
         }
     }
@@ -1197,21 +1412,21 @@ int fs_axil_write(void* p, uint32_t addr, uint32_t data, int max_cycles) {
 // AXI-Lite read; returns (RRESP << 32) | RDATA, or -1 on timeout.
 int64_t fs_axil_read(void* p, uint32_t addr, int max_cycles) {
     auto* h = static_cast<Harness*>(p);
-    Vshell* t = h->top.get();
-    t->s_axil_araddr = addr;
-    t->s_axil_arvalid = 1;
-    t->s_axil_rready = 1;
+    bus_set(h, ARADDR, addr);
+    bus_set(h, ARVALID, 1);
+    bus_set(h, RREADY, 1);
     bool ar = false;
     for (int i = 0; i < max_cycles && !h->fault; i++) {
         settle_low(h);
-        bool ar_fire = !ar && t->s_axil_arready;
-        bool r_fire = (ar || ar_fire) && t->s_axil_rvalid;
-        int64_t value = (static_cast<int64_t>(t->s_axil_rresp) << 32) | t->s_axil_rdata;
+        const BusAnswer a = bus_answer(h);
+        bool ar_fire = !ar && a.arready;
+        bool r_fire = (ar || ar_fire) && a.rvalid;
+        int64_t value = (static_cast<int64_t>(a.rresp) << 32) | a.rdata;
         rise(h);
         ar = ar || ar_fire;
-        if (ar) t->s_axil_arvalid = 0;
+        if (ar) bus_set(h, ARVALID, 0);
         if (r_fire) {
-            t->s_axil_rready = 0;
+            bus_set(h, RREADY, 0);
             return value;
         }
     }

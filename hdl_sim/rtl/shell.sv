@@ -46,7 +46,8 @@ module shell import fpgashare_pkg::*; #(
     parameter int DNN_MAX_LAYERS = 16,
     parameter int DNN_URAM = 1,            // dnn_tile memories in UltraRAM (1) or block RAM (0)
     parameter int RM_EXTERNAL = 0,          // 1: the slots' modules are simulated outside (rp_slot's EXTERNAL)
-    parameter int CFG_EXTERNAL = 0          // 1: config_block is simulated outside, at the cx_* boundary
+    parameter int CFG_EXTERNAL = 0,         // 1: config_block is simulated outside, at the cx_* boundary
+    parameter int FABRIC_EXTERNAL = 0       // 1: axil_fabric is simulated outside, at the fx_* boundary
 ) (
     input  wire               clk,
     input  wire               rst,
@@ -98,6 +99,35 @@ module shell import fpgashare_pkg::*; #(
     input  wire [NUM_SLOTS-1:0]        cx_slot_rst,
     input  wire [NUM_SLOTS*8-1:0]      cx_slot_error,
     input  wire [NUM_SLOTS-1:0]        cx_fused_on,
+    // axil_fabric's boundary (FABRIC_EXTERNAL = 1; tied off otherwise): what the fabric drives in, the
+    // slots' AXI-Lite answers and the read-only word out; s_axil_* then go to the fabric outside and
+    // the shell's s_axil_* outputs are 0
+    input  wire [7:0]                  fx_awaddr,
+    input  wire [NUM_SLOTS-1:0]        fx_awvalid,
+    output wire [NUM_SLOTS-1:0]        fx_awready,
+    input  wire [31:0]                 fx_wdata,
+    input  wire [3:0]                  fx_wstrb,
+    input  wire [NUM_SLOTS-1:0]        fx_wvalid,
+    output wire [NUM_SLOTS-1:0]        fx_wready,
+    output wire [NUM_SLOTS*2-1:0]      fx_bresp,
+    output wire [NUM_SLOTS-1:0]        fx_bvalid,
+    input  wire [NUM_SLOTS-1:0]        fx_bready,
+    input  wire [7:0]                  fx_araddr,
+    input  wire [NUM_SLOTS-1:0]        fx_arvalid,
+    output wire [NUM_SLOTS-1:0]        fx_arready,
+    output wire [NUM_SLOTS*32-1:0]     fx_rdata,
+    output wire [NUM_SLOTS*2-1:0]      fx_rresp,
+    output wire [NUM_SLOTS-1:0]        fx_rvalid,
+    input  wire [NUM_SLOTS-1:0]        fx_rready,
+    output wire [31:0]                 fx_ro_word,
+    input  wire                        fx_rd_en,
+    input  wire [7:0]                  fx_rd_index,
+    input  wire                        fx_arm,
+    input  wire [3:0]                  fx_arm_slot,
+    input  wire                        fx_bypass,
+    input  wire [(NUM_SLOTS+NUM_STREAMS)*5-1:0]  fx_route,   // SEL_W + 1 = 5 bits a switch sink
+    input  wire [(NUM_SLOTS+NUM_STREAMS)*32-1:0] fx_route_words,
+    input  wire [31:0]                 fx_route_err,
     `define AXIL_ADDR_W 16
     `include "axil_ports.svh"
 );
@@ -106,56 +136,63 @@ module shell import fpgashare_pkg::*; #(
         if (NUM_STREAMS < 1 || NUM_STREAMS > NUM_SLOTS) $error("shell: NUM_STREAMS must be 1..NUM_SLOTS");
         if (DATA_W != 32 && DATA_W != 32 * NPPC) $error("shell: DATA_W must be 32 or 32 * NPPC");
     end
-    localparam int NP = NUM_SLOTS + 1;
     localparam int NREGS = SLOT_REG_BASE + SLOT_REG_STRIDE * NUM_SLOTS + NUM_STREAMS - 1;
     localparam int SEL_W = 4;
 
-    // ---- AXI-Lite fabric
+    localparam int NSNK = NUM_SLOTS + NUM_STREAMS;
+
+    // ---- AXI-Lite control path (axil_fabric.sv: the demultiplexer, the register file, the route
+    // table): inside, or outside at the fx_* boundary (FABRIC_EXTERNAL), where a simulation evaluates
+    // it as a model of its own and skips it while the processor's bus is idle.
     wire [7:0] p_awaddr, p_araddr;
     wire [31:0] p_wdata;
     wire [3:0] p_wstrb;
-    wire [NP-1:0] p_awvalid, p_awready, p_wvalid, p_wready, p_bvalid, p_bready;
-    wire [NP-1:0] p_arvalid, p_arready, p_rvalid, p_rready;
-    wire [NP*2-1:0] p_bresp, p_rresp;
-    wire [NP*32-1:0] p_rdata;
-
-    axil_demux #(.NPORTS(NP)) u_demux (
-        .clk, .rst,
-        .s_axil_awaddr, .s_axil_awvalid, .s_axil_awready, .s_axil_wdata, .s_axil_wstrb,
-        .s_axil_wvalid, .s_axil_wready, .s_axil_bresp, .s_axil_bvalid, .s_axil_bready,
-        .s_axil_araddr, .s_axil_arvalid, .s_axil_arready, .s_axil_rdata, .s_axil_rresp,
-        .s_axil_rvalid, .s_axil_rready,
-        .m_axil_awaddr(p_awaddr), .m_axil_awvalid(p_awvalid), .m_axil_awready(p_awready),
-        .m_axil_wdata(p_wdata), .m_axil_wstrb(p_wstrb), .m_axil_wvalid(p_wvalid),
-        .m_axil_wready(p_wready), .m_axil_bresp(p_bresp), .m_axil_bvalid(p_bvalid),
-        .m_axil_bready(p_bready), .m_axil_araddr(p_araddr), .m_axil_arvalid(p_arvalid),
-        .m_axil_arready(p_arready), .m_axil_rdata(p_rdata), .m_axil_rresp(p_rresp),
-        .m_axil_rvalid(p_rvalid), .m_axil_rready(p_rready)
-    );
-
-    // ---- shell register file (route registers live in the route table, which may refuse a write)
-    function automatic logic [NREGS-1:0] ro_mask();
-        logic [NREGS-1:0] m;
-        m = '1;
-        m[REG_CFG_CTRL] = 1'b0;
-        m[REG_DEBUG] = 1'b0;
-        return m;
-    endfunction
-
-    wire [NREGS*32-1:0] regs;
-    logic [NREGS*32-1:0] ro;
-    wire [NREGS-1:0] wr_stb;
-    axil_regfile #(.NREGS(NREGS), .ADDR_W(8), .RESET_VALS('0), .RO_MASK(ro_mask())) u_regs (
-        .clk, .rst,
-        .s_axil_awaddr(p_awaddr), .s_axil_awvalid(p_awvalid[0]), .s_axil_awready(p_awready[0]),
-        .s_axil_wdata(p_wdata), .s_axil_wstrb(p_wstrb), .s_axil_wvalid(p_wvalid[0]),
-        .s_axil_wready(p_wready[0]), .s_axil_bresp(p_bresp[1:0]), .s_axil_bvalid(p_bvalid[0]),
-        .s_axil_bready(p_bready[0]), .s_axil_araddr(p_araddr), .s_axil_arvalid(p_arvalid[0]),
-        .s_axil_arready(p_arready[0]), .s_axil_rdata(p_rdata[31:0]), .s_axil_rresp(p_rresp[1:0]),
-        .s_axil_rvalid(p_rvalid[0]), .s_axil_rready(p_rready[0]),
-        .regs, .ro_values(ro), .wr_stb
-    );
-    wire bypass_decouplers = regs[REG_DEBUG*32 + DEBUG_BYPASS_LSB];
+    wire [NUM_SLOTS-1:0] p_awvalid, p_awready, p_wvalid, p_wready, p_bvalid, p_bready;
+    wire [NUM_SLOTS-1:0] p_arvalid, p_arready, p_rvalid, p_rready;
+    wire [NUM_SLOTS*2-1:0] p_bresp, p_rresp;
+    wire [NUM_SLOTS*32-1:0] p_rdata;
+    wire bypass_decouplers, cfg_arm, cfg_rd_en;
+    wire [3:0] cfg_arm_slot;
+    wire [7:0] cfg_rd_index;
+    wire [NSNK*(SEL_W+1)-1:0] route;
+    wire [NSNK*32-1:0] route_words;
+    wire [31:0] route_err;
+    logic [31:0] ro_word;
+    if (FABRIC_EXTERNAL != 0) begin : g_fabric_external
+        assign {p_awaddr, p_awvalid, p_wdata, p_wstrb, p_wvalid, p_bready, p_araddr, p_arvalid, p_rready} =
+               {fx_awaddr, fx_awvalid, fx_wdata, fx_wstrb, fx_wvalid, fx_bready, fx_araddr, fx_arvalid, fx_rready};
+        assign {bypass_decouplers, cfg_arm, cfg_arm_slot, cfg_rd_en, cfg_rd_index} =
+               {fx_bypass, fx_arm, fx_arm_slot, fx_rd_en, fx_rd_index};
+        assign {route, route_words, route_err} = {fx_route, fx_route_words, fx_route_err};
+        assign {fx_awready, fx_wready, fx_bresp, fx_bvalid, fx_arready, fx_rdata, fx_rresp, fx_rvalid} =
+               {p_awready, p_wready, p_bresp, p_bvalid, p_arready, p_rdata, p_rresp, p_rvalid};
+        assign fx_ro_word = ro_word;
+        assign {s_axil_awready, s_axil_wready, s_axil_bresp, s_axil_bvalid} = '0;
+        assign {s_axil_arready, s_axil_rdata, s_axil_rresp, s_axil_rvalid} = '0;
+        wire unused_axil_in = &{1'b0, s_axil_awaddr, s_axil_awvalid, s_axil_wdata, s_axil_wstrb, s_axil_wvalid,
+                                s_axil_bready, s_axil_araddr, s_axil_arvalid, s_axil_rready};
+    end else begin : g_fabric_inside
+        axil_fabric #(.NUM_SLOTS(NUM_SLOTS), .NUM_STREAMS(NUM_STREAMS), .SEL_W(SEL_W)) u_fabric (
+            .clk, .rst,
+            .s_axil_awaddr, .s_axil_awvalid, .s_axil_awready, .s_axil_wdata, .s_axil_wstrb,
+            .s_axil_wvalid, .s_axil_wready, .s_axil_bresp, .s_axil_bvalid, .s_axil_bready,
+            .s_axil_araddr, .s_axil_arvalid, .s_axil_arready, .s_axil_rdata, .s_axil_rresp,
+            .s_axil_rvalid, .s_axil_rready,
+            .m_axil_awaddr(p_awaddr), .m_axil_awvalid(p_awvalid), .m_axil_awready(p_awready),
+            .m_axil_wdata(p_wdata), .m_axil_wstrb(p_wstrb), .m_axil_wvalid(p_wvalid),
+            .m_axil_wready(p_wready), .m_axil_bresp(p_bresp), .m_axil_bvalid(p_bvalid),
+            .m_axil_bready(p_bready), .m_axil_araddr(p_araddr), .m_axil_arvalid(p_arvalid),
+            .m_axil_arready(p_arready), .m_axil_rdata(p_rdata), .m_axil_rresp(p_rresp),
+            .m_axil_rvalid(p_rvalid), .m_axil_rready(p_rready),
+            .ro_word, .rd_en(cfg_rd_en), .rd_index(cfg_rd_index), .arm(cfg_arm), .arm_slot(cfg_arm_slot),
+            .bypass(bypass_decouplers), .route, .route_words, .route_err
+        );
+        assign {fx_awready, fx_wready, fx_bresp, fx_bvalid, fx_arready, fx_rdata, fx_rresp, fx_rvalid} = '0;
+        assign fx_ro_word = '0;
+        wire unused_fx = &{1'b0, fx_awaddr, fx_awvalid, fx_wdata, fx_wstrb, fx_wvalid, fx_bready, fx_araddr,
+                           fx_arvalid, fx_rready, fx_rd_en, fx_rd_index, fx_arm, fx_arm_slot, fx_bypass, fx_route,
+                           fx_route_words, fx_route_err};
+    end
     // The decouplers pass addresses and write data through unchanged: one copy serves every slot.
     assign rm_axil_awaddr = p_awaddr;
     assign rm_axil_araddr = p_araddr;
@@ -174,10 +211,6 @@ module shell import fpgashare_pkg::*; #(
     wire [NUM_SLOTS*8-1:0] slot_error;
     // A fused module's other members stay blank, so the shell keeps them decoupled like any blank slot.
     wire [NUM_SLOTS-1:0] slot_fused_on;
-    wire cfg_arm = wr_stb[REG_CFG_CTRL];
-    wire [3:0] cfg_arm_slot = p_wdata[CFG_CTRL_SLOT_LSB +: CFG_CTRL_SLOT_W];
-    wire cfg_rd_en = p_arvalid[0];   // the register file's read, answered from ro_values at its handshake
-    wire [7:0] cfg_rd_index = {2'b00, p_araddr[7:2]};
     wire [31:0] cfg_rd_value;
     if (CFG_EXTERNAL != 0) begin : g_cfg_external
         assign {cx_arm, cx_arm_slot, cx_rd_en, cx_rd_index} = {cfg_arm, cfg_arm_slot, cfg_rd_en, cfg_rd_index};
@@ -210,7 +243,6 @@ module shell import fpgashare_pkg::*; #(
     // ---- slots, links and switch. Sources: 0 stream 0's input, k + 1 slot k's link, NUM_SLOTS + s
     // stream s's input; sinks: k slot k's input, NUM_SLOTS + s stream s's output.
     localparam int NSRC = NUM_SLOTS + NUM_STREAMS;
-    localparam int NSNK = NUM_SLOTS + NUM_STREAMS;
     wire [DATA_W-1:0] src_tdata [NSRC];
     wire [DATA_W-1:0] snk_tdata [NSNK];
     // split_var: these vectors join every slot to every other through the switch; as whole vectors
@@ -219,7 +251,6 @@ module shell import fpgashare_pkg::*; #(
     wire [NSRC-1:0] src_tlast /*verilator split_var*/, src_tuser /*verilator split_var*/;
     wire [NSNK-1:0] snk_tvalid /*verilator split_var*/, snk_tready /*verilator split_var*/;
     wire [NSNK-1:0] snk_tlast /*verilator split_var*/, snk_tuser /*verilator split_var*/;
-    wire [NSNK*(SEL_W+1)-1:0] route;
     wire [NUM_SLOTS-1:0] link_err, decoupled;
     logic [31:0] beats_in [NUM_SLOTS];
     logic [31:0] beats_out [NUM_SLOTS];
@@ -287,13 +318,13 @@ module shell import fpgashare_pkg::*; #(
             .s_axis_tready(snk_tready[k]), .s_axis_tlast(snk_tlast[k]), .s_axis_tuser(snk_tuser[k]),
             .m_axis_tdata(o_tdata), .m_axis_tvalid(o_tvalid), .m_axis_tready(o_tready),
             .m_axis_tlast(o_tlast), .m_axis_tuser(o_tuser),
-            .s_axil_awaddr(p_awaddr), .s_axil_awvalid(p_awvalid[k+1]), .s_axil_awready(p_awready[k+1]),
-            .s_axil_wdata(p_wdata), .s_axil_wstrb(p_wstrb), .s_axil_wvalid(p_wvalid[k+1]),
-            .s_axil_wready(p_wready[k+1]), .s_axil_bresp(p_bresp[(k+1)*2 +: 2]),
-            .s_axil_bvalid(p_bvalid[k+1]), .s_axil_bready(p_bready[k+1]),
-            .s_axil_araddr(p_araddr), .s_axil_arvalid(p_arvalid[k+1]), .s_axil_arready(p_arready[k+1]),
-            .s_axil_rdata(p_rdata[(k+1)*32 +: 32]), .s_axil_rresp(p_rresp[(k+1)*2 +: 2]),
-            .s_axil_rvalid(p_rvalid[k+1]), .s_axil_rready(p_rready[k+1])
+            .s_axil_awaddr(p_awaddr), .s_axil_awvalid(p_awvalid[k]), .s_axil_awready(p_awready[k]),
+            .s_axil_wdata(p_wdata), .s_axil_wstrb(p_wstrb), .s_axil_wvalid(p_wvalid[k]),
+            .s_axil_wready(p_wready[k]), .s_axil_bresp(p_bresp[k*2 +: 2]),
+            .s_axil_bvalid(p_bvalid[k]), .s_axil_bready(p_bready[k]),
+            .s_axil_araddr(p_araddr), .s_axil_arvalid(p_arvalid[k]), .s_axil_arready(p_arready[k]),
+            .s_axil_rdata(p_rdata[k*32 +: 32]), .s_axil_rresp(p_rresp[k*2 +: 2]),
+            .s_axil_rvalid(p_rvalid[k]), .s_axil_rready(p_rready[k])
         );
 
         // The link's lanes widen with the stream (x DATA_W / 32), so a beat is as many flits at any
@@ -318,22 +349,6 @@ module shell import fpgashare_pkg::*; #(
             end
         end
     end
-
-    // ---- routes: one word per switch sink, written through the register file, checked by the table
-    wire [NSNK-1:0] route_wr;
-    wire [NSNK*32-1:0] route_words;
-    wire [31:0] route_err;
-    for (genvar k = 0; k < NUM_SLOTS; k++) begin : g_route_wr
-        assign route_wr[k] = wr_stb[SLOT_REG_BASE + SLOT_REG_STRIDE*k + SLOT_ROUTE];
-    end
-    assign route_wr[NUM_SLOTS] = wr_stb[REG_ROUTE_OUT];
-    for (genvar s = 1; s < NUM_STREAMS; s++) begin : g_route_out_wr
-        assign route_wr[NUM_SLOTS + s] = wr_stb[SLOT_REG_BASE + SLOT_REG_STRIDE*NUM_SLOTS + s - 1];
-    end
-    route_table #(.NUM_SLOTS(NUM_SLOTS), .NUM_STREAMS(NUM_STREAMS), .SEL_W(SEL_W)) u_routes (
-        .clk, .rst, .wr(route_wr), .wdata(p_wdata), .err_clear(wr_stb[REG_ROUTE_ERR]),
-        .words(route_words), .route, .err(route_err)
-    );
 
     stream_switch #(.DATA_W(DATA_W), .NSRC(NSRC), .NSNK(NSNK), .SEL_W(SEL_W)) u_switch (
         .s_tdata(src_tdata), .s_tvalid(src_tvalid), .s_tready(src_tready), .s_tlast(src_tlast),
@@ -389,14 +404,11 @@ module shell import fpgashare_pkg::*; #(
         return all[index*32 +: 32];
     endfunction
 
-    logic [31:0] ro_word;
     always_comb begin
         ro_word = '0;
         if (cfg_rd_en && int'(cfg_rd_index) < NREGS) ro_word = ro_read(int'(cfg_rd_index));
     end
-    assign ro = {NREGS{ro_word}};
-
-    wire unused_shell = &{1'b0, regs, wr_stb, slice_waits, slot_fused_on};
+    wire unused_shell = &{1'b0, slice_waits, slot_fused_on};
 endmodule
 
 `resetall

@@ -1,0 +1,66 @@
+"""The shell's AXI-Lite control path (axil_fabric.sv) as a model of its own beside the shell, skipped
+while at rest (ShellHarness.set_fabric_rest), against the same model evaluated every cycle, in one
+build: seeded loads (good and broken), register traffic, idle cycles, frames with gaps and stalls, and a
+reset between two such runs, at one and at four pixels per clock, give the same load results, outputs,
+statistics and cycle counts, and leave the same bytes in the shell's, the configuration block's and
+the fabric's state. And a frame streams without evaluating the fabric: the bus is idle, so it rests.
+(The shell with the fabric inside against the one with it outside: tests/test_harness_modules.py.)"""
+
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+import pytest
+from fpgashare.bitstream.registry import build_config
+from fpgashare.catalogue.modules import resolve_stage
+from fpgashare.catalogue.platform import load_platform, manifest_at_pixels_per_clock
+from fpgashare.catalogue.vision_ref import chain_reference
+from fpgashare.hdl_sim.board import SimBoard
+
+from tests.harness_episodes import MODULES, episode
+
+pytestmark = pytest.mark.rtl
+
+
+@pytest.fixture(scope="module", params=[1, 4], ids=["1 px/clk", "4 px/clk"])
+def platform(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp(f"lib{request.param}")
+    return load_platform(manifest_at_pixels_per_clock("pynq-z2", request.param, folder / "small.toml", MODULES))
+
+
+def test_the_fabric_skipped_at_rest_runs_as_the_fabric_every_cycle(platform):
+    seed = secrets.randbits(32)
+    resting, every = SimBoard(platform), SimBoard(platform)
+    every.rtl.set_fabric_rest(False)
+    at_start = resting.rtl.state_differences(every.rtl)   # bytes nothing writes (padding, scratch)
+    runs = []
+    for board in (resting, every):
+        rng = np.random.default_rng(seed)
+        seen = episode(board, platform, rng)
+        board.rtl.reset()
+        runs.append(seen + episode(board, platform, rng))
+    assert runs[0] == runs[1], f"seed {seed}"
+    assert resting.rtl.state_differences(every.rtl) <= at_start, f"seed {seed}"
+    ran, skipped = resting.rtl.fabric_evaluations()
+    assert ran > 0 and skipped > ran, "the fabric was never skipped: the comparison would be vacuous"
+    assert every.rtl.fabric_evaluations()[1] == 0
+
+
+def test_a_frame_streams_with_the_fabric_at_rest(platform):
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    board = SimBoard(platform)
+    stage = resolve_stage("threshold")
+    assert board.load(0, build_config(platform, platform.slots[0], stage.kind.name)).ok
+    board.route([0])
+    rows, cols = int(rng.integers(8, 24)), platform.pixels_per_clock * int(rng.integers(4, 12))
+    board.program(0, stage, rows, cols)
+    board.rtl.idle(8)   # the last register write's response taken, the rest test passed
+    ran = board.rtl.fabric_evaluations()[0]
+    cycles = board.cycles
+    frame = rng.integers(0, 256, (rows, cols), dtype=np.uint8)
+    out, _ = board.stream(frame, (rows, cols))
+    assert np.array_equal(out, chain_reference([stage], frame)), f"seed {seed}"
+    assert board.cycles - cycles > rows * cols // platform.pixels_per_clock
+    assert board.rtl.fabric_evaluations()[0] == ran, f"seed {seed}"

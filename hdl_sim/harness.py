@@ -19,7 +19,6 @@ import logging
 import os
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 from fpgashare.hdl_sim.comb_inputs import comb_inputs
@@ -33,6 +32,7 @@ from fpgashare.hdl_sim.harness_build import (
     build_harness,
     harness_parameters,
 )
+from fpgashare.hdl_sim.harness_stats import PORT_CHANNEL, ChannelStats, RunStats
 from fpgashare.hdl_sim.module_models import build_modules, module_parameters, slot_modules
 
 log = logging.getLogger(__name__)
@@ -40,43 +40,6 @@ log = logging.getLogger(__name__)
 #: What the harness's users import from it (the build's names they need come along).
 __all__ = ["COMPILE", "DRIVEN_STREAMS", "PORT_CHANNEL", "VERILATOR_FLAGS", "ChannelStats", "HarnessError",
            "RunStats", "ShellHarness", "harness_parameters"]
-
-
-@dataclass(frozen=True)
-class RunStats:
-    """What one fs_run call saw."""
-
-    cycles: int
-    sent: int
-    received: int
-    extra_out: int
-    tlast_errors: int
-    tuser_errors: int
-    cfg_sent: int
-    cfg_end_cycle: int
-    out_end_cycle: int
-
-    @property
-    def finished(self) -> bool:
-        return self.cycles >= 0
-
-
-#: Channel index of the configuration port in the harness (streams are 0..15).
-PORT_CHANNEL = 16
-
-
-@dataclass(frozen=True)
-class ChannelStats:
-    """What one armed channel saw, in absolute harness cycles."""
-
-    sent: int
-    received: int
-    extra_out: int
-    tlast_errors: int
-    tuser_errors: int
-    start: int
-    last_word: int      #: the last output word (the port: the last bitstream word)
-    end: int            #: done: settle (the port: activation) cycles after that
 
 
 _U32P = np.ctypeslib.ndpointer(dtype=np.uint32, flags="C_CONTIGUOUS")

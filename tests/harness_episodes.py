@@ -7,12 +7,22 @@ from __future__ import annotations
 import numpy as np
 from fpgashare.bitstream.registry import build_config
 from fpgashare.catalogue.modules import resolve_stage
+from fpgashare.catalogue.platform import Platform, load_platform, manifest_at_pixels_per_clock
 from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.hdl_sim.board import SimBoard
 
 #: The library the episodes draw from (a small PYNQ-Z2 manifest of these modules).
 MODULES = ("rgb2gray", "conv3x3", "sobel_mag", "threshold")
 GRAY_STAGES = ("gauss3x3", "box3x3", "sobel_mag", "threshold")
+#: The pixels per clock the harness tests run at, and their ids (a fixture's ``params`` / ``ids``).
+PIXELS_PER_CLOCK, PPC_IDS = [1, 4], ["1 px/clk", "4 px/clk"]
+
+
+def small_platform(pixels_per_clock: int, tmp_path_factory) -> Platform:
+    """The PYNQ-Z2 with a library of ``MODULES`` only, at ``pixels_per_clock``, written to a
+    temporary folder (a module-scoped fixture's, so each build is made once per file)."""
+    folder = tmp_path_factory.mktemp(f"lib{pixels_per_clock}")
+    return load_platform(manifest_at_pixels_per_clock("pynq-z2", pixels_per_clock, folder / "small.toml", MODULES))
 
 
 def corrupt(words: np.ndarray, rng: np.random.Generator) -> np.ndarray:

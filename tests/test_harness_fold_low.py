@@ -13,20 +13,18 @@ import secrets
 
 import numpy as np
 import pytest
-from fpgashare.catalogue.platform import load_platform, manifest_at_pixels_per_clock
 from fpgashare.hdl_sim import comb_inputs
 from fpgashare.hdl_sim.board import SimBoard
 from fpgashare.hdl_sim.harness import HarnessError
 
-from tests.harness_episodes import MODULES, episode
+from tests.harness_episodes import PIXELS_PER_CLOCK, PPC_IDS, episode, small_platform
 
 pytestmark = pytest.mark.rtl
 
 
-@pytest.fixture(scope="module", params=[1, 4], ids=["1 px/clk", "4 px/clk"])
+@pytest.fixture(scope="module", params=PIXELS_PER_CLOCK, ids=PPC_IDS)
 def platform(request, tmp_path_factory):
-    folder = tmp_path_factory.mktemp(f"lib{request.param}")
-    return load_platform(manifest_at_pixels_per_clock("pynq-z2", request.param, folder / "small.toml", MODULES))
+    return small_platform(request.param, tmp_path_factory)
 
 
 def test_the_fold_runs_as_both_levels_apart(platform):

@@ -1,0 +1,108 @@
+"""Hold budgets: how long ``edf`` may hold an admitted pipeline's frame back after it arrives,
+so that a frame whose modules are resident runs first (runtime/sched/policies/hold.py), without
+any admitted frame missing.
+
+A hold is a later release with the deadline kept. Pipeline i's frame arrives at ``r`` in
+``[a, a + J_i]`` (``a`` its nominal release) and is due at ``r + D_i``; held by ``h <= H_i`` it
+becomes ready at ``r + h``, still due at ``r + D_i``. The processor-demand argument charges a
+window ``[t1, d]`` with the frames ready from ``t1`` on and due by ``d``, and blocks it by one frame
+ready before ``t1`` and due after ``d``. For the held frames:
+
+- due by ``d`` and ready from ``t1`` means ``r`` in ``[t1 - H_i, d - D_i]``: in a window of length
+  ``t`` at most ``floor((t - (D_i - H_i) + J_i) / T_i) + 1`` frames, and none for ``t < D_i - H_i``,
+  which is the demand of a task with deadline ``D_i - H_i`` and jitter ``J_i``;
+- a blocking frame arrived before ``t1`` and is due after ``d``: ``D_k > d - t1``, as without holds;
+- frames become ready up to ``J_i + H_i`` after their nominal release (the busy period's bound).
+
+So the phase-free test is run with those three (``processor_demand.demand_check``, ``hold``).
+The phased test counts a frame in a window by its latest release and its earliest deadline apart
+(``a + J >= t1``, ``a + D <= d``), and a blocker by its earliest release and latest deadline: there a
+hold is jitter, ``J_i + H_i`` with ``D_i`` unchanged. If the admitted set passes the test it was
+admitted under, on the same path (pin set, evictors, pinned-first rule) and leaving the contract
+the same blocking for an idle load and DNN batches, with the holds counted so, then holding any
+frame of i by up to ``H_i`` after it arrives cannot make an admitted frame miss
+(docs/guarantee.md, "Holding a frame back"). The daemon's frames arrive when apps send them
+within their jitter: a hold counted from the actual arrival is covered the same way.
+
+Admission is untouched: the budgets are computed after it, from the slack the admitted set
+leaves, greedily: pipelines whose frames load (a hold serves only those), the longest room first,
+each taking the largest fraction of its room ``min(D_i - C_i, T_i - J_i)`` that passes beside the
+budgets already given (``C_i``: its stream time; ``T_i - J_i`` ends a hold before its pipeline's
+next frame may arrive, so one pipeline's frames are never reordered). Frames committed before their
+release (``early``) assume exact releases: their sets get no budget.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+
+from fpgashare.catalogue.workload import PipelineSpec
+from fpgashare.sched.analysis.schedulability import AdmissionContract, Verdict
+
+log = logging.getLogger(__name__)
+
+#: Bisection steps on a pipeline's fraction of its room once the whole room fails (each re-runs the test):
+#: the budget is within 1/2^STEPS of the room's largest passing fraction.
+STEPS = 5
+
+
+def room(p: PipelineSpec) -> float:
+    """The most a frame of ``p`` could be held: its deadline less its stream time, and no later
+    than its pipeline's next frame may arrive."""
+    return max(0.0, min(p.deadline_s - p.exec_s, p.period_s - p.jitter_s))
+
+
+def keeps_contract(old: AdmissionContract, new: AdmissionContract, dnn: bool) -> bool:
+    """Whether ``new`` promises what ``old`` does: the same pins, evictors and rules, no early
+    commits, the idle load where ``old`` has it, and, with DNN work, batches at least as long."""
+    return (new.pinned == old.pinned and new.evictors == old.evictors and new.pinned_first == old.pinned_first
+            and not new.early and (new.idle_loads or not old.idle_loads)
+            and (not dnn or new.dnn_block_s >= old.dnn_block_s))
+
+
+def hold_budgets(verdict: Verdict, pipelines: Sequence[PipelineSpec], dnn: bool = False) -> dict[str, float]:
+    """Per pipeline, the hold budget ``H_i`` in seconds (module docstring); empty where no hold
+    is allowed. ``verdict``: the admitted set's; ``dnn``: best-effort DNN work shares the
+    partition (its batches keep the blocking the contract gives them)."""
+    contract = verdict.contract
+    if not verdict.ok or verdict.retest is None or contract.early or not pipelines:
+        return {}
+    if verdict.plan is not None and not any(verdict.plan.loads.values()):
+        return {}                    # no frame ever loads: nothing for a hold to save
+    loading = verdict.plan.loads if verdict.plan is not None else {}
+    rooms = {p.name: room(p) if loading.get(p.name, 1) > 0 else 0.0 for p in pipelines}
+    budgets = {name: 0.0 for name in rooms}
+
+    def passes(trial: dict[str, float]) -> bool:
+        again = verdict.retest(pipelines, holds=trial)
+        same_loads = verdict.plan is None or again.plan is None or again.plan.loads == verdict.plan.loads
+        return again.ok and same_loads and keeps_contract(contract, again.contract, dnn)
+
+    # Greedy, longest room first (the pipelines whose frames can wait longest gain most from a
+    # hold): each takes the largest fraction of its room that passes beside the budgets already given.
+    for name in sorted(rooms, key=lambda n: -rooms[n]):
+        if rooms[name] <= 0.0:
+            continue
+        lo, hi = 0.0, 1.0
+        if passes({**budgets, name: rooms[name]}):
+            lo = hi
+        else:
+            for _ in range(STEPS):
+                mid = (lo + hi) / 2
+                if passes({**budgets, name: mid * rooms[name]}):
+                    lo = mid
+                else:
+                    hi = mid
+        budgets[name] = lo * rooms[name]
+    log.debug("hold budgets: %s", budgets)
+    return {name: h for name, h in budgets.items() if h > 0.0}
+
+
+def with_holds(verdict: Verdict, pipelines: Sequence[PipelineSpec], dnn: bool = False) -> Verdict:
+    """``verdict`` with its contract's hold budgets (``hold_budgets``)."""
+    if not verdict.ok:
+        return verdict
+    holds = hold_budgets(verdict, pipelines, dnn)
+    return replace(verdict, contract=replace(verdict.contract, holds=holds))

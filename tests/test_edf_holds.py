@@ -1,0 +1,127 @@
+"""edf holding a ready frame back within its hold budget (runtime/sched/policies/hold.py,
+runtime/sched/analysis/holds.py): no admitted frame misses however the budgets are used, the
+admission decides the same with and without them, and a hold saves loads where frames sharing a
+module can run back to back."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from fpgashare.backends.model import ModelBackend
+from fpgashare.backends.slot_view import sub_platform
+from fpgashare.catalogue.platform import load_platform
+from fpgashare.catalogue.workload import Workload, realtime_spec
+from fpgashare.cli.bench import run_one
+from fpgashare.sched.analysis.admission import admit
+from fpgashare.sched.board.stream_plan import plan_streams
+from fpgashare.sched.limits import steady_loads
+from fpgashare.sched.policies.edf import EdfPolicy
+from fpgashare.sched.policies.hold import Holds
+from fpgashare.sched.sources.periodic import run_workload
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from benchmarks.limit_gap import small_workload
+from benchmarks.workload_gen import random_workload
+
+
+class HoldEverything(Holds):
+    """The most a policy may hold: every frame not started, for its whole budget (whether or not
+    another frame could use the time), so the budgets, not the hold rule, are what is checked."""
+
+    def held(self, engine, order, victims):
+        holds = engine.contract.holds
+        out = []
+        for frame in order:
+            until = frame.release + holds.get(frame.pipeline.name, 0.0)
+            if frame is engine.committed or frame.start is not None or frame.step or until <= engine.now:
+                continue
+            out.append(frame)
+            if frame.key not in self.record:
+                engine.wake(until)
+            self.record[frame.key] = (frame.release, until, engine.now)
+        return out
+
+
+class EdfHoldingEverything(EdfPolicy):
+    def setup(self, engine) -> None:
+        super().setup(engine)
+        self.held = HoldEverything()
+
+
+def _admitted_only(workload: Workload, admitted) -> Workload:
+    keep = {p.name for p in admitted}
+    return replace(workload, pipelines=tuple(p for p in workload.pipelines if not p.realtime or p.name in keep))
+
+
+def _assert_on_time_and_within_budget(engine, summary: dict, label: str) -> None:
+    for name, p in summary["pipelines"].items():
+        assert p["on_time"] == p["submitted"], f"{label}: admitted {name} missed: {p}"
+    budgets = engine.contract.holds
+    for key, (release, until, last) in engine.policy.held.record.items():
+        assert until == release + budgets[key.split("/")[0]], f"{label}: {key} held against another budget"
+        assert last < until, f"{label}: {key} held at {last} s, its budget ends at {until} s"
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**9), st.booleans())
+def test_frames_held_for_their_whole_budget_never_make_an_admitted_frame_miss(seed, phased):
+    workload = random_workload(seed, max_s=2.0)
+    admission = admit(workload, phased=phased)
+    engine, summary = run_workload(_admitted_only(workload, admission.admitted), ModelBackend(workload.platform),
+                                   EdfHoldingEverything(), contract=admission.contract)
+    _assert_on_time_and_within_budget(engine, summary, f"seed {seed}, phased {phased}")
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**9))
+def test_edfs_holds_on_the_bench_path_miss_nothing_and_keep_to_their_budgets(seed):
+    workload = small_workload(seed)
+    board, result = run_one(workload, "edf", "model", check_rejected=False)
+    for engine in getattr(board, "parts", None) or [board]:
+        part = {p.name for p in engine.pipelines}
+        summary = {"pipelines": {k: v for k, v in result["pipelines"].items() if k in part}}
+        _assert_on_time_and_within_budget(engine, summary, f"seed {seed}")
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**9), st.booleans())
+def test_the_hold_budgets_change_no_admission_decision(seed, phased):
+    workload = random_workload(seed, max_s=2.0)
+    with_holds, without = admit(workload, phased=phased), admit(workload, phased=phased, holds=False)
+    assert [p.name for p in with_holds.admitted] == [p.name for p in without.admitted]
+    assert with_holds.rejected == without.rejected
+    assert replace(with_holds.contract, holds={}) == without.contract
+    assert set(with_holds.contract.holds) <= {p.name for p in with_holds.admitted}
+    streams = workload.platform.streams
+    plans = plan_streams(workload, streams, phased=phased), plan_streams(workload, streams, phased=phased, holds=False)
+    assert plans[0].admitted == plans[1].admitted and plans[0].rejected == plans[1].rejected
+    for a, b in zip(plans[0].partitions, plans[1].partitions, strict=True):
+        assert (a.slots, [p.name for p in a.pipelines]) == (b.slots, [p.name for p in b.pipelines])
+        assert replace(a.verdict.contract, holds={}) == b.verdict.contract
+
+
+def _back_to_back() -> Workload:
+    """One slot. ``a`` (median3x3) every 20 ms; ``b`` and ``c`` (conv3x3) every 40 ms, ``b``
+    released 5 ms after one of a's frames with a 30 ms deadline, ``c`` 5 ms after the next.
+    Served as they come, the slot swaps four times a hyperperiod (a, b, a, c); with b held until
+    a's next frame has run, b and c run back to back and a's two frames too: two loads."""
+    one = sub_platform(load_platform("pynq-z2"), (0,))
+    a = replace(realtime_spec("a", ["median3x3"], 0.02, 0.01, [480, 640], one), offset_s=0.010)
+    b = replace(realtime_spec("b", ["conv3x3"], 0.04, 0.03, [480, 640], one), offset_s=0.015)
+    c = replace(realtime_spec("c", ["conv3x3"], 0.04, 0.01, [480, 640], one), offset_s=0.035)
+    return Workload(Path("back_to_back.toml"), one, 1, 0.04, (a, b, c))
+
+
+def test_a_hold_lets_frames_sharing_a_module_run_back_to_back_with_the_fewest_loads(monkeypatch):
+    workload = _back_to_back()
+    cyclic = steady_loads.cyclic_optimum(workload, ["a", "b", "c"], time_limit_s=10)
+    runs = {}
+    for holds in (False, True):
+        monkeypatch.setattr(EdfPolicy, "holds", holds)
+        engine, result = run_one(steady_loads.steady_workload(workload), "edf", "model", check_rejected=False)
+        _assert_on_time_and_within_budget(engine, result, f"holds {holds}")
+        runs[holds] = (steady_loads.run_per_hyperperiod(engine, workload.duration_s), len(engine.policy.held.record))
+    assert runs[False][1] == 0 and runs[True][1] > 0
+    assert runs[True][0] == cyclic["loads"] < runs[False][0]

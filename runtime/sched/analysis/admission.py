@@ -60,6 +60,6 @@ def admit(workload: Workload, phased: bool = False, evicting: bool | None = None
     if result.verdict is None:
         result.contract = analyse([], workload.platform).contract
     elif holds:
-        result.verdict = with_holds(result.verdict, result.admitted, dnn=few_pins)
+        result.verdict = with_holds(result.verdict, result.admitted, dnn=few_pins, phased=phased)
         result.contract = result.verdict.contract
     return result

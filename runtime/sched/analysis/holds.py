@@ -35,13 +35,24 @@ release (``early``) assume exact releases: their sets get no budget.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 
+import numpy as np
 from fpgashare.catalogue.workload import PipelineSpec
+from fpgashare.sched.analysis.phased_demand import hyperperiod
 from fpgashare.sched.analysis.schedulability import AdmissionContract, Verdict
 
 log = logging.getLogger(__name__)
+
+#: Longest release pattern (hyperperiod over the shortest period) ``useful`` goes through.
+MAX_PATTERN = 2000
+
+#: How far past the latest arrival of the frame it waits for a useful hold reaches: the rule holds
+#: only while that release is still ahead of the hold's end (hold.py), and a budget that ends
+#: exactly then would let it lapse as the frame comes.
+EARLY_BY = 1e-4
 
 #: Bisection steps on a pipeline's fraction of its room once the whole room fails (each re-runs the test):
 #: the budget is within 1/2^STEPS of the room's largest passing fraction.
@@ -54,6 +65,35 @@ def room(p: PipelineSpec) -> float:
     return max(0.0, min(p.deadline_s - p.exec_s, p.period_s - p.jitter_s))
 
 
+def useful(pipelines: Sequence[PipelineSpec], loading: dict[str, int], rooms: dict[str, float]) -> dict[str, float]:
+    """With known phases, per pipeline, the longest hold the rule could use: from one of its frames'
+    nominal release to the latest arrival of another loading pipeline's frame nominally released
+    within its room after it (the frame a hold waits for; a pipeline whose stages are all pinned
+    loses no module to a load). Its room where the pattern is too long to go through."""
+    period = hyperperiod(np.array([p.period_s for p in pipelines], dtype=np.float64))
+    if period is None or period / min(p.period_s for p in pipelines) > MAX_PATTERN:
+        return rooms
+    first = max(p.offset_s for p in pipelines)     # every pipeline has started: the pattern repeats
+    out = {}
+    for p in pipelines:
+        mine = np.arange(math.ceil((first - p.offset_s) / p.period_s), math.ceil((first + period - p.offset_s)
+                                                                               / p.period_s) + 1)
+        a = p.offset_s + mine * p.period_s
+        best = 0.0
+        for q in pipelines:
+            if q is p or not loading.get(q.name, 1):
+                continue
+            k = np.ceil((a - q.offset_s) / q.period_s)      # q's first nominal release at or after each of p's
+            b = q.offset_s + np.maximum(k, 0) * q.period_s
+            b = np.where(b == a, b + q.period_s, b)
+            gap = b - a
+            fits = gap < rooms[p.name]
+            if fits.any():
+                best = max(best, float(gap[fits].max()) + q.jitter_s)
+        out[p.name] = min(rooms[p.name], best + EARLY_BY) if best > 0.0 else 0.0
+    return out
+
+
 def keeps_contract(old: AdmissionContract, new: AdmissionContract, dnn: bool) -> bool:
     """Whether ``new`` promises what ``old`` does: the same pins, evictors and rules, no early
     commits, the idle load where ``old`` has it, and, with DNN work, batches at least as long."""
@@ -62,10 +102,12 @@ def keeps_contract(old: AdmissionContract, new: AdmissionContract, dnn: bool) ->
             and (not dnn or new.dnn_block_s >= old.dnn_block_s))
 
 
-def hold_budgets(verdict: Verdict, pipelines: Sequence[PipelineSpec], dnn: bool = False) -> dict[str, float]:
+def hold_budgets(verdict: Verdict, pipelines: Sequence[PipelineSpec], dnn: bool = False,
+                 phased: bool = False) -> dict[str, float]:
     """Per pipeline, the hold budget ``H_i`` in seconds (module docstring); empty where no hold
     is allowed. ``verdict``: the admitted set's; ``dnn``: best-effort DNN work shares the
-    partition (its batches keep the blocking the contract gives them)."""
+    partition (its batches keep the blocking the contract gives them); ``phased``: the frames
+    come as the pipelines write them, so no budget is longer than a hold could be useful."""
     contract = verdict.contract
     if not verdict.ok or verdict.retest is None or contract.early or not pipelines:
         return {}
@@ -73,6 +115,8 @@ def hold_budgets(verdict: Verdict, pipelines: Sequence[PipelineSpec], dnn: bool 
         return {}                    # no frame ever loads: nothing for a hold to save
     loading = verdict.plan.loads if verdict.plan is not None else {}
     rooms = {p.name: room(p) if loading.get(p.name, 1) > 0 else 0.0 for p in pipelines}
+    if phased:
+        rooms = useful(pipelines, loading, rooms)
     budgets = {name: 0.0 for name in rooms}
 
     def passes(trial: dict[str, float]) -> bool:
@@ -100,9 +144,10 @@ def hold_budgets(verdict: Verdict, pipelines: Sequence[PipelineSpec], dnn: bool 
     return {name: h for name, h in budgets.items() if h > 0.0}
 
 
-def with_holds(verdict: Verdict, pipelines: Sequence[PipelineSpec], dnn: bool = False) -> Verdict:
+def with_holds(verdict: Verdict, pipelines: Sequence[PipelineSpec], dnn: bool = False,
+               phased: bool = False) -> Verdict:
     """``verdict`` with its contract's hold budgets (``hold_budgets``)."""
     if not verdict.ok:
         return verdict
-    holds = hold_budgets(verdict, pipelines, dnn)
+    holds = hold_budgets(verdict, pipelines, dnn, phased)
     return replace(verdict, contract=replace(verdict.contract, holds=holds))

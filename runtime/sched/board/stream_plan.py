@@ -173,7 +173,7 @@ def plan_streams(workload: Workload, streams: int, phased: bool = False, spare_s
     if holds:
         for part in plan.partitions:
             if part.verdict is not None:
-                part.verdict = with_holds(part.verdict, part.pipelines, dnn=part.dnn)
+                part.verdict = with_holds(part.verdict, part.pipelines, dnn=part.dnn, phased=phased)
     return with_spare_stream(plan, workload.platform, streams) if spare_stream else plan
 
 

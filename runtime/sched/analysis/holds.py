@@ -28,8 +28,10 @@ Admission is untouched: the budgets are computed after it, from the slack the ad
 leaves, greedily: pipelines whose frames load (a hold serves only those), the longest room first,
 each taking the largest fraction of its room ``min(D_i - C_i, T_i - J_i)`` that passes beside the
 budgets already given (``C_i``: its stream time; ``T_i - J_i`` ends a hold before its pipeline's
-next frame may arrive, so one pipeline's frames are never reordered). Frames committed before their
-release (``early``) assume exact releases: their sets get no budget.
+next frame may arrive, so one pipeline's frames are never reordered; with known phases, also no
+longer than the rule could use a hold: ``useful``). How the slack is shared is a choice of where
+holds help, not part of the argument: any budgets the test passes with are sound. Frames committed
+before their release (``early``) assume exact releases: their sets get no budget.
 """
 
 from __future__ import annotations

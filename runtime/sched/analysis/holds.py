@@ -56,6 +56,12 @@ MAX_PATTERN = 2000
 #: exactly then would let it lapse as the frame comes.
 EARLY_BY = 1e-4
 
+#: The share of the DNN's batch blocking (the contract's ``dnn_block_s``: the longest batch that
+#: may overlap a possible release) holds must leave it. That blocking is what the admitted set's
+#: slack is otherwise handed to, so holds with DNN work take a little of it: only batches that
+#: would straddle a release are shortened, by at most a tenth.
+DNN_KEPT = 0.9
+
 #: Bisection steps on a pipeline's fraction of its room once the whole room fails (each re-runs the test):
 #: the budget is within 1/2^STEPS of the room's largest passing fraction.
 STEPS = 5
@@ -97,11 +103,12 @@ def useful(pipelines: Sequence[PipelineSpec], loading: dict[str, int], rooms: di
 
 
 def keeps_contract(old: AdmissionContract, new: AdmissionContract, dnn: bool) -> bool:
-    """Whether ``new`` promises what ``old`` does: the same pins, evictors and rules, no early
-    commits, the idle load where ``old`` has it, and, with DNN work, batches at least as long."""
+    """Whether ``new`` (the test's contract with the holds counted) keeps what admission decided in
+    ``old``: the same pins, evictors and rules, no early commits, the idle load where ``old`` has
+    it, and, with DNN work, at least ``DNN_KEPT`` of its longest batch that may overlap a release."""
     return (new.pinned == old.pinned and new.evictors == old.evictors and new.pinned_first == old.pinned_first
             and not new.early and (new.idle_loads or not old.idle_loads)
-            and (not dnn or new.dnn_block_s >= old.dnn_block_s))
+            and (not dnn or new.dnn_block_s >= DNN_KEPT * old.dnn_block_s))
 
 
 def hold_budgets(verdict: Verdict, pipelines: Sequence[PipelineSpec], dnn: bool = False,
@@ -148,8 +155,14 @@ def hold_budgets(verdict: Verdict, pipelines: Sequence[PipelineSpec], dnn: bool 
 
 def with_holds(verdict: Verdict, pipelines: Sequence[PipelineSpec], dnn: bool = False,
                phased: bool = False) -> Verdict:
-    """``verdict`` with its contract's hold budgets (``hold_budgets``)."""
+    """``verdict`` with the hold budgets (``hold_budgets``) and the contract the test gives with
+    them counted: the same pins and rules, its idle load and DNN blocking as the test leaves them."""
     if not verdict.ok:
         return verdict
     holds = hold_budgets(verdict, pipelines, dnn, phased)
-    return replace(verdict, contract=replace(verdict.contract, holds=holds))
+    if not holds:
+        return replace(verdict, contract=replace(verdict.contract, holds={}))
+    again = verdict.retest(pipelines, holds=holds)
+    if not (again.ok and keeps_contract(verdict.contract, again.contract, dnn)):
+        return replace(verdict, contract=replace(verdict.contract, holds={}))   # (the search passed it)
+    return replace(verdict, contract=replace(again.contract, holds=holds))

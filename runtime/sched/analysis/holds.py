@@ -75,9 +75,9 @@ def room(p: PipelineSpec) -> float:
 
 def useful(pipelines: Sequence[PipelineSpec], loading: dict[str, int], rooms: dict[str, float]) -> dict[str, float]:
     """With known phases, per pipeline, the longest hold the rule could use: from one of its frames'
-    nominal release to the latest arrival of another loading pipeline's frame nominally released
-    within its room after it (the frame a hold waits for; a pipeline whose stages are all pinned
-    loses no module to a load). Its room where the pattern is too long to go through."""
+    nominal release to the latest arrival of the last frame of another loading pipeline nominally
+    released within its room after it (the frames a hold waits for; a pipeline whose stages are
+    all pinned loses no module to a load). Its room where the pattern is too long to go through."""
     period = hyperperiod(np.array([p.period_s for p in pipelines], dtype=np.float64))
     if period is None or period / min(p.period_s for p in pipelines) > MAX_PATTERN:
         return rooms
@@ -91,11 +91,11 @@ def useful(pipelines: Sequence[PipelineSpec], loading: dict[str, int], rooms: di
         for q in pipelines:
             if q is p or not loading.get(q.name, 1):
                 continue
-            k = np.ceil((a - q.offset_s) / q.period_s)      # q's first nominal release at or after each of p's
-            b = q.offset_s + np.maximum(k, 0) * q.period_s
-            b = np.where(b == a, b + q.period_s, b)
-            gap = b - a
-            fits = gap < rooms[p.name]
+            # q's last nominal release before each of p's frames' room runs out: the rule keeps
+            # holding while any such release is ahead (hold.py), so every one of them may be waited for
+            k = np.ceil((a + rooms[p.name] - q.offset_s) / q.period_s) - 1
+            gap = q.offset_s + k * q.period_s - a
+            fits = (gap > 0.0) & (k >= 0)
             if fits.any():
                 best = max(best, float(gap[fits].max()) + q.jitter_s)
         out[p.name] = min(rooms[p.name], best + EARLY_BY) if best > 0.0 else 0.0

@@ -18,11 +18,12 @@ So the phase-free test is run with those three (``processor_demand.demand_check`
 The phased test counts a frame in a window by its latest release and its earliest deadline apart
 (``a + J >= t1``, ``a + D <= d``), and a blocker by its earliest release and latest deadline: there a
 hold is jitter, ``J_i + H_i`` with ``D_i`` unchanged. If the admitted set passes the test it was
-admitted under, on the same path (pin set, evictors, pinned-first rule) and leaving the contract
-the same blocking for an idle load and DNN batches, with the holds counted so, then holding any
-frame of i by up to ``H_i`` after it arrives cannot make an admitted frame miss
-(docs/guarantee.md, "Holding a frame back"). The daemon's frames arrive when apps send them
-within their jitter: a hold counted from the actual arrival is covered the same way.
+admitted under, on the same path (pin set, evictors, pinned-first rule), with the holds counted so,
+then under that test's contract (its idle load and DNN blocking, ``with_holds``) holding any frame
+of i by up to ``H_i`` after it arrives cannot make an admitted frame miss (docs/guarantee.md,
+"Holding a frame back"). A daemon's frames arrive within their jitter, and a hold counted from the
+actual arrival would be covered the same way; its layouts get no budgets all the same, since a
+frame held under one set's budgets is not what the mode-change test counts.
 
 Admission is untouched: the budgets are computed after it, from the slack the admitted set
 leaves, greedily: pipelines whose frames load (a hold serves only those), the longest room first,

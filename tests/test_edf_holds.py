@@ -17,6 +17,7 @@ from fpgashare.sched.analysis.admission import admit
 from fpgashare.sched.analysis.holds import DNN_KEPT, room
 from fpgashare.sched.board.stream_plan import plan_streams
 from fpgashare.sched.limits import steady_loads
+from fpgashare.sched.limits.bench_limits import served
 from fpgashare.sched.policies.edf import EdfPolicy
 from fpgashare.sched.policies.hold import Holds
 from fpgashare.sched.sources.periodic import run_workload
@@ -25,6 +26,7 @@ from hypothesis import strategies as st
 
 from benchmarks.limit_gap import small_workload
 from benchmarks.workload_gen import random_workload
+from tests.test_steady_loads import _swap_every_hyperperiod
 
 
 class HoldEverything(Holds):
@@ -140,3 +142,20 @@ def test_a_hold_lets_frames_sharing_a_module_run_back_to_back_with_the_fewest_lo
         runs[holds] = (steady_loads.run_per_hyperperiod(engine, workload.duration_s), len(engine.policy.held.record))
     assert runs[False][1] == 0 and runs[True][1] > 0
     assert runs[True][0] == cyclic["loads"] < runs[False][0]
+
+
+def test_holds_let_edf_alternate_the_order_from_one_hyperperiod_to_the_next_below_a_cyclic_tables_loads():
+    """tests/test_steady_loads.py's swap: a chain on both slots and threshold once a hyperperiod.
+    A table repeating every hyperperiod swaps a slot twice in each; edf holding the chain's frame
+    while threshold is resident serves threshold first every other hyperperiod, so each swap is
+    followed by the frame that needs the module it brought: one load a hyperperiod."""
+    workload = _swap_every_hyperperiod()
+    cyclic = steady_loads.cyclic_optimum(workload, ["both", "thr"], time_limit_s=10)
+    board, result = run_one(steady_loads.steady_workload(workload), "edf", "model", check_rejected=False)
+    assert sorted(served(result)) == ["both", "thr"]
+    held = 0
+    for engine in getattr(board, "parts", None) or [board]:
+        _assert_on_time_and_within_budget(engine, {"pipelines": {}}, "swap")
+        held += len(engine.policy.held.record)
+    assert held > 0
+    assert steady_loads.run_per_hyperperiod(board, workload.duration_s) < cyclic["loads"]

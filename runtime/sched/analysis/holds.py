@@ -65,7 +65,7 @@ DNN_KEPT = 0.9
 
 #: Bisection steps on a pipeline's fraction of its room once the whole room fails (each re-runs the test):
 #: the budget is within 1/2^STEPS of the room's largest passing fraction.
-STEPS = 5
+STEPS = 3
 
 
 def room(p: PipelineSpec) -> float:
@@ -130,10 +130,12 @@ def hold_budgets(verdict: Verdict, pipelines: Sequence[PipelineSpec], dnn: bool 
     budgets = {name: 0.0 for name in rooms}
 
     def passes(trial: dict[str, float]) -> bool:
-        again = verdict.retest(pipelines, holds=trial)
+        again = verdict.retest(pipelines, holds=trial, same_as=contract)
         same_loads = verdict.plan is None or again.plan is None or again.plan.loads == verdict.plan.loads
         return again.ok and same_loads and keeps_contract(contract, again.contract, dnn)
 
+    if passes(rooms):
+        return {name: h for name, h in rooms.items() if h > 0.0}     # every room at once: one test
     # Greedy, longest room first (the pipelines whose frames can wait longest gain most from a
     # hold): each takes the largest fraction of its room that passes beside the budgets already given.
     for name in sorted(rooms, key=lambda n: -rooms[n]):
@@ -163,7 +165,7 @@ def with_holds(verdict: Verdict, pipelines: Sequence[PipelineSpec], dnn: bool = 
     holds = hold_budgets(verdict, pipelines, dnn, phased)
     if not holds:
         return replace(verdict, contract=replace(verdict.contract, holds={}))
-    again = verdict.retest(pipelines, holds=holds)
+    again = verdict.retest(pipelines, holds=holds, same_as=verdict.contract)
     if not (again.ok and keeps_contract(verdict.contract, again.contract, dnn)):
         return replace(verdict, contract=replace(verdict.contract, holds={}))   # (the search passed it)
     return replace(verdict, contract=replace(again.contract, holds=holds))

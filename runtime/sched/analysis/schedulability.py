@@ -229,7 +229,7 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
             board_load_s: float | None = None, control_s: float | None = None,
             afford_change: bool = False, afford_share: int | None = None, phased: bool = False,
             pinned_first: bool = False, early_commit: bool = False,
-            holds: dict[str, float] | None = None) -> Verdict:
+            holds: dict[str, float] | None = None, same_as: AdmissionContract | None = None) -> Verdict:
     """Whether ``pipelines`` (real-time) pass the test on ``platform``, and with which pins.
     Pin sets are tried in order of the load time their frames still need (least first), or, with
     ``few_pins`` (best-effort work wants slots to borrow), fewest pins first. ``keep_pinned``:
@@ -253,7 +253,9 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     ``pinned_first``): where a pin set fails, also try frames committed before their known
     release (runtime/sched/analysis/early_commit.py); the contract names them. ``holds``: per
     pipeline, how long edf may hold its frame back after it arrives (runtime/sched/analysis/holds.py):
-    the test counts them (``processor_demand.demand_check``); not with ``early_commit``."""
+    the test counts them (``processor_demand.demand_check``); not with ``early_commit``.
+    ``same_as``: try only the pin set of that contract (the hold budgets' re-runs: with holds the
+    sets tried before it fail again, the test only being stricter)."""
     L, X = load_and_control(platform, port_share, board_load_s, control_s)
     if not pipelines:
         return Verdict(True, contract=AdmissionContract({}, L, True, float("inf")))
@@ -288,7 +290,10 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     one_job = one_job_frames(pipelines)
     hold = hold_array(pipelines, holds)
     early_commit = early_commit and hold is None
-    for _, _, pins in candidates[:MAX_TRIED]:
+    tried = candidates[:MAX_TRIED]
+    if same_as is not None:
+        tried = [c for c in tried if c[2] == Counter(same_as.pinned.values())]
+    for _, _, pins in tried:
         plan = residency(pipelines, platform, pins, keep_pinned)
         if isinstance(plan, str):
             continue

@@ -65,7 +65,7 @@ DNN_KEPT = 0.9
 
 #: Bisection steps on a pipeline's fraction of its room once the whole room fails (each re-runs the test):
 #: the budget is within 1/2^STEPS of the room's largest passing fraction.
-STEPS = 3
+STEPS = 5
 
 
 def room(p: PipelineSpec) -> float:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 from fpgashare.backends.model import ModelBackend
 from fpgashare.backends.slot_view import sub_platform
 from fpgashare.catalogue.platform import load_platform
@@ -15,6 +16,7 @@ from fpgashare.catalogue.workload import Workload, realtime_spec
 from fpgashare.cli.bench import run_one
 from fpgashare.sched.analysis.admission import admit
 from fpgashare.sched.analysis.holds import DNN_KEPT, room
+from fpgashare.sched.analysis.processor_demand import demand_check
 from fpgashare.sched.board.stream_plan import plan_streams
 from fpgashare.sched.limits import steady_loads
 from fpgashare.sched.limits.bench_limits import served
@@ -159,3 +161,19 @@ def test_holds_let_edf_alternate_the_order_from_one_hyperperiod_to_the_next_belo
         held += len(engine.policy.held.record)
     assert held > 0
     assert steady_loads.run_per_hyperperiod(board, workload.duration_s) < cyclic["loads"]
+
+
+def test_a_hold_counts_as_a_shorter_deadline_in_the_demand():
+    """One frame of 3 ms every 20 ms, due 10 ms after it arrives: held 8 ms it has 2 ms left, which
+    raising its jitter by 8 ms would not see (that task's frame is due 10 ms after its late
+    release). Held h, its window is 10 - h long and a frame due after it may still block it (the
+    test's blocking judges by the deadlines as they are: its own 3 ms, or the 4 ms frame's)."""
+    def test(jobs, jitter=0.0, hold=None):
+        stream, period, due = (np.array(v) * 1e-3 for v in zip(*jobs, strict=True))
+        return demand_check(stream, period, due, np.full(len(jobs), jitter * 1e-3), 0.0,
+                            hold=None if hold is None else np.array(hold) * 1e-3).ok
+
+    one = [(3, 20, 10)]
+    assert test(one, jitter=8) and not test(one, hold=[8]) and not test(one, hold=[5]) and test(one, hold=[4])
+    two = [(3, 20, 10), (4, 40, 40)]
+    assert test(two) and not test(two, hold=[4, 0]) and test(two, hold=[3, 0])

@@ -137,7 +137,7 @@ class EdfPolicy(PriorityPolicy):
         port_given = committed is not None
         order = sorted(engine.pending, key=self.priority)
         if self.holds and engine.contract.holds:
-            held = self.held.held(engine, order, lambda f: self._victims(engine, f))
+            held = self.held.held(engine, order, lambda f: [v for _, v in self._plan(engine, f, set()).loads])
             if held:             # decided as if not released yet (hold.py)
                 order = [f for f in order if not any(f is h for h in held)]
         shortest = engine.port.shortest_load_s()
@@ -269,10 +269,6 @@ class EdfPolicy(PriorityPolicy):
         if len(plan.loads) > 1 and take_pins and len(engine.pending) > 1 and not slots.fused:
             borrow_last(engine, frame, plan)
         return plan
-
-    def _victims(self, engine: EngineView, frame: Frame) -> list[int]:
-        """The slots the loads for ``frame`` would take if it committed now."""
-        return [v for _, v in self._plan(engine, frame, set()).loads]
 
     def _issue(self, engine: EngineView, plan: LoadPlan) -> None:
         """The committed frame's next load, when the port is free (one at a time: a frame that

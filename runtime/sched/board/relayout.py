@@ -71,7 +71,7 @@ def propose(platform: Platform, admitted: list[PipelineSpec], besteffort: list[P
     delay of it, ``Board.control_s``). Lazily: a caller that takes the first layout
     that passes its check pays for no split after it."""
     workload = Workload(Path("<daemon>"), platform, 0, 1.0, (*admitted, newcomer, *besteffort))
-    plan = plan_streams(workload, cap, holds=False)     # no holds across a daemon's mode changes
+    plan = plan_streams(workload, cap, holds=False)     # budgets come with each partition's mode change
     wanted = {p.name for p in (*admitted, newcomer)}
     if wanted <= {p.name for p in plan.admitted}:
         yield _cover(platform, plan)

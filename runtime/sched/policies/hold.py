@@ -50,8 +50,9 @@ class Holds:
             if frame is engine.committed or frame.start is not None:
                 return out            # edf serves this one (or it is already in its loads)
             until = frame.release + holds.get(frame.pipeline.name, 0.0)
-            if frame.step or frame.arrives is not None or until <= engine.now:
-                return out
+            if frame.step or frame.arrives is not None or until <= engine.now \
+                    or frame.deadline < frame.release + frame.pipeline.deadline_s:
+                return out            # (the budgets count a frame due D after it is released)
             _, missing = engine.placement.find_slots(frame, set())
             if not missing or len(out) >= MAX_HELD:
                 return out

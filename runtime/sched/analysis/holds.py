@@ -21,9 +21,9 @@ hold is jitter, ``J_i + H_i`` with ``D_i`` unchanged. If the admitted set passes
 admitted under, on the same path (pin set, evictors, pinned-first rule), with the holds counted so,
 then under that test's contract (its idle load and DNN blocking, ``with_holds``) holding any frame
 of i by up to ``H_i`` after it arrives cannot make an admitted frame miss (docs/guarantee.md,
-"Holding a frame back"). A daemon's frames arrive within their jitter, and a hold counted from the
-actual arrival would be covered the same way; its layouts get no budgets all the same, since a
-frame held under one set's budgets is not what the mode-change test counts.
+"Holding a frame back"). A daemon's frames arrive within their jitter, and a hold counts from the
+actual arrival: covered the same way; its partitions get budgets with each mode change, and hold
+nothing while one is under way (runtime/sched/analysis/mode_change.py, "Holds").
 
 Admission is untouched: the budgets are computed after it, from the slack the admitted set
 leaves, greedily: pipelines whose frames load (a hold serves only those), the longest room first,

@@ -163,8 +163,8 @@ def plan_streams(workload: Workload, streams: int, phased: bool = False, spare_s
     daemon's streams). ``spare_stream``: a real-time partition hosting the DNN gets a stream no
     partition uses for its batches (``with_spare_stream``; a run of the plan's partitions, not a
     daemon's layout). ``holds``: each partition's contract also gets the hold budgets its slack
-    allows, once the plan is made (runtime/sched/analysis/holds.py; not for a daemon's layout,
-    whose set changes: runtime/sched/board/relayout.py)."""
+    allows, once the plan is made (runtime/sched/analysis/holds.py; a daemon's partitions get
+    theirs with each mode change instead: runtime/sched/analysis/mode_change.py)."""
     plan = spread_plan(workload, streams, phased)
     if streams > 1:
         one = one_stream(workload, phased, holds=False)

@@ -11,13 +11,14 @@ load now and is pending, or is known (the engine's foresight) to be released bef
 runs out, ``f`` is held: edf decides as if it had not been released yet, until ``g`` is served or
 the hold runs out, whichever comes first. A frame of pipeline i is never held past its arrival
 plus ``H_i``, the hold budget the admission's slack allows (runtime/sched/analysis/holds.py): a
-held frame is then a frame released later within the wider jitter the admitted set passes the
-same test with, so no admitted frame can miss (docs/guarantee.md, "Holding a frame back").
+held frame is then a frame that becomes ready later with its deadline kept, which the admitted
+set's test passes with, holds counted, so no admitted frame can miss (docs/guarantee.md, "Holding
+a frame back").
 
-Holds need a contract with budgets (the bench's plans; a daemon's layout, whose set changes, gets
-none), and stop while a mode change is under way. A held frame is still pending for the engine,
-so every rule that waits for pending frames (side loads, DNN batches: guard.py) keeps waiting:
-that only does less than the analysis allows.
+Holds need a contract with budgets (the bench's plans; a daemon partition's mode changes), and
+stop while a mode change is under way (the argument: mode_change.py, "Holds"). A held frame is
+still pending for the engine, so every rule that waits for pending frames (side loads, DNN
+batches: guard.py) keeps waiting: that only does less than the analysis allows.
 """
 
 from __future__ import annotations

@@ -133,13 +133,16 @@ def _run_on_streams(workload: Workload, scheduler: str, board, streams: int,
 
 
 def _rules(contract) -> dict:
-    """The contract's extra rules, where it has them: evicting pipelines (the pins each may take)
-    and pinned frames first (runtime/sched/analysis/evicting_pins.py, pinned_first.py)."""
+    """The contract's extra rules, where it has them: evicting pipelines (the pins each may take),
+    pinned frames first and hold budgets (runtime/sched/analysis/evicting_pins.py, pinned_first.py,
+    holds.py)."""
     out = {}
     if contract.evictors:
         out["evictors"] = dict(sorted(contract.evictors.items()))
     if contract.pinned_first:
         out["pinned_first"] = True
+    if contract.holds:
+        out["hold_ms"] = {name: round(h * 1e3, 3) for name, h in sorted(contract.holds.items())}
     return out
 
 

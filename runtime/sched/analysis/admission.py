@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from fpgashare.catalogue.workload import PipelineSpec, Workload
 from fpgashare.sched.analysis.evicting_pins import analyse_evicting
+from fpgashare.sched.analysis.holds import with_holds
 from fpgashare.sched.analysis.pinned_first import analyse_pinned_first
 from fpgashare.sched.analysis.schedulability import UNCONSTRAINED, AdmissionContract, Verdict, analyse
 
@@ -24,14 +25,16 @@ class Admission:
     verdict: Verdict | None = None
 
 
-def admit(workload: Workload, phased: bool = False, evicting: bool | None = None) -> Admission:
+def admit(workload: Workload, phased: bool = False, evicting: bool | None = None, holds: bool = True) -> Admission:
     """The real-time pipelines of ``workload`` the analysis admits, in order, and the contract.
     ``phased``: the frames are released as the workload writes them (offsets, periods, jitter), so
     the analysis may use the phased test (``processor_demand.release_test``); not for a daemon's streams.
     ``evicting`` (default: ``phased``): where the plain test refuses, try plans in which a pipeline
     borrows pinned slots and puts them back (runtime/sched/analysis/evicting_pins.py), then the
     pinned-first rule (runtime/sched/analysis/pinned_first.py), then frames committed before their
-    known release (runtime/sched/analysis/early_commit.py)."""
+    known release (runtime/sched/analysis/early_commit.py). ``holds``: once the set is decided, the
+    contract also gets the hold budgets its slack allows (runtime/sched/analysis/holds.py); they
+    never change who is admitted."""
     few_pins = any(not p.realtime for p in workload.pipelines)    # best-effort work borrows idle slots
     evicting = phased if evicting is None else evicting
     result = Admission()
@@ -56,4 +59,7 @@ def admit(workload: Workload, phased: bool = False, evicting: bool | None = None
             result.rejected.append({"name": p.name, "reason": verdict.reason})
     if result.verdict is None:
         result.contract = analyse([], workload.platform).contract
+    elif holds:
+        result.verdict = with_holds(result.verdict, result.admitted, dnn=few_pins, phased=phased)
+        result.contract = result.verdict.contract
     return result

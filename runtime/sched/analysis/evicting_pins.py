@@ -44,12 +44,15 @@ from fpgashare.sched.analysis.processor_demand import release_test
 from fpgashare.sched.analysis.residency import ResidencyPlan, slot_compatibility, unpinned_stages
 from fpgashare.sched.analysis.schedulability import (
     MAX_TRIED,
+    AdmissionContract,
     Verdict,
     _arrays,
     _verdict,
     ddr_budget,
+    hold_array,
     load_and_control,
     one_job_frames,
+    retestable,
 )
 
 #: Pin multisets enumerated at most (modules x copies up to the slots): beyond, no evicting plan.
@@ -123,15 +126,18 @@ def put_back_tails(pipelines: Sequence[PipelineSpec], evictors: dict[str, int], 
     return np.array([evictors.get(p.name, 0) * load_s for p in pipelines], dtype=np.float64)
 
 
+@retestable
 def analyse_evicting(pipelines: Sequence[PipelineSpec], platform: Platform, phased: bool = False,
                      port_share: int = 1, board_load_s: float | None = None,
-                     control_s: float | None = None, early_commit: bool = False) -> Verdict:
+                     control_s: float | None = None, early_commit: bool = False,
+                     holds: dict[str, float] | None = None, same_as: AdmissionContract | None = None) -> Verdict:
     """Whether ``pipelines`` pass the test with some evicting plan (module docstring), and the
     verdict whose contract names the evictors; a refusal's reason is the best plan's.
     ``port_share``, ``board_load_s``, ``control_s``: a partition's load time and register traffic,
     as for ``schedulability.analyse`` (every load, the put-backs too, may wait behind one load of
     each other partition). ``early_commit`` (with ``phased``): where a plan fails, also try frames
-    committed before their known release (runtime/sched/analysis/early_commit.py)."""
+    committed before their known release (runtime/sched/analysis/early_commit.py). ``holds``,
+    ``same_as`` (only that contract's plan): as for ``schedulability.analyse``."""
     if any(len(p.pass_stages) > 1 and p.exec_s > p.deadline_s for p in pipelines):
         return Verdict(False, "a chain in passes is longer than its deadline")
     if sum(p.ddr_bytes_per_frame / p.period_s for p in pipelines) > ddr_budget(platform):
@@ -141,10 +147,15 @@ def analyse_evicting(pipelines: Sequence[PipelineSpec], platform: Platform, phas
     P = np.array([p.offset_s for p in pipelines], dtype=np.float64) if phased else None
     reason = "no evicting plan"
     one_job = one_job_frames(pipelines)
-    for _, plan, evictors in evicting_plans(pipelines, platform)[:MAX_TRIED]:
+    hold = hold_array(pipelines, holds)
+    early_commit = early_commit and hold is None
+    tried = evicting_plans(pipelines, platform)[:MAX_TRIED]
+    if same_as is not None:
+        tried = [t for t in tried if dict(t[2]) == same_as.evictors and dict(t[1].pinned) == same_as.pinned]
+    for _, plan, evictors in tried:
         S, T, D, J = _arrays(pipelines, plan.loads, L, X)
         tail = put_back_tails(pipelines, evictors, L)
-        check = release_test(S, T, D, J, P, X, most_slack=False, tail=tail, one_job=one_job)
+        check = release_test(S, T, D, J, P, X, most_slack=False, tail=tail, one_job=one_job, hold=hold)
         early: dict[str, float] = {}
         if not check.ok and early_commit and P is not None:
             own = {p.name: n - evictors.get(p.name, 0) for p, n in ((p, plan.loads[p.name]) for p in pipelines)}
@@ -154,7 +165,7 @@ def analyse_evicting(pipelines: Sequence[PipelineSpec], platform: Platform, phas
                 D, J, P = shifted(D, J, P, shift)
                 early = {p.name: float(v) for p, v in zip(pipelines, shift, strict=True) if v > 0.0}
         if check.ok:
-            verdict = _verdict(plan, check, L, X, S, T, D, J, P, tail=tail, one_job=one_job)
+            verdict = _verdict(plan, check, L, X, S, T, D, J, P, tail=tail, one_job=one_job, hold=hold)
             return replace(verdict, contract=replace(verdict.contract, evictors=dict(evictors), early=early))
         reason = check.reason
     return Verdict(False, reason)

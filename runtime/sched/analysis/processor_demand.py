@@ -65,14 +65,35 @@ class PinnedFirst:
 
 
 def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, extra_block_s: float,
-                 first: PinnedFirst | None = None, tail: np.ndarray | None = None) -> DemandCheck:
+                 first: PinnedFirst | None = None, tail: np.ndarray | None = None,
+                 hold: np.ndarray | None = None) -> DemandCheck:
     """Processor demand of non-preemptive EDF with jitter and blocking (module docstring), with
     ``extra_block_s`` added to every blocking term. Returns the smallest slack found. ``first``:
     the blocking of the pinned-first rule (``PinnedFirst``) instead of the longest job's.
-    ``tail``: per task, the part of S after its frame ends (module docstring; not with ``first``)."""
+    ``tail``: per task, the part of S after its frame ends (module docstring; not with ``first``).
+    ``hold``: per task, how long after it arrives its frame may be held back (``holds.py``): a
+    frame then counts in every window of length ``t >= D - hold`` it may fall in (the demand of a
+    task with deadline ``D - hold``), blocks as before (its deadline is still ``D`` after it
+    arrived) and may become ready up to ``J + hold`` late (the busy period)."""
     tail = _checked_tail(S, tail, first)
     if S.size == 0:
         return DemandCheck(True, float("inf"), 0.0, 0)
+    if hold is not None and np.any(hold > 0.0):
+        return _held(S, T, D, J, extra_block_s, first, tail, np.asarray(hold, dtype=np.float64))
+    return _demand(S, T, D, D, J, J, extra_block_s, first, tail)
+
+
+def _held(S, T, D, J, extra_block_s, first, tail, hold) -> DemandCheck:
+    if np.any(hold >= D):
+        return DemandCheck(False, -float("inf"), 0.0, 0, "a hold as long as the deadline")
+    return _demand(S, T, D - hold, D, J, J + hold, extra_block_s, first, tail)
+
+
+def _demand(S: np.ndarray, T: np.ndarray, D: np.ndarray, block_D: np.ndarray, J: np.ndarray, ready_J: np.ndarray,
+            extra_block_s: float, first: PinnedFirst | None, tail: np.ndarray | None) -> DemandCheck:
+    """``demand_check`` with the demand's deadlines ``D``, the deadlines blocking is judged by
+    ``block_D`` and the jitter of the instants frames become ready ``ready_J`` (all three as given
+    without holds)."""
     U = float(np.sum(S / T))
     if U >= 1.0:
         return DemandCheck(False, -float("inf"), float("inf"), 0,
@@ -82,7 +103,7 @@ def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, ext
         b_max = max(b_max, float(np.max(first.stream, where=first.pinned, initial=0.0)
                                  + np.max(first.stream, where=~first.pinned, initial=0.0)) + extra_block_s)
     horizon = max(float(D.max()), min((float(np.sum(S / T * (T - D + J))) + b_max) / (1.0 - U),
-                                      busy_period(S, T, J, b_max)))
+                                      busy_period(S, T, ready_J, b_max)))
     counts = np.floor(np.maximum(0.0, horizon - (D - J)) / T + STEP_TOLERANCE).astype(np.int64)  # steps after the first
     total = int(counts.sum()) + S.size
     if total > MAX_POINTS:
@@ -103,14 +124,14 @@ def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, ext
         least = np.where(steps > 0.0, tail[None, :], np.inf).min(axis=1, initial=np.inf)
         demand = demand - np.where(np.isfinite(least), least, 0.0)
     # Blocking: the longest job whose relative deadline is beyond t.
-    order = np.argsort(D)
-    d_sorted, s_sorted = D[order], S[order]
+    order = np.argsort(block_D)
+    d_sorted, s_sorted = block_D[order], S[order]
     suffix_max = np.maximum.accumulate(s_sorted[::-1])[::-1]        # max S over tasks k.. (by D)
     first_after = np.searchsorted(d_sorted, points, side="right")   # tasks with D > t start here
     block = np.where(first_after < S.size, suffix_max[np.minimum(first_after, S.size - 1)], 0.0)
     if first is not None:
         loading_due = (steps[:, ~first.pinned] > 0.0).any(axis=1)
-        block = first.blocking(S, points[:, None] < D[None, :], loading_due)
+        block = first.blocking(S, points[:, None] < block_D[None, :], loading_due)
     slack = points - demand - block - extra_block_s
     worst = int(np.argmin(slack))
     ok = bool(slack[worst] >= 0.0)
@@ -121,18 +142,23 @@ def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, ext
 
 def release_test(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: np.ndarray | None,
                  extra_block_s: float, most_slack: bool = True, first: PinnedFirst | None = None,
-                 tail: np.ndarray | None = None, one_job: np.ndarray | None = None) -> DemandCheck:
+                 tail: np.ndarray | None = None, one_job: np.ndarray | None = None,
+                 hold: np.ndarray | None = None) -> DemandCheck:
     """``demand_check``, and with known phases ``P`` (strictly periodic releases at P + k·T plus
     at most J) also the phased check (runtime/sched/analysis/phased_demand.py), whichever leaves
     more slack: each is a sufficient test on its own, the phased one over the releases that do
     happen. ``most_slack`` False: the phased check only where the phase-free one fails (a verdict,
     not the slack, is wanted). ``first``: the pinned-first rule's blocking (``PinnedFirst``).
     ``tail``: per task, the part of its job after its frame ends (module docstring). ``one_job``:
-    per task, whether its frame is one non-preemptive job (the phased check's start condition)."""
-    check = demand_check(S, T, D, J, extra_block_s, first, tail)
+    per task, whether its frame is one non-preemptive job (the phased check's start condition).
+    ``hold``: per task, how long its frame may be held back after it arrives (``demand_check``;
+    the phased check counts a frame in a window by its latest release and earliest deadline
+    apart, so there a hold is jitter: ``J + hold``)."""
+    check = demand_check(S, T, D, J, extra_block_s, first, tail, hold)
     if P is None or not math.isfinite(check.horizon_s) or (check.ok and not most_slack):
         return check
-    phased = phased_slack(S, T, D, J, P, extra_block_s, check.horizon_s, first, tail, one_job)
+    ready_J = J if hold is None else J + hold
+    phased = phased_slack(S, T, D, ready_J, P, extra_block_s, check.horizon_s, first, tail, one_job)
     if phased is None or phased[0] <= check.slack_s:
         return check
     slack, t1, d = phased

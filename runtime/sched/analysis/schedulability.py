@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -72,6 +72,9 @@ class AdmissionContract:
     #: pipeline -> how long before its earliest release its frame is pending (a frame committed
     #: before it arrives, runtime/sched/analysis/early_commit.py; phased admission only)
     early: dict[str, float] = field(default_factory=dict)
+    #: pipeline -> how long edf may hold its frame back after it arrives, so that a frame whose
+    #: modules are resident runs first (runtime/sched/analysis/holds.py, runtime/sched/policies/hold.py)
+    holds: dict[str, float] = field(default_factory=dict)
 
     @property
     def pinned_slots(self) -> frozenset[int]:
@@ -90,6 +93,29 @@ class Verdict:
     plan: ResidencyPlan | None = None
     slack_s: float = 0.0                #: min over t of t - demand - blocking (before DNN/prefetch)
     utilisation: float = 0.0            #: sum S_i / T_i on the virtual processor
+    #: The same test (platform, options, path) again, on the pipelines given and with keyword
+    #: options added: the hold budgets re-run it with holds (runtime/sched/analysis/holds.py).
+    retest: Callable[..., Verdict] | None = field(default=None, compare=False, repr=False)
+
+
+def retestable(test: Callable[..., Verdict]) -> Callable[..., Verdict]:
+    """``test`` (an admission test taking the pipelines first), its passing verdicts carrying
+    ``retest``: the same call on the pipelines given, with more keyword options."""
+    @functools.wraps(test)
+    def run(pipelines: Sequence[PipelineSpec], *args, **kwargs) -> Verdict:
+        verdict = test(pipelines, *args, **kwargs)
+        if not verdict.ok:
+            return verdict
+        return replace(verdict, retest=lambda others, **more: run(others, *args, **{**kwargs, **more}))
+    return run
+
+
+def hold_array(pipelines: Sequence[PipelineSpec], holds: dict[str, float] | None) -> np.ndarray | None:
+    """Per pipeline, its hold in seconds (``holds``' entry, else 0); None where none is held."""
+    if not holds:
+        return None
+    hold = np.array([holds.get(p.name, 0.0) for p in pipelines], dtype=np.float64)
+    return hold if np.any(hold > 0.0) else None
 
 
 def load_seconds(platform: Platform) -> float:
@@ -197,11 +223,13 @@ def transition_check(pipelines: Sequence[PipelineSpec], loads: dict[str, int], p
     return demand_check(S, T, D, J, X + pin_load)
 
 
+@retestable
 def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: dict[int, str] | None = None,
             few_pins: bool = False, port_share: int = 1, check_ddr: bool = True,
             board_load_s: float | None = None, control_s: float | None = None,
             afford_change: bool = False, afford_share: int | None = None, phased: bool = False,
-            pinned_first: bool = False, early_commit: bool = False) -> Verdict:
+            pinned_first: bool = False, early_commit: bool = False,
+            holds: dict[str, float] | None = None, same_as: AdmissionContract | None = None) -> Verdict:
     """Whether ``pipelines`` (real-time) pass the test on ``platform``, and with which pins.
     Pin sets are tried in order of the load time their frames still need (least first), or, with
     ``few_pins`` (best-effort work wants slots to borrow), fewest pins first. ``keep_pinned``:
@@ -223,7 +251,11 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     (``release_test``). ``pinned_first``: the test and the contract of the pinned-first rule
     (runtime/sched/analysis/pinned_first.py). ``early_commit`` (with ``phased``, not with
     ``pinned_first``): where a pin set fails, also try frames committed before their known
-    release (runtime/sched/analysis/early_commit.py); the contract names them."""
+    release (runtime/sched/analysis/early_commit.py); the contract names them. ``holds``: per
+    pipeline, how long edf may hold its frame back after it arrives (runtime/sched/analysis/holds.py):
+    the test counts them (``processor_demand.demand_check``); not with ``early_commit``.
+    ``same_as``: try only the pin set of that contract (the hold budgets' re-runs: with holds the
+    sets tried before it fail again, the test only being stricter)."""
     L, X = load_and_control(platform, port_share, board_load_s, control_s)
     if not pipelines:
         return Verdict(True, contract=AdmissionContract({}, L, True, float("inf")))
@@ -256,13 +288,18 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     phased = phased and not any(p.cpu_before or p.cpu_before_s for p in pipelines)
     P = np.array([p.offset_s for p in pipelines], dtype=np.float64) if phased else None
     one_job = one_job_frames(pipelines)
-    for _, _, pins in candidates[:MAX_TRIED]:
+    hold = hold_array(pipelines, holds)
+    early_commit = early_commit and hold is None
+    tried = candidates[:MAX_TRIED]
+    if same_as is not None:
+        tried = [c for c in tried if c[2] == Counter(same_as.pinned.values())]
+    for _, _, pins in tried:
         plan = residency(pipelines, platform, pins, keep_pinned)
         if isinstance(plan, str):
             continue
         S, T, D, J = _arrays(pipelines, plan.loads, L, X)
         first = pinned_first_blocking(pipelines, plan.loads, X) if pinned_first else None
-        check = release_test(S, T, D, J, P, X, most_slack=False, first=first, one_job=one_job)
+        check = release_test(S, T, D, J, P, X, most_slack=False, first=first, one_job=one_job, hold=hold)
         early: dict[str, float] = {}
         if not check.ok and early_commit and P is not None and first is None:
             found = early_commit_search(S, T, D, J, P, X, early_shifts(pipelines, plan.loads, L, J), one_job)
@@ -271,7 +308,7 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
                 D, J, P2 = shifted(D, J, P, shift)
                 early = {p.name: float(v) for p, v in zip(pipelines, shift, strict=True) if v > 0.0}
         if check.ok:
-            verdict = _verdict(plan, check, L, X, S, T, D, J, P2 if early else P, first, one_job=one_job)
+            verdict = _verdict(plan, check, L, X, S, T, D, J, P2 if early else P, first, one_job=one_job, hold=hold)
             if early:
                 return replace(verdict, contract=replace(verdict.contract, early=early))
             if not afford_change or not any(plan.loads.values()):
@@ -324,18 +361,18 @@ def pinned_first_blocking(pipelines: Sequence[PipelineSpec], loads: dict[str, in
 
 
 def _verdict(plan: ResidencyPlan, check: DemandCheck, L: float, X: float, S, T, D, J, P=None,
-             first: PinnedFirst | None = None, tail=None, one_job=None) -> Verdict:
+             first: PinnedFirst | None = None, tail=None, one_job=None, hold=None) -> Verdict:
     """Share out the slack: one idle load first (prefetch, lending, pins may then straddle a
     release), the rest as the longest DNN batch allowed to overlap a possible release. The scheduler
     sizes batches by their stream time, and a batch's register traffic may add up to X to that:
     the budget it is given is X shorter. ``tail``: per task, the part of its job after its frame
     ends (``processor_demand.demand_check``), as the verdict's test had it; ``one_job``: per task,
-    whether its frame is one job (``release_test``)."""
+    whether its frame is one job (``release_test``); ``hold``: per task, the hold the test counts."""
     if P is not None:                 # the phased windows may leave more slack than the verdict's test
-        check = release_test(S, T, D, J, P, X, first=first, tail=tail, one_job=one_job)
+        check = release_test(S, T, D, J, P, X, first=first, tail=tail, one_job=one_job, hold=hold)
     slack = check.slack_s
     idle = slack >= L
     if idle:
-        slack = release_test(S, T, D, J, P, X + L, first=first, tail=tail, one_job=one_job).slack_s
+        slack = release_test(S, T, D, J, P, X + L, first=first, tail=tail, one_job=one_job, hold=hold).slack_s
     contract = AdmissionContract(dict(plan.pinned), L, idle, max(0.0, slack - X), pinned_first=first is not None)
     return Verdict(True, "", contract, plan, check.slack_s, float(np.sum(S / T)))

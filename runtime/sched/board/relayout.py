@@ -71,7 +71,7 @@ def propose(platform: Platform, admitted: list[PipelineSpec], besteffort: list[P
     delay of it, ``Board.control_s``). Lazily: a caller that takes the first layout
     that passes its check pays for no split after it."""
     workload = Workload(Path("<daemon>"), platform, 0, 1.0, (*admitted, newcomer, *besteffort))
-    plan = plan_streams(workload, cap)
+    plan = plan_streams(workload, cap, holds=False)     # budgets come with each partition's mode change
     wanted = {p.name for p in (*admitted, newcomer)}
     if wanted <= {p.name for p in plan.admitted}:
         yield _cover(platform, plan)
@@ -183,7 +183,7 @@ def check(plan: StreamPlan, platform: Platform, sub_platform, newcomer: str,
 def transition_contract(verdict_contract: AdmissionContract, kept: dict[int, str]) -> AdmissionContract:
     """What a new partition runs under until its pins are in: only the pins it keeps from the
     layout before, no idle load but its change's pins, no DNN batch that could overlap a release."""
-    return replace(verdict_contract, pinned=dict(kept), idle_loads=False, dnn_block_s=0.0)
+    return replace(verdict_contract, pinned=dict(kept), idle_loads=False, dnn_block_s=0.0, holds={})
 
 
 def replan_test(board, spec: PipelineSpec, planner_only: bool = False,

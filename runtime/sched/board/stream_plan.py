@@ -41,6 +41,7 @@ from fpgashare.catalogue.workload import PipelineSpec, Workload
 from fpgashare.dnn.planning import dnn_plan
 from fpgashare.sched.analysis.control_traffic import control_seconds
 from fpgashare.sched.analysis.evicting_pins import analyse_evicting
+from fpgashare.sched.analysis.holds import with_holds
 from fpgashare.sched.analysis.pinned_first import analyse_pinned_first
 from fpgashare.sched.analysis.schedulability import (
     Verdict,
@@ -162,19 +163,26 @@ def _all_pass(parts: list[Partition], platform: Platform, extra: int) -> tuple[l
     return verdicts, ""
 
 
-def plan_streams(workload: Workload, streams: int, phased: bool = False, spare_stream: bool = False) -> StreamPlan:
+def plan_streams(workload: Workload, streams: int, phased: bool = False, spare_stream: bool = False,
+                 holds: bool = True) -> StreamPlan:
     """Partition ``workload``'s real-time pipelines over ``streams`` streams (module docstring), or
     keep them on one stream with every slot when that admits more (partitioning splits the slots,
     and a chain that needs them all, or a set that shares modules, can fit only one partition).
     ``phased``: the workload's frames are released as written (``analyse(phased=True)``; not for a
     daemon's streams). ``spare_stream``: a real-time partition hosting the DNN gets a stream no
     partition uses for its batches (``with_spare_stream``; a run of the plan's partitions, not a
-    daemon's layout)."""
+    daemon's layout). ``holds``: each partition's contract also gets the hold budgets its slack
+    allows, once the plan is made (runtime/sched/analysis/holds.py; a daemon's partitions get
+    theirs with each mode change instead: runtime/sched/analysis/mode_change.py)."""
     plan = spread_plan(workload, streams, phased)
     if streams > 1:
-        one = one_stream(workload, phased)
+        one = one_stream(workload, phased, holds=False)
         if (len(one.admitted), -_load_rate(one)) > (len(plan.admitted), -_load_rate(plan)):
             plan = one
+    if holds:
+        for part in plan.partitions:
+            if part.verdict is not None:
+                part.verdict = with_holds(part.verdict, part.pipelines, dnn=part.dnn, phased=phased)
     return with_spare_stream(plan, workload.platform, streams) if spare_stream else plan
 
 
@@ -204,11 +212,11 @@ def _loads_per_s(verdict: Verdict | None, pipelines: list[PipelineSpec]) -> floa
     return sum(verdict.plan.loads[p.name] / p.period_s for p in pipelines)
 
 
-def one_stream(workload: Workload, phased: bool = False) -> StreamPlan:
+def one_stream(workload: Workload, phased: bool = False, holds: bool = True) -> StreamPlan:
     """Every slot and one stream: the one-stream admission (runtime/sched/analysis/admission.py) as a plan."""
     from fpgashare.sched.analysis.admission import admit
 
-    admission = admit(workload, phased=phased)
+    admission = admit(workload, phased=phased, holds=holds)
     part = Partition(0, tuple(s.index for s in workload.platform.slots), list(admission.admitted),
                      admission.verdict or analyse([], workload.platform), dnn=_runs_dnn(workload))
     return StreamPlan([part], admission.rejected)

@@ -53,6 +53,7 @@ from fpgashare.sched.policies.edf_loads import (
     warm_up,
 )
 from fpgashare.sched.policies.guard import side_load_allowed
+from fpgashare.sched.policies.hold import Holds
 from fpgashare.sched.policies.lookahead import reclaim_at
 from fpgashare.sched.policies.pin_move import pin_move
 from fpgashare.sched.policies.pinned_first import start_pinned_first
@@ -62,6 +63,7 @@ class EdfPolicy(PriorityPolicy):
     name = "edf"
     admission = True
     borrow = True        #: a less urgent frame may stream while a committed frame loads (if it ends first)
+    holds = True         #: hold a frame back within the contract's budgets (runtime/sched/policies/hold.py)
 
     priority = attrgetter("deadline", "seq")      # a C-level key: sorted() calls it for every pending frame
 
@@ -69,12 +71,14 @@ class EdfPolicy(PriorityPolicy):
         # Set here too: planned.py's fallback dispatches without setup, and every decision reads both.
         self._restore: dict[int, str] = {}      #: pinned slot -> its pin, taken by an evictor
         self._cold: cold_lend.ColdLend | None = None    #: a registration-window lend whose pins are away
+        self.held = Holds()
 
     def setup(self, engine: EngineView) -> None:
         """Pins first, each into its slot; then the usual warm-up for what the first frames need.
         With DNN work, the DNN's tiles first where the registration window has room for them
         (cold_lend.py): a pinned slot's pin then comes back by the first release."""
         self._restore = {}
+        self.held = Holds()
         lend = cold_lend.plan(engine)
         if lend is not None:
             cold_lend.begin(engine, lend)
@@ -132,6 +136,10 @@ class EdfPolicy(PriorityPolicy):
         head_seen = False            # a frame earlier in deadline order is still pending
         port_given = committed is not None
         order = sorted(engine.pending, key=self.priority)
+        if self.holds and engine.contract.holds:
+            held = self.held.held(engine, order, lambda f: [v for _, v in self._plan(engine, f, set()).loads])
+            if held:             # decided as if not released yet (hold.py)
+                order = [f for f in order if not any(f is h for h in held)]
         shortest = engine.port.shortest_load_s()
         stream_free = engine.stream.free()     # asked again after a start: nothing else below changes it
         for frame in order:

@@ -63,3 +63,23 @@ def test_only_schedulers_without_a_guarantee_count_as_a_baseline_beating_edf():
     summary = summarize([row(1, "planned"), row(2, "fred")], ["edf", "planned", "fred"])
     beats = summary["baseline_serves_all_while_edf_refuses"]
     assert beats["seeds"] == [2] and beats["over_25_hyperperiods"]["seeds"] == [2]
+
+
+def test_steady_loads_are_also_summed_over_the_workloads_without_a_dnn():
+    """The cyclic table serves the real-time pipelines alone; a run with a DNN also reloads what its
+    lends evicted, so the summary gives the comparison again over the workloads without one."""
+    from benchmarks.limit_gap import summarize
+
+    def row(seed: int, run: float, table: int, dnn: bool) -> dict:
+        figs = _figures(1, 0, True)
+        figs["loads"]["steady"] = {"run_per_hyperperiod": run, "cyclic_optimum": table, "cyclic_proved": True,
+                                   "ratio": run / table, "within_1.1": run <= 1.1 * table}
+        if dnn:
+            figs["dnn"] = {"ratio": 0.5, "run_images_per_s": 1.0, "window_bound_images_per_s": 2.0}
+        return {"seed": seed, "proved": True, "optimum": 1, "schedulers": {"edf": figs}}
+
+    steady = summarize([row(1, 4.0, 2, True), row(2, 2.0, 2, False), row(3, 3.0, 2, False)], ["edf"])
+    steady = steady["schedulers"]["edf"]["steady_loads"]
+    assert (steady["compared"], steady["within_1.1"], steady["summed_ratio"]) == (3, 1, 1.5)
+    alone = steady["without_dnn"]
+    assert (alone["compared"], alone["within_1.1"], alone["summed_ratio"]) == (2, 1, 1.25)

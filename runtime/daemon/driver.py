@@ -73,11 +73,8 @@ class Driver:
         if self.halted:
             return
         now = self.clock.now()
-        if self._timer_due is not None and not self.virtual:
-            # The event the timer was set for: the loop owed the engine a step at its time.
-            allowed = getattr(self.engine, "op_delay_s", 0.0) + TIMER_TOLERANCE_WALL_S / self.dilation
-            if now - self._timer_due > allowed or self.overruns.recent:    # (the usual step: neither)
-                self.overruns.observe(self._timer_due, now, allowed, self._reach())
+        if self._timer_due is not None:
+            self._observe(self._timer_due, now)     # the event the timer was set for: owed a step then
         try:
             self.engine.advance_to(now)
         except Exception as exc:
@@ -107,9 +104,24 @@ class Driver:
                 self._explain(item)
             on_ended(item)
 
-    def _answer_between_events(self) -> None:
-        """The engine took an event: answer what ended in it before its decision. A failure to
-        answer is not the engine's: it is raised once the engine call returns (``advance``)."""
+    def _observe(self, due_s: float, now: float) -> None:
+        """An engine event due at ``due_s`` is taken at ``now``: an overrun if later than the
+        admission allows (host_overrun.py). On a wall clock only: a virtual one is never late."""
+        if self.virtual:
+            return
+        allowed = getattr(self.engine, "op_delay_s", 0.0) + TIMER_TOLERANCE_WALL_S / self.dilation
+        if now - due_s > allowed or self.overruns.recent:    # (the usual event: neither)
+            self.overruns.observe(due_s, now, allowed, self._reach())
+
+    def _answer_between_events(self, due_s: float | None = None) -> None:
+        """The engine took an event (due at ``due_s``): check it was taken in time, and answer
+        what ended in it before its decision. The check is per event, not only per step: within
+        one step the host may fall behind after the first event (a simulated operation holds the
+        clock while it computes, runtime/sched/core/clock.py; the process descheduled), and an
+        event taken after that is as late as one its timer woke late. A failure to answer is not
+        the engine's: it is raised once the engine call returns (``advance``)."""
+        if due_s is not None:
+            self._observe(due_s, self.clock.now())
         if self._answer_failure is not None or not self._ended:
             return
         try:

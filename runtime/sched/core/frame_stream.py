@@ -102,6 +102,7 @@ class FrameStream:
             frame.start = engine.now
         frame.slots = tuple(slots)
         lane = self.free_lane()
+        started = engine.now
         try:
             if frame.step:
                 pixels = frame.carry
@@ -118,10 +119,14 @@ class FrameStream:
         self.works[key] = work
         self.lanes[key] = lane
         self.changed()
-        # Hardware time from the start: on a wall clock, the host's time to simulate is not the
-        # board's (a dilated clock absorbs it).
-        frame.expected_end = engine.now + work.seconds
-        frame.streamed.append((engine.now, frame.expected_end))
+        # Hardware time from the pass's start. A simulated board holds the clock while it computes
+        # the pass (clock.py: the pass lasts its hardware time on the clock however long the host
+        # takes), so the pass started when the call did: the host's time is under its hardware time,
+        # never before it (the analysis counts none). A board's DMA starts once the call has
+        # programmed it.
+        start = started if engine.backend.held_clock is not None else engine.now
+        frame.expected_end = start + work.seconds
+        frame.streamed.append((start, frame.expected_end))
         engine.when_done(work, frame.expected_end, JOB_DONE, frame)
 
     def job_done(self, frame: Frame) -> None:

@@ -27,7 +27,7 @@ from fpgashare.sched.board.board import Board
 from fpgashare.sched.board.board_admission import split_slots
 from fpgashare.sched.core.clock import WallClock
 from fpgashare.sched.policies.registry import make_policy
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.daemon_path_soundness import LEFT, episode
@@ -183,7 +183,7 @@ def _misses(frames: list) -> list:
             and not (f.outcome == "on_time" and f.end is not None and f.end <= f.origin + f.pipeline.due_s + 1e-9)]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(st.integers(0, 2**31 - 1), st.sampled_from([(0.0, 0.3), (0.3, 1.0), (1.0, 4.0)]),
        st.sampled_from([1.0, 20.0, 50.0]))
 def test_a_pass_starts_when_the_engine_starts_it_however_long_the_host_computes(seed, factors, dilation):
@@ -191,6 +191,7 @@ def test_a_pass_starts_when_the_engine_starts_it_however_long_the_host_computes(
     the host's computing of it, faster or slower than the hardware, is not board time."""
     run = replay(seed, factors, dilation)
     started = [f for f in run["frames"] if f.start is not None and f.streamed]
+    assume(started)                              # (an episode whose apps were all refused: nothing to see)
     for frame in started:
         assert frame.streamed[0][0] == frame.start, (frame.key, frame.start, frame.streamed[0])
 

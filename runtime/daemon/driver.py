@@ -133,9 +133,12 @@ class Driver:
         return reach_s((p.period_s, p.deadline_s + p.jitter_s) for p in getattr(self.engine, "order", ()))
 
     def _explain(self, frame: Frame) -> None:
-        """A frame of a pipeline still admitted that missed after the host overran: its reason
-        says so (a pipeline's removal drops its frames after it leaves ``home``: not misses)."""
-        if frame.outcome not in ("late", "dropped") or frame.pipeline.name not in getattr(self.engine, "home", ()):
+        """A frame that missed after the host overran: its reason says so. A frame dropped once
+        its pipeline has left ``home`` was dropped by the removal (not a miss); one that ends late
+        then was on the fabric when its pipeline left, admitted, and says so like any other."""
+        if frame.outcome not in ("late", "dropped"):
+            return
+        if frame.outcome == "dropped" and frame.pipeline.name not in getattr(self.engine, "home", ()):
             return
         came = frame.origin if frame.origin is not None else frame.release
         why = self.overruns.explain(came - self._reach(), self.clock.now())

@@ -113,15 +113,14 @@ class Driver:
         if now - due_s > allowed or self.overruns.recent:    # (the usual event: neither)
             self.overruns.observe(due_s, now, allowed, self._reach())
 
-    def _answer_between_events(self, due_s: float | None = None) -> None:
+    def _answer_between_events(self, due_s: float) -> None:
         """The engine took an event (due at ``due_s``): check it was taken in time, and answer
         what ended in it before its decision. The check is per event, not only per step: within
         one step the host may fall behind after the first event (a simulated operation holds the
         clock while it computes, runtime/sched/core/clock.py; the process descheduled), and an
         event taken after that is as late as one its timer woke late. A failure to answer is not
         the engine's: it is raised once the engine call returns (``advance``)."""
-        if due_s is not None:
-            self._observe(due_s, self.clock.now())
+        self._observe(due_s, self.clock.now())
         if self._answer_failure is not None or not self._ended:
             return
         try:

@@ -14,10 +14,10 @@ time against the clock: the step's first, which its timer woke it for, and each 
 step, which the host's own work in the step may have made late). It keeps the overruns of the
 recent past (board time) and, for a frame that missed while its pipeline was still admitted,
 names the worst overrun in the frame's reach: from one longest period-plus-deadline of the set
-before the frame came until it ended. The reason
-the app gets then says the host ran late, by how much, and what the admission allowed; the
-daemon's status counts the overruns. A miss with no overrun in reach is not labelled: it is the
-schedule's, and a bug (the soundness benchmarks look for exactly those on a virtual clock).
+before the frame came until it ended. The reason the app gets then says the host ran late, by how
+much, and what the admission allowed; the daemon's status counts the overruns. A miss with no
+overrun in reach is not labelled: it is the schedule's, and a bug (the soundness benchmarks look
+for exactly those on a virtual clock).
 """
 
 from __future__ import annotations

@@ -98,11 +98,11 @@ class FrameStream:
             engine.committed = None
         key = frame.key              # (built from the pipeline's name and the frame's index)
         engine.slots.acquire(slots, key)
+        started = engine.now
         if frame.step == 0:
-            frame.start = engine.now
+            frame.start = started
         frame.slots = tuple(slots)
         lane = self.free_lane()
-        started = engine.now
         try:
             if frame.step:
                 pixels = frame.carry

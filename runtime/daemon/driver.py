@@ -48,6 +48,7 @@ class Driver:
         self._answer_failure: BaseException | None = None   # from answering inside the engine call
         self._timer: asyncio.TimerHandle | None = None   # wakes the engine for its next event
         self._timer_due: float | None = None
+        self._simulated_mark = 0.0        # the clock's ``simulated_s`` when the step began
         self._loop: asyncio.AbstractEventLoop | None = None
         #: Steps later than the admission allows, and the misses they explain (host_overrun.py).
         self.overruns = HostOverruns(self.dilation)
@@ -75,6 +76,7 @@ class Driver:
         now = self.clock.now()
         if self._timer_due is not None:
             self._observe(self._timer_due, now)     # the event the timer was set for: owed a step then
+        self._simulated_mark = getattr(self.clock, "simulated_s", 0.0)
         try:
             self.engine.advance_to(now)
         except Exception as exc:
@@ -109,18 +111,25 @@ class Driver:
         admission allows (host_overrun.py). On a wall clock only: a virtual one is never late."""
         if self.virtual:
             return
-        allowed = getattr(self.engine, "op_delay_s", 0.0) + TIMER_TOLERANCE_WALL_S / self.dilation
+        allowed = self._allowed()
         if now - due_s > allowed or self.overruns.recent:    # (the usual event: neither)
             self.overruns.observe(due_s, now, allowed, self._reach())
 
+    def _allowed(self) -> float:
+        """How late the admission lets the loop take an event (board seconds)."""
+        return getattr(self.engine, "op_delay_s", 0.0) + TIMER_TOLERANCE_WALL_S / self.dilation
+
     def _answer_between_events(self, due_s: float) -> None:
-        """The engine took an event (due at ``due_s``): check it was taken in time, and answer
-        what ended in it before its decision. The check is per event, not only per step: within
-        one step the host may fall behind after the first event (a simulated operation holds the
-        clock while it computes, runtime/sched/core/clock.py; the process descheduled), and an
-        event taken after that is as late as one its timer woke late. A failure to answer is not
-        the engine's: it is raised once the engine call returns (``advance``)."""
-        self._observe(due_s, self.clock.now())
+        """The engine took an event (due at ``due_s``): answer what ended in it before its
+        decision, and check it was taken in time if a simulated operation earlier in this step held
+        the loop longer than the admission allows (runtime/sched/core/clock.py, ``simulated_s``):
+        the host computing a pass takes no event meanwhile, so an event due then is taken as late
+        as one its timer woke late, though the step began in time. (Only then: the step's own
+        bookkeeping before an event is the host's per-event cost, within the timer's tolerance.)
+        A failure to answer is not the engine's: it is raised once the engine call returns
+        (``advance``)."""
+        if getattr(self.clock, "simulated_s", 0.0) - self._simulated_mark > self._allowed():
+            self._observe(due_s, self.clock.now())
         if self._answer_failure is not None or not self._ended:
             return
         try:

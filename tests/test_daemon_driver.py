@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 class FakeEngine:
     """Items end at their times, each end an event handled through ``on_finish``; after each event
-    the engine calls ``on_event_taken`` (if set), then decides. The decision after the end of
+    the engine calls ``on_event_taken`` with its time (if set), then decides. The decision after the end of
     item ``i`` in ``drops`` ends ``("dropped", i)`` through ``on_finish`` too."""
 
     def __init__(self, ends: list[float], fail_at: float | None = None, drops: frozenset[int] = frozenset()) -> None:
@@ -42,7 +42,7 @@ class FakeEngine:
             self.on_finish(item)
             self.inside = None
             if self.on_event_taken is not None:
-                self.on_event_taken()
+                self.on_event_taken(item[0])
             self.inside = "decision"
             if item[1] in self.drops:
                 self.on_finish(("dropped", item[1]))

@@ -19,6 +19,8 @@ from fpgashare.daemon.loop_latency import LoopLatency
 from fpgashare.sched.board.board import Board
 from fpgashare.sched.core.clock import WallClock
 from fpgashare.sched.policies.registry import make_policy
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 HOST_LATE = "the host ran the board's loop"
 
@@ -110,3 +112,52 @@ def test_a_miss_after_the_host_overran_says_so_and_none_without(stalled):
     assert driver.overruns.count == 1 and driver.overruns.worst_s == pytest.approx(6e-3, abs=2e-3)
     on_time = [f for f in frames if f.outcome == "on_time"]
     assert all(HOST_LATE not in f.reason for f in on_time)
+
+
+
+class HoldingEngine:
+    """Two events due at ``t0``; the first's decision runs a simulated operation that holds the
+    clock for ``wall_s`` of host time (``hardware_s`` of board time)."""
+
+    def __init__(self, clock: WallClock, fake: FakeTime, t0: float, wall_s: float, hardware_s: float) -> None:
+        self.clock, self.fake = clock, fake
+        self.events = [t0, t0]
+        self.wall_s, self.hardware_s = wall_s, hardware_s
+        self.on_finish = self.on_event_taken = None
+
+    def advance_to(self, horizon: float) -> None:
+        while self.events and self.events[0] <= horizon:
+            t = self.events.pop(0)
+            self.on_event_taken(t)
+            if not self.events:
+                continue
+            self.clock.hold()                    # the decision starts a simulated pass
+            self.fake.t += self.wall_s
+            self.clock.release(self.wall_s, self.hardware_s)
+
+    def next_event_s(self) -> float | None:
+        return self.events[0] if self.events else None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(1.0, 100.0), st.floats(0.0, 0.2), st.floats(1e-5, 5e-3))
+def test_an_event_a_simulated_operation_made_late_within_a_step_is_counted(dilation, wall_s, hardware_s):
+    """A step that begins in time may still take an event late: a simulated operation the step
+    ran before it held the loop (the host computing a pass: its host time below the hardware's,
+    or the hardware's beyond it). The driver counts it exactly when the operation moved the clock
+    by more than the admission allows, and by as much."""
+    fake = FakeTime()
+    clock = WallClock(dilation, monotonic=fake)
+    fake.t += 1.0 * dilation                     # board time 1.0: both events due, the timer punctual
+    while clock.now() < 1.0:                     # (the float sum may land a hair before)
+        fake.t = float(np.nextafter(fake.t, np.inf))
+    engine = HoldingEngine(clock, fake, 1.0, wall_s, hardware_s)
+    driver = Driver(engine, clock, LoopLatency(), lambda item: None, lambda exc: None)
+    driver._timer_due = 1.0
+    late = clock.now() - 1.0 + min(wall_s / dilation, hardware_s)   # the second event, taken after it
+    allowed = 100e-6 / dilation                  # a host taken as free: the timer's tolerance only
+    assume(abs(late - allowed) > 1e-9)           # (not on a float's edge)
+    driver.advance()
+    assert driver.overruns.count == int(late > allowed), (late, allowed)
+    if late > allowed:
+        assert driver.overruns.worst_s == pytest.approx(late, abs=1e-9)

@@ -48,6 +48,7 @@ class Driver:
         self._answer_failure: BaseException | None = None   # from answering inside the engine call
         self._timer: asyncio.TimerHandle | None = None   # wakes the engine for its next event
         self._timer_due: float | None = None
+        self._simulated_mark = 0.0        # the clock's ``simulated_s`` when the step began
         self._loop: asyncio.AbstractEventLoop | None = None
         #: Steps later than the admission allows, and the misses they explain (host_overrun.py).
         self.overruns = HostOverruns(self.dilation)
@@ -73,11 +74,9 @@ class Driver:
         if self.halted:
             return
         now = self.clock.now()
-        if self._timer_due is not None and not self.virtual:
-            # The event the timer was set for: the loop owed the engine a step at its time.
-            allowed = getattr(self.engine, "op_delay_s", 0.0) + TIMER_TOLERANCE_WALL_S / self.dilation
-            if now - self._timer_due > allowed or self.overruns.recent:    # (the usual step: neither)
-                self.overruns.observe(self._timer_due, now, allowed, self._reach())
+        if self._timer_due is not None:
+            self._observe(self._timer_due, now)     # the event the timer was set for: owed a step then
+        self._simulated_mark = getattr(self.clock, "simulated_s", 0.0)
         try:
             self.engine.advance_to(now)
         except Exception as exc:
@@ -107,9 +106,30 @@ class Driver:
                 self._explain(item)
             on_ended(item)
 
-    def _answer_between_events(self) -> None:
-        """The engine took an event: answer what ended in it before its decision. A failure to
-        answer is not the engine's: it is raised once the engine call returns (``advance``)."""
+    def _observe(self, due_s: float, now: float) -> None:
+        """An engine event due at ``due_s`` is taken at ``now``: an overrun if later than the
+        admission allows (host_overrun.py). On a wall clock only: a virtual one is never late."""
+        if self.virtual:
+            return
+        allowed = self._allowed()
+        if now - due_s > allowed or self.overruns.recent:    # (the usual event: neither)
+            self.overruns.observe(due_s, now, allowed, self._reach())
+
+    def _allowed(self) -> float:
+        """How late the admission lets the loop take an event (board seconds)."""
+        return getattr(self.engine, "op_delay_s", 0.0) + TIMER_TOLERANCE_WALL_S / self.dilation
+
+    def _answer_between_events(self, due_s: float) -> None:
+        """The engine took an event (due at ``due_s``): answer what ended in it before its
+        decision, and check it was taken in time if a simulated operation earlier in this step held
+        the loop longer than the admission allows (runtime/sched/core/clock.py, ``simulated_s``):
+        the host computing a pass takes no event meanwhile, so an event due then is taken as late
+        as one its timer woke late, though the step began in time. (Only then: the step's own
+        bookkeeping before an event is the host's per-event cost, within the timer's tolerance.)
+        A failure to answer is not the engine's: it is raised once the engine call returns
+        (``advance``)."""
+        if getattr(self.clock, "simulated_s", 0.0) - self._simulated_mark > self._allowed():
+            self._observe(due_s, self.clock.now())
         if self._answer_failure is not None or not self._ended:
             return
         try:
@@ -121,9 +141,12 @@ class Driver:
         return reach_s((p.period_s, p.deadline_s + p.jitter_s) for p in getattr(self.engine, "order", ()))
 
     def _explain(self, frame: Frame) -> None:
-        """A frame of a pipeline still admitted that missed after the host overran: its reason
-        says so (a pipeline's removal drops its frames after it leaves ``home``: not misses)."""
-        if frame.outcome not in ("late", "dropped") or frame.pipeline.name not in getattr(self.engine, "home", ()):
+        """A frame that missed after the host overran: its reason says so. A frame dropped once
+        its pipeline has left ``home`` was dropped by the removal (not a miss); one that ends late
+        then was on the fabric when its pipeline left, admitted, and says so like any other."""
+        if frame.outcome not in ("late", "dropped"):
+            return
+        if frame.outcome == "dropped" and frame.pipeline.name not in getattr(self.engine, "home", ()):
             return
         came = frame.origin if frame.origin is not None else frame.release
         why = self.overruns.explain(came - self._reach(), self.clock.now())

@@ -9,13 +9,15 @@ loaded machine, swapped out, stopped in a debugger) starts its load or pass late
 admitted with no slack to spare for it may miss. That is not the schedule failing: it is the host
 stepping outside the contract the schedule was proven under, and the daemon says so.
 
-``HostOverruns`` is told, before each engine step, how late the step is (the earliest event due
-against the clock). It keeps the overruns of the recent past (board time) and, for a frame that
-missed while its pipeline was still admitted, names the worst overrun in the frame's reach:
-from one longest period-plus-deadline of the set before the frame came until it ended. The reason
-the app gets then says the host ran late, by how much, and what the admission allowed; the
-daemon's status counts the overruns. A miss with no overrun in reach is not labelled: it is the
-schedule's, and a bug (the soundness benchmarks look for exactly those on a virtual clock).
+``HostOverruns`` is told how late the loop takes engine events (their time against the clock):
+the first of each step, which its timer woke it for, and, once a simulated operation in the step
+has held the loop longer than the admission allows, each event the step takes after it. It keeps the overruns of the
+recent past (board time) and, for a frame that missed while its pipeline was still admitted,
+names the worst overrun in the frame's reach: from one longest period-plus-deadline of the set
+before the frame came until it ended. The reason the app gets then says the host ran late, by how
+much, and what the admission allowed; the daemon's status counts the overruns. A miss with no
+overrun in reach is not labelled: it is the schedule's, and a bug (the soundness benchmarks look
+for exactly those on a virtual clock).
 """
 
 from __future__ import annotations

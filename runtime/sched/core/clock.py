@@ -47,6 +47,10 @@ class WallClock:
         self._t0 = monotonic()
         self._held = 0.0                    # wall seconds the clock stood still
         self._frozen: float | None = None   # the reading while an operation is being simulated
+        #: Clock seconds that passed while simulated operations held it, in all: the host computing
+        #: them (below their hardware time), or their hardware time (beyond it). The loop could take
+        #: no event meanwhile (the daemon's driver reads it: runtime/daemon/driver.py).
+        self.simulated_s = 0.0
 
     def now(self) -> float:
         frozen = self._frozen
@@ -66,7 +70,9 @@ class WallClock:
         excess = wall_s - board_s * self.dilation
         if excess > 0:
             self._held += excess
-        self._frozen = None
+        frozen, self._frozen = self._frozen, None
+        if frozen is not None:
+            self.simulated_s += max(0.0, self.now() - frozen)
 
     def wait_until(self, t: float) -> None:
         delay = (t - self.now()) * self.dilation

@@ -119,7 +119,9 @@ class Engine:
         self.pipelines_changed()
         self._wakes: set[float] = set()
         self.on_finish = None      #: called with each frame as it ends (the daemon answers its client)
-        self.on_event_taken = None  #: called after each event, before its decision (the daemon answers then)
+        #: called with each event's time after the event, before its decision (the daemon answers then,
+        #: and checks the event was taken in time)
+        self.on_event_taken = None
         self.contract: AdmissionContract = UNCONSTRAINED  #: what edf keeps to (sched/analysis)
         self.pin_moves = 0                #: pins moved to hide a load (runtime/sched/policies/pin_move.py)
         self.planned_reloads: dict[int, tuple[str, float]] = {}   #: slot -> (module, by when)
@@ -237,7 +239,7 @@ class Engine:
             if self.slots.quarantined:
                 self._drop_unplaceable()
             if self.on_event_taken is not None:
-                self.on_event_taken()
+                self.on_event_taken(t)
             self.decide()
 
     def decide(self) -> None:

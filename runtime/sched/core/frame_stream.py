@@ -98,8 +98,9 @@ class FrameStream:
             engine.committed = None
         key = frame.key              # (built from the pipeline's name and the frame's index)
         engine.slots.acquire(slots, key)
+        started = engine.now
         if frame.step == 0:
-            frame.start = engine.now
+            frame.start = started
         frame.slots = tuple(slots)
         lane = self.free_lane()
         try:
@@ -118,10 +119,14 @@ class FrameStream:
         self.works[key] = work
         self.lanes[key] = lane
         self.changed()
-        # Hardware time from the start: on a wall clock, the host's time to simulate is not the
-        # board's (a dilated clock absorbs it).
-        frame.expected_end = engine.now + work.seconds
-        frame.streamed.append((engine.now, frame.expected_end))
+        # Hardware time from the pass's start. A simulated board holds the clock while it computes
+        # the pass (clock.py: the pass lasts its hardware time on the clock however long the host
+        # takes), so the pass started when the call did: the host's time is under its hardware time,
+        # never before it (the analysis counts none). A board's DMA starts once the call has
+        # programmed it.
+        start = started if engine.backend.held_clock is not None else engine.now
+        frame.expected_end = start + work.seconds
+        frame.streamed.append((start, frame.expected_end))
         engine.when_done(work, frame.expected_end, JOB_DONE, frame)
 
     def job_done(self, frame: Frame) -> None:

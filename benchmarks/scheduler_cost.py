@@ -24,6 +24,7 @@ admitted online before it: goal p99 <= 20 ms.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import time
@@ -107,13 +108,25 @@ def workload(n: int, chains=CHAINS, streams: int = 1) -> Workload:
 def replan_cost(n: int, repeats: int) -> dict:
     """Wall time of the daemon's re-plan when pipeline ``n`` registers (module docstring)."""
     from fpgashare.sched.board.board import Board
-    from fpgashare.sched.board.relayout import replan_test
     from fpgashare.sched.core.clock import VirtualClock
 
     w = workload(n, STREAM_CHAINS, 4)
     platform = w.platform
     board = Board.whole(platform, make_backend("model", platform), lambda: make_policy("edf"), VirtualClock(), cap=4)
     board.begin()
+    # As the daemon once started (runtime/daemon/server.py): what is alive then is frozen, out of
+    # the collector's full passes; what the registrations make after it is not.
+    gc.collect()
+    gc.freeze()
+    try:
+        return _replan_times(board, w, repeats, n)
+    finally:
+        gc.unfreeze()
+
+
+def _replan_times(board, w: Workload, repeats: int, n: int) -> dict:
+    from fpgashare.sched.board.relayout import replan_test
+
     *first, last = w.pipelines
     for spec in first:
         if board.admit(spec) is not None:

@@ -21,30 +21,12 @@ from hypothesis import strategies as st
 
 from benchmarks.daemon_path_soundness import replay as daemon_episode
 from benchmarks.online_streams_soundness import replay as streams_run
-
-
-def _hold_everything(self, engine, order, victims):
-    """Every frame not started held for its whole budget, outside mode changes (hold.py's limits,
-    not its rule): the budgets are what is checked."""
-    holds = engine.contract.holds
-    if not holds or engine.changing:
-        return []
-    out = []
-    for frame in order:
-        until = frame.release + holds.get(frame.pipeline.name, 0.0)
-        if frame is engine.committed or frame.start is not None or frame.step or until <= engine.now \
-                or frame.deadline < frame.release + frame.pipeline.deadline_s:
-            continue
-        out.append(frame)
-        if frame.key not in self.record:
-            engine.wake(until)
-        self.record[frame.key] = (frame.release, until, engine.now)
-    return out
+from tests.hold_everything import hold_everything as hold_everything_rule
 
 
 @pytest.fixture
 def hold_everything(monkeypatch):
-    monkeypatch.setattr(hold.Holds, "held", _hold_everything)
+    monkeypatch.setattr(hold.Holds, "held", hold_everything_rule)
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow,

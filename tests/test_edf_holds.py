@@ -28,25 +28,14 @@ from hypothesis import strategies as st
 
 from benchmarks.limit_gap import small_workload
 from benchmarks.workload_gen import random_workload
+from tests.hold_everything import hold_everything
 from tests.test_steady_loads import _swap_every_hyperperiod
 
 
 class HoldEverything(Holds):
-    """The most a policy may hold: every frame not started, for its whole budget (whether or not
-    another frame could use the time), so the budgets, not the hold rule, are what is checked."""
+    """Every frame not started held for its whole budget (tests/hold_everything.py)."""
 
-    def held(self, engine, order, victims):
-        holds = engine.contract.holds
-        out = []
-        for frame in order:
-            until = frame.release + holds.get(frame.pipeline.name, 0.0)
-            if frame is engine.committed or frame.start is not None or frame.step or until <= engine.now:
-                continue
-            out.append(frame)
-            if frame.key not in self.record:
-                engine.wake(until)
-            self.record[frame.key] = (frame.release, until, engine.now)
-        return out
+    held = hold_everything
 
 
 class EdfHoldingEverything(EdfPolicy):

@@ -19,6 +19,7 @@ from fpgashare import fleet  # noqa: E402
 from fpgashare.backends.simrun import resolve_chain  # noqa: E402
 from fpgashare.catalogue.vision_ref import chain_reference  # noqa: E402
 from fpgashare.client import AdmissionRejected, DeadlineMissed, FrameDropped, FrameFailed  # noqa: E402
+from fpgashare.daemon.host_overrun import HOST_LATE  # noqa: E402
 from fpgashare.fleet.local import LocalFleet, SimBoard  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -27,8 +28,6 @@ log = logging.getLogger(__name__)
 # its daemon's interpreter with the frames) does not pass for board time. At 20, a frame of a 62%-loaded
 # pynq-z2 was dropped in 2 of 7 runs while that board's daemon ran a newcomer's trial.
 DILATION = 50.0
-#: How a daemon names a miss its host caused by running late (runtime/daemon/host_overrun.py).
-HOST_LATE = "the host ran the board's loop"
 EDGES = ["gauss3x3", "sobel_mag"]
 BOARDS = [SimBoard("b1", "zcu104"), SimBoard("b2", "zcu104", ("cam0",)), SimBoard("b3", "pynq-z2", ("cam1",))]
 

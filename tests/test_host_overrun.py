@@ -14,7 +14,7 @@ from fpgashare.backends.model import ModelBackend
 from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.workload import realtime_spec
 from fpgashare.daemon.driver import Driver
-from fpgashare.daemon.host_overrun import HostOverruns
+from fpgashare.daemon.host_overrun import HOST_LATE, HostOverruns
 from fpgashare.daemon.loop_latency import LoopLatency
 from fpgashare.sched.board.board import Board
 from fpgashare.sched.core.clock import WallClock
@@ -22,17 +22,7 @@ from fpgashare.sched.policies.registry import make_policy
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-HOST_LATE = "the host ran the board's loop"
-
-
-class FakeTime:
-    """The host's monotonic time, moved by the test (wall seconds)."""
-
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
+from tests.fake_time import FakeTime
 
 
 def test_an_overrun_is_kept_coalesced_and_found_only_within_reach():

@@ -21,6 +21,7 @@ import numpy as np
 from fpgashare.backends.model import ModelBackend
 from fpgashare.catalogue.workload import PipelineSpec
 from fpgashare.daemon.driver import Driver
+from fpgashare.daemon.host_overrun import HOST_LATE
 from fpgashare.daemon.loop_latency import LoopLatency
 from fpgashare.dnn.planning import network
 from fpgashare.sched.board.board import Board
@@ -31,19 +32,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.daemon_path_soundness import LEFT, episode
-
-#: How a daemon names a miss its host caused by running its loop late (host_overrun.py).
-HOST_LATE = "the host ran the board's loop"
-
-
-class FakeTime:
-    """The host's monotonic time (wall seconds): moved by the test, and by the backend's computing."""
-
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
+from tests.fake_time import FakeTime
 
 
 class ComputingModel(ModelBackend):

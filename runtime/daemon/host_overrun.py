@@ -34,6 +34,8 @@ COALESCE_S = 1e-3
 #: The daemon logs an overrun once per this many board seconds at most (a stall late by seconds would
 #: otherwise log every event it delayed).
 LOG_EVERY_S = 1.0
+#: How a miss the host caused begins its reason (apps and tests look for it).
+HOST_LATE = "the host ran the board's loop"
 
 
 class HostOverruns:
@@ -68,7 +70,7 @@ class HostOverruns:
             self._logged_at = now_s
             # Told at INFO: most overruns cost no frame (the slack absorbs them); a frame that
             # misses is told at WARNING with its overrun (``explain``'s caller).
-            log.info("the host ran the board's loop %.3f ms late (%.1f ms of wall time); the admission "
+            log.info(HOST_LATE + " %.3f ms late (%.1f ms of wall time); the admission "
                      "allows %.3f ms: frames due meanwhile are not covered by the guarantee",
                      late * 1e3, late * self.dilation * 1e3, allowed_s * 1e3)
 
@@ -81,7 +83,7 @@ class HostOverruns:
             return None
         late, allowed = worst
         wall_ms = late * self.dilation * 1e3
-        return (f"the host ran the board's loop {late * 1e3:.3f} ms late meanwhile ({wall_ms:.1f} ms of wall time; "
+        return (f"{HOST_LATE} {late * 1e3:.3f} ms late meanwhile ({wall_ms:.1f} ms of wall time; "
                 f"the admission allows {allowed * 1e3:.3f} ms)")
 
     def summary(self) -> dict:

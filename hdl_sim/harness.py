@@ -22,8 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from fpgashare.hdl_sim.comb_inputs import comb_inputs
-from fpgashare.hdl_sim.config_model import block_parameters, build_config_block
-from fpgashare.hdl_sim.fabric_model import attach_fabric
+from fpgashare.hdl_sim.config_model import CONFIG_BLOCK
+from fpgashare.hdl_sim.fabric_model import FABRIC
 from fpgashare.hdl_sim.harness_build import (
     COMPILE,
     DRIVEN_STREAMS,
@@ -34,6 +34,7 @@ from fpgashare.hdl_sim.harness_build import (
 )
 from fpgashare.hdl_sim.harness_stats import PORT_CHANNEL, ChannelStats, RunStats
 from fpgashare.hdl_sim.module_models import build_modules, module_parameters, slot_modules
+from fpgashare.hdl_sim.side_model import SideModel, load_side_model
 
 log = logging.getLogger(__name__)
 
@@ -113,8 +114,6 @@ class ShellHarness:
         #: module ids with a model, per slot (empty when the modules are inside the shell)
         self.slot_models: dict[int, list[int]] = {}
         self._module_libs: dict[int, ctypes.CDLL] = {}
-        L.fs_attach_config.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-        L.fs_attach_config.restype = ctypes.c_int
         L.fs_set_fast_load.argtypes = [ctypes.c_void_p, ctypes.c_int]
         L.fs_fast_cycles.argtypes = [ctypes.c_void_p]
         L.fs_fast_cycles.restype = ctypes.c_uint64
@@ -125,13 +124,11 @@ class ShellHarness:
         self._fabric_lib: ctypes.CDLL | None = None
         if external:
             self._attach(parameters, modules)
-            self._config_lib = ctypes.CDLL(str(build_config_block(block_parameters(parameters), VERILATOR_FLAGS,
-                                                                  COMPILE)))
-            self._config_lib.cfg_api.restype = ctypes.c_void_p
-            if L.fs_attach_config(self.handle, self._config_lib.cfg_api()):
-                raise HarnessError("the configuration block's model does not fit this shell")
+            self._config_lib = self._attach_side(CONFIG_BLOCK, parameters)
             if fabric:
-                self._fabric_lib = attach_fabric(L, self.handle, parameters, VERILATOR_FLAGS, COMPILE)
+                L.fs_set_fabric_rest.argtypes = [ctypes.c_void_p, ctypes.c_int]
+                L.fs_fabric_evals.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+                self._fabric_lib = self._attach_side(FABRIC, parameters)
         self._buffers: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # arrays the C side points into
         self.reset()
 
@@ -154,6 +151,17 @@ class ShellHarness:
                     raise HarnessError(f"module {module_id}'s model does not fit slot {slot} of this shell")
                 self.lib.fs_set_comb_inputs(self.handle, slot, module_id, comb[module_id])
             self.slot_models[slot] = list(ids)
+
+    def _attach_side(self, model: SideModel, parameters: Mapping[str, int]) -> ctypes.CDLL:
+        """Build (or reuse) ``model``'s library for this shell and attach a model of it to this instance;
+        return the library (kept loaded as long as the instance lives)."""
+        lib, api = load_side_model(model, parameters, VERILATOR_FLAGS, COMPILE)
+        attach = getattr(self.lib, model.attach)
+        attach.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        attach.restype = ctypes.c_int
+        if attach(self.handle, api):
+            raise HarnessError(f"{model.what} does not fit this shell")
+        return lib
 
     def _check(self) -> None:
         """Raise if the run stopped on a module without a model (or a boundary that never settled)."""

@@ -24,8 +24,8 @@ from fpgashare.hdl_sim.build import (
     rtl_sources,
     sim_sources,
 )
-from fpgashare.hdl_sim.config_model import MODEL_SOURCES as CONFIG_SOURCES
-from fpgashare.hdl_sim.fabric_model import MODEL_SOURCES as FABRIC_SOURCES
+from fpgashare.hdl_sim.config_model import CONFIG_BLOCK
+from fpgashare.hdl_sim.fabric_model import FABRIC
 from fpgashare.hdl_sim.free_running import write_junk_sources
 from fpgashare.hdl_sim.module_models import MODEL_SOURCES
 from fpgashare.hdl_sim.toolchain import setup_environment
@@ -68,7 +68,7 @@ def build_harness(parameters: Mapping[str, int], checkers: bool = True) -> Path:
     setup_environment()
     sources = sim_sources() if checkers else rtl_sources()
     cpp = HARNESS_DIR / "shell_harness.cpp"
-    headers = [HARNESS_DIR / name for name in (*MODEL_SOURCES, *CONFIG_SOURCES, *FABRIC_SOURCES,
+    headers = [HARNESS_DIR / name for name in (*MODEL_SOURCES, *CONFIG_BLOCK.sources, *FABRIC.sources,
                                                 *HARNESS_HEADERS)
                if name.endswith(".h")]
     key = content_key("harness", [*sources, *rtl_headers(), cpp, *headers],

@@ -13,7 +13,6 @@ ZCU104 too: the two differ only in the DNN tile's sizes, which no other module's
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,22 +24,18 @@ from fpgashare.hdl_sim.build import (
     HARNESS_DIR,
     RTL_DIR,
     CompileOptions,
-    build_lock,
     cache_root,
-    compile_shared_library,
     content_key,
-    format_parameter,
     rtl_headers,
     runtime_object,
 )
+from fpgashare.hdl_sim.side_model import build_library
 from fpgashare.hdl_sim.toolchain import setup_environment
-
-log = logging.getLogger(__name__)
 
 #: Shell parameters that reach the modules (rp_slot passes them to rm_library); the rest is the shell's.
 MODULE_PARAMETERS = ("DATA_W", "MAX_W", "NPPC", "DNN_P", "DNN_ACT_ENTRIES", "DNN_W_ENTRIES", "DNN_PG_ENTRIES",
                      "DNN_MAX_LAYERS")
-MODEL_SOURCES = ("rm_model.cpp", "rm_pins.h", "port_words.h", "eval_phases.h")
+MODEL_SOURCES = ("rm_model.cpp", "rm_pins.h", "side_model.h", "port_words.h", "eval_phases.h")
 
 
 def module_parameters(shell_parameters: Mapping[str, int | str]) -> dict[str, int | str]:
@@ -145,19 +140,10 @@ def build_module(module_id: int, parameters: Mapping[str, int | str], flags: Seq
     those its code names, ``model_parameters``); return its path."""
     setup_environment()
     build_dir, depends, library, params = _model_build(module_id, parameters, flags, options)
-    lib = build_dir / "librm.so"
-    with build_lock(build_dir):
-        if lib.exists():
-            return lib
-        log.info("building module %d's model in %s", module_id, build_dir)
-        gparams = [f"-G{k}={format_parameter(v)}" for k, v in {"MODULE_ID": module_id, **params}.items()]
-        top = build_dir / "rm_library.sv"   # Verilator reads only the files this module reaches
-        top.write_text(library)
-        verilate = ["verilator", "--cc", "--top-module", "rm_library", "--prefix", "Vrm", "-Mdir",
-                    str(build_dir / "obj"), f"-I{RTL_DIR}", *flags, *gparams, *map(str, depends), str(top)]
-        compile_shared_library(verilate, build_dir / "obj", "Vrm", [HARNESS_DIR / MODEL_SOURCES[0]], lib,
-                               options, jobs=1, runtime=runtime_object(options), one_unit=True)
-    return lib
+    # Verilator reads only the files this module reaches, and rm_library cut to its arm as the top
+    return build_library(build_dir, "librm.so", f"module {module_id}'s model", "rm_library", "Vrm",
+                         {"MODULE_ID": module_id, **params}, depends, flags, HARNESS_DIR / MODEL_SOURCES[0],
+                         options, written={"rm_library.sv": library})
 
 
 def build_modules(ids: Iterable[int], parameters: Mapping[str, int | str], flags: Sequence[str],

@@ -61,3 +61,18 @@ def episode(board: SimBoard, platform, rng: np.random.Generator) -> list:
         assert np.array_equal(out, chain_reference(stages, frame)), f"{first}, {second}"
         seen += [out.tobytes(), stats, [board.module_read(slot, 0) for slot in slots], board.cycles]
     return seen
+
+
+def twin_runs(first: SimBoard, second: SimBoard, platform, seed: int) -> tuple[list, list, int, int]:
+    """Two episodes drawn from ``seed`` on each of two boards (two ways of running the same RTL), a reset
+    between them (every model clocked in reset, then the slots' modules afresh): what each board saw,
+    and the count of state bytes the two boards differ in before and after. Bytes nothing writes
+    (padding, scratch) may differ from the start; the tests hold the count after to no more."""
+    at_start = first.rtl.state_differences(second.rtl)
+    runs = []
+    for board in (first, second):
+        rng = np.random.default_rng(seed)
+        seen = episode(board, platform, rng)
+        board.rtl.reset()
+        runs.append(seen + episode(board, platform, rng))
+    return runs[0], runs[1], at_start, first.rtl.state_differences(second.rtl)

@@ -107,3 +107,29 @@ def test_a_vision_module_built_for_one_board_serves_the_other(monkeypatch, tmp_p
     for name in ("threshold", "conv3x3", "rgb2hsv", "fast9", "template_match", "dnn_tile"):
         dirs = {module_build_dir(KINDS[name].module_id, p, VERILATOR_FLAGS, COMPILE) for p in boards}
         assert len(dirs) == (2 if name == "dnn_tile" else 1), name
+
+
+def test_every_header_a_side_model_includes_is_in_its_key():
+    """A side model's key covers its wrapper and every header of hdl_sim/harness the wrapper includes,
+    directly or through another (the shared side_model.h and side_api.h too): an edit to any of them
+    is a new key, never a stale library."""
+    import re
+
+    from fpgashare.hdl_sim.config_model import CONFIG_BLOCK
+    from fpgashare.hdl_sim.fabric_model import FABRIC
+    from fpgashare.hdl_sim.module_models import MODEL_SOURCES
+
+    def included(name: str) -> set[str]:
+        found, todo = set(), [name]
+        while todo:
+            text = (build.HARNESS_DIR / todo.pop()).read_text()
+            for header in re.findall(r'^#include "([^"]+)"', text, re.M):
+                if header not in found and (build.HARNESS_DIR / header).exists():   # not Verilator's own
+                    found.add(header)
+                    todo.append(header)
+        return found
+
+    for sources in (CONFIG_BLOCK.sources, FABRIC.sources, MODEL_SOURCES):
+        headers = included(sources[0])
+        assert {"side_model.h", "port_words.h", "eval_phases.h"} <= headers
+        assert headers <= set(sources), f"{sources[0]} includes {sorted(headers - set(sources))} outside its key"

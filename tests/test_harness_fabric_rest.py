@@ -17,7 +17,7 @@ from fpgashare.catalogue.modules import resolve_stage
 from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.hdl_sim.board import SimBoard
 
-from tests.harness_episodes import PIXELS_PER_CLOCK, PPC_IDS, episode, small_platform
+from tests.harness_episodes import PIXELS_PER_CLOCK, PPC_IDS, small_platform, twin_runs
 
 pytestmark = pytest.mark.rtl
 
@@ -31,15 +31,9 @@ def test_the_fabric_skipped_at_rest_runs_as_the_fabric_every_cycle(platform):
     seed = secrets.randbits(32)
     resting, every = SimBoard(platform), SimBoard(platform)
     every.rtl.set_fabric_rest(False)
-    at_start = resting.rtl.state_differences(every.rtl)   # bytes nothing writes (padding, scratch)
-    runs = []
-    for board in (resting, every):
-        rng = np.random.default_rng(seed)
-        seen = episode(board, platform, rng)
-        board.rtl.reset()
-        runs.append(seen + episode(board, platform, rng))
-    assert runs[0] == runs[1], f"seed {seed}"
-    assert resting.rtl.state_differences(every.rtl) <= at_start, f"seed {seed}"
+    seen, other, at_start, at_end = twin_runs(resting, every, platform, seed)
+    assert seen == other, f"seed {seed}"
+    assert at_end <= at_start, f"seed {seed}"
     ran, skipped = resting.rtl.fabric_evaluations()
     assert ran > 0 and skipped > ran, "the fabric was never skipped: the comparison would be vacuous"
     assert every.rtl.fabric_evaluations()[1] == 0

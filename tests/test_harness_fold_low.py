@@ -17,7 +17,7 @@ from fpgashare.hdl_sim import comb_inputs
 from fpgashare.hdl_sim.board import SimBoard
 from fpgashare.hdl_sim.harness import HarnessError
 
-from tests.harness_episodes import PIXELS_PER_CLOCK, PPC_IDS, episode, small_platform
+from tests.harness_episodes import PIXELS_PER_CLOCK, PPC_IDS, episode, small_platform, twin_runs
 
 pytestmark = pytest.mark.rtl
 
@@ -31,15 +31,9 @@ def test_the_fold_runs_as_both_levels_apart(platform):
     seed = secrets.randbits(32)
     folded, apart = SimBoard(platform), SimBoard(platform)
     apart.rtl.set_fold_low(False)
-    at_start = folded.rtl.state_differences(apart.rtl)
-    runs = []
-    for board in (folded, apart):
-        rng = np.random.default_rng(seed)
-        seen = episode(board, platform, rng)
-        board.rtl.reset()
-        runs.append(seen + episode(board, platform, rng))
-    assert runs[0] == runs[1], f"seed {seed}"
-    assert folded.rtl.state_differences(apart.rtl) <= at_start, f"seed {seed}"
+    seen, other, at_start, at_end = twin_runs(folded, apart, platform, seed)
+    assert seen == other, f"seed {seed}"
+    assert at_end <= at_start, f"seed {seed}"
     folds, undone, _ = folded.rtl.folds()
     assert folds > 0, "nothing was folded: the comparison would be vacuous"
     shell, modules, skipped = folded.rtl.evaluations()

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import secrets
 
-import numpy as np
 import pytest
 from fpgashare.hdl_sim.board import SimBoard
 
-from tests.harness_episodes import PIXELS_PER_CLOCK, PPC_IDS, episode, small_platform
+from tests.harness_episodes import PIXELS_PER_CLOCK, PPC_IDS, small_platform, twin_runs
 
 pytestmark = pytest.mark.rtl
 
@@ -30,12 +29,7 @@ def test_the_lean_exchange_runs_as_the_exchange_before_it(platform):
     lean, before = SimBoard(platform), SimBoard(platform)
     lean.rtl.set_fold_low(False)   # the exchange alone (the fold needs it: tests/test_harness_fold_low.py)
     before.rtl.set_lean_exchange(False)
-    at_start = lean.rtl.state_differences(before.rtl)   # bytes nothing writes (padding, scratch)
-    runs = []
-    for board in (lean, before):
-        rng = np.random.default_rng(seed)
-        seen = episode(board, platform, rng)
-        board.rtl.reset()   # every model clocked in reset, then the slots' modules afresh
-        runs.append(seen + episode(board, platform, rng) + [board.rtl.evaluations()])
-    assert runs[0] == runs[1], f"seed {seed}"
-    assert lean.rtl.state_differences(before.rtl) <= at_start, f"seed {seed}"
+    seen, other, at_start, at_end = twin_runs(lean, before, platform, seed)
+    assert seen == other, f"seed {seed}"
+    assert lean.rtl.evaluations() == before.rtl.evaluations(), f"seed {seed}"
+    assert at_end <= at_start, f"seed {seed}"

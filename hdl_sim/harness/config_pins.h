@@ -4,8 +4,9 @@
 // shell, the block's model (config_model.cpp, a shared library) evaluates it and writes its outputs
 // back; the configuration stream goes to the block directly.
 #pragma once
-#include <cstddef>
 #include <cstdint>
+
+#include "side_api.h"
 
 namespace cfgblk {
 
@@ -22,20 +23,11 @@ struct Pins {
     uint32_t module[2] = {}, error[2] = {};
 };
 
-// eval's mode, as rm::Pins's: the clock's level, and EVAL_WHOLE for Verilator's whole eval().
-constexpr int EVAL_CLK = 1, EVAL_WHOLE = 2;
+using side::EVAL_CLK;
+using side::EVAL_WHOLE;
 
-// What the block's library exports (cfg_api()). mark/unchanged as a module's (rm_pins.h): a copy of
-// the whole state, and whether the state is that copy again.
-struct Api {
-    int abi;
-    void* (*create)();
-    void (*destroy)(void*);
-    void (*eval)(void*, int mode, Pins*);
-    void (*mark)(void*);
-    int (*unchanged)(void*);
-    const void* (*state)(void*, size_t* size);   // the model's state bytes (tests compare two models)
-};
+// What the block's library exports (cfg_api()).
+using Api = side::Api<Pins>;
 
 constexpr int ABI = 1;
 

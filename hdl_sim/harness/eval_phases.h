@@ -19,7 +19,8 @@
 //
 // DEFINE_EVAL_PHASES(Vtop) declares Verilator's phase functions of model class Vtop (generated, with
 // external linkage, inside the same library) and defines eval_low(root) and eval_edge(root), and
-// eval_whole(root): all of them, as eval() runs them (the reference the tests compare with). A model
+// eval_whole(root): all of them, as eval() runs them (the reference the tests compare with); and
+// eval_level(root, clk, whole), the one of the three a model's eval call picks by its mode. A model
 // without assertions has no sample function: it is declared weak and skipped when absent.
 #pragma once
 
@@ -57,4 +58,13 @@
         eval_nba_loop(r);                                                                                 \
     }                                                                                                     \
     inline void eval_whole(VTOP##___024root* r) { VTOP##___024root___eval(r); }                           \
+    inline void eval_level(VTOP##___024root* r, int clk, bool whole) {                                    \
+        if (whole) {                                                                                      \
+            eval_whole(r);                                                                                \
+        } else if (clk) {                                                                                 \
+            eval_edge(r);                                                                                 \
+        } else {                                                                                          \
+            eval_low(r);                                                                                  \
+        }                                                                                                 \
+    }                                                                                                     \
     }

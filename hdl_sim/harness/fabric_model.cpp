@@ -1,15 +1,13 @@
 // fabric_model: the shell's AXI-Lite control path (axil_fabric.sv) as a shared library, evaluated by the
 // shell harness at its boundary (fabric_pins.h) while the processor's bus moves, and skipped while it
-// rests (shell_harness.cpp).
-#include <cstring>
-#include <memory>
-#include <vector>
-
+// rests (shell_harness.cpp). What is not the fabric's own (the model's creation, its state bytes) is
+// side_model.h's.
 #include "Vfab.h"
 #include "Vfab___024root.h"
 #include "eval_phases.h"
 #include "fabric_pins.h"
 #include "port_words.h"
+#include "side_model.h"
 #include "verilated.h"
 
 DEFINE_EVAL_PHASES(Vfab)
@@ -21,39 +19,13 @@ using PortOf = std::remove_reference_t<T>;
 using RdataType = PortOf<decltype(std::declval<Vfab&>().m_axil_rdata)>;
 using RouteType = PortOf<decltype(std::declval<Vfab&>().route)>;
 using WordsType = PortOf<decltype(std::declval<Vfab&>().route_words)>;
-// 32-bit words of a port (a port narrower than 32 bits is one word; port_words counts whole words)
-template <typename T>
-constexpr int words_of() { return sizeof(T) < 4 ? 1 : port_words<T>(); }
 static_assert(words_of<RdataType>() <= fab::MAX_SLOTS && words_of<RouteType>() <= fab::ROUTE_WORDS &&
               words_of<WordsType>() <= fab::MAX_SINKS, "at most 8 slots and 16 sinks");
 
-struct Model {
-    std::unique_ptr<VerilatedContext> ctx;
-    std::unique_ptr<Vfab> top;
-    std::vector<unsigned char> mark;
-};
-
-// As a module's (rm_model.cpp): every variable of the design lives in the root object.
-const unsigned char* state_bytes(Model* m) { return reinterpret_cast<const unsigned char*>(m->top->rootp); }
-constexpr size_t STATE_SIZE = sizeof(Vfab___024root);
-
-void* create() {
-    auto* m = new Model;
-    m->ctx = std::make_unique<VerilatedContext>();
-    m->top = std::make_unique<Vfab>(m->ctx.get(), "fabric");
-    m->top->clk = 0;
-    m->top->eval();
-    return m;
-}
-
-void destroy(void* p) {
-    auto* m = static_cast<Model*>(p);
-    m->top->final();
-    delete m;
-}
+constexpr char NAME[] = "fabric";
 
 void eval(void* p, int mode, fab::Pins* x) {
-    Vfab* t = static_cast<Model*>(p)->top.get();
+    Vfab* t = side::top_of<Vfab>(p);
     const int clk = mode & fab::EVAL_CLK;
     t->clk = clk;
     t->rst = x->rst;
@@ -76,13 +48,7 @@ void eval(void* p, int mode, fab::Pins* x) {
     t->m_axil_rresp = s.rresp;
     for (int j = 0; j < words_of<RdataType>(); j++) put_word(t->m_axil_rdata, j, s.rdata[j]);
     t->ro_word = s.ro_word;
-    if (mode & fab::EVAL_WHOLE) {
-        eval_whole(t->rootp);
-    } else if (clk) {
-        eval_edge(t->rootp);
-    } else {
-        eval_low(t->rootp);
-    }
+    eval_level(t->rootp, clk, mode & fab::EVAL_WHOLE);
     x->s_awready = t->s_axil_awready;
     x->s_wready = t->s_axil_wready;
     x->s_bresp = t->s_axil_bresp;
@@ -111,23 +77,8 @@ void eval(void* p, int mode, fab::Pins* x) {
     for (int j = 0; j < words_of<WordsType>(); j++) o.route_words[j] = get_word(t->route_words, j);
 }
 
-void mark(void* p) {
-    auto* m = static_cast<Model*>(p);
-    m->mark.assign(state_bytes(m), state_bytes(m) + STATE_SIZE);
-}
-
-int unchanged(void* p) {
-    auto* m = static_cast<Model*>(p);
-    return m->mark.size() == STATE_SIZE && std::memcmp(m->mark.data(), state_bytes(m), STATE_SIZE) == 0;
-}
-
-const void* state(void* p, size_t* size) {
-    *size = reinterpret_cast<const unsigned char*>(&static_cast<Model*>(p)->top->rootp->vlSymsp) -
-            state_bytes(static_cast<Model*>(p));
-    return state_bytes(static_cast<Model*>(p));
-}
-
-const fab::Api API = {fab::ABI, create, destroy, eval, mark, unchanged, state};
+const fab::Api API = {fab::ABI, side::create<Vfab, NAME>, side::destroy<Vfab>, eval, side::mark<Vfab>,
+                      side::unchanged<Vfab>, side::state<Vfab>};
 
 }  // namespace
 

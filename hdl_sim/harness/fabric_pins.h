@@ -4,8 +4,9 @@
 // (the slots' answers, the read-only word) out of the shell, the fabric's model (fabric_model.cpp, a
 // shared library) evaluates it, and its outputs towards the shell go back in after its edge.
 #pragma once
-#include <cstddef>
 #include <cstdint>
+
+#include "side_api.h"
 
 namespace fab {
 
@@ -37,19 +38,11 @@ struct Pins {
     } out;
 };
 
-// eval's mode, as rm::Pins's: the clock's level, and EVAL_WHOLE for Verilator's whole eval().
-constexpr int EVAL_CLK = 1, EVAL_WHOLE = 2;
+using side::EVAL_CLK;
+using side::EVAL_WHOLE;
 
-// What the fabric's library exports (fab_api()); as cfgblk::Api.
-struct Api {
-    int abi;
-    void* (*create)();
-    void (*destroy)(void*);
-    void (*eval)(void*, int mode, Pins*);
-    void (*mark)(void*);
-    int (*unchanged)(void*);
-    const void* (*state)(void*, size_t* size);
-};
+// What the fabric's library exports (fab_api()).
+using Api = side::Api<Pins>;
 
 constexpr int ABI = 1;
 

@@ -42,3 +42,10 @@ template <typename T>
 constexpr int port_words() {
     return sizeof(T) / 4;
 }
+
+//: 32-bit words a port's value spans: as port_words, but a port narrower than 32 bits (a CData or
+//: SData, whose size port_words rounds down to none) is one word.
+template <typename T>
+constexpr int words_of() {
+    return sizeof(T) < 4 ? 1 : port_words<T>();
+}

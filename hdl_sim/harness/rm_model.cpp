@@ -1,14 +1,12 @@
 // rm_model: one reconfigurable module (rm_library at one MODULE_ID) as a shared library, evaluated by
 // the shell harness at its slot's boundary (rm_pins.h) only while it is the slot's loaded module.
-#include <cstring>
-#include <memory>
-#include <vector>
-
+// What is not the module's own (the model's creation, its state bytes) is side_model.h's.
 #include "Vrm.h"
 #include "Vrm___024root.h"
 #include "port_words.h"
 #include "rm_pins.h"
 #include "eval_phases.h"
+#include "side_model.h"
 #include "verilated.h"
 
 // As in shell_harness.cpp: the evaluation without eval()'s per-call housekeeping, after one eval(),
@@ -21,38 +19,12 @@ using BeatType = std::remove_reference_t<decltype(std::declval<Vrm&>().s_axis_td
 constexpr int BEAT_WORDS = port_words<BeatType>();
 static_assert(BEAT_WORDS <= rm::MAX_WORDS, "a module's beat is at most 128 bits");
 
-struct Model {
-    std::unique_ptr<VerilatedContext> ctx;
-    std::unique_ptr<Vrm> top;
-    std::vector<unsigned char> mark;   // a copy of the model's state (mark / unchanged)
-};
-
-// The model's whole state: every variable, port and scheduling flag of the Verilated design lives in
-// its root object (no heap-held containers in these modules), so equal bytes are an equal state.
-// Padding bytes could only differ by being written, which makes a state look changed, never the
-// converse.
-const unsigned char* state_bytes(Model* m) { return reinterpret_cast<const unsigned char*>(m->top->rootp); }
-constexpr size_t STATE_SIZE = sizeof(Vrm___024root);
-
-void* create() {
-    auto* m = new Model;
-    m->ctx = std::make_unique<VerilatedContext>();
-    m->top = std::make_unique<Vrm>(m->ctx.get(), "rm");
-    m->top->clk = 0;
-    m->top->eval();
-    return m;
-}
-
-void destroy(void* p) {
-    auto* m = static_cast<Model*>(p);
-    m->top->final();
-    delete m;
-}
+constexpr char NAME[] = "rm";
 
 // The ports through the root object, where they live (the model class holds references to them: a
 // load more a port).
 void eval(void* p, int mode, rm::Pins* x) {
-    Vrm___024root* r = static_cast<Model*>(p)->top->rootp;
+    Vrm___024root* r = side::top_of<Vrm>(p)->rootp;
     const int clk = mode & rm::EVAL_CLK;
     r->clk = clk;
     if (!(mode & rm::EVAL_HELD)) {   // with EVAL_FOLD the inputs are new: never held
@@ -75,20 +47,10 @@ void eval(void* p, int mode, rm::Pins* x) {
     }
     if (mode & rm::EVAL_FOLD) {   // the low level first, with these inputs, then the edge (rm::EVAL_FOLD)
         r->clk = 0;
-        if (mode & rm::EVAL_WHOLE) {
-            eval_whole(r);
-        } else {
-            eval_low(r);
-        }
+        eval_level(r, 0, mode & rm::EVAL_WHOLE);
         r->clk = 1;
     }
-    if (mode & rm::EVAL_WHOLE) {
-        eval_whole(r);
-    } else if (clk) {
-        eval_edge(r);
-    } else {
-        eval_low(r);
-    }
+    eval_level(r, clk, mode & rm::EVAL_WHOLE);
     x->sts = uint32_t(r->s_axis_tready) | uint32_t(r->m_axis_tvalid) << 1 | uint32_t(r->m_axis_tlast) << 2 |
              uint32_t(r->m_axis_tuser) << 3 | uint32_t(r->s_axil_awready) << 4 | uint32_t(r->s_axil_wready) << 5 |
              uint32_t(r->s_axil_bvalid) << 6 | uint32_t(r->s_axil_arready) << 7 | uint32_t(r->s_axil_rvalid) << 8 |
@@ -97,17 +59,8 @@ void eval(void* p, int mode, rm::Pins* x) {
     for (int j = 0; j < BEAT_WORDS; j++) x->m_tdata[j] = get_word(r->m_axis_tdata, j);
 }
 
-void mark(void* p) {
-    auto* m = static_cast<Model*>(p);
-    m->mark.assign(state_bytes(m), state_bytes(m) + STATE_SIZE);
-}
-
-int unchanged(void* p) {
-    auto* m = static_cast<Model*>(p);
-    return m->mark.size() == STATE_SIZE && std::memcmp(m->mark.data(), state_bytes(m), STATE_SIZE) == 0;
-}
-
-const rm::Api API = {rm::ABI, BEAT_WORDS, create, destroy, eval, mark, unchanged};
+const rm::Api API = {rm::ABI, BEAT_WORDS, side::create<Vrm, NAME>, side::destroy<Vrm>, eval, side::mark<Vrm>,
+                     side::unchanged<Vrm>};
 
 }  // namespace
 

@@ -541,8 +541,6 @@ bool read_block_inputs(Vshell* t, cfgblk::Pins& x) {
 // The block's outputs into the shell; true if they differ from what the shell had.
 using ModuleVec = std::remove_reference_t<decltype(std::declval<Vshell&>().cx_slot_module)>;
 using ErrorVec = std::remove_reference_t<decltype(std::declval<Vshell&>().cx_slot_error)>;
-template <typename T>
-constexpr int words_of() { return sizeof(T) < 4 ? 1 : port_words<T>(); }
 
 bool write_block_outputs(Vshell* t, const cfgblk::Pins& x) {
     bool changed = t->cx_rd_value != x.rd_value || t->cx_slot_loading != x.loading || t->cx_slot_failed != x.failed ||

@@ -8,10 +8,11 @@ import random
 
 import cocotb
 import pytest
-from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
+from cocotb.triggers import FallingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 from cocotbext.axi.constants import AxiResp
 
+from tests.hdl.axil_slaves import AxilSlaves
 from tests.hdl.vision_tb import clock_and_reset
 
 NPORTS = 3
@@ -19,38 +20,11 @@ NPORTS = 3
 
 async def ports(dut, log: list) -> None:
     """NPORTS always-ready slaves: writes answer OKAY; reads return 0xC0DE_0000 | port << 8 | addr."""
-    full = (1 << NPORTS) - 1
-    dut.m_axil_awready.value = full
-    dut.m_axil_wready.value = full
-    dut.m_axil_arready.value = full
-    dut.m_axil_bresp.value = 0
-    dut.m_axil_rresp.value = 0
-    b_pending = r_pending = 0          # responses being offered
-    b_ready_before = r_ready_before = 0  # offered responses whose READY is high until the next edge
-    rdata = 0
+    slaves = AxilSlaves(dut, NPORTS, log, strobes=True)
     while True:
-        await RisingEdge(dut.clk)
-        await ReadOnly()
-        aw, ar = int(dut.m_axil_awvalid.value), int(dut.m_axil_arvalid.value)
-        # An offered response was taken at the edge just passed if READY was high before it.
-        b_pending &= ~b_ready_before
-        r_pending &= ~r_ready_before
-        for p in range(NPORTS):
-            if aw >> p & 1:
-                log.append(("w", p, int(dut.m_axil_awaddr.value), int(dut.m_axil_wdata.value),
-                            int(dut.m_axil_wstrb.value)))
-                b_pending |= 1 << p
-            if ar >> p & 1:
-                addr = int(dut.m_axil_araddr.value)
-                log.append(("r", p, addr))
-                rdata = rdata & ~(0xFFFF_FFFF << (32 * p)) | (0xC0DE_0000 | p << 8 | addr) << (32 * p)
-                r_pending |= 1 << p
-        b_ready_before = int(dut.m_axil_bready.value) & b_pending
-        r_ready_before = int(dut.m_axil_rready.value) & r_pending
+        await slaves.sample()
         await FallingEdge(dut.clk)   # leave the read-only phase before driving
-        dut.m_axil_bvalid.value = b_pending
-        dut.m_axil_rvalid.value = r_pending
-        dut.m_axil_rdata.value = rdata
+        slaves.drive()
 
 
 @cocotb.test(timeout_time=2, timeout_unit="ms")

@@ -15,6 +15,7 @@ from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 from cocotbext.axi.constants import AxiResp
 
+from tests.hdl.axil_slaves import AxilSlaves
 from tests.hdl.vision_tb import clock_and_reset
 
 NUM_SLOTS = 2
@@ -34,39 +35,14 @@ def ro_answer(index: int) -> int:
 async def shell_side(dut, log: list, rng: random.Random) -> None:
     """The slots' windows (always ready; reads return 0xC0DE_0000 | slot << 8 | addr) and the read-only
     word, driven at falling edges; the read-only word is noise but while a read is pending."""
-    full = (1 << NUM_SLOTS) - 1
-    dut.m_axil_awready.value = full
-    dut.m_axil_wready.value = full
-    dut.m_axil_arready.value = full
-    dut.m_axil_bresp.value = 0
-    dut.m_axil_rresp.value = 0
-    b_pending = r_pending = 0
-    b_ready_before = r_ready_before = 0
-    rdata = 0
+    slaves = AxilSlaves(dut, NUM_SLOTS, log)
     while True:
-        await RisingEdge(dut.clk)
-        await ReadOnly()
-        aw, ar = int(dut.m_axil_awvalid.value), int(dut.m_axil_arvalid.value)
-        b_pending &= ~b_ready_before
-        r_pending &= ~r_ready_before
-        for k in range(NUM_SLOTS):
-            if aw >> k & 1:
-                log.append(("w", k, int(dut.m_axil_awaddr.value), int(dut.m_axil_wdata.value)))
-                b_pending |= 1 << k
-            if ar >> k & 1:
-                addr = int(dut.m_axil_araddr.value)
-                log.append(("r", k, addr))
-                rdata = rdata & ~(0xFFFF_FFFF << (32 * k)) | (0xC0DE_0000 | k << 8 | addr) << (32 * k)
-                r_pending |= 1 << k
+        await slaves.sample()
         if int(dut.arm.value):
             log.append(("arm", int(dut.arm_slot.value)))
-        b_ready_before = int(dut.m_axil_bready.value) & b_pending
-        r_ready_before = int(dut.m_axil_rready.value) & r_pending
         rd_en, rd_index = int(dut.rd_en.value), int(dut.rd_index.value)
         await FallingEdge(dut.clk)
-        dut.m_axil_bvalid.value = b_pending
-        dut.m_axil_rvalid.value = r_pending
-        dut.m_axil_rdata.value = rdata
+        slaves.drive()
         dut.ro_word.value = ro_answer(rd_index) if rd_en else rng.getrandbits(32)
 
 

@@ -84,13 +84,13 @@ def _kept_tail(jobs, tail, first):
 
 
 def _no_blocking(jobs, periods, deadlines, jitters, phases, extra_block_s, most_slack=True, first=None, tail=None,
-                 one_job=None):
+                 one_job=None, hold=None):
     # The pinned-first rule's blocking with every frame "pinned" and no stream time is 0 for every
     # window, phase-free and phased; tails (credits only) are kept.
     nothing = processor_demand.PinnedFirst(np.zeros_like(jobs), np.ones(jobs.shape, dtype=bool))
     with mock.patch.object(processor_demand, "_checked_tail", _kept_tail):
         return _release_test(jobs, periods, deadlines, jitters, phases, extra_block_s, most_slack, nothing, tail,
-                             one_job)
+                             one_job, hold)
 
 
 _arrays = schedulability._arrays
@@ -106,10 +106,13 @@ def _remembered_arrays(pipelines, loads, load_s, control_s=0.0):
 
 
 def _committed_before_release(jobs, periods, deadlines, jitters, phases, extra_block_s, most_slack=True, first=None,
-                              tail=None, one_job=None):
-    best = _release_test(jobs, periods, deadlines, jitters, phases, extra_block_s, most_slack, first, tail, one_job)
+                              tail=None, one_job=None, hold=None):
+    best = _release_test(jobs, periods, deadlines, jitters, phases, extra_block_s, most_slack, first, tail, one_job,
+                         hold)
     known = _STREAMS.get(id(jobs))
-    if phases is None or (best.ok and not most_slack) or known is None or known[0] is not jobs:
+    # Holds are budgets given after admission, never with early frames (holds.py): no early frames then.
+    if phases is None or (best.ok and not most_slack) or known is None or known[0] is not jobs \
+            or (hold is not None and np.any(hold)):
         return best
     loads = jobs - known[1] - (0.0 if tail is None else np.asarray(tail, dtype=np.float64))
     single = np.ones(jobs.shape, dtype=bool) if one_job is None else np.asarray(one_job, dtype=bool)

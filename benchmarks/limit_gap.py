@@ -345,6 +345,7 @@ def main() -> int:
             Path(args.json).write_text(json.dumps(rows, indent=2, default=str))
         worst = max(r["seconds"] for r in rows)
         sys.stdout.write(f"{len(rows)} suites, the slowest limits took {worst:.1f} s\n")
+        write_result("limit_gap_suites", {"slowest_s": worst, "suites": rows}, quick=args.quick)
         return 0
     count = 4 if args.quick else args.count
     first = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 10**9)

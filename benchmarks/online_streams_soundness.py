@@ -32,6 +32,7 @@ from fpgashare.sched.board.board_admission import split_slots
 from fpgashare.sched.core.clock import VirtualClock
 from fpgashare.sched.policies.registry import make_policy
 
+from benchmarks.results import write_result
 from benchmarks.workload_gen import random_workload
 
 log = logging.getLogger(__name__)
@@ -143,6 +144,10 @@ def main() -> None:
              totals["dnn_failed"], totals["overlaps"])
     log.info("pipelines admitted with 1..4 streams (4 on the ZCU104 only): %s",
              dict(sorted(admitted_by_streams.items())))
+    write_result("online_streams_soundness", {"first_seed": first, "seeds": args.count, "max_s": args.max_s,
+                                              **dict(totals),
+                                              "admitted_by_streams": dict(sorted(admitted_by_streams.items()))},
+                 quick=args.quick)
     if totals["missed"] or totals["ended_twice"] or totals["unended"] or totals["dnn_failed"]:
         raise SystemExit(1)             # the claim failed: say so to whoever runs it (CI too)
 

@@ -259,7 +259,9 @@ def edf_rules_images(stretches, engine, result: dict, slots: int, load_s: float,
     On one partition, each pass also caps it (the window bound's cap with the pins home): the P
     pins and the pass's u unpinned copies are in F slots while it runs, so at t the tiles are at
     most F - P - u, plus the pins lent at t, plus the loads that fit between t and the pass (a
-    copy loaded before it starts, or a tile loaded after it ends, each takes the port one load)."""
+    copy loaded before it starts, or a tile loaded after it ends, each takes the port one load);
+    and before it starts, the tiles held at t, the pins and its copies are distinct loads since
+    the cold start, all ended by its start: n <= floor(start / t_L) - P - u."""
     fabric, fixed, lendable = dnn_fabric(result, slots)
     passes = unpinned_passes(result, engine, slots, load_s)
     gaps = quiet_gaps(engine, engine.end_s)
@@ -292,6 +294,8 @@ def edf_rules_images(stretches, engine, result: dict, slots: int, load_s: float,
             for start, end, u in passes:
                 apart = start - t if t < start else max(0.0, t - end)
                 n = min(n, fabric - fixed - lendable - u + lent + math.floor(apart / load_s + 1e-9))
+                if t < start:       # the tiles, the pins and its copies: distinct loads since 0
+                    n = min(n, math.floor(start / load_s + 1e-9) - fixed - lendable - u)
             if n >= 1:
                 run.append((b - a, n))
             elif run:

@@ -199,15 +199,22 @@ def why_none(engine, result: dict, images: int, tile_loads: int, load_s: float, 
             gap, t = max(gap, a - t), b
     gap = max(gap, engine.end_s - t)
     fill = min(f for f, _ in timings.values())
-    return (f"no tile lent: the port's longest idle stretch after the setup is {gap * 1e3:.2f} ms; a lend "
-            f"needs the tile's load ({load_s * 1e3:.2f} ms), the fill ({fill * 1e3:.2f} ms) and DNN time "
-            f"worth {backfill.WORTH:g}x the load")
+    pins = sum(len(c.get("pinned", {})) for c in parts if c.get("dnn"))
+    slots = sum(len(c.get("slots", ())) for c in parts if c.get("dnn"))
+    quiet = max((min(r, engine.end_s) - max(e, engine.t0) for e, r in quiet_gaps(engine, engine.end_s)),
+                default=0.0)
+    return (f"no tile lent: {pins} of the DNN's {slots} slots pinned (lent only inside a gap no frame "
+            f"waits, the longest after the setup {quiet * 1e3:.2f} ms, for two loads); the port's longest "
+            f"idle stretch after the setup is {gap * 1e3:.2f} ms; a lend needs the tile's load "
+            f"({load_s * 1e3:.2f} ms), the fill ({fill * 1e3:.2f} ms) and DNN time worth "
+            f"{backfill.WORTH:g}x its loads")
 
 
 def quiet_gaps(engine, t1: float) -> list[tuple[float, float]]:
     """The stretches of [0, t1) in which no real-time frame waits: none released and not started,
-    none between passes (a frame streaming does not stop a pin lend: pin_lend.quiet; a dropped
-    frame is left out, which only widens them)."""
+    none between passes (a frame streaming does not stop a pin lend: pin_lend.quiet), each cut at
+    every release (a lent pin is back by the earliest next release, ``pin_lend.back_by``, whether
+    that frame waits or streams at once; a frame's actual release is no earlier than that)."""
     busy = sorted((a, b) for f in engine.frames if f.streamed
                   for a, b in zip((f.release, *(e for _, e in f.streamed[:-1])), (s for s, _ in f.streamed),
                                   strict=True) if b > a)
@@ -218,7 +225,12 @@ def quiet_gaps(engine, t1: float) -> list[tuple[float, float]]:
         t = max(t, b)
     if t < t1:
         gaps.append((t, t1))
-    return gaps
+    releases = sorted({f.release for f in engine.frames})
+    cut = []
+    for a, b in gaps:
+        points = [a, *(r for r in releases if a < r < b), b]
+        cut.extend(itertools.pairwise(points))
+    return cut
 
 
 def unpinned_passes(result: dict, engine, slots: int, load_s: float) -> list[tuple[float, float, int]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from types import SimpleNamespace
 
-from benchmarks.dnn_window_gap import analyse, dnn_fabric, dnn_seeds, unpinned_passes
+from benchmarks.dnn_window_gap import analyse, dnn_fabric, dnn_seeds, quiet_gaps, unpinned_passes
 
 
 def test_a_plan_that_hosts_no_dnn_gives_it_no_fabric():
@@ -33,6 +33,13 @@ def test_unpinned_copies_are_counted_beside_the_pins_unless_an_evictor_may_hold_
     # p: c twice, no pin (2); e: d while it may hold b's slot (1 - 1); q: d, the evictor long done
     passes = unpinned_passes({"contract": contract}, engine, slots=3, load_s=1e-3)
     assert passes == [(0.001, 0.002, 2), (0.011, 0.012, 0), (0.030, 0.031, 1)]
+
+
+def test_a_quiet_gap_ends_at_every_release_even_one_that_streams_at_once():
+    # a lent pin is back by the earliest next release (pin_lend.back_by), waiting frame or not
+    frames = [_frame("p", 0.004, [(0.005, 0.006)], [("a",)]), _frame("q", 0.010, [(0.010, 0.011)], [("a",)])]
+    engine = SimpleNamespace(frames=frames)
+    assert quiet_gaps(engine, 0.02) == [(0.0, 0.004), (0.005, 0.010), (0.010, 0.02)]
 
 
 def test_edf_never_runs_more_images_than_the_bound_under_its_rules():

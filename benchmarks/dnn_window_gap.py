@@ -37,10 +37,12 @@ import random
 import statistics
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from fpgashare.cli.bench import run_one
 from fpgashare.sched.limits import belady, dnn_windows
+from fpgashare.sched.policies import backfill
 
 from benchmarks.limit_gap import small_workload
 from benchmarks.results import write_result
@@ -152,6 +154,7 @@ def analyse(seed: int) -> dict:
             if any(r[0] < b and a < r[1] and _on_slot(engine.trace, names, slot, r[0]) for r in runs)]
     unused = sum(len(v) for v in spans.values()) - len(used)
     return {"seed": seed, "streams": platform.streams, "tiles_never_run": unused,
+            "why_none": why_none(engine, result, run_total, tile_loads, load_s, timings),
             "bound_images": bound_total, "run_images": run_total,
             "ratio": round(run_total / bound_total, 3) if bound_total else None,
             "edf_rules_images": kept, "ratio_to_edf_rules": round(run_total / kept, 3) if kept else None,
@@ -162,22 +165,56 @@ def analyse(seed: int) -> dict:
 def dnn_fabric(result: dict, slots: int) -> tuple[int, int, int]:
     """The slots edf's DNN may use and its pins there, as (slots, pins never lent, pins lent
     only in quiet gaps). The DNN's tiles go only into the slots of the partitions that serve it
-    (stream_plan.py: its own, or the real-time partition it backfills in). On one partition its
+    (stream_plan.py: its own, or the real-time partition it backfills in; none if no partition
+    hosts it). On one partition its
     pins may be lent inside the gaps no frame waits (pin_lend.py), unless the partition is quiet
     (it loads nothing after t0: never). Over several partitions the DNN's partitions' pins are
     counted as free (an over-estimate: a bound on edf still)."""
     contract = result.get("contract") or {}
     parts = [contract] if "pinned" in contract else [c for c in contract.values() if isinstance(c, dict)]
+    if not any(c.get("dnn") for c in parts):
+        return 0, 0, 0          # no partition hosts the DNN: edf loads no tile anywhere
     if len(parts) <= 1:
         pins = len(parts[0].get("pinned", {})) if parts else 0
         return (slots, pins, 0) if parts and parts[0].get("quiet") else (slots, 0, pins)
     return sum(len(c.get("slots", ())) for c in parts if c.get("dnn")), 0, 0
 
 
+def why_none(engine, result: dict, images: int, tile_loads: int, load_s: float, timings) -> str | None:
+    """Why a run has no DNN image (None if it has some): no partition hosts the DNN, or no tile was
+    lent, with the port's longest idle stretch after the setup (t0) against what a lend of a
+    swap slot needs at least (a tile's load, the fill latency, WORTH times the load in DNN time)."""
+    if images:
+        return None
+    contract = result.get("contract") or {}
+    parts = [contract] if "pinned" in contract else [c for c in contract.values() if isinstance(c, dict)]
+    if not any(c.get("dnn") for c in parts):
+        return "no partition hosts the DNN (stream_plan: every partition fails its check with it)"
+    if tile_loads:
+        return f"{tile_loads} tile load(s), no batch"
+    loads = sorted((e.start, e.end) for e in engine.trace if e.track == "port")
+    t, gap = engine.t0, 0.0
+    for a, b in loads:
+        if b > t:
+            gap, t = max(gap, a - t), b
+    gap = max(gap, engine.end_s - t)
+    fill = min(f for f, _ in timings.values())
+    pins = sum(len(c.get("pinned", {})) for c in parts if c.get("dnn"))
+    slots = sum(len(c.get("slots", ())) for c in parts if c.get("dnn"))
+    quiet = max((min(r, engine.end_s) - max(e, engine.t0) for e, r in quiet_gaps(engine, engine.end_s)),
+                default=0.0)
+    return (f"no tile lent: {pins} of the DNN's {slots} slots pinned (lent only inside a gap no frame "
+            f"waits, the longest after the setup {quiet * 1e3:.2f} ms, for two loads); the port's longest "
+            f"idle stretch after the setup is {gap * 1e3:.2f} ms; a lend needs the tile's load "
+            f"({load_s * 1e3:.2f} ms), the fill ({fill * 1e3:.2f} ms) and DNN time worth "
+            f"{backfill.WORTH:g}x its loads")
+
+
 def quiet_gaps(engine, t1: float) -> list[tuple[float, float]]:
     """The stretches of [0, t1) in which no real-time frame waits: none released and not started,
-    none between passes (a frame streaming does not stop a pin lend: pin_lend.quiet; a dropped
-    frame is left out, which only widens them)."""
+    none between passes (a frame streaming does not stop a pin lend: pin_lend.quiet), each cut at
+    every release (a lent pin is back by the earliest next release, ``pin_lend.back_by``, whether
+    that frame waits or streams at once; a frame's actual release is no earlier than that)."""
     busy = sorted((a, b) for f in engine.frames if f.streamed
                   for a, b in zip((f.release, *(e for _, e in f.streamed[:-1])), (s for s, _ in f.streamed),
                                   strict=True) if b > a)
@@ -188,7 +225,37 @@ def quiet_gaps(engine, t1: float) -> list[tuple[float, float]]:
         t = max(t, b)
     if t < t1:
         gaps.append((t, t1))
-    return gaps
+    releases = sorted({f.release for f in engine.frames})
+    cut = []
+    for a, b in gaps:
+        points = [a, *(r for r in releases if a < r < b), b]
+        cut.extend(itertools.pairwise(points))
+    return cut
+
+
+def unpinned_passes(result: dict, engine, slots: int, load_s: float) -> list[tuple[float, float, int]]:
+    """On one partition, each pass as (start, end, u): u its copies no pin holds. While an
+    evictor's frame may hold a pin's slot (from its release until ``slots`` loads after its last
+    pass: its put-back is the next load it makes), a pass's copy may sit there: u is one less per
+    slot evictors take. Empty over several partitions (their pins are counted free there)."""
+    contract = result.get("contract") or {}
+    parts = [contract] if "pinned" in contract else [c for c in contract.values() if isinstance(c, dict)]
+    if len(parts) != 1 or not parts[0].get("dnn"):
+        return []
+    pins = Counter(parts[0].get("pinned", {}).values())
+    evictors = parts[0].get("evictors") or {}
+    taken = len(set(evictors.values()))
+    away = [(f.release, f.streamed[-1][1] + slots * load_s) for f in engine.frames
+            if f.streamed and f.pipeline.name in evictors]
+    out = []
+    for f in engine.frames:
+        for step, (start, end) in enumerate(f.streamed):
+            need = Counter(f.pipeline.pass_modules[step])
+            u = sum(max(0, c - pins[m]) for m, c in need.items())
+            if any(a < end and start < b for a, b in away):
+                u = max(0, u - taken)
+            out.append((start, end, u))
+    return out
 
 
 def edf_rules_images(stretches, engine, result: dict, slots: int, load_s: float, timings) -> int:
@@ -199,8 +266,16 @@ def edf_rules_images(stretches, engine, result: dict, slots: int, load_s: float,
     pin's tile loads after e, its pin is back by r); before the first release r1, at most
     floor(r1 / t_L) - P (every pin loads after the cold start, beside the tiles). An upper bound
     on edf's DNN images (the summary counts the runs above it: ``runs_above_edf_rules``), not on any
-    scheduler's."""
+    scheduler's.
+
+    On one partition, each pass also caps it (the window bound's cap with the pins home): the P
+    pins and the pass's u unpinned copies are in F slots while it runs, so at t the tiles are at
+    most F - P - u, plus the pins lent at t, plus the loads that fit between t and the pass (a
+    copy loaded before it starts, or a tile loaded after it ends, each takes the port one load);
+    and before it starts, the tiles held at t, the pins and its copies are distinct loads since
+    the cold start, all ended by its start: n <= floor(start / t_L) - P - u."""
     fabric, fixed, lendable = dnn_fabric(result, slots)
+    passes = unpinned_passes(result, engine, slots, load_s)
     gaps = quiet_gaps(engine, engine.end_s)
     # From the cold start every pin loads before the first release r1 (the pins are home then),
     # beside every tile held before it, on the one port: n <= floor(r1 / t_L) - P.
@@ -226,7 +301,13 @@ def edf_rules_images(stretches, engine, result: dict, slots: int, load_s: float,
         for a, b in itertools.pairwise(cuts):
             t = (a + b) / 2
             n = next((n for x, y, n in pieces if x <= t < y), 0)
-            n = min(n, fabric - fixed - lendable + lent_at(t), cold if t < first else fabric)
+            lent = lent_at(t)
+            n = min(n, fabric - fixed - lendable + lent, cold if t < first else fabric)
+            for start, end, u in passes:
+                apart = start - t if t < start else max(0.0, t - end)
+                n = min(n, fabric - fixed - lendable - u + lent + math.floor(apart / load_s + 1e-9))
+                if t < start:       # the tiles, the pins and its copies: distinct loads since 0
+                    n = min(n, math.floor(start / load_s + 1e-9) - fixed - lendable - u)
             if n >= 1:
                 run.append((b - a, n))
             elif run:
@@ -246,6 +327,7 @@ def summarize(rows: list[dict]) -> dict:
             "ratio_to_edf_rules_median": round(statistics.median(kept), 3) if kept else None,
             "edf_rules_images": sum(r["edf_rules_images"] for r in rows),
             "runs_above_edf_rules": [r["seed"] for r in rows if r["run_images"] > r["edf_rules_images"]],
+            "none_run": {str(r["seed"]): r["why_none"] for r in rows if r["why_none"]},
             "ratio_p10": round(sorted(ratios)[len(ratios) // 10], 3) if ratios else None,
             "bound_images": sum(r["bound_images"] for r in rows), "run_images": sum(r["run_images"] for r in rows),
             "gap_images": gap, "loss_share_of_gap": {t: round(v / gap, 3) if gap else 0.0 for t, v in terms.items()},
@@ -273,6 +355,8 @@ def main() -> int:
         log.info("seed %d (%d streams): %d of %d images (%s), %d under edf's pins and partitions; lost %s",
                  seed, r["streams"], r["run_images"], r["bound_images"], r["ratio"], r["edf_rules_images"],
                  r["loss_images"])
+        if r["why_none"] and r["edf_rules_images"]:
+            log.info("  no image: %s", r["why_none"])
     summary = summarize(rows)
     summary.update(first_seed=first, wall_s=round(time.perf_counter() - started, 1))
     sys.stdout.write(json.dumps(summary, indent=2) + "\n")

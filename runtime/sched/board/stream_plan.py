@@ -279,11 +279,25 @@ def _final_check(part: Partition, platform: Platform, share: int, widest: int) -
     terms, so its contract holds with the shorter loads. The fallback is needed for frames
     committed before their known release (early_commit.py): their lead is sized with the load
     time, so a shorter load can fail a test a longer one passes."""
+    verdict = _widened(part, platform, share, widest)
+    if not verdict.ok:
+        raise RuntimeError(f"stream {part.stream}'s admitted set fails its final check: {verdict.reason}")
+    return verdict
+
+
+def _widened(part: Partition, platform: Platform, share: int, widest: int) -> Verdict:
+    """``part``'s verdict at the narrowest passing share from ``share`` to ``widest``, else the widest's."""
     for s in range(share, max(share, widest) + 1):
         verdict = _check(part, platform, s)
         if verdict.ok:
             return verdict
-    raise RuntimeError(f"stream {part.stream}'s admitted set fails its final check: {verdict.reason}")
+    return verdict
+
+
+def _final_pass(parts: list[Partition], platform: Platform, widest: int) -> bool:
+    """Whether ``parts``, as the final plan, would pass ``_final_check`` (every partition)."""
+    share = max(1, _loaders(parts, platform))
+    return all(_widened(part, platform, share, widest).ok for part in parts)
 
 
 def _share(parts: list[Partition], dnn: bool, streams: int) -> int:
@@ -376,7 +390,9 @@ def _place_dnn(parts: list[Partition], free: list[int], platform: Platform, stre
     by_slack = sorted(parts, key=lambda q: -(_check(q, platform, len(parts)).slack_s))
     for part in by_slack:
         trial = replace(part, dnn=True, slots=tuple(sorted((*part.slots, *free))))
-        if _all_pass([trial if q is part else q for q in parts], platform, 0)[0]:
+        # Judged as the final check judges it: a partition admitted at a wider share (a frame
+        # committed early may pass only there) may host the DNN at that share too.
+        if _final_pass([trial if q is part else q for q in parts], platform, streams + 1):
             part.dnn, part.slots = True, trial.slots
             free.clear()
             return

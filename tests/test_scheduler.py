@@ -237,12 +237,14 @@ def _minus(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[t
 @pytest.mark.parametrize("scheduler", ["edf", "rr-bundle"])
 def test_stalled_reconfiguration_is_port_time_with_nothing_computing_and_a_frame_waiting(scheduler):
     """Recomputed from the trace: loads, less the time any slot computes, within the time some
-    real-time frame was released and not yet started."""
+    real-time frame had come and not yet started."""
     workload = load_workload(WORKLOADS / "nh_720p60_zcu104.toml")
     engine, result = run_workload(workload, make_backend("model", workload.platform), make_policy(scheduler))
     port = _measure([(t.start, t.end) for t in engine.trace if t.track == "port"])
     computing = _measure([(t.start, t.end) for t in engine.trace if t.track.startswith("slot")])
-    waiting = _measure([(f.release, f.start if f.start is not None else engine.now) for f in engine.frames])
+    # from when each frame came (a frame committed before it arrives waits only from then)
+    waiting = _measure([(f.release if f.arrives is None else f.arrives, f.start if f.start is not None else engine.now)
+                        for f in engine.frames])
     exposed = _minus(port, computing)
     stalled = _overlap(exposed, waiting)
     totals = result["totals"]

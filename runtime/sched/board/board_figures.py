@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from fpgashare.backends.slot_view import SlotView
 from fpgashare.sched.core.engine import Engine
-from fpgashare.sched.core.jobs import TraceEvent
+from fpgashare.sched.core.jobs import TraceEvent, arrived
 from fpgashare.sched.core.port import LoadRequest
 from fpgashare.sched.core.run_summary import summarize
 from fpgashare.sched.core.slots import Slot, SlotState
@@ -80,8 +80,9 @@ def account_port(board, t: float) -> None:
         board.exposed_reconfig_s += dt
         board.exposed_by_reason[reason] = board.exposed_by_reason.get(reason, 0.0) + dt
         board.steady_exposed_s += max(0.0, t - max(board.accounted_to, board.t0))
-        if any(e.pending for e in board.parts):
-            board.stalled_reconfig_s += dt
+        pending = [f for e in board.parts for f in e.pending]
+        if pending:                 # from when the first of them came (``jobs.arrived``)
+            board.stalled_reconfig_s += max(0.0, t - max(board.accounted_to, arrived(pending)))
     board.accounted_to = t
 
 

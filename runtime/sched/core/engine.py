@@ -53,6 +53,7 @@ from fpgashare.sched.core.jobs import (
     DnnRequest,
     Frame,
     TraceEvent,
+    arrived,
 )
 from fpgashare.sched.core.port_use import PortDriver
 from fpgashare.sched.core.release_source import ReleaseSource
@@ -329,7 +330,9 @@ class Engine:
                 self.exposed_by_reason[current.reason] = self.exposed_by_reason.get(current.reason, 0.0) + dt
                 self.steady_exposed_s += max(0.0, t - max(self._last, self.t0))
                 if self.pending:            # and a frame waits: reconfiguration that costs time
-                    self.stalled_reconfig_s += dt
+                    # (from when it came: a frame committed before it arrives waits for nothing
+                    # until then, and a load before it comes is a prefetch, as in the exact model)
+                    self.stalled_reconfig_s += max(0.0, t - max(self._last, arrived(self.pending)))
         self.clock.wait_until(max(t, self.clock.now()))
         self._last = t
 

@@ -3,6 +3,7 @@ image and batch, and one slice of the trace."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -109,6 +110,12 @@ class TraceEvent:
     start: float
     end: float
     args: dict = field(default_factory=dict)
+
+
+def arrived(frames: Iterable[Frame]) -> float:
+    """When the first of ``frames`` (pending ones) came: a frame committed before it arrives
+    (``Frame.arrives``) waits for the port only from then (inf for none)."""
+    return min((f.release if f.arrives is None else f.arrives for f in frames), default=float("inf"))
 
 
 def fault_reason(exc: Exception) -> str:

@@ -42,6 +42,7 @@ from fpgashare.sched.core.view import EngineView, NeedOrder
 from fpgashare.sched.policies import cold_lend, pin_lend, put_back
 from fpgashare.sched.policies.backfill import DNN as DNN_TILE
 from fpgashare.sched.policies.backfill import backfill, hidden_load_at
+from fpgashare.sched.policies.early_take import EarlyTake, early_take, start_taken
 from fpgashare.sched.policies.edf_loads import (
     LoadPlan,
     borrow_last,
@@ -71,6 +72,7 @@ class EdfPolicy(PriorityPolicy):
         # Set here too: planned.py's fallback dispatches without setup, and every decision reads both.
         self._restore: dict[int, str] = {}      #: pinned slot -> its pin, taken by an evictor
         self._cold: cold_lend.ColdLend | None = None    #: a registration-window lend whose pins are away
+        self._early: EarlyTake | None = None    #: an evictor's pin taken under the job before it
         self.held = Holds()
 
     def setup(self, engine: EngineView) -> None:
@@ -78,6 +80,7 @@ class EdfPolicy(PriorityPolicy):
         With DNN work, the DNN's tiles first where the registration window has room for them
         (cold_lend.py): a pinned slot's pin then comes back by the first release."""
         self._restore = {}
+        self._early = None
         self.held = Holds()
         lend = cold_lend.plan(engine)
         if lend is not None:
@@ -95,6 +98,11 @@ class EdfPolicy(PriorityPolicy):
                 return
             self._cold = None
             self._load_pins(engine, warm_up=True)        # the lent pins, back to back
+        if self._early is not None:
+            waits = start_taken(engine, self._early, self._restore)
+            self._early = None if self._early.frame.start is not None or not waits else self._early
+            if waits:
+                return               # the evictor that took its pin early comes first (early_take.py)
         if put_back.restoring(engine, self._restore):
             return                   # the evictor's job puts its pins back: nothing else meanwhile
         self._dispatch(engine)
@@ -219,6 +227,10 @@ class EdfPolicy(PriorityPolicy):
                     engine.move_pin(move.into, move.to)          # the load below is hidden; M goes back
                     engine.load(move.into, move.module, "demand")   # under this frame's stream
                     plan.used = {s for s in chosen if s is not None} | {move.into}
+                elif is_head and (take := early_take(engine, frame, chosen, missing)) is not None:
+                    engine.load(take.into, take.module, "demand")   # hidden under the stream's job
+                    self._early = take
+                    plan.used = {s for s in chosen if s is not None} | {take.into}
                 reserved |= plan.used
         if engine.committed is None:
             self._port_idle(engine, reserved, order)

@@ -356,10 +356,12 @@ def run(workload: Workload, mode: str, policy: type[EdfPolicy], streams: int = 1
 
 
 class UnheldEdf(EdfPolicy):
-    """edf as it is, holding no frame back: holds (tests/test_edf_holds.py) came after the
-    references and change decisions by design; what this file checks is the cheaper code."""
+    """edf as it is, holding no frame back and with no early take: holds (tests/test_edf_holds.py)
+    and an evictor's early take (tests/test_early_take.py) came after the references and change
+    decisions by design; what this file checks is the cheaper code."""
 
     holds = False
+    early_takes = False
 
 
 def assert_unchanged(workload: Workload, mode: str, streams: int = 1) -> list:

@@ -58,6 +58,7 @@ from fpgashare.sched.policies.hold import Holds
 from fpgashare.sched.policies.lookahead import reclaim_at
 from fpgashare.sched.policies.pin_move import pin_move
 from fpgashare.sched.policies.pinned_first import start_pinned_first
+from fpgashare.sched.policies.prefetch_target import prefetch_target
 
 
 class EdfPolicy(PriorityPolicy):
@@ -65,6 +66,7 @@ class EdfPolicy(PriorityPolicy):
     admission = True
     borrow = True        #: a less urgent frame may stream while a committed frame loads (if it ends first)
     holds = True         #: hold a frame back within the contract's budgets (runtime/sched/policies/hold.py)
+    early_takes = True   #: an evictor certainly next loads into its pinned slot under the job before it
 
     priority = attrgetter("deadline", "seq")      # a C-level key: sorted() calls it for every pending frame
 
@@ -227,7 +229,8 @@ class EdfPolicy(PriorityPolicy):
                     engine.move_pin(move.into, move.to)          # the load below is hidden; M goes back
                     engine.load(move.into, move.module, "demand")   # under this frame's stream
                     plan.used = {s for s in chosen if s is not None} | {move.into}
-                elif is_head and (take := early_take(engine, frame, chosen, missing)) is not None:
+                elif is_head and self.early_takes \
+                        and (take := early_take(engine, frame, chosen, missing)) is not None:
                     engine.load(take.into, take.module, "demand")   # hidden under the stream's job
                     self._early = take
                     plan.used = {s for s in chosen if s is not None} | {take.into}
@@ -364,37 +367,8 @@ class EdfPolicy(PriorityPolicy):
         if target is not None:
             self._prefetch(engine, reserved, target)
 
-    @staticmethod
-    def _prefetch_target(engine: EngineView, waiting: list[Frame],
-                         played: bool = False) -> tuple[NeedOrder, list[str], str] | None:
-        """The module to prefetch next, with the need order: the first of the modules the next
-        needs will want (as many as there are slots) that no slot holds, runs or receives, or a
-        copy a chain using the module twice lacks, whichever is due first. ``waiting``: the
-        pending frames by deadline. ``played``: the next releases in the order the stream would
-        start them (``Foresight.played_order``), else by deadline (cheaper: every decision asks)."""
-        if not engine.slots.idle():
-            return None                              # no slot could take a load
-        foresight = engine.foresight
-        if not played and not engine.placement.copies_matter() and foresight.wanted_held(waiting):
-            return None      # every module the order could name is held, and no chain wants two copies
-        future = foresight.played_order(waiting) if played else \
-            foresight.need_order(waiting, copies=engine.placement.copies_matter())
-        needed = future.head(len(engine.slots.slots))   # each module once, in order of first need
-        slots = engine.slots
-        module = next((m for m in needed if not slots.holds(m)), None)
-        # A chain that uses a module twice needs two copies: one held is not enough. The copy
-        # is due when the first chain using it twice is (it may come before a module not held).
-        copies = engine.placement.copies_needed()
-        second = None
-        for m in needed if engine.placement.copies_matter() else ():      # (else no chain wants two)
-            want = copies.get(m, 1)
-            if want > 1:
-                have = len(slots.ready_with(m)) + len(slots.busy_with(m)) + len(slots.coming_with(m))
-                if 0 < have < want and (second is None or future.copy_key(m, have) < second[0]):
-                    second = (future.copy_key(m, have), m)
-        if second is not None and (module is None or second[0] < future.key(module)):
-            module = second[1]
-        return None if module is None else (future, needed, module)
+    #: The module to prefetch next (prefetch_target.py); a method, so a variant of edf may change it.
+    _prefetch_target = staticmethod(prefetch_target)
 
     def _prefetch(self, engine: EngineView, reserved: set[int], target: tuple[NeedOrder, list[str], str],
                   hidden_only: bool = False) -> bool:

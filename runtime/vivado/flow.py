@@ -128,6 +128,10 @@ module fpgashare_shell_top (
     wire cx_arm_unused, cx_rd_en_unused;
     wire [3:0] cx_arm_slot_unused;
     wire [7:0] cx_rd_index_unused;
+    wire [{slots - 1}:0] fx_awready_unused, fx_wready_unused, fx_bvalid_unused, fx_arready_unused, fx_rvalid_unused;
+    wire [{2 * slots - 1}:0] fx_bresp_unused, fx_rresp_unused;
+    wire [{32 * slots - 1}:0] fx_rdata_unused;
+    wire [31:0] fx_ro_word_unused;
     shell #(
 {(',' + chr(10)).join(lines)}
     ) u_shell (
@@ -158,7 +162,16 @@ module fpgashare_shell_top (
         .cx_arm(cx_arm_unused), .cx_arm_slot(cx_arm_slot_unused), .cx_rd_en(cx_rd_en_unused),
         .cx_rd_index(cx_rd_index_unused), .cx_rd_value(32'd0), .cx_slot_module({{{MODULE_ID_BITS * slots}{{1'b0}}}}),
         .cx_slot_loading({{{slots}{{1'b0}}}}), .cx_slot_failed({{{slots}{{1'b0}}}}), .cx_slot_rst({{{slots}{{1'b0}}}}),
-        .cx_slot_error({{{8 * slots}{{1'b0}}}}), .cx_fused_on({{{slots}{{1'b0}}}})
+        .cx_slot_error({{{8 * slots}{{1'b0}}}}), .cx_fused_on({{{slots}{{1'b0}}}}),
+        // the simulation's boundary for the AXI-Lite fabric simulated outside: unused on a board
+        .fx_awaddr(8'd0), .fx_awvalid({{{slots}{{1'b0}}}}), .fx_awready(fx_awready_unused), .fx_wdata(32'd0),
+        .fx_wstrb(4'd0), .fx_wvalid({{{slots}{{1'b0}}}}), .fx_wready(fx_wready_unused), .fx_bresp(fx_bresp_unused),
+        .fx_bvalid(fx_bvalid_unused), .fx_bready({{{slots}{{1'b0}}}}), .fx_araddr(8'd0),
+        .fx_arvalid({{{slots}{{1'b0}}}}), .fx_arready(fx_arready_unused), .fx_rdata(fx_rdata_unused),
+        .fx_rresp(fx_rresp_unused), .fx_rvalid(fx_rvalid_unused), .fx_rready({{{slots}{{1'b0}}}}),
+        .fx_ro_word(fx_ro_word_unused), .fx_rd_en(1'b0), .fx_rd_index(8'd0), .fx_arm(1'b0), .fx_arm_slot(4'd0),
+        .fx_bypass(1'b0), .fx_route({{{5 * (slots + platform.streams)}{{1'b0}}}}),
+        .fx_route_words({{{32 * (slots + platform.streams)}{{1'b0}}}}), .fx_route_err(32'd0)
     );
 endmodule
 """

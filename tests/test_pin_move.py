@@ -8,14 +8,12 @@ import random
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
-from types import SimpleNamespace
 
 from fpgashare.catalogue.modules import resolve_stage
 from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.workload import DNN_MODELS, PipelineSpec, Workload, realtime_spec
 from fpgashare.sched.analysis.residency import residency
 from fpgashare.sched.core.slots import SlotState
-from fpgashare.sched.policies.pin_move import _next_at
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -83,31 +81,6 @@ def test_pins_move_on_crowded_boards_and_hide_loads():
         check_pins_after(engine)
         moves += engine.pin_moves
     assert moves > 0
-
-
-def _frame(deadline: float, seq: int):
-    return SimpleNamespace(deadline=deadline, seq=seq)
-
-
-def _engine(pending, releases: dict[str, tuple[float, float]]):
-    """A stand-in with what ``_next_at`` reads: pending frames, each pipeline's next release and
-    relative deadline."""
-    pipes = [SimpleNamespace(name=n, deadline_s=d) for n, (_, d) in releases.items()]
-    foresight = SimpleNamespace(next_release_s=lambda p: releases[p.name][0])
-    return SimpleNamespace(pending=pending, pipelines=pipes, running={}, foresight=foresight)
-
-
-def test_a_move_waits_until_the_next_frame_is_certain():
-    f = _frame(0.020, 5)
-    # Nothing else pending; the other pipeline's next frame comes after the stream frees: certain.
-    assert _next_at(_engine([f], {"a": (0.030, 0.010)}), f, end=0.012)
-    # It could be released before the stream frees with an earlier deadline: not certain.
-    assert not _next_at(_engine([f], {"a": (0.011, 0.005)}), f, end=0.012)
-    # Released in time but with a later deadline: F still goes first.
-    assert _next_at(_engine([f], {"a": (0.011, 0.015)}), f, end=0.012)
-    # A pending frame ahead of it in EDF order.
-    assert not _next_at(_engine([f, _frame(0.019, 9)], {}), f, end=0.012)
-
 
 
 def _board_run_recording_moves(seed: int):

@@ -9,7 +9,7 @@ port wait of ``limit_gap``, docs/limits.md, "Where edf's excess port wait comes 
 
 The take, at time t while job G streams until E, for the pending frame F:
 
-1. F is certainly the next job at E (``pin_move._next_at``: no pending frame, no frame on the
+1. F is certainly the next job at E (``certainly_next``: no pending frame, no frame on the
    stream with a pass to come, and no frame any pipeline could release by E, comes before F in
    EDF order); F has arrived, runs in one pass, and lacks exactly one module X (one copy), the
    rest resident or on G's slots (free at E). Nothing of F's is loading.
@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.view import EngineView, SlotState
 from fpgashare.sched.policies import pin_lend
+from fpgashare.sched.policies.certainly_next import certainly_next
 from fpgashare.sched.policies.edf_loads import pinned_victim
-from fpgashare.sched.policies.pin_move import _next_at, _settled
 
 
 @dataclass(frozen=True)
@@ -50,34 +50,20 @@ class EarlyTake:
 def early_take(engine: EngineView, frame: Frame, chosen: list[int | None], missing: list[str]) -> EarlyTake | None:
     """A take of a pinned slot for evictor ``frame`` hidden under the job on the stream, or None
     (``chosen``, ``missing``: ``find_slots`` for the frame)."""
-    end = engine.foresight.stream_job_end()
     contract = engine.contract
-    if end is None or not contract.pinned or not contract.evictors.get(frame.pipeline.name) \
-            or engine.committed is not None or not engine.port.free() or engine.port.shared() or engine.changing \
-            or not _settled(engine) or engine.slots.fused or pin_lend.lent(engine):
+    if not contract.evictors.get(frame.pipeline.name) or pin_lend.lent(engine) \
+            or (frame.arrives is not None and frame.arrives > engine.now):
         return None
-    if (frame.arrives is not None and frame.arrives > engine.now) or len(frame.pipeline.pass_stages) > 1:
+    nxt = certainly_next(engine, frame, chosen, missing)
+    if nxt is None:
         return None
     slots = engine.slots
-    uses = {s for s in chosen if s is not None}
-    absent = []
-    for m in missing:                  # a module on the stream's job is free at E (one stream)
-        busy = next((s for s in slots.busy_with(m) if s not in uses), None)
-        if busy is None:
-            absent.append(m)
-        else:
-            uses.add(busy)
-    if len(absent) != 1 or frame.module_counts.get(absent[0], 1) != 1 or slots.coming_with(absent[0]):
-        return None
-    module = absent[0]
-    if not _next_at(engine, frame, end):
-        return None
     busy_now = {s.index for s in slots.slots if s.state is SlotState.BUSY}
-    into = pinned_victim(engine, frame, module, uses | busy_now)
+    into = pinned_victim(engine, frame, nxt.module, busy_now | nxt.uses)
     if into is None or slots.slots[into].state is not SlotState.READY \
-            or engine.now + engine.port.load_seconds(into) > end or not slots.can_request(into, module):
+            or engine.now + engine.port.load_seconds(into) > nxt.end or not slots.can_request(into, nxt.module):
         return None
-    return EarlyTake(frame, module, into, contract.pinned[into])
+    return EarlyTake(frame, nxt.module, into, contract.pinned[into])
 
 
 def start_taken(engine: EngineView, take: EarlyTake, restore: dict[int, str]) -> bool:

@@ -9,9 +9,10 @@ in does not matter to the analysis, only that the pinned modules are there when 
 
 The move, at time t while job G streams until E, for the pending frame F:
 
-1. F is certainly the next job at E: no pending frame, and no frame any pipeline could release
-   by E, comes before F in EDF order; and F lacks exactly one module X (one copy). F runs in one
-   pass: a frame in passes comes back after its pass for the next, which may need M or take r.
+1. F is certainly the next job at E and lacks exactly one module X (``certainly_next``): no
+   pending frame, and no frame any pipeline could release by E, comes before F in EDF order; and
+   F lacks exactly one module X (one copy). F runs in one pass: a frame in passes comes back
+   after its pass for the next, which may need M or take r.
 2. X loads into a pinned slot s that holds M (F does not use M, G is not on s), ending by E:
    hidden under G. (F's other modules are resident, or on G's slots, which free at E.)
 3. The pin M moves to a slot r that is not pinned, holds none of F's modules (F may start on
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 from fpgashare.sched.analysis.residency import residency
 from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.view import EngineView, SlotState
+from fpgashare.sched.policies.certainly_next import certainly_next, settled
 
 
 @dataclass(frozen=True)
@@ -49,28 +51,12 @@ class PinMove:
 
 def pin_move(engine: EngineView, frame: Frame, chosen: list[int | None], missing: list[str]) -> PinMove | None:
     """A move that hides ``frame``'s one missing load under the job on the stream, or None."""
-    end = engine.foresight.stream_job_end()
+    nxt = certainly_next(engine, frame, chosen, missing)      # 1
+    if nxt is None:
+        return None
     pinned = engine.contract.pinned
-    # Not with fused regions: a move's loads may take several slots, which this argument does not count.
-    if end is None or not pinned or engine.committed is not None or not engine.port.free() or engine.port.shared() \
-            or engine.changing or not _settled(engine) or engine.slots.fused:
-        return None
-    if len(frame.pipeline.pass_stages) > 1:
-        return None               # F in passes: a later pass of its own may need M (or take r)
     slots = engine.slots
-    uses = {s for s in chosen if s is not None}
-    absent = []
-    for m in missing:              # a module on the stream's job is free at E (one stream)
-        busy = next((s for s in slots.busy_with(m) if s not in uses), None)
-        if busy is None:
-            absent.append(m)
-        else:
-            uses.add(busy)
-    if len(absent) != 1 or frame.module_counts.get(absent[0], 1) != 1:
-        return None
-    module = absent[0]
-    if slots.coming_with(module) or not _next_at(engine, frame, end):
-        return None
+    module, uses, end = nxt.module, nxt.uses, nxt.end
     for s in slots.compatible_slots(module):
         held = pinned.get(s)
         slot = slots.slots[s]
@@ -90,29 +76,6 @@ def pin_move(engine: EngineView, frame: Frame, chosen: list[int | None], missing
     return None
 
 
-def _settled(engine: EngineView) -> bool:
-    """No earlier move is still on its way back: every pin in its slot, no reload planned (so the
-    one reload a move needs is the only one, and the port takes it at once)."""
-    slots = engine.slots.slots
-    return not engine.planned_reloads and all(
-        slots[s].module == m and slots[s].state in (SlotState.READY, SlotState.BUSY)
-        for s, m in engine.contract.pinned.items())
-
-
-def _next_at(engine: EngineView, frame: Frame, end: float) -> bool:
-    """Whether ``frame`` comes first in EDF order at ``end`` whatever is released until then."""
-    key = (frame.deadline, frame.seq)
-    if any((f.deadline, f.seq) < key for f in engine.pending if f is not frame):
-        return False
-    if any((f.deadline, f.seq) < key and f.step < len(f.pipeline.pass_stages) - 1 for f in engine.running.values()):
-        return False              # a frame on the stream comes back for its next pass at E
-    for p in engine.pipelines:
-        release = engine.foresight.next_release_s(p)
-        if release <= end and release + p.deadline_s <= frame.deadline:
-            return False
-    return True
-
-
 def _fits(engine: EngineView, placed: dict[int, str]) -> bool:
     """The residency condition with the pins at ``placed``: same loads per frame as before."""
     plan = residency(engine.pipelines, engine.platform, Counter(placed.values()), fixed=placed)
@@ -130,7 +93,7 @@ def lend_moves(engine: EngineView, module: str) -> list[PinMove]:
     end = engine.foresight.stream_job_end()
     pinned = engine.contract.pinned
     if end is None or engine.pending or engine.committed is not None or not engine.port.free() or engine.port.shared() \
-            or not _settled(engine) or engine.foresight.next_passes() or engine.slots.fused:
+            or not settled(engine) or engine.foresight.next_passes() or engine.slots.fused:
         return []                 # (a frame on the stream with passes to go waits again at E)
     slots = engine.slots
     earliest = engine.foresight.earliest_release_s()

@@ -12,6 +12,7 @@ from dataclasses import replace
 from fpgashare.catalogue.workload import PipelineSpec
 from fpgashare.cli.bench import run_one
 from fpgashare.sched.board import stream_plan
+from fpgashare.sched.board.partition_check import check, phased_plans
 from fpgashare.sched.board.stream_plan import plan_streams
 
 from benchmarks.limit_gap import small_workload
@@ -31,15 +32,12 @@ def _could_host(plan, platform, streams: int) -> int | None:
     the planner's own helper), or None."""
     used = {s for part in plan.partitions for s in part.slots}
     free = tuple(s.index for s in platform.slots if s.index not in used)
-    token = stream_plan._PHASED.set(True)
-    try:
+    with phased_plans(True):
         for part in plan.partitions:
             trial = replace(part, dnn=True, slots=tuple(sorted((*part.slots, *free))))
             parts = [trial if q is part else q for q in plan.partitions]
-            if all(any(stream_plan._check(q, platform, s).ok for s in range(1, streams + 2)) for q in parts):
+            if all(any(check(q, platform, s).ok for s in range(1, streams + 2)) for q in parts):
                 return part.stream
-    finally:
-        stream_plan._PHASED.reset(token)
     return None
 
 

@@ -73,12 +73,12 @@ def test_a_plan_made_after_others_is_the_plan_made_from_nothing(seed):
     each registration): what it remembers never changes a plan. Generated workloads are planned
     once from an empty memory, then again after the memory holds every prefix of their
     registrations and other workloads' verdicts, with and without known phases."""
-    from fpgashare.sched.board import stream_plan
+    from fpgashare.sched.board import partition_check
 
     workload = random_workload(seed, max_s=4.0)
     streams = random.Random(seed ^ 0x5EED).randint(1, workload.platform.streams)
     for phased in (False, True):
-        stream_plan._MEMO.clear()
+        partition_check._MEMO.clear()
         fresh = _plan_facts(plan_streams(workload, streams, phased=phased))
         plan_streams(random_workload(seed + 1, max_s=4.0), streams, phased=phased)
         for k in range(len(workload.pipelines)):
@@ -94,10 +94,10 @@ def test_a_plan_on_one_thread_never_sees_another_threads_phases(monkeypatch):
     until the other plan has run, on its own thread; every analysis either makes is recorded."""
     import threading
 
-    from fpgashare.sched.board import stream_plan
+    from fpgashare.sched.board import partition_check
 
     workload = _two_cameras()
-    real = stream_plan.analyse
+    real = partition_check.analyse
     seen: dict[str, list[bool]] = {"phased": [], "plain": []}
     inside, done = threading.Event(), threading.Event()
 
@@ -109,8 +109,8 @@ def test_a_plan_on_one_thread_never_sees_another_threads_phases(monkeypatch):
             assert done.wait(60), "the plain plan never ran"
         return real(*args, **kw)
 
-    monkeypatch.setattr(stream_plan, "analyse", analyse)
-    stream_plan._MEMO.clear()
+    monkeypatch.setattr(partition_check, "analyse", analyse)
+    partition_check._MEMO.clear()
     plans: dict[str, object] = {}
 
     def plan(phased: bool) -> None:
@@ -127,7 +127,7 @@ def test_a_plan_on_one_thread_never_sees_another_threads_phases(monkeypatch):
     assert seen["plain"] and not any(seen["plain"]), seen
     assert len(seen["phased"]) > 1 and all(seen["phased"]), seen     # the rest of it after the other ran
     for name, phased in (("plain", False), ("phased", True)):
-        stream_plan._MEMO.clear()
+        partition_check._MEMO.clear()
         assert plans[name] == _plan_facts(spread_plan(workload, 2, phased=phased)), name
 
 

@@ -92,8 +92,8 @@ def even_split(platform: Platform, pipelines: list[PipelineSpec], n: int,
     from fpgashare.backends.slot_view import sub_platform
     from fpgashare.errors import FpgashareError
     from fpgashare.sched.analysis.control_traffic import control_seconds
+    from fpgashare.sched.board.partition_check import Partition
     from fpgashare.sched.board.partition_slots import consecutive_runs
-    from fpgashare.sched.board.stream_plan import Partition
 
     if not 1 <= n <= min(platform.streams, len(platform.slots)):
         return None

@@ -22,7 +22,8 @@ first release, so it costs the others no port time), the one with most slack; el
 partition on a free stream with as many free slots as pin its whole chain (fewer if fewer are
 free, never fewer than its longest pass); else to the existing partition that loads least for it;
 else to one grown by free slots; else it is refused with the reason of the last try.
-Adding a partition raises P for every partition, so every partition is checked again each time.
+Adding a partition raises P for every partition, so every partition is checked again each time
+(a partition's verdict, quiet or at the share, remembered across plans: ``partition_check.py``).
 Best-effort DNN work gets its own partition from the streams and tile slots left; failing that it
 backfills inside the real-time partition with the most slack, which then pins as few modules as
 it can (as on one stream).
@@ -30,45 +31,17 @@ it can (as on one stream).
 
 from __future__ import annotations
 
-import contextvars
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
 from fpgashare.backends.slot_view import sub_platform
 from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import PipelineSpec, Workload
 from fpgashare.dnn.planning import dnn_plan
-from fpgashare.sched.analysis.control_traffic import control_seconds
-from fpgashare.sched.analysis.evicting_pins import analyse_evicting
 from fpgashare.sched.analysis.holds import with_holds
-from fpgashare.sched.analysis.pinned_first import analyse_pinned_first
-from fpgashare.sched.analysis.schedulability import (
-    Verdict,
-    analyse,
-    load_seconds,
-)
+from fpgashare.sched.analysis.schedulability import Verdict, analyse
+from fpgashare.sched.board.partition_check import Partition, all_pass, check, loaders, phased_plans, quiet_verdict
 from fpgashare.sched.board.partition_slots import ddr_refusal, new_slots
 from fpgashare.sched.policies.backfill import DNN, refusal
-
-
-@dataclass
-class Partition:
-    """One stream and the slots only its work uses."""
-
-    stream: int
-    slots: tuple[int, ...]                    #: the board's slot indices
-    pipelines: list[PipelineSpec] = field(default_factory=list)
-    verdict: Verdict | None = None            #: the analysis of its pipelines on its slots
-    dnn: bool = False                         #: best-effort DNN work runs here too
-    #: a stream no partition uses, on which this partition's DNN batches run beside its frames
-    dnn_stream: int | None = None
-
-    @property
-    def quiet(self) -> bool:
-        """Every module its chains use pinned: no load after the first release."""
-        v = self.verdict
-        return not self.dnn and v is not None and v.plan is not None and not any(v.plan.loads.values())
 
 
 @dataclass
@@ -79,88 +52,6 @@ class StreamPlan:
     @property
     def admitted(self) -> list[PipelineSpec]:
         return [p for part in self.partitions for p in part.pipelines]
-
-#: Verdicts by (platform, pipelines, slots, share, dnn, phased), least recently used dropped first.
-#: Trials re-check the partitions they leave alone, and a daemon's re-plan at each registration
-#: places the same admitted pipelines in the same order again, so across calls only the trials
-#: with the newcomer are new. The analysis is a function of the key alone (frozen specs and
-#: platforms). Keys hold object ids: each entry keeps its pipelines and platform alive, so no id
-#: in a key can belong to another object while the entry exists.
-#: Plans are made on a daemon's worker threads (a trial past its time limit still finishes on its
-#: worker while the next one starts), so the memo is used under a lock.
-_MEMO: OrderedDict[tuple, tuple[Verdict, tuple[PipelineSpec, ...], Platform]] = OrderedDict()
-_MEMO_ENTRIES = 4096
-_MEMO_LOCK = threading.Lock()
-
-#: Whether the plan being made may use the phased test (``analyse(phased=True)``): set for the
-#: length of one ``plan_streams`` / ``spread_plan`` call (a part of ``_MEMO``'s keys); a context
-#: variable, so a plan made on one thread never sees another thread's setting.
-_PHASED: contextvars.ContextVar[bool] = contextvars.ContextVar("fpgashare_plan_phased", default=False)
-
-
-def _analyse(part: Partition, platform: Platform, share: int) -> Verdict:
-    phased = _PHASED.get()
-    key = (id(platform), tuple(id(p) for p in part.pipelines), part.slots, share, part.dnn, phased)
-    with _MEMO_LOCK:
-        hit = _MEMO.get(key)
-        if hit is not None:
-            _MEMO.move_to_end(key)
-            return hit[0]
-    args = dict(few_pins=part.dnn, port_share=share, check_ddr=False, board_load_s=load_seconds(platform),
-                control_s=control_seconds(platform), phased=phased)
-    view = sub_platform(platform, part.slots)
-    verdict = analyse(part.pipelines, view, **args)
-    if not verdict.ok and phased:     # known phases (bench): evicting plans, pinned frames first
-        other = analyse_evicting(part.pipelines, view, phased=True, port_share=share,
-                                 board_load_s=load_seconds(platform), control_s=control_seconds(platform))
-        verdict = other if other.ok else verdict
-    if not verdict.ok and phased:
-        other = analyse_pinned_first(part.pipelines, view, **args)
-        verdict = other if other.ok else verdict
-    if not verdict.ok and phased:     # frames committed before their known release
-        other = analyse(part.pipelines, view, early_commit=True, **args)
-        verdict = other if other.ok else verdict
-    if not verdict.ok and phased:
-        other = analyse_evicting(part.pipelines, view, phased=True, port_share=share, early_commit=True,
-                                 board_load_s=load_seconds(platform), control_s=control_seconds(platform))
-        verdict = other if other.ok else verdict
-    with _MEMO_LOCK:
-        _MEMO[key] = (verdict, tuple(part.pipelines), platform)
-        if len(_MEMO) > _MEMO_ENTRIES:
-            _MEMO.popitem(last=False)
-    return verdict
-
-
-def _quiet(part: Partition, platform: Platform) -> Verdict | None:
-    """The verdict that pins every module ``part``'s chains use, if it passes: such a partition
-    never loads once its pins are in (before the first release), so it takes no port time from the
-    others and nobody's loads delay it (its engine is told: ``Engine.loads_after_t0``)."""
-    if part.dnn:
-        return None
-    v = _analyse(part, platform, 1)
-    return v if v.ok and v.plan is not None and not any(v.plan.loads.values()) else None
-
-
-def _check(part: Partition, platform: Platform, share: int) -> Verdict:
-    return _quiet(part, platform) or _analyse(part, platform, share)
-
-
-def _loaders(parts: list[Partition], platform: Platform) -> int:
-    """Partitions that may load after the first release (every one but the quiet ones)."""
-    return sum(_quiet(q, platform) is None for q in parts)
-
-
-def _all_pass(parts: list[Partition], platform: Platform, extra: int) -> tuple[list[Verdict], str]:
-    """Every partition's verdict, the port shared by the partitions that load (and ``extra`` more:
-    the DNN's own, while a stream may still be left for it), or the first failure's reason."""
-    share = max(1, _loaders(parts, platform) + extra)
-    verdicts = []
-    for part in parts:
-        v = _check(part, platform, share)
-        if not v.ok:
-            return [], v.reason
-        verdicts.append(v)
-    return verdicts, ""
 
 
 def plan_streams(workload: Workload, streams: int, phased: bool = False, spare_stream: bool = False,
@@ -235,11 +126,8 @@ def idle_fraction(part: Partition) -> float:
 
 def spread_plan(workload: Workload, streams: int, phased: bool = False) -> StreamPlan:
     """The partitioned plan alone (module docstring); ``plan_streams`` may prefer one stream."""
-    token = _PHASED.set(phased)
-    try:
+    with phased_plans(phased):
         return _spread(workload, streams)
-    finally:
-        _PHASED.reset(token)
 
 
 def _spread(workload: Workload, streams: int) -> StreamPlan:
@@ -266,7 +154,7 @@ def _spread(workload: Workload, streams: int) -> StreamPlan:
     _spread_free(parts, free, platform)
     if not parts:        # nothing admitted: one partition of every slot (the DNN's, if any)
         parts = [Partition(0, tuple(free), dnn=dnn)]
-    share = max(1, _loaders(parts, platform))
+    share = max(1, loaders(parts, platform))
     for part in parts:
         part.verdict = _final_check(part, platform, share, streams + 1)
     return StreamPlan(parts, rejected)
@@ -288,7 +176,7 @@ def _final_check(part: Partition, platform: Platform, share: int, widest: int) -
 def _widened(part: Partition, platform: Platform, share: int, widest: int) -> Verdict:
     """``part``'s verdict at the narrowest passing share from ``share`` to ``widest``, else the widest's."""
     for s in range(share, max(share, widest) + 1):
-        verdict = _check(part, platform, s)
+        verdict = check(part, platform, s)
         if verdict.ok:
             return verdict
     return verdict
@@ -296,7 +184,7 @@ def _widened(part: Partition, platform: Platform, share: int, widest: int) -> Ve
 
 def _final_pass(parts: list[Partition], platform: Platform, widest: int) -> bool:
     """Whether ``parts``, as the final plan, would pass ``_final_check`` (every partition)."""
-    share = max(1, _loaders(parts, platform))
+    share = max(1, loaders(parts, platform))
     return all(_widened(part, platform, share, widest).ok for part in parts)
 
 
@@ -316,12 +204,12 @@ def _place(p: PipelineSpec, parts: list[Partition], free: list[int], platform: P
     loading: list[tuple[tuple[float, float], Partition]] = []
     for part in parts:
         trial = replace(part, pipelines=[*part.pipelines, p])
-        verdicts, why = _all_pass([trial if q is part else q for q in parts], platform, share)
+        verdicts, why = all_pass([trial if q is part else q for q in parts], platform, share)
         if not verdicts:
             reason = why
             continue
         v = verdicts[parts.index(part)]
-        if _quiet(trial, platform) is not None:
+        if quiet_verdict(trial, platform) is not None:
             quiet.append((-v.slack_s, part))
         else:
             loading.append(((_loads_per_s(v, trial.pipelines), -v.slack_s), part))
@@ -332,7 +220,7 @@ def _place(p: PipelineSpec, parts: list[Partition], free: list[int], platform: P
         options = new_slots(p, platform, free)
         for slots in options:
             trial = Partition(len(parts), slots, [p])
-            verdicts, why = _all_pass([*parts, trial], platform, _share([*parts, trial], dnn, streams))
+            verdicts, why = all_pass([*parts, trial], platform, _share([*parts, trial], dnn, streams))
             if verdicts:
                 parts.append(trial)
                 free[:] = [s for s in free if s not in slots]
@@ -346,7 +234,7 @@ def _place(p: PipelineSpec, parts: list[Partition], free: list[int], platform: P
     for part in parts:
         for extra in range(1, len(free) + 1):
             trial = replace(part, pipelines=[*part.pipelines, p], slots=tuple(sorted((*part.slots, *free[:extra]))))
-            verdicts, why = _all_pass([trial if q is part else q for q in parts], platform, share)
+            verdicts, why = all_pass([trial if q is part else q for q in parts], platform, share)
             if verdicts:
                 part.pipelines, part.slots = trial.pipelines, trial.slots
                 del free[:extra]
@@ -358,14 +246,14 @@ def _spread_free(parts: list[Partition], free: list[int], platform: Platform) ->
     """Slots no partition took go, one at a time, to a partition that loads, if it then loads less
     (more of its modules pinned) and every partition still passes."""
     for slot in list(free):
-        share = max(1, _loaders(parts, platform))
+        share = max(1, loaders(parts, platform))
         best: tuple[float, Partition] | None = None
         for part in parts:
-            if part.dnn or _quiet(part, platform) is not None or not part.pipelines:
+            if part.dnn or quiet_verdict(part, platform) is not None or not part.pipelines:
                 continue
-            before = _check(part, platform, share)
+            before = check(part, platform, share)
             trial = replace(part, slots=tuple(sorted((*part.slots, slot))))
-            verdicts, _ = _all_pass([trial if q is part else q for q in parts], platform, 0)
+            verdicts, _ = all_pass([trial if q is part else q for q in parts], platform, 0)
             if not verdicts or before.plan is None:
                 continue
             after = verdicts[parts.index(part)]
@@ -387,7 +275,7 @@ def _place_dnn(parts: list[Partition], free: list[int], platform: Platform, stre
         parts.append(Partition(len(parts), tuple(free), dnn=True))
         free.clear()
         return
-    by_slack = sorted(parts, key=lambda q: -(_check(q, platform, len(parts)).slack_s))
+    by_slack = sorted(parts, key=lambda q: -(check(q, platform, len(parts)).slack_s))
     for part in by_slack:
         trial = replace(part, dnn=True, slots=tuple(sorted((*part.slots, *free))))
         # Judged as the final check judges it: a partition admitted at a wider share (a frame

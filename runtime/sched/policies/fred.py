@@ -27,8 +27,9 @@ from fpgashare.backends.slot_view import sub_platform
 from fpgashare.catalogue.passes import fits
 from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import PipelineSpec, Workload
+from fpgashare.sched.board.partition_check import Partition
 from fpgashare.sched.board.partition_slots import consecutive_runs
-from fpgashare.sched.board.stream_plan import Partition, StreamPlan
+from fpgashare.sched.board.stream_plan import StreamPlan
 from fpgashare.sched.core.policy import Policy
 from fpgashare.sched.core.view import EngineView
 

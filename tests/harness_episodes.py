@@ -26,6 +26,8 @@ def small_platform(pixels_per_clock: int, tmp_path_factory) -> Platform:
 
 
 def corrupt(words: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``words`` with one bit flipped in their second half, short of the last eight words (``rng``
+    draws the word, then the bit)."""
     bad = words.copy()
     k = int(rng.integers(len(bad) // 2, len(bad) - 8))
     bad[k] ^= np.uint32(1 << int(rng.integers(0, 32)))

@@ -17,6 +17,8 @@ from fpgashare.catalogue.platform import load_platform, manifest_at_pixels_per_c
 from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.hdl_sim.board import SimBoard
 
+from tests.harness_episodes import corrupt
+
 pytestmark = pytest.mark.rtl
 
 MODULES = ("conv3x3", "sobel_mag", "threshold")
@@ -41,9 +43,7 @@ def episode(board: SimBoard, platform, seed: int) -> list:
     for slot, stage in zip(slots, stages, strict=True):
         words = build_config(platform, platform.slots[slot], stage.kind.name)
         if rng.integers(0, 2):
-            bad = words.copy()
-            bad[int(rng.integers(len(bad) // 2, len(bad) - 8))] ^= np.uint32(1 << int(rng.integers(0, 32)))
-            seen.append(board.load(slot, bad))
+            seen.append(board.load(slot, corrupt(words, rng)))
         seen.append(board.load(slot, words))
     board.route(slots)
     rows, cols = (int(v) for v in rng.integers(8, 40, size=2))

@@ -34,6 +34,22 @@ def _drawn(rng: random.Random, n: int, load: float | None = None):
     room = np.where([rng.random() < 0.8 for _ in range(n)], np.minimum(D - S, T - J), D - S)
     share = [rng.choice((1.0, rng.random())) if rng.random() < 0.8 else 0.0 for _ in range(n)]
     H = np.maximum(0.0, room) * np.array(share) * (1.0 - 1e-9)
+    if load is None and rng.random() < 0.5:
+        # one pipeline with the longest frames, due a period after they arrive, with much jitter,
+        # held nearly to its deadline: its budget reaches well past its next frame's arrival, and
+        # the windows it may block both as a frame due after them and as one due in them are the
+        # shortest the others leave (they are due a period after they arrive and held less)
+        S[0] = min(float(S.max()) * rng.uniform(1.0, 2.0), 0.5 * T[0])
+        D[0], J[0] = T[0], rng.uniform(0.3, 0.7) * T[0]
+        H[0] = (D[0] - S[0]) * rng.uniform(0.8, 1.0)
+        D[1:] = T[1:]
+        H[1:] = np.minimum(D[1:] - S[1:], T[1:] - J[1:]) * np.array([rng.uniform(0.0, 0.5) for _ in range(n - 1)])
+    elif load is not None and rng.random() < 0.7:
+        # every pipeline due a period after it arrives, on time, held for its whole room: every
+        # frame may come a whole period less its stream time late, so the busy period with the
+        # holds is far longer than without, and so is the demand's reach (L_a)
+        D, J = T.copy(), np.zeros(n)
+        H = (T - S) * (1.0 - 1e-9)
     return S, T, D, J, H
 
 
@@ -147,7 +163,7 @@ def test_the_test_looks_as_far_as_held_frames_can_keep_the_stream_busy(seed):
     (L_a = (Σ U_i (T_i - (D_i - H_i) + J_i) + B) / (1 - U), the demand of a task with deadline
     D - H and jitter J). Counting the busy period with J alone stops short of the stretch."""
     rng = random.Random(seed)
-    S, T, D, J, H = _drawn(rng, rng.randint(2, 4), load=rng.uniform(0.5, 0.95))
+    S, T, D, J, H = _drawn(rng, rng.randint(2, 6), load=rng.uniform(0.5, 0.95))
     longest = int(np.argmax(S))
     until = _longest_busy_s(S, T, J + H, float(S.max()))
     stretch = _busy_stretch_s(_critical_instant(S, T, D, J, H, longest, "none", until, rng))

@@ -1,9 +1,10 @@
 """Each term the phase-free demand test gives a held frame (processor_demand.demand_check, ``hold``;
 runtime/sched/analysis/holds.py) against the release pattern that makes that term tight, on
-generated sets: the demand (deadline D - H, jitter J) and the blocking (judged by D) at the critical
-instant with every candidate blocker, and the busy period (ready jitter J + H) at the pattern
-that makes it longest. A version of the test with a weaker term admits sets that pattern makes
-miss, or stops short of a busy stretch that pattern makes."""
+generated sets: the demand (deadline D - H, jitter J) and the blocking (judged by D, or by D - H for
+a pipeline whose hold ends before its next frame may arrive) at the critical instant with every
+candidate blocker, and the busy period (ready jitter J + H) at the pattern that makes it longest.
+A version of the test with a weaker term admits sets that pattern makes miss, or stops short of a
+busy stretch that pattern makes."""
 
 from __future__ import annotations
 
@@ -142,7 +143,8 @@ def _busy_stretch_s(jobs: list[tuple[float, float, float]]) -> float:
 def test_a_set_the_test_passes_with_holds_misses_nothing_at_the_critical_instant_whatever_blocks(seed):
     """Demand and blocking: at the edge of the test, the critical instant with each pipeline as
     the blocker (and none) misses nothing under non-preemptive EDF. A blocker judged by D - H
-    instead of D, or a demand without the holds, admits sets this pattern makes miss."""
+    where its hold reaches past its next frame's arrival (T - J, or T where there is jitter), or a
+    demand without the holds or with the hold as jitter, admits sets this pattern makes miss."""
     rng = random.Random(seed)
     S, T, D, J, H = _drawn(rng, rng.randint(2, 4))
     S = _at_the_edge(S, T, D, J, H)
@@ -161,7 +163,11 @@ def test_the_test_looks_as_far_as_held_frames_can_keep_the_stream_busy(seed):
     keep the stream busy up to the longest busy period with ready jitter J + H. The test must look
     at windows that long, unless the demand cannot exceed a window that long whatever the phases
     (L_a = (Σ U_i (T_i - (D_i - H_i) + J_i) + B) / (1 - U), the demand of a task with deadline
-    D - H and jitter J). Counting the busy period with J alone stops short of the stretch."""
+    D - H and jitter J). Counting the busy period with J alone, or L_a with D, stops short of
+    the stretch. (Where the phase-free test's verdict is concerned, any reach past the busy
+    period with J alone gives the same verdict: a window longer than it that fails implies a
+    shorter one that does. The reach matters as the phased check's look-back, phased_demand.py's
+    conditions (B) and (C), which is why it is checked as a bound.)"""
     rng = random.Random(seed)
     S, T, D, J, H = _drawn(rng, rng.randint(2, 6), load=rng.uniform(0.5, 0.95))
     longest = int(np.argmax(S))

@@ -143,8 +143,8 @@ def _busy_stretch_s(jobs: list[tuple[float, float, float]]) -> float:
 def test_a_set_the_test_passes_with_holds_misses_nothing_at_the_critical_instant_whatever_blocks(seed):
     """Demand and blocking: at the edge of the test, the critical instant with each pipeline as
     the blocker (and none) misses nothing under non-preemptive EDF. A blocker judged by D - H
-    where its hold reaches past its next frame's arrival (T - J, or T where there is jitter), or a
-    demand without the holds or with the hold as jitter, admits sets this pattern makes miss."""
+    where its hold reaches past its next frame's earliest arrival (T - J after it), or a demand
+    without the holds or with the hold as jitter, admits sets this pattern makes miss."""
     rng = random.Random(seed)
     S, T, D, J, H = _drawn(rng, rng.randint(2, 4))
     S = _at_the_edge(S, T, D, J, H)

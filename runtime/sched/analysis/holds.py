@@ -11,7 +11,10 @@ ready before ``t1`` and due after ``d``. For the held frames:
 - due by ``d`` and ready from ``t1`` means ``r`` in ``[t1 - H_i, d - D_i]``: in a window of length
   ``t`` at most ``floor((t - (D_i - H_i) + J_i) / T_i) + 1`` frames, and none for ``t < D_i - H_i``,
   which is the demand of a task with deadline ``D_i - H_i`` and jitter ``J_i``;
-- a blocking frame arrived before ``t1`` and is due after ``d``: ``D_k > d - t1``, as without holds;
+- a blocking frame arrived before ``t1`` and is due after ``d``: ``D_k > d - t1``, as without holds,
+  but a pipeline whose holds end before its next frame may arrive (``H_k <= T_k - J_k``, as every
+  budget here) cannot both block a window and have a frame in it, so in the windows its demand
+  counts one (``t >= D_k - H_k``) it is not charged as blocking too;
 - frames become ready up to ``J_i + H_i`` after their nominal release (the busy period's bound).
 
 So the phase-free test is run with those three (``processor_demand.demand_check``, ``hold``).

@@ -73,8 +73,10 @@ def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, ext
     ``tail``: per task, the part of S after its frame ends (module docstring; not with ``first``).
     ``hold``: per task, how long after it arrives its frame may be held back (``holds.py``): a
     frame then counts in every window of length ``t >= D - hold`` it may fall in (the demand of a
-    task with deadline ``D - hold``), blocks as before (its deadline is still ``D`` after it
-    arrived) and may become ready up to ``J + hold`` late (the busy period)."""
+    task with deadline ``D - hold``), blocks the windows shorter than ``D`` (its deadline is still
+    ``D`` after it arrived) but, where ``hold <= T - J``, only those shorter than ``D - hold`` (in
+    a longer one its pipeline's frame is in the demand, and a pipeline cannot have both: ``_held``),
+    and may become ready up to ``J + hold`` late (the busy period)."""
     tail = _checked_tail(S, tail, first)
     if S.size == 0:
         return DemandCheck(True, float("inf"), 0.0, 0)
@@ -86,7 +88,12 @@ def demand_check(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, ext
 def _held(S, T, D, J, extra_block_s, first, tail, hold) -> DemandCheck:
     if np.any(hold >= D):
         return DemandCheck(False, -float("inf"), 0.0, 0, "a hold as long as the deadline")
-    return _demand(S, T, D - hold, D, J, J + hold, extra_block_s, first, tail)
+    # A pipeline whose holds end before its next frame may arrive (hold <= T - J) has no frame in a
+    # window that one of its frames blocks: a frame due by d and ready from t1 came before a frame
+    # due after d, so the blocker came at least T - J after it, after it was ready, so from t1 on. In
+    # the windows its demand counts a frame (t >= D - hold), that frame stands for its blocking too.
+    block_D = np.where(hold <= T - J, D - hold, D)
+    return _demand(S, T, D - hold, block_D, J, J + hold, extra_block_s, first, tail)
 
 
 def _demand(S: np.ndarray, T: np.ndarray, D: np.ndarray, block_D: np.ndarray, J: np.ndarray, ready_J: np.ndarray,

@@ -50,12 +50,17 @@ RULES = [
              "make bench and the daemon schedule differently for the same frames."),
     Rule("policies see the engine only through its view",
          layer=("fpgashare.sched.policies",),
-         forbidden=("fpgashare.sched.core", *APPS),
+         forbidden=("fpgashare.sched.core", "fpgashare.sched.board", "fpgashare.sched.sources",
+                    "fpgashare.backends", *APPS),
          allowed=("fpgashare.sched.core.view", "fpgashare.sched.core.jobs", "fpgashare.sched.core.policy"),
          why="a policy decides from what view.py shows (read-only state, named actions); reaching "
              "the engine's modules would let it change state the analysis does not count, and "
              "every engine refactor would break policies (tests/test_policy_view.py checks the "
-             "attributes, this rule the imports)."),
+             "attributes, this rule the imports). A policy runs one partition's engine under bench, "
+             "the daemon and the tests alike: the board's partitions, where frames come from and "
+             "which backend runs are planned and chosen by whoever builds the run and handed in "
+             "(a space-sharing baseline's binding is runtime/sched/board/fred_binding.py), so a "
+             "policy that imported them would decide differently on the board than in the tests."),
     Rule("the analysis is the engine's contract, not the daemon's",
          layer=("fpgashare.sched.analysis",),
          forbidden=("fpgashare.sched.policies", "fpgashare.sched.board", *APPS),

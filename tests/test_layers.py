@@ -52,7 +52,7 @@ RULES = [
     Rule("policies see the engine only through its view",
          layer=("fpgashare.sched.policies",),
          forbidden=("fpgashare.sched.core", "fpgashare.sched.board", "fpgashare.sched.sources",
-                    "fpgashare.backends", *APPS),
+                    "fpgashare.sched.limits", "fpgashare.backends", *APPS),
          allowed=("fpgashare.sched.core.view", "fpgashare.sched.core.jobs", "fpgashare.sched.core.policy"),
          why="a policy decides from what view.py shows (read-only state, named actions); reaching "
              "the engine's modules would let it change state the analysis does not count, and "
@@ -61,7 +61,10 @@ RULES = [
              "the daemon and the tests alike: the board's partitions, where frames come from and "
              "which backend runs are planned and chosen by whoever builds the run and handed in "
              "(a space-sharing baseline's binding is runtime/sched/board/fred_binding.py), so a "
-             "policy that imported them would decide differently on the board than in the tests."),
+             "policy that imported them would decide differently on the board than in the tests. "
+             "The limits are a yardstick for every scheduler: a policy that runs a precomputed "
+             "table (planned) is handed it (cyclic.table_to_run) and reads it through a protocol "
+             "of its own, so the solver and its time limit stay out of the policies."),
     Rule("the analysis is the engine's contract, not the daemon's",
          layer=("fpgashare.sched.analysis",),
          forbidden=("fpgashare.sched.policies", "fpgashare.sched.board", *APPS),

@@ -13,6 +13,7 @@ from fpgashare.sched.analysis.admission import admit
 from fpgashare.sched.board.board import run_board
 from fpgashare.sched.board.fred_binding import binding_of, fred_partitions
 from fpgashare.sched.board.stream_plan import plan_streams
+from fpgashare.sched.limits.cyclic import table_to_run
 from fpgashare.sched.policies.backfill import DNN as DNN_TILE
 from fpgashare.sched.policies.backfill import refusal
 from fpgashare.sched.policies.planned import PlannedPolicy
@@ -74,15 +75,16 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
 def _run_planned(workload: Workload, policy: PlannedPolicy, backend: str, check_rejected: bool,
                  streams: int | None) -> tuple[object, dict]:
     """``planned``: the cyclic table's pipelines on one engine carrying the streams used, over
-    shared slots (the others refused with the plan's reason); with no table, or one serving fewer
-    pipelines than edf's admission, edf's run, marked ``plan: none``."""
+    shared slots (the others refused with the plan's reason), the policy handed the table; with no
+    table, or one serving fewer pipelines than edf's admission, edf's run, marked ``plan: none``."""
     used = streams_used(workload.platform, backend_class(backend).streams_carried(workload.platform), streams)
     edf = plan_streams(workload, used, phased=True) if used > 1 else admit(workload, phased=True)
-    plan = policy.make_plan(workload, streams=used, edf_admits=len(edf.admitted))
+    plan, reason = table_to_run(workload, streams=used, edf_admits=len(edf.admitted))
     if plan is None:
         engine, result = run_one(workload, "edf", backend, check_rejected, streams)
-        result.update(scheduler=policy.name, plan="none", plan_reason=policy.no_plan_reason)
+        result.update(scheduler=policy.name, plan="none", plan_reason=reason)
         return engine, result
+    policy = PlannedPolicy(plan)        # handed its table
     kept = replace(workload, pipelines=tuple(p for p in workload.pipelines
                                              if not p.realtime or p.name in plan.admitted))
     board = make_backend(backend, workload.platform, streams=used if used > 1 else None)

@@ -9,11 +9,12 @@ the fleet. Each rule below says why it matters.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
 import pytest
 
-from tests.import_graph import graph
+from tests.import_graph import RUNTIME, graph, modules
 
 APPS = ("fpgashare.daemon", "fpgashare.client", "fpgashare.cli", "fpgashare.fleet")
 
@@ -50,12 +51,20 @@ RULES = [
              "make bench and the daemon schedule differently for the same frames."),
     Rule("policies see the engine only through its view",
          layer=("fpgashare.sched.policies",),
-         forbidden=("fpgashare.sched.core", *APPS),
+         forbidden=("fpgashare.sched.core", "fpgashare.sched.board", "fpgashare.sched.sources",
+                    "fpgashare.sched.limits", "fpgashare.backends", *APPS),
          allowed=("fpgashare.sched.core.view", "fpgashare.sched.core.jobs", "fpgashare.sched.core.policy"),
          why="a policy decides from what view.py shows (read-only state, named actions); reaching "
              "the engine's modules would let it change state the analysis does not count, and "
              "every engine refactor would break policies (tests/test_policy_view.py checks the "
-             "attributes, this rule the imports)."),
+             "attributes, this rule the imports). A policy runs one partition's engine under bench, "
+             "the daemon and the tests alike: the board's partitions, where frames come from and "
+             "which backend runs are planned and chosen by whoever builds the run and handed in "
+             "(a space-sharing baseline's binding is runtime/sched/board/fred_binding.py), so a "
+             "policy that imported them would decide differently on the board than in the tests. "
+             "The limits are a yardstick for every scheduler: a policy that runs a precomputed "
+             "table (planned) is handed it (cyclic.table_to_run) and reads it through a protocol "
+             "of its own, so the solver and its time limit stay out of the policies."),
     Rule("the analysis is the engine's contract, not the daemon's",
          layer=("fpgashare.sched.analysis",),
          forbidden=("fpgashare.sched.policies", "fpgashare.sched.board", *APPS),
@@ -100,3 +109,64 @@ def test_a_rule_catches_an_import_upward(monkeypatch):
     g["fpgashare.sched.core.engine"] = g["fpgashare.sched.core.engine"] | {"fpgashare.sched.policies.edf"}
     monkeypatch.setattr("tests.test_layers.graph", lambda: g)
     assert _violations(RULES[0]) == ["fpgashare.sched.core.engine imports fpgashare.sched.policies.edf"]
+
+
+# ---- nothing above the backends knows which board it has
+
+#: Where a board's or a platform's name may be tested: the backends themselves, the command line
+#: (it names a backend to build) and the Vivado flow (it builds one platform's bitstreams).
+NAMED = ("fpgashare.backends", "fpgashare.cli", "fpgashare.vivado")
+
+
+def _board_names() -> set[str]:
+    from fpgashare.backends import BACKENDS
+    from fpgashare.catalogue.platform import load_platform
+
+    shipped = {p.stem for p in (RUNTIME.parent / "bitstreams").glob("*.toml")}
+    return {*BACKENDS, *shipped, *(load_platform(name).name for name in shipped)}
+
+
+#: Words naming what a board's or a platform's name belongs to (``backend.name``, ``platform.name``).
+HOLDERS = ("backend", "board", "platform")
+
+
+def _mentions_a_holder(node: ast.expr) -> bool:
+    words = [n.id for n in ast.walk(node) if isinstance(n, ast.Name)] + \
+            [n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)]
+    return any(h in w.lower() for w in words for h in HOLDERS)
+
+
+def _tests_of_a_name(source: str, names: set[str]) -> list[int]:
+    """Lines where ``source`` compares a backend, a board or a platform (or its name) with a
+    board's or a platform's name (another "model", an ONNX file's, is not one)."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        named = any(isinstance(v, ast.Constant) and v.value in names
+                    for operand in operands
+                    for v in (operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) else [operand]))
+        if named and any(_mentions_a_holder(operand) for operand in operands):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_nothing_above_the_backends_tests_which_board_it_has():
+    """What differs between boards is a property of the backend contract (``runs_in_real_time``,
+    ``streams_carried``, ``runs_dnn``) or of the platform manifest: a test of a name would make
+    a new board, or a twin standing in for one, behave as whichever name it happens to match."""
+    assert len(_board_names()) > len(("model", "sim", "pynq", "faulty")), "no platform name found"
+    names = _board_names()
+    bad = [f"{name}:{line}" for name, path in modules().items() if not _within(name, NAMED)
+           for line in _tests_of_a_name(path.read_text(), names)]
+    assert not bad, "a backend's or a platform's name tested above the backends:\n" + "\n".join(bad)
+
+
+def test_the_name_rule_catches_a_test_of_a_name():
+    names = _board_names()
+    assert _tests_of_a_name('if backend.name == "pynq":\n    pass\n', names) == [1]
+    assert _tests_of_a_name('x = platform.name in ("zcu104", "other")\n', names) == [1]
+    assert _tests_of_a_name('if self.backend.name != "sim" and x:\n    pass\n', names) == [1]
+    assert _tests_of_a_name('if backend.runs_in_real_time:\n    pass\n', names) == []
+    assert _tests_of_a_name('label = "onnx" if where == "model" else where\n', names) == []

@@ -14,10 +14,10 @@ from fpgashare.catalogue.workload import realtime_spec
 from fpgashare.cli.bench import run_one
 from fpgashare.errors import FpgashareError
 from fpgashare.sched.analysis.control_traffic import control_seconds
-from fpgashare.sched.limits.cyclic import PlanError, cyclic_plan, plan_jobs
+from fpgashare.sched.limits.cyclic import PlanError, cyclic_plan, plan_jobs, table_to_run
 from fpgashare.sched.limits.cyclic_check import plan_violations
 from fpgashare.sched.limits.jobs import TICK_S
-from fpgashare.sched.policies.planned import LATE_S, PlannedPolicy
+from fpgashare.sched.policies.planned import PlannedPolicy
 from fpgashare.sched.sources.periodic import run_workload
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -45,8 +45,8 @@ def jittery(seed: int):
 def test_admitted_pipelines_never_miss_and_each_hyperperiod_runs_the_tables_loads(seed, every_stream):
     workload = jittery(seed)
     streams = workload.platform.streams if every_stream else 1
-    policy = PlannedPolicy()
-    plan = policy.make_plan(workload, streams=streams)
+    plan, _ = table_to_run(workload, streams=streams)
+    policy = PlannedPolicy(plan)
     assume(plan is not None)
     assert plan_violations(plan) == []
     kept = replace(workload, duration_s=HYPERPERIODS * plan.hyperperiod_s,
@@ -68,7 +68,7 @@ def test_admitted_pipelines_never_miss_and_each_hyperperiod_runs_the_tables_load
         j, n = plan.place(frame.pipeline.name, frame.index)
         for step, (start, end) in enumerate(frame.streamed):
             at = engine.t0 + (n * plan.hyperperiod + plan.starts[frame.pipeline.name, j, step]) * TICK_S
-            assert at - 1e-12 <= start <= at + LATE_S
+            assert at - 1e-12 <= start <= at + plan.late_s
             assert end - start <= lengths[frame.pipeline.name, j, step] * TICK_S
     # The table's loads every hyperperiod. The first and the last skip those whose frames never
     # come; the second may skip a load whose module its slot still holds because the first skipped
@@ -121,9 +121,9 @@ def test_without_a_table_planned_is_edf_and_says_so(pynq_z2):
     assert planned["pipelines"] == edf["pipelines"]
     # A table that serves fewer pipelines than edf's admission guarantees is not used either.
     whole = replace(workload, pipelines=(replace(spec, period_s=0.01),))
-    policy = PlannedPolicy()
-    assert policy.make_plan(whole) is not None
-    assert policy.make_plan(whole, edf_admits=2) is None and "edf's admission 2" in policy.no_plan_reason
+    assert table_to_run(whole)[0] is not None
+    plan, reason = table_to_run(whole, edf_admits=2)
+    assert plan is None and "edf's admission 2" in reason
 
 
 def test_the_daemon_refuses_planned_and_says_it_runs_edf(tmp_path, zcu104):
@@ -151,9 +151,8 @@ def test_a_module_on_a_fused_region_gets_no_table_and_planned_runs_edf(fused, ot
     pipelines = (realtime_spec("corners", [fused], 0.01, 0.01, [480, 640], platform),
                  replace(realtime_spec("edges", chain, 0.01, 0.01, [480, 640], platform), offset_s=0.002))
     workload = replace(small_workload(seed), platform=platform, pipelines=pipelines, duration_s=0.05)
-    policy = PlannedPolicy()
-    assert policy.make_plan(workload, time_limit_s=2.0, streams=platform.streams) is None
-    assert f"uses {fused}, which takes a fused region" in policy.no_plan_reason
+    plan, reason = table_to_run(workload, time_limit_s=2.0, streams=platform.streams)
+    assert plan is None and f"uses {fused}, which takes a fused region" in reason
     _, planned = run_one(workload, "planned", "model", check_rejected=False)
     _, edf = run_one(workload, "edf", "model", check_rejected=False)
     assert planned["plan"] == "none" and planned["pipelines"] == edf["pipelines"]
@@ -187,8 +186,8 @@ def test_a_table_holds_when_every_load_and_pass_runs_over_by_its_register_traffi
         workload = replace(workload, pipelines=tuple(replace(p, offset_s=0.0, jitter_s=0.0) if p.realtime else p
                                                      for p in workload.pipelines))
     streams = workload.platform.streams if every_stream else 1
-    policy = PlannedPolicy()
-    plan = policy.make_plan(workload, streams=streams)
+    plan, _ = table_to_run(workload, streams=streams)
+    policy = PlannedPolicy(plan)
     assume(plan is not None and (plan.loads or at_t0))
     kept = replace(workload, duration_s=4 * plan.hyperperiod_s,
                    pipelines=tuple(p for p in workload.pipelines if not p.realtime or p.name in plan.admitted))

@@ -128,6 +128,11 @@ class Backend(ABC):
 
     name: str
     runs_dnn: bool = False      #: whether run_dnn is implemented (schedulers skip DNN backfill otherwise)
+    #: Whether an operation takes its hardware time in wall time (a real board), so the wall clock
+    #: is board time as it is. False: a simulated board, whose wall time is the host computing it,
+    #: slower than the hardware or not at all (a daemon then dilates its clock and holds it while
+    #: an operation runs: runner.calibrate_dilation, held_clock). Every backend says which it is.
+    runs_in_real_time: bool
     #: Video streams this backend can carry at once (frames or DNN batches on disjoint slots):
     #: ``streams_carried(platform)``, set at construction.
     concurrent_streams: int = 1

@@ -19,6 +19,7 @@ from fpgashare.dnn.reference import logits
 class ModelBackend(Backend):
     name = "model"
     runs_dnn = True
+    runs_in_real_time = False   #: times are cycle counts over the clock; the wall time is the host's
 
     def __init__(self, platform: Platform, streams: int | None = None) -> None:
         super().__init__(platform, streams)

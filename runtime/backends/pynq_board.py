@@ -87,6 +87,7 @@ class PynqShell(ShellControl):
 
 class PynqBackend(Backend):
     name = "pynq"
+    runs_in_real_time = True    #: the fabric itself: a load or a frame takes its time on the wall clock
 
     def __init__(self, platform: Platform, bitstreams: str | Path, *, firmware_dir: str | Path = FIRMWARE_DIR,
                  fpga_manager: str | Path = FPGA_MANAGER, prefix: str = "fpgashare",

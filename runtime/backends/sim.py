@@ -22,6 +22,7 @@ class SimBackend(Backend):
 
     name = "sim"
     runs_dnn = True
+    runs_in_real_time = False   #: the RTL is simulated: the wall time is Verilator's, not the fabric's
 
     @classmethod
     def streams_carried(cls, platform: Platform) -> int:

@@ -40,6 +40,7 @@ class SlotView(Backend):
         super().__init__(sub_platform(backend.platform, slots))
         self.inner, self.global_slots = backend, tuple(slots)
         self.name, self.runs_dnn, self.held_clock = backend.name, backend.runs_dnn, backend.held_clock
+        self.runs_in_real_time = backend.runs_in_real_time
 
     def _g(self, slot: int) -> int:
         return self.global_slots[self._check_slot(slot)]

@@ -11,7 +11,9 @@ from fpgashare.cli.trace import write_gantt, write_trace
 from fpgashare.errors import FpgashareError
 from fpgashare.sched.analysis.admission import admit
 from fpgashare.sched.board.board import run_board
+from fpgashare.sched.board.fred_binding import binding_of, fred_partitions
 from fpgashare.sched.board.stream_plan import plan_streams
+from fpgashare.sched.limits.cyclic import table_to_run
 from fpgashare.sched.policies.backfill import DNN as DNN_TILE
 from fpgashare.sched.policies.backfill import refusal
 from fpgashare.sched.policies.planned import PlannedPolicy
@@ -47,7 +49,7 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
     streams = streams_used(workload.platform, backend_class(backend).streams_carried(workload.platform), streams)
     # Several streams: the backend carries them at once (the simulated board co-simulates them)
     board = make_backend(backend, workload.platform, streams=streams if streams > 1 else None)
-    if streams > 1 and (policy.admission or hasattr(policy, "partitions")):
+    if streams > 1 and (policy.admission or binding_of(policy) is not None):
         return _run_on_streams(workload, scheduler, board, streams, check_rejected)
     if policy.admission:
         admission = admit(workload, phased=True)
@@ -73,15 +75,16 @@ def run_one(workload: Workload, scheduler: str, backend: str, check_rejected: bo
 def _run_planned(workload: Workload, policy: PlannedPolicy, backend: str, check_rejected: bool,
                  streams: int | None) -> tuple[object, dict]:
     """``planned``: the cyclic table's pipelines on one engine carrying the streams used, over
-    shared slots (the others refused with the plan's reason); with no table, or one serving fewer
-    pipelines than edf's admission, edf's run, marked ``plan: none``."""
+    shared slots (the others refused with the plan's reason), the policy handed the table; with no
+    table, or one serving fewer pipelines than edf's admission, edf's run, marked ``plan: none``."""
     used = streams_used(workload.platform, backend_class(backend).streams_carried(workload.platform), streams)
     edf = plan_streams(workload, used, phased=True) if used > 1 else admit(workload, phased=True)
-    plan = policy.make_plan(workload, streams=used, edf_admits=len(edf.admitted))
+    plan, reason = table_to_run(workload, streams=used, edf_admits=len(edf.admitted))
     if plan is None:
         engine, result = run_one(workload, "edf", backend, check_rejected, streams)
-        result.update(scheduler=policy.name, plan="none", plan_reason=policy.no_plan_reason)
+        result.update(scheduler=policy.name, plan="none", plan_reason=reason)
         return engine, result
+    policy = PlannedPolicy(plan)        # handed its table
     kept = replace(workload, pipelines=tuple(p for p in workload.pipelines
                                              if not p.realtime or p.name in plan.admitted))
     board = make_backend(backend, workload.platform, streams=used if used > 1 else None)
@@ -117,7 +120,7 @@ def _run_on_streams(workload: Workload, scheduler: str, board, streams: int,
     engine per partition (runtime/sched/board/board.py)."""
     policy = make_policy(scheduler)
     plan = plan_streams(workload, streams, phased=True, spare_stream=True) if policy.admission \
-        else policy.partitions(workload, streams)
+        else binding_of(policy)(workload, streams)
     engine, summary = run_board(workload, board, plan, lambda: make_policy(scheduler))
     result = {"scheduler": scheduler, "admitted": [p.name for p in plan.admitted], "rejected": plan.rejected,
               **summary, "bound": streams_dnn_bound(workload, plan, engine)}
@@ -148,10 +151,8 @@ def _rules(contract) -> dict:
 
 def unadmitted_misses(workload: Workload, scheduler: str, streams: int = 1) -> int:
     """Misses of the whole set run without admission: on one stream, and with several streams also
-    spread over them as FRED's binding spreads pipelines (``fred.fred_partitions``); the fewer of the
-    two (is the admission test more than caution, on the streams it plans for?)."""
-    from fpgashare.sched.policies.fred import fred_partitions
-
+    spread over them as FRED's binding spreads pipelines (``fred_binding.fred_partitions``); the fewer
+    of the two (is the admission test more than caution, on the streams it plans for?)."""
     _, one = run_workload(workload, make_backend("model", workload.platform), make_policy(scheduler))
     if streams <= 1:
         return misses(one)

@@ -67,12 +67,13 @@ class DaemonThread:
 
 def calibrate_dilation(backend: Backend, margin: float = 2.0) -> float:
     """How much slower than the hardware a backend runs: the wall time of one partial load and one
-    small frame over their hardware time, times ``margin``; 1 for a real board. Loads a module
-    into slot 0 (the daemon starts with every slot blank, so nothing is lost)."""
+    small frame over their hardware time, times ``margin``; 1 for a backend that runs in real
+    time (``Backend.runs_in_real_time``: a real board). Loads a module into slot 0 (the daemon
+    starts with every slot blank, so nothing is lost)."""
     import numpy as np
     from fpgashare.backends.simrun import resolve_chain
 
-    if backend.name == "pynq":
+    if backend.runs_in_real_time:
         return 1.0
     stages = resolve_chain(["threshold"], {})
     start = time.perf_counter()

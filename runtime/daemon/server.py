@@ -106,7 +106,8 @@ class Daemon:
         self.clock = clock if clock is not None else WallClock(dilation)
         self.dilation = getattr(self.clock, "dilation", 1.0)
         self.virtual = not isinstance(self.clock, WallClock)
-        if backend.name != "pynq" and not self.virtual:   # a simulated board's slowness must not pass for board time
+        # A simulated board's slowness must not pass for board time: its clock stands still meanwhile.
+        if not backend.runs_in_real_time and not self.virtual:
             backend.held_clock = self.clock
         carried = backend.streams_carried(self.platform)
         if scheduler == "planned":     # its table is made before a run, for a set that never changes

@@ -1,5 +1,6 @@
 """A cyclic table for a fixed set of periodic pipelines, with CP-SAT: one hyperperiod H of frame
-passes and loads that repeats forever (the ``planned`` policy runs it; docs/planned.md).
+passes and loads that repeats forever (the ``planned`` policy is handed it, ``table_to_run``, and
+runs it; docs/planned.md).
 
 It is the exact model (exact.py) made periodic and made to hold for every realisation:
 
@@ -27,6 +28,7 @@ A plan is used only if CP-SAT returns a feasible schedule; optimality is not nee
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass, replace
@@ -39,6 +41,8 @@ from fpgashare.sched.analysis.control_traffic import control_seconds
 from fpgashare.sched.limits import require_ortools
 from fpgashare.sched.limits.exact import WORKERS, start_var
 from fpgashare.sched.limits.jobs import TICK_S, realtime, ticks_down, ticks_up
+
+log = logging.getLogger(__name__)
 
 #: Ticks added to every pass and load: the engine's event times are float sums from its first
 #: release, and its model times are exact cycles over a clock; one tick (100 ns) absorbs the
@@ -113,6 +117,18 @@ class CyclicPlan:
     @property
     def hyperperiod_s(self) -> float:
         return self.hyperperiod * TICK_S
+
+    @property
+    def tick_s(self) -> float:
+        """Seconds per tick of the table's instants and lengths."""
+        return TICK_S
+
+    @property
+    def late_s(self) -> float:
+        """How far past its planned instant a pass may still start: half the margin every planned
+        pass and load carries (``MARGIN_TICKS``), so a start this late still ends before its slots'
+        next use."""
+        return MARGIN_TICKS * TICK_S / 2
 
     def place(self, pipeline: str, index: int) -> tuple[int, int]:
         """Frame ``index`` of ``pipeline``: (the plan's frame, the hyperperiod it belongs to)."""
@@ -338,6 +354,27 @@ class _CyclicModel:
                       f"pipelines (status {status})" for n in self.admit if n not in admitted}
         return CyclicPlan(hp, admitted, refused, jobs, starts, {k: tuple(v) for k, v in slots.items()},
                           tuple(sorted(loads, key=lambda ld: ld.start)), initial, frames, shift, status, wall)
+
+
+def table_to_run(workload: Workload, time_limit_s: float = PLAN_TIME_LIMIT_S, streams: int = 1,
+                 edf_admits: int = 0) -> tuple[CyclicPlan | None, str]:
+    """The table the ``planned`` policy is handed for ``workload`` on ``streams`` video streams (the
+    engine must carry as many: ``Engine(video_streams=...)``), and "", or None and why there is
+    none to run: no table, or one serving fewer pipelines than ``edf_admits`` (what edf's admission
+    guarantees; a time-limited solve may stop at a poor table). Without one the policy is edf."""
+    try:
+        plan = cyclic_plan(workload, time_limit_s, streams)
+    except PlanError as exc:
+        return None, str(exc)
+    if plan is None:
+        return None, f"CP-SAT found no cyclic table in {time_limit_s:g} s"
+    if not plan.admitted:
+        return None, "the table serves no pipeline"
+    if len(plan.admitted) < edf_admits:
+        return None, f"the table serves {len(plan.admitted)} pipelines, edf's admission {edf_admits}"
+    log.info("planned: table (%s) over %.1f ms serves %s with %d loads per hyperperiod", plan.status,
+             plan.hyperperiod_s * 1e3, ", ".join(plan.admitted), len(plan.loads))
+    return plan, ""
 
 
 def cyclic_plan(workload: Workload, time_limit_s: float = PLAN_TIME_LIMIT_S, streams: int = 1) -> CyclicPlan | None:

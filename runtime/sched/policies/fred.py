@@ -15,21 +15,14 @@ FRED's scheduler, as its runtime implements it:
 On this shell a frame's job is a chain on several slots and a stream, so a FRED partition here is a
 stream and its slots, one frame at a time: the frames of the pipelines bound to it in FIFO order,
 the head's missing modules loaded through the one port, whose queue is ordered by the frames'
-release times across partitions (``PortArbiter(order="fifo")``). Partitions: as many as the streams
-and slots allow with every chain's longest pass fitting (slots split evenly), pipelines bound
-to the least loaded partition their chain fits, heaviest first: what a FRED user configures by
-hand. Like the other baselines it admits everything and never drops a frame; FRED has no DNN.
+release times across partitions (``PortArbiter(order="fifo")``). The partitions, what a FRED user
+configures by hand, are planned by whoever builds the run (runtime/sched/board/fred_binding.py);
+this policy runs one partition's engine and sees only its view. Like the other baselines it admits
+everything and never drops a frame; FRED has no DNN.
 """
 
 from __future__ import annotations
 
-from fpgashare.backends.slot_view import sub_platform
-from fpgashare.catalogue.passes import fits
-from fpgashare.catalogue.platform import Platform
-from fpgashare.catalogue.workload import PipelineSpec, Workload
-from fpgashare.sched.board.partition_check import Partition
-from fpgashare.sched.board.partition_slots import consecutive_runs
-from fpgashare.sched.board.stream_plan import StreamPlan
 from fpgashare.sched.core.policy import Policy
 from fpgashare.sched.core.view import EngineView
 
@@ -38,11 +31,6 @@ class FredPolicy(Policy):
     name = "fred"
     port_order = "fifo"         #: the FRI queue: by the requests' time stamps
     replacement = "lru"         #: a free slot of the partition; no lookahead
-
-    @staticmethod
-    def partitions(workload: Workload, streams: int) -> StreamPlan:
-        """FRED's static binding of pipelines to partitions of slots (module docstring)."""
-        return fred_partitions(workload, streams)
 
     def setup(self, engine: EngineView) -> None:
         """No warm-up beyond the first requests: FRED reconfigures on demand."""
@@ -68,26 +56,3 @@ class FredPolicy(Policy):
                 return                       # slots still busy: the head waits for them
             engine.load(victim, module, "demand", stamp=head.release)
             used.add(victim)
-
-
-def _fits(p: PipelineSpec, platform: Platform, slots: tuple[int, ...]) -> bool:
-    """Whether every pass of ``p`` fits ``slots`` at once."""
-    sub = sub_platform(platform, slots)
-    return all(fits(stages, sub) for stages in p.pass_modules)
-
-
-def fred_partitions(workload: Workload, streams: int) -> StreamPlan:
-    platform = workload.platform
-    realtime = [p for p in workload.pipelines if p.realtime]
-    slots = [s.index for s in platform.slots]
-    longest = max((len(m) for p in realtime for m in p.pass_modules), default=1)
-    count = max(1, min(streams, platform.streams, len(slots) // max(1, longest), len(realtime)))
-    groups = consecutive_runs(slots, count)
-    parts = [Partition(k, g) for k, g in enumerate(groups)]
-    load = [0.0] * count
-    for p in sorted(realtime, key=lambda q: -q.exec_s / q.period_s):
-        fitting = [k for k in range(count) if _fits(p, platform, groups[k])] or [0]
-        k = min(fitting, key=lambda i: load[i])
-        parts[k].pipelines.append(p)
-        load[k] += p.exec_s / p.period_s
-    return StreamPlan(parts)

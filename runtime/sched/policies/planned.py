@@ -1,8 +1,9 @@
 """``planned``: run a cyclic table (runtime/sched/limits/cyclic.py) for a fixed set of periodic
 pipelines, guaranteed by construction (docs/planned.md).
 
-The plan is made before the run (``make_plan``) for the workload's real-time pipelines; it admits
-the pipelines it serves and refuses the rest with a reason. Then, on the engine:
+The table is made before the run, by whoever builds it (``cyclic.table_to_run``: bench), for the
+workload's real-time pipelines; it admits the pipelines it serves and refuses the rest with a
+reason, and the policy is handed it. Then, on the engine:
 
 - the warm-up loads each slot with what the table holds at the start of a hyperperiod;
 - every load of the table starts at its planned instant (t0 + n*H + start), into its slot, for
@@ -10,71 +11,83 @@ the pipelines it serves and refuses the rest with a reason. Then, on the engine:
   slot and the port free by then; only float rounding can make an end come a hair later);
 - every frame pass starts at its planned instant on its planned slots, never before its release;
   a frame that arrives later than its pipeline's declared jitter allows is dropped (the table has
-  no room for it), as is one whose pass could not start within ``LATE_S`` of its instant (its
-  slots still held: a backend slower than the timing model; the table stays intact for the rest).
+  no room for it), as is one whose pass could not start within the table's ``late_s`` of its
+  instant (its slots still held: a backend slower than the timing model; the table stays intact
+  for the rest).
 
-No DNN runs under a table (its slot and port time is not proved free for a whole lend). With no
-table (CP-SAT found none in its time limit, or the workload is one the table cannot take), the
-policy is edf, its admission and its dispatch: the run says ``plan: none``; so it is when edf's
-admission guarantees more pipelines than the table serves.
+No DNN runs under a table (its slot and port time is not proved free for a whole lend). Handed no
+table (CP-SAT found none in its time limit, the workload is one the table cannot take, or edf's
+admission guarantees more pipelines than the table serves), the policy is edf, its admission and
+its dispatch: the run says ``plan: none``.
+
+The policy reads the table only through ``Table`` below and never makes one: the solver is the
+limits layer's, and a policy imports the engine's view alone (tests/test_layers.py).
 """
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Sequence
+from typing import Protocol
 
-from fpgashare.catalogue.workload import Workload
 from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.policy import Policy
 from fpgashare.sched.core.view import EngineView, SlotState
-from fpgashare.sched.limits.cyclic import MARGIN_TICKS, PLAN_TIME_LIMIT_S, CyclicPlan, PlanError, cyclic_plan
-from fpgashare.sched.limits.jobs import TICK_S
 from fpgashare.sched.policies.edf import EdfPolicy
-
-log = logging.getLogger(__name__)
-
-#: How far past its planned instant a pass may still start: half the margin every planned pass and
-#: load carries (cyclic.MARGIN_TICKS), so a start this late still ends before its slots' next use.
-LATE_S = MARGIN_TICKS * TICK_S / 2
 
 #: Float noise tolerated when comparing the engine's time with a planned instant.
 EPS_S = 1e-12
 
 
+class TableLoad(Protocol):
+    """One load of the table (``cyclic.PlanLoad``)."""
+
+    slot: int
+    module: str
+    start: int
+    serves: tuple[tuple[str, int, int], ...]
+
+
+class Table(Protocol):
+    """A cyclic table as the policy reads it (``cyclic.CyclicPlan``): instants in ticks of
+    ``tick_s`` from the start of a hyperperiod of ``hyperperiod`` ticks."""
+
+    hyperperiod: int
+    admitted: tuple[str, ...]
+    starts: dict[tuple[str, int, int], int]
+    slots: dict[tuple[str, int, int], tuple[int, ...]]
+    loads: Sequence[TableLoad]
+    initial: dict[int, str]
+    frames: dict[str, int]
+    shift: dict[str, int]
+    status: str
+    wall_s: float
+    streams: int
+
+    @property
+    def hyperperiod_s(self) -> float: ...
+
+    @property
+    def tick_s(self) -> float: ...
+
+    @property
+    def late_s(self) -> float: ...
+
+    def place(self, pipeline: str, index: int) -> tuple[int, int]: ...
+
+
 class PlannedPolicy(Policy):
     name = "planned"
-    admission = False       #: the table admits (make_plan); without one, edf's admission
+    admission = False       #: the table admits (cyclic.table_to_run); without one, edf's admission
 
-    def __init__(self, plan: CyclicPlan | None = None) -> None:
+    def __init__(self, plan: Table | None = None, no_plan_reason: str = "no table was handed to it") -> None:
+        """``plan``: the table to run (``cyclic.table_to_run``), or None and why there is none:
+        then the policy is edf."""
         self.plan = plan
-        self.no_plan_reason = "" if plan is not None else "no plan made yet"
+        self.no_plan_reason = "" if plan is not None else no_plan_reason
         self.fallback = EdfPolicy()
         self._load_seq = 0            # loads of the table started so far, over all hyperperiods
         self._arrived: set[str] = set()
         self._specs: dict = {}          # the engine's real-time pipelines by name
-
-    def make_plan(self, workload: Workload, time_limit_s: float = PLAN_TIME_LIMIT_S,
-                  streams: int = 1, edf_admits: int = 0) -> CyclicPlan | None:
-        """Plan ``workload``'s real-time pipelines on ``streams`` video streams (the engine must
-        carry as many: ``Engine(video_streams=...)``); None (and ``no_plan_reason``) if there is no
-        table to run, or it serves fewer pipelines than ``edf_admits`` (what edf's admission
-        guarantees; a time-limited solve may stop at a poor table): then the policy is edf."""
-        try:
-            plan = cyclic_plan(workload, time_limit_s, streams)
-        except PlanError as exc:
-            self.plan, self.no_plan_reason = None, str(exc)
-            return None
-        if plan is None or len(plan.admitted) < max(1, edf_admits):
-            self.plan = None
-            self.no_plan_reason = (f"CP-SAT found no cyclic table in {time_limit_s:g} s" if plan is None
-                                   else "the table serves no pipeline" if not plan.admitted
-                                   else f"the table serves {len(plan.admitted)} pipelines, edf's admission "
-                                        f"{edf_admits}")
-            return None
-        self.plan, self.no_plan_reason = plan, ""
-        log.info("planned: table (%s) over %.1f ms serves %s with %d loads per hyperperiod", plan.status,
-                 plan.hyperperiod_s * 1e3, ", ".join(plan.admitted), len(plan.loads))
-        return plan
 
     def describe(self) -> dict | str:
         """The table in a run's JSON, or ``none``."""
@@ -111,7 +124,7 @@ class PlannedPolicy(Policy):
         while True:
             n, i = divmod(self._load_seq, len(plan.loads))
             load = plan.loads[i]
-            at = engine.t0 + (n * plan.hyperperiod + load.start) * TICK_S
+            at = engine.t0 + (n * plan.hyperperiod + load.start) * plan.tick_s
             if at >= engine.end_s + plan.hyperperiod_s:
                 return          # every frame's passes are over: a frame's window ends within 2H of its hyperperiod
             if at > engine.now + EPS_S:
@@ -144,7 +157,7 @@ class PlannedPolicy(Policy):
                 return
         j, n = plan.place(p.name, frame.index)
         key = (p.name, j, frame.step)
-        at = engine.t0 + (n * plan.hyperperiod + plan.starts[key]) * TICK_S
+        at = engine.t0 + (n * plan.hyperperiod + plan.starts[key]) * plan.tick_s
         if at > engine.now + EPS_S:
             engine.wake(at)
             return
@@ -153,8 +166,8 @@ class PlannedPolicy(Policy):
                     for s, m in zip(slots, frame.modules, strict=True))
         if ready and engine.stream.free():
             engine.start(frame, slots)
-        elif engine.now >= at + LATE_S - EPS_S:
+        elif engine.now >= at + plan.late_s - EPS_S:
             engine.drop(frame, f"could not start pass {frame.step} at its planned instant {at * 1e3:.4f} ms "
                                "(its slots or the stream were still taken)")
         else:                   # a load or a pass ends at this instant: its end is the next event
-            engine.wake(at + LATE_S)
+            engine.wake(at + plan.late_s)

@@ -89,3 +89,52 @@ def test_the_loops_dispatch_delay_is_exported(tmp_path):
         text = urllib.request.urlopen(f"http://127.0.0.1:{daemon.metrics_port}/metrics", timeout=5).read().decode()
     assert loop["samples"] > 0 and 0 <= loop["p50_ms"] <= loop["p99_ms"] <= loop["max_ms"]
     assert "fpgashare_loop_dispatch_delay_seconds_count" in text
+
+
+def test_a_trial_past_its_time_limit_never_becomes_another_registrations_choice(tmp_path, monkeypatch):
+    """A tenant's admission trial overruns its time limit (refused) and finishes on its worker
+    after another client registered the same name with other stages: the late trial's choice (its
+    spec, its partition) must not be what the newcomer's registration takes, nor be left behind."""
+    from fpgashare.sched.board.board import Board
+
+    from tests.test_daemon_validation import trials_left
+
+    late_stages, now_stages = ["threshold"], ["gauss3x3"]
+    go_late, late_done = threading.Event(), threading.Event()
+    original = Board.admission_test
+
+    def gated(self, spec, *args, **kw):
+        test = original(self, spec, *args, **kw)
+        if spec.period_s == 0.050:                     # the overrunning trial: done once the other's is
+            def late():
+                go_late.wait(60)
+                try:
+                    return test()
+                finally:
+                    late_done.set()
+            return late
+        if spec.period_s == 0.040:                     # the current one: the late trial lands after it
+            def current():
+                why = test()
+                go_late.set()
+                late_done.wait(60)
+                return why
+            return current
+        return test
+
+    monkeypatch.setattr(Board, "admission_test", gated)
+    sock = tmp_path / "d.sock"
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock(), host_cost=HostCost())
+    daemon.off_loop.limit_s = 0.3
+    frame = np.random.default_rng().integers(0, 256, SHAPE, dtype=np.uint8)
+    with DaemonThread(daemon), connect(sock, timeout=30) as attacker, connect(sock, timeout=30) as app:
+        with pytest.raises(AdmissionRejected, match="took longer than the time limit"):
+            attacker.pipeline("cam", late_stages, period_ms=50.0, frame_shape=SHAPE)
+        pipe = app.pipeline("cam", now_stages, period_ms=40.0, frame_shape=SHAPE)
+        assert late_done.is_set()
+        assert [p.period_s for p in daemon.engine.pipelines] == [0.040]
+        future = pipe.submit(frame)
+        app.clock()                                    # the submit was taken (requests go in order)
+        daemon.run_until(daemon.clock.now() + 0.05)
+        assert np.array_equal(future.result(timeout=10), chain_reference(resolve_chain(now_stages, {}), frame))
+        assert trials_left(daemon) == {}

@@ -41,6 +41,7 @@ from fpgashare.sched.board.port_share import PortArbiter, step_partitions
 from fpgashare.sched.board.registrations import Registrations
 from fpgashare.sched.board.relayout import Relayout, step_relayout
 from fpgashare.sched.board.stream_plan import StreamPlan
+from fpgashare.sched.board.trials import Store
 from fpgashare.sched.core.clock import Clock, VirtualClock
 from fpgashare.sched.core.engine import DnnRequest, Engine, Frame
 from fpgashare.sched.core.jobs import TraceEvent
@@ -91,9 +92,10 @@ class Board:
         self.retired: list[tuple[SlotView, Engine]] = []   #: partitions of earlier layouts
         self.home: dict[str, int] = {}        #: pipeline -> its partition
         self.order: list[PipelineSpec] = []   #: real-time pipelines as registered (before fitting), in order
-        #: admission's choice, for add_pipeline: ("join", partition, fitted spec) or ("relayout", Relayout)
-        self.chosen: dict[str, tuple] = {}
-        self.chosen_delay: dict[str, float] = {}  #: the host's delay each admitted newcomer was checked with
+        #: admission's choice, for add_pipeline: ("join", partition, fitted spec) or ("relayout", Relayout),
+        #: per spec object (trials.py), as is the host's delay each admitted newcomer was checked with
+        self.chosen: Store = {}
+        self.chosen_delay: Store = {}
         self.relayout: Relayout | None = None
         self.relayouts = 0                    #: layouts adopted
         self.cap: int | None = None
@@ -372,6 +374,11 @@ class Board:
         called once its frames can run under the guarantee (registrations.py); ``on_refused``
         with the reason if a re-layout it needs cannot find its board-idle instant in time."""
         board_admission.add_pipeline(self, spec, admitted, on_ready, on_refused)
+
+    def forget_trials(self, name: str) -> None:
+        """Drop what admission trials for ``name`` left: its registration ended without it
+        (board_admission.py, trials.py)."""
+        board_admission.forget_trials(self, name)
 
     def remove_pipeline(self, name: str, reason: str) -> list[Frame]:
         """End pipeline ``name``: its waiting frames are dropped with ``reason`` (returned)."""

@@ -21,6 +21,7 @@ from fpgashare.catalogue.workload import PipelineSpec, on_platform
 from fpgashare.errors import FpgashareError
 from fpgashare.sched.board.partition_slots import consecutive_runs, ddr_refusal
 from fpgashare.sched.board.relayout import replan_test
+from fpgashare.sched.board.trials import forget, recall, remember
 from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.slots import SlotState
 from fpgashare.sched.policies.backfill import DNN
@@ -76,7 +77,7 @@ def admission_test(board, spec: PipelineSpec, replan: bool = True,
         def unanalysed() -> str | None:
             if 0 not in fitted:
                 return reasons[0]
-            board.chosen[spec.name] = ("join", 0, fitted[0])
+            remember(board.chosen, spec, ("join", 0, fitted[0]))
             return None
         return unanalysed
     ddr = ddr_refusal(board.platform, sum(p.ddr_bytes_per_frame / p.period_s for p in (*board.pipelines, spec)))
@@ -98,13 +99,13 @@ def admission_test(board, spec: PipelineSpec, replan: bool = True,
                 return (f"the host: with it the daemon may start an operation {delay * 1e3:.3f} ms late, and "
                         f"stream {k}'s pipelines in force would not keep their deadlines: {why}")
             verdicts.append((k, verdict))
-        board.chosen_delay[spec.name] = (delay, verdicts)
+        remember(board.chosen_delay, spec, (delay, verdicts))
         if planned is not None and planned():
             return None
         best, why_not = None, list(reasons)
         for k, engine, trial, before, has_dnn in trials:
             why = trial()
-            verdict = engine.members.verdicts.get(spec.name, (None, None))[1]
+            verdict = recall(engine.members.verdicts, fitted[k], (None, None))[1]
             if why or verdict is None:
                 why_not.append(f"stream {k} (slots {list(board.views[k].global_slots)}): {why}")
                 continue
@@ -115,7 +116,7 @@ def admission_test(board, spec: PipelineSpec, replan: bool = True,
                 best = (rank, k)
         for k, engine, *_ in trials:
             if best is None or k != best[1]:
-                engine.members.verdicts.pop(spec.name, None)
+                recall(engine.members.verdicts, fitted[k], take=True)
         if best is None:
             # No partition in force takes it: the planner's layout may (a board-wide mode change).
             if anyplan is not None and anyplan():
@@ -123,7 +124,7 @@ def admission_test(board, spec: PipelineSpec, replan: bool = True,
             if len(board.parts) == 1 and board.cap is None:    # a board of one: its reason is the board's
                 return why_not[0].split(": ", 1)[1]
             return "no stream admits it: " + "; ".join(why_not)
-        board.chosen[spec.name] = ("join", best[1], fitted[best[1]])
+        remember(board.chosen, spec, ("join", best[1], fitted[best[1]]))
         return None
 
     return test
@@ -178,12 +179,13 @@ def add_pipeline(board, spec: PipelineSpec, admitted: bool = False,
     elif not spec.realtime:
         k = dnn_home(board) if DNN in board.platform.modules else 0
     else:
-        if not admitted or spec.name not in board.chosen:
+        choice = recall(board.chosen, spec, take=True) if admitted else None
+        if choice is None:
             why = admission_test(board, spec)()
             if why:
                 raise FpgashareError(why)
-        choice = board.chosen.pop(spec.name)
-        delay, rechecked = board.chosen_delay.pop(spec.name, (board.op_delay_s, []))
+            choice = recall(board.chosen, spec, take=True)
+        delay, rechecked = recall(board.chosen_delay, spec, (board.op_delay_s, []), take=True)
         if delay > board.op_delay_s:
             on_ready = _longer_delay(board, delay, rechecked, choice, on_ready)
         board.order.append(spec)
@@ -230,10 +232,17 @@ def _longer_delay(board, delay: float, rechecked: list, choice: tuple,
     return one_ready
 
 
+def forget_trials(board, name: str) -> None:
+    """Drop what admission trials for ``name`` left (trials.py): its registration ended."""
+    forget(board.chosen, name)
+    forget(board.chosen_delay, name)
+    for engine in board.parts:
+        forget(engine.members.verdicts, name)
+
+
 def remove_pipeline(board, name: str, reason: str) -> list[Frame]:
     """End pipeline ``name`` in its partition (``Registrations.remove_pipeline``)."""
-    board.chosen.pop(name, None)
-    board.chosen_delay.pop(name, None)
+    forget_trials(board, name)
     board.order = [p for p in board.order if p.name != name]
     relayout = board.relayout
     if relayout is not None and relayout.joining is not None and relayout.joining.name == name:

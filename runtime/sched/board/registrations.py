@@ -17,6 +17,7 @@ from fpgashare.errors import FpgashareError
 from fpgashare.sched.analysis.join import join_verdict
 from fpgashare.sched.analysis.mode_change import ModeChanges
 from fpgashare.sched.analysis.schedulability import analyse
+from fpgashare.sched.board.trials import Store, recall, remember
 from fpgashare.sched.core.engine import Engine
 from fpgashare.sched.core.jobs import DnnRequest, Frame
 from fpgashare.sched.host.cpu_work import host_inference
@@ -29,7 +30,8 @@ class Registrations:
     def __init__(self, engine: Engine, source: Submissions) -> None:
         self.engine, self.source = engine, source
         #: pipeline -> (target version, its analysis, the pins-given-back step before it or None)
-        self.verdicts: dict[str, tuple[int, object, object]] = {}
+        #: (per spec object: trials.py)
+        self.verdicts: Store = {}
         self.pins_given_back = 0           #: joins that gave pins back first (analysis/join.py)
         #: Registrations and departures, each a mode change analysed step by step (mode_change.py).
         self.changes = ModeChanges(engine, self.joined)
@@ -73,7 +75,7 @@ class Registrations:
 
         def test() -> str | None:
             verdict, give_back, why = join_verdict(before, loads, spec, platform, pinned, kw, afford)
-            self.verdicts[spec.name] = (version, verdict, give_back)
+            remember(self.verdicts, spec, (version, verdict, give_back))
             return why
 
         return test
@@ -123,12 +125,12 @@ class Registrations:
         if not spec.realtime and "dnn_tile" not in e.backend.platform.modules:
             raise FpgashareError(f"{e.backend.platform.name} has no dnn_tile slots for {spec.model}")
         if spec.realtime and e.policy.admission:
-            version, verdict, give_back = self.verdicts.pop(spec.name, (None, None, None))
+            version, verdict, give_back = recall(self.verdicts, spec, (None, None, None), take=True)
             if verdict is None or not verdict.ok or version != self.changes.version:
                 why = self.admission_test(spec)()       # against the set as it is now
                 if why:
                     raise FpgashareError(why)
-                _, verdict, give_back = self.verdicts.pop(spec.name)
+                _, verdict, give_back = recall(self.verdicts, spec, take=True)
             if give_back is not None:               # pins given back first (analysis/join.py)
                 self.changes.ask(give_back, self.changes.target_pipelines, None, None)
                 self.pins_given_back += 1

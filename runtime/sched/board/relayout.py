@@ -39,6 +39,7 @@ from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import PipelineSpec, Workload, on_platform
 from fpgashare.sched.analysis.schedulability import AdmissionContract, analyse, load_seconds, transition_check
 from fpgashare.sched.board.stream_plan import StreamPlan, plan_streams
+from fpgashare.sched.board.trials import remember
 from fpgashare.sched.core.slots import SlotState
 
 #: Longest wait, in board seconds, for an instant when the whole board is idle.
@@ -213,13 +214,13 @@ def replan_test(board, spec: PipelineSpec, planner_only: bool = False,
                 k, engine = trials[tuple(home.slots)]
                 fitted = on_platform(spec, engine.platform)
                 if engine.members.admission_test(fitted, control_s)() is None:
-                    board.chosen[spec.name] = ("join", k, fitted)
+                    remember(board.chosen, spec, ("join", k, fitted))
                     return True
                 continue
             verdicts, _ = check(plan, platform, lambda slots: sub_platform(platform, slots), spec.name, pinned_now,
                                 control_s)
             if verdicts:
-                board.chosen[spec.name] = ("relayout", Relayout(plan, verdicts, spec, None, None, 0.0))
+                remember(board.chosen, spec, ("relayout", Relayout(plan, verdicts, spec, None, None, 0.0)))
                 return True
         return False
 

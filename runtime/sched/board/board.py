@@ -348,12 +348,12 @@ class Board:
         return self.relayout is not None
 
     # ---- pipelines (board_admission.py)
-    def admission_test(self, spec: PipelineSpec, replan: bool = True,
-                       op_delay_s: float | None = None) -> Callable[[], str | None]:
+    def admission_test(self, spec: PipelineSpec, replan: bool = True, op_delay_s: float | None = None,
+                       budgets: bool = True) -> Callable[[], str | None]:
         """A callable that says why ``spec`` cannot join the board now, or None (it remembers where
         it goes); it may run off the loop's thread. ``op_delay_s``: how late the host may start an
-        operation once ``spec`` runs (board_admission.py)."""
-        return board_admission.admission_test(self, spec, replan, op_delay_s)
+        operation once ``spec`` runs; ``budgets``: with the hold budgets (board_admission.py)."""
+        return board_admission.admission_test(self, spec, replan, op_delay_s, budgets)
 
     def admit(self, spec: PipelineSpec) -> str | None:
         """Why ``spec`` cannot join the admitted set, or None if it can."""
@@ -376,8 +376,7 @@ class Board:
         board_admission.add_pipeline(self, spec, admitted, on_ready, on_refused)
 
     def forget_trials(self, name: str) -> None:
-        """Drop what admission trials for ``name`` left: its registration ended without it
-        (board_admission.py, trials.py)."""
+        """Drop what trials for ``name`` left once its registration ended (trials.py)."""
         board_admission.forget_trials(self, name)
 
     def remove_pipeline(self, name: str, reason: str) -> list[Frame]:

@@ -45,15 +45,16 @@ def name_taken(board, name: str) -> str | None:
 
 
 def admission_test(board, spec: PipelineSpec, replan: bool = True,
-                   op_delay_s: float | None = None) -> Callable[[], str | None]:
+                   op_delay_s: float | None = None, budgets: bool = True) -> Callable[[], str | None]:
     """A callable that says why ``spec`` cannot join any partition now, or None (then it
     remembers in ``board.chosen`` which partition takes it, with the chain cut into passes for
     that partition's slots, or the re-layout that takes it). The planner's layout for the set with
     ``spec`` is tried first; else a partition in force that admits it; else an even split of the
     board. ``replan`` False: partitions in force only. ``op_delay_s``: how late the host may start
     an operation once ``spec`` runs (``Board.op_delay_s``); if later than the contracts in force
-    were analysed for, each must still hold with it. Snapshots are taken now; the call may run
-    off the loop's thread."""
+    were analysed for, each must still hold with it. ``budgets``: the chosen partition's verdict
+    gets its hold budgets too (False where the test runs on the daemon's loop: they cost several
+    tests more). Snapshots are taken now; the call may run off the loop's thread."""
     taken = name_taken(board, spec.name)
     if taken:
         return lambda: taken
@@ -86,8 +87,8 @@ def admission_test(board, spec: PipelineSpec, replan: bool = True,
     # A quarantined slot is in no plan's reach: re-layouts wait until the board is whole again.
     quarantined = any(s.state is SlotState.FAILED for e in board.parts for s in e.slots.slots)
     can_replan = replan and board.cap is not None and board.relayout is None and not quarantined
-    planned = replan_test(board, spec, planner_only=True, control_s=control_s) if can_replan else None
-    anyplan = replan_test(board, spec, control_s=control_s) if can_replan else None
+    planned = replan_test(board, spec, True, control_s, budgets) if can_replan else None
+    anyplan = replan_test(board, spec, False, control_s, budgets) if can_replan else None
 
     def test() -> str | None:
         if ddr:
@@ -124,6 +125,8 @@ def admission_test(board, spec: PipelineSpec, replan: bool = True,
             if len(board.parts) == 1 and board.cap is None:    # a board of one: its reason is the board's
                 return why_not[0].split(": ", 1)[1]
             return "no stream admits it: " + "; ".join(why_not)
+        if budgets:
+            board.parts[best[1]].members.budget(fitted[best[1]])
         remember(board.chosen, spec, ("join", best[1], fitted[best[1]]))
         return None
 
@@ -181,7 +184,9 @@ def add_pipeline(board, spec: PipelineSpec, admitted: bool = False,
     else:
         choice = recall(board.chosen, spec, take=True) if admitted else None
         if choice is None:
-            why = admission_test(board, spec)()
+            # Not tested by the caller (then it pays for the budgets), or its trial was overtaken:
+            # tested here, on a daemon's loop then, without the budgets.
+            why = admission_test(board, spec, budgets=not admitted)()
             if why:
                 raise FpgashareError(why)
             choice = recall(board.chosen, spec, take=True)

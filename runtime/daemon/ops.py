@@ -198,7 +198,12 @@ class Ops:
             test = self.engine.admission_test(spec, op_delay_s=budget.op_delay_s(every))
         else:
             test = self.engine.admission_test(spec)
-        return await self.off_loop.run(f"admission of {spec.name!r}", deadline, test)
+        why = await self.off_loop.run(f"admission of {spec.name!r}", deadline, test)
+        if why is None and not self.engine.trial_current(spec):
+            # A departure changed the set during the trial: tried again here, on a worker (the
+            # engine would test it on the loop); the caller registers it before awaiting anything.
+            return await self._admission(spec, deadline)
+        return why
 
     async def _place(self, key: str, chain, period_s: float, deadline_s: float, frame: tuple[int, int],
                      params: dict, deadline: float) -> PipelineSpec | str:

@@ -375,6 +375,10 @@ class Board:
         with the reason if a re-layout it needs cannot find its board-idle instant in time."""
         board_admission.add_pipeline(self, spec, admitted, on_ready, on_refused)
 
+    def trial_current(self, spec: PipelineSpec) -> bool:
+        """Whether ``spec``'s trial still stands for the set in force (board_admission.py)."""
+        return board_admission.trial_current(self, spec)
+
     def forget_trials(self, name: str) -> None:
         """Drop what trials for ``name`` left once its registration ended (trials.py)."""
         board_admission.forget_trials(self, name)

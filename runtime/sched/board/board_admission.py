@@ -237,6 +237,18 @@ def _longer_delay(board, delay: float, rechecked: list, choice: tuple,
     return one_ready
 
 
+def trial_current(board, spec: PipelineSpec) -> bool:
+    """Whether the trial's choice for ``spec`` still stands for the set as it is: False once a
+    change (a departure) was asked in the partition it chose since (``add_pipeline`` would then test
+    it again where it is called: on a daemon's loop)."""
+    choice = recall(board.chosen, spec)
+    if choice is None or choice[0] != "join":
+        return True
+    members = board.parts[choice[1]].members
+    entry = recall(members.verdicts, choice[2])
+    return entry is None or entry[0] == members.changes.version
+
+
 def forget_trials(board, name: str) -> None:
     """Drop what admission trials for ``name`` left (trials.py): its registration ended."""
     forget(board.chosen, name)

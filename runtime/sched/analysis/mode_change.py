@@ -34,9 +34,9 @@ brings none: a contract that holds nothing is the admitted one), and edf holds n
 change is under way (runtime/sched/policies/hold.py). Frames held under C before the change was
 asked were held within C's budgets, and no pin load starts before an idle instant (a held frame is
 pending: the partition is not idle while one waits), so a busy period with held frames has no pin
-load in it: C's analysis covers it. Every busy period that starts during a
-pin load starts after an idle instant of the change, when no frame is held: the transition check,
-which counts no holds, covers it. From the switch, an idle instant, C' and its budgets do.
+load in it: C's analysis covers it. Every busy period that starts during a pin load starts after
+an idle instant of the change, when no frame is held: the transition check, which counts no holds,
+covers it. From the switch, an idle instant, C' and its budgets do.
 
 Progress: the partition's real-time utilisation is below one, so idle instants recur within the
 longest busy period; the pause bounds a DNN batch in flight to the one started before the change.

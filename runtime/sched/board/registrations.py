@@ -31,8 +31,8 @@ class Registrations:
 
     def __init__(self, engine: Engine, source: Submissions) -> None:
         self.engine, self.source = engine, source
-        #: pipeline -> (target version, its analysis, the pins-given-back step before it or None)
-        #: (per spec object: trials.py)
+        #: pipeline -> (target version, its analysis, the pins-given-back step before it or None,
+        #: the set it joins), per spec object (trials.py)
         self.verdicts: Store = {}
         self.pins_given_back = 0           #: joins that gave pins back first (analysis/join.py)
         #: Registrations and departures, each a mode change analysed step by step (mode_change.py).

@@ -78,3 +78,45 @@ def test_edf_holds_no_frame_while_a_change_is_under_way():
                             start=None, step=0, arrives=None, key="p/0")
     engine = SimpleNamespace(contract=SimpleNamespace(holds={"p": 0.5}), changing=True, now=0.0, committed=None)
     assert hold.Holds().held(engine, [frame], lambda f: [0]) == []
+
+
+def test_hold_budgets_come_with_the_registrations_trial_never_on_the_daemons_loop(tmp_path, monkeypatch):
+    """Each hold budget re-runs the admission test (several times a pipeline): computed in a mode
+    change on the daemon's loop, a tenant's registrations and closes froze every other tenant's
+    frames for as long (seconds with a few dozen pipelines). They come with the registration's trial
+    on a worker; a departure's change brings none."""
+    import asyncio
+    import random
+    import threading
+
+    from fpgashare.client import DaemonError, connect
+    from fpgashare.daemon import Daemon, DaemonThread
+    from fpgashare.sched.analysis import holds
+    from fpgashare.sched.host.host_cost import HostCost
+
+    where = []
+    budgets = holds.hold_budgets
+
+    def recorded(*args, **kw):
+        where.append("loop" if asyncio._get_running_loop() is not None else threading.current_thread().name)
+        return budgets(*args, **kw)
+
+    monkeypatch.setattr(holds, "hold_budgets", recorded)
+    rng = random.Random()
+    sock = tmp_path / "d.sock"
+    daemon = Daemon(ModelBackend(load_platform("pynq-z2")), sock, clock=VirtualClock(), host_cost=HostCost())
+    stages = ["gauss3x3", "median3x3", "erode3x3", "dilate3x3", "sobel_mag", "threshold", "box3x3"]
+    with DaemonThread(daemon), connect(sock) as app, connect(sock) as tenant:
+        app.pipeline("a", ["conv3x3"], period_ms=20.0, deadline_ms=18.0, frame_shape=(240, 320))
+        tenant.pipeline("b", ["median3x3", "erode3x3"], period_ms=40.0, deadline_ms=36.0, frame_shape=(240, 320))
+        assert daemon.engine.parts[0].contract.holds          # a registration still brings its budgets
+        for n in range(6):                                    # a tenant's registrations and closes
+            period = rng.choice([20.0, 40.0, 100.0])
+            try:
+                tenant.pipeline(f"x{n}", rng.sample(stages, rng.randint(1, 2)), period_ms=period,
+                                frame_shape=(240, 320)).close()
+            except DaemonError as exc:
+                assert exc.kind == "admission", exc
+        tenant.pipelines["b"].close()
+        app.clock()
+    assert where and "loop" not in where, where

@@ -219,3 +219,36 @@ def test_a_client_that_only_stops_sending_gets_one_answer_for_each_frame(sock):
             assert sorted(a["id"] for a in answers) == sent
             assert all(a["outcome"] == "dropped" and a["reason"].startswith("client gone") for a in answers)
             assert daemon.states == {} and daemon.shm_bytes == 0
+
+
+def test_a_client_gone_during_its_registration_leaves_nothing_and_blocks_no_one(sock):
+    """A client sends registrations (several, pipelined) and closes its socket at once, while the
+    daemon does their admission work and mode changes: each registration completes or is refused,
+    its pipeline then ends with the connection, and another client registers and streams at once
+    after (the registration turn is not held by a client that is gone)."""
+    import socket
+
+    from fpgashare.wire.protocol import encode
+
+    rng = np.random.default_rng()
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock())
+    with DaemonThread(daemon):
+        for round_ in range(3):
+            raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            raw.connect(str(sock))
+            count = int(rng.integers(1, 4))
+            raw.sendall(b"".join(encode({"op": "pipeline", "id": k, "name": f"gone{k}", "stages": STAGES,
+                                         "period_ms": float(rng.choice([10.0, 40.0])), "frame_shape": list(SHAPE),
+                                         "params": {}}) for k in range(count)))
+            raw.close()
+            with connect(sock, timeout=30) as fpga:
+                pipe = fpga.pipeline(f"after{round_}", STAGES, period_ms=20.0, frame_shape=SHAPE)
+                frame = np.random.default_rng().integers(0, 256, SHAPE, dtype=np.uint8)
+                future = pipe.submit(frame)
+                fpga.clock()
+                daemon.run_until(daemon.clock.now() + 0.05)
+                assert np.array_equal(future.result(timeout=10), chain_reference(resolve_chain(STAGES, {}), frame))
+        deadline = time.monotonic() + 10
+        while daemon.states and time.monotonic() < deadline:
+            time.sleep(0.01)                  # the loop takes the closed connections in its own time
+        assert daemon.states == {} and daemon.failure is None

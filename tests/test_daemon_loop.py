@@ -89,3 +89,108 @@ def test_the_loops_dispatch_delay_is_exported(tmp_path):
         text = urllib.request.urlopen(f"http://127.0.0.1:{daemon.metrics_port}/metrics", timeout=5).read().decode()
     assert loop["samples"] > 0 and 0 <= loop["p50_ms"] <= loop["p99_ms"] <= loop["max_ms"]
     assert "fpgashare_loop_dispatch_delay_seconds_count" in text
+
+
+def test_a_trial_past_its_time_limit_never_becomes_another_registrations_choice(tmp_path, monkeypatch):
+    """A tenant's admission trial overruns its time limit (refused) and finishes on its worker
+    after another client registered the same name with other stages: the late trial's choice (its
+    spec, its partition) must not be what the newcomer's registration takes, nor be left behind."""
+    from fpgashare.sched.board.board import Board
+
+    from tests.test_daemon_validation import trials_left
+
+    late_stages, now_stages = ["threshold"], ["gauss3x3"]
+    go_late, late_done = threading.Event(), threading.Event()
+    original = Board.admission_test
+
+    def gated(self, spec, *args, **kw):
+        test = original(self, spec, *args, **kw)
+        if spec.period_s == 0.050:                     # the overrunning trial: done once the other's is
+            def late():
+                go_late.wait(60)
+                try:
+                    return test()
+                finally:
+                    late_done.set()
+            return late
+        if spec.period_s == 0.040:                     # the current one: the late trial lands after it
+            def current():
+                why = test()
+                go_late.set()
+                late_done.wait(60)
+                return why
+            return current
+        return test
+
+    monkeypatch.setattr(Board, "admission_test", gated)
+    sock = tmp_path / "d.sock"
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock(), host_cost=HostCost())
+    daemon.off_loop.limit_s = 0.3
+    frame = np.random.default_rng().integers(0, 256, SHAPE, dtype=np.uint8)
+    with DaemonThread(daemon), connect(sock, timeout=30) as attacker, connect(sock, timeout=30) as app:
+        with pytest.raises(AdmissionRejected, match="took longer than the time limit"):
+            attacker.pipeline("cam", late_stages, period_ms=50.0, frame_shape=SHAPE)
+        daemon.off_loop.limit_s = 60.0                 # the app's own trial: all the time it needs
+        pipe = app.pipeline("cam", now_stages, period_ms=40.0, frame_shape=SHAPE)
+        assert late_done.is_set()
+        assert [p.period_s for p in daemon.engine.pipelines] == [0.040]
+        future = pipe.submit(frame)
+        app.clock()                                    # the submit was taken (requests go in order)
+        daemon.run_until(daemon.clock.now() + 0.05)
+        assert np.array_equal(future.result(timeout=10), chain_reference(resolve_chain(now_stages, {}), frame))
+        assert trials_left(daemon) == {}
+
+
+def test_a_departure_during_a_registrations_trial_has_it_tried_again_on_a_worker(tmp_path, monkeypatch):
+    """A tenant closes a pipeline while another registration's trial runs (its own, on another
+    connection): the trial's verdict is for a set that changed, and the engine would analyse the
+    newcomer again on the daemon's loop, holding up every frame. It is tried again on a worker."""
+    import asyncio
+
+    from fpgashare.sched.board import registrations
+    from fpgashare.sched.board.board import Board
+
+    where, verdict = [], registrations.join_verdict
+
+    def recorded(before, loads, spec, *args, **kw):
+        if spec.name == "late":
+            where.append("loop" if asyncio._get_running_loop() is not None else "worker")
+        return verdict(before, loads, spec, *args, **kw)
+
+    monkeypatch.setattr(registrations, "join_verdict", recorded)
+    started, closed = threading.Event(), threading.Event()
+    original = Board.admission_test
+
+    def gated(self, spec, *args, **kw):
+        test = original(self, spec, *args, **kw)
+        if not spec.name.startswith("late") or started.is_set():
+            return test
+
+        def after_a_close():
+            started.set()
+            closed.wait(60)
+            return test()
+        return after_a_close
+
+    monkeypatch.setattr(Board, "admission_test", gated)
+    rng = np.random.default_rng()
+    sock = tmp_path / "d.sock"
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock(), host_cost=HostCost(),
+                    streams=1)                        # one partition: a newcomer joins it (no re-layout)
+    with DaemonThread(daemon), connect(sock, timeout=30) as closer, connect(sock, timeout=30) as registrar:
+        own = ["threshold", "erode3x3", "dilate3x3", "median3x3"]     # each its own module: pinned for it alone
+        pipes = [closer.pipeline(f"p{k}", [stage], period_ms=float(rng.choice([20.0, 50.0])), frame_shape=SHAPE)
+                 for k, stage in enumerate(own[:int(rng.integers(1, 5))])]
+        changes = daemon.engine.parts[0].members.changes
+        version = changes.version
+        outcome: dict = {}
+        registering = threading.Thread(target=lambda: outcome.update(pipe=registrar.pipeline(
+            "late", ["gauss3x3"], period_ms=40.0, frame_shape=SHAPE)))
+        registering.start()
+        assert started.wait(30)
+        pipes[int(rng.integers(len(pipes)))].close()       # a departure: a mode change asked meanwhile
+        assert changes.version > version                   # (its pins given back)
+        closed.set()
+        registering.join(30)
+        assert "pipe" in outcome and "late" in daemon.states
+    assert where == ["worker", "worker"], where          # its trial, then once more for the set left

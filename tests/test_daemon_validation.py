@@ -278,3 +278,50 @@ def test_a_jitter_not_below_the_period_is_refused_by_name(sock):
             fpga.pipeline("j", ["threshold"], period_ms=20.0, frame_shape=SHAPE, jitter_ms=20.0)
         assert err.value.kind == "bad_request"
         fpga.pipeline("j", ["threshold"], period_ms=20.0, frame_shape=SHAPE, jitter_ms=2.0)
+
+
+def trials_left(daemon) -> dict:
+    """What admission trials left in the board for add_pipeline (sched/board/trials.py), by store."""
+    board = daemon.engine
+    stores = {"chosen": board.chosen, "chosen_delay": board.chosen_delay,
+              **{f"verdicts{k}": e.members.verdicts for k, e in enumerate(board.parts)}}
+    return {what: dict(store) for what, store in stores.items() if store}
+
+
+def test_registrations_that_end_without_their_pipeline_leave_no_trial_behind(sock):
+    """Random registrations under fresh names, admitted (then closed) or refused: once none is
+    under way, no trial's choice, verdict or host delay is kept (each refused one used to leave its
+    host delay, and one refused after its trial its choice and verdict too: memory without bound)."""
+    from fpgashare.sched.core.clock import VirtualClock
+
+    rng = np.random.default_rng()
+    stages = ["gauss3x3", "box3x3", "sharpen3x3", "sobel_mag", "threshold", "erode3x3", "median3x3", "fast9"]
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock(), host_cost=HostCost())
+    kinds: dict[str, int] = {}
+    with DaemonThread(daemon), connect(sock) as fpga:
+        fpga.pipeline("base", ["threshold"], period_ms=5.0, frame_shape=(240, 320))
+        for n in range(30):
+            period = float(rng.choice([1.0, 5.0, 50.0]))
+            try:
+                fpga.pipeline(f"x{n}", list(rng.choice(stages, int(rng.integers(1, 6)), replace=False)),
+                              period_ms=period, deadline_ms=period * float(rng.choice([0.2, 1.0])),
+                              frame_shape=(240, 320)).close()
+                kinds["admitted"] = kinds.get("admitted", 0) + 1
+            except DaemonError as exc:
+                kinds[exc.kind] = kinds.get(exc.kind, 0) + 1
+        assert kinds.get("admission", 0) > 0 and "internal" not in kinds, kinds
+        assert trials_left(daemon) == {}
+
+
+def test_a_registration_refused_by_a_quota_after_its_trial_leaves_no_trial_behind(sock, monkeypatch):
+    """The share of the fabric is checked once admission chose where the pipeline goes: a tenant
+    over its share, registering under ever new names, must not leave that choice behind each time."""
+    from fpgashare.daemon.tenants import Tenants
+
+    monkeypatch.setattr(Tenants, "trusted", staticmethod(lambda uid: False))    # this test's user: a tenant
+    with running(sock, fabric_share_per_user=1e-6) as daemon, connect(sock) as fpga:
+        for n in range(5):
+            with pytest.raises(DaemonError, match="fabric_share_per_user") as err:
+                fpga.pipeline(f"over{n}", ["threshold"], period_ms=20.0, frame_shape=SHAPE)
+            assert err.value.kind == "quota"
+        assert trials_left(daemon) == {}

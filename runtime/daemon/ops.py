@@ -118,21 +118,26 @@ class Ops:
                 spec = dataclasses.replace(spec, name=key)
             self._check_shm(client, name, RING_SLOTS * _ring_bytes(in_shape, out_shape))
             deadline = self.off_loop.deadline()
-            if fallback is None:
-                spec = self._on_host(name, spec)
-                reason = await self._admission(spec, deadline)
-                if reason:
-                    raise ProtocolError("admission", f"pipeline {name!r} not admitted: {reason}")
-            else:
-                spec = await self._place(key, chain, period_ms / 1e3, deadline_ms / 1e3, (rows, cols), params,
-                                         deadline)
-                if isinstance(spec, str):
-                    raise ProtocolError("admission", f"pipeline {name!r} not admitted: {spec}")
-            ready = asyncio.get_running_loop().create_future()
-            ring = self._register(client, name, spec, in_shape, tuple(out_shape),
-                                  on_ready=lambda: ready.done() or ready.set_result(None),
-                                  on_refused=lambda why: ready.done() or ready.set_exception(
-                                      ProtocolError("admission", f"pipeline {name!r} not admitted: {why}")))
+            try:
+                if fallback is None:
+                    spec = self._on_host(name, spec)
+                    reason = await self._admission(spec, deadline)
+                    if reason:
+                        raise ProtocolError("admission", f"pipeline {name!r} not admitted: {reason}")
+                else:
+                    spec = await self._place(key, chain, period_ms / 1e3, deadline_ms / 1e3, (rows, cols), params,
+                                             deadline)
+                    if isinstance(spec, str):
+                        raise ProtocolError("admission", f"pipeline {name!r} not admitted: {spec}")
+                ready = asyncio.get_running_loop().create_future()
+                ring = self._register(client, name, spec, in_shape, tuple(out_shape),
+                                      on_ready=lambda: ready.done() or ready.set_result(None),
+                                      on_refused=lambda why: ready.done() or ready.set_exception(
+                                          ProtocolError("admission", f"pipeline {name!r} not admitted: {why}")))
+            finally:
+                # What its trials left and add_pipeline did not take (a refusal, a quota after the
+                # trial): nothing of a registration outlives it (sched/board/trials.py).
+                self.engine.forget_trials(key)
             # One registration at a time until it can run: the next is analysed against the set
             # its change leaves (runtime/sched/analysis/mode_change.py, relayout.py).
             await self._until_ready(client, name, ready)
@@ -193,7 +198,12 @@ class Ops:
             test = self.engine.admission_test(spec, op_delay_s=budget.op_delay_s(every))
         else:
             test = self.engine.admission_test(spec)
-        return await self.off_loop.run(f"admission of {spec.name!r}", deadline, test)
+        why = await self.off_loop.run(f"admission of {spec.name!r}", deadline, test)
+        if why is None and not self.engine.trial_current(spec):
+            # A departure changed the set during the trial: tried again here, on a worker (the
+            # engine would test it on the loop); the caller registers it before awaiting anything.
+            return await self._admission(spec, deadline)
+        return why
 
     async def _place(self, key: str, chain, period_s: float, deadline_s: float, frame: tuple[int, int],
                      params: dict, deadline: float) -> PipelineSpec | str:

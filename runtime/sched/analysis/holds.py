@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -65,6 +66,10 @@ EARLY_BY = 1e-4
 #: first: idle fabric is the DNN's, and a hold saves a load only now and then (a shorter batch
 #: pays the chain's fill again each time), so holds take only slack the DNN's batches leave.
 DNN_KEPT = 1.0
+
+#: Wall seconds a daemon's trial searches budgets for (``until``; pipelines not reached by then get
+#: none): the budgets only save loads, and must not take a registration past its time limit.
+SEARCH_S = 1.0
 
 #: Bisection steps on a pipeline's fraction of its room once the whole room fails (each re-runs the test):
 #: the budget is within 1/2^STEPS of the room's largest passing fraction.
@@ -116,11 +121,14 @@ def keeps_contract(old: AdmissionContract, new: AdmissionContract, dnn: bool) ->
 
 
 def hold_budgets(verdict: Verdict, pipelines: Sequence[PipelineSpec], dnn: bool = False,
-                 phased: bool = False) -> dict[str, float]:
+                 phased: bool = False, until: float | None = None) -> dict[str, float]:
     """Per pipeline, the hold budget ``H_i`` in seconds (module docstring); empty where no hold
     is allowed. ``verdict``: the admitted set's; ``dnn``: best-effort DNN work shares the
     partition (its batches keep the blocking the contract gives them); ``phased``: the frames
-    come as the pipelines write them, so no budget is longer than a hold could be useful."""
+    come as the pipelines write them, so no budget is longer than a hold could be useful.
+    ``until``: a ``time.monotonic()`` past which no more pipelines are given budgets (those given
+    stand: any budgets the test passes are sound), so that a large set's search cannot hold up
+    the registration it is part of."""
     contract = verdict.contract
     if not verdict.ok or verdict.retest is None or contract.early or not pipelines:
         return {}
@@ -142,6 +150,8 @@ def hold_budgets(verdict: Verdict, pipelines: Sequence[PipelineSpec], dnn: bool 
     # Greedy, longest room first (the pipelines whose frames can wait longest gain most from a
     # hold): each takes the largest fraction of its room that passes beside the budgets already given.
     for name in sorted(rooms, key=lambda n: -rooms[n]):
+        if until is not None and time.monotonic() > until:
+            break
         if rooms[name] <= 0.0:
             continue
         lo, hi = 0.0, 1.0
@@ -160,12 +170,13 @@ def hold_budgets(verdict: Verdict, pipelines: Sequence[PipelineSpec], dnn: bool 
 
 
 def with_holds(verdict: Verdict, pipelines: Sequence[PipelineSpec], dnn: bool = False,
-               phased: bool = False) -> Verdict:
-    """``verdict`` with the hold budgets (``hold_budgets``) and the contract the test gives with
-    them counted: the same pins and rules, its idle load and DNN blocking as the test leaves them."""
+               phased: bool = False, until: float | None = None) -> Verdict:
+    """``verdict`` with the hold budgets (``hold_budgets``, searched until ``until``) and the
+    contract the test gives with them counted: the same pins and rules, its idle load and DNN
+    blocking as the test leaves them."""
     if not verdict.ok:
         return verdict
-    holds = hold_budgets(verdict, pipelines, dnn, phased)
+    holds = hold_budgets(verdict, pipelines, dnn, phased, until)
     if not holds:
         return replace(verdict, contract=replace(verdict.contract, holds={}))
     again = verdict.retest(pipelines, holds=holds, same_as=verdict.contract)

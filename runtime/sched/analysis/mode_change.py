@@ -27,13 +27,16 @@ Real-Time Systems 26(2), 2004):
    period from then on is one C''s analysis covers, and the newcomer's frames start on pins it
    counted.
 
-Holds (runtime/sched/analysis/holds.py): the new contract carries the new set's hold budgets, and
-edf holds no frame while a change is under way (runtime/sched/policies/hold.py). Frames held under
-C before the change was asked were held within C's budgets, and no pin load starts before an idle
-instant (a held frame is pending: the partition is not idle while one waits), so a busy period with
-held frames has no pin load in it: C's analysis covers it. Every busy period that starts during a
-pin load starts after an idle instant of the change, when no frame is held: the transition check,
-which counts no holds, covers it. From the switch, an idle instant, C' and its budgets do.
+Holds (runtime/sched/analysis/holds.py): the new contract carries the new set's hold budgets when
+its verdict brings them (a registration's, computed with its trial off the daemon's loop, since
+they re-run the test several times per pipeline; a departure's or a change analysed on the loop
+brings none: a contract that holds nothing is the admitted one), and edf holds no frame while a
+change is under way (runtime/sched/policies/hold.py). Frames held under C before the change was
+asked were held within C's budgets, and no pin load starts before an idle instant (a held frame is
+pending: the partition is not idle while one waits), so a busy period with held frames has no pin
+load in it: C's analysis covers it. Every busy period that starts during a pin load starts after
+an idle instant of the change, when no frame is held: the transition check, which counts no holds,
+covers it. From the switch, an idle instant, C' and its budgets do.
 
 Progress: the partition's real-time utilisation is below one, so idle instants recur within the
 longest busy period; the pause bounds a DNN batch in flight to the one started before the change.
@@ -46,7 +49,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from fpgashare.catalogue.workload import PipelineSpec
-from fpgashare.sched.analysis.holds import with_holds
 from fpgashare.sched.analysis.schedulability import AdmissionContract, Verdict
 from fpgashare.sched.core.slots import SlotState
 
@@ -112,10 +114,10 @@ class ModeChanges:
         """Queue the change to ``verdict``'s contract for the set ``pipelines`` (the target set
         after it)."""
         loads = dict(verdict.plan.loads) if verdict.plan is not None else {p.name: 0 for p in pipelines}
-        # The new set's hold budgets (holds.py): edf holds no frame while a change is under way
-        # (hold.py), so they count from the switch on, an idle instant; the module docstring.
-        contract = with_holds(verdict, pipelines, dnn=bool(self.engine.dnn_pipelines)).contract
-        change = Change(contract, loads, list(pipelines), joining, on_ready, asked_at=self.engine.now)
+        # The new set's hold budgets (holds.py) come with ``verdict``, made where its analysis was
+        # (a registration's trial, off the daemon's loop: never here, on it); edf holds no frame
+        # while a change is under way (hold.py), so they count from the switch on, an idle instant.
+        change = Change(verdict.contract, loads, list(pipelines), joining, on_ready, asked_at=self.engine.now)
         self.queue.append(change)
         self.version += 1
         self.step()

@@ -41,6 +41,7 @@ from fpgashare.sched.board.port_share import PortArbiter, step_partitions
 from fpgashare.sched.board.registrations import Registrations
 from fpgashare.sched.board.relayout import Relayout, step_relayout
 from fpgashare.sched.board.stream_plan import StreamPlan
+from fpgashare.sched.board.trials import Store
 from fpgashare.sched.core.clock import Clock, VirtualClock
 from fpgashare.sched.core.engine import DnnRequest, Engine, Frame
 from fpgashare.sched.core.jobs import TraceEvent
@@ -91,9 +92,10 @@ class Board:
         self.retired: list[tuple[SlotView, Engine]] = []   #: partitions of earlier layouts
         self.home: dict[str, int] = {}        #: pipeline -> its partition
         self.order: list[PipelineSpec] = []   #: real-time pipelines as registered (before fitting), in order
-        #: admission's choice, for add_pipeline: ("join", partition, fitted spec) or ("relayout", Relayout)
-        self.chosen: dict[str, tuple] = {}
-        self.chosen_delay: dict[str, float] = {}  #: the host's delay each admitted newcomer was checked with
+        #: admission's choice, for add_pipeline: ("join", partition, fitted spec) or ("relayout", Relayout),
+        #: per spec object (trials.py), as is the host's delay each admitted newcomer was checked with
+        self.chosen: Store = {}
+        self.chosen_delay: Store = {}
         self.relayout: Relayout | None = None
         self.relayouts = 0                    #: layouts adopted
         self.cap: int | None = None
@@ -346,12 +348,12 @@ class Board:
         return self.relayout is not None
 
     # ---- pipelines (board_admission.py)
-    def admission_test(self, spec: PipelineSpec, replan: bool = True,
-                       op_delay_s: float | None = None) -> Callable[[], str | None]:
+    def admission_test(self, spec: PipelineSpec, replan: bool = True, op_delay_s: float | None = None,
+                       budgets: bool = True) -> Callable[[], str | None]:
         """A callable that says why ``spec`` cannot join the board now, or None (it remembers where
         it goes); it may run off the loop's thread. ``op_delay_s``: how late the host may start an
-        operation once ``spec`` runs (board_admission.py)."""
-        return board_admission.admission_test(self, spec, replan, op_delay_s)
+        operation once ``spec`` runs; ``budgets``: with the hold budgets (board_admission.py)."""
+        return board_admission.admission_test(self, spec, replan, op_delay_s, budgets)
 
     def admit(self, spec: PipelineSpec) -> str | None:
         """Why ``spec`` cannot join the admitted set, or None if it can."""
@@ -372,6 +374,14 @@ class Board:
         called once its frames can run under the guarantee (registrations.py); ``on_refused``
         with the reason if a re-layout it needs cannot find its board-idle instant in time."""
         board_admission.add_pipeline(self, spec, admitted, on_ready, on_refused)
+
+    def trial_current(self, spec: PipelineSpec) -> bool:
+        """Whether ``spec``'s trial still stands for the set in force (board_admission.py)."""
+        return board_admission.trial_current(self, spec)
+
+    def forget_trials(self, name: str) -> None:
+        """Drop what trials for ``name`` left once its registration ended (trials.py)."""
+        board_admission.forget_trials(self, name)
 
     def remove_pipeline(self, name: str, reason: str) -> list[Frame]:
         """End pipeline ``name``: its waiting frames are dropped with ``reason`` (returned)."""

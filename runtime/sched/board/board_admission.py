@@ -21,6 +21,7 @@ from fpgashare.catalogue.workload import PipelineSpec, on_platform
 from fpgashare.errors import FpgashareError
 from fpgashare.sched.board.partition_slots import consecutive_runs, ddr_refusal
 from fpgashare.sched.board.relayout import replan_test
+from fpgashare.sched.board.trials import forget, recall, remember
 from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.slots import SlotState
 from fpgashare.sched.policies.backfill import DNN
@@ -44,15 +45,16 @@ def name_taken(board, name: str) -> str | None:
 
 
 def admission_test(board, spec: PipelineSpec, replan: bool = True,
-                   op_delay_s: float | None = None) -> Callable[[], str | None]:
+                   op_delay_s: float | None = None, budgets: bool = True) -> Callable[[], str | None]:
     """A callable that says why ``spec`` cannot join any partition now, or None (then it
     remembers in ``board.chosen`` which partition takes it, with the chain cut into passes for
     that partition's slots, or the re-layout that takes it). The planner's layout for the set with
     ``spec`` is tried first; else a partition in force that admits it; else an even split of the
     board. ``replan`` False: partitions in force only. ``op_delay_s``: how late the host may start
     an operation once ``spec`` runs (``Board.op_delay_s``); if later than the contracts in force
-    were analysed for, each must still hold with it. Snapshots are taken now; the call may run
-    off the loop's thread."""
+    were analysed for, each must still hold with it. ``budgets``: the chosen partition's verdict
+    gets its hold budgets too (False where the test runs on the daemon's loop: they cost several
+    tests more). Snapshots are taken now; the call may run off the loop's thread."""
     taken = name_taken(board, spec.name)
     if taken:
         return lambda: taken
@@ -76,7 +78,7 @@ def admission_test(board, spec: PipelineSpec, replan: bool = True,
         def unanalysed() -> str | None:
             if 0 not in fitted:
                 return reasons[0]
-            board.chosen[spec.name] = ("join", 0, fitted[0])
+            remember(board.chosen, spec, ("join", 0, fitted[0]))
             return None
         return unanalysed
     ddr = ddr_refusal(board.platform, sum(p.ddr_bytes_per_frame / p.period_s for p in (*board.pipelines, spec)))
@@ -85,8 +87,8 @@ def admission_test(board, spec: PipelineSpec, replan: bool = True,
     # A quarantined slot is in no plan's reach: re-layouts wait until the board is whole again.
     quarantined = any(s.state is SlotState.FAILED for e in board.parts for s in e.slots.slots)
     can_replan = replan and board.cap is not None and board.relayout is None and not quarantined
-    planned = replan_test(board, spec, planner_only=True, control_s=control_s) if can_replan else None
-    anyplan = replan_test(board, spec, control_s=control_s) if can_replan else None
+    planned = replan_test(board, spec, True, control_s, budgets) if can_replan else None
+    anyplan = replan_test(board, spec, False, control_s, budgets) if can_replan else None
 
     def test() -> str | None:
         if ddr:
@@ -98,13 +100,13 @@ def admission_test(board, spec: PipelineSpec, replan: bool = True,
                 return (f"the host: with it the daemon may start an operation {delay * 1e3:.3f} ms late, and "
                         f"stream {k}'s pipelines in force would not keep their deadlines: {why}")
             verdicts.append((k, verdict))
-        board.chosen_delay[spec.name] = (delay, verdicts)
+        remember(board.chosen_delay, spec, (delay, verdicts))
         if planned is not None and planned():
             return None
         best, why_not = None, list(reasons)
         for k, engine, trial, before, has_dnn in trials:
             why = trial()
-            verdict = engine.members.verdicts.get(spec.name, (None, None))[1]
+            verdict = recall(engine.members.verdicts, fitted[k], (None, None))[1]
             if why or verdict is None:
                 why_not.append(f"stream {k} (slots {list(board.views[k].global_slots)}): {why}")
                 continue
@@ -115,7 +117,7 @@ def admission_test(board, spec: PipelineSpec, replan: bool = True,
                 best = (rank, k)
         for k, engine, *_ in trials:
             if best is None or k != best[1]:
-                engine.members.verdicts.pop(spec.name, None)
+                recall(engine.members.verdicts, fitted[k], take=True)
         if best is None:
             # No partition in force takes it: the planner's layout may (a board-wide mode change).
             if anyplan is not None and anyplan():
@@ -123,7 +125,9 @@ def admission_test(board, spec: PipelineSpec, replan: bool = True,
             if len(board.parts) == 1 and board.cap is None:    # a board of one: its reason is the board's
                 return why_not[0].split(": ", 1)[1]
             return "no stream admits it: " + "; ".join(why_not)
-        board.chosen[spec.name] = ("join", best[1], fitted[best[1]])
+        if budgets:
+            board.parts[best[1]].members.budget(fitted[best[1]])
+        remember(board.chosen, spec, ("join", best[1], fitted[best[1]]))
         return None
 
     return test
@@ -178,12 +182,15 @@ def add_pipeline(board, spec: PipelineSpec, admitted: bool = False,
     elif not spec.realtime:
         k = dnn_home(board) if DNN in board.platform.modules else 0
     else:
-        if not admitted or spec.name not in board.chosen:
-            why = admission_test(board, spec)()
+        choice = recall(board.chosen, spec, take=True) if admitted else None
+        if choice is None:
+            # Not tested by the caller (then it pays for the budgets), or its trial was overtaken:
+            # tested here, on a daemon's loop then, without the budgets.
+            why = admission_test(board, spec, budgets=not admitted)()
             if why:
                 raise FpgashareError(why)
-        choice = board.chosen.pop(spec.name)
-        delay, rechecked = board.chosen_delay.pop(spec.name, (board.op_delay_s, []))
+            choice = recall(board.chosen, spec, take=True)
+        delay, rechecked = recall(board.chosen_delay, spec, (board.op_delay_s, []), take=True)
         if delay > board.op_delay_s:
             on_ready = _longer_delay(board, delay, rechecked, choice, on_ready)
         board.order.append(spec)
@@ -230,10 +237,29 @@ def _longer_delay(board, delay: float, rechecked: list, choice: tuple,
     return one_ready
 
 
+def trial_current(board, spec: PipelineSpec) -> bool:
+    """Whether the trial's choice for ``spec`` still stands for the set as it is: False once a
+    change (a departure) was asked in the partition it chose since (``add_pipeline`` would then test
+    it again where it is called: on a daemon's loop)."""
+    choice = recall(board.chosen, spec)
+    if choice is None or choice[0] != "join":
+        return True
+    members = board.parts[choice[1]].members
+    entry = recall(members.verdicts, choice[2])
+    return entry is None or entry[0] == members.changes.version
+
+
+def forget_trials(board, name: str) -> None:
+    """Drop what admission trials for ``name`` left (trials.py): its registration ended."""
+    forget(board.chosen, name)
+    forget(board.chosen_delay, name)
+    for engine in board.parts:
+        forget(engine.members.verdicts, name)
+
+
 def remove_pipeline(board, name: str, reason: str) -> list[Frame]:
     """End pipeline ``name`` in its partition (``Registrations.remove_pipeline``)."""
-    board.chosen.pop(name, None)
-    board.chosen_delay.pop(name, None)
+    forget_trials(board, name)
     board.order = [p for p in board.order if p.name != name]
     relayout = board.relayout
     if relayout is not None and relayout.joining is not None and relayout.joining.name == name:

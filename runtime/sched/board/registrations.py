@@ -10,13 +10,16 @@ app sends before its switch wait for it in the release source (runtime/sched/sou
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from fpgashare.catalogue.workload import PipelineSpec
 from fpgashare.errors import FpgashareError
+from fpgashare.sched.analysis.holds import SEARCH_S, with_holds
 from fpgashare.sched.analysis.join import join_verdict
 from fpgashare.sched.analysis.mode_change import ModeChanges
 from fpgashare.sched.analysis.schedulability import analyse
+from fpgashare.sched.board.trials import Store, recall, remember
 from fpgashare.sched.core.engine import Engine
 from fpgashare.sched.core.jobs import DnnRequest, Frame
 from fpgashare.sched.host.cpu_work import host_inference
@@ -28,8 +31,9 @@ class Registrations:
 
     def __init__(self, engine: Engine, source: Submissions) -> None:
         self.engine, self.source = engine, source
-        #: pipeline -> (target version, its analysis, the pins-given-back step before it or None)
-        self.verdicts: dict[str, tuple[int, object, object]] = {}
+        #: pipeline -> (target version, its analysis, the pins-given-back step before it or None,
+        #: the set it joins), per spec object (trials.py)
+        self.verdicts: Store = {}
         self.pins_given_back = 0           #: joins that gave pins back first (analysis/join.py)
         #: Registrations and departures, each a mode change analysed step by step (mode_change.py).
         self.changes = ModeChanges(engine, self.joined)
@@ -73,10 +77,23 @@ class Registrations:
 
         def test() -> str | None:
             verdict, give_back, why = join_verdict(before, loads, spec, platform, pinned, kw, afford)
-            self.verdicts[spec.name] = (version, verdict, give_back)
+            remember(self.verdicts, spec, (version, verdict, give_back, before))
             return why
 
         return test
+
+    def budget(self, spec: PipelineSpec) -> None:
+        """Give the verdict ``admission_test``'s trial left for ``spec`` the new set's hold budgets
+        (runtime/sched/analysis/holds.py): a part of the trial, made where the trial runs (off the
+        daemon's loop: the budgets re-run the test up to a few times per pipeline), for at most
+        ``holds.SEARCH_S``. A change whose verdict got none holds no frame (always sound)."""
+        entry = recall(self.verdicts, spec)
+        if entry is None or not entry[1].ok:
+            return
+        version, verdict, give_back, before = entry
+        verdict = with_holds(verdict, [*before, spec], dnn=bool(self.engine.dnn_pipelines),
+                             until=time.monotonic() + SEARCH_S)
+        remember(self.verdicts, spec, (version, verdict, give_back, before))
 
     def name_taken(self, name: str) -> str | None:
         e = self.engine
@@ -93,10 +110,13 @@ class Registrations:
         platform, pipelines = self.engine.working_platform(), changes.target_pipelines
         pinned = dict(changes.target_contract.pinned)
         kw = {**self.analysis_kw, "control_s": control_s}
+        dnn = bool(self.engine.dnn_pipelines)
 
         def test() -> tuple[str | None, object]:
             verdict = analyse(pipelines, platform, keep_pinned=pinned, **kw)
-            return (None, verdict) if verdict.ok else (verdict.reason, None)
+            if not verdict.ok:
+                return verdict.reason, None
+            return None, with_holds(verdict, pipelines, dnn=dnn, until=time.monotonic() + SEARCH_S)
 
         return test
 
@@ -123,12 +143,13 @@ class Registrations:
         if not spec.realtime and "dnn_tile" not in e.backend.platform.modules:
             raise FpgashareError(f"{e.backend.platform.name} has no dnn_tile slots for {spec.model}")
         if spec.realtime and e.policy.admission:
-            version, verdict, give_back = self.verdicts.pop(spec.name, (None, None, None))
+            version, verdict, give_back, _ = recall(self.verdicts, spec, (None,) * 4, take=True)
             if verdict is None or not verdict.ok or version != self.changes.version:
-                why = self.admission_test(spec)()       # against the set as it is now
+                # Against the set as it is now, here (a daemon's loop: no hold budgets computed).
+                why = self.admission_test(spec)()
                 if why:
                     raise FpgashareError(why)
-                _, verdict, give_back = self.verdicts.pop(spec.name)
+                _, verdict, give_back, _ = recall(self.verdicts, spec, take=True)
             if give_back is not None:               # pins given back first (analysis/join.py)
                 self.changes.ask(give_back, self.changes.target_pipelines, None, None)
                 self.pins_given_back += 1

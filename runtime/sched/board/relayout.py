@@ -31,14 +31,17 @@ partition's); modules stay where they are in the slots.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fpgashare.catalogue.platform import Platform
 from fpgashare.catalogue.workload import PipelineSpec, Workload, on_platform
+from fpgashare.sched.analysis.holds import SEARCH_S, with_holds
 from fpgashare.sched.analysis.schedulability import AdmissionContract, analyse, load_seconds, transition_check
 from fpgashare.sched.board.stream_plan import StreamPlan, plan_streams
+from fpgashare.sched.board.trials import remember
 from fpgashare.sched.core.slots import SlotState
 
 #: Longest wait, in board seconds, for an instant when the whole board is idle.
@@ -187,10 +190,11 @@ def transition_contract(verdict_contract: AdmissionContract, kept: dict[int, str
 
 
 def replan_test(board, spec: PipelineSpec, planner_only: bool = False,
-                control_s: float | None = None) -> Callable[[], bool]:
+                control_s: float | None = None, budgets: bool = True) -> Callable[[], bool]:
     """A callable that asks the planner for ``board``'s set plus ``spec`` and, if the plan keeps
     the current partitions or passes ``check``, records the choice in ``board.chosen`` and says
-    True. ``planner_only``: the planner's layout alone, not the even splits (``propose``).
+    True. ``planner_only``: the planner's layout alone, not the even splits (``propose``);
+    ``budgets``: the verdicts taken get their hold budgets (board_admission.admission_test).
     Snapshots are taken now (the call may run off the loop's thread)."""
     platform, cap = board.platform, board.cap
     control_s = board.control_s if control_s is None else control_s
@@ -213,13 +217,19 @@ def replan_test(board, spec: PipelineSpec, planner_only: bool = False,
                 k, engine = trials[tuple(home.slots)]
                 fitted = on_platform(spec, engine.platform)
                 if engine.members.admission_test(fitted, control_s)() is None:
-                    board.chosen[spec.name] = ("join", k, fitted)
+                    if budgets:
+                        engine.members.budget(fitted)
+                    remember(board.chosen, spec, ("join", k, fitted))
                     return True
                 continue
             verdicts, _ = check(plan, platform, lambda slots: sub_platform(platform, slots), spec.name, pinned_now,
                                 control_s)
             if verdicts:
-                board.chosen[spec.name] = ("relayout", Relayout(plan, verdicts, spec, None, None, 0.0))
+                if budgets:     # each partition's switch to its plan's contract brings its budgets
+                    until = time.monotonic() + SEARCH_S
+                    verdicts = [(fitted, with_holds(v, fitted, dnn=part.dnn, until=until), keep, loads)
+                                for (fitted, v, keep, loads), part in zip(verdicts, plan.partitions, strict=True)]
+                remember(board.chosen, spec, ("relayout", Relayout(plan, verdicts, spec, None, None, 0.0)))
                 return True
         return False
 
@@ -332,7 +342,7 @@ def join_instead(board, relayout: Relayout, why: str) -> None:
     """The re-layout for a newcomer was given up: it joins a partition in force if one admits
     it now (analysed against the set as it is), else it is refused with ``why``."""
     spec = relayout.joining
-    refusal = board.admission_test(spec, replan=False)()
+    refusal = board.admission_test(spec, replan=False, budgets=False)()      # on the loop: no budgets
     if refusal is None:
         board.add_pipeline(spec, admitted=True, on_ready=relayout.on_ready, on_refused=relayout.on_refused)
     elif relayout.on_refused is not None:

@@ -78,7 +78,7 @@ def refusal_at(platform: Platform, specs: Sequence[PipelineSpec], cost: HostCost
     """Why a daemon at ``dilation`` with the host's ``cost`` would not admit ``specs`` (real-time,
     in registration order) each whole on the fabric of ``platform`` on up to ``streams`` streams;
     None if it would. Runs the daemon's own admission on a model of the board and a virtual
-    clock (runtime/daemon/ops.py, ``_on_host`` and ``_admission``)."""
+    clock (runtime/daemon/admission.py, ``Admission.on_host`` and ``Admission.admit``)."""
     from fpgashare.backends.model import ModelBackend
     from fpgashare.sched.board.board import Board
     from fpgashare.sched.core.clock import VirtualClock

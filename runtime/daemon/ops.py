@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 from fpgashare.backends.simrun import resolve_chain
 from fpgashare.catalogue.workload import DNN_MODELS, PipelineSpec, realtime_spec
 from fpgashare.daemon import checks
+from fpgashare.daemon.admission import Admission
 from fpgashare.daemon.limits import refuse
 from fpgashare.daemon.sessions import Client, PipelineState
 from fpgashare.daemon.turns import TurnsByUser
 from fpgashare.errors import FpgashareError, FrameError
 from fpgashare.sched.core.slots import SlotState
-from fpgashare.sched.host.cpu_fallback import cpu_share, fallback_candidates
 from fpgashare.sched.host.cpu_work import chain_shape
 from fpgashare.sched.host.host_cost import FREE, HostBudget, HostWatch
 from fpgashare.wire.protocol import VERSION, ProtocolError, reply
@@ -64,6 +64,8 @@ class Ops:
         self.host_spent = host_spent if host_spent is not None else {}
         self.streams = streams
         self.lane = lane          #: control work's turns (control_lane.py): a request resumes at one
+        #: whether a registration is admitted: the host, the fabric's trial on a worker (admission.py)
+        self.admission = Admission(self.engine, self.platform, self.host_watch, off_loop, cpu_cost)
         #: one registration at a time (each trial sees the set it joins), given in turns by user
         self._registering = TurnsByUser()
         self._networks_pending: dict[str, int] = {}   # client networks of registrations under way
@@ -120,13 +122,13 @@ class Ops:
             deadline = self.off_loop.deadline()
             try:
                 if fallback is None:
-                    spec = self._on_host(name, spec)
-                    reason = await self._admission(spec, deadline)
+                    spec = self.admission.on_host(name, spec)
+                    reason = await self.admission.admit(spec, deadline)
                     if reason:
                         raise ProtocolError("admission", f"pipeline {name!r} not admitted: {reason}")
                 else:
-                    spec = await self._place(key, chain, period_ms / 1e3, deadline_ms / 1e3, (rows, cols), params,
-                                             deadline)
+                    spec = await self.admission.place(key, chain, period_ms / 1e3, deadline_ms / 1e3, (rows, cols),
+                                                      params, deadline)
                     if isinstance(spec, str):
                         raise ProtocolError("admission", f"pipeline {name!r} not admitted: {spec}")
                 ready = asyncio.get_running_loop().create_future()
@@ -174,63 +176,6 @@ class Ops:
         """Resume at a turn of the control lane (after waiting for something else)."""
         if self.lane is not None:
             await self.lane.turn()
-
-    def _on_host(self, name: str, spec: PipelineSpec) -> PipelineSpec:
-        """``spec`` as the fabric must meet it, the host's reserve taken from its deadline
-        (runtime/sched/host/host_cost.py), or refused naming the host."""
-        fabric = self.host_watch.budget.fabric_spec(spec, [*self.engine.pipelines, *self.engine.cpu_pipelines])
-        if isinstance(fabric, str):
-            raise ProtocolError("admission", f"pipeline {name!r} not admitted: {fabric}")
-        return fabric
-
-    async def _admission(self, spec: PipelineSpec, deadline: float) -> str | None:
-        """Why ``spec`` is not admitted (None: it is): the host first (its own work for the whole
-        set, runtime/sched/host/host_cost.py), then the fabric. The fabric's trial runs on a worker
-        thread, on a snapshot taken here: frames keep flowing."""
-        if spec.realtime:
-            budget, every = self.host_watch.budget, [*self.engine.pipelines, *self.engine.cpu_pipelines, spec]
-            host = budget.check(every)
-            if host:
-                return host
-            # Each fabric operation may start up to the loop's busy period after its event: the
-            # fabric's analysis counts it with every pass and load (guarantee.md, the host), and the
-            # board re-checks the contracts in force if the newcomer makes it longer.
-            test = self.engine.admission_test(spec, op_delay_s=budget.op_delay_s(every))
-        else:
-            test = self.engine.admission_test(spec)
-        why = await self.off_loop.run(f"admission of {spec.name!r}", deadline, test)
-        if why is None and not self.engine.trial_current(spec):
-            # A departure changed the set during the trial: tried again here, on a worker (the
-            # engine would test it on the loop); the caller registers it before awaiting anything.
-            return await self._admission(spec, deadline)
-        return why
-
-    async def _place(self, key: str, chain, period_s: float, deadline_s: float, frame: tuple[int, int],
-                     params: dict, deadline: float) -> PipelineSpec | str:
-        """The first placement of ``chain`` admission accepts (runtime/sched/host/cpu_fallback.py), or
-        why none is: the whole chain's reason and the last placement's. Candidates are made on a
-        worker (each may measure host stages), one at a time; admission snapshots on the loop."""
-        engine = self.engine
-        states = [s.state for s in engine.slots.slots]     # one read (on several streams: a snapshot)
-        failed = frozenset(m for m in self.platform.modules
-                           if all(states[s.index] is SlotState.FAILED
-                                  for s in self.platform.slots_for(m)))
-        used = cpu_share([*engine.pipelines, *engine.cpu_pipelines])
-        reasons = []
-        candidates = fallback_candidates(key, chain, period_s, deadline_s, frame, self.platform, params,
-                                         self.cpu_cost, failed, used)
-        what = f"placement of {key!r}"
-        while (step := await self.off_loop.run(what, deadline, next, candidates, None)) is not None:
-            spec, why = step
-            if spec is not None:
-                fabric = self.host_watch.budget.fabric_spec(spec, [*engine.pipelines, *engine.cpu_pipelines])
-                spec, why = (None, fabric) if isinstance(fabric, str) else (fabric, why)
-            if spec is not None:
-                why = await self._admission(spec, deadline)
-                if not why:
-                    return spec
-            reasons.append(why)
-        return f"{reasons[0]}; no placement with stages on the host fits either ({reasons[-1]})"
 
     async def _op_dnn(self, client: Client, message: dict) -> None:
         """A best-effort DNN pipeline: images go into its ring, outputs come back in the reply."""

@@ -36,8 +36,8 @@ from fpgashare.backends.model import ModelBackend
 from fpgashare.catalogue.workload import Workload
 from fpgashare.cli.bench import unadmitted_misses
 from fpgashare.sched.analysis.admission import admit
-from fpgashare.sched.board.board import run_board
 from fpgashare.sched.board.stream_plan import plan_streams
+from fpgashare.sched.board.workload_run import run_board
 from fpgashare.sched.policies.edf import EdfPolicy
 from fpgashare.sched.sources.periodic import run_workload
 

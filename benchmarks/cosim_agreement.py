@@ -32,8 +32,8 @@ from fpgashare.backends.sim import SimBackend
 from fpgashare.catalogue.platform import load_platform, manifest_at_pixels_per_clock
 from fpgashare.catalogue.workload import load_workload
 from fpgashare.sched.analysis.control_traffic import control_seconds
-from fpgashare.sched.board.board import run_board
 from fpgashare.sched.board.stream_plan import spread_plan
+from fpgashare.sched.board.workload_run import run_board
 from fpgashare.sched.policies.edf import EdfPolicy
 
 from benchmarks.results import write_result

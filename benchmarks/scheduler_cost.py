@@ -38,8 +38,8 @@ from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.vision_timing import chain_cycles
 from fpgashare.catalogue.workload import PipelineSpec, Workload
 from fpgashare.sched.analysis.schedulability import analyse
-from fpgashare.sched.board.board import run_board
 from fpgashare.sched.board.stream_plan import plan_streams
+from fpgashare.sched.board.workload_run import run_board
 from fpgashare.sched.policies.registry import make_policy
 from fpgashare.sched.sources.periodic import run_workload
 

@@ -17,8 +17,8 @@ from fpgashare.errors import FpgashareError
 from fpgashare.hdl_sim.board import pack_beats
 from fpgashare.hdl_sim.cosim import StreamPhase
 from fpgashare.sched.analysis.control_traffic import control_seconds
-from fpgashare.sched.board.board import run_board
 from fpgashare.sched.board.stream_plan import plan_streams
+from fpgashare.sched.board.workload_run import run_board
 from fpgashare.sched.policies.edf import EdfPolicy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -25,8 +25,8 @@ from fpgashare.catalogue.fused_slots import unblock, widest_first
 from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.workload import Workload
 from fpgashare.sched.analysis.admission import admit
-from fpgashare.sched.board.board import run_board
 from fpgashare.sched.board.stream_plan import plan_streams
+from fpgashare.sched.board.workload_run import run_board
 from fpgashare.sched.core.demand import NeedOrder
 from fpgashare.sched.core.frame_stream import FrameStream
 from fpgashare.sched.core.jobs import Frame

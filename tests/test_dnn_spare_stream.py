@@ -26,10 +26,11 @@ from fpgashare.catalogue.workload import DNN_MODELS, PipelineSpec
 from fpgashare.cli.bench import run_one
 from fpgashare.dnn.planning import network
 from fpgashare.sched.analysis.control_traffic import control_seconds
-from fpgashare.sched.board.board import Board, run_board
+from fpgashare.sched.board.board import Board
 from fpgashare.sched.board.dnn_queue import QueuedDnnJobs
 from fpgashare.sched.board.partition_check import Partition
 from fpgashare.sched.board.stream_plan import StreamPlan, plan_streams, with_spare_stream
+from fpgashare.sched.board.workload_run import run_board
 from fpgashare.sched.core.clock import VirtualClock
 from fpgashare.sched.policies.edf import EdfPolicy
 from fpgashare.sched.policies.registry import make_policy

@@ -89,8 +89,8 @@ def _board_run_recording_moves(seed: int):
     it serves, the board slot its pin moves to)."""
     import fpgashare.sched.policies.edf as edf_module
     from fpgashare.backends.model import ModelBackend
-    from fpgashare.sched.board.board import run_board
     from fpgashare.sched.board.stream_plan import plan_streams
+    from fpgashare.sched.board.workload_run import run_board
 
     from benchmarks.admission_soundness import draw
 

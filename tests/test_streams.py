@@ -18,9 +18,9 @@ from fpgashare.catalogue.workload import Workload, load_workload, realtime_spec
 from fpgashare.cli.bench import run_one
 from fpgashare.cli.trace import trace_events
 from fpgashare.errors import FpgashareError
-from fpgashare.sched.board.board import run_board
 from fpgashare.sched.board.port_share import PortArbiter
 from fpgashare.sched.board.stream_plan import plan_streams, spread_plan
+from fpgashare.sched.board.workload_run import run_board
 from fpgashare.sched.policies.edf import EdfPolicy
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st

@@ -10,9 +10,9 @@ from fpgashare.catalogue.workload import Workload, load_workload
 from fpgashare.cli.trace import write_gantt, write_trace
 from fpgashare.errors import FpgashareError
 from fpgashare.sched.analysis.admission import admit
-from fpgashare.sched.board.board import run_board
 from fpgashare.sched.board.fred_binding import binding_of, fred_partitions
 from fpgashare.sched.board.stream_plan import plan_streams
+from fpgashare.sched.board.workload_run import run_board
 from fpgashare.sched.limits.cyclic import table_to_run
 from fpgashare.sched.policies.backfill import DNN as DNN_TILE
 from fpgashare.sched.policies.backfill import refusal

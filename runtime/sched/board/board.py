@@ -10,7 +10,7 @@ admission checks over every stream at once. A board of one is a board whose one 
 every slot.
 
 Frames come from a *release source* (runtime/sched/sources/):
-- ``Board.for_workload``: a workload's periodic releases on a plan's partitions (``bench``);
+- ``workload_run.for_workload``: a workload's periodic releases on a plan's partitions (``bench``);
 - ``Board(...)``: the frames apps submit to the daemon, pipelines registering and leaving as they
   come (board_admission.py places them; with ``cap`` the board re-partitions itself through a
   board-wide mode change, relayout.py).
@@ -22,7 +22,6 @@ reconfiguration: the port busy while no slot of any partition computes) are coun
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -40,12 +39,10 @@ from fpgashare.sched.board.dnn_queue import QueuedDnnJobs
 from fpgashare.sched.board.port_share import PortArbiter, step_partitions
 from fpgashare.sched.board.registrations import Registrations
 from fpgashare.sched.board.relayout import Relayout, step_relayout
-from fpgashare.sched.board.stream_plan import StreamPlan
 from fpgashare.sched.board.trials import Store
-from fpgashare.sched.core.clock import Clock, VirtualClock
+from fpgashare.sched.core.clock import Clock
 from fpgashare.sched.core.engine import DnnRequest, Engine, Frame
 from fpgashare.sched.core.jobs import TraceEvent
-from fpgashare.sched.sources.periodic import PeriodicReleases
 from fpgashare.sched.sources.submitted import Submissions
 
 #: Trace slices a daemon's partition keeps (the newest): a daemon runs for days; the demo's whole
@@ -56,7 +53,7 @@ TRACE_LIMIT = 100_000
 class Board:
     """A daemon's board: fixed ``partitions`` (the board's slots by stream at the start) fed by
     submits; ``cap``: the most streams the board may re-partition into as pipelines come
-    (relayout.py), None: the partitions stay as given. ``Board.for_workload``: a workload's run."""
+    (relayout.py), None: the partitions stay as given. ``workload_run.for_workload``: a workload's run."""
 
     def __init__(self, platform: Platform, backend: Backend, make_policy: Callable[[], object], clock: Clock,
                  partitions: list[tuple[int, ...]], cap: int | None = None) -> None:
@@ -105,33 +102,14 @@ class Board:
         self.accounted_to = 0.0   #: board time the port figures are counted to
 
     @classmethod
-    def for_workload(cls, workload: Workload, backend: Backend, plan: StreamPlan, make_policy: Callable[[], object],
-                     clock: Clock | None = None, want_output: bool = False) -> Board:
-        """``plan``'s partitions of ``workload``, each fed by its pipelines' periodic releases."""
+    def empty(cls, workload: Workload, backend: Backend, make_policy: Callable[[], object], clock: Clock,
+              probe: object) -> Board:
+        """A board for ``workload``'s run with no partition yet (workload_run.py gives it a plan's);
+        ``probe``: one of ``make_policy``'s policies, read for what the board runs them with."""
         board = cls.__new__(cls)
-        probe = make_policy()
         board.admits = bool(getattr(probe, "admission", False))
-        board._setup(workload.platform, backend, make_policy, clock or VirtualClock(), probe, workload)
-        replacement = getattr(probe, "replacement", "belady")
+        board._setup(workload.platform, backend, make_policy, clock, probe, workload)
         board.views, board.parts, board.arbiter = [], [], PortArbiter(board._port_order)
-        dnn = tuple(p for p in workload.pipelines if not p.realtime)
-        for part in plan.partitions:
-            view = SlotView(backend, part.slots)
-            sub = replace(workload, platform=view.platform, pipelines=(*part.pipelines, *(dnn if part.dnn else ())))
-            contract = part.verdict.contract if part.verdict is not None else None
-            engine = Engine(sub, view, make_policy(), clock=board.clock, want_output=want_output, contract=contract,
-                            replacement=replacement, source=PeriodicReleases(sub))
-            engine.stream_id = part.stream
-            engine.dnn_stream_id = part.dnn_stream if part.dnn else None
-            engine.control_s = board.control_s      # the board's X, not its view's (one stream, fewer slots)
-            engine.loads_after_t0 = not part.quiet
-            board.views.append(view)
-            board.parts.append(engine)
-            board.arbiter.add(engine)
-        # One registration window for the board: every slot filled once through the one port.
-        board.t0 = (load_seconds(workload.platform) + board.control_s) * len(workload.platform.slots)
-        for engine in board.parts:
-            engine.t0 = board.t0
         return board
 
     def build(self, partitions: list[tuple[int, ...]]) -> None:
@@ -317,7 +295,7 @@ class Board:
             self.arbiter.grant()
 
     def run(self) -> Board:
-        """A workload's whole run (``for_workload``), then every unfinished frame dropped."""
+        """A workload's whole run (``workload_run.for_workload``), then every unfinished frame dropped."""
         for engine in self.parts:
             engine.source.schedule()
         self.begin()
@@ -408,11 +386,3 @@ def _share(engine: Engine, name: str, value) -> None:
         engine.watchdog.margin = value
     else:
         setattr(engine, name, value)
-
-
-def run_board(workload: Workload, backend: Backend, plan: StreamPlan, make_policy: Callable[[], object],
-              **kw) -> tuple[Board, dict]:
-    """``workload`` on ``plan``'s partitions; the board and its summary."""
-    start = time.perf_counter()
-    board = Board.for_workload(workload, backend, plan, make_policy, **kw).run()
-    return board, board.summary(time.perf_counter() - start)

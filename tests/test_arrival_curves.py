@@ -56,3 +56,36 @@ def test_the_next_release_counts_from_the_frames_taken():
     assert curves.next_release(spec, 0.0) == 1.0 + 0.010 - 0.002
     curves.forget("p")
     assert curves.next_release(spec, 2.0) == 2.0
+
+
+class _Engine:
+    """What ``Submissions.arrive`` asks of an engine: the time and the release events it pushes."""
+
+    def __init__(self) -> None:
+        self.now, self.released = 0.0, []
+
+    def push(self, at, kind, frame) -> None:
+        self.released.append(at)
+
+
+@given(st.floats(1e-3, 0.1), st.floats(0.0, 0.99), st.permutations(range(6)),
+       st.lists(st.floats(0.0, 0.05), min_size=6, max_size=6))
+def test_frames_reaching_the_fabric_out_of_order_still_keep_the_curve(period, jitter_share, order, gaps):
+    # A CPU prefix runs on a pool of threads: a frame whose prefix overran reaches the fabric after
+    # later frames did. The curve is over the releases as they come (any two at least T - J apart),
+    # not over the order the app submitted them in.
+    from fpgashare.catalogue.workload import PipelineSpec
+    from fpgashare.sched.core.jobs import Frame
+    from fpgashare.sched.sources.submitted import Submissions
+
+    spec = PipelineSpec("p", "realtime", period_s=period, deadline_s=period, jitter_s=jitter_share * period)
+    source, engine = Submissions(), _Engine()
+    source.attach(engine)
+    frames = [Frame(spec, source.arrivals.next_index("p"), 0.0, period, k) for k in range(6)]
+    for k, gap in zip(order, gaps, strict=True):
+        engine.now += gap
+        source.arrive(frames[k])
+    releases = sorted(engine.released)
+    for i in range(len(releases)):
+        for k in range(i + 1, len(releases)):
+            assert releases[k] - releases[i] >= (k - i) * period - spec.jitter_s - 1e-9

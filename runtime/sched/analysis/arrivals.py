@@ -20,6 +20,7 @@ class ArrivalCurves:
 
     def __init__(self) -> None:
         self._counts: dict[str, int] = {}                    #: frames submitted so far
+        self._reached: dict[str, int] = {}                   #: frames that reached the curve so far
         self._decided: dict[str, float] = {}                 #: max(r_i - i T) over releases decided
         self._taken: dict[str, tuple[float, int]] = {}       #: the same over releases taken, next index
 
@@ -27,6 +28,12 @@ class ArrivalCurves:
         """The index of pipeline ``name``'s next submitted frame (counted from 0)."""
         k = self._counts.get(name, 0)
         self._counts[name] = k + 1
+        return k
+
+    def reaching(self, name: str) -> int:
+        """The curve's index ``k`` of the frame of pipeline ``name`` reaching it now (from 0)."""
+        k = self._reached.get(name, 0)
+        self._reached[name] = k + 1
         return k
 
     def earliest(self, p: PipelineSpec, k: int) -> float:
@@ -57,11 +64,12 @@ class ArrivalCurves:
 
     def state(self, name: str) -> tuple:
         """What moves with the pipeline to another partition (``restore``)."""
-        return self._counts.get(name, 0), self._decided.get(name), self._taken.get(name)
+        return self._counts.get(name, 0), self._reached.get(name, 0), self._decided.get(name), self._taken.get(name)
 
     def restore(self, name: str, state: tuple) -> None:
-        count, decided, taken = state
+        count, reached, decided, taken = state
         self._counts[name] = count
+        self._reached[name] = reached
         if decided is not None:
             self._decided[name] = decided
         if taken is not None:

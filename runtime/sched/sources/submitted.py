@@ -30,6 +30,7 @@ class Submissions:
         self.engine = None
         self.arrivals = ArrivalCurves()       #: the curve each pipeline declared (analysis/arrivals.py)
         self.held: dict[str, list[Frame]] = {}     #: frames submitted before their pipeline's switch
+        self.curve_index: dict[str, int] = {}      #: frame key -> its index on its curve, until released
         #: Pipelines admitted whose switch has not come yet (the registrations part says).
         self.joining: Callable[[], list[PipelineSpec]] = list
         self.host_nets: dict[str, object] = {}     #: DNN pipelines on the host: their networks
@@ -73,21 +74,25 @@ class Submissions:
         A frame held to the curve has its deadline count from its allowed release; one that
         waited for its pipeline's switch keeps its arrival's."""
         p = frame.pipeline
-        allowed = self.arrivals.earliest(p, frame.index)
+        # Counted as frames reach the curve (a CPU prefix that overran brings its frame after later ones).
+        k = self.curve_index[frame.key] = self.arrivals.reaching(p.name)
+        allowed = self.arrivals.earliest(p, k)
         release = max(self.engine.now, frame.release, allowed)
         if release > frame.release:
             frame.origin += max(0.0, allowed - frame.release)
             frame.release = release
             frame.deadline = release + p.deadline_s
-        self.arrivals.decided(p, frame.index, release)
+        self.arrivals.decided(p, k, release)
         self.engine.push(release, RELEASE, frame)
 
     def released(self, frame: Frame) -> None:
         e = self.engine
+        k = self.curve_index.pop(frame.key, None)
         if frame.outcome is not None:       # held, and its pipeline ended before its release
             e.pending.remove(frame)
             return
-        self.arrivals.taken(frame.pipeline, frame.index, frame.release)
+        if k is not None:
+            self.arrivals.taken(frame.pipeline, k, frame.release)
         e.demand.moved(frame.pipeline)
 
     def next_release_s(self, pipeline: PipelineSpec) -> float:

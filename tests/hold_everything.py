@@ -14,7 +14,8 @@ def hold_everything(self, engine, order, victims) -> list:
     for frame in order:
         until = frame.release + holds.get(frame.pipeline.name, 0.0)
         if frame is engine.committed or frame.start is not None or frame.step or until <= engine.now \
-                or frame.deadline < frame.release + frame.pipeline.deadline_s:
+                or frame.deadline < frame.release + frame.pipeline.deadline_s \
+                or any(o.pipeline.name == frame.pipeline.name and o.release > frame.release for o in order):
             continue
         out.append(frame)
         if frame.key not in self.record:

@@ -237,3 +237,30 @@ def test_a_set_the_demand_test_passes_with_its_holds_at_its_edge_never_misses_un
             longest = int(np.argmax(S))
             phases[longest] -= J[longest] + H[longest] + rng.uniform(0.0, 1e-5)
         assert not _np_edf_with_holds_misses(S, T, D, J, H, phases, horizon, rng), (S, T, D, J, H, phases)
+
+
+def test_a_frame_is_held_no_longer_than_until_its_pipelines_next_frame_comes():
+    """The budgets end by the instant a pipeline's next frame may come (H <= T - J), but the two
+    instants are sums in floating point, and the demand test does not charge a pipeline as the
+    blocker of a window it has a frame in (processor_demand._held): were the frame held an ulp past
+    its next frame's arrival, that frame could start first and block it, uncharged. A rule that
+    ends holds only at ``release + H`` holds the first frame here."""
+    from types import SimpleNamespace
+
+    p = SimpleNamespace(name="p", deadline_s=0.010)
+    g = SimpleNamespace(name="g", deadline_s=0.020)
+
+    def frame(pipeline, release, seq, modules):
+        return SimpleNamespace(pipeline=pipeline, release=release, deadline=release + pipeline.deadline_s,
+                               start=None, step=0, arrives=None, key=f"{pipeline.name}/{seq}", modules=modules)
+
+    hold_s = 0.005
+    now = math.nextafter(hold_s, 0.0)          # the next frame came an ulp before the first's hold ends
+    first, nxt = frame(p, 0.0, 0, {"m"}), frame(p, now, 1, {"m"})
+    waiting = frame(g, 0.0, 0, {"x"})           # needs the module p's loads would evict, no load of its own
+    engine = SimpleNamespace(
+        contract=SimpleNamespace(holds={"p": hold_s}), changing=False, now=now, committed=None,
+        placement=SimpleNamespace(find_slots=lambda f, _: ([0], [] if f.pipeline is g else ["m"])),
+        slots=SimpleNamespace(slots=[SimpleNamespace(module="x")]), pipelines=[], wake=lambda t: None)
+    assert Holds().held(engine, [first, waiting], lambda f: [0]) == [first]     # the rule holds it ...
+    assert Holds().held(engine, [first, nxt, waiting], lambda f: [0]) == []     # ... until its next frame comes

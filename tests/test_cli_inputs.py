@@ -28,8 +28,10 @@ def workload(tmp_path, seed="1", duration="1.0", period="10"):
     (lambda t: ["bench", workload(t), "--gantt", str(t / "missing" / "g.png")], "does not exist"),
     (lambda t: ["demo", "--frames", "100000000"], "--frames must be at most 10000"),
     (lambda t: ["daemon", "--platform", str(t / "bin.toml")], "not a platform manifest"),
-    (lambda t: ["daemon", "--board", "model", "--limit", "clients=x"], "'x' is not a number"),
+    (lambda t: ["daemon", "--board", "model", "--limit", "clients=x"], "'x' is not a whole number"),
     (lambda t: ["daemon", "--board", "model", "--limit", "nope=1"], "expected NAME=VALUE"),
+    (lambda t: ["daemon", "--board", "model", "--limit", "clients=1e3"], "'1e3' is not a whole number"),
+    (lambda t: ["daemon", "--board", "model", "--limit", "fabric_share_per_user=50"], "a share of 0..1, not 50"),
     (lambda t: ["daemon", "--board", "model", "--dilation", "inf"], "--dilation must be a finite number > 0"),
     (lambda t: ["status", "--socket", str(t / "missing" / "x.sock")], "cannot reach the fpgashare daemon"),
 ])

@@ -225,6 +225,9 @@ def _check_inputs(args: argparse.Namespace) -> None:
         cli_inputs.manifest_file(platform)
     for option in ("trace", "gantt"):
         cli_inputs.output_path(f"--{option}", getattr(args, option, None))
+    gantt = getattr(args, "gantt", None)
+    if isinstance(gantt, str) and not gantt.endswith(".png"):    # NAME.png becomes NAME.SCHEDULER.png
+        raise FpgashareError(f"--gantt {gantt}: --gantt takes a .png file name (one per scheduler: NAME.SCHEDULER.png)")
     frames = getattr(args, "frames", None)
     if isinstance(frames, int) and frames > cli_inputs.MAX_DEMO_FRAMES:
         raise FpgashareError(f"--frames must be at most {cli_inputs.MAX_DEMO_FRAMES}, not {frames}")

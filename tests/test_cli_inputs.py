@@ -27,6 +27,7 @@ def workload(tmp_path, seed="1", duration="1.0", period="10"):
     (lambda t: ["bench", workload(t), "--trace", str(t / "missing" / "t.json")], "the folder"),
     (lambda t: ["bench", workload(t), "--gantt", str(t / "missing" / "g.png")], "does not exist"),
     (lambda t: ["bench", workload(t), "--gantt", str(t / "g.txt")], "--gantt takes a .png file name"),
+    (lambda t: ["bench", workload(t), "--trace", str(t / "trace")], "--trace takes a .json file name"),
     (lambda t: ["demo", "--frames", "100000000"], "--frames must be at most 10000"),
     (lambda t: ["daemon", "--platform", str(t / "bin.toml")], "not a platform manifest"),
     (lambda t: ["daemon", "--board", "model", "--limit", "clients=x"], "'x' is not a whole number"),

@@ -225,9 +225,11 @@ def _check_inputs(args: argparse.Namespace) -> None:
         cli_inputs.manifest_file(platform)
     for option in ("trace", "gantt"):
         cli_inputs.output_path(f"--{option}", getattr(args, option, None))
-    gantt = getattr(args, "gantt", None)
-    if isinstance(gantt, str) and not gantt.endswith(".png"):    # NAME.png becomes NAME.SCHEDULER.png
-        raise FpgashareError(f"--gantt {gantt}: --gantt takes a .png file name (one per scheduler: NAME.SCHEDULER.png)")
+    for option, suffix in (("gantt", ".png"), ("trace", ".json")):    # NAME.png becomes NAME.SCHEDULER.png
+        value = getattr(args, option, None)
+        if isinstance(value, str) and not value.endswith(suffix):
+            raise FpgashareError(f"--{option} {value}: --{option} takes a {suffix} file name "
+                                 f"(one per scheduler: NAME.SCHEDULER{suffix})")
     frames = getattr(args, "frames", None)
     if isinstance(frames, int) and frames > cli_inputs.MAX_DEMO_FRAMES:
         raise FpgashareError(f"--frames must be at most {cli_inputs.MAX_DEMO_FRAMES}, not {frames}")

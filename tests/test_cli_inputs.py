@@ -30,6 +30,8 @@ def workload(tmp_path, seed="1", duration="1.0", period="10"):
     (lambda t: ["bench", workload(t), "--trace", str(t / "trace")], "--trace takes a .json file name"),
     (lambda t: ["demo", "--frames", "100000000"], "--frames must be at most 10000"),
     (lambda t: ["daemon", "--platform", str(t / "bin.toml")], "not a platform manifest"),
+    (lambda t: ["daemon", "--platform", "zcu105"], "no platform named 'zcu105'; shipped: pynq-z2, zcu104"),
+    (lambda t: ["bench", "nh_720p60"], "no suite named 'nh_720p60'; shipped: "),
     (lambda t: ["daemon", "--board", "model", "--limit", "clients=x"], "'x' is not a whole number"),
     (lambda t: ["daemon", "--board", "model", "--limit", "nope=1"], "expected NAME=VALUE"),
     (lambda t: ["daemon", "--board", "model", "--limit", "clients=1e3"], "'1e3' is not a whole number"),

@@ -60,6 +60,7 @@ def workload_file(name_or_path: str) -> None:
     from fpgashare.catalogue.resources import resolve
 
     path = resolve("suite", name_or_path)
+    unknown_name("suite", path)
     text = text_file(path, "workload file")
     if text is None:
         return
@@ -88,7 +89,18 @@ def workload_file(name_or_path: str) -> None:
 def manifest_file(name_or_path: str) -> None:
     from fpgashare.catalogue.resources import resolve
 
-    text_file(resolve("platform", name_or_path), "platform manifest")
+    path = resolve("platform", name_or_path)
+    unknown_name("platform", path)
+    text_file(path, "platform manifest")
+
+
+def unknown_name(kind: str, path: Path) -> None:
+    """A bare name that is neither a file here nor a shipped ``kind``: name the shipped ones."""
+    from fpgashare.catalogue.resources import names
+
+    if not path.exists() and path.parent == Path("."):
+        raise FpgashareError(f"no {kind} named {path.name!r}; shipped: {', '.join(names(kind))} "
+                             f"(or give a file's path)")
 
 
 def output_path(option: str, value: str | None) -> None:

@@ -92,3 +92,12 @@ def test_eval_runs_a_model_whose_batch_is_fixed_at_one(tmp_path, capsys):
                  "--tiles", "1", "--backend", "reference", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["images"] == 5 and report["onnxruntime"]["max_abs_diff"] <= 1
+
+
+def test_example_script_help_is_its_whole_first_paragraph(capsys):
+    from fpgashare.dnn import onnx_example
+
+    with pytest.raises(SystemExit):
+        onnx_example.main(["--help"])
+    first = " ".join(onnx_example.__doc__.split("\n\n")[0].split())
+    assert first in " ".join(capsys.readouterr().out.split())

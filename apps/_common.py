@@ -166,7 +166,7 @@ def app_main(doc: str, run: Callable[[argparse.Namespace], dict], argv: list[str
              extra_args: Callable[[argparse.ArgumentParser], None] | None = None) -> int:
     """Parse the common arguments (and the app's own, ``extra_args``), run the app, print its counts
     as key=value words."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(doc.split("\n\n")[0].split()))   # the first paragraph
     add_source_args(parser)
     if extra_args is not None:
         extra_args(parser)

@@ -232,3 +232,15 @@ def test_digits_falls_back_to_the_cpu_without_dnn_tiles(tmp_path, digit_video, c
         summary, _, _ = _run(digits, sock, digit_video, tmp_path, capsys)
     assert summary["cpu"] == summary["digits"] == "9"
     assert "the daemon runs printed_digits on its CPU" in caplog.text
+
+
+@pytest.mark.parametrize("app", ["colour_track", "corners", "digits", "edge_detect", "motion", "template_track"])
+def test_help_describes_the_app_in_whole_sentences(app, capsys):
+    """--help opens with the module docstring's first paragraph, whole, not cut at its first line."""
+    import importlib
+
+    module = importlib.import_module(f"fpgashare.apps.{app}")
+    with pytest.raises(SystemExit):
+        module.main(["--help"])
+    first = " ".join(module.__doc__.split("\n\n")[0].split())
+    assert first in " ".join(capsys.readouterr().out.split())

@@ -49,3 +49,24 @@ def test_a_simulated_backend_is_calibrated_and_never_faster_than_its_hardware(zc
     board = make_backend("model", zcu104)
     assert calibrate_dilation(board) >= 1.0
     assert board.resident(0) == "threshold"      # it was measured: one load into slot 0
+
+
+class _ColdFirstCall(ModelBackend):
+    """A simulated board whose first frame pays a one-off cost (imports, caches) on a virtual clock."""
+
+    def __init__(self, platform, clock):
+        super().__init__(platform)
+        self.clock, self.frames = clock, 0
+
+    def run_frame(self, *args, **kwargs):
+        self.frames += 1
+        self.clock[0] += 1.0 if self.frames == 1 else 0.0        # one cold second, then no wall time
+        return super().run_frame(*args, **kwargs)
+
+
+def test_a_first_calls_one_off_cost_is_not_taken_for_the_backends_speed(zcu104, monkeypatch):
+    import fpgashare.daemon.runner as runner
+
+    clock = [0.0]
+    monkeypatch.setattr(runner.time, "perf_counter", lambda: clock[0])
+    assert calibrate_dilation(_ColdFirstCall(zcu104, clock)) == 1.0

@@ -140,3 +140,13 @@ def test_demo_refuses_bad_arguments(tmp_path, capsys):
     assert "multiples of 4" in capsys.readouterr().err
     assert main(["demo", "--apps", "edge_detect,paint", "--out", str(tmp_path)]) == 2
     assert "paint unknown" in capsys.readouterr().err
+
+
+def test_help_states_the_defaults_the_demo_runs(capsys):
+    from fpgashare.cli.demo import DEMO_FRAMES, DEMO_STREAMS
+
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"frames of the synthetic video (default {DEMO_FRAMES})" in text
+    assert f"uses at once (default {DEMO_STREAMS})" in text

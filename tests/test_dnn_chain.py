@@ -109,7 +109,8 @@ def test_cli_eval_takes_a_network_file(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["model"] == "edge_cnn" and report["plan"]["tiles_used"] == 2
     assert main(["dnn", "eval", "--model", "resnet50", "--tiles", "1"]) == 2
-    assert "unknown model 'resnet50'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "unknown model 'resnet50'" in err and "digits_qdq" in err and "(.onnx)" in err
     (tmp_path / "bad.npz").write_bytes(b"junk")
     assert main(["dnn", "eval", "--model", str(tmp_path / "bad.npz"), "--tiles", "1"]) == 2
     assert "not a network file" in capsys.readouterr().err

@@ -70,3 +70,34 @@ def test_cli_import_and_eval_write_outputs(tmp_path, capsys, held_out):
     assert main(["dnn", "eval", "--model", str(SHIPPED), "--images", str(tmp_path / "bad.npz"), "--tiles", "1",
                  "--backend", "reference"]) == 2
     assert "is float of shape (N, 1, 8, 8)" in capsys.readouterr().err
+
+
+def test_eval_runs_a_model_whose_batch_is_fixed_at_one(tmp_path, capsys):
+    """Exporters often write the input as (1, C, H, W): the comparison with onnxruntime feeds it one
+    image at a time instead of failing on N images."""
+    import onnx
+
+    from tests.onnx_graphs import float_model, quantize, random_arch, with_fan_ins
+
+    rng = np.random.default_rng(np.random.SeedSequence().entropy)
+    dims, layers = random_arch(rng)
+    layers = with_fan_ins(dims, layers)
+    x = rng.random((12, *dims), dtype=np.float32)
+    model = onnx.load(quantize(float_model(rng, dims, layers), x, tmp_path / "m.onnx"))
+    for value in (*model.graph.input, *model.graph.output):
+        value.type.tensor_type.shape.dim[0].dim_value = 1
+    onnx.save(model, tmp_path / "fixed.onnx")
+    np.savez(tmp_path / "in.npz", images=x[:5])
+    assert main(["dnn", "eval", "--model", str(tmp_path / "fixed.onnx"), "--images", str(tmp_path / "in.npz"),
+                 "--tiles", "1", "--backend", "reference", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["images"] == 5 and report["onnxruntime"]["max_abs_diff"] <= 1
+
+
+def test_example_script_help_is_its_whole_first_paragraph(capsys):
+    from fpgashare.dnn import onnx_example
+
+    with pytest.raises(SystemExit):
+        onnx_example.main(["--help"])
+    first = " ".join(onnx_example.__doc__.split("\n\n")[0].split())
+    assert first in " ".join(capsys.readouterr().out.split())

@@ -63,7 +63,9 @@ def test_unreadable_and_malformed_models(tmp_path):
 
 
 def test_float_model_and_float_weights_are_refused(tmp_path):
-    assert "must go to exactly one QuantizeLinear" in refusal(small_float())
+    msg = refusal(small_float())
+    assert "must go to exactly one QuantizeLinear" in msg and "the model is not quantized" in msg
+    assert "quantize_static" in msg
     q = onnx.load(quantized(small_float(), tmp_path))
     conv = node(q, "conv0")
     dq = next(n for n in q.graph.node if n.output[0] == conv.input[1])

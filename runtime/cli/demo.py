@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 from fpgashare.cli.demo_figures import fabric_busy, load_figures, stream_use
 from fpgashare.cli.demo_video import score_readings, write_video
+from fpgashare.cli.inputs import DEMO_FRAMES, DEMO_STREAMS  # the parser states them too
 from fpgashare.errors import FpgashareError
 
 log = logging.getLogger(__name__)
@@ -53,15 +54,6 @@ APPS = ("edge_detect", "motion", "colour_track", "digits")
 #: chain at NPPC 4 (colour tracking's RGB and motion's frame pairs in 32-bit lanes of a 128-bit beat).
 DEMO_PLATFORM = "zcu104-x4"
 DEMO_SIZE = (480, 640)
-#: Frames of the demo's video: about a second at 30 fps. The summary's `wall time in the backend`
-#: line says where a run's wall time went (loads, frames, DNN batches, the board idle); from an
-#: empty build cache the models' build comes first (the shell and the apps' eleven modules).
-DEMO_FRAMES = 30
-#: The most video streams the demo's daemon uses: the board is partitioned as the apps register
-#: (runtime/sched/board/relayout.py), so the apps' frames may compute side by side where the planner
-#: splits it (for the default apps it keeps one partition). Chains of 3-4 stages reload every frame
-#: whether on one stream or two.
-DEMO_STREAMS = 2
 
 #: The least wall seconds per board second while the board idles (the dilation's floor; the demo
 #: picks a higher one where the host's measured cost needs it: ``demo_dilation``). The daemon and

@@ -24,6 +24,15 @@ else:  # pragma: no cover - Python 3.10 (PYNQ images)
 MAX_DURATION_S = 3600.0        #: simulated seconds of one workload run
 MAX_FRAMES = 1_000_000         #: frames of one pipeline over a run
 MAX_DEMO_FRAMES = 10_000
+#: Frames of the demo's video: about a second at 30 fps. The summary's `wall time in the backend`
+#: line says where a run's wall time went (loads, frames, DNN batches, the board idle); from an
+#: empty build cache the models' build comes first (the shell and the apps' eleven modules).
+DEMO_FRAMES = 30
+#: The most video streams the demo's daemon uses: the board is partitioned as the apps register
+#: (runtime/sched/board/relayout.py), so the apps' frames may compute side by side where the planner
+#: splits it (for the default apps it keeps one partition). Chains of 3-4 stages reload every frame
+#: whether on one stream or two.
+DEMO_STREAMS = 2
 SEED_RANGE = (0, 2**32 - 1)
 
 
@@ -51,6 +60,7 @@ def workload_file(name_or_path: str) -> None:
     from fpgashare.catalogue.resources import resolve
 
     path = resolve("suite", name_or_path)
+    unknown_name("suite", path)
     text = text_file(path, "workload file")
     if text is None:
         return
@@ -79,7 +89,18 @@ def workload_file(name_or_path: str) -> None:
 def manifest_file(name_or_path: str) -> None:
     from fpgashare.catalogue.resources import resolve
 
-    text_file(resolve("platform", name_or_path), "platform manifest")
+    path = resolve("platform", name_or_path)
+    unknown_name("platform", path)
+    text_file(path, "platform manifest")
+
+
+def unknown_name(kind: str, path: Path) -> None:
+    """A bare name that is neither a file here nor a shipped ``kind``: name the shipped ones."""
+    from fpgashare.catalogue.resources import names
+
+    if not path.exists() and path.parent == Path("."):
+        raise FpgashareError(f"no {kind} named {path.name!r}; shipped: {', '.join(names(kind))} "
+                             f"(or give a file's path)")
 
 
 def output_path(option: str, value: str | None) -> None:

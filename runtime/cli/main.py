@@ -145,13 +145,15 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--platform", default="zcu104-x4", help="platform manifest (TOML) or name (default: the ZCU104 "
                    "at 4 pixels per clock)")
     d.add_argument("--out", default="out/demo", help="folder for the video, trace and pictures")
-    d.add_argument("--frames", type=_positive_int, default=None, help="frames of the synthetic video (default 6)")
+    d.add_argument("--frames", type=_positive_int, default=None,
+                   help=f"frames of the synthetic video (default {cli_inputs.DEMO_FRAMES})")
     d.add_argument("--size", default="480x640", help="ROWSxCOLS of the video and of every app's frames")
     d.add_argument("--apps", default="edge_detect,motion,colour_track,digits",
                    help="comma-separated: edge_detect, motion, colour_track, corners, template_track, digits")
     d.add_argument("--backend", choices=["sim", "model"], default="sim", help="model: the twin, for a quick look")
     d.add_argument("--streams", type=_positive_int, default=None,
-                   help="the most video streams the daemon uses at once (default 2)")
+                   help="the most video streams the daemon uses at once "
+                   f"(default {cli_inputs.DEMO_STREAMS})")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=service_commands.cmd_demo)
     add_fleet_commands(sub)
@@ -223,6 +225,11 @@ def _check_inputs(args: argparse.Namespace) -> None:
         cli_inputs.manifest_file(platform)
     for option in ("trace", "gantt"):
         cli_inputs.output_path(f"--{option}", getattr(args, option, None))
+    for option, suffix in (("gantt", ".png"), ("trace", ".json")):    # NAME.png becomes NAME.SCHEDULER.png
+        value = getattr(args, option, None)
+        if isinstance(value, str) and not value.endswith(suffix):
+            raise FpgashareError(f"--{option} {value}: --{option} takes a {suffix} file name "
+                                 f"(one per scheduler: NAME.SCHEDULER{suffix})")
     frames = getattr(args, "frames", None)
     if isinstance(frames, int) and frames > cli_inputs.MAX_DEMO_FRAMES:
         raise FpgashareError(f"--frames must be at most {cli_inputs.MAX_DEMO_FRAMES}, not {frames}")

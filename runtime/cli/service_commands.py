@@ -69,12 +69,15 @@ def _limits(items: list[str] | None, admin_group: str | None):
         key, eq, text = item.partition("=")
         if not eq or key not in fields:
             raise FpgashareError(f"--limit {item!r}: expected NAME=VALUE with NAME one of {', '.join(fields)}")
+        whole = fields[key].type not in ("float", float)
         try:
-            value = float(text) if fields[key].type in ("float", float) else int(text, 0)
+            value = int(text, 0) if whole else float(text)
         except ValueError:
-            raise FpgashareError(f"--limit {item!r}: {text!r} is not a number") from None
+            raise FpgashareError(f"--limit {item!r}: {text!r} is not a {'whole ' if whole else ''}number") from None
         if not value > 0 or value != value or value == float("inf"):
             raise FpgashareError(f"--limit {item!r}: must be a finite number > 0")
+        if key == "fabric_share_per_user" and value > 1:    # a share, not a percentage
+            raise FpgashareError(f"--limit {item!r}: a share of 0..1, not {text}")
         values[key] = value
     if admin_group is not None:
         try:

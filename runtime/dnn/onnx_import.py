@@ -359,8 +359,14 @@ def _import(g: Graph, name: str | None) -> ImportedModel:
     dims = input_dims(where, inp)
     first = g.consumers.get(inp.name, [])
     if len(first) != 1 or not (first[0].op_type == "QuantizeLinear" or is_qonnx_quant(first[0])):
+        quantized = any(n.op_type in ("QuantizeLinear", "QLinearConv", "QGemm", "QLinearMatMul")
+                        or is_qonnx_quant(n) for n in g.nodes)
+        hint = "" if quantized else ("; the model is not quantized (float): the tiles run int8, so quantize it first "
+                                     "with onnxruntime.quantization.quantize_static (QDQ, activation_type QInt8, "
+                                     "ActivationSymmetric=True)")
         raise UnsupportedModelError(f"{where}: input {inp.name!r} must go to exactly one QuantizeLinear (or QONNX "
-                                    f"IntQuant), it goes to {', '.join(node_label(n) for n in first) or 'nothing'}")
+                                    f"IntQuant), it goes to {', '.join(node_label(n) for n in first) or 'nothing'}"
+                                    + hint)
     if first[0].op_type == "QuantizeLinear":
         q_in = g.qparams(first[0], 1, 2, "input")
         check_symmetric(first[0], q_in)

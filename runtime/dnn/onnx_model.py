@@ -98,7 +98,17 @@ def onnxruntime_outputs(model_path, imported: ImportedModel, x: np.ndarray) -> n
     ort = need_onnxruntime()
     source = model_path if isinstance(model_path, (bytes, bytearray)) else str(model_path)
     sess = ort.InferenceSession(source, providers=["CPUExecutionProvider"])
-    got = sess.run(None, {imported.input_name: imported.check_input(x)})[0]
+    x = imported.check_input(x)
+    # An input whose batch is a fixed number (exporters often write 1) takes that many images a
+    # run; the last run is padded with copies of the last image, and the padding cut off.
+    batch = sess.get_inputs()[0].shape[0]
+    step = batch if isinstance(batch, int) and batch > 0 else max(len(x), 1)
+    runs = []
+    for i in range(0, len(x), step):
+        part = x[i:i + step]
+        padded = np.concatenate([part, np.repeat(part[-1:], step - len(part), axis=0)])
+        runs.append(sess.run(None, {imported.input_name: padded})[0][:len(part)])
+    got = np.concatenate(runs)
     got = got.reshape(len(got), -1)
     q = imported.output_q
     if got.dtype.kind == "f":

@@ -81,7 +81,7 @@ def test_a_set_the_phased_test_passes_never_misses_under_non_preemptive_edf(seed
     check = demand_check(S, T, D, J, 0.0)
     if not np.isfinite(check.horizon_s):
         return
-    slack = phased_slack(S, T, D, J, P, 0.0, check.horizon_s)
+    slack = phased_slack(S, T, D, J, P, 0.0, check.horizon_s, lookback_s=check.busy_s)
     if slack is None or slack[0] < 0.0:          # (None: a busy period too long to enumerate)
         return
     rng = random.Random(seed)
@@ -220,9 +220,10 @@ def _late_long_and_late_short():
 
 def test_a_late_frame_that_cannot_start_before_the_window_does_not_block_it():
     S, T, D, J, P = _late_long_and_late_short()
-    horizon = demand_check(S, T, D, J, 0.0).horizon_s
-    assert phased_slack(S, T, D, J, P, 0.0, horizon)[0] < 0.0                 # two conditions alone
-    assert phased_slack(S, T, D, J, P, 0.0, horizon, one_job=np.ones(3, dtype=bool))[0] >= 0.0
+    check = demand_check(S, T, D, J, 0.0)
+    horizon, back = check.horizon_s, check.busy_s
+    assert phased_slack(S, T, D, J, P, 0.0, horizon, lookback_s=back)[0] < 0.0      # two conditions alone
+    assert phased_slack(S, T, D, J, P, 0.0, horizon, one_job=np.ones(3, dtype=bool), lookback_s=back)[0] >= 0.0
     assert release_test(S, T, D, J, P, 0.0, one_job=np.ones(3, dtype=bool)).ok
     rng = random.Random(3)
     assert not any(_np_edf_misses(S, T, D, J, P, 0.4, rng) for _ in range(50))
@@ -231,8 +232,9 @@ def test_a_late_frame_that_cannot_start_before_the_window_does_not_block_it():
 def test_a_blocking_frame_in_passes_gets_no_start_condition():
     """B's earlier passes could fill the stretch before its last one starts: no credit."""
     S, T, D, J, P = _late_long_and_late_short()
-    horizon = demand_check(S, T, D, J, 0.0).horizon_s
-    assert phased_slack(S, T, D, J, P, 0.0, horizon, one_job=np.array([True, False, True]))[0] < 0.0
+    check = demand_check(S, T, D, J, 0.0)
+    assert phased_slack(S, T, D, J, P, 0.0, check.horizon_s, one_job=np.array([True, False, True]),
+                        lookback_s=check.busy_s)[0] < 0.0
 
 
 @settings(max_examples=300, deadline=None)
@@ -258,8 +260,9 @@ def test_sets_only_the_start_condition_passes_never_miss_under_non_preemptive_ed
         check = demand_check(S, T, D, J, 0.0)
         if not np.isfinite(check.horizon_s):
             continue
-        plain = phased_slack(S, T, D, J, P, 0.0, check.horizon_s)
-        started = phased_slack(S, T, D, J, P, 0.0, check.horizon_s, one_job=np.ones(n, dtype=bool))
+        plain = phased_slack(S, T, D, J, P, 0.0, check.horizon_s, lookback_s=check.busy_s)
+        started = phased_slack(S, T, D, J, P, 0.0, check.horizon_s, one_job=np.ones(n, dtype=bool),
+                               lookback_s=check.busy_s)
         if plain is None or plain[0] >= 0.0 or started[0] < 0.0:
             continue
         found += 1

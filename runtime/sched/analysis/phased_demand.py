@@ -14,9 +14,12 @@ the window's busy stretch serves) with
         + extra  >  d − t1
 
 (``a``: nominal releases). It suffices to check t1 at every latest release a_j + J_j and d at
-every earliest deadline a_j + D_j with d − t1 up to the phase-free test's horizon (the longest
-busy period), and window starts over one hyperperiod once every pipeline has started: the
-pattern repeats with the hyperperiod from there.
+every earliest deadline a_j + D_j with d − t1 up to the phase-free test's horizon (a longer
+window fits by that test's linear bound, which bounds the phased demand too), and window starts
+over one hyperperiod once every pipeline has started: the pattern repeats with the hyperperiod
+from there. The two further conditions a miss needs (the busy stretch's start, the blocker's
+start) look back from d to the start of the busy stretch holding the miss, which is not bounded
+by that horizon but by the longest busy stretch (``lookback_s``; docs/guarantee.md).
 
 With ``tail`` (per task, the part of its job after its frame ends: an evictor's put-back), the
 frame that misses at d is one of the window's frames whose deadline can be d (its earliest
@@ -60,13 +63,19 @@ def hyperperiod(T: np.ndarray) -> float | None:
 def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: np.ndarray,
                  extra_block_s: float, horizon_s: float, first=None,
                  tail: np.ndarray | None = None,
-                 one_job: np.ndarray | None = None) -> tuple[float, float, float] | None:
+                 one_job: np.ndarray | None = None,
+                 lookback_s: float = math.inf) -> tuple[float, float, float] | None:
     """The least ``d − t1 − demand − blocking − extra`` over the windows of the phased pattern
     (module docstring), with its window ``(slack, t1, d)``; None where the check does not apply
-    (periods not commensurate, or a pattern too long to enumerate). ``first``: the blocking of
-    the pinned-first rule (``processor_demand.PinnedFirst``) instead of the longest job's.
-    ``tail``: per task, the part of its job after its frame ends (module docstring). ``one_job``:
-    per task, whether its frame is one non-preemptive job (a single pass; default: none is)."""
+    (periods not commensurate, or a pattern too long to enumerate). ``horizon_s``: the longest
+    window (the phase-free test's). ``lookback_s``: a bound on the length of a busy stretch
+    (``processor_demand.busy_period`` with the ready jitter and the blocking): the second and
+    third conditions look back that far from a window's end. Infinite, or a pattern too long to
+    reach that far back, and they give no credit (the windows are judged by the first alone,
+    which is only stricter). ``first``: the blocking of the pinned-first rule
+    (``processor_demand.PinnedFirst``) instead of the longest job's. ``tail``: per task, the part
+    of its job after its frame ends (module docstring). ``one_job``: per task, whether its frame
+    is one non-preemptive job (a single pass; default: none is)."""
     if S.size == 0:
         return (float("inf"), 0.0, 0.0)
     H = hyperperiod(T)
@@ -77,11 +86,25 @@ def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: 
         # D − J apart: with jitter as long as the deadline that is no window at all, and the frame
         # would never be counted. The phase-free test decides such a set alone.
         return None
+    if math.isfinite(lookback_s):
+        credited = _pattern_slack(S, T, D, J, P, extra_block_s, horizon_s, max(lookback_s, horizon_s), H,
+                                  first, tail, one_job)
+        if credited is not None:
+            return credited
+    return _pattern_slack(S, T, D, J, P, extra_block_s, horizon_s, None, H, first, tail, one_job)
+
+
+def _pattern_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: np.ndarray,
+                   extra_block_s: float, horizon_s: float, back_s: float | None, H: float, first,
+                   tail: np.ndarray | None, one_job: np.ndarray | None) -> tuple[float, float, float] | None:
+    """``phased_slack`` over the pattern of hyperperiod ``H``, its credit conditions looking back
+    ``back_s`` from a window's end (None: no credit from them); None where the pattern is too long."""
     reach = float((J + D).max())
     # Window starts before this suffice: every frame a later window looks at (back to its busy
-    # stretch's start, at most the horizon before its end) is released once every pipeline has
-    # started, where the pattern repeats with the hyperperiod.
-    start_end = float(P.max()) + reach + horizon_s + H + 2 * EPS
+    # stretch's start, at most back_s before its end, and its blockers, released at most reach
+    # before it) is released once every pipeline has started, where the pattern repeats with the
+    # hyperperiod.
+    start_end = float(P.max()) + reach + (horizon_s if back_s is None else back_s) + H + 2 * EPS
     end = start_end + horizon_s + float(J.max()) + 2 * EPS  # and no frame after this matters
     counts = np.floor((end - P) / T).astype(np.int64) + 1
     if int(counts.sum()) ** 2 > 64 * MAX_WORK:        # cheap guard before building the pattern
@@ -145,9 +168,13 @@ def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: 
                 least = _own_tail(t1, d[failing], lo, hi, c, e, Jj, tail_j)
                 demand[failing] -= least
                 credited = slack[failing] + least
+            if back_s is None:                 # no look-back: the window's own slack, with its tail
+                slack[failing] = np.maximum(slack[failing], credited)
+                failing = failing[:0]
+        if failing.size:
             straddle = np.cumsum(np.where(prior & (c >= t1), Sj, 0.0))     # by e, like demand_cum
             twice = straddle[np.searchsorted(e, d[failing], side="right") - 1]
-            busy = _busy_start_slack(t1, d[failing], demand[failing] - twice, extra_block_s, horizon_s,
+            busy = _busy_start_slack(t1, d[failing], demand[failing] - twice, extra_block_s, back_s,
                                      c_sorted, a_by_c, S_by_c)
             # A miss needs both conditions: where the credit alone clears the window, the larger.
             slack[failing] = np.where(credited >= 0.0, np.maximum(credited, busy), busy)
@@ -156,7 +183,7 @@ def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: 
                 # busy stretch was done (``_blocker_cannot_start``)
                 for j in np.flatnonzero(slack[failing] < 0.0):
                     if _blocker_cannot_start(t1, float(d[failing[j]]), float(demand[failing[j]]), extra_block_s,
-                                             horizon_s, a, c, Sj, prior, b_all, one_j, budget):
+                                             back_s, a, c, Sj, prior, b_all, one_j, budget):
                         slack[failing[j]] = 0.0
         i = int(np.argmin(slack))
         if slack[i] < worst[0]:
@@ -164,7 +191,7 @@ def phased_slack(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: 
     return worst
 
 
-def _blocker_cannot_start(t1: float, d: float, demand: float, extra_block_s: float, horizon_s: float,
+def _blocker_cannot_start(t1: float, d: float, demand: float, extra_block_s: float, lookback_s: float,
                           a: np.ndarray, c: np.ndarray, Sj: np.ndarray, prior: np.ndarray, b: np.ndarray,
                           one_job: np.ndarray, budget: list[int]) -> bool:
     """Whether no frame can be the job on the stream at t0 of a miss in the window [t1, d]: a third
@@ -183,7 +210,7 @@ def _blocker_cannot_start(t1: float, d: float, demand: float, extra_block_s: flo
     once none is left it answers False, which only keeps the window failing)."""
     if d - t1 <= demand + extra_block_s:
         return False                                   # a miss with no frame blocking at t0
-    near = np.flatnonzero((a < t1) & (c >= d - horizon_s))  # frames a stretch ending by d may serve
+    near = np.flatnonzero((a < t1) & (c >= d - lookback_s))  # frames a stretch ending by d may serve
     for k in np.flatnonzero(prior & (b > d)):
         # (every comparison leans by 4 EPS toward a miss: rounding must never drop the one instant
         # where k can just start)
@@ -203,7 +230,7 @@ def _blocker_cannot_start(t1: float, d: float, demand: float, extra_block_s: flo
             return False
         for sg in sigma:
             last = min(sg, float(c[k]))                # the stretch starts by k's release
-            starts = np.unique(np.concatenate((co[(co <= last) & (co >= d - horizon_s)], [last])))
+            starts = np.unique(np.concatenate((co[(co <= last) & (co >= d - lookback_s)], [last])))
             fits = np.clip(sg - ao, 0.0, So)           # what a frame released at a_j can run by sg
             work = (co[None, :] >= starts[:, None]) @ fits
             if np.any(sg - starts <= work + extra_block_s + 4 * EPS):
@@ -244,7 +271,7 @@ def _pinned_first_block(t1: float, d: np.ndarray, b_sorted: np.ndarray, pos: np.
     return np.where(loading_due, both, most(stream_j))
 
 
-def _busy_start_slack(t1: float, d: np.ndarray, demand: np.ndarray, extra_block_s: float, horizon_s: float,
+def _busy_start_slack(t1: float, d: np.ndarray, demand: np.ndarray, extra_block_s: float, lookback_s: float,
                       c_sorted: np.ndarray, a_by_c: np.ndarray, S_by_c: np.ndarray) -> np.ndarray:
     """For windows [t1, d] whose blocking term fails, the second necessary condition of a miss:
     the busy stretch holding the miss began at some s <= t1 after an idle instant, and from s on
@@ -266,7 +293,7 @@ def _busy_start_slack(t1: float, d: np.ndarray, demand: np.ndarray, extra_block_
     W = w[:k_hi]
     value = W + cand                       # a miss at (s, d) needs value(s) > d - demand - extra
     best_from = np.maximum.accumulate(value[::-1])[::-1]       # max of value over s >= each candidate
-    first = np.searchsorted(cand, d - horizon_s, side="left")
+    first = np.searchsorted(cand, d - lookback_s, side="left")
     inside = first < cand.size
     out = np.full(d.shape, -np.inf)
     out[inside] = (d[inside] - demand[inside] - extra_block_s) - best_from[first[inside]]

@@ -38,7 +38,12 @@ class DemandCheck:
     worst_t: float            #: where that minimum is
     points: int
     reason: str = ""
-    horizon_s: float = float("inf")   #: the longest window the test had to check (the busy period bound)
+    #: the longest window the test had to check: the longest deadline, or if longer the lesser of
+    #: the demand's linear bound L_a and the busy period bound
+    horizon_s: float = float("inf")
+    #: the longest busy stretch (``busy_period`` with ready jitter and holds): how far back from a
+    #: window's end the phased check's credit conditions must look (phased_demand.py)
+    busy_s: float = float("inf")
 
 
 @dataclass(frozen=True)
@@ -109,8 +114,8 @@ def _demand(S: np.ndarray, T: np.ndarray, D: np.ndarray, block_D: np.ndarray, J:
     if first is not None:     # the longest blocking the pinned-first rule allows
         b_max = max(b_max, float(np.max(first.stream, where=first.pinned, initial=0.0)
                                  + np.max(first.stream, where=~first.pinned, initial=0.0)) + extra_block_s)
-    horizon = max(float(D.max()), min((float(np.sum(S / T * (T - D + J))) + b_max) / (1.0 - U),
-                                      busy_period(S, T, ready_J, b_max)))
+    busy = busy_period(S, T, ready_J, b_max)
+    horizon = max(float(D.max()), min((float(np.sum(S / T * (T - D + J))) + b_max) / (1.0 - U), busy))
     counts = np.floor(np.maximum(0.0, horizon - (D - J)) / T + STEP_TOLERANCE).astype(np.int64)  # steps after the first
     total = int(counts.sum()) + S.size
     if total > MAX_POINTS:
@@ -144,7 +149,7 @@ def _demand(S: np.ndarray, T: np.ndarray, D: np.ndarray, block_D: np.ndarray, J:
     ok = bool(slack[worst] >= 0.0)
     reason = "" if ok else (f"in a window of {points[worst] * 1e3:.2f} ms the frames due, their loads and "
                             f"the blocking need {(demand[worst] + block[worst] + extra_block_s) * 1e3:.2f} ms")
-    return DemandCheck(ok, float(slack[worst]), float(points[worst]), int(points.size), reason, horizon)
+    return DemandCheck(ok, float(slack[worst]), float(points[worst]), int(points.size), reason, horizon, busy)
 
 
 def release_test(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: np.ndarray | None,
@@ -165,12 +170,13 @@ def release_test(S: np.ndarray, T: np.ndarray, D: np.ndarray, J: np.ndarray, P: 
     if P is None or not math.isfinite(check.horizon_s) or (check.ok and not most_slack):
         return check
     ready_J = J if hold is None else J + hold
-    phased = phased_slack(S, T, D, ready_J, P, extra_block_s, check.horizon_s, first, tail, one_job)
+    phased = phased_slack(S, T, D, ready_J, P, extra_block_s, check.horizon_s, first, tail, one_job,
+                          lookback_s=check.busy_s)
     if phased is None or phased[0] <= check.slack_s:
         return check
     slack, t1, d = phased
     return DemandCheck(slack >= 0.0, slack, d - t1, check.points, "" if slack >= 0.0 else check.reason,
-                       check.horizon_s)
+                       check.horizon_s, check.busy_s)
 
 
 def _checked_tail(S: np.ndarray, tail: np.ndarray | None, first: PinnedFirst | None) -> np.ndarray | None:

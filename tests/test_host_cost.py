@@ -11,7 +11,7 @@ import pytest
 from fpgashare.backends import make_backend
 from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.workload import realtime_spec
-from fpgashare.client import AdmissionRejected, FrameDropped, connect
+from fpgashare.client import AdmissionRejected, DeadlineMissed, FrameDropped, connect
 from fpgashare.daemon import Daemon, DaemonThread
 from fpgashare.sched.core.clock import VirtualClock
 from fpgashare.sched.host.host_cost import HostBudget, HostCost
@@ -162,3 +162,35 @@ def test_a_frame_that_ends_within_its_own_submit_leaves_no_host_time_behind(tmp_
             assert not stall
         assert outcomes == [(120, 160), (120, 160), "dropped"] * 2
         assert daemon.host_spent == {}
+
+
+def test_a_late_frame_says_which_deadline_it_missed_when_the_host_took_its_share(tmp_path):
+    """The engine judges a frame by the fabric's share of its deadline (the host's reserve taken
+    each way), from when it reached the daemon. A frame that misses that share may still have come
+    back well within the deadline its app was given: its reason must say which deadline it missed,
+    or the app reads "past its deadline" for a frame a fraction of it late. Here the board's pass
+    runs 8 ms longer than expected (a slow board: outside the admission, on purpose)."""
+    sock = tmp_path / "late.sock"
+    backend = make_backend("model", PLATFORM)
+    daemon = Daemon(backend, sock, clock=VirtualClock(), host_cost=HostCost(1e-4), host_reserve_s=3e-3)
+    start_frame = backend.start_frame
+
+    def slow(*args, **kwargs):
+        work = start_frame(*args, **kwargs)
+        work.seconds += 8e-3
+        return work
+
+    backend.start_frame = slow
+    with DaemonThread(daemon), connect(sock) as fpga:
+        pipe = fpga.pipeline("loose", ["threshold"], period_ms=20.0, deadline_ms=12.0, frame_shape=(240, 320))
+        fabric = next(p for p in daemon.engine.pipelines if p.name == "loose")
+        assert fabric.due_s == pytest.approx(6e-3) and pipe.deadline_ms == pytest.approx(12.0)
+        future = pipe.submit(np.zeros((240, 320), np.uint8))
+        fpga.clock()
+        daemon.run_until(daemon.clock.now() + 0.02)
+        with pytest.raises(DeadlineMissed) as missed:
+            future.result(timeout=10)
+    exc = missed.value
+    assert exc.latency_ms > fabric.due_s * 1e3
+    assert "due 6.000 ms after it reached the daemon: its 12.000 ms deadline less the 6.000 ms" in exc.reason
+    assert "due 6.000 ms" in str(exc)

@@ -151,3 +151,48 @@ def test_an_event_a_simulated_operation_made_late_within_a_step_is_counted(dilat
     assert driver.overruns.count == int(late > allowed), (late, allowed)
     if late > allowed:
         assert driver.overruns.worst_s == pytest.approx(late, abs=1e-9)
+
+
+@pytest.mark.parametrize("stall_s", [0.0, 6e-3])
+@pytest.mark.parametrize("where", ["before the decision", "while the pass starts"])
+def test_a_stall_between_a_frames_arrival_and_its_pass_is_named(stall_s, where):
+    """The loop takes a submit in time (no timer is owed: the board is idle) and is descheduled
+    before the engine decides on the frame (it can no longer start in time: dropped) or while the
+    decision starts its pass (it starts that late: late), though no event was taken late by a
+    timer. Its deadline counts from when it came, so a stall that makes it miss must be counted
+    and named like any other; no stall, nothing counted and the frame on time."""
+    platform, fake, clock, board, driver, ended = _daemon_board()
+    spec = realtime_spec("tight", ["gauss3x3", "sobel_mag"], 0.010, 0.0045, [480, 640], platform)
+    assert board.admit(spec) is None
+    board.add_pipeline(spec, admitted=True)
+    pixels = np.zeros((480, 640), np.uint8)
+    _run(fake, clock, board, driver, 0.5, [], pixels)
+
+    def stall() -> None:
+        fake.t += stall_s * clock.dilation      # the host runs another process meanwhile
+
+    def submit(name: str, frame_pixels: np.ndarray):
+        frame = board.submit(name, frame_pixels)
+        if where == "before the decision":
+            stall()
+        return frame
+
+    backend = board.parts[0].backend
+    start_frame = backend.start_frame
+
+    def starting(*args, **kwargs):
+        if where == "while the pass starts":
+            stall()
+        return start_frame(*args, **kwargs)
+
+    backend.start_frame = starting
+    assert board.next_event_s() is None         # idle: the submit's step is owed no timer
+    frame = driver.step(submit, "tight", pixels)
+    _run(fake, clock, board, driver, clock.now() + 0.1, [], pixels)
+    assert frame.outcome is not None and [item for item in ended if item is frame] == [frame]
+    if not stall_s:
+        assert frame.outcome == "on_time" and driver.overruns.count == 0
+        return
+    assert frame.outcome == ("dropped" if where == "before the decision" else "late"), frame.reason
+    assert HOST_LATE in frame.reason, frame.reason
+    assert driver.overruns.count == 1 and driver.overruns.worst_s == pytest.approx(stall_s, abs=1e-3)

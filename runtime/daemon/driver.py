@@ -49,6 +49,9 @@ class Driver:
         self._timer: asyncio.TimerHandle | None = None   # wakes the engine for its next event
         self._timer_due: float | None = None
         self._simulated_mark = 0.0        # the clock's ``simulated_s`` when the step began
+        #: The event whose decision is under way: (its due time, the clock's ``simulated_s`` when it
+        #: was taken, how late it was found then: -inf if not checked).
+        self._deciding: tuple[float, float, float] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         #: Steps later than the admission allows, and the misses they explain (host_overrun.py).
         self.overruns = HostOverruns(self.dilation)
@@ -79,7 +82,9 @@ class Driver:
         self._simulated_mark = getattr(self.clock, "simulated_s", 0.0)
         try:
             self.engine.advance_to(now)
+            self._decided()
         except Exception as exc:
+            self._deciding = None
             log.critical("engine step failed; stopping the daemon", exc_info=True)
             self.failure = self.failure or exc
             self.on_failure(exc)
@@ -128,14 +133,35 @@ class Driver:
         bookkeeping before an event is the host's per-event cost, within the timer's tolerance.)
         A failure to answer is not the engine's: it is raised once the engine call returns
         (``advance``)."""
-        if getattr(self.clock, "simulated_s", 0.0) - self._simulated_mark > self._allowed():
-            self._observe(due_s, self.clock.now())
+        self._decided()
+        simulated, taken_late = getattr(self.clock, "simulated_s", 0.0), float("-inf")
+        if simulated - self._simulated_mark > self._allowed():
+            now = self.clock.now()
+            self._observe(due_s, now)
+            taken_late = now - due_s
+        self._deciding = (due_s, simulated, taken_late)
         if self._answer_failure is not None or not self._ended:
             return
         try:
             self._answer_ended()
         except Exception as exc:
             self._answer_failure = exc
+
+    def _decided(self) -> None:
+        """The decision on the event taken last is over (the next event is taken, or the step
+        ends): every operation it started began by now, so the clock since the event was due, less
+        what simulated operations held it meanwhile (their board time, not the host's lateness),
+        bounds how late the host started them, and is an overrun beyond what the admission allows.
+        A step no timer was owed is checked too: a submit's, whose frame is due from its arrival
+        while the loop may be descheduled before the engine decides on it, starting its pass late
+        or dropping it."""
+        if self._deciding is None:
+            return
+        due_s, mark, taken_late = self._deciding
+        self._deciding = None
+        until = self.clock.now() - (getattr(self.clock, "simulated_s", 0.0) - mark)
+        if until - due_s > taken_late:         # (an event found late when taken: only if later still)
+            self._observe(due_s, until)
 
     def _reach(self) -> float:
         return reach_s((p.period_s, p.deadline_s + p.jitter_s) for p in getattr(self.engine, "order", ()))

@@ -10,8 +10,11 @@ admitted with no slack to spare for it may miss. That is not the schedule failin
 stepping outside the contract the schedule was proven under, and the daemon says so.
 
 ``HostOverruns`` is told how late the loop takes engine events (their time against the clock):
-the first of each step, which its timer woke it for, and, once a simulated operation in the step
-has held the loop longer than the admission allows, each event the step takes after it. It keeps the overruns of the
+the first of each step, which its timer woke it for; once a simulated operation in the step
+has held the loop longer than the admission allows, each event the step takes after it; and, once
+the decision on each event is over, that event against the clock less what simulated operations
+held it meanwhile (the operations the decision started began by then: a submit's step, owed no
+timer, may start its frame's pass late). It keeps the overruns of the
 recent past (board time) and, for a frame that missed while its pipeline was still admitted,
 names the worst overrun in the frame's reach: from one longest period-plus-deadline of the set
 before the frame came until it ended. The reason the app gets then says the host ran late, by how

@@ -145,7 +145,7 @@ class Ops:
             await self._until_ready(client, name, ready)
         log.info("client %d: pipeline %s admitted as %s (%s)", client.id, name, key,
                  ", ".join(f"{stage} on {where}" for stage, where in spec.placement))
-        due_s = spec.due_s + self.host_watch.budget.taken.get(spec.name, 0.0)   # the app's: R each way and more
+        due_s = self._app_due_s(spec)
         answer = {"ring": ring.spec.to_wire(), "deadline_ms": due_s * 1e3, "exec_ms": spec.exec_s * 1e3,
                   "placement": [list(p) for p in spec.placement]}
         await self._answer_with_ring(client, message["id"], answer, ring)
@@ -256,6 +256,10 @@ class Ops:
             raise refuse("shm_bytes_total", limits.shm_bytes_total,
                          f"{name!r}: its ring of {nbytes} bytes on top of every client's {self.sessions.shm_bytes}")
 
+    def _app_due_s(self, spec: PipelineSpec) -> float:
+        """The deadline the app asked for: the fabric's ``spec`` plus the host's R each way and more."""
+        return spec.due_s + self.host_watch.budget.taken.get(spec.name, 0.0)
+
     def _register(self, client: Client, name: str, spec: PipelineSpec, in_shape, out_shape,
                   on_ready=None, on_refused=None) -> FrameRing:
         """Ring, engine, names and counts, all or nothing; ``on_ready``: the engine's word that
@@ -264,7 +268,7 @@ class Ops:
         self.tenants.check_share(client, name, spec, {p.name: p for p in (*engine.pipelines, *engine.cpu_pipelines)},
                                  len(self.platform.slots))
         ring = FrameRing.create_private(RING_SLOTS, tuple(in_shape), tuple(out_shape), tag=f"c{client.id}")
-        state = PipelineState(name, spec.name, ring, set(range(RING_SLOTS)))
+        state = PipelineState(name, spec.name, ring, set(range(RING_SLOTS)), due_s=self._app_due_s(spec))
         added = False
         # Undo only what this request made: a pipeline of that name already in the engine is not ours.
         existed = any(p.name == spec.name for p in (*engine.pipelines, *engine.dnn_pipelines, *engine.cpu_pipelines))

@@ -23,6 +23,7 @@ from fpgashare.wire.protocol import ProtocolError, reply
 from fpgashare.wire.shm import FrameRing
 
 if TYPE_CHECKING:
+    from fpgashare.catalogue.workload import PipelineSpec
     from fpgashare.daemon.driver import Driver
     from fpgashare.daemon.stats import Stats
 
@@ -44,6 +45,9 @@ class PipelineState:
     #: its id from being reused while the entry exists.
     in_flight: dict[int, tuple[object, int, int]] = field(default_factory=dict)
     closing: str | None = None    #: why it is ending, once it is
+    #: The deadline the app was given (the registration's answer); the engine judges a frame by the
+    #: fabric's share of it (the host's reserve taken: runtime/sched/host/host_cost.py). 0: the engine's.
+    due_s: float = 0.0
 
 
 @dataclass
@@ -201,6 +205,9 @@ class Sessions:
             garbage = bad_output(frame, state.ring)
             if garbage:                     # the board's DMA returned something else: not a result
                 outcome, reason = "error", garbage
+        if outcome == "late" and isinstance(frame, Frame):
+            judged = judged_by(frame.pipeline, state.due_s)
+            reason = f"{reason}; {judged}" if reason and judged else reason or judged
         # From when the app's frame came (a DNN image: its submission; a frame with CPU stages
         # first: its release, not the fabric's).
         came = frame.release if isinstance(frame, DnnRequest) else frame.origin
@@ -227,6 +234,19 @@ class Sessions:
         state.free.add(slot)
         if state.closing and not state.in_flight:
             self.retire(client, state)
+
+
+def judged_by(pipeline: PipelineSpec, app_due_s: float) -> str:
+    """What a late frame's reason says of the deadline it missed when that is not the one its app
+    was given: the engine judges it by the fabric's share, from when it reached the daemon, the
+    host's response bound taken each way (runtime/sched/host/host_cost.py); '' when they agree.
+    Without it a frame 7 ms after its arrival would be "past its deadline" of 33 ms."""
+    kept = app_due_s - pipeline.due_s
+    if kept <= 1e-12:
+        return ""
+    return (f"due {pipeline.due_s * 1e3:.3f} ms after it reached the daemon: its {app_due_s * 1e3:.3f} ms "
+            f"deadline less the {kept * 1e3:.3f} ms the admission keeps for the daemon's own work on the "
+            f"host (its response bound each way)")
 
 
 def bad_output(item: Frame | DnnRequest, ring: FrameRing) -> str | None:

@@ -123,8 +123,10 @@ def read_junit(path: Path) -> tuple[dict, list[dict]]:
             if case.find(tag) is not None:
                 outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}[tag]
                 break
-        module = case.get("classname", "")
-        cases.append({"file": module_file(module), "test": f"{module}::{case.get('name')}",
+        module, name = case.get("classname", ""), case.get("name", "")
+        if not module:   # a module skipped while collecting (an optional extra missing): its name is the module
+            module, name = name, ""
+        cases.append({"file": module_file(module), "test": f"{module}::{name}" if name else module,
                       "seconds": float(case.get("time", 0.0)), "outcome": outcome})
     counts = {k: sum(c["outcome"] == k for c in cases) for k in ("passed", "failed", "error", "skipped")}
     return counts, cases

@@ -83,3 +83,19 @@ def test_steady_loads_are_also_summed_over_the_workloads_without_a_dnn():
     assert (steady["compared"], steady["within_1.1"], steady["summed_ratio"]) == (3, 1, 1.5)
     alone = steady["without_dnn"]
     assert (alone["compared"], alone["within_1.1"], alone["summed_ratio"]) == (2, 1, 1.25)
+
+
+def test_each_scheduler_line_says_what_it_counts_against_what(tmp_path):
+    """The loads an exact schedule needs are named as loads of a schedule serving the same
+    pipelines, not a bare "vs optimum" a reader cannot tell from the pipelines served."""
+    report = bench(str(write(tmp_path, 7)), ["edf", "fcfs"], limit=True)
+    lines = {line.split()[0]: line for line in report_lines(report) if line.startswith("  ")
+             and line.split()[0] in report["limits"]["schedulers"]}
+    assert "vs optimum" not in "\n".join(lines.values())
+    for name, figures in report["limits"]["schedulers"].items():
+        assert f"served {figures['served']} pipelines with no miss of the most" in lines[name]
+        ld = figures["loads"]
+        if "optimum" in ld:
+            assert (f"real-time loads up to the last deadline {ld['run_in_horizon']} vs {ld['optimum']}"
+                    in lines[name]), lines[name]
+            assert "the fewest of a schedule serving the same pipelines" in lines[name]

@@ -221,10 +221,15 @@ def limit_lines(limits: dict) -> list[str]:
              f"(registration-order prefix: {exact('prefix')})"]
     for name, s in limits["schedulers"].items():
         ld, w = s["loads"], s["port_wait"]
-        text = (f"  {name:10s} served {s['served']} ({x(s['served_ratio_to_optimum'])}), misses {s['misses']}; "
-                f"loads {ld['run']} vs {ld['order_floor']} for its order ({x(ld['ratio_to_order_floor'])})")
+        # Each figure names what it counts and what it is held against: a bare "2 vs optimum 0"
+        # leaves a reader to guess whether pipelines or loads are compared.
+        text = (f"  {name:10s} served {s['served']} pipelines with no miss of the most {exact('subset')} "
+                f"({x(s['served_ratio_to_optimum'])}), misses {s['misses']}; "
+                f"loads {ld['run']} vs {ld['order_floor']} for its frame order ({x(ld['ratio_to_order_floor'])})")
         if "optimum" in ld:
-            text += f", {ld['run_in_horizon']} vs optimum {ld['optimum']} ({x(ld['ratio_to_optimum'])})"
+            proved = "" if ld.get("optimum_proved") else " (not proved)"
+            text += (f", real-time loads up to the last deadline {ld['run_in_horizon']} vs {ld['optimum']}{proved}, "
+                     f"the fewest of a schedule serving the same pipelines ({x(ld['ratio_to_optimum'])})")
         if w["order_floor_s"] is not None:
             text += f"; port wait {w['run_s'] * 1e3:.1f} ms vs floor {w['order_floor_s'] * 1e3:.1f} ms"
         if "exact_schedule_s" in w:

@@ -42,7 +42,17 @@ def test_demo_runs_four_apps_and_writes_its_files(tmp_path, capsys):
     assert {"port", "pipeline edges", "pipeline motion", "pipeline colour"} <= tracks
     assert {f"stream {k}" for k in range(len(summary["streams"]["carried"]))} <= tracks
     _on_the_streams(summary)
+    _counts_read_as_words(summary)
     assert Path(files["gantt"]).read_bytes()[:4] == b"\x89PNG" and Path(files["video"]).stat().st_size > 0
+
+
+def _counts_read_as_words(summary: dict) -> None:
+    """The text report's counts agree with their noun: one blob, two blobs."""
+    from fpgashare.cli.demo import report_lines
+
+    for n, words in ((1, "1 blob called no digit"), (2, "2 blobs called no digit")):
+        summary["digit_reader"]["not_digits"] = n
+        assert words in "\n".join(report_lines(summary))
 
 
 def _on_the_streams(summary: dict) -> None:

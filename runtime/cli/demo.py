@@ -391,7 +391,8 @@ def report_lines(summary: dict) -> list[str]:
     if "digit_reader" in summary:
         d = summary["digit_reader"]
         lines.append(f"  digit reader: {d['read_right']}/{d['printed']} printed digits read right "
-                     f"({100 * (d['accuracy'] or 0):.1f}%), {d['not_digits']} blobs called no digit")
+                     f"({100 * (d['accuracy'] or 0):.1f}%), {d['not_digits']} "
+                     f"blob{'' if d['not_digits'] == 1 else 's'} called no digit")
     for result in summary["apps"].values():
         for note in result["notes"]:
             lines.append(f"  {note.split(':', 1)[1].strip()}")

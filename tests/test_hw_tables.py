@@ -35,11 +35,26 @@ def test_generated_files_are_current():
 def test_check_mode_reports_a_stale_file(tmp_path, monkeypatch):
     monkeypatch.setattr(generate, "PY_OUT", tmp_path / "tables.py")
     monkeypatch.setattr(generate, "SV_OUT", tmp_path / "pkg.sv")
-    assert generate.run(check=True) == 1
-    assert generate.run(check=False) == 0
-    assert generate.run(check=True) == 0
+    assert generate.run(check=True)[0] == 1
+    assert generate.run(check=False)[0] == 0
+    assert generate.run(check=True)[0] == 0
     (tmp_path / "pkg.sv").write_text("// edited by hand\n")
     assert generate.stale() == [tmp_path / "pkg.sv"]
+
+
+def test_a_passing_check_says_what_it_checked(tmp_path, monkeypatch, capsys):
+    """``fpgashare rtl tables --check`` that finds nothing stale prints a line naming both files
+    and the source they match: silence could be a check that never ran."""
+    from fpgashare.cli.main import main
+
+    monkeypatch.setattr(generate, "PY_OUT", tmp_path / "tables.py")
+    monkeypatch.setattr(generate, "SV_OUT", tmp_path / "pkg.sv")
+    assert main(["rtl", "tables"]) == 0
+    capsys.readouterr()
+    assert main(["rtl", "tables", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "match" in out and str(tmp_path / "pkg.sv") in out and str(tmp_path / "tables.py") in out
+    assert str(SOURCE) in out
 
 
 def test_the_runtime_reads_the_tables():

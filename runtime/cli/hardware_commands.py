@@ -156,7 +156,9 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
 def cmd_rtl_tables(args: argparse.Namespace) -> int:
     from fpgashare.hwtables.generate import run
 
-    return run(args.check)
+    code, lines = run(args.check)
+    emit({"exit": code, "lines": lines}, False, lines)      # the command has no --json
+    return code
 
 
 def cmd_rtl_synth(args: argparse.Namespace) -> int:

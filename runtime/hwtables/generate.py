@@ -140,19 +140,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only report stale files (exit 1 if any)")
     args = parser.parse_args(argv)
-    return run(args.check)
+    code, lines = run(args.check)
+    sys.stdout.write("\n".join(lines) + "\n")
+    return code
 
 
-def run(check: bool) -> int:
-    """``fpgashare rtl tables``: write (or with ``check`` only list) the stale generated files."""
-    if check:
-        old = stale()
-        for path in old:
-            print(f"stale: {path} (run `fpgashare rtl tables`)")
-        return 1 if old else 0
-    for path in write():
-        print(f"wrote {path}")
-    return 0
+def run(check: bool) -> tuple[int, list[str]]:
+    """``fpgashare rtl tables``: write (or with ``check`` only list) the stale generated files.
+    Returns the exit code and the lines to show; a run that finds nothing stale says so, since
+    silence cannot be told from a check that did not run."""
+    paths = stale() if check else write()
+    if check and paths:
+        return 1, [f"stale: {path} (run `fpgashare rtl tables`)" for path in paths]
+    if paths:
+        return 0, [f"wrote {path}" for path in paths]
+    return 0, [f"current: {SV_OUT} and {PY_OUT} match what {SOURCE} renders to"]
 
 
 if __name__ == "__main__":

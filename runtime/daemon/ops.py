@@ -184,7 +184,10 @@ class Ops:
         fallback = checks.fallback(message)
         if "network" not in message:
             if model not in DNN_MODELS:
-                raise ProtocolError("bad_request", f"dnn {name!r}: unknown model {model!r} ({', '.join(DNN_MODELS)})")
+                from fpgashare.dnn.onnx_shipped import known_models
+
+                raise ProtocolError("bad_request", f"dnn {name!r}: unknown model {model!r}; known: "
+                                                   f"{known_models(network_files=False)}")
             return await self._dnn(client, message, name, model, fallback)
         # The client converted its model (e.g. ONNX): checked, kept by content, and needed until
         # this registration ends (then only while a pipeline uses it: network_wire.Registry).

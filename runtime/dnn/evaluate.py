@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 from fpgashare.catalogue.platform import Platform
-from fpgashare.dnn.models import MODELS, get_model
+from fpgashare.dnn.models import get_model
 from fpgashare.dnn.network import Network
 from fpgashare.dnn.partition import partition
 from fpgashare.dnn.planning import link_model
@@ -110,10 +110,9 @@ def evaluate(model: str, tiles: int, platform: Platform, images_path: str | None
         except NetworkError as exc:
             if not str(exc).startswith("unknown model"):
                 raise
-            from fpgashare.dnn.onnx_shipped import SHIPPED_ONNX
+            from fpgashare.dnn.onnx_shipped import known_models
 
-            raise NetworkError(f"unknown model {model!r}; known: {', '.join((*MODELS, *SHIPPED_ONNX))}, a network "
-                               f"file (.npz) or a quantized ONNX model (.onnx)") from None
+            raise NetworkError(f"unknown model {model!r}; known: {known_models(network_files=True)}") from None
         images, labels = read_images(images_path, net) if images_path else default_images(net)
     free = len(platform.slots_for("dnn_tile")) if "dnn_tile" in platform.modules else 0
     if tiles > free:

@@ -10,10 +10,10 @@ loads edf would make for it evict a module that another frame ``g`` needs, where
 load now and is pending, or is known (the engine's foresight) to be released before ``f``'s hold
 runs out, ``f`` is held: edf decides as if it had not been released yet, until ``g`` is served or
 the hold runs out, whichever comes first. A frame of pipeline i is never held past its arrival
-plus ``H_i`` nor once its pipeline's next frame has come (the budgets end before it may come,
-``H_i <= T_i - J_i``, but the two instants are sums in floating point: were the frame held an ulp
-longer, its next frame could start first and block it, which the demand test does not charge:
-processor_demand._held), the hold budget the admission's slack allows (runtime/sched/analysis/holds.py): a
+plus ``H_i``, the hold budget the admission's slack allows (runtime/sched/analysis/holds.py), nor
+once its pipeline's next frame has come (the budgets end before it may come, ``H_i <= T_i - J_i``,
+but the two instants are sums in floating point: were the frame held an ulp longer, its next frame
+could start first and block it, which the demand test does not charge: processor_demand._held): a
 held frame is then a frame that becomes ready later with its deadline kept, which the admitted
 set's test passes with, holds counted, so no admitted frame can miss (docs/guarantee.md, "Holding
 a frame back").

@@ -12,8 +12,9 @@ one-shot optimum one).
 
 The steady-state figure therefore compares, per hyperperiod:
 
-- ``run_per_hyperperiod``: the real-time loads the scheduler made in hyperperiods 2 .. m + 1 of a
-  run of m + 2 (the first holds the warm-up's after-effects, the last the run's end), divided by m;
+- ``run_per_hyperperiod``: the real-time loads the scheduler made in hyperperiods 3 .. m + 2 of a
+  run of m + 3 (the first two hold the warm-up's after-effects, the last the run's end), divided
+  by m;
 - ``cyclic_optimum``: the fewest loads of one hyperperiod of a schedule that repeats every
   hyperperiod (of the pipelines it serves, which may be shorter: its loads are then counted as
   often as it fits in the workload's) and serves the same pipelines (``cyclic.cyclic_plan`` on those pipelines: most
@@ -34,21 +35,30 @@ from fpgashare.sched.limits import dnn_windows
 from fpgashare.sched.limits.cyclic import PlanError, cyclic_plan
 from fpgashare.sched.limits.jobs import realtime
 
-#: Hyperperiods counted, after the first (the run lasts one more at each end).
+#: Hyperperiods counted.
 STEADY_HYPERPERIODS = 4
+#: Hyperperiods before the count. One is not enough: a frame may run up to its deadline after its
+#: release, so the first hyperperiod lacks the runs of frames released before the start and the
+#: loads they cause (a module they would have swapped out is still resident, and the load putting
+#: it back is skipped). In a schedule that repeats every hyperperiod, every frame run in the second
+#: hyperperiod was released in the run (deadline and jitter within a hyperperiod), so its runs are
+#: the steady ones; each slot's contents at the start of the third are those its last load of the
+#: second left, the steady ones too; from there on the loads are the steady state's.
+LEAD_IN_HYPERPERIODS = 2
 
 
 def steady_workload(workload: Workload, hyperperiods: int = STEADY_HYPERPERIODS) -> Workload:
-    """``workload`` run for ``hyperperiods`` + 2 of its hyperperiods (its duration is one): the
-    first holds the warm-up's after-effects, the last the run's end (a load for a frame after the
-    end is never made)."""
-    return replace(workload, duration_s=workload.duration_s * (hyperperiods + 2))
+    """``workload`` run for ``hyperperiods`` + 3 of its hyperperiods (its duration is one): the
+    first two hold the warm-up's after-effects (``LEAD_IN_HYPERPERIODS``), the last the run's end
+    (a load for a frame after the end is never made)."""
+    return replace(workload, duration_s=workload.duration_s * (LEAD_IN_HYPERPERIODS + hyperperiods + 1))
 
 
 def run_per_hyperperiod(engine, hyper_s: float, hyperperiods: int = STEADY_HYPERPERIODS) -> float:
-    """Real-time loads (not a DNN tile's) that started in hyperperiods 2 .. ``hyperperiods`` + 1
-    after the engine's first release ``t0``, per hyperperiod."""
-    lo, hi = engine.t0 + hyper_s, engine.t0 + (hyperperiods + 1) * hyper_s
+    """Real-time loads (not a DNN tile's) that started in the ``hyperperiods`` after the first
+    ``LEAD_IN_HYPERPERIODS`` that follow the engine's first release ``t0``, per hyperperiod."""
+    lo = engine.t0 + LEAD_IN_HYPERPERIODS * hyper_s
+    hi = lo + hyperperiods * hyper_s
     tile = f"load {dnn_windows.TILE} "
     loads = sum(1 for e in engine.trace if e.track == "port" and e.name.startswith("load ")
                 and not e.name.startswith(tile) and lo - 1e-12 <= e.start < hi - 1e-12)

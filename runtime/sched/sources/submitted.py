@@ -20,6 +20,15 @@ from fpgashare.errors import FpgashareError
 from fpgashare.sched.analysis.arrivals import ArrivalCurves
 from fpgashare.sched.core.jobs import CPU_START, RELEASE, DnnRequest, Frame
 
+#: Why a frame whose CPU prefix overran its bound is not released (``Submissions.arrive``).
+OVERRAN = ("its CPU stages overran their bound: released this late it would hold its pipeline's later frames "
+           "back (the arrival curve)")
+
+OUT_OF_ORDER = "it reached the fabric after a later frame of its pipeline (the arrival curve keeps their order)"
+
+#: Floating point slack in the comparison with the curve's grid (sums of board seconds).
+CURVE_TOL_S = 1e-12
+
 
 class Submissions:
     """Frames and DNN images as apps submit them (``ReleaseSource``)."""
@@ -74,10 +83,17 @@ class Submissions:
         A frame held to the curve has its deadline count from its allowed release; one that
         waited for its pipeline's switch keeps its arrival's."""
         p = frame.pipeline
-        # Counted as frames reach the curve (a CPU prefix that overran brings its frame after later ones).
-        k = self.curve_index[frame.key] = self.arrivals.reaching(p.name)
+        k = frame.index                     # its place in the order the app sent it (arrivals.py)
         allowed = self.arrivals.earliest(p, k)
         release = max(self.engine.now, frame.release, allowed)
+        in_order = self.arrivals.in_order(p.name, k)
+        if not in_order or (frame.overran and release - k * p.period_s > self.arrivals.grid(p.name) + CURVE_TOL_S):
+            # Released after a later frame, or late enough to move the curve's grid, it would hold
+            # every later frame of its pipeline back (the host's overrun is no later frame's
+            # fault): it ends here. Only a frame whose CPU prefix overran comes so.
+            self.engine.finish(frame, "dropped", OVERRAN if frame.overran else OUT_OF_ORDER)
+            return
+        self.curve_index[frame.key] = k
         if release > frame.release:
             frame.origin += max(0.0, allowed - frame.release)
             frame.release = release

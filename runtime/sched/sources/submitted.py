@@ -5,7 +5,9 @@ Admission trusts a pipeline's declared period as a minimum inter-arrival time (t
 sporadic model), so the source holds it to it: a frame submitted sooner than a period after the
 previous release is *held* until then, and its deadline counts from that release. An app that
 submits faster than it declared only delays its own frames: it cannot take the time promised to
-others. (A camera's early frame after a late one waits the difference.) A frame that comes before
+others. (A camera's early frame after a late one waits the difference.) The daemon's own lateness
+must not do the same: a frame whose CPU prefix overran its bound is released only where that holds
+no later frame back, and dropped otherwise (``OVERRAN``, arrivals.py). A frame that comes before
 its pipeline's mode change has switched waits for the switch (``hold``), its deadline still
 counting from its arrival: that wait is the daemon's, not the app's.
 """

@@ -6,6 +6,13 @@ than that (runtime/sched/analysis/schedulability.py). The daemon's frames come w
 engine enforces the curve: frame k is released no earlier than max over released frames i of
 r_i + (k - i) T - J, which is ``grid + k T - J`` with ``grid`` = max(r_i - i T). Frames that come
 as declared are never held; a frame sent early is released at the earliest the curve allows.
+
+The index k is the frame's place in the order the app submitted it, and frames are released in
+that order: a frame that reaches the curve after a later one did (its CPU prefix overran on one
+host thread while the later frame's ran on another) is not released (``in_order``). Counting in
+the order frames reach the curve instead would give every later frame an index one too low, and
+so hold each of them T - J, for good. Skipped indices only loosen the curve: any two frames
+released, k < k', are (k' - k) T - J >= (their distance in release order) T - J apart.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ class ArrivalCurves:
 
     def __init__(self) -> None:
         self._counts: dict[str, int] = {}                    #: frames submitted so far
-        self._reached: dict[str, int] = {}                   #: frames that reached the curve so far
+        self._highest: dict[str, int] = {}                   #: the highest index decided so far
         self._decided: dict[str, float] = {}                 #: max(r_i - i T) over releases decided
         self._taken: dict[str, tuple[float, int]] = {}       #: the same over releases taken, next index
 
@@ -30,11 +37,15 @@ class ArrivalCurves:
         self._counts[name] = k + 1
         return k
 
-    def reaching(self, name: str) -> int:
-        """The curve's index ``k`` of the frame of pipeline ``name`` reaching it now (from 0)."""
-        k = self._reached.get(name, 0)
-        self._reached[name] = k + 1
-        return k
+    def in_order(self, name: str, k: int) -> bool:
+        """Whether frame ``k`` of pipeline ``name`` comes after every frame decided so far (only
+        such a frame may be released: the curve's bound holds over the index order)."""
+        return k > self._highest.get(name, -1)
+
+    def grid(self, name: str) -> float:
+        """max(r_i - i T) over the releases decided (-inf before the first): a release above it
+        holds every later frame that comes at the grid's earliest by the difference."""
+        return self._decided.get(name, -math.inf)
 
     def earliest(self, p: PipelineSpec, k: int) -> float:
         """The earliest frame ``k`` of ``p`` may be released (-inf before its first)."""
@@ -43,6 +54,7 @@ class ArrivalCurves:
     def decided(self, p: PipelineSpec, k: int, release: float) -> None:
         """Frame ``k`` of ``p`` will be released at ``release``."""
         self._decided[p.name] = max(self._decided.get(p.name, -math.inf), release - k * p.period_s)
+        self._highest[p.name] = max(self._highest.get(p.name, -1), k)
 
     def taken(self, p: PipelineSpec, k: int, release: float) -> None:
         """Frame ``k`` of ``p`` was released at ``release``."""
@@ -61,15 +73,17 @@ class ArrivalCurves:
         """Pipeline ``name`` left: its curve starts over if the name comes back (its count goes on)."""
         self._decided.pop(name, None)
         self._taken.pop(name, None)
+        self._highest.pop(name, None)
 
     def state(self, name: str) -> tuple:
         """What moves with the pipeline to another partition (``restore``)."""
-        return self._counts.get(name, 0), self._reached.get(name, 0), self._decided.get(name), self._taken.get(name)
+        return self._counts.get(name, 0), self._highest.get(name), self._decided.get(name), self._taken.get(name)
 
     def restore(self, name: str, state: tuple) -> None:
-        count, reached, decided, taken = state
+        count, highest, decided, taken = state
         self._counts[name] = count
-        self._reached[name] = reached
+        if highest is not None:
+            self._highest[name] = highest
         if decided is not None:
             self._decided[name] = decided
         if taken is not None:

@@ -40,6 +40,7 @@ set can afford (what is left over after the real-time demand goes to the DNN and
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -276,8 +277,9 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
         best = min(candidates, key=lambda c: c[1])
         return Verdict(False, f"frames and their loads would keep the stream busy {base + L * best[1]:.3f} of the "
                               f"time (>= 1) even with {best[0]} module(s) pinned")
-    candidates = feasible
-    candidates.sort(key=(lambda c: (c[0], c[1])) if few_pins else (lambda c: (c[1], c[0])))
+    order = (lambda c: (c[0], c[1])) if few_pins else (lambda c: (c[1], c[0]))
+    reach = _within_reach(sorted(candidates, key=order))
+    candidates = sorted(feasible, key=order)
     if pinned_first:
         candidates = _with_pinned_pipelines(candidates, pipelines)
     reason = "no set of pinned modules leaves room for every chain's other stages"
@@ -290,7 +292,7 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
     one_job = one_job_frames(pipelines)
     hold = hold_array(pipelines, holds)
     early_commit = early_commit and hold is None
-    tried = candidates[:MAX_TRIED]
+    tried = candidates[:MAX_TRIED] + [c for c in candidates[MAX_TRIED:] if id(c) in reach]
     if same_as is not None:
         tried = [c for c in tried if c[2] == Counter(same_as.pinned.values())]
     for _, _, pins in tried:
@@ -325,6 +327,25 @@ def analyse(pipelines: Sequence[PipelineSpec], platform: Platform, keep_pinned: 
             best_slack = check.slack_s
             reason = check.reason + (f" (pinned: {', '.join(sorted(plan.pinned.values()))})" if plan.pinned else "")
     return first_ok or Verdict(False, reason)
+
+
+def _within_reach(ordered: list) -> set[int]:
+    """The id()s of the pin sets in ``ordered`` (sorted as they are tried, every candidate, feasible
+    or not) that fewer than MAX_TRIED sets before them load no more than they do. A longer host
+    delay or register traffic only drops the sets that load most (the feasibility bound, base + L
+    x rate < 1); had the first MAX_TRIED feasible sets alone been tried, it would bring later sets
+    into the window, and a set refused with a shorter delay could pass with a longer one (each set's
+    own test is monotone in X and L: every term grows). A set within reach is tried whenever it is
+    feasible, so what a longer delay tries is a subset of what a shorter one does. Every set the
+    first MAX_TRIED feasible ones hold is within reach (the sets before it that load no more than
+    it are feasible too), so this only adds sets, after them."""
+    seen: list[float] = []
+    out: set[int] = set()
+    for c in ordered:
+        if bisect.bisect_right(seen, c[1]) < MAX_TRIED:
+            out.add(id(c))
+        bisect.insort(seen, c[1])
+    return out
 
 
 def _with_pinned_pipelines(candidates: list, pipelines: Sequence[PipelineSpec]) -> list:

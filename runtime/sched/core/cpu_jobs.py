@@ -75,6 +75,8 @@ class CpuJobs:
             if key not in self._late:
                 self._late.add(key)
                 self.overruns += 1
+                if isinstance(item, Frame):
+                    item.overran = True
             self.engine.push(self.engine.now + CPU_POLL_S, CPU_DONE, item)
             return None
         del self.running[key]

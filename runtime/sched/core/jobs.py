@@ -41,6 +41,9 @@ class Frame:
     #: A frame committed before it arrives (runtime/sched/analysis/early_commit.py): pending from
     #: ``release`` on, it streams only from here. None: it has arrived at ``release``.
     arrives: float | None = None
+    #: Its CPU stages were still computing when their bound was up (cpu_jobs.py): the host's
+    #: overrun, which the arrival curve keeps from delaying the pipeline's later frames.
+    overran: bool = False
 
     @cached_property
     def key(self) -> str:

@@ -5,7 +5,9 @@ Admission trusts a pipeline's declared period as a minimum inter-arrival time (t
 sporadic model), so the source holds it to it: a frame submitted sooner than a period after the
 previous release is *held* until then, and its deadline counts from that release. An app that
 submits faster than it declared only delays its own frames: it cannot take the time promised to
-others. (A camera's early frame after a late one waits the difference.) A frame that comes before
+others. (A camera's early frame after a late one waits the difference.) The daemon's own lateness
+must not do the same: a frame whose CPU prefix overran its bound is released only where that holds
+no later frame back, and dropped otherwise (``OVERRAN``, arrivals.py). A frame that comes before
 its pipeline's mode change has switched waits for the switch (``hold``), its deadline still
 counting from its arrival: that wait is the daemon's, not the app's.
 """
@@ -19,6 +21,15 @@ from fpgashare.catalogue.workload import PipelineSpec
 from fpgashare.errors import FpgashareError
 from fpgashare.sched.analysis.arrivals import ArrivalCurves
 from fpgashare.sched.core.jobs import CPU_START, RELEASE, DnnRequest, Frame
+
+#: Why a frame whose CPU prefix overran its bound is not released (``Submissions.arrive``).
+OVERRAN = ("its CPU stages overran their bound: released this late it would hold its pipeline's later frames "
+           "back (the arrival curve)")
+
+OUT_OF_ORDER = "it reached the fabric after a later frame of its pipeline (the arrival curve keeps their order)"
+
+#: Floating point slack in the comparison with the curve's grid (sums of board seconds).
+CURVE_TOL_S = 1e-12
 
 
 class Submissions:
@@ -74,10 +85,17 @@ class Submissions:
         A frame held to the curve has its deadline count from its allowed release; one that
         waited for its pipeline's switch keeps its arrival's."""
         p = frame.pipeline
-        # Counted as frames reach the curve (a CPU prefix that overran brings its frame after later ones).
-        k = self.curve_index[frame.key] = self.arrivals.reaching(p.name)
+        k = frame.index                     # its place in the order the app sent it (arrivals.py)
         allowed = self.arrivals.earliest(p, k)
         release = max(self.engine.now, frame.release, allowed)
+        in_order = self.arrivals.in_order(p.name, k)
+        if not in_order or (frame.overran and release - k * p.period_s > self.arrivals.grid(p.name) + CURVE_TOL_S):
+            # Released after a later frame, or late enough to move the curve's grid, it would hold
+            # every later frame of its pipeline back (the host's overrun is no later frame's
+            # fault): it ends here. Only a frame whose CPU prefix overran comes so.
+            self.engine.finish(frame, "dropped", OVERRAN if frame.overran else OUT_OF_ORDER)
+            return
+        self.curve_index[frame.key] = k
         if release > frame.release:
             frame.origin += max(0.0, allowed - frame.release)
             frame.release = release

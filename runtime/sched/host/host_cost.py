@@ -135,7 +135,8 @@ class HostBudget:
         return busy_period(h, periods, jitters, self.cost.block_s / self.dilation)
 
     def fabric_spec(self, p: PipelineSpec, others: Sequence[PipelineSpec] = ()) -> PipelineSpec | str:
-        """``p`` as the fabric's analysis must see it (deadline ``D - 2R``, jitter ``J + R``), or
+        """``p`` as the fabric's analysis must see it (deadline ``D - (2 + b + a) R``, jitter
+        ``J + (1 + b) R``, with ``b``, ``a`` 1 where it has host stages before, after), or
         why the host's reserve leaves it no time. A pipeline with stages on the host hands its
         frame over once more each way: its fabric part may be released up to R later (CPU stages
         before: one more R of deadline and jitter) and its host stages after may start up to R

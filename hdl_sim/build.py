@@ -211,7 +211,7 @@ def runtime_object(options: CompileOptions = CompileOptions()) -> Path:
 
 def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user_sources: Sequence[Path],
                            out: Path, options: CompileOptions = CompileOptions(), jobs: int | None = None,
-                           runtime: Path | None = None, one_unit: bool = False,
+                           runtime: Path | Callable[[], Path] | None = None, one_unit: bool = False,
                            after_verilate: Callable[[Path], None] | None = None) -> None:
     """Run ``verilate`` (a Verilator --cc command writing to ``obj`` a model whose class is ``prefix``,
     ``V<top>`` unless --prefix says otherwise), compile its output, Verilator's runtime library and
@@ -221,7 +221,8 @@ def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user
     Faster than Verilator's makefile for a model built once: no precompiled headers (two cost more
     than the few translation units they would serve), the model compiled as one translation unit per
     core, the run-once code at -O0, and the runtime library compiled (as one unit) while Verilator
-    still runs (or, given ``runtime``, that object from ``runtime_object`` instead). ``one_unit``
+    still runs (or, given ``runtime``, that object from ``runtime_object`` instead: a path, or a
+    function returning it, called while Verilator runs). ``one_unit``
     compiles the model and ``user_sources`` as one translation unit (for small models).
     ``after_verilate(obj)`` runs once Verilator is done, before the user sources compile (to write a
     header from the model's, say). On the demo's
@@ -246,6 +247,8 @@ def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user
         if runtime is None:   # one unit for the runtime library: its two files share most of their headers
             unity = _unity(obj, "verilated_runtime", [Path(src).stem for src in RUNTIME_SOURCES])
             objects.append(pool.submit(compile_unit, unity, options.runtime, unity.stem))
+        elif callable(runtime):
+            objects.append(pool.submit(runtime))
         model.result()
         if after_verilate is not None:
             after_verilate(obj)
@@ -268,7 +271,7 @@ def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user
             units += [(_unity(obj, f"{prefix}__slow", slow), options.slow, f"{prefix}__slow")]
             units += [(src, options.user, src.stem, ()) for src in user_sources]
         objects += [pool.submit(compile_unit, *unit) for unit in units]
-        built = [f.result() for f in objects] + ([runtime] if runtime is not None else [])
+        built = [f.result() for f in objects] + ([runtime] if isinstance(runtime, Path) else [])
     tmp = out.with_name(out.name + ".tmp")
     run_step(["g++", "-shared", "-o", str(tmp), *map(str, built), "-pthread"], cwd)
     tmp.rename(out)

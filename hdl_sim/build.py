@@ -209,27 +209,32 @@ def runtime_object(options: CompileOptions = CompileOptions()) -> Path:
     return target
 
 
-def verilated_pch(options: CompileOptions = CompileOptions()) -> Path:
-    """A folder holding ``verilated.h`` precompiled for the model's per-cycle units (``options.fast``
-    with the model's flags), beside a copy of the header (g++ takes a ``.gch`` only where it finds the
-    header). Parsing Verilator's headers is half of a small model's compile (a module's model: about
-    1 s of CPU without, 0.5 s with), and a run builds many: the header is precompiled once per cache.
-    g++ ignores a precompiled header made with other settings and reads the header instead, so a stale
-    one costs time, never a wrong build; the key hashes Verilator's headers and the flags."""
+def verilated_pch(flags: Sequence[str]) -> Path:
+    """A folder holding ``verilated.h`` precompiled with the g++ ``flags`` (the optimisation level,
+    defines and include paths of the units that will use it), beside a copy of the header (g++ takes a
+    ``.gch`` only where it finds the header): a unit compiled with those flags and ``-I <folder>
+    -include verilated.h`` starts from it. Every file Verilator writes includes verilated.h first, and
+    parsing it is half of a small model's compile (a module's model: about 1 s of CPU without, 0.5 s
+    with); a run builds many models, so the header is precompiled once per cache. g++ ignores a
+    precompiled header made with other settings and reads the header instead, so a stale one costs
+    time, never a wrong build; the key hashes Verilator's headers and the flags."""
     setup_environment()
     inc = verilator_root() / "include"
-    key = content_key("pch", sorted(inc.glob("*.h")), {"root": str(inc), "compile": [
-        options.fast, *options.cxxflags, *options.model_flags], "defines": VERILATED_DEFINES})
+    key = content_key("pch", sorted(inc.glob("*.h")), {"root": str(inc), "flags": list(flags)})
     build_dir = cache_root() / "pch" / key
     target = build_dir / "verilated.h.gch"
     with build_lock(build_dir):
         if not target.exists():
             (build_dir / "verilated.h").write_bytes((inc / "verilated.h").read_bytes())
             tmp = build_dir / "verilated.h.tmp.gch"
-            run_step(["g++", options.fast, *_compile_flags(None, options), *options.model_flags, "-x", "c++-header",
-                      str(inc / "verilated.h"), "-o", str(tmp)], build_dir)
+            run_step(["g++", *flags, "-x", "c++-header", str(inc / "verilated.h"), "-o", str(tmp)], build_dir)
             tmp.rename(target)
     return build_dir
+
+
+def pch_flags(flags: Sequence[str]) -> list[str]:
+    """What a unit compiled with ``flags`` adds, ahead of them, to start from verilated.h precompiled."""
+    return ["-I", str(verilated_pch(flags)), "-include", "verilated.h"]
 
 
 def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user_sources: Sequence[Path],
@@ -265,7 +270,7 @@ def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user
         """``pch``: a unit of the model's per-cycle code (at ``options.fast``): every file Verilator
         writes includes verilated.h first, so the unit starts from it precompiled."""
         target = obj / f"{name}.o"
-        first = ["-I", str(verilated_pch(options)), "-include", "verilated.h"] if pch else []
+        first = pch_flags([opt, *_compile_flags(None, options), *extra]) if pch else []
         run_step(["g++", opt, *first, *flags, *extra, "-c", str(source), "-o", str(target)], cwd)
         return target
 

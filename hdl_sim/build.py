@@ -237,14 +237,14 @@ def pch_flags(flags: Sequence[str]) -> list[str]:
     return ["-I", str(verilated_pch(flags)), "-include", "verilated.h"]
 
 
-def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user_sources: Sequence[Path],
+def compile_shared_library(verilate: Sequence[str] | None, obj: Path, prefix: str, user_sources: Sequence[Path],
                            out: Path, options: CompileOptions = CompileOptions(), jobs: int | None = None,
                            runtime: Path | Callable[[], Path] | None = None, one_unit: bool = False,
                            after_verilate: Callable[[Path], None] | None = None) -> None:
     """Run ``verilate`` (a Verilator --cc command writing to ``obj`` a model whose class is ``prefix``,
     ``V<top>`` unless --prefix says otherwise), compile its output, Verilator's runtime library and
     ``user_sources`` with g++ on ``jobs`` cores (default: all), and link them into the shared library
-    ``out``.
+    ``out``. ``verilate=None``: Verilator has already written the model to ``obj``.
 
     Faster than Verilator's makefile for a model built once: no precompiled headers of the model's
     (two cost more than the few translation units they would serve; verilated.h alone is precompiled
@@ -275,14 +275,15 @@ def compile_shared_library(verilate: Sequence[str], obj: Path, prefix: str, user
         return target
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        model = pool.submit(run_step, list(verilate), cwd)
+        model = pool.submit(run_step, list(verilate), cwd) if verilate is not None else None
         objects: list[Future[Path]] = []
         if runtime is None:   # one unit for the runtime library: its two files share most of their headers
             unity = _unity(obj, "verilated_runtime", [Path(src).stem for src in RUNTIME_SOURCES])
             objects.append(pool.submit(compile_unit, unity, options.runtime, unity.stem))
         elif callable(runtime):
             objects.append(pool.submit(runtime))
-        model.result()
+        if model is not None:
+            model.result()
         if after_verilate is not None:
             after_verilate(obj)
         classes = _classes(obj, prefix)

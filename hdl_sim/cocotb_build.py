@@ -36,6 +36,7 @@ from fpgashare.hdl_sim.build import (
     cache_root,
     content_key,
     format_parameter,
+    pch_flags,
     rtl_headers,
     run_step,
     sim_sources,
@@ -166,20 +167,24 @@ def build_model(toplevel: str, parameters: Mapping[str, str], build_dir: Path,
         # units, because each parses the model's headers again (on the zcu104 shell: 1 s a unit, and
         # 19 s of CPU for the model this way against 35 s a unit per file, 36 s with the makefile).
         groups = _balanced(fast, build_dir, jobs)
-        units = [(_unity(build_dir, f"{PREFIX}__fast{k}", group), options.model) for k, group in enumerate(groups)]
-        units.append((_unity(build_dir, f"{PREFIX}__slow", slow), options.slow))
-        units.append((Path(main_cpp), options.model))
+        units = [(_unity(build_dir, f"{PREFIX}__fast{k}", group), options.model, True)
+                 for k, group in enumerate(groups)]
+        units.append((_unity(build_dir, f"{PREFIX}__slow", slow), options.slow, False))
+        units.append((Path(main_cpp), options.model, False))
     else:
         # A small model: the runtime's headers (verilated.h above all) cost more to parse than its
         # code to compile, so the model and the simulator's main are one unit.
         unit = build_dir / f"{PREFIX}__model.cpp"
         unit.write_text("".join(f'#include "{name}.cpp"\n' for name in fast + slow) + f'#include "{main_cpp}"\n')
-        units = [(unit, options.model)]
+        units = [(unit, options.model, True)]
 
-    def compile_unit(source: Path, opt: str) -> Path:
+    def compile_unit(source: Path, opt: str, pch: bool) -> Path:
+        """``pch``: the unit begins with a file Verilator wrote (each includes verilated.h first), so it
+        starts from verilated.h precompiled (``verilated_pch``)."""
         target = build_dir / f"{source.stem}.o"
-        run_step(["g++", opt, *options.cxxflags, *_include_flags(build_dir), "-c", str(source), "-o", str(target)],
-                 build_dir)
+        first = pch_flags([opt, *options.cxxflags, *_include_flags(None)]) if pch else []
+        run_step(["g++", opt, *first, *options.cxxflags, *_include_flags(build_dir), "-c", str(source), "-o",
+                  str(target)], build_dir)
         return target
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:

@@ -15,13 +15,13 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from fpgashare.hdl_sim.build import CompileOptions, build_lock, format_parameter, rtl_headers
 from fpgashare.hdl_sim.module_models import model_build
+from fpgashare.hdl_sim.yosys_run import run_yosys
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ def analyse(work: Path, depends: Sequence[Path], library: str, parameters: Mappi
     pkgs = sorted(p.name for p in depends if p.name.endswith("_pkg.sv"))
     files = [f"src/{name}" for name in [*pkgs, *(p.name for p in depends if p.name not in pkgs), "rm_library.sv"]]
     (work / "comb.ys").write_text(yosys_script(files, parameters))
-    done = subprocess.run([tool, "-q", "comb.ys"], cwd=work, capture_output=True, text=True)
+    done = run_yosys([tool, "-q", "comb.ys"], work)   # the first run of a process under a lock (yosys_run.py)
     out = work / "comb.txt"
     if done.returncode != 0 or not out.exists():
         log.warning("Yosys could not find %s's combinational inputs (%s): not folded", work.parent.name,

@@ -5,6 +5,8 @@ assertion checkers or not) with shell_harness.cpp, cached by content hash like e
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
@@ -22,6 +24,8 @@ from fpgashare.hdl_sim.build import (
     format_parameter,
     rtl_headers,
     rtl_sources,
+    run_step,
+    runtime_object,
     sim_sources,
 )
 from fpgashare.hdl_sim.config_model import CONFIG_BLOCK
@@ -58,6 +62,28 @@ def harness_parameters(parameters: Mapping[str, int | str], streams: int = DRIVE
     return out
 
 
+def _compiled(obj: Path, harness: list[Path]) -> Path:
+    """The library compiled from the model Verilator wrote to ``obj`` and the ``harness`` sources (the
+    first compiled, the others headers it includes), kept
+    under a key of that C++ (every file Verilator wrote, the header write_junk_sources added, the harness
+    sources and the compile settings). Parameter sets that give the same C++ share one compile: the
+    parameters a shell built without its modules (RM_EXTERNAL) and configuration block (CFG_EXTERNAL)
+    does not read, such as the slots' module masks and the DNN tile's sizes, change its key but not its
+    code. The same C++ compiled with the same settings is the same library, so sharing it is exact."""
+    code = sorted(f for f in obj.iterdir() if f.suffix in (".cpp", ".h") or f.name.endswith("_classes.mk"))
+    key = content_key("harness-code", [*code, *harness], {"compile": asdict(COMPILE)})
+    code_dir = cache_root() / "harness-code" / key
+    shared = code_dir / "libshell.so"
+    with build_lock(code_dir):
+        if not shared.exists():
+            log.info("compiling the RTL harness in %s (first use: about 10 s of CPU, on every core)", obj.parent)
+            # The runtime library is the object every module model links (compiled once per cache, not
+            # once per shell: about 10 s of CPU a shell build saves).
+            compile_shared_library(None, obj, "Vshell", harness[:1], shared, COMPILE,
+                                   runtime=lambda: runtime_object(COMPILE))
+    return shared
+
+
 class HarnessError(RuntimeError):
     """The harness could not be built or the RTL did not respond in time."""
 
@@ -79,15 +105,21 @@ def build_harness(parameters: Mapping[str, int], checkers: bool = True) -> Path:
     with build_lock(build_dir):
         if lib.exists():
             return lib
-        log.info("building the RTL harness in %s (first use: about 15 s of CPU, on every core)", build_dir)
         obj = build_dir / "obj"
+        shutil.rmtree(obj, ignore_errors=True)   # what a failed build left would enter the code's key
         config = build_dir / "shell.vlt"
         config.write_text(VERILATOR_CONFIG)
         gparams = [f"-G{k}={format_parameter(v)}" for k, v in parameters.items()]
         verilate = ["verilator", "--cc", "--top-module", "shell", "-Mdir", str(obj), f"-I{RTL_DIR}",
                     *VERILATOR_FLAGS, *gparams, str(config), *map(str, sources)]
         try:
-            compile_shared_library(verilate, obj, "Vshell", [cpp], lib, COMPILE, after_verilate=write_junk_sources)
+            run_step(verilate, build_dir)
+            write_junk_sources(obj)
+            shared = _compiled(obj, [cpp, *headers])
         except BuildError as exc:
             raise HarnessError(str(exc)) from exc
+        try:
+            os.link(shared, lib)
+        except OSError:
+            shutil.copyfile(shared, lib)
     return lib

@@ -108,14 +108,23 @@ def fast9_reference(gray: np.ndarray, threshold: int) -> np.ndarray:
     cv2.FastFeatureDetector_create(threshold, nonmaxSuppression=True) finds one, 0 elsewhere
     (what fast9.sv computes; tests/test_vision_catalogue.py holds it to cv2's keypoints)."""
     rows, cols = gray.shape
-    v = gray.astype(np.int32)
+    v = gray.astype(np.int16)      # differences fit in -255..255
     pad = np.pad(v, 3, mode="edge")
-    d = np.stack([v - pad[3 + dy:3 + dy + rows, 3 + dx:3 + dx + cols] for dx, dy in FAST_CIRCLE])
-    best = np.full((rows, cols), -256, dtype=np.int32)
+    d = [v - pad[3 + dy:3 + dy + rows, 3 + dx:3 + dx + cols] for dx, dy in FAST_CIRCLE]
+    # A pixel's response: the best over the 16 arcs of 9 of the least margin on one side (the arc's
+    # minimum difference, or minus its maximum). An arc's extremes come from those of its spans of 2
+    # and 4, shared by the arcs around it: 4 operations an arc instead of 8 (a full-HD frame in a
+    # fraction of a second).
+    lo2 = [np.minimum(d[k], d[(k + 1) % 16]) for k in range(16)]
+    hi2 = [np.maximum(d[k], d[(k + 1) % 16]) for k in range(16)]
+    lo4 = [np.minimum(lo2[k], lo2[(k + 2) % 16]) for k in range(16)]
+    hi4 = [np.maximum(hi2[k], hi2[(k + 2) % 16]) for k in range(16)]
+    best = np.full((rows, cols), -256, dtype=np.int16)
     for k in range(16):
-        arc = d[[(k + m) % 16 for m in range(9)]]
-        best = np.maximum(best, np.maximum(arc.min(axis=0), (-arc).min(axis=0)))
-    score = np.where(best > threshold, best - 1, 0)
+        lo = np.minimum(np.minimum(lo4[k], lo4[(k + 4) % 16]), d[(k + 8) % 16])
+        hi = np.maximum(np.maximum(hi4[k], hi4[(k + 4) % 16]), d[(k + 8) % 16])
+        np.maximum(best, np.maximum(lo, -hi), out=best)
+    score = np.where(best > threshold, best.astype(np.int32) - 1, 0)
     score[:3], score[rows - 3:], score[:, :3], score[:, cols - 3:] = 0, 0, 0, 0
     around = np.pad(score, 1)
     keep = score > 0

@@ -15,7 +15,7 @@ says little). Steps are grouped as:
 - ``memory_mapping``: map_memory, of which ``bram_map_elaboration`` is the techmap reading and
   elaborating the block-RAM mapping library (every run pays it, BRAMs or none);
 - ``fine``: map_ffram, fine, map_cells, map_ffs;
-- ``lut_mapping``: map_luts (abc9);
+- ``lut_mapping``: map_luts (abc9, without &mfs as the check runs it);
 - ``checks``: finalize, check, and the stat the synthesis check reads;
 - ``start_up``: the launcher and the WebAssembly runtime, before Yosys's first log line.
 
@@ -147,14 +147,14 @@ def profile(platform: Platform, name: str, memory_commands: list[str]) -> dict:
     """One run split by label, and the run with the memory libraries loaded first."""
     family = FAMILIES[platform.family]
     script, top = yosys_script(name, family, platform)
-    read, synth, stat = script.splitlines()
+    *head, synth, stat = script.splitlines()      # head: read_slang and the mapper's settings
     with tempfile.TemporaryDirectory(prefix="fpgashare-synth-profile-") as tmp:
         folder = Path(tmp)
         (folder / "src").mkdir()
         for source in synth_sources():
             shutil.copyfile(source, folder / "src" / source.name)
         steps = [f"{synth} -run {a}:{b}" for a, b in itertools.pairwise(LABELS)]
-        cpu, log, clock, zero = _yosys(folder, "\n".join([read, *steps, f"{synth} -run check:", stat]))
+        cpu, log, clock, zero = _yosys(folder, "\n".join([*head, *steps, f"{synth} -run check:", stat]))
         figures = _figures(folder, top)
         marks = [float(t) for t in re.findall(r"^\[(\d+\.\d+)\] \d+\. Executing", log, re.M)]
         marks.append(max(float(t) for t in _STAMP.findall(log)))
@@ -172,7 +172,7 @@ def profile(platform: Platform, name: str, memory_commands: list[str]) -> dict:
             preload += [f"read_verilog -nooverwrite -noblackbox -icells {path}", f"design -stash map{i}"]
         shared = [c if not c.startswith("techmap") else f"techmap -map %map{maps.index(c.split('-map ', 1)[1])}"
                   for c in memory_commands]
-        _yosys(folder, "\n".join([*preload, read, f"{synth} -run :map_memory", *shared,
+        _yosys(folder, "\n".join([*preload, *head, f"{synth} -run :map_memory", *shared,
                                                  f"{synth} -run map_ffram:", stat]))
         reuse_figures = _figures(folder, top)
     check = synth_one(platform, name).figures

@@ -1,6 +1,7 @@
 """yowasp's Yosys is compiled at its first run and cached without a lock, so a process's first Yosys
-run holds a lock in the build cache (hdl_sim/yosys_run.py): runs starting on an empty cache wait for
-one compile. Its later runs take no lock."""
+run first asks Yosys its version under a lock in the build cache (hdl_sim/yosys_run.py): runs
+starting on an empty cache wait for one compile, not for each other's designs. Later runs take no
+lock."""
 
 from __future__ import annotations
 
@@ -21,19 +22,19 @@ def _lock_is_held(cache) -> bool:
         return False
 
 
-def test_the_first_run_holds_the_lock_and_later_runs_do_not(tmp_path, monkeypatch):
+def test_only_the_first_runs_compile_step_holds_the_lock(tmp_path, monkeypatch):
     monkeypatch.setenv("FPGASHARE_CACHE", str(tmp_path))
     monkeypatch.setattr(yosys_run, "_WARM", threading.Event())
     held = []
 
     def fake_run(cmd, cwd, capture_output, text):
-        held.append(_lock_is_held(tmp_path))
+        held.append((cmd[1], _lock_is_held(tmp_path)))
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
     monkeypatch.setattr(yosys_run.subprocess, "run", fake_run)
     for _ in range(3):
         assert yosys_run.run_yosys(["yosys", "-q", "x.ys"], tmp_path).returncode == 0
-    assert held == [True, False, False]
+    assert held == [("-V", True), ("-q", False), ("-q", False), ("-q", False)]
 
 
 def test_a_failed_first_run_still_releases_the_lock(tmp_path, monkeypatch):
@@ -41,5 +42,5 @@ def test_a_failed_first_run_still_releases_the_lock(tmp_path, monkeypatch):
     monkeypatch.setattr(yosys_run, "_WARM", threading.Event())
     monkeypatch.setattr(yosys_run.subprocess, "run",
                         lambda cmd, cwd, capture_output, text: subprocess.CompletedProcess(cmd, 1, "", "error"))
-    assert yosys_run.run_yosys(["yosys"], tmp_path).returncode == 1
+    assert yosys_run.run_yosys(["yosys", "x.ys"], tmp_path).returncode == 1
     assert not _lock_is_held(tmp_path)

@@ -18,7 +18,6 @@ import logging
 import math
 import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +29,7 @@ from fpgashare.catalogue.modules import KINDS
 from fpgashare.catalogue.platform import Platform
 from fpgashare.errors import FpgashareError
 from fpgashare.hdl_sim.build import RTL_DIR, build_lock, cache_root, content_key, rtl_headers, rtl_sources
+from fpgashare.hdl_sim.yosys_run import run_yosys
 
 log = logging.getLogger(__name__)
 
@@ -174,8 +174,8 @@ def synth_one(platform: Platform, name: str) -> SynthResult:
             shutil.copyfile(f, src / f.name)
         (build_dir / "synth.ys").write_text(script + "\n")
         log.info("synthesizing %s for %s (%s)", name, family, build_dir)
-        proc = subprocess.run([*yosys_command(), "-q", "-l", "yosys.log", "synth.ys"], cwd=build_dir,
-                              capture_output=True, text=True)
+        # Under a lock for the process's first run: two runs on an empty yowasp cache compile Yosys twice.
+        proc = run_yosys([*yosys_command(), "-q", "-l", "yosys.log", "synth.ys"], build_dir)
         if proc.returncode != 0:
             tail = "\n".join((build_dir / "yosys.log").read_text(errors="replace").splitlines()[-15:]) \
                 if (build_dir / "yosys.log").exists() else proc.stderr[-2000:]

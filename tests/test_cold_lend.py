@@ -11,12 +11,16 @@ from dataclasses import replace
 from fpgashare.catalogue.platform import load_platform
 from fpgashare.catalogue.workload import PipelineSpec, Workload, realtime_spec
 from fpgashare.cli.bench import run_one
-from hypothesis import given, note, settings
+from hypothesis import example, given, note, settings
 from hypothesis import strategies as st
 
 from benchmarks.limit_gap import small_workload
 
 TILE = "dnn_tile"
+#: Loads a frame makes for itself. A frame committed before its release (early_commit.py) may make
+#: them before the first release, into a pinned slot too: they are its job's, which the analysis
+#: charges, not the setup's, whose pins the cold lend must leave in place.
+FRAME_LOADS = ("demand", "prefetch")
 
 
 def dnn_workload(seed: int, hyperperiods: int = 3) -> Workload:
@@ -52,9 +56,9 @@ def check_window(workload: Workload, engine, result: dict) -> int:
     pinned = pins(result)
     into = loads_into(engine)
     for slot, pin in pinned.items():
-        # Every load into a pinned slot and every DNN batch on it begun before the first release
-        # ends by it, and the last load into it by then loaded its pin.
-        before = [e for e in into.get(slot, []) if e.start < first]
+        # Every setup load into a pinned slot and every DNN batch on it begun before the first
+        # release ends by it, and the last setup load into it by then loaded its pin.
+        before = [e for e in into.get(slot, []) if e.start < first and e.args.get("reason") not in FRAME_LOADS]
         assert all(e.end <= first + 1e-9 for e in before), (slot, [(e.name, e.end, first) for e in before])
         assert before and before[-1].name.split(" ")[1] == pin, (slot, pin, [e.name for e in before])
         batches = [e for e in engine.trace if e.track == f"slot {slot}" and e.name.startswith("dnn")
@@ -64,6 +68,7 @@ def check_window(workload: Workload, engine, result: dict) -> int:
 
 
 @settings(max_examples=12, deadline=None)
+@example(111085, None)      # an early-committed frame loads into a pinned slot before the first release
 @given(st.integers(0, 2**31 - 1), st.sampled_from([None, 1]))
 def test_pins_are_in_place_at_the_first_release_and_nothing_misses(seed, streams):
     workload = dnn_workload(seed)

@@ -380,11 +380,11 @@ class EdfPolicy(PriorityPolicy):
         released sooner needs costs that frame a reload."""
         victim = prefetch_victim(engine, reserved, target)
         if victim is not None and engine.slots.slots[victim].module is not None \
-                and may_load(engine, victim, hidden_only):
+                and may_load(engine, victim, hidden_only, target[2]):
             waiting = sorted((f for f in engine.pending if f.start is None), key=self.priority)
             target = self._prefetch_target(engine, waiting, played=True)
             victim = None if target is None else prefetch_victim(engine, reserved, target)
-        if victim is not None and may_load(engine, victim, hidden_only):
+        if victim is not None and may_load(engine, victim, hidden_only, target[2]):
             engine.load(victim, target[2], "prefetch")
             return True
         if victim is not None and not hidden_only and not engine.pending:

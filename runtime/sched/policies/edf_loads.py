@@ -52,14 +52,14 @@ def prefetch_victim(engine: EngineView, reserved: set[int], target: tuple[NeedOr
     return engine.slots.victim(module, future, keep=reserved | holding(engine, future, needed, module))
 
 
-def may_load(engine: EngineView, victim: int, hidden_only: bool) -> bool:
-    """Whether a prefetch into ``victim`` may start now: allowed by the contract (guard.py) and,
-    with ``hidden_only``, ending before the job on the stream."""
+def may_load(engine: EngineView, victim: int, hidden_only: bool, module: str | None = None) -> bool:
+    """Whether a prefetch (of ``module``) into ``victim`` may start now: allowed by the contract
+    (guard.py) and, with ``hidden_only``, ending before the job on the stream."""
     if hidden_only:
         end = engine.foresight.stream_job_end()
         if end is None or engine.now + engine.port.load_seconds(victim) > end:
             return False
-    return side_load_allowed(engine, victim)
+    return side_load_allowed(engine, victim, module)
 
 
 def pinned_victim(engine: EngineView, frame: Frame, module: str, keep: set[int]) -> int | None:

@@ -48,6 +48,7 @@ from fpgashare.sched.policies.edf_loads import (
     borrow_last,
     load_pins,
     may_load,
+    overtaken,
     pinned_victim,
     prefetch_victim,
     short_of_loads,
@@ -222,7 +223,8 @@ class EdfPolicy(PriorityPolicy):
                 ready_at = plan.ready_at
                 late = plan.late
             else:
-                if plan.loads and side_load_allowed(engine, plan.loads[0][1]):
+                if plan.loads and side_load_allowed(engine, plan.loads[0][1]) \
+                        and not overtaken(engine, frame, plan.loads[0][0]):   # (made twice)
                     engine.load(plan.loads[0][1], plan.loads[0][0], "demand")
                 elif is_head and (frame.arrives is None or frame.arrives <= now) \
                         and (move := pin_move(engine, frame, chosen, missing)) is not None:

@@ -35,7 +35,7 @@ from fpgashare.sched.core.slots import Slot, SlotManager, SlotState
 from fpgashare.sched.core.view import EngineView
 from fpgashare.sched.policies import pin_lend, put_back
 from fpgashare.sched.policies.edf import EdfPolicy
-from fpgashare.sched.policies.edf_loads import LoadPlan, borrow_last, pinned_victim
+from fpgashare.sched.policies.edf_loads import LoadPlan, borrow_last, overtaken, pinned_victim
 from fpgashare.sched.policies.guard import side_load_allowed
 from fpgashare.sched.policies.pin_move import pin_move
 from fpgashare.sched.policies.pinned_first import start_pinned_first
@@ -142,7 +142,8 @@ class ReferenceEdf(EdfPolicy):
                 ready_at = plan.ready_at
                 late = plan.late
             else:
-                if plan.loads and side_load_allowed(engine, plan.loads[0][1]):
+                if plan.loads and side_load_allowed(engine, plan.loads[0][1]) \
+                        and not overtaken(engine, frame, plan.loads[0][0]):
                     engine.load(plan.loads[0][1], plan.loads[0][0], "demand")
                 elif is_head and (frame.arrives is None or frame.arrives <= now) \
                         and (move := pin_move(engine, frame, chosen, missing)) is not None:

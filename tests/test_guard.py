@@ -1,7 +1,8 @@
 """The guard's rule for loads that serve no committed frame (runtime/sched/policies/guard.py,
 docs/guarantee.md rule 3): a load it allows is hidden under the job on the stream, ends by the
 earliest possible next release, or is the contract's one idle load, started while no real-time
-frame waits or streams (so it can straddle the start of a busy window only once). Checked on
+frame waits or streams (so it can straddle the start of a busy window only once); a prefetch may
+also end by the next release of a frame that could wait for it (tests/test_prefetch_past_release.py). Checked on
 generated engine states, and on the states of edf runs of generated workloads."""
 
 from __future__ import annotations
@@ -68,14 +69,16 @@ def test_an_allowed_load_is_hidden_ends_by_the_next_release_or_is_the_idle_load_
 
 def _checked_guard(seen: list):
     """``side_load_allowed`` that records, for each load it allows while a real-time frame streams,
-    whether that load is hidden or ends by the next release."""
-    def allowed(engine, slot):
-        ok = guard.side_load_allowed(engine, slot)
+    whether that load is hidden, ends by the next release, or is a prefetch that ends by the next
+    release of a frame that could wait for it (tests/test_prefetch_past_release.py checks those)."""
+    def allowed(engine, slot, module=None):
+        ok = guard.side_load_allowed(engine, slot, module)
         if ok and engine.running:
             end = engine.now + engine.port.load_seconds(slot)
             stream_end = engine.foresight.stream_job_end()
             seen.append((stream_end is not None and end <= stream_end)
-                        or end <= engine.foresight.earliest_release_s())
+                        or end <= engine.foresight.earliest_release_s()
+                        or (module is not None and end <= guard.port_free_for_others_s(engine, module)))
         return ok
     return allowed
 

@@ -249,10 +249,11 @@ def _camera_during_a_load(first: bool):
     release, so that one commits and loads; a pinned camera frame comes during the load."""
     plat = load_platform("pynq-z2")
     long = realtime_spec("long", ["erode3x3"], 0.04, 0.04, [720, 1280], plat)
-    other = replace(realtime_spec("other", ["median3x3"], 0.04, 0.04, [120, 160], plat), offset_s=0.010)
+    # other comes while long streams (so it commits when long ends: no prefetch for it before)
+    other = replace(realtime_spec("other", ["median3x3"], 0.04, 0.04, [120, 160], plat), offset_s=long.exec_s - 0.0005)
     cam = realtime_spec("cam", ["threshold"], 0.04, 0.01, [480, 640], plat)     # ends after the load
     load_s, _ = load_and_control(plat)
-    cam = replace(cam, offset_s=long.exec_s + load_s + 0.0005)       # long ends, other loads, then cam
+    cam = replace(cam, offset_s=long.exec_s + load_s / 2)            # long ends, other loads, cam comes
     workload = Workload(Path("cam_during_load.toml"), plat, 1, 0.04, (long, other, cam))
     contract = AdmissionContract({0: "threshold"}, load_s, False, 0.0, pinned_first=first)
     engine, summary = run_workload(workload, ModelBackend(plat), edf.EdfPolicy(), contract=contract)

@@ -48,6 +48,7 @@ from fpgashare.sched.policies.edf_loads import (
     borrow_last,
     load_pins,
     may_load,
+    overtaken,
     pinned_victim,
     prefetch_victim,
     short_of_loads,
@@ -222,7 +223,8 @@ class EdfPolicy(PriorityPolicy):
                 ready_at = plan.ready_at
                 late = plan.late
             else:
-                if plan.loads and side_load_allowed(engine, plan.loads[0][1]):
+                if plan.loads and side_load_allowed(engine, plan.loads[0][1]) \
+                        and not overtaken(engine, frame, plan.loads[0][0]):   # (made twice)
                     engine.load(plan.loads[0][1], plan.loads[0][0], "demand")
                 elif is_head and (frame.arrives is None or frame.arrives <= now) \
                         and (move := pin_move(engine, frame, chosen, missing)) is not None:
@@ -380,11 +382,11 @@ class EdfPolicy(PriorityPolicy):
         released sooner needs costs that frame a reload."""
         victim = prefetch_victim(engine, reserved, target)
         if victim is not None and engine.slots.slots[victim].module is not None \
-                and may_load(engine, victim, hidden_only):
+                and may_load(engine, victim, hidden_only, target[2]):
             waiting = sorted((f for f in engine.pending if f.start is None), key=self.priority)
             target = self._prefetch_target(engine, waiting, played=True)
             victim = None if target is None else prefetch_victim(engine, reserved, target)
-        if victim is not None and may_load(engine, victim, hidden_only):
+        if victim is not None and may_load(engine, victim, hidden_only, target[2]):
             engine.load(victim, target[2], "prefetch")
             return True
         if victim is not None and not hidden_only and not engine.pending:

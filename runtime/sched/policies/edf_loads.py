@@ -47,19 +47,44 @@ def borrow_last(engine: EngineView, frame: Frame, plan: LoadPlan) -> None:
         at += engine.port.load_seconds(victim)
 
 
+def overtaken(engine: EngineView, frame: Frame, module: str) -> bool:
+    """Whether a load of ``module`` for the pending ``frame``, made now under the job on the
+    stream, is certainly undone before ``frame`` runs: a frame of another pipeline, certainly
+    pending when that job ends (its latest arrival by then) and due before ``frame`` (its latest
+    deadline), runs first, does not use ``module`` and needs every swap slot, so its loads evict
+    the copy. The load would then be made twice; not making it now is always allowed (rule 3
+    only bounds side loads), and ``frame`` loads it at its commit as it would after the eviction."""
+    end = engine.foresight.stream_job_end()
+    if end is None or len(frame.pipeline.pass_stages) > 1:
+        return False
+    pins: dict[str, int] = {}
+    for m in engine.contract.pinned.values():
+        pins[m] = pins.get(m, 0) + 1
+    swap = len(engine.slots.slots) - len(engine.contract.pinned)
+    for p in engine.pipelines:
+        if p is frame.pipeline or module in p.module_counts or len(p.pass_stages) > 1:
+            continue
+        latest = engine.next_release_s(p) + p.jitter_s
+        if latest > end or latest + p.deadline_s >= frame.deadline:
+            continue
+        if sum(max(0, c - pins.get(m, 0)) for m, c in p.module_counts.items()) >= swap:
+            return True
+    return False
+
+
 def prefetch_victim(engine: EngineView, reserved: set[int], target: tuple[NeedOrder, list[str], str]) -> int | None:
     future, needed, module = target
     return engine.slots.victim(module, future, keep=reserved | holding(engine, future, needed, module))
 
 
-def may_load(engine: EngineView, victim: int, hidden_only: bool) -> bool:
-    """Whether a prefetch into ``victim`` may start now: allowed by the contract (guard.py) and,
-    with ``hidden_only``, ending before the job on the stream."""
+def may_load(engine: EngineView, victim: int, hidden_only: bool, module: str | None = None) -> bool:
+    """Whether a prefetch (of ``module``) into ``victim`` may start now: allowed by the contract
+    (guard.py) and, with ``hidden_only``, ending before the job on the stream."""
     if hidden_only:
         end = engine.foresight.stream_job_end()
         if end is None or engine.now + engine.port.load_seconds(victim) > end:
             return False
-    return side_load_allowed(engine, victim)
+    return side_load_allowed(engine, victim, module)
 
 
 def pinned_victim(engine: EngineView, frame: Frame, module: str, keep: set[int]) -> int | None:

@@ -64,7 +64,7 @@ def overtaken(engine: EngineView, frame: Frame, module: str) -> bool:
     for p in engine.pipelines:
         if p is frame.pipeline or module in p.module_counts or len(p.pass_stages) > 1:
             continue
-        latest = engine.next_release_s(p) + p.jitter_s
+        latest = engine.foresight.next_release_s(p) + p.jitter_s
         if latest > end or latest + p.deadline_s >= frame.deadline:
             continue
         if sum(max(0, c - pins.get(m, 0)) for m, c in p.module_counts.items()) >= swap:

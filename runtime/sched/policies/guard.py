@@ -92,5 +92,5 @@ def port_free_for_others_s(engine: EngineView, module: str) -> float:
             continue          # its frame counts on this load (one pass: it takes it at its commit)
         if all(c <= have_pins.get(m, 0) for counts in p.pass_module_counts for m, c in counts.items()):
             continue          # every stage pinned: it never waits for the port
-        out = min(out, max(now, engine.next_release_s(p)))
+        out = min(out, max(now, engine.foresight.next_release_s(p)))
     return out

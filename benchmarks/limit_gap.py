@@ -86,7 +86,9 @@ def small_workload(seed: int, max_pipelines: int = 5) -> Workload:
         deadline = rng.uniform(probe.exec_s + load_s, period)
         jitter = round(rng.uniform(0.0, 1e-3), 5) if rng.random() < 0.5 else 0.0
         spec = realtime_spec(f"p{i}", chain, period, deadline, [rows, cols], plat, jitter_s=jitter)
-        pipelines.append(replace(spec, offset_s=round(rng.uniform(0.0, period), 4)))
+        # Below the period: rounded up to it, the offset would equal the one-hyperperiod run's end,
+        # and the pipeline would release no frame at all.
+        pipelines.append(replace(spec, offset_s=round(rng.uniform(0.0, period), 4) % period))
     if not pipelines:
         return small_workload(seed + 1_000_003, max_pipelines)
     if "dnn_tile" in plat.modules and rng.random() < 0.3:

@@ -263,7 +263,9 @@ def edf_rules_images(stretches, engine, result: dict, slots: int, load_s: float,
     partitions (docs/dnn-window-gap.md): at t the chain holds at most the bound's n(t), and at
     most F - P tiles (F the slots of the DNN's partitions, P their pins), plus in a quiet gap
     [e, r) the pins lent there, min(P, floor((t - e) / t_L), floor((r - t) / t_L)) (each lent
-    pin's tile loads after e, its pin is back by r); before the first release r1, at most
+    pin's tile loads after e, its pin is back by r; a gap that ends at the run's end, not at a
+    release, is not cut at r: no frame comes, so no pin is due back in the run); before the
+    first release r1, at most
     floor(r1 / t_L) - P (every pin loads after the cold start, beside the tiles). An upper bound
     on edf's DNN images (the summary counts the runs above it: ``runs_above_edf_rules``), not on any
     scheduler's.
@@ -282,10 +284,16 @@ def edf_rules_images(stretches, engine, result: dict, slots: int, load_s: float,
     first = min((f.release for f in engine.frames), default=float("inf"))
     cold = math.floor(first / load_s + 1e-9) - fixed - lendable if first != float("inf") else slots
 
+    # A gap that runs to the run's end with no release at its end has no pin to give back in the
+    # run: edf's earliest next release is then past the end (inf when no frame will come,
+    # foresight.earliest_release_s), so pin_lend's back_by does not cut the lend before the end.
+    releases = {f.release for f in engine.frames}
+
     def lent_at(t: float) -> int:
         for e, r in gaps:
             if e <= t < r:
-                return min(lendable, math.floor((t - e) / load_s + 1e-9), math.floor((r - t) / load_s + 1e-9))
+                back = math.floor((r - t) / load_s + 1e-9) if r < engine.end_s or r in releases else lendable
+                return min(lendable, math.floor((t - e) / load_s + 1e-9), back)
         return 0
 
     total = 0

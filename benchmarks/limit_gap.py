@@ -64,6 +64,16 @@ PERIODS_MS = (10, 20, 40)
 PLATFORMS = ("pynq-z2", "zcu104")
 
 
+def rephased(workload: Workload, seed: int) -> Workload:
+    """``workload``'s pipelines (their chains, rates and deadlines) with offsets, and jitter on about
+    half, drawn from ``seed``: the same set at other phasings, for tests of what a phasing decides."""
+    rng = random.Random(seed)
+    pipelines = tuple(replace(p, offset_s=round(rng.uniform(0, p.period_s), 4) % p.period_s,
+                              jitter_s=round(rng.uniform(0, 5e-4), 5) if rng.random() < 0.5 else 0.0)
+                      if p.realtime else p for p in workload.pipelines)
+    return replace(workload, pipelines=pipelines, seed=seed)
+
+
 def small_workload(seed: int, max_pipelines: int = 5) -> Workload:
     """One seeded small workload (module docstring): one hyperperiod of at most 40 ms."""
     rng = random.Random(seed)

@@ -4,9 +4,6 @@ and admitted pipelines never miss."""
 
 from __future__ import annotations
 
-import random
-from dataclasses import replace
-
 import pytest
 from fpgashare.catalogue.workload import Workload
 from fpgashare.cli.bench import run_one
@@ -15,7 +12,7 @@ from fpgashare.sched.policies import edf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks.limit_gap import small_workload
+from benchmarks.limit_gap import rephased, small_workload
 
 #: A generated workload (limit_gap's generator) where an evictor's load into a pinned slot can hide
 #: under the job before it: PYNQ-Z2, one chain holds the pins, another needs a module beside one pin.
@@ -23,14 +20,9 @@ EXAMPLE_SEED = 1570848632
 
 
 def around(seed: int) -> Workload:
-    """The example's pipelines (its chains, rates and deadlines) with offsets and jitter drawn from
-    ``seed``: the phasings where an evictor comes while the job before it streams vary."""
-    rng = random.Random(seed)
-    base = small_workload(EXAMPLE_SEED)
-    pipelines = tuple(replace(p, offset_s=round(rng.uniform(0, p.period_s), 4),
-                              jitter_s=round(rng.uniform(0, 5e-4), 5) if rng.random() < 0.5 else 0.0)
-                      if p.realtime else p for p in base.pipelines)
-    return replace(base, pipelines=pipelines, seed=seed)
+    """The example's pipelines with offsets and jitter drawn from ``seed`` (``rephased``):
+    the phasings where an evictor comes while the job before it streams vary."""
+    return rephased(small_workload(EXAMPLE_SEED), seed)
 
 
 def _run(workload: Workload | int, monkeypatch, take: bool = True):

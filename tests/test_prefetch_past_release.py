@@ -5,9 +5,7 @@ frames it serves wait less for the port, and no admitted frame misses."""
 
 from __future__ import annotations
 
-import random
 from collections import Counter
-from dataclasses import replace
 
 import pytest
 from fpgashare.catalogue.workload import Workload
@@ -18,7 +16,7 @@ from fpgashare.sched.policies import guard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks.limit_gap import small_workload
+from benchmarks.limit_gap import rephased, small_workload
 
 #: A generated workload (limit_gap's generator) where the port idles between a frame's end and the
 #: release of a frame needing a load, with a fully pinned pipeline's frame released in between:
@@ -27,14 +25,9 @@ EXAMPLE_SEED = 731001
 
 
 def around(seed: int) -> Workload:
-    """The example's chains, rates and deadlines with offsets and jitter drawn from ``seed``: the
-    phasings where a release falls inside the idle gap vary."""
-    rng = random.Random(seed)
-    base = small_workload(EXAMPLE_SEED)
-    pipelines = tuple(replace(p, offset_s=round(rng.uniform(0, p.period_s), 4),
-                              jitter_s=round(rng.uniform(0, 5e-4), 5) if rng.random() < 0.5 else 0.0)
-                      if p.realtime else p for p in base.pipelines)
-    return replace(base, pipelines=pipelines, seed=seed)
+    """The example's pipelines with offsets and jitter drawn from ``seed`` (``rephased``):
+    the phasings where a release falls inside the idle gap vary."""
+    return rephased(small_workload(EXAMPLE_SEED), seed)
 
 
 def _run(workload: Workload, monkeypatch, past: bool = True):

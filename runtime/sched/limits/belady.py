@@ -33,7 +33,7 @@ class Ran:
 
     start: float
     end: float
-    release: float     #: when it could start: the frame's release; a later pass: the end of the one before
+    release: float     #: when it could start: the frame's arrival; a later pass: the end of the one before
     modules: tuple[str, ...]
 
 
@@ -41,8 +41,11 @@ def run_order(engine) -> list[Ran]:
     """The passes a finished run streamed (real-time frames only), in start order."""
     out = []
     for f in engine.frames:
+        # A frame committed before it arrives (early_commit.py) is pending from its release but
+        # streams only from its arrival: the idle time before the arrival hides loads too.
+        came = f.release if f.arrives is None else max(f.release, f.arrives)
         for step, (start, end) in enumerate(f.streamed):
-            release = f.release if step == 0 else f.streamed[step - 1][1]
+            release = came if step == 0 else f.streamed[step - 1][1]
             out.append(Ran(start, end, release, f.pipeline.pass_modules[step]))
     return sorted(out, key=lambda r: (r.start, r.end))
 

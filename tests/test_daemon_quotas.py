@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import mmap
+import os
 import socket
 import struct
 import threading
@@ -48,9 +49,15 @@ class Footprint:
                     start, end = (int(v, 16) for v in parts[0].split("-"))
                     inode = int(parts[4])
                     self.rings[inode] = max(self.rings.get(inode, 0), end - start)
+        # This process's files in /dev/shm (mapped or open): other test files' daemons, run beside
+        # this one by pytest's other worker, make and sweep their own there.
+        with open("/proc/self/maps") as maps:
+            held = {line.split()[5] for line in maps if len(line.split()) >= 6}
+        held |= {os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+                 if os.path.exists(f"/proc/self/fd/{fd}")}
         shm = Path("/dev/shm")
-        self.dev_shm = {e.name: e.stat().st_size for e in shm.iterdir() if e.name.startswith("fpgashare")} \
-            if shm.is_dir() else {}
+        self.dev_shm = {e.name: e.stat().st_size for e in shm.iterdir()
+                        if e.name.startswith("fpgashare") and str(e) in held} if shm.is_dir() else {}
         with open("/proc/self/status") as status:
             fields = dict(line.split(":", 1) for line in status)
         self.rss = int(fields["VmRSS"].split()[0]) * 1024

@@ -24,6 +24,7 @@ from fpgashare.sched.host.cpu_work import ModelledCpuCost
 from fpgashare.sched.host.host_cost import HostBudget, HostCost
 from fpgashare.sched.policies.registry import make_policy
 
+from benchmarks.late_loop import join, step_to, take_events_until
 from benchmarks.results import write_result
 from benchmarks.workload_gen import random_workload
 
@@ -64,32 +65,24 @@ def late_run(seed: int, reserve_s: float, counted: bool) -> tuple[int, int]:
         board.op_delay_s = reserve_s if counted else 0.0        # the loop is taken to be that late at most
         if board.admit(fabric) is not None:
             continue
-        ready: list[bool] = []
-        board.add_pipeline(fabric, admitted=True, on_ready=lambda r=ready: r.append(True))
-        while not ready and (due := board.next_event_s()) is not None:
-            clock.wait_until(max(due, clock.now()))
-            board.advance_to(clock.now())
-        admitted.append(fabric)
+        if join(board, fabric):
+            admitted.append(fabric)
     start = clock.now()
     arrivals = sorted((start + 0.01 + p.release_s(k, seed), k, p) for p in admitted
                       for k in range(int(workload.duration_s / p.period_s)))
     pixels = {p.name: np.zeros((p.cpu_before or p.stages)[0].kind.input_shape(*p.frame), np.uint8) for p in admitted}
     frames = []
 
-    def take_events_until(t: float) -> None:
-        while (due := board.next_event_s()) is not None and due <= t:
-            late = due + rng.uniform(0.0, reserve_s)      # the loop notices the event late
-            clock.wait_until(max(min(late, t), clock.now()))
-            board.advance_to(clock.now())
+    def late() -> float:                                  # the loop notices an event up to R late
+        return rng.uniform(0.0, reserve_s)
 
     for arrival, _, p in arrivals:
-        noticed = arrival + rng.uniform(0.0, reserve_s)
-        take_events_until(noticed)
-        clock.wait_until(max(noticed, clock.now()))
-        board.advance_to(clock.now())
+        noticed = arrival + late()
+        take_events_until(board, noticed, late)
+        step_to(board, noticed)
         frame = board.submit(p.name, pixels[p.name])
         frames.append((arrival, p, frame))
-    take_events_until(clock.now() + 5.0)
+    take_events_until(board, clock.now() + 5.0, late)
     late = sum(1 for arrival, p, f in frames
                # the app's deadline (the fabric's, its host stages', what R took) less R for the answer
                if f.end is None or f.end > arrival + p.due_s + budget.taken[p.name] - reserve_s + 1e-9)

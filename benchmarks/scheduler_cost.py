@@ -43,6 +43,7 @@ from fpgashare.sched.board.workload_run import run_board
 from fpgashare.sched.policies.registry import make_policy
 from fpgashare.sched.sources.periodic import run_workload
 
+from benchmarks.late_loop import join
 from benchmarks.results import write_result
 
 CHAINS = (["gauss3x3", "sobel_mag", "threshold"], ["downscale2x", "box3x3"], ["sharpen3x3"], ["threshold"],
@@ -131,12 +132,7 @@ def _replan_times(board, w: Workload, repeats: int, n: int) -> dict:
     for spec in first:
         if board.admit(spec) is not None:
             continue
-        ready: list[bool] = []
-        board.add_pipeline(spec, admitted=True, on_ready=lambda r=ready: r.append(True),
-                           on_refused=lambda _w, r=ready: r.append(False))
-        while not ready and (due := board.next_event_s()) is not None:
-            board.clock.wait_until(max(due, board.clock.now()))
-            board.advance_to(board.clock.now())
+        join(board, spec)
     times = []
     for k in range(repeats):
         # A newcomer of its own each time (another name and a slightly longer period): what the

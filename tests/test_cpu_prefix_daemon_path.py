@@ -35,6 +35,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.host_op_delay import COST
+from benchmarks.late_loop import join, step_to, take_events_until
 from benchmarks.workload_gen import random_workload
 
 log = logging.getLogger(__name__)
@@ -141,12 +142,8 @@ def run(seed: int, pattern: str, reserve_s: float, loop: str = "random") -> dict
             fabric = None if isinstance(fabric, str) or board.admit(fabric) is not None else fabric
         if fabric is None:
             continue
-        ready: list[bool] = []
-        board.add_pipeline(fabric, admitted=True, on_ready=lambda r=ready: r.append(True))
-        while not ready and (due := board.next_event_s()) is not None:
-            clock.wait_until(max(due, clock.now()))
-            board.advance_to(clock.now())
-        admitted.append(fabric)
+        if join(board, fabric):
+            admitted.append(fabric)
     start = clock.now() + 0.005
     # The app's own jitter: the fabric's less the R (or two) the host adds to it.
     app_jitter = {p.name: max(0.0, p.jitter_s - (1 + bool(p.cpu_before)) * reserve_s) for p in admitted}
@@ -157,21 +154,15 @@ def run(seed: int, pattern: str, reserve_s: float, loop: str = "random") -> dict
     def late() -> float:            # how late the loop notices an event: up to R, or always R
         return reserve_s if loop == "worst" else rng.uniform(0.0, reserve_s)
 
-    def take_events_until(t: float) -> None:
-        while (due := board.next_event_s()) is not None and due <= t:
-            clock.wait_until(max(min(due + late(), t), clock.now()))
-            board.advance_to(clock.now())
-
     frames = []
     for arrival, _, p in arrivals:
         noticed = arrival + late()
-        take_events_until(noticed)
-        clock.wait_until(max(noticed, clock.now()))
-        board.advance_to(clock.now())
+        take_events_until(board, noticed, late)
+        step_to(board, noticed)
         pixels = np.zeros((p.cpu_before or p.stages)[0].kind.input_shape(*p.frame), np.uint8)
         frames.append((arrival, p, board.submit(p.name, pixels), pixels))
         board.advance_to(clock.now())        # the daemon steps the engine in the submit's own callback
-    take_events_until(clock.now() + 5.0)
+    take_events_until(board, clock.now() + 5.0, late)
     # A frame whose CPU part ended past its bound is outside the promise (the host's overrun).
     kept = [(a, p, f) for a, p, f, pixels in frames if id(pixels) not in host.overran]
     late = [(f.key, f.outcome, f.reason) for a, p, f in kept

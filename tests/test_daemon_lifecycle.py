@@ -20,6 +20,8 @@ from fpgashare.client import DaemonError, DeadlineMissed, FrameDropped, connect
 from fpgashare.daemon import Daemon, DaemonRunningError, DaemonThread
 from fpgashare.sched.core.clock import VirtualClock
 
+from tests.stale_ring import PLANTED_STALE_RING
+
 SHAPE = (60, 80)
 SENTINEL = 77
 STAGES = ["gauss3x3", "threshold"]
@@ -60,13 +62,13 @@ def test_a_second_daemon_is_refused_naming_the_first(sock):
 
 
 def test_rings_a_dead_daemon_left_are_swept(sock):
-    stale = shared_memory.SharedMemory(name="fpgashare-c9-deadbeef0000", create=True, size=4096)
+    stale = shared_memory.SharedMemory(name=PLANTED_STALE_RING, create=True, size=4096)
     resource_tracker.unregister(stale._name, "shared_memory")     # as if its process had died
     stale.close()
     with daemon_on(sock):
         assert not (sock.parent / "x").exists()
         with pytest.raises(FileNotFoundError):
-            shared_memory.SharedMemory(name="fpgashare-c9-deadbeef0000")
+            shared_memory.SharedMemory(name=PLANTED_STALE_RING)
 
 
 def test_the_client_raises_daemon_error_when_the_daemon_goes(sock):

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.host_op_delay import COST, late_run
+from benchmarks.late_loop import join, step_to, take_events_until
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -151,22 +152,19 @@ def _edge_split_run(seed: int, reserve_s: float, host_first: bool) -> tuple[int,
         fabric = budget.fabric_spec(spec) if spec is not None else None
         if fabric is not None and not isinstance(fabric, str) and board.admit(fabric) is None:
             break
-    ready: list[bool] = []
-    board.add_pipeline(fabric, admitted=True, on_ready=lambda: ready.append(True))
-    while not ready and (due := board.next_event_s()) is not None:
-        clock.wait_until(max(due, clock.now()))
-        board.advance_to(clock.now())
+    assert join(board, fabric)
     pixels = np.zeros(chain[0].kind.input_shape(120, 160), np.uint8)
     frames = []
     start = clock.now() + 0.01
+
+    def late() -> float:                      # the loop notices an event up to R late
+        return rng.uniform(0.0, reserve_s)
+
     for k in range(40):
         arrival = start + k * fabric.period_s
-        noticed = arrival + rng.uniform(0.0, reserve_s)
-        while (due := board.next_event_s()) is not None and due <= noticed:
-            clock.wait_until(max(min(due + rng.uniform(0.0, reserve_s), noticed), clock.now()))
-            board.advance_to(clock.now())
-        clock.wait_until(max(noticed, clock.now()))
-        board.advance_to(clock.now())
+        noticed = arrival + late()
+        take_events_until(board, noticed, late)
+        step_to(board, noticed)
         frames.append((arrival, board.submit("p", pixels)))
     while (due := board.next_event_s()) is not None:
         clock.wait_until(max(due + rng.uniform(0.0, reserve_s), clock.now()))

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.stale_ring import PLANTED_STALE_RING
+
 GROUP, APP_USER, ATTACKER = "fpgashare", "fpgashare-app", "fpgashare-attacker"
 VICTIM_FRAMES = 2_000
 SHAPE = (60, 80)
@@ -59,10 +61,6 @@ with DaemonThread(daemon):
         daemon.run_until(t)
 print("failure" if daemon.failure else "clean", flush=True)
 """
-
-#: The ring test_daemon_lifecycle.py plants as a dead daemon's, for a daemon to sweep.
-PLANTED_STALE_RING = "fpgashare-c9-deadbeef0000"
-
 
 # ---- the tenants (run in forked children, as their users)
 

@@ -194,3 +194,34 @@ def test_a_late_frame_says_which_deadline_it_missed_when_the_host_took_its_share
     assert exc.latency_ms > fabric.due_s * 1e3
     assert "due 6.000 ms after it reached the daemon: its 12.000 ms deadline less the 6.000 ms" in exc.reason
     assert "due 6.000 ms" in str(exc)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_a_frame_with_host_stages_is_judged_by_what_the_guarantee_promises_from_its_take(seed):
+    """The engine's verdict for a frame with stages on the host counts from when the daemon took
+    it: the app's deadline less R for the way in and R for the answer, which for a frame ending on
+    the host leaves at the loop's notice of its end (its ``end``): D - R then, D - 2R otherwise.
+    Judging by the fabric part's deadline plus the CPU bounds alone would report frames late that
+    the guarantee kept (each late notice of a hand-over is R the analysis gave away)."""
+    from fpgashare.backends.simrun import resolve_chain
+    from fpgashare.sched.core.jobs import Frame
+    from fpgashare.sched.host.cpu_fallback import fallback_candidates
+    from fpgashare.sched.host.cpu_work import ModelledCpuCost
+
+    rng = random.Random(seed)
+    reserve = rng.uniform(0.1e-3, 1.0e-3)
+    budget = HostBudget(HostCost(per_frame_s=50e-6), reserve_s=reserve)
+    chain = resolve_chain(rng.sample(["gauss3x3", "threshold", "sobel_mag", "median3x3"], rng.randint(2, 3)), {})
+    period = rng.uniform(20e-3, 80e-3)
+    placements = [s for s, _ in fallback_candidates("p", chain, period, period, (120, 160), PLATFORM, {},
+                                                    ModelledCpuCost()) if s is not None and not s.on_cpu_only]
+    assert placements
+    for placed in placements:
+        fabric = budget.fabric_spec(placed)
+        if isinstance(fabric, str):
+            continue
+        take = rng.uniform(0.0, 1.0)
+        frame = Frame(fabric, 0, take, take + fabric.deadline_s, 0)
+        ends_on_host = bool(placed.cpu_after)
+        assert frame.due - take == pytest.approx(placed.due_s - (1 if ends_on_host else 2) * reserve)

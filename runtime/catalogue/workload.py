@@ -64,6 +64,9 @@ class PipelineSpec:
     cpu_before_s: float = 0.0
     cpu_after_s: float = 0.0
     host: bool = False                 #: runs wholly on the host: no stage (or no DNN tile) on the fabric
+    #: How much later than ``due_s`` from its take a frame with host stages may end under the
+    #: guarantee: the loop's late notices of its hand-overs (runtime/sched/host/host_cost.py).
+    handover_s: float = 0.0
 
     def release_s(self, index: int, seed: int) -> float:
         """Frame ``index``'s release from the first one: its nominal time plus its jitter, drawn

@@ -241,10 +241,11 @@ def judged_by(pipeline: PipelineSpec, app_due_s: float) -> str:
     was given: the engine judges it by the fabric's share, from when it reached the daemon, the
     host's response bound taken each way (runtime/sched/host/host_cost.py); '' when they agree.
     Without it a frame 7 ms after its arrival would be "past its deadline" of 33 ms."""
-    kept = app_due_s - pipeline.due_s
+    due = pipeline.due_s + pipeline.handover_s
+    kept = app_due_s - due
     if kept <= 1e-12:
         return ""
-    return (f"due {pipeline.due_s * 1e3:.3f} ms after it reached the daemon: its {app_due_s * 1e3:.3f} ms "
+    return (f"due {due * 1e3:.3f} ms after it reached the daemon: its {app_due_s * 1e3:.3f} ms "
             f"deadline less the {kept * 1e3:.3f} ms the admission keeps for the daemon's own work on the "
             f"host (its response bound each way)")
 

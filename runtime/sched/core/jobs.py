@@ -57,8 +57,9 @@ class Frame:
 
     @property
     def due(self) -> float:
-        """The frame's own deadline, CPU stages included (``deadline`` is the fabric part's)."""
-        return self.origin + self.pipeline.due_s
+        """The frame's own deadline, CPU stages included (``deadline`` is the fabric part's): what
+        the guarantee promises from when the frame came, the host's late hand-overs included."""
+        return self.origin + self.pipeline.due_s + self.pipeline.handover_s
 
     def _at_pass(self, step: int) -> None:
         """The pass at hand: what the scheduler places, loads and streams next (plain attributes:

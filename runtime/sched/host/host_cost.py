@@ -163,7 +163,14 @@ class HostBudget:
                     f"than its {p.period_s * 1e3:.3f} ms period")
         self.reserves[p.name] = reserve
         self.taken[p.name] = taken
-        return replace(p, deadline_s=deadline, jitter_s=jitter)
+        # Judged from when the daemon took it, such a frame may end later than its fabric part's
+        # deadline plus its CPU bounds by the loop's late notices: the prefix's end (the fabric part
+        # released up to R later, its deadline counting from that release), the fabric's end (the
+        # suffix started up to R later) and the suffix's own end (the frame's end is when the loop
+        # notices it, the answer leaving then: the way back's R). That is still the app's deadline
+        # less its two R each way (one taken before the daemon took the frame, one for the answer).
+        handover = (before + 2 * after) * reserve
+        return replace(p, deadline_s=deadline, jitter_s=jitter, handover_s=handover)
 
     def op_delay_s(self, pipelines: Sequence[PipelineSpec]) -> float:
         """How late the loop may start any one fabric operation (a frame's pass, a load) after the

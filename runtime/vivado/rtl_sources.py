@@ -23,6 +23,7 @@ def template_dir() -> Path:
 
 _MODULE_DECL = re.compile(r"^\s*(?:module|package)\s+(\w+)", re.M)
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_INCLUDE = re.compile(r'`include\s+"([^"]+)"')
 
 
 def modules_in(folder: Path) -> dict[str, Path]:
@@ -51,12 +52,28 @@ def rtl_closure(top: str, library: dict[str, Path]) -> list[Path]:
         path = library[name]
         if path not in order:
             order.append(path)
-        text = _COMMENTS.sub("", path.read_text())
+        text = _text_with_includes(path)
         for other in library:
             if other != name and re.search(rf"(?<![\w.]){other}(\s*(#\s*\(|\w+\s*\()|::)", text):
                 todo.append(other)
     packages = [p for p in order if p.name.endswith("_pkg.sv")]
     return packages + [p for p in order if p not in packages]
+
+
+def _text_with_includes(path: Path, seen: frozenset[Path] = frozenset()) -> str:
+    """``path``'s text without comments, each header it includes in its place: a module a header
+    instantiates (the slot's decoupler, rp_decoupled.svh) is the including file's need. Headers
+    are looked up beside the file, then in the RTL folder, as the builds' include paths do."""
+    text = _COMMENTS.sub("", path.read_text())
+
+    def expand(match: re.Match) -> str:
+        for folder in (path.parent, rtl_dir()):
+            header = folder / match.group(1)
+            if header.exists() and header not in seen:
+                return _text_with_includes(header, seen | {path})
+        return ""
+
+    return _INCLUDE.sub(expand, text)
 
 
 def tcl_word(text: str) -> str:

@@ -209,8 +209,11 @@ _FIELD_TYPES = {"kind": (lambda v: isinstance(v, str), "a string"),
 
 def _member(archive, key: str, where: str) -> np.ndarray:
     """Array ``key`` of an open archive; a member numpy cannot read (cut short, a bad CRC, an object
-    or oversized array, a bad header) is a NetworkError naming it."""
+    or oversized array, a bad header, no header at all) is a NetworkError naming it."""
     try:
-        return archive[key]
+        value = archive[key]
     except (OSError, ValueError, EOFError, MemoryError, zipfile.BadZipFile) as exc:
         raise NetworkError(f"{where}: array {key} cannot be read: {str(exc)[:80]}") from None
+    if not isinstance(value, np.ndarray):       # numpy hands a member without the .npy magic back as bytes
+        raise NetworkError(f"{where}: array {key} cannot be read: not an .npy array")
+    return value

@@ -194,3 +194,40 @@ def test_a_departure_during_a_registrations_trial_has_it_tried_again_on_a_worker
         registering.join(30)
         assert "pipe" in outcome and "late" in daemon.states
     assert where == ["worker", "worker"], where          # its trial, then once more for the set left
+
+
+def test_a_clients_network_is_read_on_a_worker_never_on_the_daemons_loop(tmp_path, monkeypatch):
+    """Reading a network file of a few hundred members took milliseconds of the loop (tens on a
+    board's CPU) per ``dnn`` registration, refused or not: many times what the request is charged
+    of its user's rate, every tenant's frames waiting meanwhile. It is read on a worker; a bad one
+    is still refused by name and a good one still runs."""
+    import asyncio
+
+    from fpgashare.client import DaemonError
+    from fpgashare.client.pipeline import DnnPipeline
+    from fpgashare.dnn import network_wire
+
+    from tests.hostile_networks import hostile_network, small_network
+
+    where = []
+    read = network_wire.network_from_wire
+
+    def recorded(*args, **kw):
+        where.append("loop" if asyncio._get_running_loop() is not None else threading.current_thread().name)
+        return read(*args, **kw)
+
+    monkeypatch.setattr(network_wire, "network_from_wire", recorded)
+    rng = np.random.default_rng()
+    sock = tmp_path / "d.sock"
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, dilation=20.0, host_cost=HostCost())
+    with DaemonThread(daemon), connect(sock) as tenant:
+        _, bad = hostile_network(rng)
+        with pytest.raises(DaemonError, match="network for 'm'") as err:
+            tenant.request("dnn", name="bad", model="m", network=bad)
+        assert err.value.kind == "bad_request"
+        fields = {"name": "good", "model": "m", "network": network_wire.network_bytes(small_network(rng))}
+        answer = tenant.request("dnn", **fields)
+        pipe = DnnPipeline(tenant, "good", tenant._attach(answer), answer, fields)
+        image = rng.integers(0, 256, pipe.ring.spec.in_shape, dtype=np.uint8)
+        assert pipe.submit(image).result(timeout=20).dtype == np.int8
+    assert len(where) == 2 and "loop" not in where, where

@@ -92,7 +92,13 @@ class Registry:
         """Check ``data`` and keep it; its name (the same for the same bytes). ``in_use(name)``:
         whether a kept network is still needed (default: every one is, so none is dropped);
         ``dropped(name)``: told of a network dropped to make room (to forget what was kept for it)."""
-        net = network_from_wire(data, f"network for {label!r}")
+        return self.keep(network_from_wire(data, f"network for {label!r}"), data, label, in_use, dropped)
+
+    def keep(self, net: Network, data: bytes, label: str, in_use: Callable[[str], bool] = lambda name: True,
+             dropped: Callable[[str], None] = lambda name: None) -> str:
+        """``register`` for a network already read from ``data`` (``network_from_wire``, which the
+        daemon runs on a worker: reading a file of many members takes milliseconds, on a board's
+        CPU tens of them, more than a registration's share of the loop)."""
         digest = hashlib.sha256(bytes(data)).hexdigest()[:12]
         name = f"{label[:40]}-{digest}"
         with self._lock:

@@ -363,7 +363,26 @@ class Ops:
         if state is None or state.closing:
             raise ProtocolError("bad_request", f"close: no pipeline {name!r} of this client")
         self.sessions.end_pipeline(client, name, "pipeline closed")
+        await self._until_retired(client, name, state)
         return {"closed": name}
+
+    async def _until_retired(self, client: Client, name: str, state: PipelineState) -> None:
+        """A close answers once its pipeline has ended: each of its frames on the fabric answered
+        (their replies precede this one on the socket) and its ring and name given back. Answered
+        at once, the client saw the close done while the name was still held, and registering it
+        again was refused as "already registered" whenever a frame had been on the fabric. The
+        wait is the frames' own time on the fabric; bounded like a registration's mode change."""
+        if client.pipelines.get(name) is not state:
+            return                                  # nothing was on the fabric: retired already
+        retired = asyncio.get_running_loop().create_future()
+        state.on_retired = lambda: retired.done() or retired.set_result(None)
+        if self.driver.virtual:
+            self.driver.advance_events(self.clock.now() + READY_LIMIT_S, until=retired.done)
+        try:
+            await asyncio.wait_for(retired, READY_LIMIT_S * self.driver.dilation)
+        except TimeoutError:
+            log.warning("client %d: pipeline %s still closing after %g s", client.id, name, READY_LIMIT_S)
+        await self._turn()
 
 
 def _capacity(exc: FpgashareError) -> bool:

@@ -1,7 +1,8 @@
 """Network files a hostile or careless client may send in a ``dnn`` registration, generated from a
 valid one: a spec field of another JSON type that compares like the right one (``4.0``, ``"4"``,
 ``[4]``, a flag's string), a spec nested past the parser's depth, and members numpy cannot read
-(cut short, a flipped byte under the CRC, an object or oversized array header)."""
+(cut short, an object or oversized array header), and a field whose text is longer than a
+reply can carry (deflated, the file stays small)."""
 
 from __future__ import annotations
 
@@ -32,9 +33,9 @@ def _members(data: bytes) -> dict[str, bytes]:
         return {m.filename: archive.read(m.filename) for m in archive.infolist()}
 
 
-def _archive(members: dict[str, bytes]) -> bytes:
+def _archive(members: dict[str, bytes], how: int = zipfile.ZIP_STORED) -> bytes:
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as archive:
+    with zipfile.ZipFile(buf, "w", how) as archive:
         for name, data in members.items():
             archive.writestr(name, data)
     return buf.getvalue()
@@ -58,7 +59,16 @@ def hostile_network(rng: np.random.Generator) -> tuple[str, bytes]:
     net = small_network(rng)
     members = _members(network_bytes(net))
     spec = json.loads(members["spec.npy"][members["spec.npy"].index(b"\n") + 1:].decode())
-    how = int(rng.integers(5))
+    how = int(rng.integers(6))
+    if how == 5:                             # a text far longer than a message, in a small file
+        n = int(rng.integers(25_000, 30_000))
+        if rng.integers(2):
+            layer = int(rng.integers(len(spec["layers"])))
+            spec["layers"][layer]["kind"], what = "x" * 3 * n, f"layer {layer} kind of {3 * n} characters"
+        else:
+            spec["input"], what = [1] * n, f"an input of {n} sides"
+        members["spec.npy"] = _npy(np.frombuffer(json.dumps(spec).encode(), np.uint8))
+        return what, _archive(members, zipfile.ZIP_DEFLATED)
     if how == 0:
         layer = int(rng.integers(len(spec["layers"])))
         key = FIELDS[int(rng.integers(len(FIELDS)))]

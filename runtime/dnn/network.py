@@ -191,17 +191,19 @@ def _is_int(value: object) -> bool:
 
 
 def _layer_fields(where: str, entry: object) -> dict:
-    """A layer's spec fields, each of its one JSON type (``kind`` a string, ``relu`` a boolean,
-    the rest integers); NetworkError naming the first that is not."""
+    """A layer's spec fields, each of its one JSON type (``kind`` one of KINDS, ``relu`` a
+    boolean, the rest integers); NetworkError naming the first that is not."""
     if not isinstance(entry, dict) or not all(k in entry for k in _FIELD_TYPES):
         raise NetworkError(f"{where}: needs kind, out_channels, kernel, stride, pad, relu")
     for key, (check, what) in _FIELD_TYPES.items():
-        if not check(entry[key]):
+        if isinstance(entry[key], (list, dict)) or not check(entry[key]):     # (a list is no kind, nor hashable)
+            if key == "kind":
+                raise NetworkError(f"{where}: unknown kind {str(entry[key])[:40]!r}, expected {what}")
             raise NetworkError(f"{where}: {key} must be {what}, got {str(entry[key])[:40]!r}")
     return {key: entry[key] for key in _FIELD_TYPES}
 
 
-_FIELD_TYPES = {"kind": (lambda v: isinstance(v, str), "a string"),
+_FIELD_TYPES = {"kind": (lambda v: v in KINDS, f"one of {', '.join(KINDS)}"),
                 "out_channels": (_is_int, "an integer"), "kernel": (_is_int, "an integer"),
                 "stride": (_is_int, "an integer"), "pad": (_is_int, "an integer"),
                 "relu": (lambda v: isinstance(v, bool), "true or false")}

@@ -308,3 +308,31 @@ def test_a_close_answers_after_its_frames_and_the_name_is_free_at_once(sock):
         while daemon.clients and time.monotonic() < deadline:        # the daemon has seen the ends
             time.sleep(0.01)
         assert daemon.states == {} and daemon.shm_bytes == 0
+
+
+def test_frames_answered_before_a_close_keep_their_outputs_and_a_closed_pipeline_says_so(sock):
+    """Frames that ended before their pipeline's close, read only after it (``result()`` called
+    late): their outputs were read from the unmapped ring, an IndexError. Each now keeps its
+    outcome (the output, or dropped if the close came first), and a submit after the close is
+    refused naming the closed pipeline rather than an IndexError."""
+    stages = resolve_chain(STAGES, {})
+    rng = np.random.default_rng()
+    with DaemonThread(Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock())) as daemon:
+        with connect(sock) as fpga:
+            for i in range(6):
+                pipe = fpga.pipeline(f"p{i}", STAGES, period_ms=0.05, deadline_ms=50.0, frame_shape=SHAPE)
+                frames = [rng.integers(0, 256, SHAPE, dtype=np.uint8) for _ in range(int(rng.integers(1, 5)))]
+                futures = [pipe.submit(frame) for frame in frames]
+                fpga.clock()                                        # the frames are in
+                daemon.run_until(daemon.clock.now() + float(rng.uniform(0, 0.004)))
+                pipe.close()
+                for frame, future in zip(frames, futures):
+                    try:
+                        out = future.result(timeout=20)
+                    except DeadlineMissed as late:
+                        out = late.output
+                    except FrameDropped:
+                        continue
+                    assert np.array_equal(out, chain_reference(stages, frame))
+                with pytest.raises(DaemonError, match=f"pipeline 'p{i}' is closed"):
+                    pipe.submit(frames[0])

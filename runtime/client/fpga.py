@@ -162,7 +162,7 @@ class Fpga(Connection):
 
     def close(self) -> None:
         for pipe in list(self.pipelines.values()):
-            pipe.ring.close()
+            pipe._drop()
         self.pipelines.clear()
         self._shut()
 

@@ -139,6 +139,7 @@ class FrameFuture:
         self.pipe, self.slot, self._future = pipe, slot, future
         self._generation, self._ring = generation, ring
         self._outcome: np.ndarray | Exception | None = None
+        self._settling = threading.Lock()
         #: The result registers the chain's modules left after this frame (moments' M00, M10_LO ...,
         #: template_match's BEST, BEST_X, BEST_Y), by stage name; filled by ``result()``.
         self.results: dict[str, dict[str, int]] = {}
@@ -151,11 +152,16 @@ class FrameFuture:
         return self._outcome
 
     def _take(self, message: dict) -> None:
-        try:
-            self._outcome = self._settle(message)
-        finally:
-            self.pipe._release(self.slot, self._generation)
-            self.pipe._futures.discard(self)
+        # Once, whichever thread comes first: the one waiting in result() or the one closing the
+        # pipeline (a slot released twice would be handed to two frames).
+        with self._settling:
+            if self._outcome is not None:
+                return
+            try:
+                self._outcome = self._settle(message)
+            finally:
+                self.pipe._release(self.slot, self._generation)
+                self.pipe._futures.discard(self)
 
     def _settle_if_answered(self) -> None:
         """Settle now if the reply is in (its pipeline is closing: its ring goes next)."""

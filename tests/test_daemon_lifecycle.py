@@ -326,7 +326,7 @@ def test_frames_answered_before_a_close_keep_their_outputs_and_a_closed_pipeline
                 fpga.clock()                                        # the frames are in
                 daemon.run_until(daemon.clock.now() + float(rng.uniform(0, 0.004)))
                 pipe.close()
-                for frame, future in zip(frames, futures):
+                for frame, future in zip(frames, futures, strict=True):
                     try:
                         out = future.result(timeout=20)
                     except DeadlineMissed as late:

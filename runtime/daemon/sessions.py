@@ -238,7 +238,12 @@ class Sessions:
             frame.pixels = frame.output = None      # the ring's views: let it close
         if self.metrics is not None:
             self.metrics.frame_ended(frame.pipeline.name, outcome, metric_latency)
-        client.send(reply(rid, outcome=outcome, reason=reason, slot=slot, **extra))
+        try:
+            answer = reply(rid, outcome=outcome, reason=reason, slot=slot, **extra)
+        except ProtocolError as exc:        # (too big for a message): still its one answer, and this
+            # runs inside the engine's step, where an exception would leave every tenant's next event unset
+            answer = reply(rid, outcome="error", reason=f"its answer cannot be sent: {exc}", slot=slot)
+        client.send(answer)
         state.free.add(slot)
         if state.closing and not state.in_flight:
             self.retire(client, state)

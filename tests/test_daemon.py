@@ -131,6 +131,49 @@ def test_threads_share_one_connection(sock):
     assert all(np.array_equal(out, chain_reference(stages, frame)) for frame, out in outputs.values())
 
 
+
+def test_a_fork_child_is_told_the_connection_is_its_parents_and_cannot_cut_it(sock):
+    """A child forked after ``connect`` shares the parent's socket and ring mappings: its calls
+    read parts of the parent's replies (both then hang, or get "slot not free"), its writes go
+    into slots the parent's frames are in, and its ``close`` shut the parent's connection down,
+    ending the parent's pipelines. The child is told to connect again (``forked``) before it
+    writes or sends anything, closing there drops only its copy, and the parent streams on."""
+    stages = resolve_chain(["threshold"], {})
+    with RunningDaemon(sock), connect(sock) as fpga:
+        pipe = fpga.pipeline("p", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
+        before = pipe.ring.input(0).copy()
+        read_end, write_end = os.pipe()
+        child = os.fork()
+        if child == 0:                       # the child: no logging, no pytest, out with os._exit
+            code = 1
+            try:
+                try:
+                    pipe.submit(np.full(SHAPE, 9, np.uint8))
+                except DaemonError as exc:
+                    code = 0 if exc.kind == "forked" and str(os.getpid()) in str(exc) else 2
+                try:
+                    fpga.clock()
+                    code = 3
+                except DaemonError as exc:
+                    code = code if exc.kind == "forked" else 4
+                fpga.close()
+            finally:
+                os.write(write_end, bytes([code]))
+                os._exit(0)
+        os.close(write_end)
+        deadline = time.monotonic() + 30
+        while os.waitpid(child, os.WNOHANG) == (0, 0):
+            if time.monotonic() > deadline:   # a child stuck on the shared socket: its pipe then ends empty
+                os.kill(child, signal.SIGKILL)
+            time.sleep(0.01)                  # waiting for another process
+        code = os.read(read_end, 1)
+        os.close(read_end)
+        assert code == b"\x00", code
+        assert np.array_equal(pipe.ring.input(0), before)          # the child wrote nothing
+        for frame in frames(3, seed=4):
+            assert np.array_equal(pipe.submit(frame).result(timeout=30), chain_reference(stages, frame))
+
+
 def raw(sock_path, data):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(str(sock_path))

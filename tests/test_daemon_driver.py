@@ -101,6 +101,39 @@ def test_a_failure_to_answer_between_events_surfaces_after_the_engine_call():
     assert answered == [(1.0, 1), (1.0, 2)]         # the items after it answered next, as before
 
 
+
+def test_a_failure_to_answer_still_sets_the_timer_for_the_engines_next_event():
+    """On a wall clock a timer wakes the engine for its next event. When answering an item
+    failed (a reply that could not be encoded), the step raised before setting it, and every
+    tenant's next event waited for some other request to step the engine."""
+
+    class Loop:                      # the daemon's loop, as the driver uses it: its time and timers
+        def __init__(self) -> None:
+            self.timers = []
+
+        def time(self) -> float:
+            return 0.0
+
+        def call_at(self, when, callback, *args):
+            self.timers.append(when)
+            return type("Handle", (), {"cancel": lambda self: None})()
+
+    clock = VirtualClock()
+    engine = FakeEngine([1.0, 1.0, 2.5])
+
+    def answer(item):
+        if item[1] == 0:
+            raise ValueError("answer failed")
+
+    driver = Driver(engine, clock, LoopLatency(), answer, lambda exc: pytest.fail("not the engine's failure"))
+    driver.virtual, loop = False, Loop()             # timers as on a wall clock
+    driver.attach(loop)
+    clock.wait_until(1.0)
+    with pytest.raises(ValueError, match="answer failed"):
+        driver.advance()
+    assert loop.timers == [1.5] and engine.next_event_s() == 2.5      # woken for 2.5, 1.5 s from now
+
+
 @given(st.lists(st.floats(min_value=0.0, max_value=10.0, allow_nan=False), min_size=1, max_size=10),
        st.floats(min_value=0.0, max_value=10.0))
 def test_an_engine_exception_is_reported_and_the_halted_engine_left_alone(ends, fail_at):

@@ -7,6 +7,7 @@ ring slot before the board had written it (an all-zero "result") and the other w
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from fpgashare.backends import make_backend
 from fpgashare.backends.simrun import resolve_chain
 from fpgashare.catalogue.platform import load_platform
@@ -50,3 +51,39 @@ def test_one_clients_frames_on_several_partitions_get_their_own_outputs(tmp_path
                 assert np.array_equal(future.result(timeout=10), want), (name, k, sorted(homes))
         ended = sum(sum(p["outcomes"].values()) for p in app.status()["pipelines"].values())
     assert ended == rounds * len(pipes)          # one outcome per frame, each answered once
+
+
+def test_an_answer_too_big_for_a_message_is_an_error_outcome_and_every_other_frame_goes_on(tmp_path, monkeypatch):
+    """A client network whose output is 65,536 values (a 1.8 kB file): its image's reply could not
+    be encoded, the exception came out of the engine's step, the image was never answered, and the
+    engine's next timer was never set, so every tenant's frames waited for some other request.
+    Such a network is refused at registration, naming the output's size; past that bound (lifted
+    here), the image still gets its one answer, ``error`` saying why, and another client's frames
+    run on."""
+    from fpgashare.client import DaemonError, FrameFailed
+    from fpgashare.client.pipeline import DnnPipeline
+    from fpgashare.dnn import network_wire
+    from fpgashare.dnn.network import Layer, Network
+    from fpgashare.sched.host.host_cost import HostCost
+
+    rng = np.random.default_rng()
+    side, channels = int(rng.integers(64, 72)), 16
+    layer = Layer("conv", channels, 1, 1, 0, False, rng.integers(-9, 9, (channels, 1, 1, channels), dtype=np.int8),
+                  np.zeros(channels, np.int32), np.full(channels, 2**30, np.int32), np.full(channels, 30, np.uint8))
+    fields = {"name": "wide", "model": "m",
+              "network": network_wire.network_bytes(Network("n", (side, side, channels), (layer,)))}
+    stages = resolve_chain(["threshold"], {})
+    sock = tmp_path / "d.sock"
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, dilation=20.0, host_cost=HostCost())
+    with DaemonThread(daemon), connect(sock) as tenant, connect(sock) as other:
+        with pytest.raises(DaemonError, match=f"has {side * side * channels} values; an image's reply carries"):
+            tenant.request("dnn", **fields)
+        monkeypatch.setattr(network_wire, "MAX_OUTPUT_VALUES", 1 << 30)
+        answer = tenant.request("dnn", **fields)
+        wide = DnnPipeline(tenant, "wide", tenant._attach(answer), answer, fields)
+        pipe = other.pipeline("p", ["threshold"], period_ms=5.0, frame_shape=(60, 80))
+        for _ in range(3):
+            with pytest.raises(FrameFailed, match="its answer cannot be sent"):
+                wide.submit(rng.integers(0, 256, wide.ring.spec.in_shape, dtype=np.uint8)).result(timeout=30)
+            frame = rng.integers(0, 256, (60, 80), dtype=np.uint8)
+            assert np.array_equal(pipe.submit(frame).result(timeout=30), chain_reference(stages, frame))

@@ -254,3 +254,87 @@ def test_a_client_gone_during_its_registration_leaves_nothing_and_blocks_no_one(
         while daemon.states and time.monotonic() < deadline:
             time.sleep(0.01)                  # the loop takes the closed connections in its own time
         assert daemon.states == {} and daemon.failure is None
+
+
+def test_a_close_answers_after_its_frames_and_the_name_is_free_at_once(sock):
+    """``close`` with frames on the fabric and waiting, then the same name registered again at
+    once (pipelined behind the close): every frame is answered exactly once and before the close's
+    reply, and the registration succeeds. The close used to be answered at once while a frame on
+    the fabric still held the name, and the registration was refused "already registered"."""
+    import os
+    import socket
+
+    import msgpack
+    from fpgashare.wire.protocol import HEADER, encode
+
+    def replies(raw, want: set[int]) -> list[dict]:
+        got, data = [], b""
+        while not want <= {m["id"] for m in got}:
+            chunk, fds, _, _ = socket.recv_fds(raw, 1 << 16, 4)
+            assert chunk, f"the daemon closed the connection; got {got}"
+            for fd in fds:
+                os.close(fd)
+            data += chunk
+            while len(data) >= HEADER.size and len(data) >= HEADER.size + HEADER.unpack_from(data)[0]:
+                (n,) = HEADER.unpack_from(data)
+                got.append(msgpack.unpackb(data[HEADER.size:HEADER.size + n]))
+                data = data[HEADER.size + n:]
+        return got
+
+    register = {"op": "pipeline", "name": "p", "stages": STAGES, "period_ms": 10.0, "frame_shape": list(SHAPE)}
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock())
+    rng = np.random.default_rng()
+    with DaemonThread(daemon):
+        for _ in range(4):
+            raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            raw.connect(str(sock))
+            raw.settimeout(20)
+            raw.sendall(encode({**register, "id": 1}))
+            assert replies(raw, {1})[0]["ok"]
+            sent = list(range(10, 10 + int(rng.integers(1, 5))))        # the first on the fabric, the rest held
+            for rid in sent:
+                raw.sendall(encode({"op": "submit", "id": rid, "pipeline": "p", "slot": rid - 10,
+                                    "shape": list(SHAPE), "dtype": "uint8"}))
+            raw.sendall(encode({"op": "clock", "id": 2}))
+            got = replies(raw, {2})                                     # the submits are in
+            daemon.run_until(daemon.clock.now() + 1e-6)                 # the first frame starts
+            raw.sendall(encode({"op": "close", "id": 3, "pipeline": "p"}) + encode({**register, "id": 4}))
+            got += replies(raw, {3, 4})
+            ids = [m["id"] for m in got]
+            assert sorted(i for i in ids if i >= 10) == sent, got                  # each frame once
+            assert max(ids.index(i) for i in sent) < ids.index(3), got              # all before the close
+            again = next(m for m in got if m["id"] == 4)
+            assert again["ok"], again
+            raw.close()
+        deadline = time.monotonic() + 10
+        while daemon.clients and time.monotonic() < deadline:        # the daemon has seen the ends
+            time.sleep(0.01)
+        assert daemon.states == {} and daemon.shm_bytes == 0
+
+
+def test_frames_answered_before_a_close_keep_their_outputs_and_a_closed_pipeline_says_so(sock):
+    """Frames that ended before their pipeline's close, read only after it (``result()`` called
+    late): their outputs were read from the unmapped ring, an IndexError. Each now keeps its
+    outcome (the output, or dropped if the close came first), and a submit after the close is
+    refused naming the closed pipeline rather than an IndexError."""
+    stages = resolve_chain(STAGES, {})
+    rng = np.random.default_rng()
+    with DaemonThread(Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock())) as daemon:
+        with connect(sock) as fpga:
+            for i in range(6):
+                pipe = fpga.pipeline(f"p{i}", STAGES, period_ms=0.05, deadline_ms=50.0, frame_shape=SHAPE)
+                frames = [rng.integers(0, 256, SHAPE, dtype=np.uint8) for _ in range(int(rng.integers(1, 5)))]
+                futures = [pipe.submit(frame) for frame in frames]
+                fpga.clock()                                        # the frames are in
+                daemon.run_until(daemon.clock.now() + float(rng.uniform(0, 0.004)))
+                pipe.close()
+                for frame, future in zip(frames, futures, strict=True):
+                    try:
+                        out = future.result(timeout=20)
+                    except DeadlineMissed as late:
+                        out = late.output
+                    except FrameDropped:
+                        continue
+                    assert np.array_equal(out, chain_reference(stages, frame))
+                with pytest.raises(DaemonError, match=f"pipeline 'p{i}' is closed"):
+                    pipe.submit(frames[0])

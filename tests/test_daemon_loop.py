@@ -194,3 +194,89 @@ def test_a_departure_during_a_registrations_trial_has_it_tried_again_on_a_worker
         registering.join(30)
         assert "pipe" in outcome and "late" in daemon.states
     assert where == ["worker", "worker"], where          # its trial, then once more for the set left
+
+
+def test_a_clients_network_is_read_on_a_worker_never_on_the_daemons_loop(tmp_path, monkeypatch):
+    """Reading a network file of a few hundred members took milliseconds of the loop (tens on a
+    board's CPU) per ``dnn`` registration, refused or not: many times what the request is charged
+    of its user's rate, every tenant's frames waiting meanwhile. It is read on a worker; a bad one
+    is still refused by name and a good one still runs."""
+    import asyncio
+
+    from fpgashare.client import DaemonError
+    from fpgashare.client.pipeline import DnnPipeline
+    from fpgashare.dnn import network_wire
+
+    from tests.hostile_networks import hostile_network, small_network
+
+    where = []
+    read = network_wire.network_from_wire
+
+    def recorded(*args, **kw):
+        where.append("loop" if asyncio._get_running_loop() is not None else threading.current_thread().name)
+        return read(*args, **kw)
+
+    monkeypatch.setattr(network_wire, "network_from_wire", recorded)
+    rng = np.random.default_rng()
+    sock = tmp_path / "d.sock"
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, dilation=20.0, host_cost=HostCost())
+    with DaemonThread(daemon), connect(sock) as tenant:
+        _, bad = hostile_network(rng)
+        with pytest.raises(DaemonError, match="network for 'm'") as err:
+            tenant.request("dnn", name="bad", model="m", network=bad)
+        assert err.value.kind == "bad_request"
+        fields = {"name": "good", "model": "m", "network": network_wire.network_bytes(small_network(rng))}
+        answer = tenant.request("dnn", **fields)
+        pipe = DnnPipeline(tenant, "good", tenant._attach(answer), answer, fields)
+        image = rng.integers(0, 256, pipe.ring.spec.in_shape, dtype=np.uint8)
+        assert pipe.submit(image).result(timeout=20).dtype == np.int8
+    assert len(where) == 2 and "loop" not in where, where
+
+
+def test_other_tenants_networks_never_make_a_models_batches_rebuild_it_on_the_loop(tmp_path, monkeypatch):
+    """A batch's setup reads its model's network and load stream on the daemon's loop. Kept in
+    caches of a few entries, they were evicted by another tenant's networks in use (8 were
+    enough), and each of the model's batches rebuilt its network there (digits_cnn: ~7 ms of the
+    loop, every tenant's frames waiting). Whatever the networks beside it, a model in use is
+    built once."""
+    import asyncio
+
+    from fpgashare.client.pipeline import DnnPipeline
+    from fpgashare.dnn import planning
+    from fpgashare.dnn.network_wire import network_bytes
+
+    from tests.hostile_networks import small_network
+
+    built = []
+    get_model = planning.get_model
+
+    def recorded(name):
+        built.append((name, asyncio._get_running_loop() is not None))
+        return get_model(name)
+
+    monkeypatch.setattr(planning, "get_model", recorded)
+    rng = np.random.default_rng()
+    sock = tmp_path / "d.sock"
+    daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, dilation=20.0, host_cost=HostCost())
+    with DaemonThread(daemon), connect(sock) as app, connect(sock) as a, connect(sock) as b:
+        mine = app.dnn("digits", model="digits_cnn")
+        image = np.zeros(mine.ring.spec.in_shape, np.uint8)
+        mine.submit(image).result(timeout=30)                 # built by now, wherever
+        others = []
+        for i in range(8):                                    # as many as two connections may hold
+            tenant = (a, b)[i % 2]
+            fields = {"name": f"n{i}", "model": "m", "network": network_bytes(small_network(rng))}
+            answer = tenant.request("dnn", **fields)
+            others.append(DnnPipeline(tenant, f"n{i}", tenant._attach(answer), answer, fields))
+        built.clear()
+        for _ in range(6):
+            futures = [p.submit(rng.integers(0, 256, p.ring.spec.in_shape, dtype=np.uint8)) for p in others]
+            mine.submit(image).result(timeout=30)
+            for future in futures:
+                future.result(timeout=30)
+    assert ("digits_cnn", True) not in built, built
+    # Kept until the registry drops a network (network_wire.Registry makes room): then it goes.
+    gone = next(name for name in planning._NETWORKS if name.startswith("m-"))
+    planning.forget(gone)
+    assert gone not in planning._NETWORKS and not any(k[0] == gone for k in planning._WORDS)
+    assert "digits_cnn" in planning._NETWORKS

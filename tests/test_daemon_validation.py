@@ -325,3 +325,30 @@ def test_a_registration_refused_by_a_quota_after_its_trial_leaves_no_trial_behin
                 fpga.pipeline(f"over{n}", ["threshold"], period_ms=20.0, frame_shape=SHAPE)
             assert err.value.kind == "quota"
         assert trials_left(daemon) == {}
+
+
+def test_hostile_network_files_are_refused_and_every_other_clients_pipeline_runs_on(sock):
+    """A client sends network files whose fields compare like the right ones (``4.0``, ``"1"``,
+    a flag's string), nest past the parser's depth, or hold members numpy cannot read: each is
+    refused ``bad_request`` naming the network, before anything runs it (one with ``4.0`` used to
+    pass the checks and fail in the engine's batch, stopping the daemon for every tenant). Then
+    another client's real-time frame and the attacker's own valid network still run."""
+    from fpgashare.client.pipeline import DnnPipeline
+    from fpgashare.dnn.network_wire import network_bytes
+
+    from tests.hostile_networks import hostile_network, small_network
+
+    seed = int(np.random.SeedSequence().entropy % 2**32)
+    rng = np.random.default_rng(seed)
+    with running(sock), connect(sock) as other, connect(sock) as attacker:
+        for i in range(40):
+            what, data = hostile_network(rng)
+            with pytest.raises(DaemonError, match="network for") as err:
+                attacker.request("dnn", name=f"x{i}", model="m", network=data)
+            assert err.value.kind == "bad_request", f"seed {seed}: {what}: {err.value}"
+        check_frame_round_trip(other)
+        fields = {"name": "valid", "model": "m", "network": network_bytes(small_network(rng))}
+        answer = attacker.request("dnn", **fields)
+        pipe = DnnPipeline(attacker, "valid", attacker._attach(answer), answer, fields)
+        image = rng.integers(0, 256, pipe.ring.spec.in_shape, dtype=np.uint8)
+        assert pipe.submit(image).result(timeout=20).dtype == np.int8

@@ -140,3 +140,25 @@ def test_shipped_models_validate():
     assert edge_cnn().shapes()[1] == (64, 64, 8) and edge_cnn().output_shape == (1, 1, 10)
     with pytest.raises(NetworkError, match="kernel 3 larger"):
         Network("tiny", (1, 1, 1), (random_layer(np.random.default_rng(0), "conv", 1, (1, 1, 1), pad=0),)).validate()
+
+
+def test_a_hostile_network_file_is_refused_by_name_and_never_raises_anything_else():
+    """A client's network with a field of another JSON type (``4.0`` compares equal to 4 and passed
+    the shape checks, then failed in the daemon's engine), a spec nested past the parser's depth,
+    or a member numpy cannot read: each is a NetworkError naming the problem, on fresh seeds; the
+    valid network each starts from is read back whole."""
+    from fpgashare.dnn.network_wire import network_bytes, network_from_wire
+
+    from tests.hostile_networks import hostile_network, small_network
+
+    seed = int(np.random.SeedSequence().entropy % 2**32)
+    rng = np.random.default_rng(seed)
+    for _ in range(300):
+        what, data = hostile_network(rng)
+        refusal = r"spec is not valid|must be|needs|unknown kind|cannot be read|not a network file"
+        with pytest.raises(NetworkError, match=refusal):
+            network_from_wire(data)
+        net = small_network(rng)
+        back = network_from_wire(network_bytes(net))
+        assert back.input_shape == net.input_shape and [ly.kind for ly in back.layers] == \
+            [ly.kind for ly in net.layers], f"seed {seed}: {what}"

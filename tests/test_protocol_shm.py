@@ -59,6 +59,23 @@ def test_version_and_id_are_checked_and_errors_are_replies():
                       "error": {"kind": "frame", "message": "frame shape is (2, 2)"}}
 
 
+
+def test_an_error_of_any_length_is_a_reply_with_its_head():
+    """A refusal quoting what it was sent can be longer than a message (a 1 kB network file
+    made a 90 kB text): the reply then failed to encode and the connection ended unanswered.
+    Whatever its length and characters, an error is a reply keeping the text's head."""
+    from fpgashare.wire.protocol import MAX_ERROR_TEXT
+
+    rng = np.random.default_rng()
+    for _ in range(20):
+        n = int(rng.integers(0, 4 * MAX_MESSAGE))
+        text = "".join(chr(c) for c in rng.integers(32, 0x10FFFF, n) if not 0xD800 <= c < 0xE000)
+        answer = _read(error_reply(5, ProtocolError("bad_request", text)))[0]
+        message = answer["error"]["message"]
+        assert answer["id"] == 5 and answer["error"]["kind"] == "bad_request"
+        assert message == text if len(text) <= MAX_ERROR_TEXT else message.startswith(text[:MAX_ERROR_TEXT])
+
+
 def _client(spec_wire, index, value, done):
     ring = FrameRing.attach(RingSpec.from_wire(spec_wire))
     ring.input(index)[:] = value

@@ -304,3 +304,27 @@ def test_a_listener_started_as_root_serves_as_an_ordinary_user(tmp_path, capsys)
             assert "is root: token holders would be exempt" in capsys.readouterr().err
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_remote_client_cannot_make_the_listener_open_a_file(listener, tmp_path):
+    """``dnn`` with a model that is a path ending in .onnx: the listener's client library opened
+    and converted that file on the listener's host (any file its user may read, another local
+    user's model included), and registered it for the remote client; a missing one told it the
+    file was not there. Refused by name alike, whether the file exists; shipped names still run."""
+    import shutil
+
+    from fpgashare.dnn.onnx_shipped import SHIPPED_ONNX
+
+    private = tmp_path / "alice" / "model.onnx"
+    private.parent.mkdir()
+    shutil.copy(SHIPPED_ONNX["digits_qdq"], private)
+    fpga = connect_tcp(*listener.address, TOKEN)
+    try:
+        for path in (private, tmp_path / "missing.onnx", "relative/Model.ONNX"):
+            with pytest.raises(DaemonError, match=r"a remote client names a shipped model .*never a file") as err:
+                fpga.dnn("d", str(path))
+            assert err.value.kind == "bad_request"
+        pipe = fpga.dnn("digits", "digits_cnn")
+        assert pipe.submit(np.zeros((8, 8), np.uint8)).result(timeout=30).shape == (10,)
+    finally:
+        fpga.close()

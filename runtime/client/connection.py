@@ -23,6 +23,7 @@ import select
 import socket
 import threading
 import time
+import weakref
 from collections import deque
 from pathlib import Path
 
@@ -39,6 +40,22 @@ PARTING_READ_S = 0.5    #: after a failed send, how long to look for the daemon'
 
 #: the ancillary room one recv leaves for ring descriptors (as ``socket.recv_fds`` asks)
 FDS_ROOM = socket.CMSG_LEN(MAX_FDS * array.array("i").itemsize)
+
+#: Every open connection of this process, so that a fork() child can mark its copies (below).
+_OPEN: weakref.WeakSet[Connection] = weakref.WeakSet()
+
+
+def _forked() -> None:
+    """In a fork() child: each connection it inherited is its parent's. Used from both processes,
+    the one socket would hand each of them parts of the other's replies (calls hang or fail with
+    "slot not free"), and the child closing it would shut the parent's connection down: the child
+    is told instead, and closing there only drops its copy of the descriptor."""
+    for conn in list(_OPEN):
+        conn._parent_pid = conn._pid
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 class Reply:
@@ -75,6 +92,15 @@ class Connection:
         self._reading = threading.Lock()               # held by the thread reading the socket
         self._closed = False          # by the app: for good
         self._lost = False            # by the daemon (or the socket)
+        self._pid = os.getpid()       # the process whose connection it is
+        self._parent_pid: int | None = None    # set in a fork() child: the connection is that process's
+        _OPEN.add(self)
+
+    def _own(self) -> None:
+        """Raise DaemonError ``forked`` in a fork() child using its parent's connection."""
+        if self._parent_pid is not None:
+            raise DaemonError("forked", f"this connection to the daemon is process {self._parent_pid}'s (inherited "
+                              f"through fork()); connect() again in process {os.getpid()}")
 
     def _connect(self) -> socket.socket:
         """A new socket to the daemon, with fresh reply state; raises DaemonError ``gone``."""
@@ -96,6 +122,7 @@ class Connection:
 
     def _send(self, op: str, **fields) -> tuple[int, Reply]:
         """Send one request; its reply settles the returned ``Reply``."""
+        self._own()
         future = Reply()
         with self._lock:
             if self._closed or self._lost:
@@ -134,6 +161,8 @@ class Connection:
     def wait(self, future: Reply, timeout: float | None) -> dict:
         """The reply ``future`` stands for, read from the socket by this thread unless another
         thread is reading it; raises TimeoutError after ``timeout`` seconds (None: no limit)."""
+        if not future.done():
+            self._own()
         deadline = None if timeout is None else time.monotonic() + timeout
         while not future.done():
             remaining = None if deadline is None else deadline - time.monotonic()
@@ -218,6 +247,10 @@ class Connection:
 
     def _shut(self) -> None:
         """Close the socket for good: a thread reading it sees the end; descriptors nobody took close."""
+        if self._parent_pid is not None:          # a fork() child: its copy only, the parent's lives on
+            self._closed = True
+            self._sock.close()
+            return
         try:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:

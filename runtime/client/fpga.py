@@ -68,7 +68,9 @@ class Fpga(Connection):
             log.info("reconnected to %s; %d pipeline(s) registered again", self.path, len(self.pipelines))
 
     def _ensure(self) -> None:
-        """Connect again first if the daemon went and this connection reconnects."""
+        """Connect again first if the daemon went and this connection reconnects (never in a
+        fork() child using its parent's: before a frame is written into a ring slot it may share)."""
+        self._own()
         if self._lost and self.reconnect and not self._closed:
             self._revive()
 
@@ -160,7 +162,7 @@ class Fpga(Connection):
 
     def close(self) -> None:
         for pipe in list(self.pipelines.values()):
-            pipe.ring.close()
+            pipe._drop()
         self.pipelines.clear()
         self._shut()
 

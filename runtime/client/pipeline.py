@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import weakref
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -38,6 +39,8 @@ class Pipeline:
         self.fpga, self.name = fpga, name
         self.registration = registration        #: the request that registered it (again, after a reconnect)
         self._lock = threading.Lock()
+        self._futures: weakref.WeakSet[FrameFuture] = weakref.WeakSet()   # submitted, not yet settled
+        self.closed = False
         self._renew(ring, info)
 
     def _renew(self, ring: FrameRing, info: dict) -> None:
@@ -52,11 +55,15 @@ class Pipeline:
             self._slots = list(range(ring.spec.slots))
             self.generation = getattr(self, "generation", -1) + 1
         if old is not None:
+            for future in list(self._futures):   # answered before the daemon went: outputs out first
+                future._settle_if_answered()
             old.close()
 
     def submit(self, frame: np.ndarray, timeout: float | None = None, _again: bool = True) -> FrameFuture:
         """Hand a frame to the daemon; returns at once unless every ring slot is in flight (then
         waits up to ``timeout`` for one)."""
+        if self.closed:                          # its ring is unmapped: say so, not an IndexError
+            raise DaemonError("bad_request", f"{self.op}: pipeline {self.name!r} is closed")
         spec = self.ring.spec
         if not (type(frame) is np.ndarray and frame.shape == spec.in_shape and frame.dtype == spec.np_dtype):
             check_frame(frame, spec.in_shape, spec.dtype)     # says what is wrong
@@ -78,7 +85,9 @@ class Pipeline:
         return self.future(slot, future, generation, ring)
 
     def future(self, slot: int, future: Reply, generation: int, ring: FrameRing) -> FrameFuture:
-        return FrameFuture(self, slot, future, generation, ring)
+        made = FrameFuture(self, slot, future, generation, ring)
+        self._futures.add(made)
+        return made
 
     async def asubmit(self, frame: np.ndarray) -> np.ndarray:
         """``submit`` for asyncio code: the output, or the same exceptions."""
@@ -93,14 +102,24 @@ class Pipeline:
             self._free.release()
 
     def close(self) -> None:
-        """End the pipeline (its frames in flight end ``dropped``); a daemon already gone ended it."""
+        """End the pipeline (its frames in flight end ``dropped``); a daemon already gone ended it.
+        Frames answered before it (the daemon answers each before the close) keep their outcome:
+        an output is copied out of the ring before the ring is unmapped."""
         try:
             self.fpga.request("close", pipeline=self.name)
         except DaemonError as exc:
             if exc.kind != "gone":
                 raise
-        self.ring.close()
+        self._drop()
         self.fpga.pipelines.pop(self.name, None)
+
+
+    def _drop(self) -> None:
+        """No more frames; those answered are settled while the ring is still mapped, then it goes."""
+        self.closed = True
+        for future in list(self._futures):
+            future._settle_if_answered()
+        self.ring.close()
 
 
 class DnnPipeline(Pipeline):
@@ -120,20 +139,34 @@ class FrameFuture:
         self.pipe, self.slot, self._future = pipe, slot, future
         self._generation, self._ring = generation, ring
         self._outcome: np.ndarray | Exception | None = None
+        self._settling = threading.Lock()
         #: The result registers the chain's modules left after this frame (moments' M00, M10_LO ...,
         #: template_match's BEST, BEST_X, BEST_Y), by stage name; filled by ``result()``.
         self.results: dict[str, dict[str, int]] = {}
 
     def result(self, timeout: float | None = None) -> np.ndarray:
         if self._outcome is None:
-            message = self.pipe.fpga.wait(self._future, timeout)
+            self._take(self.pipe.fpga.wait(self._future, timeout))
+        if isinstance(self._outcome, Exception):
+            raise self._outcome
+        return self._outcome
+
+    def _take(self, message: dict) -> None:
+        # Once, whichever thread comes first: the one waiting in result() or the one closing the
+        # pipeline (a slot released twice would be handed to two frames).
+        with self._settling:
+            if self._outcome is not None:
+                return
             try:
                 self._outcome = self._settle(message)
             finally:
                 self.pipe._release(self.slot, self._generation)
-        if isinstance(self._outcome, Exception):
-            raise self._outcome
-        return self._outcome
+                self.pipe._futures.discard(self)
+
+    def _settle_if_answered(self) -> None:
+        """Settle now if the reply is in (its pipeline is closing: its ring goes next)."""
+        if self._outcome is None and self._future.done():
+            self._take(self._future.result())
 
     def _settle(self, message: dict) -> np.ndarray | Exception:
         if not message.get("ok"):

@@ -90,9 +90,15 @@ class Driver:
             self.on_failure(exc)
             return
         failure, self._answer_failure = self._answer_failure, None
-        if failure is not None:
-            raise failure                # as if answered here: the items after it wait, as before
-        self._answer_ended()
+        try:
+            if failure is not None:
+                raise failure            # as if answered here: the items after it wait, as before
+            self._answer_ended()
+        finally:                         # the engine is sound (answering failed, not it): without a
+            self._arm()                  # timer for its next event every tenant's frames would wait
+
+    def _arm(self) -> None:
+        """Set the timer for the engine's next event (a virtual clock has none: the caller moves it)."""
         due = self.engine.next_event_s()
         if due == self._timer_due:
             return

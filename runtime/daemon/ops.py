@@ -191,17 +191,23 @@ class Ops:
             return await self._dnn(client, message, name, model, fallback)
         # The client converted its model (e.g. ONNX): checked, kept by content, and needed until
         # this registration ends (then only while a pipeline uses it: network_wire.Registry).
-        from fpgashare.dnn.network_wire import REGISTERED
+        from fpgashare.dnn.network_wire import REGISTERED, network_from_wire
         from fpgashare.dnn.planning import forget
         from fpgashare.errors import NetworkError
 
+        # Read on a worker: a file of a few hundred members takes milliseconds here (tens on a
+        # board's CPU), many times what a registration is charged of its user's rate (tenants.py).
+        deadline = self.off_loop.deadline()
+        data = message["network"]
         try:
-            model = REGISTERED.register(message["network"], model, self._network_in_use, dropped=forget)
+            net = await self.off_loop.run(f"dnn {name!r}: reading its network", deadline, network_from_wire,
+                                          data, f"network for {model!r}")
+            model = REGISTERED.keep(net, data, model, self._network_in_use, dropped=forget)
         except NetworkError as exc:
             raise ProtocolError("bad_request", f"dnn {name!r}: {exc}") from None
         self._networks_pending[model] = self._networks_pending.get(model, 0) + 1
         try:
-            return await self._dnn(client, message, name, model, fallback)
+            return await self._dnn(client, message, name, model, fallback, deadline)
         finally:
             self._networks_pending[model] -= 1
             if not self._networks_pending[model]:
@@ -212,7 +218,8 @@ class Ops:
         every = (*self.engine.dnn_pipelines, *self.engine.pipelines, *self.engine.cpu_pipelines)
         return model in self._networks_pending or any(getattr(p, "model", None) == model for p in every)
 
-    async def _dnn(self, client: Client, message: dict, name: str, model: str, fallback: str | None) -> None:
+    async def _dnn(self, client: Client, message: dict, name: str, model: str, fallback: str | None,
+                   deadline: float | None = None) -> None:
         from fpgashare.dnn.planning import misfit, network
 
         self.sessions.check_name_free(client, name)
@@ -225,7 +232,7 @@ class Ops:
             if "dnn_tile" in self.platform.modules else []
         key = self.sessions.engine_name(client, name)
         spec = PipelineSpec(key, "besteffort", model=model)
-        deadline = self.off_loop.deadline()
+        deadline = self.off_loop.deadline() if deadline is None else deadline     # the request's one limit
         # A model the platform's tile variant cannot hold is as good as no tile.
         too_big = misfit(self.platform, model) if tiles else None
         if not tiles or too_big:
@@ -356,7 +363,26 @@ class Ops:
         if state is None or state.closing:
             raise ProtocolError("bad_request", f"close: no pipeline {name!r} of this client")
         self.sessions.end_pipeline(client, name, "pipeline closed")
+        await self._until_retired(client, name, state)
         return {"closed": name}
+
+    async def _until_retired(self, client: Client, name: str, state: PipelineState) -> None:
+        """A close answers once its pipeline has ended: each of its frames on the fabric answered
+        (their replies precede this one on the socket) and its ring and name given back. Answered
+        at once, the client saw the close done while the name was still held, and registering it
+        again was refused as "already registered" whenever a frame had been on the fabric. The
+        wait is the frames' own time on the fabric; bounded like a registration's mode change."""
+        if client.pipelines.get(name) is not state:
+            return                                  # nothing was on the fabric: retired already
+        retired = asyncio.get_running_loop().create_future()
+        state.on_retired = lambda: retired.done() or retired.set_result(None)
+        if self.driver.virtual:
+            self.driver.advance_events(self.clock.now() + READY_LIMIT_S, until=retired.done)
+        try:
+            await asyncio.wait_for(retired, READY_LIMIT_S * self.driver.dilation)
+        except TimeoutError:
+            log.warning("client %d: pipeline %s still closing after %g s", client.id, name, READY_LIMIT_S)
+        await self._turn()
 
 
 def _capacity(exc: FpgashareError) -> bool:

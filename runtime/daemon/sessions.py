@@ -13,6 +13,7 @@ import re
 import socket
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -48,6 +49,7 @@ class PipelineState:
     #: The deadline the app was given (the registration's answer); the engine judges a frame by the
     #: fabric's share of it (the host's reserve taken: runtime/sched/host/host_cost.py). 0: the engine's.
     due_s: float = 0.0
+    on_retired: Callable[[], object] | None = None   #: told once it has ended (ring and name given back)
 
 
 @dataclass
@@ -129,7 +131,11 @@ class Sessions:
 
     def check_name_free(self, client: Client, name: str) -> None:
         # Names are the client's own (a closing pipeline keeps its name until retired).
-        if name in client.pipelines:
+        state = client.pipelines.get(name)
+        if state is not None and state.closing:
+            raise ProtocolError("bad_request", f"the pipeline named {name!r} of this client is still closing "
+                                f"({state.closing}): its frames on the fabric end first")
+        if state is not None:
             raise ProtocolError("bad_request", f"a pipeline named {name!r} is already registered by this client")
 
     def redact(self, text: str, client: Client, asked: object = None) -> str:
@@ -178,6 +184,8 @@ class Sessions:
             client.shm_bytes -= state.ring.nbytes
             self.shm_bytes -= state.ring.nbytes
         self.states.pop(state.key, None)
+        if state.on_retired is not None:
+            state.on_retired()
         for name in self.stats.retired(state.key, self.states):
             if self.metrics is not None:       # its series go with its statistics: churn cannot grow them
                 self.metrics.forget(name)
@@ -230,7 +238,12 @@ class Sessions:
             frame.pixels = frame.output = None      # the ring's views: let it close
         if self.metrics is not None:
             self.metrics.frame_ended(frame.pipeline.name, outcome, metric_latency)
-        client.send(reply(rid, outcome=outcome, reason=reason, slot=slot, **extra))
+        try:
+            answer = reply(rid, outcome=outcome, reason=reason, slot=slot, **extra)
+        except ProtocolError as exc:        # (too big for a message): still its one answer, and this
+            # runs inside the engine's step, where an exception would leave every tenant's next event unset
+            answer = reply(rid, outcome="error", reason=f"its answer cannot be sent: {exc}", slot=slot)
+        client.send(answer)
         state.free.add(slot)
         if state.closing and not state.in_flight:
             self.retire(client, state)

@@ -40,6 +40,8 @@ from fpgashare.client import AdmissionRejected, DaemonError, DeadlineMissed, Fra
 from fpgashare.client.pipeline import DnnPipeline
 from fpgashare.client.tcp import TcpFpga, connect_tcp  # noqa: F401  (the client, where it was first)
 from fpgashare.daemon.tcp_quota import TokenQuota, default_quota
+from fpgashare.dnn.models import MODELS
+from fpgashare.dnn.onnx_shipped import SHIPPED_ONNX, onnx_path
 from fpgashare.errors import FpgashareError
 from fpgashare.wire.protocol import ProtocolError
 from fpgashare.wire.tcp_wire import CHALLENGE_BYTES, DEFAULT_PORT, MAX_TCP_MESSAGE, PROTOCOL, Reader
@@ -240,6 +242,11 @@ class _Handler(socketserver.BaseRequestHandler):
                 else:
                     if not isinstance(m.get("model"), str):
                         raise FpgashareError(f"dnn {m['name']!r}: model must be a string, got {m.get('model')!r}")
+                    # The client library converts the ONNX file a path names, on this host: a remote
+                    # client naming one had the listener open any file it may read, for its own use.
+                    if onnx_path(m["model"]) is not None and m["model"] not in SHIPPED_ONNX:
+                        raise ProtocolError("bad_request", f"dnn {m['name']!r}: a remote client names a shipped "
+                                            f"model ({', '.join((*MODELS, *SHIPPED_ONNX))}), never a file")
                     pipe, answer = fpga.dnn(m["name"], m["model"]), {}
             except BaseException:
                 quota.drop_pipeline()

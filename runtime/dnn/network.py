@@ -9,9 +9,11 @@ Tensors are HWC. ``fc`` flattens its HWC input: its weights have KH = H and KW =
 from __future__ import annotations
 
 import json
+import zipfile
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 from fpgashare.errors import NetworkError
@@ -142,35 +144,78 @@ def save_network(net: Network, path: str | Path) -> None:
         np.savez(f, **arrays)
 
 
-def load_network(path: str | Path) -> Network:
-    """Read and validate a network file; NetworkError names the file and the problem."""
+def load_network(path: str | Path | BinaryIO) -> Network:
+    """Read and validate a network file; NetworkError names the file and the problem.
+
+    The file may be a client's (runtime/dnn/network_wire.py), so nothing in it is trusted: a member
+    numpy cannot read and a spec field of the wrong JSON type are refused here. A field that only
+    compares like an int (4.0, a string where a flag goes) would pass the shape checks and fail later
+    in the daemon's engine, where a failure stops the daemon for every tenant."""
     where = str(path)
     try:
         archive = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise NetworkError(f"{where}: no such file") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError, MemoryError, zipfile.BadZipFile) as exc:
         raise NetworkError(f"{where}: not a network file (.npz): {exc}") from None
     with archive:
         if "spec" not in archive.files:
             raise NetworkError(f"{where}: no 'spec' entry")
         try:
-            spec = json.loads(archive["spec"].tobytes().decode())
-            name, shape, entries = spec["name"], tuple(int(v) for v in spec["input"]), spec["layers"]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise NetworkError(f"{where}: spec is not valid: {exc}") from None
+            spec = json.loads(_member(archive, "spec", where).tobytes().decode())
+        except (ValueError, RecursionError) as exc:     # RecursionError: nested past the parser's depth
+            raise NetworkError(f"{where}: spec is not valid: not JSON ({str(exc)[:80]})") from None
+        if not isinstance(spec, dict) or not isinstance(spec.get("layers"), list):
+            raise NetworkError(f"{where}: spec is not valid: it must be a map with a 'layers' list")
+        name = spec.get("name")
+        shape = spec.get("input")
+        if not isinstance(name, str) or not isinstance(shape, list) or not all(_is_int(v) for v in shape):
+            raise NetworkError(f"{where}: spec is not valid: it needs a 'name' (a string) and an 'input' "
+                               "(a list of integers)")
         layers = []
-        for i, entry in enumerate(entries):
-            try:
-                fields = {k: entry[k] for k in ("kind", "out_channels", "kernel", "stride", "pad", "relu")}
-            except (KeyError, TypeError):
-                raise NetworkError(f"{where}: layer {i}: needs kind, out_channels, kernel, stride, pad, relu") from None
+        for i, entry in enumerate(spec["layers"]):
+            fields = _layer_fields(f"{where}: layer {i}", entry)
             params = {}
             if fields["kind"] in ("conv", "fc"):
                 for pname in ("weights", "bias", "mult", "shift"):
                     key = f"l{i}_{pname}"
                     if key not in archive.files:
                         raise NetworkError(f"{where}: layer {i}: array {key} missing")
-                    params[pname] = archive[key]
+                    params[pname] = _member(archive, key, where)
             layers.append(Layer(**fields, **params))
-    return Network(str(name), shape, tuple(layers)).validate(where)
+    return Network(name, tuple(shape), tuple(layers)).validate(where)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _layer_fields(where: str, entry: object) -> dict:
+    """A layer's spec fields, each of its one JSON type (``kind`` one of KINDS, ``relu`` a
+    boolean, the rest integers); NetworkError naming the first that is not."""
+    if not isinstance(entry, dict) or not all(k in entry for k in _FIELD_TYPES):
+        raise NetworkError(f"{where}: needs kind, out_channels, kernel, stride, pad, relu")
+    for key, (check, what) in _FIELD_TYPES.items():
+        if isinstance(entry[key], (list, dict)) or not check(entry[key]):     # (a list is no kind, nor hashable)
+            if key == "kind":
+                raise NetworkError(f"{where}: unknown kind {str(entry[key])[:40]!r}, expected {what}")
+            raise NetworkError(f"{where}: {key} must be {what}, got {str(entry[key])[:40]!r}")
+    return {key: entry[key] for key in _FIELD_TYPES}
+
+
+_FIELD_TYPES = {"kind": (lambda v: v in KINDS, f"one of {', '.join(KINDS)}"),
+                "out_channels": (_is_int, "an integer"), "kernel": (_is_int, "an integer"),
+                "stride": (_is_int, "an integer"), "pad": (_is_int, "an integer"),
+                "relu": (lambda v: isinstance(v, bool), "true or false")}
+
+
+def _member(archive, key: str, where: str) -> np.ndarray:
+    """Array ``key`` of an open archive; a member numpy cannot read (cut short, a bad CRC, an object
+    or oversized array, a bad header, no header at all) is a NetworkError naming it."""
+    try:
+        value = archive[key]
+    except (OSError, ValueError, EOFError, MemoryError, zipfile.BadZipFile) as exc:
+        raise NetworkError(f"{where}: array {key} cannot be read: {str(exc)[:80]}") from None
+    if not isinstance(value, np.ndarray):       # numpy hands a member without the .npy magic back as bytes
+        raise NetworkError(f"{where}: array {key} cannot be read: not an .npy array")
+    return value

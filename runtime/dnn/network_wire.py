@@ -30,6 +30,9 @@ MAX_LAYERS = 64
 MAX_INPUT_SIDE = 4096
 MAX_INPUT_CHANNELS = 16
 MAX_REGISTERED = 256                 #: client networks a daemon keeps (<= 256 x MAX_WIRE_BYTES); same bytes, same entry
+#: Output values of one image: they ride in its reply (at most 2 msgpack bytes each), which must fit
+#: one 64 KiB message; a 1.8 kB network can have 65,536 of them.
+MAX_OUTPUT_VALUES = 16_384
 _MEMBER = re.compile(r"^(spec|l\d{1,3}_(weights|bias|mult|shift))\.npy$")
 
 
@@ -69,6 +72,10 @@ def network_from_wire(data: object, where: str = "network") -> Network:
         raise NetworkError(f"{where}: input {net.input_shape} and {len(net.layers)} layers; the daemon takes "
                            f"inputs up to {MAX_INPUT_SIDE}x{MAX_INPUT_SIDE}x{MAX_INPUT_CHANNELS} and "
                            f"{MAX_LAYERS} layers")
+    outputs = net.output_shape[0] * net.output_shape[1] * net.output_shape[2]
+    if outputs > MAX_OUTPUT_VALUES:
+        raise NetworkError(f"{where}: its output {net.output_shape} has {outputs} values; an image's reply carries "
+                           f"at most {MAX_OUTPUT_VALUES}")
     for i in range(len(net.layers)):
         problem = footprint(net, i, i + 1, DEFAULT_TILE).problem(DEFAULT_TILE)
         if problem:
@@ -92,7 +99,13 @@ class Registry:
         """Check ``data`` and keep it; its name (the same for the same bytes). ``in_use(name)``:
         whether a kept network is still needed (default: every one is, so none is dropped);
         ``dropped(name)``: told of a network dropped to make room (to forget what was kept for it)."""
-        net = network_from_wire(data, f"network for {label!r}")
+        return self.keep(network_from_wire(data, f"network for {label!r}"), data, label, in_use, dropped)
+
+    def keep(self, net: Network, data: bytes, label: str, in_use: Callable[[str], bool] = lambda name: True,
+             dropped: Callable[[str], None] = lambda name: None) -> str:
+        """``register`` for a network already read from ``data`` (``network_from_wire``, which the
+        daemon runs on a worker: reading a file of many members takes milliseconds, on a board's
+        CPU tens of them, more than a registration's share of the loop)."""
         digest = hashlib.sha256(bytes(data)).hexdigest()[:12]
         name = f"{label[:40]}-{digest}"
         with self._lock:

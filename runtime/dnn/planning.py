@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from fpgashare.catalogue.platform import Platform
 from fpgashare.dnn.cycle_model import LinkModel
 from fpgashare.dnn.models import get_model
@@ -13,21 +11,34 @@ from fpgashare.errors import NetworkError
 
 _PLANS: dict[tuple, Plan] = {}
 _MISFITS: dict[tuple, str | None] = {}
+# A model's network and load-stream sizes, kept until ``forget(model)``. A batch's setup reads them
+# on the daemon's loop; kept in caches of a few entries (least recently used out), another
+# tenant's networks in use evicted them, and each of a model's batches rebuilt its network there
+# (edge_cnn: ~8 ms of the loop a batch with 8 other networks in use). Bounded all the same: the
+# daemon's models are the shipped ones and its client networks (network_wire.Registry: at most
+# 256, each forgotten when the registry drops it).
+_NETWORKS: dict[str, object] = {}
+_WORDS: dict[tuple, int] = {}
 
 
-@lru_cache(maxsize=8)
 def network(model: str):
-    """The network of ``model``, built once per process."""
-    return get_model(model)
+    """The network of ``model``, built once per process (kept until ``forget(model)``)."""
+    net = _NETWORKS.get(model)
+    if net is None:
+        net = _NETWORKS[model] = get_model(model)
+    return net
 
 
-@lru_cache(maxsize=64)
 def program_words(model: str, start: int, stop: int, spec: TileSpec = DEFAULT_TILE) -> int:
     """Words of the load stream that gives a ``spec`` tile layers [start, stop) of ``model`` (one a
     cycle); pass the platform's variant (``Platform.dnn_tile``)."""
     from fpgashare.dnn.tile_format import load_stream
 
-    return int(load_stream(network(model), start, stop, spec).size)
+    key = (model, start, stop, spec)
+    words = _WORDS.get(key)
+    if words is None:
+        words = _WORDS[key] = int(load_stream(network(model), start, stop, spec).size)
+    return words
 
 
 def link_model(platform: Platform) -> LinkModel:
@@ -65,8 +76,9 @@ def forget(model: str) -> None:
     for cache in (_PLANS, _MISFITS):
         for key in [k for k in list(cache) if k[2] == model]:    # (a copy: workers plan meanwhile)
             cache.pop(key, None)
-    # (``network`` and ``program_words`` keep theirs: bounded caches, and clearing them would make
-    # every other pipeline's next batch rebuild its network on the daemon's loop.)
+    for key in [k for k in list(_WORDS) if k[0] == model]:
+        _WORDS.pop(key, None)
+    _NETWORKS.pop(model, None)
 
 
 def dnn_slot_count(platform: Platform) -> int:

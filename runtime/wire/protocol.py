@@ -118,5 +118,15 @@ def reply(request_id: int, **fields: Any) -> bytes:
     return encode({"id": request_id, "ok": True, **fields})
 
 
+#: The most characters of an error's text a reply carries. A refusal may quote what it was sent
+#: (a network's field, a list's items), so a small request can make a long text; a reply too long
+#: to encode left the request unanswered and ended the connection ("the daemon went away"). The
+#: text names the problem first, so its head is kept.
+MAX_ERROR_TEXT = 4096
+
+
 def error_reply(request_id: int, error: ProtocolError) -> bytes:
-    return encode({"id": request_id, "ok": False, "error": {"kind": error.kind, "message": str(error)}})
+    text = str(error)
+    if len(text) > MAX_ERROR_TEXT:
+        text = f"{text[:MAX_ERROR_TEXT]}... ({len(text) - MAX_ERROR_TEXT} characters more)"
+    return encode({"id": request_id, "ok": False, "error": {"kind": error.kind, "message": text}})

@@ -14,7 +14,8 @@ import pytest
 from fpgashare.backends.simrun import resolve_chain
 from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.client import AdmissionRejected, DaemonError
-from fpgashare.daemon.tcp_listener import TcpListener, _recv, _send, connect_tcp, load_token
+from fpgashare.daemon.tcp_listener import TcpListener, _recv, _send, connect_tcp
+from fpgashare.daemon.tcp_token import load_token
 from fpgashare.errors import FpgashareError
 from fpgashare.fleet.board import BoardAgent
 

@@ -113,7 +113,6 @@ class Pipeline:
         self._drop()
         self.fpga.pipelines.pop(self.name, None)
 
-
     def _drop(self) -> None:
         """No more frames; those answered are settled while the ring is still mapped, then it goes."""
         self.closed = True

@@ -87,7 +87,8 @@ def connect_board(address: str, timeout: float):
     for a proxy node on a gateway; the token from ``$FPGASHARE_TOKEN_FILE``)."""
     if not address.startswith("tcp://"):
         return connect(address, timeout=timeout)
-    from fpgashare.daemon.tcp_listener import connect_tcp, load_token
+    from fpgashare.client.tcp import connect_tcp
+    from fpgashare.daemon.tcp_token import load_token
 
     host, _, port = address[len("tcp://"):].rpartition(":")
     token_file = os.environ.get("FPGASHARE_TOKEN_FILE")

@@ -317,7 +317,7 @@ class EdfPolicy(PriorityPolicy):
             pin = engine.contract.pinned.get(victim)
             if pin is not None and pin != module:
                 self._restore[victim] = pin          # an evictor takes it: it goes back after
-                self.skips.took(engine, victim)
+                self.skips.took(engine)
             engine.load(victim, module, "demand")
 
     # ---- drops -----------------------------------------------------------------------------

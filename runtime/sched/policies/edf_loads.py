@@ -91,22 +91,22 @@ def pinned_victim(engine: EngineView, frame: Frame, module: str, keep: set[int],
                   owed: Collection[int] = (), mine: bool = False, rank: bool = False) -> int | None:
     """A pinned slot an evictor's frame may load ``module`` into: idle, compatible, holding a pin
     the frame does not use, within the number of pins the contract lets it take. ``owed``: pinned
-    slots whose pins an evictor's next frame is to put back (put_back_skip.py). ``mine``: they are
-    this frame's: counted within that number and taken first (no further pin goes); else a slot
-    whose pin the frame does not use is taken only when no pin in its slot is left (it then puts
-    that pin back, and the slot is no longer owed). ``rank``: of several pins, the one needed last."""
+    slots whose pins an evictor's next frame is to put back (put_back_skip.py); ``mine``: they are
+    this frame's, counted within that number and taken first (no further pin goes); else they are
+    neither taken nor counted (the evictor they are owed to puts them back). ``rank``: of several
+    pins, the one needed last."""
     contract = engine.contract
     budget = contract.evictors.get(frame.pipeline.name, 0)
     if not budget:
         return None
     slots = engine.slots
-    uses = frame.pipeline.module_counts
-    idle = [i for i in sorted(owed) if i not in keep and contract.pinned[i] not in uses
-            and slots.slots[i].state in (SlotState.BLANK, SlotState.READY) and slots.compatible(i, module)]
-    if mine and idle:
-        return idle[0]
-    taken = sum(1 for i in set(keep) | (set(owed) if mine else set())
-                if i in contract.pinned and slots.slots[i].module != contract.pinned[i])
+    if mine:
+        for i in sorted(owed):
+            if i not in keep and slots.slots[i].state in (SlotState.BLANK, SlotState.READY) \
+                    and slots.compatible(i, module):
+                return i
+    counted = set(keep) | set(owed) if mine else set(keep) - set(owed)
+    taken = sum(1 for i in counted if i in contract.pinned and slots.slots[i].module != contract.pinned[i])
     if taken >= budget:
         return None
     free = [i for i, pin in sorted(contract.pinned.items())
@@ -117,7 +117,7 @@ def pinned_victim(engine: EngineView, frame: Frame, module: str, keep: set[int],
         # Which pin it takes is free (the analysis counts d_e of them, any it does not use): the one
         # needed last, so that its next frame may find the slot still its own (put_back_skip.py).
         free.sort(key=lambda i: -pin_needed_at(engine, contract.pinned[i]))
-    return free[0] if free else (idle[0] if idle and not mine else None)
+    return free[0] if free else None
 
 
 def pin_needed_at(engine: EngineView, module: str) -> float:

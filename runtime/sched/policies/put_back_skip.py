@@ -9,15 +9,20 @@ frame where a cyclic table keeps the evictor's module in the slot.
 The skip, when the evictor's frame F has streamed and its pins (module M in slot s, each) would go
 back (``skip``):
 
+0. the releases are a workload's (a bench run, the twin, a board replaying a file: evicting plans
+   need known phases, and a daemon's apps send when they like), so a frame that has not come by
+   its latest arrival never comes;
 1. nothing that assumes settled pins runs: no pinned-first rule, no mode change, no fused regions,
    no planned reload, every other pin in its slot, the stream free, no frame committed or between
    passes; the evictor is not early (rule 12), its frames are one pass;
 2. F' (the evictor's next frame) is pending now, or will be released by A, its latest arrival
    (the engine's forecast plus its jitter); its latest deadline is Dl;
-3. no *pin user* — a pipeline other than the evictor that uses some M, or another evictor (which
-   may want a pinned slot) — has a frame pending or streaming, and each one's next frame is released
-   (the forecast: jitter only delays it, and an early frame is pending from it) after A and due
-   after Dl.
+3. no *pin user* — a pipeline other than the evictor that uses some M, or another evictor that
+   finds fewer pins it may take outside the owed slots than its budget — has a frame pending or
+   streaming, and each one's next frame is released (the forecast: jitter only delays it, and an
+   early frame is pending from it) after A and due after Dl. Any other evictor takes only pins in
+   their slots (``pinned_victim``), as many as before, and puts them back as before (rule 9); it
+   may find the owed evictor's module in s and use it, one load fewer.
 
 Then the pins are *owed* (``Owed``): s keeps the evictor's module, and until F' takes the pins
 over edf loads no M back (``EdfPolicy._load_pins``), never holds or lends the stream to a frame of
@@ -38,11 +43,12 @@ put-back"): every job is one the analysis charges, no longer. F's job ends at it
 than S_e. A frame that starts while pins are owed uses none of them (3: no pin user is pending at
 the skip, each is released after A and due after Dl, and F' or the due put-back comes first in
 EDF order; a pin user cannot borrow the stream, lacking its pin), and its unpinned stages load into
-the swap slots as before: at most its n_i loads. F''s job loads at most u_e stages (its module may
-be resident already), streams, and puts back at most d_e pins: at most S_e, with the put-back its
-tail. A due put-back is F''s job released by A (a legal arrival) with only its tail, at most S_e,
-run as non-preemptive EDF runs it. So the run is one of the runs the admission argument covers,
-with some jobs shorter.
+the swap slots as before: at most its n_i loads (another evictor: its u_e loads, and the pins it
+takes in their slots, at most its d_e, which it finds outside the owed slots, 3). F''s job loads
+at most u_e stages (its module may be resident already), streams, and puts back at most d_e pins:
+at most S_e, with the put-back its tail. A due put-back is F''s job released by A (a legal
+arrival) with only its tail, at most S_e, run as non-preemptive EDF runs it. So the run is one of
+the runs the admission argument covers, with some jobs shorter.
 """
 
 from __future__ import annotations
@@ -70,15 +76,30 @@ class Owed:
     woken: bool = False        #: a wake-up is set for ``by``
 
 
-def pin_users(engine: EngineView, evictor: str, modules: set[str]) -> list:
-    """Pipelines other than ``evictor`` that use a module in ``modules`` (in any pass)."""
-    return [p for p in engine.pipelines if p.name != evictor and any(m in p.module_counts for m in modules)]
+def pin_users(engine: EngineView, evictor: str, owed: dict[int, str]) -> list:
+    """Pipelines other than ``evictor`` that may want an ``owed`` slot: those using an owed pin
+    (in any pass), and every other evictor that finds fewer pins it may take outside the owed
+    slots than the contract lets it take (it takes no owed slot: ``pinned_victim``)."""
+    contract = engine.contract
+    out = []
+    for p in engine.pipelines:
+        if p.name == evictor:
+            continue
+        if any(m in p.module_counts for m in owed.values()):
+            out.append(p)
+        elif p.name in contract.evictors and sum(
+                1 for s, m in contract.pinned.items() if s not in owed and m not in p.module_counts) \
+                < contract.evictors[p.name]:
+            out.append(p)
+    return out
 
 
 def skip(engine: EngineView, restore: dict[int, str], taker: Frame | None) -> Owed | None:
     """The pins in ``restore`` (the put-back about to start after ``taker``, the evictor's frame,
-    has streamed) owed to its next frame instead, or None (the module docstring's 1-3)."""
+    has streamed) owed to its next frame instead, or None (the module docstring's 0-3)."""
     contract = engine.contract
+    if engine.end_s == float("inf"):
+        return None       # a daemon's apps send when they like: a frame not come by A may still come
     if taker is None or not restore or contract.pinned_first or engine.changing or engine.slots.fused \
             or engine.planned_reloads or engine.committed is not None or engine.running \
             or not engine.stream.free() or engine.foresight.next_passes():
@@ -108,7 +129,7 @@ def skip(engine: EngineView, restore: dict[int, str], taker: Frame | None) -> Ow
         index = taker.index + 1
         by = max(engine.now, release) + p.jitter_s
         deadline = by + p.deadline_s
-    users = pin_users(engine, p.name, set(restore.values()))
+    users = pin_users(engine, p.name, restore)
     names = {q.name for q in users}
     if any(f.pipeline.name in names for f in engine.pending) \
             or any(f.pipeline.name in names for f in engine.running.values()):
@@ -182,7 +203,7 @@ class Skips:
         """Due pins into ``restore`` once it is their turn (``turn``); whether now."""
         owed = self.owed
         if owed is not None and not owed.pins:
-            self.owed = owed = None          # another evictor took them and puts them back
+            self.owed = owed = None          # (their slots failed: the pins' own reload handles them)
         if owed is None:
             return False
         update(engine, owed)
@@ -199,11 +220,9 @@ class Skips:
         self.owed, self.taker = None, frame
         return True
 
-    def took(self, engine: EngineView, slot: int) -> None:
-        """The committed evictor loads into pinned ``slot``: it puts that pin back (``restore``)."""
+    def took(self, engine: EngineView) -> None:
+        """The committed evictor loads into a pinned slot: its put-back is the one ``restore`` holds."""
         self.taker = engine.committed
-        if self.owed is not None:
-            self.owed.pins.pop(slot, None)
 
     def slots(self) -> dict[int, str]:
         """The owed slots (none to load a pin or prefetch into)."""

@@ -16,7 +16,8 @@ After every event, pending frames are taken in deadline order:
   commits, load into pinned slots holding modules it does not use (at most as many as the
   contract gives it); from its start on the stream until those pins are back (right after it has
   streamed) nothing else starts, no frame and no other load: the analysis counts the put-back
-  in the evictor's job, right after its frame;
+  in the evictor's job, right after its frame (left to its next frame where that certainly comes
+  first: runtime/sched/policies/put_back_skip.py);
 - under a *pinned-first* contract (runtime/sched/analysis/pinned_first.py), the most urgent pending
   frame, if every stage of it is in its pinned slot, streams before a committed frame it is more
   urgent than, whether or not it ends before that frame's loads;
@@ -157,14 +158,12 @@ class EdfPolicy(PriorityPolicy):
         head_seen = False            # a frame earlier in deadline order is still pending
         port_given = committed is not None
         order = sorted(engine.pending, key=self.priority)
-        owed = self.skips.owed
-        if self.holds and engine.contract.holds and not (owed is not None and owed.due):
+        owed, cut = self.skips.owed, self.skips.cut()    # due pins go back first (put_back_skip.turn)
+        if self.holds and engine.contract.holds and cut is None:     # (never the frame pins are owed to)
             held = self.held.held(engine, order, lambda f: [v for _, v in self._plan(engine, f, set()).loads])
-            if owed is not None:     # the frame owed pins is never held (put_back_skip.py)
-                held = held[:next((i for i, h in enumerate(held) if put_back_skip.owes(owed, h)), len(held))]
+            held = self.skips.unheld(held)
             if held:             # decided as if not released yet (hold.py)
                 order = [f for f in order if not any(f is h for h in held)]
-        cut = self.skips.cut()       # due pins go back first (put_back_skip.turn)
         shortest = engine.port.shortest_load_s()
         stream_free = engine.stream.free()     # asked again after a start: nothing else below changes it
         for frame in order:

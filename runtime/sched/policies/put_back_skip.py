@@ -231,3 +231,9 @@ class Skips:
     def cut(self) -> float | None:
         """While owed pins are due, the deadline before which a frame may still start first."""
         return self.owed.deadline if self.owed is not None and self.owed.due else None
+
+    def unheld(self, held: list[Frame]) -> list[Frame]:
+        """``held`` (hold.py's frames, by deadline) up to the first of the evictor pins are owed to:
+        that frame is never held (nor those after it, decided with it held)."""
+        k = next((i for i, h in enumerate(held) if owes(self.owed, h)), len(held))
+        return held[:k]

@@ -120,12 +120,21 @@ def with_evictors(seed: int, tries: int = 60):
     return None, None
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(SEEDS, st.integers(0, 10**6), st.booleans())
-def test_sets_admitted_with_evictors_miss_nothing_with_put_backs_skipped(seed, jitter_seed, hold_all):
+@settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SEEDS, st.integers(0, 10**6), st.booleans(), st.booleans())
+def test_sets_admitted_with_evictors_miss_nothing_with_put_backs_skipped(seed, jitter_seed, hold_all, shaped):
     """Generated workloads (offsets, jitter on about half the pipelines) admitted with evictors, run
-    for a dozen hyperperiods with fresh jitter, with or without every frame held for its budget."""
-    workload, admission = with_evictors(seed)
+    for a dozen hyperperiods with fresh jitter, with or without every frame held for its budget:
+    ``limit_gap``'s (where the skip is rare) or ``evictor_set``'s with tight deadlines beside the
+    evictor (where phased admission gives an evicting plan and the skip is frequent)."""
+    if shaped:
+        workload, _ = evictor_set(seed, tight=True)
+        admission = admit(workload, phased=True)
+        kept = {p.name for p in admission.admitted}
+        workload = replace(workload, pipelines=tuple(p for p in workload.pipelines if p.name in kept),
+                           duration_s=workload.duration_s / 8)
+    else:
+        workload, admission = with_evictors(seed)
     if workload is None:
         return
     long = replace(workload, duration_s=workload.duration_s * 12, seed=jitter_seed)
@@ -136,12 +145,13 @@ def test_sets_admitted_with_evictors_miss_nothing_with_put_backs_skipped(seed, j
 
 
 # ---- (2) and (3): generated evictor workloads where the evictor is the most frequent ------------------
-def evictor_set(seed: int) -> tuple[Workload, AdmissionContract]:
+def evictor_set(seed: int, tight: bool = False) -> tuple[Workload, AdmissionContract]:
     """A generated PYNQ-Z2 workload with both slots pinned and an evictor: a frequent pipeline on
     pin a, one or two rarer ones on pin b (and maybe a), and the evictor on a module of its own,
-    released more often than b's users; deadlines up to the period, offsets and jitter drawn.
-    Run under the contract an evicting plan gives it (no admission: the dispatch is what is
-    checked here)."""
+    released more often than b's users; deadlines up to the period, offsets and jitter drawn;
+    with the contract an evicting plan would give it (run without admission, the dispatch is what
+    is checked). ``tight``: the others' deadlines leave them less than a load, so that phased
+    admission pins their modules and the evictor evicts."""
     rng = random.Random(seed)
     plat = load_platform("pynq-z2")
     a, b, e = rng.sample([m for m in VISION if m in plat.modules], 3)
@@ -160,6 +170,8 @@ def evictor_set(seed: int) -> tuple[Workload, AdmissionContract]:
             break
         assert spec is not None, (name, chain)
         deadline = rng.uniform(min(period, spec.exec_s + 3 * load_s), period)
+        if tight and name != "evictor":
+            deadline = min(period, spec.exec_s + rng.uniform(2e-4, 0.9 * load_s))
         pipelines.append(replace(spec, deadline_s=deadline, offset_s=round(rng.uniform(0, period), 4) % period))
     hyper = math.lcm(*(round(p.period_s * 1e3) for p in pipelines)) / 1e3
     workload = Workload(Path(f"evictor_set_{seed}.toml"), plat, seed, hyper * 8, tuple(pipelines))

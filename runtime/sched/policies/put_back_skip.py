@@ -40,9 +40,11 @@ while they wait, no frame due after them starts on a free stream and no frame is
 
 Why every admitted frame still meets its deadline (docs/guarantee.md, "Skipping an evictor's
 put-back"): every job is one the analysis charges, no longer. F's job ends at its stream, shorter
-than S_e. A frame that starts while pins are owed uses none of them (3: no pin user is pending at
-the skip, each is released after A and due after Dl, and F' or the due put-back comes first in
-EDF order; a pin user cannot borrow the stream, lacking its pin), and its unpinned stages load into
+than S_e. A frame that starts while pins are owed uses none of them or finds its pin back (3: no
+pin user is pending at the skip, each is released after A and due after Dl, and F' or the due
+put-back comes first in EDF order; a pin user borrows the stream only with its pin resident, put
+back by a hidden side load of its own, rule 3, which F' may undo with one of its charged loads),
+and its unpinned stages load into
 the swap slots as before: at most its n_i loads (another evictor: its u_e loads, and the pins it
 takes in their slots, at most its d_e, which it finds outside the owed slots, 3). F''s job loads
 at most u_e stages (its module may be resident already), streams, and puts back at most d_e pins:

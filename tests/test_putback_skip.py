@@ -201,14 +201,15 @@ def test_the_skip_saves_loads_where_the_evictors_next_frame_comes_first(seed):
 # ---- (3) the evictor stops sending --------------------------------------------------------------------
 class StopsSending(PeriodicReleases):
     """``workload``'s releases, but pipeline ``name`` sends no frame from ``index`` on; the forecast
-    still expects them (as for an app that goes quiet)."""
+    still expects them (as for an app that goes quiet). ``drop``: instead, frame ``index`` comes
+    already too late to finish, and is dropped; the rest come as usual."""
 
-    def __init__(self, workload: Workload, name: str, index: int) -> None:
+    def __init__(self, workload: Workload, name: str, index: int, drop: bool = False) -> None:
         super().__init__(workload)
-        self.name, self.index = name, index
+        self.name, self.index, self.drop = name, index, drop
 
     def _withheld(self, frame) -> bool:
-        return frame.pipeline.name == self.name and frame.index >= self.index
+        return not self.drop and frame.pipeline.name == self.name and frame.index >= self.index
 
     def schedule(self) -> None:
         engine = self.engine
@@ -224,11 +225,14 @@ class StopsSending(PeriodicReleases):
         finally:
             del engine.push
         engine.frames[:] = [f for f in engine.frames if not self._withheld(f)]
+        for f in engine.frames:
+            if self.drop and f.pipeline.name == self.name and f.index == self.index:
+                f.deadline = f.release + 1e-6
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(SEEDS)
-def test_pins_owed_to_a_frame_that_never_comes_go_back_before_their_users_start(seed):
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SEEDS, st.booleans())
+def test_pins_owed_to_a_frame_that_never_comes_go_back_before_their_users_start(seed, dropped):
     workload, contract = evictor_set(seed)
     first = Counting()
     run_workload(workload, ModelBackend(workload.platform), first, contract=contract)
@@ -236,10 +240,13 @@ def test_pins_owed_to_a_frame_that_never_comes_go_back_before_their_users_start(
     _, after = first.skips.skipped[0]                   # the evictor stops right after this frame
     policy = Counting()
     engine = Engine(workload, ModelBackend(workload.platform), policy, contract=contract,
-                    source=StopsSending(workload, "evictor", after + 1)).run()
+                    source=StopsSending(workload, "evictor", after + 1, drop=dropped)).run()
     assert policy.skips.skipped[0] == ("evictor", after)     # the same run up to there: the pins stay out
     assert policy.skips.due >= 1                               # and fall due when its frame does not come
-    last = max(f.end for f in engine.frames if f.pipeline.name == "evictor" and f.end is not None)
+    if dropped:
+        assert next(f for f in engine.frames if f.key == f"evictor/{after + 1}").outcome == "dropped"
+    last = max(f.end for f in engine.frames if f.pipeline.name == "evictor" and f.end is not None
+               and f.index <= after)
     uses = {p.name: p.module_counts for p in engine.pipelines}
     away = [(slot, pin) for slot, pin in contract.pinned.items() if holds_at(engine.trace, slot, last) != pin]
     assert away                                                # its last frame left a pin out

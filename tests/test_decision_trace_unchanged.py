@@ -53,6 +53,8 @@ from benchmarks.workload_gen import random_workload
 class ReferenceEdf(EdfPolicy):
     """edf with its dispatch, plan, drop test, idle-port work and prefetch target as they were."""
 
+    skip_put_backs = False      # (came after: UnheldEdf)
+
     def _dispatch(self, engine: EngineView) -> None:
         now = engine.now
         committed = engine.committed
@@ -357,12 +359,14 @@ def run(workload: Workload, mode: str, policy: type[EdfPolicy], streams: int = 1
 
 
 class UnheldEdf(EdfPolicy):
-    """edf as it is, holding no frame back and with no early take: holds (tests/test_edf_holds.py)
-    and an evictor's early take (tests/test_early_take.py) came after the references and change
-    decisions by design; what this file checks is the cheaper code."""
+    """edf as it is, holding no frame back, with no early take and no skipped put-back: holds
+    (tests/test_edf_holds.py), an evictor's early take (tests/test_early_take.py) and its skipped
+    put-back (tests/test_putback_skip.py) came after the references and change decisions by design;
+    what this file checks is the cheaper code."""
 
     holds = False
     early_takes = False
+    skip_put_backs = False
 
 
 def assert_unchanged(workload: Workload, mode: str, streams: int = 1) -> list:

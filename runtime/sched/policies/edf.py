@@ -16,7 +16,8 @@ After every event, pending frames are taken in deadline order:
   commits, load into pinned slots holding modules it does not use (at most as many as the
   contract gives it); from its start on the stream until those pins are back (right after it has
   streamed) nothing else starts, no frame and no other load: the analysis counts the put-back
-  in the evictor's job, right after its frame;
+  in the evictor's job, right after its frame (left to its next frame where that certainly comes
+  first: runtime/sched/policies/put_back_skip.py);
 - under a *pinned-first* contract (runtime/sched/analysis/pinned_first.py), the most urgent pending
   frame, if every stage of it is in its pinned slot, streams before a committed frame it is more
   urgent than, whether or not it ends before that frame's loads;
@@ -39,7 +40,7 @@ from fpgashare.catalogue.fused_slots import widest_first
 from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.policy import PriorityPolicy
 from fpgashare.sched.core.view import EngineView, NeedOrder
-from fpgashare.sched.policies import cold_lend, pin_lend, put_back
+from fpgashare.sched.policies import cold_lend, pin_lend, put_back, put_back_skip
 from fpgashare.sched.policies.backfill import DNN as DNN_TILE
 from fpgashare.sched.policies.backfill import backfill, hidden_load_at
 from fpgashare.sched.policies.early_take import EarlyTake, early_take, start_taken
@@ -68,6 +69,7 @@ class EdfPolicy(PriorityPolicy):
     borrow = True        #: a less urgent frame may stream while a committed frame loads (if it ends first)
     holds = True         #: hold a frame back within the contract's budgets (runtime/sched/policies/hold.py)
     early_takes = True   #: an evictor certainly next loads into its pinned slot under the job before it
+    skip_put_backs = True   #: an evictor's pins stay out for its next frame when it certainly comes first
 
     priority = attrgetter("deadline", "seq")      # a C-level key: sorted() calls it for every pending frame
 
@@ -76,6 +78,7 @@ class EdfPolicy(PriorityPolicy):
         self._restore: dict[int, str] = {}      #: pinned slot -> its pin, taken by an evictor
         self._cold: cold_lend.ColdLend | None = None    #: a registration-window lend whose pins are away
         self._early: EarlyTake | None = None    #: an evictor's pin taken under the job before it
+        self.skips = put_back_skip.Skips()      #: pins left out for an evictor's next frame
         self.held = Holds()
 
     def setup(self, engine: EngineView) -> None:
@@ -84,6 +87,7 @@ class EdfPolicy(PriorityPolicy):
         (cold_lend.py): a pinned slot's pin then comes back by the first release."""
         self._restore = {}
         self._early = None
+        self.skips = put_back_skip.Skips()
         self.held = Holds()
         lend = cold_lend.plan(engine)
         if lend is not None:
@@ -102,13 +106,19 @@ class EdfPolicy(PriorityPolicy):
             self._cold = None
             self._load_pins(engine, warm_up=True)        # the lent pins, back to back
         if self._early is not None:
+            self.skips.taker = self._early.frame
             waits = start_taken(engine, self._early, self._restore)
             self._early = None if self._early.frame.start is not None or not waits else self._early
             if waits:
                 return               # the evictor that took its pin early comes first (early_take.py)
+        self.skips.settle(engine, self._restore)
+        if self.skip_put_backs:
+            self.skips.begin(engine, self._restore)    # its next frame comes first (put_back_skip.py)
         if put_back.restoring(engine, self._restore):
             return                   # the evictor's job puts its pins back: nothing else meanwhile
         self._dispatch(engine)
+        if self.skips.settle(engine, self._restore) and put_back.restoring(engine, self._restore):
+            return                   # owed pins due, their turn in EDF order (put_back_skip.turn)
         if put_back.owing(engine, self._restore):
             return                   # an evictor has just started with pins away (``_dispatch``)
         backfill(engine)
@@ -126,6 +136,7 @@ class EdfPolicy(PriorityPolicy):
         if committed is not None and engine.contract.pinned_first and engine.stream.free():
             start_pinned_first(engine, committed, self.priority)
         if committed is not None:
+            self.skips.claim(self._restore, committed)
             plan = self._plan(engine, committed, set(), take_pins=True)
             come = committed.arrives is None or committed.arrives <= now
             if not come:
@@ -147,8 +158,10 @@ class EdfPolicy(PriorityPolicy):
         head_seen = False            # a frame earlier in deadline order is still pending
         port_given = committed is not None
         order = sorted(engine.pending, key=self.priority)
-        if self.holds and engine.contract.holds:
+        owed, cut = self.skips.owed, self.skips.cut()    # due pins go back first (put_back_skip.turn)
+        if self.holds and engine.contract.holds and cut is None:     # (never the frame pins are owed to)
             held = self.held.held(engine, order, lambda f: [v for _, v in self._plan(engine, f, set()).loads])
+            held = self.skips.unheld(held)
             if held:             # decided as if not released yet (hold.py)
                 order = [f for f in order if not any(f is h for h in held)]
         shortest = engine.port.shortest_load_s()
@@ -157,6 +170,8 @@ class EdfPolicy(PriorityPolicy):
             if frame is committed:
                 head_seen = True
                 continue
+            if cut is not None and committed is None and frame.deadline >= cut:
+                continue                     # the due put-back comes before it (put_back_skip.turn)
             exec_s = frame.exec_s             # this pass; the drop rule counts the passes after it too
             if stream_at + frame.remaining_s > frame.deadline:
                 engine.drop(frame, "cannot finish by its deadline: the stream is taken until then")
@@ -165,7 +180,7 @@ class EdfPolicy(PriorityPolicy):
             # leave the stream idle (and then also on the slots it waits with): the committed
             # frame is the one job a more urgent frame may wait behind (the analysis's blocking).
             later = committed is not None
-            borrows = self.borrow and later and now + exec_s <= ready_at
+            borrows = self.borrow and later and now + exec_s <= ready_at and not put_back_skip.owes(owed, frame)
             if later and not (borrows and stream_free):
                 continue                     # it can neither start nor load now: judged next time
             if borrows:
@@ -188,6 +203,7 @@ class EdfPolicy(PriorityPolicy):
                 # load, and holds the stream and the port until it has come and streamed.
                 if not later and stream_free and not port_given:
                     engine.commit(frame)
+                    self.skips.claim(self._restore, frame)
                     committed, port_given = frame, True
                     engine.wake(frame.arrives)
                     reserved = borrowable = {s for s in chosen if s is not None}
@@ -197,6 +213,8 @@ class EdfPolicy(PriorityPolicy):
             if not missing:
                 if stream_free and (not later or borrows):
                     engine.start(frame, [s for s in chosen if s is not None])
+                    if self.skips.claim(self._restore, frame):
+                        return               # it streams with pins away: nothing beside it (rule 9)
                     stream_at = engine.stream.free_at()
                     stream_free = engine.stream.free()
                     if engine.committed is None:
@@ -216,6 +234,7 @@ class EdfPolicy(PriorityPolicy):
                 # the stream) stands before a more urgent frame that comes next (the analysis's
                 # one blocking term).
                 engine.commit(frame)
+                self.skips.claim(self._restore, frame)
                 committed = frame     # it owns the port until it streams
                 self._issue(engine, plan)
                 reserved = reserved | plan.used
@@ -275,7 +294,8 @@ class EdfPolicy(PriorityPolicy):
                     planned = {t for m, v in plan.loads for t in slots.taken_by(v, m)} if plan.loads else set()
                     victim = slots.victim(module, future, keep=keep | used, planned=planned)
                     if victim is None and take_pins:
-                        victim = pinned_victim(engine, frame, module, keep | used)
+                        victim = pinned_victim(engine, frame, module, keep | used, self.skips.slots(),
+                                               put_back_skip.owes(self.skips.owed, frame), self.skip_put_backs)
                     if victim is None:
                         plan.complete = False
                         continue
@@ -296,6 +316,7 @@ class EdfPolicy(PriorityPolicy):
             pin = engine.contract.pinned.get(victim)
             if pin is not None and pin != module:
                 self._restore[victim] = pin          # an evictor takes it: it goes back after
+                self.skips.took(engine)
             engine.load(victim, module, "demand")
 
     # ---- drops -----------------------------------------------------------------------------
@@ -319,12 +340,11 @@ class EdfPolicy(PriorityPolicy):
         # ``order`` (a frame leaves pending so, and ends or starts) and added none.
         waiting = [f for f in order if f.start is None and f.outcome is None]
         work = self.port_idle_work(engine, waiting)
-        if work is not None:
-            work(reserved)
+        if work is not None:          # (no prefetch into a slot owed to an evictor's next frame)
+            work(reserved | set(self.skips.slots()))
 
-    @staticmethod
-    def _load_pins(engine: EngineView, warm_up: bool = False) -> bool:
-        return load_pins(engine, warm_up)
+    def _load_pins(self, engine: EngineView, warm_up: bool = False) -> bool:
+        return load_pins(engine, warm_up, self.skips.slots())
 
     def port_idle_work(self, engine: EngineView, waiting: list[Frame]) -> Callable[[set[int]], None] | None:
         # Just in time, not as early as possible, where an early load gains nothing: with DNN work

@@ -6,7 +6,7 @@ loads a frame still lacks can end in time; and the warm-up before the first rele
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from fpgashare.sched.core.jobs import Frame
@@ -87,23 +87,47 @@ def may_load(engine: EngineView, victim: int, hidden_only: bool, module: str | N
     return side_load_allowed(engine, victim, module)
 
 
-def pinned_victim(engine: EngineView, frame: Frame, module: str, keep: set[int]) -> int | None:
+def pinned_victim(engine: EngineView, frame: Frame, module: str, keep: set[int],
+                  owed: Collection[int] = (), mine: bool = False, rank: bool = False) -> int | None:
     """A pinned slot an evictor's frame may load ``module`` into: idle, compatible, holding a pin
-    the frame does not use, within the number of pins the contract lets it take."""
+    the frame does not use, within the number of pins the contract lets it take. ``owed``: pinned
+    slots whose pins an evictor's next frame is to put back (put_back_skip.py); ``mine``: they are
+    this frame's, counted within that number and taken first (no further pin goes); else they are
+    neither taken nor counted (the evictor they are owed to puts them back). ``rank``: of several
+    pins, the one needed last."""
     contract = engine.contract
     budget = contract.evictors.get(frame.pipeline.name, 0)
     if not budget:
         return None
     slots = engine.slots
-    taken = sum(1 for i in keep if i in contract.pinned and slots.slots[i].module != contract.pinned[i])
+    if mine:
+        for i in sorted(owed):
+            if i not in keep and slots.slots[i].state in (SlotState.BLANK, SlotState.READY) \
+                    and slots.compatible(i, module):
+                return i
+    counted = set(keep) | set(owed) if mine else set(keep) - set(owed)
+    taken = sum(1 for i in counted if i in contract.pinned and slots.slots[i].module != contract.pinned[i])
     if taken >= budget:
         return None
-    for i, pin in sorted(contract.pinned.items()):
-        s = slots.slots[i]
-        if i not in keep and pin not in frame.module_counts and s.state in (SlotState.BLANK, SlotState.READY) \
-                and s.module == pin and slots.compatible(i, module):
-            return i
-    return None
+    free = [i for i, pin in sorted(contract.pinned.items())
+            if i not in keep and pin not in frame.module_counts
+            and slots.slots[i].state in (SlotState.BLANK, SlotState.READY)
+            and slots.slots[i].module == pin and slots.compatible(i, module)]
+    if rank and len(free) > 1:
+        # Which pin it takes is free (the analysis counts d_e of them, any it does not use): the one
+        # needed last, so that its next frame may find the slot still its own (put_back_skip.py).
+        free.sort(key=lambda i: -pin_needed_at(engine, contract.pinned[i]))
+    return free[0] if free else None
+
+
+def pin_needed_at(engine: EngineView, module: str) -> float:
+    """The earliest a frame using ``module`` may want it: now if one is pending or streaming, else
+    the earliest next release of a pipeline using it (inf if none)."""
+    if any(module in f.pipeline.module_counts for f in engine.pending) \
+            or any(module in f.pipeline.module_counts for f in engine.running.values()):
+        return engine.now
+    return min((engine.foresight.next_release_s(p) for p in engine.pipelines if module in p.module_counts),
+               default=float("inf"))
 
 
 def holding(engine: EngineView, future: NeedOrder, needed: list[str], upto: str) -> set[int]:
@@ -125,14 +149,16 @@ def holding(engine: EngineView, future: NeedOrder, needed: list[str], upto: str)
     return keep
 
 
-def load_pins(engine: EngineView, warm_up: bool = False) -> bool:
+def load_pins(engine: EngineView, warm_up: bool = False, owed: Collection[int] = ()) -> bool:
     """Load a pinned module its slot does not hold yet (a new admission may pin more, or a
-    pin moved: pin_move.py), else a module a lend moved out of its slot (``plan_reload``)."""
+    pin moved: pin_move.py), else a module a lend moved out of its slot (``plan_reload``).
+    ``owed``: pinned slots left to an evictor's next frame (put_back_skip.py), not loaded here."""
     if not engine.contract.pinned and not engine.planned_reloads:
         return False
     for slot, module in sorted(engine.contract.pinned.items()):
         s = engine.slots.slots[slot]
-        if s.module == module and s.state in (SlotState.READY, SlotState.BUSY, SlotState.LOADING):
+        if (s.module == module and s.state in (SlotState.READY, SlotState.BUSY, SlotState.LOADING)) \
+                or slot in owed:
             continue
         if s.module == DNN_TILE and s.state is SlotState.READY and not warm_up \
                 and pin_lend.defer_reload(engine, slot):

@@ -39,25 +39,22 @@ from operator import attrgetter
 from fpgashare.catalogue.fused_slots import widest_first
 from fpgashare.sched.core.jobs import Frame
 from fpgashare.sched.core.policy import PriorityPolicy
-from fpgashare.sched.core.view import EngineView, NeedOrder
+from fpgashare.sched.core.view import EngineView
 from fpgashare.sched.policies import cold_lend, pin_lend, put_back, put_back_skip
-from fpgashare.sched.policies.backfill import DNN as DNN_TILE
-from fpgashare.sched.policies.backfill import backfill, hidden_load_at
+from fpgashare.sched.policies.backfill import backfill
 from fpgashare.sched.policies.early_take import EarlyTake, early_take, start_taken
 from fpgashare.sched.policies.edf_loads import (
     LoadPlan,
     borrow_last,
     load_pins,
-    may_load,
     overtaken,
     pinned_victim,
-    prefetch_victim,
     short_of_loads,
     warm_up,
 )
+from fpgashare.sched.policies.edf_prefetch import Prefetcher
 from fpgashare.sched.policies.guard import side_load_allowed
 from fpgashare.sched.policies.hold import Holds
-from fpgashare.sched.policies.lookahead import reclaim_at
 from fpgashare.sched.policies.pin_move import pin_move
 from fpgashare.sched.policies.pinned_first import start_pinned_first
 from fpgashare.sched.policies.prefetch_target import prefetch_target
@@ -80,6 +77,7 @@ class EdfPolicy(PriorityPolicy):
         self._early: EarlyTake | None = None    #: an evictor's pin taken under the job before it
         self.skips = put_back_skip.Skips()      #: pins left out for an evictor's next frame
         self.held = Holds()
+        self.prefetcher = Prefetcher(self._prefetch_target, self.priority)   #: loads when no frame owns the port
 
     def setup(self, engine: EngineView) -> None:
         """Pins first, each into its slot; then the usual warm-up for what the first frames need.
@@ -347,72 +345,7 @@ class EdfPolicy(PriorityPolicy):
         return load_pins(engine, warm_up, self.skips.slots())
 
     def port_idle_work(self, engine: EngineView, waiting: list[Frame]) -> Callable[[set[int]], None] | None:
-        # Just in time, not as early as possible, where an early load gains nothing: with DNN work
-        # (idle slots may be lent), and in the gap after a period's frames (a load there has no
-        # frame to hide under, while one put off may be hidden under the next period's first).
-        target = self._prefetch_target(engine, waiting)
-        dnn = bool(engine.dnn_pipelines and engine.runs_dnn)
-        if target is None and not dnn:
-            return None      # (what follows returns None too then: nothing to prefetch, no DNN)
-        stream_end = engine.foresight.stream_job_end()
-        if target is not None and stream_end is not None:
-            # A load hidden under the job on the stream costs nothing: take it now, but not into
-            # a tile the DNN can still use before the module is due, or before the last instant
-            # the load still ends under the job (backfill.hidden_load_at).
-            hidden_at = hidden_load_at(engine) if dnn else engine.now
-            if hidden_at <= engine.now:
-                return lambda reserved: self._prefetch(engine, reserved, target, hidden_only=True)
-            if hidden_at != float("inf"):
-                engine.wake(hidden_at)
-            tiles = {s.index for s in engine.slots.slots if s.module == DNN_TILE}
-            return lambda reserved: self._prefetch(engine, reserved | tiles, target, hidden_only=True) \
-                or self._just_in_time(engine, waiting, reserved)
-        if dnn:
-            return lambda reserved: self._just_in_time(engine, waiting, reserved)
-        if target is None:
-            return None
-        if not waiting and engine.stream.free():
-            return lambda reserved: self._just_in_time(engine, waiting, reserved, target)
-        return lambda reserved: self._prefetch(engine, reserved, target)
-
-    def _just_in_time(self, engine: EngineView, waiting: list[Frame], reserved: set[int],
-                      target: tuple[NeedOrder, list[str], str] | None = None) -> None:
-        target = target or self._prefetch_target(engine, waiting)
-        if target is not None and engine.slots.holds(target[2]) and not engine.dnn_pipelines:
-            self._prefetch(engine, reserved, target)     # a second copy, and no tile to keep meanwhile
-            return
-        due = reclaim_at(engine)
-        if due > engine.now:
-            if due != float("inf"):
-                engine.wake(due)
-            return
-        if target is not None:
-            self._prefetch(engine, reserved, target)
+        return self.prefetcher.work(engine, waiting)
 
     #: The module to prefetch next (prefetch_target.py); a method, so a variant of edf may change it.
     _prefetch_target = staticmethod(prefetch_target)
-
-    def _prefetch(self, engine: EngineView, reserved: set[int], target: tuple[NeedOrder, list[str], str],
-                  hidden_only: bool = False) -> bool:
-        """Load the target module into a victim slot that no pending frame keeps and no module
-        needed before it holds, if the load is hidden or the contract allows it (guard.py);
-        ``hidden_only``: only if it ends before the job on the stream. Whether it loads.
-        A load that would evict a resident module is decided again over the order the stream
-        would start the next releases (``played_order``): a prefetch that evicts what a frame
-        released sooner needs costs that frame a reload."""
-        victim = prefetch_victim(engine, reserved, target)
-        if victim is not None and engine.slots.slots[victim].module is not None \
-                and may_load(engine, victim, hidden_only, target[2]):
-            waiting = sorted((f for f in engine.pending if f.start is None), key=self.priority)
-            target = self._prefetch_target(engine, waiting, played=True)
-            victim = None if target is None else prefetch_victim(engine, reserved, target)
-        if victim is not None and may_load(engine, victim, hidden_only, target[2]):
-            engine.load(victim, target[2], "prefetch")
-            return True
-        if victim is not None and not hidden_only and not engine.pending:
-            # Not allowed now: look again when the stream's job or the next release comes.
-            foresight = engine.foresight
-            nxt = min(t for t in (foresight.stream_job_end(), foresight.earliest_release_s()) if t is not None)
-            if nxt != float("inf"):
-                engine.wake(nxt)
-        return False

@@ -5,6 +5,18 @@ from __future__ import annotations
 import pytest
 from fpgashare.catalogue.platform import load_platform
 
+try:
+    from hypothesis import settings
+except ImportError:     # the board extra's venv runs tests/board, which has no property tests
+    settings = None
+
+# No property test has a time limit per example: hypothesis's default (200 ms, checked on the wall
+# clock) fails an example the host happened to stall, which says nothing about the code (tests
+# assert no timings). Loaded here, before the test modules, so every ``@settings`` inherits it.
+if settings is not None:
+    settings.register_profile("suite", deadline=None)
+    settings.load_profile("suite")
+
 
 @pytest.fixture(scope="session")
 def pynq_z2():

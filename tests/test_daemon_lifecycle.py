@@ -19,6 +19,7 @@ from fpgashare.catalogue.vision_ref import chain_reference
 from fpgashare.client import DaemonError, DeadlineMissed, FrameDropped, connect
 from fpgashare.daemon import Daemon, DaemonRunningError, DaemonThread
 from fpgashare.sched.core.clock import VirtualClock
+from fpgashare.sched.host.host_cost import HostCost
 
 from tests.stale_ring import PLANTED_STALE_RING
 
@@ -36,7 +37,10 @@ def sock(tmp_path):
 
 
 def daemon_on(sock, dilation=20.0):
-    return DaemonThread(Daemon(make_backend("model", load_platform("zcu104")), sock, dilation=dilation))
+    """A wall-clock daemon with the host taken as free: its cost measured at start would make the
+    5 ms pipelines' admission depend on how loaded this machine is (the lifecycle is tested here)."""
+    return DaemonThread(Daemon(make_backend("model", load_platform("zcu104")), sock, dilation=dilation,
+                               host_cost=HostCost()))
 
 
 def test_a_second_daemon_is_refused_naming_the_first(sock):

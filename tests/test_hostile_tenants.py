@@ -18,6 +18,7 @@ import grp
 import json
 import os
 import pwd
+import re
 import resource
 import select
 import shutil
@@ -61,6 +62,10 @@ with DaemonThread(daemon):
         daemon.run_until(t)
 print("failure" if daemon.failure else "clean", flush=True)
 """
+
+#: How the daemon names a client's ring (runtime/daemon/ops.py, runtime/wire/shm.py).
+DAEMON_RING = re.compile(r"fpgashare-c\d+-[0-9a-f]{12}")
+
 
 # ---- the tenants (run in forked children, as their users)
 
@@ -609,9 +614,10 @@ def test_an_attack_leaves_the_daemon_and_another_app_untouched(daemon, users, at
     assert after[0] <= fds, f"descriptors: {fds} before, {after[0]} after"
     assert after[1] - rss < 64 << 20, f"memory: {rss} before, {after[1]} after"
     # Rings left behind: none this run made. Another test file may run beside this one (pytest's
-    # workers) and plant a dead daemon's ring in /dev/shm for its own daemon to sweep
-    # (test_daemon_lifecycle.py): that one is not this daemon's.
-    left = [n for n in after[2] if n not in shm and n != PLANTED_STALE_RING]
+    # workers) and make fpgashare files in /dev/shm: a dead daemon's ring planted for its own daemon
+    # to sweep (test_daemon_lifecycle.py), named rings of its own (test_protocol_shm.py, tagged
+    # otherwise). Those are not this daemon's: only names it gives its clients' rings count.
+    left = [n for n in after[2] if n not in shm and n != PLANTED_STALE_RING and DAEMON_RING.fullmatch(n)]
     assert left == [], left
 
 

@@ -13,7 +13,7 @@ from fpgashare.cli.bench import run_one
 from fpgashare.sched.limits import steady_loads
 from fpgashare.sched.limits.bench_limits import run_misses
 from fpgashare.sched.policies import guard
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.limit_gap import rephased, small_workload
@@ -32,7 +32,8 @@ def around(seed: int) -> Workload:
 
 def _run(workload: Workload, monkeypatch, past: bool = True):
     """edf on ``workload`` (six hyperperiods), recording each prefetch the new rule allowed:
-    (start, module, pins); ``past=False``: the rule off (every release bounds a load)."""
+    (start, module, pins, the pipelines of the partition that made it); ``past=False``: the rule
+    off (every release bounds a load)."""
     allowed = []
     real = guard.port_free_for_others_s
 
@@ -40,7 +41,8 @@ def _run(workload: Workload, monkeypatch, past: bool = True):
         out = real(engine, module) if past else engine.foresight.earliest_release_s()
         end = engine.now + engine.port.longest_load_s()
         if end > engine.foresight.earliest_release_s() and end <= out:
-            allowed.append((engine.now, module, Counter(engine.contract.pinned.values())))
+            allowed.append((engine.now, module, Counter(engine.contract.pinned.values()),
+                            {p.name for p in engine.pipelines}))
         return out
 
     monkeypatch.setattr(guard, "port_free_for_others_s", recording)
@@ -53,15 +55,18 @@ def _fully_pinned(pipeline, pins: Counter) -> bool:
 
 
 def check_allowed(engine, allowed) -> None:
-    """Each allowed prefetch was made, and every frame that came while it ran is fully pinned or
-    uses the module it loaded (one pass)."""
+    """Each allowed prefetch was made, and every frame of its partition that came while it ran is
+    fully pinned or uses the module it loaded (one pass). The rule is about the partition's own
+    frames: on a board cut into partitions (several streams) another partition's frame may wait
+    for the shared port for one load of each other partition, whatever that load is for, and its
+    analysis charges that (runtime/sched/board/port_share.py)."""
     loads = [e for e in engine.trace if e.track == "port"]
-    for now, module, pins in allowed:
+    for now, module, pins, partition in allowed:
         load = next((e for e in loads if abs(e.start - now) < 1e-12 and e.name.startswith(f"load {module} ")), None)
         if load is None:
             continue            # allowed by the guard, then not chosen (the victim or the play-out changed)
         assert load.args["reason"] == "prefetch"
-        came = [f for f in engine.frames if now < f.release < load.end]
+        came = [f for f in engine.frames if now < f.release < load.end and f.pipeline.name in partition]
         for frame in came:
             p = frame.pipeline
             assert _fully_pinned(p, pins) or (len(p.pass_stages) == 1 and module in p.modules), \
@@ -82,6 +87,7 @@ def test_a_prefetch_past_a_pinned_release_shortens_the_wait(monkeypatch):
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**9))
+@example(1396)   # two partitions: the other one's fast9 frame came during this one's threshold prefetch
 def test_admitted_pipelines_never_miss_with_prefetches_past_releases(seed):
     with pytest.MonkeyPatch.context() as monkeypatch:
         workload = around(seed) if seed % 2 else small_workload(seed)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from fpgashare.catalogue.platform import load_platform
 
+from tests.seeds import ENV, draw_seed
+
 try:
     from hypothesis import settings
 except ImportError:     # the board extra's venv runs tests/board, which has no property tests
@@ -16,6 +18,25 @@ except ImportError:     # the board extra's venv runs tests/board, which has no 
 if settings is not None:
     settings.register_profile("suite", deadline=None)
     settings.load_profile("suite")
+
+
+@pytest.fixture
+def fresh_seed(request) -> int:
+    """A seed drawn fresh for this test (``FPGASHARE_TEST_SEED`` replays one), logged and named in
+    the test's report if it fails."""
+    seed = draw_seed(request.node.nodeid)
+    request.node.user_properties.append(("seed", seed))
+    return seed
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failing test that drew a fresh seed says how to replay it, beside its traceback."""
+    report = yield
+    seeds = [value for name, value in item.user_properties if name == "seed"]
+    if report.failed and seeds:
+        report.sections.append(("seed", f"replay with {ENV}={seeds[0]}"))
+    return report
 
 
 @pytest.fixture(scope="session")

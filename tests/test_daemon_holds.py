@@ -80,7 +80,7 @@ def test_edf_holds_no_frame_while_a_change_is_under_way():
     assert hold.Holds().held(engine, [frame], lambda f: [0]) == []
 
 
-def test_hold_budgets_come_with_the_registrations_trial_never_on_the_daemons_loop(tmp_path, monkeypatch):
+def test_hold_budgets_come_with_the_registrations_trial_never_on_the_daemons_loop(tmp_path, monkeypatch, fresh_seed):
     """Each hold budget re-runs the admission test (several times a pipeline): computed in a mode
     change on the daemon's loop, a tenant's registrations and closes froze every other tenant's
     frames for as long (seconds with a few dozen pipelines). They come with the registration's trial
@@ -102,7 +102,7 @@ def test_hold_budgets_come_with_the_registrations_trial_never_on_the_daemons_loo
         return budgets(*args, **kw)
 
     monkeypatch.setattr(holds, "hold_budgets", recorded)
-    rng = random.Random()
+    rng = random.Random(fresh_seed)
     sock = tmp_path / "d.sock"
     daemon = Daemon(ModelBackend(load_platform("pynq-z2")), sock, clock=VirtualClock(), host_cost=HostCost())
     stages = ["gauss3x3", "median3x3", "erode3x3", "dilate3x3", "sobel_mag", "threshold", "box3x3"]
@@ -116,7 +116,7 @@ def test_hold_budgets_come_with_the_registrations_trial_never_on_the_daemons_loo
                 tenant.pipeline(f"x{n}", rng.sample(stages, rng.randint(1, 2)), period_ms=period,
                                 frame_shape=(240, 320)).close()
             except DaemonError as exc:
-                assert exc.kind == "admission", exc
+                assert exc.kind == "admission", (fresh_seed, exc)
         tenant.pipelines["b"].close()
         app.clock()
-    assert where and "loop" not in where, where
+    assert where and "loop" not in where, (fresh_seed, where)

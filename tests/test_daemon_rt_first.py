@@ -95,8 +95,8 @@ def daemon(tmp_path):
                   host_cost=HostCost())
 
 
-def test_a_frame_ready_with_control_work_and_a_dnn_burst_goes_first(daemon, tmp_path):
-    rng = random.Random()
+def test_a_frame_ready_with_control_work_and_a_dnn_burst_goes_first(daemon, tmp_path, fresh_seed):
+    rng = random.Random(fresh_seed)
     frame = np.zeros(SHAPE, np.uint8)
     with DaemonThread(daemon), connect(daemon.socket_path, timeout=30) as app, \
             connect(daemon.socket_path, timeout=30) as dnn_app:
@@ -116,15 +116,16 @@ def test_a_frame_ready_with_control_work_and_a_dnn_burst_goes_first(daemon, tmp_
         for s in controllers:
             s.close()
         control = app.status()["control"]
-    assert order[0] == "submit", order
-    assert control["turns"] >= len(order) - 1 and 0 <= control["piece_cpu_p50_ms"] <= control["piece_cpu_max_ms"]
-    assert set(order[1:]) <= set(CONTROL) and "infer" in order and "pipeline" in order
+    assert order[0] == "submit", (fresh_seed, order)
+    assert control["turns"] >= len(order) - 1 and 0 <= control["piece_cpu_p50_ms"] <= control["piece_cpu_max_ms"], \
+        (fresh_seed, control)
+    assert set(order[1:]) <= set(CONTROL) and "infer" in order and "pipeline" in order, (fresh_seed, order)
 
 
-def test_a_frame_waits_for_no_more_than_the_control_piece_running(daemon):
+def test_a_frame_waits_for_no_more_than_the_control_piece_running(daemon, fresh_seed):
     """A frame sent while the lane has a backlog (status, a DNN burst) is taken right after the
     piece that was running, before the next one."""
-    rng = random.Random()
+    rng = random.Random(fresh_seed)
     frame = np.zeros(SHAPE, np.uint8)
     with DaemonThread(daemon), connect(daemon.socket_path, timeout=30) as app, \
             connect(daemon.socket_path, timeout=30) as dnn_app:
@@ -146,17 +147,17 @@ def test_a_frame_waits_for_no_more_than_the_control_piece_running(daemon):
             for k, s in enumerate(controllers):
                 s.sendall(control_burst(rng, 1000 * (k + 1)))
             burst = [digits.submit(image) for _ in range(digits.ring.spec.slots)]
-        assert sent.wait(30), order
+        assert sent.wait(30), (fresh_seed, order)
         settle(daemon, [frames[0][1], *burst])
         frames[0][1].result(timeout=30)
         for s in controllers:
             s.close()
     n = frames[0][0]                  # order[n - 1] is the piece during which the frame was sent
-    assert order[n] == "submit", (n, order)
-    assert order.count("submit") == 1 and len(order) > n + 1
+    assert order[n] == "submit", (fresh_seed, n, order)
+    assert order.count("submit") == 1 and len(order) > n + 1, (fresh_seed, n, order)
 
 
-def test_a_frame_end_due_is_taken_before_the_next_control_piece(daemon):
+def test_a_frame_end_due_is_taken_before_the_next_control_piece(daemon, fresh_seed):
     frame = np.zeros(SHAPE, np.uint8)
     with DaemonThread(daemon), connect(daemon.socket_path, timeout=30) as app:
         pipe = app.pipeline("cam", ["threshold"], period_ms=10.0, frame_shape=SHAPE)
@@ -171,16 +172,16 @@ def test_a_frame_end_due_is_taken_before_the_next_control_piece(daemon):
         with held(daemon):
             # The frame's end falls due while nothing has run it: the clock moved past it.
             daemon.clock.wait_until(daemon.clock.now() + 0.01)
-            controller.sendall(control_burst(random.Random(), 1))
+            controller.sendall(control_burst(random.Random(fresh_seed), 1))
         settle(daemon, [future])
         controller.close()
-    assert ends[0] == "end", ends
+    assert ends[0] == "end", (fresh_seed, ends)
 
 
-def test_the_lane_runs_no_control_piece_between_a_ready_item_and_its_run():
+def test_the_lane_runs_no_control_piece_between_a_ready_item_and_its_run(fresh_seed):
     """On generated schedules: control pieces (callbacks and coroutines) that make real-time items
     ready (timers due now) while they run; no other control piece starts before each item runs."""
-    seed = random.randrange(1 << 30)
+    seed = fresh_seed
     rng = random.Random(seed)
 
     async def main() -> tuple[list, int]:

@@ -152,10 +152,10 @@ def test_names_are_per_client(sock):
         assert list(b.status()["pipelines"]) == ["edges"]
 
 
-def test_a_name_given_again_starts_with_no_statistics(sock):
+def test_a_name_given_again_starts_with_no_statistics(sock, fresh_seed):
     """A pipeline's engine name is free again once it ended, so another client's pipeline of that
     name may get it: it must see none of the ended one's outcomes in its status."""
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(fresh_seed)
     with running(sock) as daemon:
         for _ in range(3):
             with connect(sock) as first:
@@ -163,12 +163,12 @@ def test_a_name_given_again_starts_with_no_statistics(sock):
                     check_frame_round_trip(first, "edges")
                     first.pipelines["edges"].close()
                 check_frame_round_trip(first, "edges")
-                assert sum(first.status(own=True)["pipelines"]["edges"]["outcomes"].values()) == 1
+                assert sum(first.status(own=True)["pipelines"]["edges"]["outcomes"].values()) == 1, fresh_seed
             with connect(sock) as second:
                 second.pipeline("edges", ["threshold"], period_ms=20.0, frame_shape=SHAPE)
-                assert "edges" in daemon.states                     # the same engine name, given again
+                assert "edges" in daemon.states, fresh_seed         # the same engine name, given again
                 mine = second.status(own=True)["pipelines"]["edges"]
-                assert mine["outcomes"] == {} and mine["miss_rate"] == 0.0
+                assert mine["outcomes"] == {} and mine["miss_rate"] == 0.0, (fresh_seed, mine)
 
 
 def test_a_refusal_names_no_other_clients_pipeline(sock):
@@ -186,19 +186,21 @@ def test_a_refusal_names_no_other_clients_pipeline(sock):
         assert "pipeline 'mine' not admitted" in str(err.value)
 
 
-def test_a_status_counts_only_the_askers_own_frames_unless_it_is_the_admin_view(sock):
-    rng = np.random.default_rng()
+def test_a_status_counts_only_the_askers_own_frames_unless_it_is_the_admin_view(sock, fresh_seed):
+    rng = np.random.default_rng(fresh_seed)
     with running(sock) as daemon, connect(sock) as busy, connect(sock) as quiet:
         mine = int(rng.integers(1, 4))
         for _ in range(mine):
             check_frame_round_trip(busy, f"edges{_}")
         check_frame_round_trip(quiet, "edges")
-        assert sum(busy.status(own=True)["outcomes"].values()) == mine     # its own frames, however they ended
-        assert sum(quiet.status(own=True)["outcomes"].values()) == 1
-        assert busy.status()["outcomes"] == daemon.outcomes and sum(daemon.outcomes.values()) == mine + 1
+        own = busy.status(own=True)["outcomes"]
+        assert sum(own.values()) == mine, (fresh_seed, own)     # its own frames, however they ended
+        assert sum(quiet.status(own=True)["outcomes"].values()) == 1, fresh_seed
+        assert busy.status()["outcomes"] == daemon.outcomes and sum(daemon.outcomes.values()) == mine + 1, \
+            (fresh_seed, daemon.outcomes)
 
 
-def test_redaction_replaces_every_other_clients_name_where_it_stands_alone():
+def test_redaction_replaces_every_other_clients_name_where_it_stands_alone(fresh_seed):
     """On generated names (sharing prefixes, with '@', '-' and spaces), quoted or possessive in a
     text: every other client's name is replaced, every own name and word is left as it was (a
     name inside a longer one, ``e`` in ``edges@2``, does not stand alone), and so is another's
@@ -209,7 +211,7 @@ def test_redaction_replaces_every_other_clients_name_where_it_stands_alone():
 
     from fpgashare.daemon.sessions import ANOTHERS, Sessions
 
-    r = random.Random()
+    r = random.Random(fresh_seed)
     names = [r.choice(["edges", "e", "x y", "cam@3", "a-b"]) + r.choice(["", "@2", "2", "@9"]) for _ in range(40)]
     for _ in range(500):
         keys = set(r.sample(names, r.randint(1, 6)))
@@ -226,7 +228,7 @@ def test_redaction_replaces_every_other_clients_name_where_it_stands_alone():
         hidden = {key for key, owner in owners.items() if owner is them and key not in me.pipelines and key != asked}
         expected = " | ".join(form if key is None else form.format(ANOTHERS if key in hidden else key)
                               for key, form in tokens)
-        assert sessions.redact(text, me, asked) == expected, (text, owners, asked)
+        assert sessions.redact(text, me, asked) == expected, (fresh_seed, text, owners, asked)
 
 
 def test_no_client_can_squat_another_clients_name(sock):
@@ -288,13 +290,13 @@ def trials_left(daemon) -> dict:
     return {what: dict(store) for what, store in stores.items() if store}
 
 
-def test_registrations_that_end_without_their_pipeline_leave_no_trial_behind(sock):
+def test_registrations_that_end_without_their_pipeline_leave_no_trial_behind(sock, fresh_seed):
     """Random registrations under fresh names, admitted (then closed) or refused: once none is
     under way, no trial's choice, verdict or host delay is kept (each refused one used to leave its
     host delay, and one refused after its trial its choice and verdict too: memory without bound)."""
     from fpgashare.sched.core.clock import VirtualClock
 
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(fresh_seed)
     stages = ["gauss3x3", "box3x3", "sharpen3x3", "sobel_mag", "threshold", "erode3x3", "median3x3", "fast9"]
     daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock(), host_cost=HostCost())
     kinds: dict[str, int] = {}
@@ -309,8 +311,8 @@ def test_registrations_that_end_without_their_pipeline_leave_no_trial_behind(soc
                 kinds["admitted"] = kinds.get("admitted", 0) + 1
             except DaemonError as exc:
                 kinds[exc.kind] = kinds.get(exc.kind, 0) + 1
-        assert kinds.get("admission", 0) > 0 and "internal" not in kinds, kinds
-        assert trials_left(daemon) == {}
+        assert kinds.get("admission", 0) > 0 and "internal" not in kinds, (fresh_seed, kinds)
+        assert trials_left(daemon) == {}, fresh_seed
 
 
 def test_a_registration_refused_by_a_quota_after_its_trial_leaves_no_trial_behind(sock, monkeypatch):
@@ -327,7 +329,7 @@ def test_a_registration_refused_by_a_quota_after_its_trial_leaves_no_trial_behin
         assert trials_left(daemon) == {}
 
 
-def test_hostile_network_files_are_refused_and_every_other_clients_pipeline_runs_on(sock):
+def test_hostile_network_files_are_refused_and_every_other_clients_pipeline_runs_on(sock, fresh_seed):
     """A client sends network files whose fields compare like the right ones (``4.0``, ``"1"``,
     a flag's string), nest past the parser's depth, or hold members numpy cannot read: each is
     refused ``bad_request`` naming the network, before anything runs it (one with ``4.0`` used to
@@ -338,7 +340,7 @@ def test_hostile_network_files_are_refused_and_every_other_clients_pipeline_runs
 
     from tests.hostile_networks import hostile_network, small_network
 
-    seed = int(np.random.SeedSequence().entropy % 2**32)
+    seed = fresh_seed
     rng = np.random.default_rng(seed)
     with running(sock), connect(sock) as other, connect(sock) as attacker:
         for i in range(40):
@@ -351,4 +353,4 @@ def test_hostile_network_files_are_refused_and_every_other_clients_pipeline_runs
         answer = attacker.request("dnn", **fields)
         pipe = DnnPipeline(attacker, "valid", attacker._attach(answer), answer, fields)
         image = rng.integers(0, 256, pipe.ring.spec.in_shape, dtype=np.uint8)
-        assert pipe.submit(image).result(timeout=20).dtype == np.int8
+        assert pipe.submit(image).result(timeout=20).dtype == np.int8, f"seed {seed}"

@@ -313,7 +313,7 @@ def test_status_command_and_daemon_arguments(sock, capsys):
     assert "needs --bitstreams" in capsys.readouterr().err
 
 
-def test_a_status_too_big_for_one_message_is_cut_to_fit(sock, monkeypatch):
+def test_a_status_too_big_for_one_message_is_cut_to_fit(sock, monkeypatch, fresh_seed):
     """Tenants choose how many pipelines they hold and how long their names are: the admin's view
     of them all is cut to what one message holds (``truncated`` says how many there were), and the
     admin's connection carries on."""
@@ -321,7 +321,7 @@ def test_a_status_too_big_for_one_message_is_cut_to_fit(sock, monkeypatch):
     from fpgashare.sched.core.clock import VirtualClock
 
     monkeypatch.setattr(fpgashare.daemon.stats, "STATUS_BYTES", 3000)
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(fresh_seed)
     daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock())
     with DaemonThread(daemon), connect(sock) as admin:
         tenants = [connect(sock) for _ in range(3)]
@@ -331,22 +331,22 @@ def test_a_status_too_big_for_one_message_is_cut_to_fit(sock, monkeypatch):
                 tenant.pipeline(f"{'n' * 58}{i:04d}", ["threshold"], period_ms=60_000.0, frame_shape=(8, 8))
                 held += 1
         status = admin.status()
-        assert len(msgpack.packb(status)) <= 3000
-        assert status["truncated"] == {"pipelines": held, "clients": 4}
-        assert 0 < len(status["pipelines"]) < held and set(status["pipelines"]) <= set(daemon.states)
+        assert len(msgpack.packb(status)) <= 3000, fresh_seed
+        assert status["truncated"] == {"pipelines": held, "clients": 4}, (fresh_seed, status["truncated"])
+        assert 0 < len(status["pipelines"]) < held and set(status["pipelines"]) <= set(daemon.states), fresh_seed
         own = tenants[0].status(own=True)
-        assert "truncated" not in own and len(own["pipelines"]) == len(tenants[0].pipelines)
+        assert "truncated" not in own and len(own["pipelines"]) == len(tenants[0].pipelines), fresh_seed
         assert admin.clock() >= 0.0
         for tenant in tenants:
             tenant.close()
 
 
-def test_fitting_keeps_a_prefix_of_each_list_within_the_limit():
+def test_fitting_keeps_a_prefix_of_each_list_within_the_limit(fresh_seed):
     """On generated answers: within the limit whenever the rest of the answer is, unchanged when
     it fits, else a prefix of the pipelines and of the clients with their counts in ``truncated``."""
     from fpgashare.daemon.stats import fitted
 
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(fresh_seed)
     for _ in range(300):
         n = int(rng.integers(0, 400))
         pipes = {"p" * int(rng.integers(1, 65)) + str(i): {"modules": ["m" * int(rng.integers(1, 20))] *
@@ -358,13 +358,13 @@ def test_fitting_keeps_a_prefix_of_each_list_within_the_limit():
                   "clients": clients}
         limit = int(rng.choice([1000, 8000, 64_000]))
         out = fitted(answer, limit)
-        assert len(msgpack.packb(out)) <= limit
+        assert len(msgpack.packb(out)) <= limit, (fresh_seed, limit)
         if len(msgpack.packb(answer)) <= limit:
-            assert out is answer
+            assert out is answer, fresh_seed
             continue
-        assert out["truncated"] == {"pipelines": n, "clients": len(clients)}
-        assert list(out["pipelines"]) == list(pipes)[:len(out["pipelines"])]
-        assert out["clients"] == clients[:len(out["clients"])]
+        assert out["truncated"] == {"pipelines": n, "clients": len(clients)}, (fresh_seed, out["truncated"])
+        assert list(out["pipelines"]) == list(pipes)[:len(out["pipelines"])], fresh_seed
+        assert out["clients"] == clients[:len(out["clients"])], fresh_seed
 
 
 def test_a_reply_too_big_for_a_message_is_an_error_reply_and_the_connection_lives(sock, monkeypatch):
@@ -495,7 +495,7 @@ def test_statistics_of_ended_pipelines_are_bounded(sock, monkeypatch):
         assert daemon.per_pipeline["run3"]["outcomes"] == {"on_time": 1}
 
 
-def test_metrics_of_ended_pipelines_are_bounded_like_their_statistics(sock, monkeypatch):
+def test_metrics_of_ended_pipelines_are_bounded_like_their_statistics(sock, monkeypatch, fresh_seed):
     """Apps (or an abuser) registering a fresh name each time cannot grow the metrics: an ended
     pipeline's series go when its statistics do, and a name given again starts from zero."""
     import urllib.request
@@ -505,7 +505,7 @@ def test_metrics_of_ended_pipelines_are_bounded_like_their_statistics(sock, monk
     monkeypatch.setattr(fpgashare.daemon.stats, "ENDED_KEPT", 2)
     running = RunningDaemon(sock)
     running.daemon.metrics_port = 0
-    runs = int(np.random.default_rng().integers(4, 9))
+    runs = int(np.random.default_rng(fresh_seed).integers(4, 9))
     with running as daemon, connect(sock) as fpga:
         live = fpga.pipeline("live", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
         live.submit(frames(1)[0]).result(timeout=10)
@@ -520,8 +520,8 @@ def test_metrics_of_ended_pipelines_are_bounded_like_their_statistics(sock, monk
         text = urllib.request.urlopen(f"http://127.0.0.1:{daemon.metrics_port}/metrics", timeout=5).read().decode()
         again.close()
     named = set(re.findall(r'pipeline="([^"]+)"', text))
-    assert named == {"live", f"run{runs - 2}"}, named
-    assert 'fpgashare_frames_total{outcome="on_time",pipeline="live"} 1.0' in text
+    assert named == {"live", f"run{runs - 2}"}, (fresh_seed, runs, named)
+    assert 'fpgashare_frames_total{outcome="on_time",pipeline="live"} 1.0' in text, fresh_seed
 
 
 def test_dnn_images_run_while_a_real_time_app_is_silent(sock):

@@ -180,7 +180,7 @@ def test_frames_on_the_fabric_when_the_daemon_stops_are_never_answered_as_result
     assert seen.get("result", 0) > 0 and seen.get("daemon shutting down", 0) > 0, seen
 
 
-def test_a_client_that_only_stops_sending_gets_one_answer_for_each_frame(sock):
+def test_a_client_that_only_stops_sending_gets_one_answer_for_each_frame(sock, fresh_seed):
     """A half-close ends the client's pipelines (its frames waiting are dropped at once), yet it
     still reads: the frame on the fabric then is answered too, dropped, before the daemon closes
     the socket. Every submit gets exactly one answer, and nothing of the client is left."""
@@ -191,7 +191,7 @@ def test_a_client_that_only_stops_sending_gets_one_answer_for_each_frame(sock):
     from fpgashare.wire.protocol import HEADER, encode
 
     daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock())
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(fresh_seed)
     with DaemonThread(daemon):
         for _ in range(3):
             raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -222,12 +222,12 @@ def test_a_client_that_only_stops_sending_gets_one_answer_for_each_frame(sock):
                 (n,) = HEADER.unpack_from(data)
                 answers.append(msgpack.unpackb(data[HEADER.size:HEADER.size + n]))
                 data = data[HEADER.size + n:]
-            assert sorted(a["id"] for a in answers) == sent
-            assert all(a["outcome"] == "dropped" and a["reason"].startswith("client gone") for a in answers)
-            assert daemon.states == {} and daemon.shm_bytes == 0
+            assert sorted(a["id"] for a in answers) == sent, fresh_seed
+            assert all(a["outcome"] == "dropped" and a["reason"].startswith("client gone") for a in answers), fresh_seed
+            assert daemon.states == {} and daemon.shm_bytes == 0, fresh_seed
 
 
-def test_a_client_gone_during_its_registration_leaves_nothing_and_blocks_no_one(sock):
+def test_a_client_gone_during_its_registration_leaves_nothing_and_blocks_no_one(sock, fresh_seed):
     """A client sends registrations (several, pipelined) and closes its socket at once, while the
     daemon does their admission work and mode changes: each registration completes or is refused,
     its pipeline then ends with the connection, and another client registers and streams at once
@@ -236,7 +236,7 @@ def test_a_client_gone_during_its_registration_leaves_nothing_and_blocks_no_one(
 
     from fpgashare.wire.protocol import encode
 
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(fresh_seed)
     daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock())
     with DaemonThread(daemon):
         for round_ in range(3):
@@ -249,18 +249,19 @@ def test_a_client_gone_during_its_registration_leaves_nothing_and_blocks_no_one(
             raw.close()
             with connect(sock, timeout=30) as fpga:
                 pipe = fpga.pipeline(f"after{round_}", STAGES, period_ms=20.0, frame_shape=SHAPE)
-                frame = np.random.default_rng().integers(0, 256, SHAPE, dtype=np.uint8)
+                frame = rng.integers(0, 256, SHAPE, dtype=np.uint8)
                 future = pipe.submit(frame)
                 fpga.clock()
                 daemon.run_until(daemon.clock.now() + 0.05)
-                assert np.array_equal(future.result(timeout=10), chain_reference(resolve_chain(STAGES, {}), frame))
+                want = chain_reference(resolve_chain(STAGES, {}), frame)
+                assert np.array_equal(future.result(timeout=10), want), fresh_seed
         deadline = time.monotonic() + 10
         while daemon.states and time.monotonic() < deadline:
             time.sleep(0.01)                  # the loop takes the closed connections in its own time
-        assert daemon.states == {} and daemon.failure is None
+        assert daemon.states == {} and daemon.failure is None, fresh_seed
 
 
-def test_a_close_answers_after_its_frames_and_the_name_is_free_at_once(sock):
+def test_a_close_answers_after_its_frames_and_the_name_is_free_at_once(sock, fresh_seed):
     """``close`` with frames on the fabric and waiting, then the same name registered again at
     once (pipelined behind the close): every frame is answered exactly once and before the close's
     reply, and the registration succeeds. The close used to be answered at once while a frame on
@@ -275,7 +276,7 @@ def test_a_close_answers_after_its_frames_and_the_name_is_free_at_once(sock):
         got, data = [], b""
         while not want <= {m["id"] for m in got}:
             chunk, fds, _, _ = socket.recv_fds(raw, 1 << 16, 4)
-            assert chunk, f"the daemon closed the connection; got {got}"
+            assert chunk, (fresh_seed, f"the daemon closed the connection; got {got}")
             for fd in fds:
                 os.close(fd)
             data += chunk
@@ -287,14 +288,14 @@ def test_a_close_answers_after_its_frames_and_the_name_is_free_at_once(sock):
 
     register = {"op": "pipeline", "name": "p", "stages": STAGES, "period_ms": 10.0, "frame_shape": list(SHAPE)}
     daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock())
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(fresh_seed)
     with DaemonThread(daemon):
         for _ in range(4):
             raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             raw.connect(str(sock))
             raw.settimeout(20)
             raw.sendall(encode({**register, "id": 1}))
-            assert replies(raw, {1})[0]["ok"]
+            assert replies(raw, {1})[0]["ok"], fresh_seed
             sent = list(range(10, 10 + int(rng.integers(1, 5))))        # the first on the fabric, the rest held
             for rid in sent:
                 raw.sendall(encode({"op": "submit", "id": rid, "pipeline": "p", "slot": rid - 10,
@@ -305,24 +306,24 @@ def test_a_close_answers_after_its_frames_and_the_name_is_free_at_once(sock):
             raw.sendall(encode({"op": "close", "id": 3, "pipeline": "p"}) + encode({**register, "id": 4}))
             got += replies(raw, {3, 4})
             ids = [m["id"] for m in got]
-            assert sorted(i for i in ids if i >= 10) == sent, got                  # each frame once
-            assert max(ids.index(i) for i in sent) < ids.index(3), got              # all before the close
+            assert sorted(i for i in ids if i >= 10) == sent, (fresh_seed, got)        # each frame once
+            assert max(ids.index(i) for i in sent) < ids.index(3), (fresh_seed, got)    # all before the close
             again = next(m for m in got if m["id"] == 4)
-            assert again["ok"], again
+            assert again["ok"], (fresh_seed, again)
             raw.close()
         deadline = time.monotonic() + 10
         while daemon.clients and time.monotonic() < deadline:        # the daemon has seen the ends
             time.sleep(0.01)
-        assert daemon.states == {} and daemon.shm_bytes == 0
+        assert daemon.states == {} and daemon.shm_bytes == 0, fresh_seed
 
 
-def test_frames_answered_before_a_close_keep_their_outputs_and_a_closed_pipeline_says_so(sock):
+def test_frames_answered_before_a_close_keep_their_outputs_and_a_closed_pipeline_says_so(sock, fresh_seed):
     """Frames that ended before their pipeline's close, read only after it (``result()`` called
     late): their outputs were read from the unmapped ring, an IndexError. Each now keeps its
     outcome (the output, or dropped if the close came first), and a submit after the close is
     refused naming the closed pipeline rather than an IndexError."""
     stages = resolve_chain(STAGES, {})
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(fresh_seed)
     with DaemonThread(Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock())) as daemon:
         with connect(sock) as fpga:
             for i in range(6):
@@ -339,6 +340,6 @@ def test_frames_answered_before_a_close_keep_their_outputs_and_a_closed_pipeline
                         out = late.output
                     except FrameDropped:
                         continue
-                    assert np.array_equal(out, chain_reference(stages, frame))
+                    assert np.array_equal(out, chain_reference(stages, frame)), fresh_seed
                 with pytest.raises(DaemonError, match=f"pipeline 'p{i}' is closed"):
                     pipe.submit(frames[0])

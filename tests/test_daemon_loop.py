@@ -39,13 +39,13 @@ class StuckCost(ModelledCpuCost):
 
 
 @pytest.mark.parametrize("limit_s", [60.0, 0.3])
-def test_a_slow_placement_waits_on_a_worker_while_frames_go_on(tmp_path, limit_s):
+def test_a_slow_placement_waits_on_a_worker_while_frames_go_on(tmp_path, limit_s, fresh_seed):
     cost = StuckCost()
     platform = load_platform(without_modules(tmp_path, "pynq-z2", {"sobel_mag"}))
     sock = tmp_path / "d.sock"
     daemon = Daemon(make_backend("model", platform), sock, clock=VirtualClock(), cpu_cost=cost)
     daemon.off_loop.limit_s = limit_s
-    frame = np.random.default_rng().integers(0, 256, SHAPE, dtype=np.uint8)
+    frame = np.random.default_rng(fresh_seed).integers(0, 256, SHAPE, dtype=np.uint8)
     want = chain_reference(resolve_chain(["threshold"], {}), frame)
     with DaemonThread(daemon), connect(sock, timeout=30) as app, connect(sock, timeout=30) as slow:
         pipe = app.pipeline("app", ["threshold"], period_ms=10.0, frame_shape=SHAPE)
@@ -59,21 +59,22 @@ def test_a_slow_placement_waits_on_a_worker_while_frames_go_on(tmp_path, limit_s
 
         registering = threading.Thread(target=register)
         registering.start()
-        assert cost.started.wait(30)
+        assert cost.started.wait(30), fresh_seed
         if limit_s < 1:
             registering.join(30)              # refused at the limit, the measurement still stuck
-            assert "took longer than the time limit of 0.3 s" in outcome["refused"]
+            assert "took longer than the time limit of 0.3 s" in outcome["refused"], fresh_seed
         for k in range(20):                   # the measurement is stuck meanwhile: the loop is not
             daemon.run_until(0.05 + k * 0.010)
             future = pipe.submit(frame)
-            assert app.clock() >= 0 and app.status()["loop"]["samples"] >= 0
+            assert app.clock() >= 0 and app.status()["loop"]["samples"] >= 0, fresh_seed
             daemon.run_until(0.05 + (k + 1) * 0.010)
-            assert np.array_equal(future.result(timeout=10), want)
+            assert np.array_equal(future.result(timeout=10), want), fresh_seed
         cost.release.set()
         registering.join(30)
         if limit_s > 1:
-            assert [stage for stage, where in outcome["pipe"].placement if where == "cpu"] == ["sobel_mag", "threshold"]
-    assert daemon.per_pipeline["app"]["outcomes"] == {"on_time": 20}
+            on_cpu = [stage for stage, where in outcome["pipe"].placement if where == "cpu"]
+            assert on_cpu == ["sobel_mag", "threshold"], (fresh_seed, on_cpu)
+    assert daemon.per_pipeline["app"]["outcomes"] == {"on_time": 20}, fresh_seed
 
 
 def test_the_loops_dispatch_delay_is_exported(tmp_path):
@@ -91,7 +92,7 @@ def test_the_loops_dispatch_delay_is_exported(tmp_path):
     assert "fpgashare_loop_dispatch_delay_seconds_count" in text
 
 
-def test_a_trial_past_its_time_limit_never_becomes_another_registrations_choice(tmp_path, monkeypatch):
+def test_a_trial_past_its_time_limit_never_becomes_another_registrations_choice(tmp_path, monkeypatch, fresh_seed):
     """A tenant's admission trial overruns its time limit (refused) and finishes on its worker
     after another client registered the same name with other stages: the late trial's choice (its
     spec, its partition) must not be what the newcomer's registration takes, nor be left behind."""
@@ -126,22 +127,23 @@ def test_a_trial_past_its_time_limit_never_becomes_another_registrations_choice(
     sock = tmp_path / "d.sock"
     daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock(), host_cost=HostCost())
     daemon.off_loop.limit_s = 0.3
-    frame = np.random.default_rng().integers(0, 256, SHAPE, dtype=np.uint8)
+    frame = np.random.default_rng(fresh_seed).integers(0, 256, SHAPE, dtype=np.uint8)
     with DaemonThread(daemon), connect(sock, timeout=30) as attacker, connect(sock, timeout=30) as app:
         with pytest.raises(AdmissionRejected, match="took longer than the time limit"):
             attacker.pipeline("cam", late_stages, period_ms=50.0, frame_shape=SHAPE)
         daemon.off_loop.limit_s = 60.0                 # the app's own trial: all the time it needs
         pipe = app.pipeline("cam", now_stages, period_ms=40.0, frame_shape=SHAPE)
-        assert late_done.is_set()
-        assert [p.period_s for p in daemon.engine.pipelines] == [0.040]
+        assert late_done.is_set(), fresh_seed
+        assert [p.period_s for p in daemon.engine.pipelines] == [0.040], fresh_seed
         future = pipe.submit(frame)
         app.clock()                                    # the submit was taken (requests go in order)
         daemon.run_until(daemon.clock.now() + 0.05)
-        assert np.array_equal(future.result(timeout=10), chain_reference(resolve_chain(now_stages, {}), frame))
-        assert trials_left(daemon) == {}
+        want = chain_reference(resolve_chain(now_stages, {}), frame)
+        assert np.array_equal(future.result(timeout=10), want), fresh_seed
+        assert trials_left(daemon) == {}, fresh_seed
 
 
-def test_a_departure_during_a_registrations_trial_has_it_tried_again_on_a_worker(tmp_path, monkeypatch):
+def test_a_departure_during_a_registrations_trial_has_it_tried_again_on_a_worker(tmp_path, monkeypatch, fresh_seed):
     """A tenant closes a pipeline while another registration's trial runs (its own, on another
     connection): the trial's verdict is for a set that changed, and the engine would analyse the
     newcomer again on the daemon's loop, holding up every frame. It is tried again on a worker."""
@@ -173,7 +175,7 @@ def test_a_departure_during_a_registrations_trial_has_it_tried_again_on_a_worker
         return after_a_close
 
     monkeypatch.setattr(Board, "admission_test", gated)
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(fresh_seed)
     sock = tmp_path / "d.sock"
     daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, clock=VirtualClock(), host_cost=HostCost(),
                     streams=1)                        # one partition: a newcomer joins it (no re-layout)
@@ -187,16 +189,16 @@ def test_a_departure_during_a_registrations_trial_has_it_tried_again_on_a_worker
         registering = threading.Thread(target=lambda: outcome.update(pipe=registrar.pipeline(
             "late", ["gauss3x3"], period_ms=40.0, frame_shape=SHAPE)))
         registering.start()
-        assert started.wait(30)
+        assert started.wait(30), fresh_seed
         pipes[int(rng.integers(len(pipes)))].close()       # a departure: a mode change asked meanwhile
-        assert changes.version > version                   # (its pins given back)
+        assert changes.version > version, fresh_seed       # (its pins given back)
         closed.set()
         registering.join(30)
-        assert "pipe" in outcome and "late" in daemon.states
-    assert where == ["worker", "worker"], where          # its trial, then once more for the set left
+        assert "pipe" in outcome and "late" in daemon.states, fresh_seed
+    assert where == ["worker", "worker"], (fresh_seed, where)    # its trial, then once more for the set left
 
 
-def test_a_clients_network_is_read_on_a_worker_never_on_the_daemons_loop(tmp_path, monkeypatch):
+def test_a_clients_network_is_read_on_a_worker_never_on_the_daemons_loop(tmp_path, monkeypatch, fresh_seed):
     """Reading a network file of a few hundred members took milliseconds of the loop (tens on a
     board's CPU) per ``dnn`` registration, refused or not: many times what the request is charged
     of its user's rate, every tenant's frames waiting meanwhile. It is read on a worker; a bad one
@@ -217,23 +219,23 @@ def test_a_clients_network_is_read_on_a_worker_never_on_the_daemons_loop(tmp_pat
         return read(*args, **kw)
 
     monkeypatch.setattr(network_wire, "network_from_wire", recorded)
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(fresh_seed)
     sock = tmp_path / "d.sock"
     daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, dilation=20.0, host_cost=HostCost())
     with DaemonThread(daemon), connect(sock) as tenant:
         _, bad = hostile_network(rng)
         with pytest.raises(DaemonError, match="network for 'm'") as err:
             tenant.request("dnn", name="bad", model="m", network=bad)
-        assert err.value.kind == "bad_request"
+        assert err.value.kind == "bad_request", fresh_seed
         fields = {"name": "good", "model": "m", "network": network_wire.network_bytes(small_network(rng))}
         answer = tenant.request("dnn", **fields)
         pipe = DnnPipeline(tenant, "good", tenant._attach(answer), answer, fields)
         image = rng.integers(0, 256, pipe.ring.spec.in_shape, dtype=np.uint8)
-        assert pipe.submit(image).result(timeout=20).dtype == np.int8
-    assert len(where) == 2 and "loop" not in where, where
+        assert pipe.submit(image).result(timeout=20).dtype == np.int8, fresh_seed
+    assert len(where) == 2 and "loop" not in where, (fresh_seed, where)
 
 
-def test_other_tenants_networks_never_make_a_models_batches_rebuild_it_on_the_loop(tmp_path, monkeypatch):
+def test_other_tenants_networks_never_make_a_models_batches_rebuild_it_on_the_loop(tmp_path, monkeypatch, fresh_seed):
     """A batch's setup reads its model's network and load stream on the daemon's loop. Kept in
     caches of a few entries, they were evicted by another tenant's networks in use (8 were
     enough), and each of the model's batches rebuilt its network there (digits_cnn: ~7 ms of the
@@ -255,7 +257,7 @@ def test_other_tenants_networks_never_make_a_models_batches_rebuild_it_on_the_lo
         return get_model(name)
 
     monkeypatch.setattr(planning, "get_model", recorded)
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(fresh_seed)
     sock = tmp_path / "d.sock"
     daemon = Daemon(make_backend("model", load_platform("zcu104")), sock, dilation=20.0, host_cost=HostCost())
     with DaemonThread(daemon), connect(sock) as app, connect(sock) as a, connect(sock) as b:
@@ -274,9 +276,9 @@ def test_other_tenants_networks_never_make_a_models_batches_rebuild_it_on_the_lo
             mine.submit(image).result(timeout=30)
             for future in futures:
                 future.result(timeout=30)
-    assert ("digits_cnn", True) not in built, built
+    assert ("digits_cnn", True) not in built, (fresh_seed, built)
     # Kept until the registry drops a network (network_wire.Registry makes room): then it goes.
     gone = next(name for name in planning._NETWORKS if name.startswith("m-"))
     planning.forget(gone)
-    assert gone not in planning._NETWORKS and not any(k[0] == gone for k in planning._WORDS)
-    assert "digits_cnn" in planning._NETWORKS
+    assert gone not in planning._NETWORKS and not any(k[0] == gone for k in planning._WORDS), fresh_seed
+    assert "digits_cnn" in planning._NETWORKS, fresh_seed

@@ -374,13 +374,13 @@ def test_a_refusal_sent_before_the_close_is_read_even_when_the_send_fails(tmp_pa
     server.close()
 
 
-def test_the_descriptor_budget_keeps_room_for_root_and_the_daemon():
+def test_the_descriptor_budget_keeps_room_for_root_and_the_daemon(fresh_seed):
     """For any descriptor limit and any configured caps: other users' connections, root's reserve
     and the daemon's own descriptors fit in the limit; each user's share fits in what is left."""
     from fpgashare.daemon.limits import ENGINE_FDS, DescriptorBudget
     from fpgashare.errors import FpgashareError
 
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(fresh_seed)
     for _ in range(500):
         limits = Limits(clients=int(rng.integers(1, 500)), root_reserve=int(rng.integers(1, 32)),
                         descriptors_per_user=int(rng.integers(0, 300)))
@@ -391,6 +391,6 @@ def test_the_descriptor_budget_keeps_room_for_root_and_the_daemon():
                 DescriptorBudget.split(nofile, limits)
             continue
         budget = DescriptorBudget.split(nofile, limits)
-        assert 1 <= budget.clients <= limits.clients
-        assert budget.clients + limits.root_reserve + ENGINE_FDS <= nofile
-        assert 1 <= budget.per_user <= room
+        assert 1 <= budget.clients <= limits.clients, (fresh_seed, nofile, limits, budget)
+        assert budget.clients + limits.root_reserve + ENGINE_FDS <= nofile, (fresh_seed, nofile, limits, budget)
+        assert 1 <= budget.per_user <= room, (fresh_seed, nofile, limits, budget)

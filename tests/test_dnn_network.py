@@ -142,7 +142,7 @@ def test_shipped_models_validate():
         Network("tiny", (1, 1, 1), (random_layer(np.random.default_rng(0), "conv", 1, (1, 1, 1), pad=0),)).validate()
 
 
-def test_a_hostile_network_file_is_refused_by_name_and_never_raises_anything_else():
+def test_a_hostile_network_file_is_refused_by_name_and_never_raises_anything_else(fresh_seed):
     """A client's network with a field of another JSON type (``4.0`` compares equal to 4 and passed
     the shape checks, then failed in the daemon's engine), a spec nested past the parser's depth,
     or a member numpy cannot read: each is a NetworkError naming the problem, on fresh seeds; the
@@ -151,7 +151,7 @@ def test_a_hostile_network_file_is_refused_by_name_and_never_raises_anything_els
 
     from tests.hostile_networks import hostile_network, small_network
 
-    seed = int(np.random.SeedSequence().entropy % 2**32)
+    seed = fresh_seed
     rng = np.random.default_rng(seed)
     for _ in range(300):
         what, data = hostile_network(rng)

@@ -28,9 +28,9 @@ def _host_cost(rng: random.Random) -> HostCost:
                     per_frame * rng.uniform(0.5, 2.0))
 
 
-def test_the_chosen_dilation_is_the_least_on_its_ladder_that_admission_takes(demo_board):
+def test_the_chosen_dilation_is_the_least_on_its_ladder_that_admission_takes(demo_board, fresh_seed):
     platform, specs = demo_board
-    seed = random.randrange(1 << 30)
+    seed = fresh_seed
     rng = random.Random(seed)
     for _ in range(6):
         cost = _host_cost(rng)
@@ -47,11 +47,11 @@ def test_the_chosen_dilation_is_the_least_on_its_ladder_that_admission_takes(dem
         assert choice.summary()["wall_s_per_board_s"] == pytest.approx(choice.dilation, rel=1e-3)
 
 
-def test_the_host_terms_scale_as_cost_over_dilation(demo_board):
+def test_the_host_terms_scale_as_cost_over_dilation(demo_board, fresh_seed):
     """Admitting the cost times k at dilation d is admitting the cost at d / k: the safety factor's
     argument (host_dilation.py's docstring)."""
     platform, specs = demo_board
-    seed = random.randrange(1 << 30)
+    seed = fresh_seed
     rng = random.Random(seed)
     for _ in range(6):
         cost, k, d = _host_cost(rng), rng.uniform(1.5, 6.0), 10 ** rng.uniform(0, 2)
@@ -88,12 +88,12 @@ def test_bad_floors_and_safeties_are_refused(demo_board):
         choose_dilation(platform, specs, FREE, 8.0, safety=float("nan"))
 
 
-def test_the_hosts_preemption_is_a_block_never_less_than_measured():
+def test_the_hosts_preemption_is_a_block_never_less_than_measured(fresh_seed):
     """The demo counts how late the process wakes (the loop preempted) as the loop's block: raised to
     it times the margin, never lowered, the other terms kept."""
     from fpgashare.daemon.host_calibration import measure_wake_lateness, with_wake_lateness
 
-    seed = random.randrange(1 << 30)
+    seed = fresh_seed
     rng = random.Random(seed)
     for _ in range(50):
         cost, lateness, margin = _host_cost(rng), 10 ** rng.uniform(-6, -1), rng.uniform(1.0, 3.0)

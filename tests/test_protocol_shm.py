@@ -60,20 +60,20 @@ def test_version_and_id_are_checked_and_errors_are_replies():
 
 
 
-def test_an_error_of_any_length_is_a_reply_with_its_head():
+def test_an_error_of_any_length_is_a_reply_with_its_head(fresh_seed):
     """A refusal quoting what it was sent can be longer than a message (a 1 kB network file
     made a 90 kB text): the reply then failed to encode and the connection ended unanswered.
     Whatever its length and characters, an error is a reply keeping the text's head."""
     from fpgashare.wire.protocol import MAX_ERROR_TEXT
 
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(fresh_seed)
     for _ in range(20):
         n = int(rng.integers(0, 4 * MAX_MESSAGE))
         text = "".join(chr(c) for c in rng.integers(32, 0x10FFFF, n) if not 0xD800 <= c < 0xE000)
         answer = _read(error_reply(5, ProtocolError("bad_request", text)))[0]
         message = answer["error"]["message"]
-        assert answer["id"] == 5 and answer["error"]["kind"] == "bad_request"
-        assert message == text if len(text) <= MAX_ERROR_TEXT else message.startswith(text[:MAX_ERROR_TEXT])
+        assert answer["id"] == 5 and answer["error"]["kind"] == "bad_request", fresh_seed
+        assert message == text if len(text) <= MAX_ERROR_TEXT else message.startswith(text[:MAX_ERROR_TEXT]), fresh_seed
 
 
 def _client(spec_wire, index, value, done):
@@ -156,14 +156,14 @@ def test_an_unsealed_ring_descriptor_is_refused():
         FrameRing.attach_fd(spec, fd)              # closed by attach_fd either way
 
 
-def test_the_framing_decoder_gives_back_every_body_however_the_bytes_are_cut():
+def test_the_framing_decoder_gives_back_every_body_however_the_bytes_are_cut(fresh_seed):
     """Bodies framed and concatenated, fed in chunks cut at random places (a fresh seed each run):
     the same bodies come out, in order; a length over the limit is refused at its header."""
     import random
 
     from fpgashare.wire.framing import Decoder, FramingError, frame
 
-    seed = int.from_bytes(os.urandom(4), "little")
+    seed = fresh_seed
     rng = random.Random(seed)
     for _ in range(50):
         bodies = [rng.randbytes(rng.choice([0, 1, 3, 4, 5, 100, 4096])) for _ in range(rng.randrange(1, 20))]

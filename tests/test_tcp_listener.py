@@ -133,7 +133,7 @@ def test_fleet_agent_through_the_listener(listener, tmp_path, monkeypatch):
         agent.fpga.close()
 
 
-def test_token_files_must_be_root_owned_and_random(tmp_path):
+def test_token_files_must_be_root_owned_and_random(tmp_path, fresh_seed):
     path = tmp_path / "token"
     path.write_bytes(TOKEN)
     os.chmod(path, 0o600)
@@ -145,11 +145,11 @@ def test_token_files_must_be_root_owned_and_random(tmp_path):
         path.write_bytes(weak)
         with pytest.raises(FpgashareError, match="does not look random"):
             load_token(path)
-    rng = np.random.default_rng()                  # fresh seed: any random token passes
+    rng = np.random.default_rng(fresh_seed)        # a fresh seed: any random token passes
     for _ in range(20):
         token = base64.b64encode(rng.bytes(24))
         path.write_bytes(token)
-        assert load_token(path) == token
+        assert load_token(path) == token, fresh_seed
     with pytest.raises(FpgashareError, match="does not look random"):
         TcpListener(tmp_path / "s.sock", bytes(32), ("127.0.0.1", 0))
 
@@ -224,12 +224,12 @@ def test_a_remote_pipeline_recovers_after_timeouts(listener, monkeypatch):
         fpga.close()
 
 
-def test_fuzzed_requests_over_tcp_never_get_internal(listener):
+def test_fuzzed_requests_over_tcp_never_get_internal(listener, fresh_seed):
     """The daemon fuzzer's requests over the listener, with inline frames good and bad (fresh seed
     each run): every one answered, none ``internal``, and the listener never hangs up."""
     from benchmarks.daemon_fuzz import fuzz_tcp
 
-    seed = int.from_bytes(os.urandom(4), "little")
+    seed = fresh_seed
     kinds = fuzz_tcp(listener.address, TOKEN, 2_000, seed, timeout_s=120)
     assert "internal" not in kinds and kinds["ok"] > 100 and kinds["bad_request"] > 100, (seed, kinds)
 
@@ -241,7 +241,7 @@ def test_fuzzed_requests_over_tcp_never_get_internal(listener):
     ({"frame_shape": [60, -80]}, "frame_shape must be a list of at most 4 sides"),
     ({"frame_shape": "60x80"}, "frame_shape must be a list"),
 ])
-def test_an_inline_frames_layout_is_checked_before_numpy_parses_it(listener, fields, says):
+def test_an_inline_frames_layout_is_checked_before_numpy_parses_it(listener, fields, says, fresh_seed):
     """A dtype string of many fields is a valid structured dtype whose parsing alone costs the
     listener seconds and hundreds of megabytes (a board has 512 MB): refused by its length first,
     naming the field; the connection and its pipeline carry on."""
@@ -251,10 +251,10 @@ def test_an_inline_frames_layout_is_checked_before_numpy_parses_it(listener, fie
         frame = {"frame": bytes(SHAPE[0] * SHAPE[1]), "frame_shape": list(SHAPE), "frame_dtype": "uint8"}
         with pytest.raises(DaemonError, match=says) as err:
             fpga.request("submit", pipeline="p", **{**frame, **fields})
-        assert err.value.kind == "bad_request"
-        image = np.random.default_rng().integers(0, 256, SHAPE, dtype=np.uint8)
+        assert err.value.kind == "bad_request", fresh_seed
+        image = np.random.default_rng(fresh_seed).integers(0, 256, SHAPE, dtype=np.uint8)
         assert np.array_equal(pipe.submit(image).result(timeout=30),
-                              chain_reference(resolve_chain(["threshold"], {}), image))
+                              chain_reference(resolve_chain(["threshold"], {}), image)), fresh_seed
     finally:
         fpga.close()
 

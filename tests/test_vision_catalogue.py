@@ -241,14 +241,14 @@ def test_template_match_finds_a_template_on_a_full_hd_frame_through_the_shell(zc
     assert (want["BEST"], want["BEST_X"], want["BEST_Y"]) == (0, 1500, 700)
 
 
-def test_rgb2gray_takes_any_register_word_as_the_rtl_does():
+def test_rgb2gray_takes_any_register_word_as_the_rtl_does(fresh_seed):
     """A client may send any 32-bit word (daemon/checks.py): rgb2gray.sv reads each coefficient's
     low 16 bits and the shift's low 5, and so does the twin (it once faulted on a large or
     negative shift, ending the frame as a hardware failure)."""
     from fpgashare.backends.simrun import resolve_chain
     from fpgashare.catalogue.vision_ref import chain_reference
 
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(fresh_seed)
     frame = rng.integers(0, 256, (8, 12, 3), dtype=np.uint8)
     rgb = frame.astype(np.int64)
     for _ in range(200):
@@ -257,4 +257,4 @@ def test_rgb2gray_takes_any_register_word_as_the_rtl_does():
         cr, cg, cb = (words[reg] & 0xFFFF for reg in ("CR", "CG", "CB"))
         shift = words["SHIFT"] & 31
         acc = cr * rgb[..., 0] + cg * rgb[..., 1] + cb * rgb[..., 2] + ((1 << (shift - 1)) if shift else 0)
-        assert np.array_equal(out, np.minimum(acc >> shift, 255).astype(np.uint8)), words
+        assert np.array_equal(out, np.minimum(acc >> shift, 255).astype(np.uint8)), (fresh_seed, words)

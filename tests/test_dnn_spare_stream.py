@@ -289,11 +289,11 @@ def test_the_daemons_dnn_on_a_spare_stream_misses_nothing_and_gives_it_back(seed
     note(f"{board.platform.name}: relayouts {board.relayouts}, beside a pass {beside}, taken back {back}")
 
 
-def test_the_daemons_dnn_runs_beside_passes_and_a_later_layout_takes_the_stream_back():
+def test_the_daemons_dnn_runs_beside_passes_and_a_later_layout_takes_the_stream_back(fresh_seed):
     """The mechanism is used on the daemon's path: among generated episodes some DNN batches run
     on a spare stream beside passes, and some later registration re-partitions the board onto
     that stream (its registration returns), with the claims of ``check_daemon_episode`` held."""
-    rng = random.Random()
+    rng = random.Random(fresh_seed)
     beside = back = 0
     for _ in range(60):
         run = daemon_episode(rng.randrange(2**31))
@@ -301,7 +301,7 @@ def test_the_daemons_dnn_runs_beside_passes_and_a_later_layout_takes_the_stream_
         beside, back = beside + b, back + t
         if beside and back:
             break
-    assert beside and back, (beside, back)
+    assert beside and back, (fresh_seed, beside, back)
 
 
 @settings(max_examples=3, deadline=None)

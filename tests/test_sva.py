@@ -75,20 +75,20 @@ def run(sim: str, mode: str, seed: int) -> subprocess.CompletedProcess:
     return subprocess.run([sim, mode, str(seed)], capture_output=True, text=True, timeout=60)
 
 
-def test_a_producer_that_keeps_the_rules_runs_to_the_end(handshake_sim):
-    for seed in random.Random().sample(range(1, 1 << 30), 3):
+def test_a_producer_that_keeps_the_rules_runs_to_the_end(handshake_sim, fresh_seed):
+    for seed in random.Random(fresh_seed).sample(range(1, 1 << 30), 3):
         result = run(handshake_sim, "keep", seed)
         assert result.returncode == 0 and "Assertion failed" not in result.stdout + result.stderr, seed
 
 
 @pytest.mark.parametrize("mode, says", [("drop", "VALID dropped before READY"),
                                         ("change", "payload changed while VALID waited")])
-def test_a_broken_handshake_stops_the_simulation(handshake_sim, mode, says):
-    seed = random.Random().randrange(1, 1 << 30)
+def test_a_broken_handshake_stops_the_simulation(handshake_sim, mode, says, fresh_seed):
+    seed = random.Random(fresh_seed).randrange(1, 1 << 30)
     result = run(handshake_sim, mode, seed)
     out = result.stdout + result.stderr
-    assert result.returncode != 0, f"seed {seed}: {out}"
-    assert "Assertion failed" in out and says in out, f"seed {seed}: {out}"
+    assert result.returncode != 0, (fresh_seed, f"seed {seed}: {out}")
+    assert "Assertion failed" in out and says in out, (fresh_seed, f"seed {seed}: {out}")
 
 
 def test_every_simulation_build_has_the_checkers_on():

@@ -6,8 +6,6 @@ give the same load results, outputs, cycle counts and evaluation counts."""
 
 from __future__ import annotations
 
-import secrets
-
 import numpy as np
 import pytest
 from fpgashare.catalogue.platform import load_platform, manifest_at_pixels_per_clock
@@ -33,8 +31,8 @@ def board_pair(platform, external: bool) -> tuple[SimBoard, SimBoard]:
 
 
 @pytest.mark.parametrize("external", [True, False], ids=["modules outside", "modules inside"])
-def test_the_levels_phases_run_as_eval_whole(platform, external):
-    seed = secrets.randbits(32)
+def test_the_levels_phases_run_as_eval_whole(platform, external, fresh_seed):
+    seed = fresh_seed
     phases, whole = board_pair(platform, external)
     assert episode(phases, platform, np.random.default_rng(seed)) == \
         episode(whole, platform, np.random.default_rng(seed)), f"seed {seed}"

@@ -8,8 +8,6 @@ the fabric's state. And a frame streams without evaluating the fabric: the bus i
 
 from __future__ import annotations
 
-import secrets
-
 import numpy as np
 import pytest
 from fpgashare.bitstream.registry import build_config
@@ -27,8 +25,8 @@ def platform(request, tmp_path_factory):
     return small_platform(request.param, tmp_path_factory)
 
 
-def test_the_fabric_skipped_at_rest_runs_as_the_fabric_every_cycle(platform):
-    seed = secrets.randbits(32)
+def test_the_fabric_skipped_at_rest_runs_as_the_fabric_every_cycle(platform, fresh_seed):
+    seed = fresh_seed
     resting, every = SimBoard(platform), SimBoard(platform)
     every.rtl.set_fabric_rest(False)
     seen, other, at_start, at_end = twin_runs(resting, every, platform, seed)
@@ -39,8 +37,8 @@ def test_the_fabric_skipped_at_rest_runs_as_the_fabric_every_cycle(platform):
     assert every.rtl.fabric_evaluations()[1] == 0
 
 
-def test_a_frame_streams_with_the_fabric_at_rest(platform):
-    seed = secrets.randbits(32)
+def test_a_frame_streams_with_the_fabric_at_rest(platform, fresh_seed):
+    seed = fresh_seed
     rng = np.random.default_rng(seed)
     board = SimBoard(platform)
     stage = resolve_stage("threshold")

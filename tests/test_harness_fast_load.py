@@ -8,8 +8,6 @@ cycles and frames (modules at rest beside a load, and waking after it)."""
 
 from __future__ import annotations
 
-import secrets
-
 import numpy as np
 import pytest
 from fpgashare.backends.shell_map import REG_CFG_CYCLES, REG_CFG_LOADS, REG_CFG_STATUS, REG_CFG_WORDS
@@ -53,8 +51,8 @@ def registers(board: SimBoard) -> list[int]:
     return [board.shell_read(r) for r in REGISTERS] + [board.shell_read(16 + 4 * k) for k in range(2)]
 
 
-def test_skipping_the_shell_during_loads_changes_nothing(platform, boards):
-    seed = secrets.randbits(32)
+def test_skipping_the_shell_during_loads_changes_nothing(platform, boards, fresh_seed):
+    seed = fresh_seed
     rng = np.random.default_rng(seed)
     fast, every, unwritten = boards
     skipped = fast.rtl.fast_cycles
@@ -90,11 +88,11 @@ def test_skipping_the_shell_during_loads_changes_nothing(platform, boards):
     assert fast.rtl.fast_cycles - skipped > 1000, "the loads never ran the configuration block alone"
 
 
-def test_a_load_beside_a_streaming_frame_is_not_skipped(platform, boards):
+def test_a_load_beside_a_streaming_frame_is_not_skipped(platform, boards, fresh_seed):
     """A load while a frame streams through the other slot (fs_run with both): the shell is not at rest,
     so every cycle evaluates it; the frame's output and the verdict are those of the reference."""
     fast, every, unwritten = boards
-    rng = np.random.default_rng(secrets.randbits(32))
+    rng = np.random.default_rng(fresh_seed)
     stage = resolve_stage("threshold")
     frame = rng.integers(0, 256, (16, 24), dtype=np.uint8)
     seen = []
@@ -110,18 +108,18 @@ def test_a_load_beside_a_streaming_frame_is_not_skipped(platform, boards):
         board.release_route(0)
         seen.append((out.tobytes(), stats, board._load_result(0, stats), board.cycles,
                      board.rtl.fast_cycles - before))
-    assert seen[0] == seen[1]
-    assert seen[0][-1] == 0
-    assert fast.rtl.state_differences(every.rtl) <= unwritten
+    assert seen[0] == seen[1], f"seed {fresh_seed}"
+    assert seen[0][-1] == 0, f"seed {fresh_seed}"
+    assert fast.rtl.state_differences(every.rtl) <= unwritten, f"seed {fresh_seed}"
 
 
-def test_a_load_on_the_port_channel_skips_the_shell_exactly(platform, boards):
+def test_a_load_on_the_port_channel_skips_the_shell_exactly(platform, boards, fresh_seed):
     """The co-simulation's way (fs_advance with the port's channel armed, stopping at seeded cycles on
     the way): the same channel statistics, verdict, cycle counts and state as the reference."""
     from fpgashare.hdl_sim.harness import PORT_CHANNEL
 
     fast, every, unwritten = boards
-    seed = secrets.randbits(32)
+    seed = fresh_seed
     rng = np.random.default_rng(seed)
     slot = int(rng.integers(0, 2))
     words = build_config(platform, platform.slots[slot], str(rng.choice(MODULES)))

@@ -9,8 +9,6 @@ could be folded runs and leaves its outputs as they were: the sets miss no path 
 
 from __future__ import annotations
 
-import secrets
-
 import numpy as np
 import pytest
 from fpgashare.hdl_sim import comb_inputs
@@ -27,8 +25,8 @@ def platform(request, tmp_path_factory):
     return small_platform(request.param, tmp_path_factory)
 
 
-def test_the_fold_runs_as_both_levels_apart(platform):
-    seed = secrets.randbits(32)
+def test_the_fold_runs_as_both_levels_apart(platform, fresh_seed):
+    seed = fresh_seed
     folded, apart = SimBoard(platform), SimBoard(platform)
     apart.rtl.set_fold_low(False)
     seen, other, at_start, at_end = twin_runs(folded, apart, platform, seed)
@@ -41,8 +39,8 @@ def test_the_fold_runs_as_both_levels_apart(platform):
     assert apart.rtl.folds() == (0, 0, 0)
 
 
-def test_no_low_evaluation_that_could_be_folded_moves_an_output(platform):
-    seed = secrets.randbits(32)
+def test_no_low_evaluation_that_could_be_folded_moves_an_output(platform, fresh_seed):
+    seed = fresh_seed
     board = SimBoard(platform)
     board.rtl.set_fold_check(True)   # a HarnessError if one does
     rng = np.random.default_rng(seed)

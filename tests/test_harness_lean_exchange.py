@@ -8,8 +8,6 @@ and leave the same bytes in the shell's and the configuration block's state."""
 
 from __future__ import annotations
 
-import secrets
-
 import pytest
 from fpgashare.hdl_sim.board import SimBoard
 
@@ -24,8 +22,8 @@ def platform(request, tmp_path_factory):
     return small_platform(request.param, tmp_path_factory)
 
 
-def test_the_lean_exchange_runs_as_the_exchange_before_it(platform):
-    seed = secrets.randbits(32)
+def test_the_lean_exchange_runs_as_the_exchange_before_it(platform, fresh_seed):
+    seed = fresh_seed
     lean, before = SimBoard(platform), SimBoard(platform)
     lean.rtl.set_fold_low(False)   # the exchange alone (the fold needs it: tests/test_harness_fold_low.py)
     before.rtl.set_lean_exchange(False)

@@ -343,3 +343,54 @@ def test_frames_answered_before_a_close_keep_their_outputs_and_a_closed_pipeline
                     assert np.array_equal(out, chain_reference(stages, frame)), fresh_seed
                 with pytest.raises(DaemonError, match=f"pipeline 'p{i}' is closed"):
                     pipe.submit(frames[0])
+
+
+def test_a_frames_slot_comes_back_once_when_its_reply_cannot_be_read_and_close_races_result():
+    """A reply the client cannot read (here: no outcome) is the frame's outcome, raised by every
+    ``result()``; its ring slot comes back once, not once a call (a slot given back twice is
+    handed to two frames). A close settling answered frames while other threads wait in
+    ``result()`` settles each once too."""
+    import threading
+    from types import SimpleNamespace
+
+    from fpgashare.client.connection import Reply
+    from fpgashare.client.pipeline import FrameFuture, Pipeline
+
+    given_back: list[int] = []
+    pipe = SimpleNamespace(fpga=SimpleNamespace(wait=lambda reply, timeout: reply.result()),
+                           _release=lambda slot, generation, future=None: given_back.append(slot))
+    unreadable = Reply()
+    unreadable.set_result({"ok": True})
+    future = FrameFuture(pipe, 3, unreadable, 0, ring=None)
+    for _ in range(3):
+        with pytest.raises(KeyError):
+            future.result()
+    assert given_back == [3]
+
+    # Many frames answered (dropped), each settled by a waiting thread and by the close at once.
+    ring = SimpleNamespace(spec=SimpleNamespace(slots=64), close=lambda: None)
+    owner = SimpleNamespace(wait=lambda reply, timeout: reply.result())
+    real = Pipeline(owner, "p", ring, {}, {})
+    futures = []
+    for _ in range(64):
+        reply = Reply()
+        reply.set_result({"ok": True, "outcome": "dropped", "reason": "closed"})
+        with real._lock:
+            slot = real._slots.pop()
+        futures.append(real.future(slot, reply, real.generation, ring))
+    outcomes: list[str] = []
+
+    def wait(f: FrameFuture) -> None:
+        try:
+            f.result()
+        except FrameDropped:
+            outcomes.append("dropped")
+
+    waiters = [threading.Thread(target=wait, args=(f,)) for f in futures]
+    for t in waiters:
+        t.start()
+    real._drop()
+    for t in waiters:
+        t.join()
+    assert outcomes == ["dropped"] * 64
+    assert sorted(real._slots) == list(range(64)) and not real._futures and real.closed

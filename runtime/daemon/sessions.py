@@ -236,13 +236,14 @@ class Sessions:
                 extra["results"] = frame.results      # registers the modules left (moments, template_match)
             metric_latency = None if latency is None else latency / 1e3
             frame.pixels = frame.output = None      # the ring's views: let it close
-        if self.metrics is not None:
-            self.metrics.frame_ended(frame.pipeline.name, outcome, metric_latency)
         try:
             answer = reply(rid, outcome=outcome, reason=reason, slot=slot, **extra)
         except ProtocolError as exc:        # (too big for a message): still its one answer, and this
             # runs inside the engine's step, where an exception would leave every tenant's next event unset
-            answer = reply(rid, outcome="error", reason=f"its answer cannot be sent: {exc}", slot=slot)
+            outcome, metric_latency = "error", None
+            answer = reply(rid, outcome=outcome, reason=f"its answer cannot be sent: {exc}", slot=slot)
+        if self.metrics is not None:        # the outcome the app was sent
+            self.metrics.frame_ended(frame.pipeline.name, outcome, metric_latency)
         client.send(answer)
         state.free.add(slot)
         if state.closing and not state.in_flight:

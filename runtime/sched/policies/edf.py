@@ -293,7 +293,8 @@ class EdfPolicy(PriorityPolicy):
                     victim = slots.victim(module, future, keep=keep | used, planned=planned)
                     if victim is None and take_pins:
                         victim = pinned_victim(engine, frame, module, keep | used, self.skips.slots(),
-                                               put_back_skip.owes(self.skips.owed, frame), self.skip_put_backs)
+                                               put_back_skip.owes(self.skips.owed, frame),
+                                               self.skip_put_backs and put_back_skip.known_releases(engine))
                     if victim is None:
                         plan.complete = False
                         continue
@@ -339,7 +340,7 @@ class EdfPolicy(PriorityPolicy):
         waiting = [f for f in order if f.start is None and f.outcome is None]
         work = self.port_idle_work(engine, waiting)
         if work is not None:          # (no prefetch into a slot owed to an evictor's next frame)
-            work(reserved | set(self.skips.slots()))
+            work(reserved | set(self.skips.slots()) if self.skips.owed else reserved)
 
     def _load_pins(self, engine: EngineView, warm_up: bool = False) -> bool:
         return load_pins(engine, warm_up, self.skips.slots())

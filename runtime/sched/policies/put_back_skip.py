@@ -96,12 +96,18 @@ def pin_users(engine: EngineView, evictor: str, owed: dict[int, str]) -> list:
     return out
 
 
+def known_releases(engine: EngineView) -> bool:
+    """Whether the releases are a workload's, known ahead (the module docstring's 0): not a
+    daemon's, whose apps send when they like, so a frame not come by A may still come."""
+    return engine.end_s != float("inf")
+
+
 def skip(engine: EngineView, restore: dict[int, str], taker: Frame | None) -> Owed | None:
     """The pins in ``restore`` (the put-back about to start after ``taker``, the evictor's frame,
     has streamed) owed to its next frame instead, or None (the module docstring's 0-3)."""
     contract = engine.contract
-    if engine.end_s == float("inf"):
-        return None       # a daemon's apps send when they like: a frame not come by A may still come
+    if not known_releases(engine):
+        return None
     if taker is None or not restore or contract.pinned_first or engine.changing or engine.slots.fused \
             or engine.planned_reloads or engine.committed is not None or engine.running \
             or not engine.stream.free() or engine.foresight.next_passes():

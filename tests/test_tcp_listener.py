@@ -329,3 +329,42 @@ def test_a_remote_client_cannot_make_the_listener_open_a_file(listener, tmp_path
         assert pipe.submit(np.zeros((8, 8), np.uint8)).result(timeout=30).shape == (10,)
     finally:
         fpga.close()
+
+
+def test_a_fork_child_is_told_the_tcp_connection_is_its_parents_and_cannot_cut_it(listener):
+    """As over the Unix socket (test_daemon.py): a child forked after ``connect_tcp`` would share
+    the authenticated socket with no reader of its own (its calls hang or take the parent's
+    replies) and its ``close`` would shut the parent's connection. It is told to connect again
+    (``forked``), closing there drops only its copy, and the parent streams on."""
+    import signal
+
+    fpga = connect_tcp(*listener.address, TOKEN)
+    try:
+        pipe = fpga.pipeline("edges", CHAIN, period_ms=20.0, frame_shape=SHAPE)
+        read_end, write_end = os.pipe()
+        child = os.fork()
+        if child == 0:                       # the child: no logging, no pytest, out with os._exit
+            code = 1
+            try:
+                try:
+                    pipe.submit(np.zeros(SHAPE, np.uint8))
+                except DaemonError as exc:
+                    code = 0 if exc.kind == "forked" and str(os.getpid()) in str(exc) else 2
+                fpga.close()
+            finally:
+                os.write(write_end, bytes([code]))
+                os._exit(0)
+        os.close(write_end)
+        deadline = time.monotonic() + 30
+        while os.waitpid(child, os.WNOHANG) == (0, 0):
+            if time.monotonic() > deadline:   # a child stuck on the shared socket: its pipe then ends empty
+                os.kill(child, signal.SIGKILL)
+            time.sleep(0.01)                  # waiting for another process
+        code = os.read(read_end, 1)
+        os.close(read_end)
+        assert code == b"\x00", code
+        stages = resolve_chain(CHAIN, {})
+        frame = np.arange(SHAPE[0] * SHAPE[1], dtype=np.uint8).reshape(SHAPE)
+        assert np.array_equal(pipe.submit(frame).result(timeout=30), chain_reference(stages, frame))
+    finally:
+        fpga.close()

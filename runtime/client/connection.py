@@ -23,10 +23,10 @@ import select
 import socket
 import threading
 import time
-import weakref
 from collections import deque
 from pathlib import Path
 
+from fpgashare.client import fork_guard
 from fpgashare.client.errors import DaemonError, daemon_error
 from fpgashare.wire.framing import Decoder, FramingError
 from fpgashare.wire.protocol import MAX_MESSAGE, ProtocolError, decode, encode
@@ -40,23 +40,6 @@ PARTING_READ_S = 0.5    #: after a failed send, how long to look for the daemon'
 
 #: the ancillary room one recv leaves for ring descriptors (as ``socket.recv_fds`` asks)
 FDS_ROOM = socket.CMSG_LEN(MAX_FDS * array.array("i").itemsize)
-
-#: Every open connection of this process, so that a fork() child can mark its copies (below).
-_OPEN: weakref.WeakSet[Connection] = weakref.WeakSet()
-
-
-def _forked() -> None:
-    """In a fork() child: each connection it inherited is its parent's. Used from both processes,
-    the one socket would hand each of them parts of the other's replies (calls hang or fail with
-    "slot not free"), and the child closing it would shut the parent's connection down: the child
-    is told instead, and closing there only drops its copy of the descriptor."""
-    for conn in list(_OPEN):
-        conn._parent_pid = conn._pid
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forked)
-
 
 class Reply:
     """One request's reply: set once, by whichever thread reads the socket, under the
@@ -92,15 +75,11 @@ class Connection:
         self._reading = threading.Lock()               # held by the thread reading the socket
         self._closed = False          # by the app: for good
         self._lost = False            # by the daemon (or the socket)
-        self._pid = os.getpid()       # the process whose connection it is
-        self._parent_pid: int | None = None    # set in a fork() child: the connection is that process's
-        _OPEN.add(self)
+        self._owner = fork_guard.Owner()        # the process whose connection it is (fork_guard.py)
 
     def _own(self) -> None:
         """Raise DaemonError ``forked`` in a fork() child using its parent's connection."""
-        if self._parent_pid is not None:
-            raise DaemonError("forked", f"this connection to the daemon is process {self._parent_pid}'s (inherited "
-                              f"through fork()); connect() again in process {os.getpid()}")
+        self._owner.check()
 
     def _connect(self) -> socket.socket:
         """A new socket to the daemon, with fresh reply state; raises DaemonError ``gone``."""
@@ -247,7 +226,7 @@ class Connection:
 
     def _shut(self) -> None:
         """Close the socket for good: a thread reading it sees the end; descriptors nobody took close."""
-        if self._parent_pid is not None:          # a fork() child: its copy only, the parent's lives on
+        if self._owner.inherited:                 # a fork() child: its copy only, the parent's lives on
             self._closed = True
             self._sock.close()
             return

@@ -13,7 +13,7 @@ import socket
 import threading
 
 import numpy as np
-from fpgashare.client import AdmissionRejected, DaemonError, DeadlineMissed, FrameDropped, FrameFailed
+from fpgashare.client import AdmissionRejected, DaemonError, DeadlineMissed, FrameDropped, FrameFailed, fork_guard
 from fpgashare.errors import FpgashareError
 from fpgashare.wire.tcp_wire import CHALLENGE_BYTES, Reader
 from fpgashare.wire.tcp_wire import array as _array
@@ -25,12 +25,17 @@ from fpgashare.wire.tcp_wire import send as _send
 log = logging.getLogger(__name__)
 
 
+#: After a failed send, how long to wait for the listener's parting reply (its reason for hanging up).
+PARTING_READ_S = 2.0
+
+
 class TcpFpga:
     """``connect_tcp(host, port, token)``: the calls a fleet agent makes on ``fpgashare.connect()``,
     over the listener. Frames travel inline."""
 
     def __init__(self, host: str, port: int, token: bytes, timeout: float = 30.0) -> None:
         self.timeout = timeout
+        self._owner = fork_guard.Owner()        # a fork() child is told to connect again (fork_guard.py)
         self._sock = socket.create_connection((host, port), timeout=timeout)
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._write = threading.Lock()
@@ -71,6 +76,7 @@ class TcpFpga:
         self._waiting.clear()
 
     def send(self, op: str, **fields) -> concurrent.futures.Future:
+        self._owner.check("connection to the board")
         if self._closed:
             raise FpgashareError("the connection to the board is closed")
         rid = next(self._ids)
@@ -79,8 +85,14 @@ class TcpFpga:
         try:
             _send(self._sock, {"op": op, "id": rid, **fields}, self._write)
         except OSError as exc:
-            self._waiting.pop(rid, None)
-            raise FpgashareError(f"the connection to the board is closed ({exc})") from None
+            # The listener may have hung up on this very message (over its size or the token's
+            # budget) after saying why: the reader settles the request with that reason at the end.
+            try:
+                future.result(PARTING_READ_S)
+                return future
+            except concurrent.futures.TimeoutError:
+                self._waiting.pop(rid, None)
+                raise FpgashareError(f"the connection to the board is closed ({exc})") from None
         return future
 
     def request(self, op: str, **fields) -> dict:
@@ -116,6 +128,9 @@ class TcpFpga:
 
     def close(self) -> None:
         self._closed = True
+        if self._owner.inherited:            # a fork() child: its copy only, the parent's lives on
+            self._sock.close()
+            return
         try:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:

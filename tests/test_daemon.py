@@ -26,6 +26,8 @@ from fpgashare.daemon import Daemon, DaemonThread
 from fpgashare.errors import FrameError
 from fpgashare.wire.protocol import VERSION, encode
 
+from tests.fork_child import in_fork_child, told_forked
+
 SHAPE = (60, 80)
 CHAIN = ["gauss3x3", "sobel_mag", "threshold"]
 
@@ -148,32 +150,21 @@ def test_a_fork_child_is_told_the_connection_is_its_parents_and_cannot_cut_it(so
     with RunningDaemon(sock), connect(sock) as fpga:
         pipe = fpga.pipeline("p", ["threshold"], period_ms=5.0, frame_shape=SHAPE)
         before = pipe.ring.input(0).copy()
-        read_end, write_end = os.pipe()
-        child = os.fork()
-        if child == 0:                       # the child: no logging, no pytest, out with os._exit
+        def child() -> int:
             code = 1
             try:
-                try:
-                    pipe.submit(np.full(SHAPE, 9, np.uint8))
-                except DaemonError as exc:
-                    code = 0 if exc.kind == "forked" and str(os.getpid()) in str(exc) else 2
-                try:
-                    fpga.clock()
-                    code = 3
-                except DaemonError as exc:
-                    code = code if exc.kind == "forked" else 4
-                fpga.close()
-            finally:
-                os.write(write_end, bytes([code]))
-                os._exit(0)
-        os.close(write_end)
-        deadline = time.monotonic() + 30
-        while os.waitpid(child, os.WNOHANG) == (0, 0):
-            if time.monotonic() > deadline:   # a child stuck on the shared socket: its pipe then ends empty
-                os.kill(child, signal.SIGKILL)
-            time.sleep(0.01)                  # waiting for another process
-        code = os.read(read_end, 1)
-        os.close(read_end)
+                pipe.submit(np.full(SHAPE, 9, np.uint8))
+            except DaemonError as exc:
+                code = 0 if told_forked(exc) else 2
+            try:
+                fpga.clock()
+                code = 3
+            except DaemonError as exc:
+                code = code if exc.kind == "forked" else 4
+            fpga.close()
+            return code
+
+        code = in_fork_child(child)
         assert code == b"\x00", code
         assert np.array_equal(pipe.ring.input(0), before)          # the child wrote nothing
         for frame in frames(3, seed=4):

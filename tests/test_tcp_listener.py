@@ -19,6 +19,7 @@ from fpgashare.daemon.tcp_token import load_token
 from fpgashare.errors import FpgashareError
 from fpgashare.fleet.board import BoardAgent
 
+from tests.fork_child import in_fork_child, told_forked
 from tests.test_daemon import RunningDaemon
 
 TOKEN = b"0123456789abcdef-a-test-token"      # 29 bytes, 22 different: random enough
@@ -336,32 +337,19 @@ def test_a_fork_child_is_told_the_tcp_connection_is_its_parents_and_cannot_cut_i
     the authenticated socket with no reader of its own (its calls hang or take the parent's
     replies) and its ``close`` would shut the parent's connection. It is told to connect again
     (``forked``), closing there drops only its copy, and the parent streams on."""
-    import signal
-
     fpga = connect_tcp(*listener.address, TOKEN)
     try:
         pipe = fpga.pipeline("edges", CHAIN, period_ms=20.0, frame_shape=SHAPE)
-        read_end, write_end = os.pipe()
-        child = os.fork()
-        if child == 0:                       # the child: no logging, no pytest, out with os._exit
+        def child() -> int:
             code = 1
             try:
-                try:
-                    pipe.submit(np.zeros(SHAPE, np.uint8))
-                except DaemonError as exc:
-                    code = 0 if exc.kind == "forked" and str(os.getpid()) in str(exc) else 2
-                fpga.close()
-            finally:
-                os.write(write_end, bytes([code]))
-                os._exit(0)
-        os.close(write_end)
-        deadline = time.monotonic() + 30
-        while os.waitpid(child, os.WNOHANG) == (0, 0):
-            if time.monotonic() > deadline:   # a child stuck on the shared socket: its pipe then ends empty
-                os.kill(child, signal.SIGKILL)
-            time.sleep(0.01)                  # waiting for another process
-        code = os.read(read_end, 1)
-        os.close(read_end)
+                pipe.submit(np.zeros(SHAPE, np.uint8))
+            except DaemonError as exc:
+                code = 0 if told_forked(exc) else 2
+            fpga.close()
+            return code
+
+        code = in_fork_child(child)
         assert code == b"\x00", code
         stages = resolve_chain(CHAIN, {})
         frame = np.arange(SHAPE[0] * SHAPE[1], dtype=np.uint8).reshape(SHAPE)
